@@ -1,0 +1,37 @@
+// Package lua holds stockguard's Redis scripts, one per file. Each file
+// starts with a header naming its KEYS, ARGV and reply. Packages wrap a
+// script once in a package-level redis.NewScript and call it with Run
+// (EVALSHA, falling back to EVAL on NOSCRIPT).
+//
+// Every key a script touches is passed in KEYS, and all of them share one
+// hash tag, so every script is legal on Redis Cluster.
+package lua
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// Source returns the text of the named script, e.g. "stock_deduct.lua". The
+// scripts are compiled into the binary, so a missing name is a programming
+// error and Source panics.
+func Source(name string) string {
+	b, err := fs.ReadFile(files, name)
+	if err != nil {
+		panic("lua: no embedded script " + name)
+	}
+	return string(b)
+}
+
+// Names lists the embedded scripts.
+func Names() []string {
+	entries, _ := fs.ReadDir(files, ".")
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

@@ -1,0 +1,92 @@
+package stock
+
+import (
+	"context"
+	"errors"
+)
+
+// Business outcomes. Compare with errors.Is: backends wrap them with detail.
+var (
+	// ErrSoldOut: the SKU has fewer units available than the line asks for.
+	ErrSoldOut = errors.New("stock: sold out")
+	// ErrLimitReached: the line would take the user past the SKU's
+	// per-user limit.
+	ErrLimitReached = errors.New("stock: per-user limit reached")
+	// ErrUnknownSKU: the SKU was never put on sale (not the same as sold
+	// out, which it is after its last unit is taken).
+	ErrUnknownSKU = errors.New("stock: unknown SKU")
+	// ErrUnknownOrder: Confirm or Revert of an order that took nothing.
+	// Nothing was changed.
+	ErrUnknownOrder = errors.New("stock: unknown order")
+	// ErrConflict: the order ID was already used for different items.
+	ErrConflict = errors.New("stock: order ID reused with different items")
+	// ErrHoldExpired: the order's hold passed its deadline; its units were
+	// returned.
+	ErrHoldExpired = errors.New("stock: hold expired")
+	// ErrOrderClosed: the order was reverted; its ID cannot take stock again.
+	ErrOrderClosed = errors.New("stock: order already reverted")
+	// ErrInvalid: the input was refused before anything was written. The
+	// error wrapping it says what was wrong (see *InvalidError).
+	ErrInvalid = errors.New("stock: invalid input")
+)
+
+// Failures that are not business outcomes.
+var (
+	// ErrUnknownOutcome: the request may or may not have been applied (for
+	// example a timeout after a script was sent, or a failed COMMIT). Retry
+	// the same call with the same order ID: every Manager call is
+	// idempotent, so the retry tells which.
+	ErrUnknownOutcome = errors.New("stock: outcome unknown, retry with the same order ID")
+	// ErrContention: the store was too busy to decide (optimistic retries
+	// exhausted, lock wait timed out, deadlock). Nothing was applied; the
+	// caller may retry. It is never reported as sold out.
+	ErrContention = errors.New("stock: contention, retry later")
+)
+
+// SKUError names the order line a business outcome applies to.
+type SKUError struct {
+	SKU string
+	Err error
+}
+
+func (e *SKUError) Error() string { return e.Err.Error() + ": SKU " + quote(e.SKU) }
+
+// Unwrap returns the sentinel, so errors.Is(err, ErrSoldOut) works.
+func (e *SKUError) Unwrap() error { return e.Err }
+
+// InvalidError says which input was refused and why. It matches ErrInvalid.
+type InvalidError struct {
+	Field  string // e.g. "order.ID", "order.Items[2].Qty", "listing.Units"
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return "stock: invalid input: " + e.Field + ": " + e.Reason
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// IsBusiness reports whether err is a business outcome of a call that
+// reached the store: sold out, limit, unknown SKU or order, conflict,
+// expired, closed or invalid input. A circuit breaker should count failures
+// for which IsBusiness and context cancellation are both false.
+func IsBusiness(err error) bool {
+	for _, b := range businessErrors {
+		if errors.Is(err, b) {
+			return true
+		}
+	}
+	return false
+}
+
+var businessErrors = []error{
+	ErrSoldOut, ErrLimitReached, ErrUnknownSKU, ErrUnknownOrder,
+	ErrConflict, ErrHoldExpired, ErrOrderClosed, ErrInvalid,
+}
+
+// IsCanceled reports whether err comes from the caller's context being
+// canceled or past its deadline.
+func IsCanceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

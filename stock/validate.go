@@ -1,0 +1,123 @@
+package stock
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds enforced on every input before any I/O. They keep every key layout
+// intact and every count exact in int64 and in Lua's doubles (2^53).
+const (
+	// MaxIDLen is the longest order ID, user ID or SKU, in bytes.
+	MaxIDLen = 128
+	// MaxItems is the most lines one order may have.
+	MaxItems = 64
+	// MaxQty is the most units one order line may take.
+	MaxQty = 1_000_000_000
+	// MaxUnits is the most units a SKU may have available; Restock fails
+	// with ErrInvalid past it.
+	MaxUnits = 1 << 50
+	// MaxHoldTTL is the longest hold time a Listing may set.
+	MaxHoldTTL = 30 * 24 * time.Hour
+)
+
+// ValidateID checks an order ID, user ID or SKU: non-empty, at most MaxIDLen
+// bytes of valid UTF-8, with no control or space characters and no '{' or
+// '}' (which would break Redis Cluster hash tags). field names the input in
+// the error.
+func ValidateID(field, id string) error {
+	if id == "" {
+		return &InvalidError{Field: field, Reason: "empty"}
+	}
+	if len(id) > MaxIDLen {
+		return &InvalidError{Field: field, Reason: "longer than " + strconv.Itoa(MaxIDLen) + " bytes"}
+	}
+	if !utf8.ValidString(id) {
+		return &InvalidError{Field: field, Reason: "not valid UTF-8"}
+	}
+	for _, r := range id {
+		switch {
+		case r == '{' || r == '}':
+			return &InvalidError{Field: field, Reason: "contains '{' or '}'"}
+		case unicode.IsControl(r) || unicode.IsSpace(r):
+			return &InvalidError{Field: field, Reason: fmt.Sprintf("contains %U", r)}
+		}
+	}
+	return nil
+}
+
+// ValidateQty checks a unit count: 1 <= n <= max.
+func ValidateQty(field string, n, max int64) error {
+	if n < 1 || n > max {
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("%d is outside [1, %d]", n, max)}
+	}
+	return nil
+}
+
+// Validate checks the order: a valid ID, a valid UserID if one is given,
+// 1 to MaxItems lines, each with a valid SKU and 1 <= Qty <= MaxQty, and no
+// SKU on two lines (duplicate lines are refused, not merged, so the order's
+// identity is never ambiguous).
+func (o Order) Validate() error {
+	if err := ValidateID("order.ID", o.ID); err != nil {
+		return err
+	}
+	if o.UserID != "" {
+		if err := ValidateID("order.UserID", o.UserID); err != nil {
+			return err
+		}
+	}
+	if len(o.Items) == 0 {
+		return &InvalidError{Field: "order.Items", Reason: "no items"}
+	}
+	if len(o.Items) > MaxItems {
+		return &InvalidError{Field: "order.Items", Reason: "more than " + strconv.Itoa(MaxItems) + " items"}
+	}
+	seen := make(map[string]struct{}, len(o.Items))
+	for i, it := range o.Items {
+		field := "order.Items[" + strconv.Itoa(i) + "]"
+		if err := ValidateID(field+".SKU", it.SKU); err != nil {
+			return err
+		}
+		if err := ValidateQty(field+".Qty", it.Qty, MaxQty); err != nil {
+			return err
+		}
+		if _, dup := seen[it.SKU]; dup {
+			return &InvalidError{Field: field + ".SKU", Reason: "SKU " + quote(it.SKU) + " appears on two lines"}
+		}
+		seen[it.SKU] = struct{}{}
+	}
+	return nil
+}
+
+// Validate checks the listing: a valid SKU, 0 <= Units <= MaxUnits,
+// 0 <= PerUserLimit <= MaxUnits and 0 <= HoldTTL <= MaxHoldTTL, with a
+// non-zero HoldTTL of at least one millisecond.
+func (l Listing) Validate() error {
+	if err := ValidateID("listing.SKU", l.SKU); err != nil {
+		return err
+	}
+	if l.Units < 0 || l.Units > MaxUnits {
+		return &InvalidError{Field: "listing.Units", Reason: fmt.Sprintf("%d is outside [0, %d]", l.Units, int64(MaxUnits))}
+	}
+	if l.PerUserLimit < 0 || l.PerUserLimit > MaxUnits {
+		return &InvalidError{Field: "listing.PerUserLimit", Reason: fmt.Sprintf("%d is outside [0, %d]", l.PerUserLimit, int64(MaxUnits))}
+	}
+	if l.HoldTTL < 0 || l.HoldTTL > MaxHoldTTL || (l.HoldTTL > 0 && l.HoldTTL < time.Millisecond) {
+		return &InvalidError{Field: "listing.HoldTTL", Reason: l.HoldTTL.String() + " is outside [1ms, " + MaxHoldTTL.String() + "]"}
+	}
+	return nil
+}
+
+// EffectiveHoldTTL returns l.HoldTTL, or DefaultHoldTTL when it is zero.
+func (l Listing) EffectiveHoldTTL() time.Duration {
+	if l.HoldTTL == 0 {
+		return DefaultHoldTTL
+	}
+	return l.HoldTTL
+}
+
+func quote(s string) string { return strconv.Quote(s) }
