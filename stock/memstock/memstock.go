@@ -1,0 +1,279 @@
+// Package memstock is an in-process stock.Manager: one mutex over maps. It
+// keeps every promise of the contract within one process and passes the
+// conformance suite, which makes it the reference the other backends are
+// read against and a fake for the tests of code that uses a Manager. It is
+// not shared between processes and keeps nothing on disk.
+package memstock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Store is an in-memory stock.Manager and stock.Reclaimer. The zero value is
+// not usable; call New. It is safe for concurrent use.
+type Store struct {
+	clock  stock.Clock
+	mu     sync.Mutex
+	skus   map[string]*sku
+	orders map[string]*order
+}
+
+type sku struct {
+	avail, held, sold int64
+	limit             int64
+	hold              time.Duration
+	users             map[string]int64
+}
+
+type state byte
+
+const (
+	held state = iota
+	confirmed
+	reverted
+	refunded
+	expired
+)
+
+type order struct {
+	sig      string
+	user     string
+	items    []stock.Item
+	state    state
+	deadline time.Time
+}
+
+// New returns an empty Store reading time from clock (stock.SystemClock if
+// nil).
+func New(clock stock.Clock) *Store {
+	if clock == nil {
+		clock = stock.SystemClock
+	}
+	return &Store{clock: clock, skus: map[string]*sku{}, orders: map[string]*order{}}
+}
+
+// PutOnSale implements stock.Manager.
+func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.skus[l.SKU]
+	if k == nil {
+		k = &sku{users: map[string]int64{}}
+		s.skus[l.SKU] = k
+	}
+	k.avail, k.limit, k.hold = l.Units, l.PerUserLimit, l.EffectiveHoldTTL()
+	return nil
+}
+
+// Restock implements stock.Manager.
+func (s *Store) Restock(ctx context.Context, skuID string, units int64) error {
+	if err := stock.ValidateID("sku", skuID); err != nil {
+		return err
+	}
+	if err := stock.ValidateQty("units", units, stock.MaxUnits); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.skus[skuID]
+	if k == nil {
+		return &stock.SKUError{SKU: skuID, Err: stock.ErrUnknownSKU}
+	}
+	if k.avail+units > stock.MaxUnits {
+		return &stock.InvalidError{Field: "units", Reason: "restock would pass stock.MaxUnits"}
+	}
+	k.avail += units
+	return nil
+}
+
+// Deduct implements stock.Manager.
+func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	items := canon.Sorted(o.Items)
+	sig := canon.Signature(items)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev := s.orders[o.ID]; prev != nil {
+		switch {
+		case prev.sig != sig:
+			return stock.ErrConflict
+		case prev.state == held || prev.state == confirmed:
+			return nil
+		case prev.state == expired:
+			return stock.ErrHoldExpired
+		default:
+			return stock.ErrOrderClosed
+		}
+	}
+	now := s.clock.Now()
+	hold := stock.MaxHoldTTL
+	for _, it := range items {
+		k := s.skus[it.SKU]
+		switch {
+		case k == nil:
+			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
+		case k.limit > 0 && o.UserID == "":
+			return &stock.InvalidError{Field: "order.UserID", Reason: "SKU " + it.SKU + " has a per-user limit"}
+		case k.avail < it.Qty:
+			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrSoldOut}
+		case k.limit > 0 && k.users[o.UserID]+it.Qty > k.limit:
+			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrLimitReached}
+		}
+		hold = min(hold, k.hold)
+	}
+	for _, it := range items {
+		k := s.skus[it.SKU]
+		k.avail -= it.Qty
+		k.held += it.Qty
+		if o.UserID != "" {
+			k.users[o.UserID] += it.Qty
+		}
+	}
+	s.orders[o.ID] = &order{sig: sig, user: o.UserID, items: items, deadline: now.Add(hold)}
+	return nil
+}
+
+// Confirm implements stock.Manager.
+func (s *Store) Confirm(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.orders[orderID]
+	if o == nil {
+		return stock.ErrUnknownOrder
+	}
+	switch o.state {
+	case confirmed:
+		return nil
+	case expired:
+		return stock.ErrHoldExpired
+	case reverted, refunded:
+		return stock.ErrOrderClosed
+	}
+	if !s.clock.Now().Before(o.deadline) {
+		s.release(o, expired)
+		return stock.ErrHoldExpired
+	}
+	for _, it := range o.items {
+		k := s.skus[it.SKU]
+		k.held -= it.Qty
+		k.sold += it.Qty
+	}
+	o.state = confirmed
+	return nil
+}
+
+// Revert implements stock.Manager.
+func (s *Store) Revert(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.orders[orderID]
+	switch {
+	case o == nil:
+		return stock.ErrUnknownOrder
+	case o.state == held:
+		s.release(o, reverted)
+	case o.state == confirmed:
+		s.release(o, refunded)
+	}
+	return nil
+}
+
+// release returns the units and quota of a held or confirmed order.
+func (s *Store) release(o *order, to state) {
+	for _, it := range o.items {
+		k := s.skus[it.SKU]
+		if o.state == held {
+			k.held -= it.Qty
+		} else {
+			k.sold -= it.Qty
+		}
+		k.avail += it.Qty
+		if o.user != "" {
+			k.users[o.user] -= it.Qty
+		}
+	}
+	o.state = to
+}
+
+// Available implements stock.Manager.
+func (s *Store) Available(ctx context.Context, skuID string) (int64, error) {
+	lv, err := s.Levels(ctx, skuID)
+	return lv.Available, err
+}
+
+// Levels implements stock.Manager.
+func (s *Store) Levels(ctx context.Context, skuID string) (stock.Levels, error) {
+	if err := stock.ValidateID("sku", skuID); err != nil {
+		return stock.Levels{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return stock.Levels{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.skus[skuID]
+	if k == nil {
+		return stock.Levels{}, &stock.SKUError{SKU: skuID, Err: stock.ErrUnknownSKU}
+	}
+	return stock.Levels{Available: k.avail, Held: k.held, Sold: k.sold, PerUserLimit: k.limit, HoldTTL: k.hold}, nil
+}
+
+// ReclaimExpired implements stock.Reclaimer. It scans every order, so its
+// cost grows with the orders kept, not with the due ones: fine for tests and
+// small shops, which is what this backend is for.
+func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+	if limit < 1 {
+		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	var out []stock.Reclaimed
+	for id, o := range s.orders {
+		if len(out) >= limit {
+			break
+		}
+		if o.state != held || now.Before(o.deadline) {
+			continue
+		}
+		s.release(o, expired)
+		for _, it := range o.items {
+			out = append(out, stock.Reclaimed{OrderID: id, UserID: o.user, SKU: it.SKU, Qty: it.Qty})
+		}
+	}
+	return out, nil
+}
