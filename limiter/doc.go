@@ -1,0 +1,53 @@
+// Package limiter turns away excess traffic before it reaches the stock:
+// per user, per SKU, per user and SKU, per IP, per device. It is usable from
+// any Go HTTP stack and does not depend on the stock package.
+//
+// # Which limiter
+//
+//   - [Local]: keyed token buckets (golang.org/x/time/rate) in one process,
+//     for the gateway layer and as the safety net of the others. Memory is
+//     bounded by LocalConfig.MaxKeys; idle keys are evicted one at a time,
+//     least recently used first, never all at once (which would let an
+//     abuser reset their own counter by flooding). Keys are spread over
+//     sharded locks: no global lock on the hot path, no allocation once a
+//     key is tracked.
+//   - [Redis]: one key, shared by every node, in one script round trip.
+//   - [Composite]: several dimensions in one script round trip,
+//     all-or-nothing: a call that one dimension refuses counts nothing in
+//     the others.
+//
+// Redis-backed limiters pick an [Algorithm]: [GCRA] (token bucket, as
+// go-redis/redis_rate; the default), [FixedWindow] (the INCR + EXPIRE
+// counter, except that refused calls are not counted) or [SlidingWindow]
+// (a log: at most Rate in any window, no burst at a window edge). Every
+// script reads Redis server TIME, so node clock skew plays no part.
+//
+// # Redis Cluster
+//
+// A Redis limiter's key is "<prefix>:<algorithm>:{<key>}": one slot per key.
+// A Composite's keys must share a slot to be decided in one script: give
+// Request.Tag (the user ID when every dimension is per user; a constant such
+// as the sale ID when dimensions span users, which puts that limiter on one
+// shard). Without a tag, a call whose keys span slots fails with
+// [ErrCrossSlot] and counts nothing, unless CompositeConfig.AllowCrossSlot
+// says the server is not a cluster. Calls are never split: splitting would
+// lose all-or-nothing.
+//
+// # Policy
+//
+// [Policy] adds an allowlist (Bypass), a choice of what to decide when Redis
+// fails ([ReturnError], [FailOpen], [FailClosed]), an optional Fallback
+// limiter (typically a [Local] with a tighter limit) that decides while
+// Redis is down, and a Backoff during which a failed Redis is not called at
+// all. Context cancellation is always returned as an error.
+//
+// # Errors
+//
+// Refusal is a [Decision] with Allowed false, never an error. Errors are
+// invalid input ([ErrInvalid], *[InvalidError]), [ErrCrossSlot], and Redis
+// failures (*[RedisError], matching [ErrUnavailable]), which the policy may
+// turn into a degraded decision. Nothing in this package panics on input.
+//
+// Configuration structs mean their defaults when zero, except the limits.
+// All limiters are safe for concurrent use.
+package limiter

@@ -1,0 +1,149 @@
+package limiter
+
+import (
+	"context"
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/time/rate"
+)
+
+// LocalConfig configures a Local limiter. The zero value of every field but
+// Limit means its default.
+type LocalConfig struct {
+	// Limit applies to every key. Limit.Rate is required.
+	Limit Limit
+	// MaxKeys bounds memory: at most this many keys are tracked (each costs
+	// roughly 200 bytes plus its length). When full, the least recently used
+	// key of the new key's shard is dropped, one at a time, never all at
+	// once; a dropped key starts again with a full bucket. Keep MaxKeys well
+	// above the keys active within one Burst/Rate refill time. Default
+	// 100,000.
+	MaxKeys int
+	// Shards splits the keys over this many independently locked LRUs
+	// (rounded down to a power of two, at most MaxKeys). Default 64.
+	Shards int
+	// Clock tells the time; default the wall clock.
+	Clock Clock
+}
+
+// Local is an in-process keyed token bucket (golang.org/x/time/rate), with
+// bounded memory. Counts are per process: use it at the gateway, or as the
+// Fallback of a Redis-backed limiter. Safe for concurrent use; keys are
+// spread over sharded locks, so there is no global lock on the hot path.
+type Local struct {
+	limit  rate.Limit
+	burst  int
+	every  float64 // seconds per token
+	clock  Clock
+	seed   maphash.Seed
+	mask   uint64
+	shards []localShard
+}
+
+type localShard struct {
+	mu  sync.Mutex
+	lru *simplelru.LRU[string, *rate.Limiter]
+	_   [48]byte // keep shards on separate cache lines
+}
+
+// NewLocal returns a Local limiter, or an error wrapping ErrInvalid if cfg
+// is not usable.
+func NewLocal(cfg LocalConfig) (*Local, error) {
+	lim := cfg.Limit.resolved()
+	if err := lim.validate("LocalConfig.Limit", GCRA); err != nil {
+		return nil, err
+	}
+	if cfg.MaxKeys < 0 {
+		return nil, invalid("LocalConfig.MaxKeys", "negative")
+	}
+	if cfg.Shards < 0 {
+		return nil, invalid("LocalConfig.Shards", "negative")
+	}
+	maxKeys := cfg.MaxKeys
+	if maxKeys == 0 {
+		maxKeys = 100_000
+	}
+	shards := cfg.Shards
+	if shards == 0 {
+		shards = 64
+	}
+	shards = min(shards, maxKeys)
+	shards = 1 << (bits.Len(uint(shards)) - 1) // power of two, <= shards
+	l := &Local{
+		limit:  rate.Limit(float64(lim.Rate) / lim.Period.Seconds()),
+		burst:  int(min(lim.Burst, math.MaxInt32)),
+		clock:  cfg.Clock,
+		seed:   maphash.MakeSeed(),
+		mask:   uint64(shards - 1),
+		shards: make([]localShard, shards),
+	}
+	l.every = 1 / float64(l.limit)
+	if l.clock == nil {
+		l.clock = systemClock{}
+	}
+	for i := range l.shards {
+		lru, err := simplelru.NewLRU[string, *rate.Limiter](maxKeys/shards, nil)
+		if err != nil {
+			return nil, invalid("LocalConfig.MaxKeys", err.Error())
+		}
+		l.shards[i].lru = lru
+	}
+	return l, nil
+}
+
+// Allow is AllowN(ctx, key, 1).
+func (l *Local) Allow(ctx context.Context, key string) (Decision, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+// AllowN reports whether n events may happen now for key and, if so, takes
+// n tokens from its bucket. key must be non-empty and at most MaxKeyLen
+// bytes; 1 <= n <= Burst. It never fails for any other reason and does not
+// allocate once key is tracked.
+func (l *Local) AllowN(_ context.Context, key string, n int) (Decision, error) {
+	if key == "" || len(key) > MaxKeyLen {
+		return Decision{}, invalid("key", "must be 1 to 256 bytes")
+	}
+	if n < 1 || n > l.burst {
+		return Decision{}, validateN(n, int64(l.burst))
+	}
+	now := l.clock.Now()
+	lim := l.bucket(key)
+	if lim.AllowN(now, n) {
+		return Decision{Allowed: true, Remaining: int64(max(lim.TokensAt(now), 0))}, nil
+	}
+	missing := float64(n) - lim.TokensAt(now)
+	wait := time.Duration(math.Ceil(missing * l.every * float64(time.Second)))
+	return Decision{RetryAfter: max(wait, 1)}, nil
+}
+
+// bucket returns key's limiter, creating it with a full bucket if the key
+// is not tracked.
+func (l *Local) bucket(key string) *rate.Limiter {
+	s := &l.shards[maphash.String(l.seed, key)&l.mask]
+	s.mu.Lock()
+	lim, ok := s.lru.Get(key)
+	if !ok {
+		lim = rate.NewLimiter(l.limit, l.burst)
+		s.lru.Add(key, lim)
+	}
+	s.mu.Unlock()
+	return lim
+}
+
+// Len returns how many keys are tracked; never more than MaxKeys.
+func (l *Local) Len() int {
+	n := 0
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		n += s.lru.Len()
+		s.mu.Unlock()
+	}
+	return n
+}

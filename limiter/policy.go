@@ -1,0 +1,139 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// ErrorMode says what a Redis-backed limiter decides when Redis fails and
+// no Fallback is set.
+type ErrorMode int
+
+const (
+	// ReturnError returns the failure (a *RedisError, matching
+	// ErrUnavailable) and no decision: the caller chooses. The default.
+	ReturnError ErrorMode = iota
+	// FailOpen admits the request (Decision.Degraded set): availability
+	// over protection.
+	FailOpen
+	// FailClosed refuses the request (Decision.Degraded set, RetryAfter the
+	// backoff): protection over availability.
+	FailClosed
+)
+
+// Policy is what a Redis-backed limiter does beyond counting. The zero value
+// means: no allowlist, return Redis errors, no fallback, 100 ms backoff.
+type Policy struct {
+	// Bypass reports whether a key is on the allowlist. An allowlisted call
+	// is admitted at once (Decision.Bypassed) and counts nothing. A
+	// Composite asks about each "<dimension>:<value>"; one allowlisted value
+	// bypasses the whole call. nil: no allowlist.
+	Bypass func(key string) bool
+	// OnError decides calls made while Redis is failing, when Fallback is
+	// nil. Context cancellation is never masked: it is returned as an error
+	// matching ctx.Err().
+	OnError ErrorMode
+	// Fallback, if set, decides calls while Redis is failing: typically a
+	// *Local with a tighter limit, the safety net that still turns away
+	// floods (go-zero's rescue limiter). A Composite asks it about each
+	// "<dimension>:<value>" in turn and stops at the first refusal (events
+	// already taken from earlier dimensions stay taken).
+	Fallback Limiter
+	// Backoff is how long, after a Redis failure, calls skip Redis and go
+	// straight to the Fallback or OnError mode, so a down Redis does not cost
+	// every request a timeout. The first call after it tries Redis again.
+	// Default 100 ms; negative means always try Redis.
+	Backoff time.Duration
+	// OnRedisError, if set, is told of every Redis failure (for logging and
+	// metrics). It must be safe for concurrent use.
+	OnRedisError func(error)
+	// Clock times the Backoff only (counting uses Redis server time).
+	// Default the wall clock.
+	Clock Clock
+}
+
+// guard applies a Policy around Redis calls.
+type guard struct {
+	p         Policy
+	downUntil atomic.Int64 // unix ns; Redis is skipped before it
+}
+
+func newGuard(p Policy, field string) (*guard, error) {
+	if p.OnError < ReturnError || p.OnError > FailClosed {
+		return nil, invalid(field+".OnError", "unknown ErrorMode")
+	}
+	if p.Backoff == 0 {
+		p.Backoff = 100 * time.Millisecond
+	}
+	if p.Clock == nil {
+		p.Clock = systemClock{}
+	}
+	return &guard{p: p}, nil
+}
+
+// bypassed reports whether any of keys is allowlisted.
+func (g *guard) bypassed(keys ...string) bool {
+	if g.p.Bypass == nil {
+		return false
+	}
+	for _, k := range keys {
+		if k != "" && g.p.Bypass(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// skip reports whether Redis is in its backoff after a failure.
+func (g *guard) skip() bool {
+	return g.p.Backoff > 0 && g.p.Clock.Now().UnixNano() < g.downUntil.Load()
+}
+
+// failed records a Redis failure and returns the error to report: joined
+// with ctx.Err() when the context ended (never masked by the policy), else
+// a *RedisError, and whether the policy may decide instead.
+func (g *guard) failed(ctx context.Context, err error) (error, bool) {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return errors.Join(&RedisError{Err: err}, ctxErr), false
+	}
+	rerr := &RedisError{Err: err}
+	if g.p.Backoff > 0 {
+		g.downUntil.Store(g.p.Clock.Now().Add(g.p.Backoff).UnixNano())
+	}
+	if g.p.OnRedisError != nil {
+		g.p.OnRedisError(rerr)
+	}
+	return rerr, true
+}
+
+// degraded decides a call without Redis. keys and names are the fallback
+// keys and the dimension names they stand for.
+func (g *guard) degraded(ctx context.Context, cause error, keys, names []string, n int) (Decision, error) {
+	if g.p.Fallback != nil {
+		d := Decision{Allowed: true, Remaining: math.MaxInt64, Degraded: true}
+		for i, k := range keys {
+			if k == "" {
+				continue
+			}
+			fd, err := g.p.Fallback.AllowN(ctx, k, n)
+			if err != nil {
+				return Decision{}, errors.Join(cause, err)
+			}
+			if !fd.Allowed {
+				return Decision{RetryAfter: fd.RetryAfter, DeniedBy: names[i], Degraded: true}, nil
+			}
+			d.Remaining = min(d.Remaining, fd.Remaining)
+		}
+		return d, nil
+	}
+	switch g.p.OnError {
+	case FailOpen:
+		return Decision{Allowed: true, Degraded: true}, nil
+	case FailClosed:
+		return Decision{RetryAfter: max(g.p.Backoff, time.Millisecond), Degraded: true}, nil
+	}
+	return Decision{}, cause
+}

@@ -1,0 +1,162 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/lua"
+)
+
+// One script per algorithm; each decides one or more keys all-or-nothing,
+// reading Redis server TIME itself.
+var scripts = [...]*redis.Script{
+	GCRA:          redis.NewScript(lua.Source("limiter_gcra.lua")),
+	FixedWindow:   redis.NewScript(lua.Source("limiter_fixed.lua")),
+	SlidingWindow: redis.NewScript(lua.Source("limiter_sliding.lua")),
+}
+
+// RedisConfig configures a Redis limiter. The zero value of every field but
+// Limit means its default.
+type RedisConfig struct {
+	// Limit applies to every key. Limit.Rate is required.
+	Limit Limit
+	// Algorithm counts events; default GCRA.
+	Algorithm Algorithm
+	// Prefix starts every Redis key: "<Prefix>:<algorithm>:{<key>}".
+	// Default "limiter". It may not contain '{' or '}'.
+	Prefix string
+	// Policy handles allowlisted keys and Redis failures.
+	Policy Policy
+}
+
+// Redis is a distributed limiter: every node sharing the Redis shares the
+// counts. Each call is one script round trip that reads Redis server time,
+// so node clocks play no part. Each key lives in its own hash slot, so it
+// works on Redis Cluster. Safe for concurrent use.
+type Redis struct {
+	e      engine
+	prefix string // "<Prefix>:<algorithm>:"
+	limit  Limit
+}
+
+// NewRedis returns a Redis limiter over rdb (a *redis.Client,
+// *redis.ClusterClient, *redis.Ring or any redis.Scripter), or an error
+// wrapping ErrInvalid if cfg is not usable.
+func NewRedis(rdb redis.Scripter, cfg RedisConfig) (*Redis, error) {
+	e, prefix, err := newEngine(rdb, cfg.Algorithm, cfg.Prefix, cfg.Policy, "RedisConfig")
+	if err != nil {
+		return nil, err
+	}
+	lim := cfg.Limit.resolved()
+	if err := lim.validate("RedisConfig.Limit", cfg.Algorithm); err != nil {
+		return nil, err
+	}
+	return &Redis{e: e, prefix: prefix, limit: lim}, nil
+}
+
+// Allow is AllowN(ctx, key, 1).
+func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
+	return r.AllowN(ctx, key, 1)
+}
+
+// AllowN reports whether n events may happen now for key and, if so, counts
+// them, in one round trip. key must pass ValidateKey; 1 <= n <= the limit's
+// Burst (GCRA) or Rate (windows). Redis failures are handled by the Policy.
+func (r *Redis) AllowN(ctx context.Context, key string, n int) (Decision, error) {
+	if err := ValidateKey("key", key); err != nil {
+		return Decision{}, err
+	}
+	if err := validateN(n, r.limit.capacity(r.e.alg)); err != nil {
+		return Decision{}, err
+	}
+	if r.e.g.bypassed(key) {
+		return Decision{Allowed: true, Remaining: math.MaxInt64, Bypassed: true}, nil
+	}
+	keys := []string{r.prefix + "{" + key + "}"}
+	args := make([]any, 1, 4)
+	args[0] = n
+	args = appendLimit(args, r.limit)
+	return r.e.run(ctx, keys, args, []string{key}, []string{""}, n)
+}
+
+// engine runs one algorithm's script under a Policy.
+type engine struct {
+	rdb redis.Scripter
+	alg Algorithm
+	g   *guard
+
+	crossSlotOK bool // Composite: keys may span slots (no Cluster)
+}
+
+func newEngine(rdb redis.Scripter, alg Algorithm, prefix string, p Policy, cfgName string) (engine, string, error) {
+	if rdb == nil {
+		return engine{}, "", invalid(cfgName+" client", "nil redis.Scripter")
+	}
+	if alg < GCRA || alg > SlidingWindow {
+		return engine{}, "", invalid(cfgName+".Algorithm", alg.String()+" is unknown")
+	}
+	if prefix == "" {
+		prefix = "limiter"
+	}
+	if err := ValidateKey(cfgName+".Prefix", prefix); err != nil {
+		return engine{}, "", err
+	}
+	g, err := newGuard(p, cfgName+".Policy")
+	if err != nil {
+		return engine{}, "", err
+	}
+	return engine{rdb: rdb, alg: alg, g: g}, prefix + ":" + alg.String() + ":", nil
+}
+
+// appendLimit appends a limit's script arguments: rate, period (µs), burst.
+func appendLimit(args []any, l Limit) []any {
+	return append(args, l.Rate, l.Period.Microseconds(), l.Burst)
+}
+
+// run calls the script on keys, or lets the Policy decide while Redis is
+// failing. fbKeys are the keys a Fallback is asked about and names the
+// dimension each key stands for (both aligned with keys).
+func (e *engine) run(ctx context.Context, keys []string, args []any, fbKeys, names []string, n int) (Decision, error) {
+	if e.g.skip() {
+		return e.g.degraded(ctx, ErrUnavailable, fbKeys, names, n)
+	}
+	reply, err := scripts[e.alg].Run(ctx, e.rdb, keys, args...).Slice()
+	if err == nil {
+		d, perr := parseReply(reply, names)
+		if perr == nil {
+			return d, nil
+		}
+		err = perr
+	}
+	cause, decide := e.g.failed(ctx, err)
+	if !decide {
+		return Decision{}, cause
+	}
+	return e.g.degraded(ctx, cause, fbKeys, names, n)
+}
+
+// parseReply reads {allowed, remaining, retry_us, denied_index}.
+func parseReply(reply []any, names []string) (Decision, error) {
+	if len(reply) != 4 {
+		return Decision{}, fmt.Errorf("unexpected script reply %v", reply)
+	}
+	var v [4]int64
+	for i, x := range reply {
+		n, ok := x.(int64)
+		if !ok {
+			return Decision{}, fmt.Errorf("unexpected script reply %v", reply)
+		}
+		v[i] = n
+	}
+	if v[0] == 1 {
+		return Decision{Allowed: true, Remaining: max(v[1], 0)}, nil
+	}
+	if v[3] < 1 || v[3] > int64(len(names)) {
+		return Decision{}, fmt.Errorf("unexpected script reply %v", reply)
+	}
+	return Decision{RetryAfter: max(time.Duration(v[2])*time.Microsecond, time.Microsecond), DeniedBy: names[v[3]-1]}, nil
+}
