@@ -1,0 +1,44 @@
+-- stock_reclaim.lua: return the units of one SKU's holds whose deadline has
+-- passed. The caller peeks the due order IDs first (ZRANGEBYSCORE) so that
+-- every record key is passed in KEYS; this script re-checks each one.
+--
+-- KEYS[1]  <p>:{sku}:state   hash avail, held, ...
+-- KEYS[2]  <p>:{sku}:holds   zset order ID -> deadline ms
+-- KEYS[3]  <p>:{sku}:users   hash user -> units held + bought
+-- KEYS[3+i] <p>:{sku}:o:<id_i> record of candidate i
+-- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
+-- ARGV[2]  retention ms: records live this long after the change
+-- ARGV[2+i] order ID of candidate i
+-- Reply    flat list {id, user, qty, ...} of the holds returned by this run.
+--
+-- A candidate is returned only if it is still in the holds zset with a
+-- deadline <= now and its record is still 'held'. Confirm and revert remove
+-- the order from the zset in the same step as they change the record, so a
+-- confirmed hold is never returned, and of several reclaimers racing for
+-- one hold exactly one returns it. Running it twice returns nothing more.
+local now = tonumber(ARGV[1])
+local keep = tonumber(ARGV[2])
+local out = {}
+for i = 4, #KEYS do
+  local id = ARGV[i - 1]
+  local score = redis.call('ZSCORE', KEYS[2], id)
+  if score and tonumber(score) <= now then
+    redis.call('ZREM', KEYS[2], id)
+    local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'user')
+    if r[1] == 'held' then
+      local qty = tonumber(r[2])
+      redis.call('HINCRBY', KEYS[1], 'held', -qty)
+      redis.call('HINCRBY', KEYS[1], 'avail', qty)
+      redis.call('HINCRBY', KEYS[1], 'ver', 1)
+      if r[3] ~= '' and redis.call('HINCRBY', KEYS[3], r[3], -qty) <= 0 then
+        redis.call('HDEL', KEYS[3], r[3])
+      end
+      redis.call('HSET', KEYS[i], 'st', 'expired')
+      redis.call('PEXPIRE', KEYS[i], keep)
+      out[#out + 1] = id
+      out[#out + 1] = r[3]
+      out[#out + 1] = qty
+    end
+  end
+end
+return out

@@ -1,0 +1,170 @@
+package redisstock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// outcomeError is an infrastructure failure after which a write may or may
+// not have been applied. It matches stock.ErrUnknownOutcome, the underlying
+// error and, when the caller's context ended, ctx.Err().
+type outcomeError struct {
+	op  string
+	err error
+	ctx error // ctx.Err() when the context ended and err does not say so
+}
+
+func (e *outcomeError) Error() string {
+	return "redisstock: " + e.op + ": outcome unknown, retry with the same order ID: " + e.err.Error()
+}
+
+func (e *outcomeError) Unwrap() []error {
+	if e.ctx != nil {
+		return []error{stock.ErrUnknownOutcome, e.err, e.ctx}
+	}
+	return []error{stock.ErrUnknownOutcome, e.err}
+}
+
+// writeErr classifies the failure of a request that writes. A reply from
+// the server (a redis.Error) means the request ran and refused, and a
+// failure to get a connection means it was never sent: both are certain.
+// Anything else (timeout, reset, EOF, canceled context) leaves the outcome
+// unknown.
+func (s *Store) writeErr(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if certain(err) {
+		return withCtx(ctx, fmt.Errorf("redisstock: %s: %w", op, err))
+	}
+	e := &outcomeError{op: op, err: err}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		e.ctx = cerr
+	}
+	return e
+}
+
+// readErr wraps the failure of a request that only reads.
+func (s *Store) readErr(ctx context.Context, op string, err error) error {
+	return withCtx(ctx, fmt.Errorf("redisstock: %s: %w", op, err))
+}
+
+// withCtx makes err match ctx.Err() too when the context has ended.
+func withCtx(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// certain reports whether err proves the request was not applied: the
+// server replied with an error, or the request never left the client.
+func certain(err error) bool {
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return true
+	}
+	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// firstErr returns the first error among cmds, skipping redis.Nil.
+func firstErr(cmds ...redis.Cmder) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && err != redis.Nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noScript reports whether a pipelined EVALSHA found its script missing.
+func noScript(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}
+
+// pipelined runs the commands build queues in one round trip. Script.Run
+// cannot fall back to EVAL inside a pipeline, so when the server lacks a
+// script (a fresh or restarted server) the scripts are loaded and the
+// pipeline is sent again: every command the Store pipelines is safe to
+// repeat. The caller checks each command's error.
+func (s *Store) pipelined(ctx context.Context, build func(p redis.Pipeliner)) {
+	for attempt := 0; ; attempt++ {
+		p := s.c.Pipeline()
+		build(p)
+		cmds, _ := p.Exec(ctx)
+		if attempt > 0 || !noScript(cmds) {
+			return
+		}
+		for _, sc := range allScripts {
+			if err := sc.Load(ctx, s.c).Err(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+var allScripts = []*redis.Script{
+	deductScript, confirmScript, releaseScript, reclaimScript,
+	putScript, restockScript, adjustScript, dirReleaseScript,
+}
+
+// replyCode returns the leading status word of a script reply and the
+// integer after it, if any.
+func replyCode(res []any) (string, int64) {
+	if len(res) == 0 {
+		return "", 0
+	}
+	code, _ := res[0].(string)
+	var n int64
+	if len(res) > 1 {
+		n, _ = res[1].(int64)
+	}
+	return code, n
+}
+
+func badReply(op string, res any) error {
+	return fmt.Errorf("redisstock: %s: unexpected script reply %v", op, res)
+}
+
+// lineErr turns a line script's failure code into the business error for
+// the line's SKU, or nil for an unknown code.
+func lineErr(code, sku string) error {
+	var err error
+	switch code {
+	case "unknown_sku":
+		err = stock.ErrUnknownSKU
+	case "sold_out":
+		err = stock.ErrSoldOut
+	case "limit":
+		err = stock.ErrLimitReached
+	case "need_user":
+		err = &stock.InvalidError{Field: "order.UserID", Reason: "empty, and the SKU has a per-user limit"}
+	case "conflict":
+		err = stock.ErrConflict
+	case "expired":
+		err = stock.ErrHoldExpired
+	case "closed":
+		err = stock.ErrOrderClosed
+	case "unknown":
+		err = stock.ErrUnknownOrder
+	default:
+		return nil
+	}
+	return &stock.SKUError{SKU: sku, Err: err}
+}

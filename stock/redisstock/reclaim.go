@@ -1,0 +1,183 @@
+package redisstock
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// peekBatch is how many SKUs one pipelined peek covers.
+const peekBatch = 256
+
+// ReclaimExpired returns the units of at most limit holds whose deadline
+// (by the Store's Clock) has passed, and the user quota they counted, and
+// reports them. Each hold is returned by one script that re-checks it, so
+// any number of reclaimers may run at once: a hold is returned once, and a
+// confirmed or reverted hold never. A pass reads the SKU registry, peeks
+// every SKU's holds zset in pipelined batches, and runs one script per SKU
+// that has due holds.
+//
+// An error after holds were returned may hide them from the report (the
+// error then matches stock.ErrUnknownOutcome); their units are back all the
+// same.
+func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+	if limit < 1 {
+		return nil, &stock.InvalidError{Field: "limit", Reason: strconv.Itoa(limit) + " is below 1"}
+	}
+	skus, err := s.c.SMembers(ctx, s.registryKey()).Result()
+	if err != nil {
+		return nil, s.readErr(ctx, "reclaim", err)
+	}
+	now := s.nowMs()
+	var out []stock.Reclaimed
+	for start := 0; start < len(skus) && len(out) < limit; start += peekBatch {
+		batch := skus[start:min(start+peekBatch, len(skus))]
+		due, err := s.peekDue(ctx, batch, now, limit-len(out))
+		if err != nil {
+			return out, err
+		}
+		got, err := s.reclaimDue(ctx, due, now)
+		out = append(out, got...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// dueHolds are the order IDs of one SKU whose deadline has passed.
+type dueHolds struct {
+	sku    string
+	orders []string
+}
+
+// peekDue lists, in one round trip, up to budget due holds across skus.
+func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget int) ([]dueHolds, error) {
+	var cmds []*redis.StringSliceCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds = cmds[:0]
+		for _, sku := range skus {
+			cmds = append(cmds, p.ZRangeByScore(ctx, s.holdsKey(sku), &redis.ZRangeBy{
+				Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(budget),
+			}))
+		}
+	})
+	var due []dueHolds
+	for i, c := range cmds {
+		ids, err := c.Result()
+		if err != nil {
+			return nil, s.readErr(ctx, "reclaim", err)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		ids = ids[:min(len(ids), budget)]
+		budget -= len(ids)
+		due = append(due, dueHolds{sku: skus[i], orders: ids})
+		if budget == 0 {
+			break
+		}
+	}
+	return due, nil
+}
+
+// reclaimDue runs the reclaim script for every SKU in due, in one round trip.
+func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64) ([]stock.Reclaimed, error) {
+	if len(due) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.Cmd, len(due))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, d := range due {
+			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku)}
+			args := []any{now, s.keep.Milliseconds()}
+			for _, id := range d.orders {
+				keys = append(keys, s.recordKey(d.sku, id))
+				args = append(args, id)
+			}
+			cmds[i] = reclaimScript.Run(ctx, p, keys, args...)
+		}
+	})
+	var out []stock.Reclaimed
+	var firstErr error
+	for i, c := range cmds {
+		res, err := c.Slice()
+		if err != nil {
+			if firstErr == nil {
+				firstErr = s.writeErr(ctx, "reclaim", err)
+			}
+			continue
+		}
+		if len(res)%3 != 0 {
+			return out, badReply("reclaim", res)
+		}
+		for j := 0; j < len(res); j += 3 {
+			id, ok1 := res[j].(string)
+			user, ok2 := res[j+1].(string)
+			qty, ok3 := res[j+2].(int64)
+			if !ok1 || !ok2 || !ok3 {
+				return out, badReply("reclaim", res)
+			}
+			out = append(out, stock.Reclaimed{OrderID: id, UserID: user, SKU: due[i].sku, Qty: qty})
+		}
+	}
+	return out, firstErr
+}
+
+// Hold is one live hold of a SKU: an order line neither confirmed nor
+// returned yet.
+type Hold struct {
+	OrderID  string
+	UserID   string
+	SKU      string
+	Qty      int64
+	Deadline time.Time
+}
+
+// HeldOrders lists the SKU's live holds (including those past their
+// deadline that no reclaimer has returned yet), in deadline order, in two
+// round trips. A reconciler uses it to find holds the database has not
+// recorded. The list is a snapshot: holds may change while it is read.
+func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return nil, err
+	}
+	zs, err := s.c.ZRangeWithScores(ctx, s.holdsKey(sku), 0, -1).Result()
+	if err != nil {
+		return nil, s.readErr(ctx, "held orders", err)
+	}
+	if len(zs) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.SliceCmd, len(zs))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, z := range zs {
+			id, _ := z.Member.(string)
+			cmds[i] = p.HMGet(ctx, s.recordKey(sku, id), "st", "qty", "user")
+		}
+	})
+	out := make([]Hold, 0, len(zs))
+	for i, c := range cmds {
+		v, err := c.Result()
+		if err != nil {
+			return nil, s.readErr(ctx, "held orders", err)
+		}
+		if st, _ := v[0].(string); st != "held" {
+			continue
+		}
+		q, _ := v[1].(string)
+		qty, err := strconv.ParseInt(q, 10, 64)
+		if err != nil {
+			return nil, badReply("held orders", v)
+		}
+		id, _ := zs[i].Member.(string)
+		user, _ := v[2].(string)
+		out = append(out, Hold{OrderID: id, UserID: user, SKU: sku, Qty: qty,
+			Deadline: time.UnixMilli(int64(zs[i].Score))})
+	}
+	return out, nil
+}

@@ -1,0 +1,230 @@
+package redisstock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Confirm makes a held order's sale final, all lines or none. After the
+// deadline it returns every line's units at once and reports
+// stock.ErrHoldExpired. A confirmed order confirms again with nil.
+func (s *Store) Confirm(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	ident, groups, err := s.lookup(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	now := s.nowMs()
+	if len(groups) > 1 {
+		// Across slots the confirm scripts cannot be one atomic step: first
+		// read every line, so an order that cannot be confirmed is refused
+		// (or expired) before any line is.
+		done, err := s.precheck(ctx, orderID, ident, groups, now)
+		if done || err != nil {
+			return err
+		}
+	}
+	for i, g := range groups {
+		var cmd *redis.Cmd
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			cmd = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, s.keep.Milliseconds())
+			if i == len(groups)-1 {
+				p.PExpire(ctx, s.dirKey(orderID), s.keep)
+			}
+		})
+		res, err := cmd.Slice()
+		if err != nil {
+			// Groups before this one may be confirmed: the caller retries
+			// and the retry confirms the rest, or expires them all.
+			return s.writeErr(ctx, "confirm", err)
+		}
+		code, n := replyCode(res)
+		switch {
+		case code == "ok":
+			continue
+		case code == "expired":
+			return s.settleAll(ctx, orderID, ident, groups, now, "expire",
+				&stock.SKUError{SKU: g[0].SKU, Err: stock.ErrHoldExpired})
+		case n >= 1 && int(n) <= len(g) && lineErr(code, g[n-1].SKU) != nil:
+			// Only a race with Revert (closed), or a record gone past its
+			// retention (unknown), gets here with earlier groups confirmed.
+			mode := "revert"
+			if code == "unknown" {
+				mode = "expire"
+			}
+			if i == 0 {
+				return lineErr(code, g[n-1].SKU)
+			}
+			return s.settleAll(ctx, orderID, ident, groups, now, mode, lineErr(code, g[n-1].SKU))
+		default:
+			return badReply("confirm", res)
+		}
+	}
+	return nil
+}
+
+// precheck reads every line record of a multi-slot order. It returns
+// done=true with the outcome when the order cannot be confirmed or is
+// already confirmed, and done=false when every line is held and live.
+func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64) (bool, error) {
+	var cmds []*redis.SliceCmd
+	var skus []string
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds, skus = cmds[:0], skus[:0]
+		for _, g := range groups {
+			for _, it := range g {
+				cmds = append(cmds, p.HMGet(ctx, s.recordKey(it.SKU, orderID), "st", "dl", "id"))
+				skus = append(skus, it.SKU)
+			}
+		}
+	})
+	confirmed, expired := 0, ""
+	for i, c := range cmds {
+		v, err := c.Result()
+		if err != nil {
+			return true, s.readErr(ctx, "confirm", err)
+		}
+		st, _ := v[0].(string)
+		dl, _ := v[1].(string)
+		id, _ := v[2].(string)
+		deadline, _ := strconv.ParseInt(dl, 10, 64)
+		switch {
+		case st == "" || id != ident:
+			return true, &stock.SKUError{SKU: skus[i], Err: stock.ErrUnknownOrder}
+		case st == "reverted" || st == "refunded":
+			return true, &stock.SKUError{SKU: skus[i], Err: stock.ErrOrderClosed}
+		case st == "expired" || (st == "held" && deadline <= now):
+			if expired == "" {
+				expired = skus[i]
+			}
+		case st == "confirmed":
+			confirmed++
+		}
+	}
+	if expired != "" {
+		return true, s.settleAll(ctx, orderID, ident, groups, now, "expire",
+			&stock.SKUError{SKU: expired, Err: stock.ErrHoldExpired})
+	}
+	return confirmed == len(cmds), nil
+}
+
+// settleAll runs the release script in mode on every group, so a multi-slot
+// order whose confirm failed ends with every line returned, and returns
+// cause (joined with the release's own failure).
+func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64, mode string, cause error) error {
+	if len(groups) == 1 && mode == "expire" {
+		return cause // the confirm script has expired its own group
+	}
+	cmds := make([]*redis.Cmd, len(groups))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, g := range groups {
+			cmds[i] = s.release(ctx, p, orderID, ident, g, now, mode)
+		}
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return fmt.Errorf("%w (returning the other lines failed: %w)", cause, s.writeErr(ctx, "confirm", err))
+		}
+	}
+	return cause
+}
+
+// Revert returns what the order took, and the user's quota, once: a held
+// order is cancelled, a confirmed one refunded, a held one past its deadline
+// expired. A repeated revert returns nil and changes nothing; an order with
+// no record gets stock.ErrUnknownOrder.
+func (s *Store) Revert(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	ident, groups, err := s.lookup(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	now := s.nowMs()
+	cmds := make([]*redis.Cmd, len(groups))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, g := range groups {
+			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "revert")
+		}
+		p.PExpire(ctx, s.dirKey(orderID), s.keep)
+	})
+	found := int64(0)
+	for _, c := range cmds {
+		res, err := c.Slice()
+		if err != nil {
+			return s.writeErr(ctx, "revert", err)
+		}
+		if len(res) != 2 {
+			return badReply("revert", res)
+		}
+		n, ok := res[0].(int64)
+		if !ok {
+			return badReply("revert", res)
+		}
+		found += n
+	}
+	if found == 0 {
+		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
+	}
+	return nil
+}
+
+// lookup reads the order's directory entry: its identity and its lines,
+// grouped by slot. A missing entry is stock.ErrUnknownOrder.
+func (s *Store) lookup(ctx context.Context, orderID string) (string, [][]stock.Item, error) {
+	ident, err := s.c.Get(ctx, s.dirKey(orderID)).Result()
+	if err == redis.Nil {
+		return "", nil, fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
+	}
+	if err != nil {
+		return "", nil, s.readErr(ctx, "order lookup", err)
+	}
+	items, err := parseIdent(ident)
+	if err != nil {
+		return "", nil, fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
+	}
+	return ident, s.groups(items), nil
+}
+
+// parseIdent decodes user + "\n" + canon.Signature(items) into the items.
+func parseIdent(ident string) ([]stock.Item, error) {
+	_, sig, ok := strings.Cut(ident, "\n")
+	if !ok {
+		return nil, fmt.Errorf("malformed directory entry %q", ident)
+	}
+	var items []stock.Item
+	for line := range strings.SplitSeq(sig, "\x1e") {
+		if line == "" {
+			continue
+		}
+		sku, q, ok := strings.Cut(line, "\x1f")
+		qty, err := strconv.ParseInt(q, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("malformed directory entry %q", ident)
+		}
+		items = append(items, stock.Item{SKU: sku, Qty: qty})
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("malformed directory entry %q", ident)
+	}
+	return items, nil
+}
+
+// lineScript queues or runs a per-line script (4 keys per line) with args
+// now, order ID, then extra.
+func (s *Store) lineScript(ctx context.Context, c redis.Scripter, sc *redis.Script, order string, g []stock.Item, now int64, extra ...any) *redis.Cmd {
+	keys := make([]string, 0, 4*len(g))
+	for _, it := range g {
+		keys = s.lineKeys(keys, it.SKU, order)
+	}
+	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
+}

@@ -1,0 +1,196 @@
+package redisstock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/lua"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Config configures a Store. The zero value means defaults.
+type Config struct {
+	// Prefix starts every key the Store writes; default "sg". It must pass
+	// stock.ValidateID. Stores with different prefixes share nothing.
+	Prefix string
+	// Clock gives the time deadlines are computed from and compared with;
+	// default stock.SystemClock.
+	Clock stock.Clock
+	// Retention is how long an order line's record outlives its deadline,
+	// or its last change once confirmed, reverted or expired, so that
+	// retries with the same order ID stay idempotent; default 24h.
+	Retention time.Duration
+}
+
+// DefaultRetention is the Retention of a Config that does not set one.
+const DefaultRetention = 24 * time.Hour
+
+// Store is the Redis+Lua stock.Manager and stock.Reclaimer. It is safe for
+// concurrent use.
+type Store struct {
+	c       redis.UniversalClient
+	prefix  string
+	clock   stock.Clock
+	keep    time.Duration
+	cluster bool // group an order's lines by hash slot
+}
+
+var (
+	_ stock.Manager   = (*Store)(nil)
+	_ stock.Reclaimer = (*Store)(nil)
+)
+
+// The scripts, loaded once per process; see the headers in package lua.
+var (
+	deductScript     = redis.NewScript(lua.Source("stock_deduct.lua"))
+	confirmScript    = redis.NewScript(lua.Source("stock_confirm.lua"))
+	releaseScript    = redis.NewScript(lua.Source("stock_release.lua"))
+	reclaimScript    = redis.NewScript(lua.Source("stock_reclaim.lua"))
+	putScript        = redis.NewScript(lua.Source("stock_put.lua"))
+	restockScript    = redis.NewScript(lua.Source("stock_restock.lua"))
+	adjustScript     = redis.NewScript(lua.Source("stock_adjust.lua"))
+	dirReleaseScript = redis.NewScript(lua.Source("stock_dir_release.lua"))
+)
+
+// New returns a Store on c. It does no I/O. It fails with stock.ErrInvalid
+// for a bad Prefix or a negative Retention.
+func New(c redis.UniversalClient, cfg Config) (*Store, error) {
+	if c == nil {
+		return nil, &stock.InvalidError{Field: "client", Reason: "nil"}
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "sg"
+	}
+	if err := stock.ValidateID("config.Prefix", cfg.Prefix); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = stock.SystemClock
+	}
+	if cfg.Retention < 0 {
+		return nil, &stock.InvalidError{Field: "config.Retention", Reason: "negative"}
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = DefaultRetention
+	}
+	_, cluster := c.(*redis.ClusterClient)
+	return &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster}, nil
+}
+
+// The key layout, described in doc.go.
+func (s *Store) stateKey(sku string) string { return s.prefix + ":{" + sku + "}:state" }
+func (s *Store) holdsKey(sku string) string { return s.prefix + ":{" + sku + "}:holds" }
+func (s *Store) usersKey(sku string) string { return s.prefix + ":{" + sku + "}:users" }
+func (s *Store) recordKey(sku, order string) string {
+	return s.prefix + ":{" + sku + "}:o:" + order
+}
+func (s *Store) dirKey(order string) string { return s.prefix + ":order:{" + order + "}" }
+func (s *Store) registryKey() string        { return s.prefix + ":skus" }
+
+// lineKeys appends the four keys a line script needs for sku.
+func (s *Store) lineKeys(keys []string, sku, order string) []string {
+	return append(keys, s.stateKey(sku), s.holdsKey(sku), s.usersKey(sku), s.recordKey(sku, order))
+}
+
+func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
+
+// PutOnSale overwrites the SKU's available units and sets its per-user limit
+// and hold time; units held and sold are kept.
+func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	var reg *redis.IntCmd
+	var put *redis.Cmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		reg = p.SAdd(ctx, s.registryKey(), l.SKU)
+		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU)},
+			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds())
+	})
+	return s.writeErr(ctx, "put on sale", firstErr(reg, put))
+}
+
+// Restock adds units to a SKU on sale. It fails with stock.ErrUnknownSKU if
+// the SKU was never put on sale, and with stock.ErrInvalid if the SKU would
+// have more than stock.MaxUnits available. A retry made by the client after
+// a read timeout adds nothing more; a retry made by the caller after
+// stock.ErrUnknownOutcome does (Restock has no idempotency key), so check
+// Levels first.
+func (s *Store) Restock(ctx context.Context, sku string, units int64) error {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return err
+	}
+	if err := stock.ValidateQty("units", units, stock.MaxUnits); err != nil {
+		return err
+	}
+	token, err := randomToken()
+	if err != nil {
+		return fmt.Errorf("redisstock: restock: %w", err)
+	}
+	marker := s.prefix + ":{" + sku + "}:rs:" + token
+	res, err := restockScript.Run(ctx, s.c, []string{s.stateKey(sku), marker},
+		units, int64(stock.MaxUnits), time.Minute.Milliseconds()).Slice()
+	if err != nil {
+		return s.writeErr(ctx, "restock", err)
+	}
+	code, _ := replyCode(res)
+	switch code {
+	case "ok":
+		return nil
+	case "unknown_sku":
+		return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	case "too_many":
+		return &stock.InvalidError{Field: "units", Reason: "SKU " + strconv.Quote(sku) + " would have more than " + strconv.FormatInt(stock.MaxUnits, 10) + " units"}
+	}
+	return badReply("restock", res)
+}
+
+// Available returns the SKU's units that can be deducted now, in one read.
+func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return 0, err
+	}
+	v, err := s.c.HGet(ctx, s.stateKey(sku), "avail").Int64()
+	if err == redis.Nil {
+		return 0, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	}
+	if err != nil {
+		return 0, s.readErr(ctx, "available", err)
+	}
+	return v, nil
+}
+
+// Levels returns the SKU's available, held and sold units and settings, in
+// one read.
+func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return stock.Levels{}, err
+	}
+	vals, err := s.c.HMGet(ctx, s.stateKey(sku), stateFields...).Result()
+	if err != nil {
+		return stock.Levels{}, s.readErr(ctx, "levels", err)
+	}
+	st, err := parseState(sku, vals)
+	if err != nil {
+		return stock.Levels{}, err
+	}
+	if !st.Exists {
+		return stock.Levels{}, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	}
+	return st.Levels, nil
+}
+
+// randomToken returns 16 random bytes in hex.
+func randomToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
