@@ -19,24 +19,6 @@ func TestConformanceSync(t *testing.T) {
 	})
 }
 
-// A Recorder whose "queue" is consumed at once exercises the asynchronous
-// path under the whole suite. The consumer's outcome is its own: a hold
-// that expired before Settle is a normal end.
-func TestConformanceAsyncInline(t *testing.T) {
-	stocktest.Run(t, func(t *testing.T, clock stock.Clock) stock.Manager {
-		var m *tiered.Manager
-		m = tiered.New(memstock.New(clock), memstock.New(clock), tiered.Config{
-			Recorder: tiered.RecorderFunc(func(ctx context.Context, o stock.Order) error {
-				if err := m.Settle(ctx, o); err != nil && !stock.IsBusiness(err) && !stock.IsCanceled(err) {
-					t.Errorf("Settle(%s): %v", o.ID, err)
-				}
-				return nil
-			}),
-		})
-		return m
-	})
-}
-
 type fixture struct {
 	t            *testing.T
 	clock        *stocktest.Clock
