@@ -1,0 +1,149 @@
+package redisstock_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+)
+
+func TestNewValidatesConfig(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	for _, cfg := range []redisstock.Config{
+		{Prefix: "a{b}"},
+		{Prefix: "a b"},
+		{Retention: -time.Second},
+	} {
+		if _, err := redisstock.New(c, cfg); !errors.Is(err, stock.ErrInvalid) {
+			t.Fatalf("New(%+v): %v, want ErrInvalid", cfg, err)
+		}
+	}
+	if _, err := redisstock.New(nil, redisstock.Config{}); !errors.Is(err, stock.ErrInvalid) {
+		t.Fatalf("New(nil): %v, want ErrInvalid", err)
+	}
+	if _, err := redisstock.New(c, redisstock.Config{}); err != nil {
+		t.Fatalf("New with the zero Config: %v", err)
+	}
+}
+
+func TestUnreachableIsCertainFailure(t *testing.T) {
+	// Nothing listens on port 1: the request is never sent, so the
+	// outcome is known (nothing happened) and not a business one.
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer c.Close()
+	s, err := redisstock.New(c, redisstock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Deduct(t.Context(), ord("o1", "", it("a", 1)))
+	if err == nil || errors.Is(err, stock.ErrUnknownOutcome) || stock.IsBusiness(err) {
+		t.Fatalf("Deduct against no server: %v, want a certain infrastructure failure", err)
+	}
+}
+
+func TestRecordsExpireAfterRetention(t *testing.T) {
+	eachMini(t, func(t *testing.T, fx *fixture) {
+		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Hour})
+		fx.sale("a", 10, 0, time.Minute)
+		is(t, fx.s.Deduct(fx.ctx(), ord("held", "u1", it("a", 1))), nil, "Deduct")
+		is(t, fx.s.Deduct(fx.ctx(), ord("paid", "u1", it("a", 2))), nil, "Deduct")
+		is(t, fx.s.Confirm(fx.ctx(), "paid"), nil, "Confirm")
+		records := func() []string {
+			var out []string
+			for _, k := range fx.mini.Keys() {
+				if strings.Contains(k, ":o:") || strings.Contains(k, ":order:") {
+					out = append(out, k)
+				}
+			}
+			return out
+		}
+		if n := len(records()); n != 4 {
+			t.Fatalf("%d record keys, want 4: %v", n, records())
+		}
+		// Within retention a retry is still idempotent.
+		fx.mini.FastForward(time.Hour - time.Second)
+		is(t, fx.s.Deduct(fx.ctx(), ord("paid", "u1", it("a", 2))), nil, "retried Deduct")
+		fx.want("a", 7, 1, 2)
+		// The held order's records live until its deadline + retention,
+		// its directory entry until the default hold time + retention.
+		fx.mini.FastForward(time.Minute + 2*time.Second)
+		for _, k := range records() {
+			if strings.Contains(k, ":o:held") {
+				t.Fatalf("record %s outlived deadline + retention", k)
+			}
+		}
+		fx.mini.FastForward(stock.DefaultHoldTTL)
+		if left := records(); len(left) != 0 {
+			t.Fatalf("records left after retention: %v", left)
+		}
+		// Counts are untouched by record expiry.
+		fx.want("a", 7, 1, 2)
+	})
+}
+
+func TestInspectAdjustHeldOrders(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		fx.sale("a", 10, 5, time.Minute)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 2))), nil, "Deduct")
+		is(t, fx.s.Deduct(fx.ctx(), ord("o2", "u2", it("a", 3))), nil, "Deduct")
+		is(t, fx.s.Confirm(fx.ctx(), "o2"), nil, "Confirm")
+
+		st, err := fx.s.Inspect(fx.ctx(), []string{"a", "nope"})
+		if err != nil || len(st) != 2 {
+			t.Fatalf("Inspect = %+v, %v", st, err)
+		}
+		a := st[0]
+		if !a.Exists || a.Available != 5 || a.Held != 2 || a.Sold != 3 || a.PerUserLimit != 5 ||
+			a.HoldTTL != time.Minute || a.Epoch != 1 || a.Version < 3 {
+			t.Fatalf("Inspect(a) = %+v", a)
+		}
+		if st[1].Exists || st[1].SKU != "nope" {
+			t.Fatalf("Inspect(nope) = %+v", st[1])
+		}
+		if _, err := fx.s.Inspect(fx.ctx(), []string{"a", "b{"}); !errors.Is(err, stock.ErrInvalid) {
+			t.Fatalf("Inspect of a bad SKU: %v", err)
+		}
+
+		hs, err := fx.s.HeldOrders(fx.ctx(), "a")
+		want := redisstock.Hold{OrderID: "o1", UserID: "u1", SKU: "a", Qty: 2, Deadline: fx.clock.Now().Add(time.Minute)}
+		if err != nil || len(hs) != 1 || hs[0].OrderID != want.OrderID || hs[0].UserID != want.UserID ||
+			hs[0].Qty != want.Qty || !hs[0].Deadline.Equal(want.Deadline) {
+			t.Fatalf("HeldOrders = %+v, %v; want [%+v]", hs, err, want)
+		}
+
+		// Deducts do not move the epoch: a correction still applies.
+		is(t, fx.s.Deduct(fx.ctx(), ord("o3", "u3", it("a", 1))), nil, "Deduct")
+		applied, err := fx.s.Adjust(fx.ctx(), "a", a.Epoch, -2)
+		if err != nil || !applied {
+			t.Fatalf("Adjust = %v, %v; want applied", applied, err)
+		}
+		fx.want("a", 2, 3, 3)
+		// The same correction again is stale: it changes nothing.
+		applied, err = fx.s.Adjust(fx.ctx(), "a", a.Epoch, -2)
+		if err != nil || applied {
+			t.Fatalf("stale Adjust = %v, %v; want not applied", applied, err)
+		}
+		fx.want("a", 2, 3, 3)
+		_, err = fx.s.Adjust(fx.ctx(), "a", a.Epoch+1, -3)
+		is(t, err, stock.ErrInvalid, "Adjust below 0")
+		_, err = fx.s.Adjust(fx.ctx(), "nope", 0, 1)
+		is(t, err, stock.ErrUnknownSKU, "Adjust of unknown SKU")
+		fx.want("a", 2, 3, 3)
+	})
+}
+
+func TestMaxUnitsExact(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		fx.sale("a", stock.MaxUnits-1, 0, 0)
+		is(t, fx.s.Restock(fx.ctx(), "a", 1), nil, "Restock to MaxUnits")
+		is(t, fx.s.Restock(fx.ctx(), "a", 1), stock.ErrInvalid, "Restock past MaxUnits")
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "", it("a", stock.MaxQty))), nil, "Deduct")
+		fx.want("a", stock.MaxUnits-stock.MaxQty, stock.MaxQty, 0)
+	})
+}
