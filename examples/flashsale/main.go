@@ -1,0 +1,162 @@
+// Command flashsale plays a whole flash sale through stockguard's public API,
+// wired the way an application would wire it:
+//
+//	limiter → Redis gate (hold) → Redis Streams queue → database record
+//	→ buyers pay, or never do → reclaimer returns unpaid units → resold
+//	→ Redis and the database are checked against each other
+//
+// With no flags it needs no servers: Redis is an in-process miniredis and the
+// database is SQLite in a temporary directory. -redis, -mysql and -postgres
+// point it at real servers instead (keys and tables are unique to the run
+// and removed afterwards). -chaos stops Redis midway: the breaker sends
+// orders to the database until Redis is back.
+//
+// It prints a progress bar on stderr and a report on stdout (-json: one JSON
+// object), and exits 1 if anything was oversold or Redis and the database
+// disagree at the end, 2 on bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is the sale's size and where it runs.
+type config struct {
+	units, userRate, perUser     int64
+	skus, attempts, users        int
+	workers, consumers, queueMax int
+	unpaid                       float64
+	duration, hold               time.Duration
+	maxDeliveries                int64
+
+	redisAddr, mysqlDSN, postgresDSN string
+	chaos, json, quiet               bool
+}
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // oversold, drift, or the sale could not run
+	exitBadUsage = 2
+)
+
+// run is the whole program; main only supplies its arguments and streams.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitBadUsage
+	}
+	rep, err := sell(ctx, cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "flashsale:", err)
+		return exitFailed
+	}
+	if cfg.json {
+		err = rep.writeJSON(stdout)
+	} else {
+		err = rep.writeTable(stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "flashsale:", err)
+		return exitFailed
+	}
+	if !rep.ok() {
+		fmt.Fprintln(stderr, "flashsale: the sale broke a promise: oversold", rep.Oversold, "drift", rep.Drift, "accounting exact", rep.Accounting)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// parseFlags reads args into a config. Errors have been printed to stderr
+// with the usage.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("flashsale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Int64Var(&c.units, "units", 1000, "units on sale, split over the SKUs")
+	fs.IntVar(&c.skus, "skus", 4, "number of SKUs")
+	fs.IntVar(&c.attempts, "attempts", 20000, "purchase attempts")
+	fs.IntVar(&c.users, "users", 5000, "distinct buyers")
+	fs.Float64Var(&c.unpaid, "unpaid", 0.2, "fraction of orders never paid for")
+	fs.Int64Var(&c.perUser, "limit", 2, "per-user limit, units of one SKU")
+	fs.Int64Var(&c.userRate, "user-rate", 2, "attempts per second one user may make")
+	fs.DurationVar(&c.duration, "duration", 6*time.Second, "how long the attempts keep arriving")
+	fs.DurationVar(&c.hold, "hold", 1500*time.Millisecond, "how long an order may stay unpaid")
+	fs.IntVar(&c.workers, "workers", 64, "concurrent buyers")
+	fs.IntVar(&c.consumers, "consumers", 4, "queue consumers writing the database record")
+	fs.IntVar(&c.queueMax, "queue-max", 2000, "hand-offs in flight before new orders are turned away as busy")
+	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered")
+	fs.StringVar(&c.redisAddr, "redis", "", "Redis address (default: in-process miniredis)")
+	fs.StringVar(&c.mysqlDSN, "mysql", "", "MySQL/MariaDB DSN, e.g. 'root@tcp(127.0.0.1:3306)/test' (default: SQLite in a temp dir)")
+	fs.StringVar(&c.postgresDSN, "postgres", "", "PostgreSQL URL, e.g. 'postgres://postgres@127.0.0.1:5432/test'")
+	fs.BoolVar(&c.chaos, "chaos", false, "stop Redis midway and bring it back")
+	fs.BoolVar(&c.json, "json", false, "print the report as one JSON object")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: flashsale [flags]\n\nPlays a flash sale through stockguard and checks that nothing was oversold.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := c.validate(fs.Args()); err != nil {
+		fmt.Fprintln(stderr, "flashsale:", err)
+		fmt.Fprintln(stderr, "run 'flashsale -h' for the flags")
+		return c, err
+	}
+	return c, nil
+}
+
+// validate refuses sizes the sale cannot run with.
+func (c config) validate(rest []string) error {
+	switch {
+	case len(rest) > 0:
+		return fmt.Errorf("unexpected argument %q (flags start with -)", rest[0])
+	case c.skus < 1 || c.skus > 1000:
+		return fmt.Errorf("-skus %d: want 1 to 1000", c.skus)
+	case c.units < int64(c.skus) || c.units > 1e9:
+		return fmt.Errorf("-units %d: want at least one per SKU (-skus %d) and at most 1e9", c.units, c.skus)
+	case c.attempts < 1 || c.attempts > 10_000_000:
+		return fmt.Errorf("-attempts %d: want 1 to 10,000,000", c.attempts)
+	case c.users < 1:
+		return fmt.Errorf("-users %d: want at least 1", c.users)
+	case c.unpaid < 0 || c.unpaid > 1:
+		return fmt.Errorf("-unpaid %g: want a fraction from 0 to 1", c.unpaid)
+	case c.perUser < 0:
+		return fmt.Errorf("-limit %d: want 0 (none) or more", c.perUser)
+	case c.userRate < 1:
+		return fmt.Errorf("-user-rate %d: want at least 1", c.userRate)
+	case c.duration < 0 || c.duration > time.Hour:
+		return fmt.Errorf("-duration %s: want 0 to 1h", c.duration)
+	case c.hold < 100*time.Millisecond || c.hold > time.Hour:
+		return fmt.Errorf("-hold %s: want 100ms to 1h", c.hold)
+	case c.workers < 1 || c.workers > 4096:
+		return fmt.Errorf("-workers %d: want 1 to 4096", c.workers)
+	case c.consumers < 1 || c.consumers > 256:
+		return fmt.Errorf("-consumers %d: want 1 to 256", c.consumers)
+	case c.queueMax < 1:
+		return fmt.Errorf("-queue-max %d: want at least 1", c.queueMax)
+	case c.maxDeliveries < 1:
+		return fmt.Errorf("-max-deliveries %d: want at least 1", c.maxDeliveries)
+	case c.mysqlDSN != "" && c.postgresDSN != "":
+		return errors.New("-mysql and -postgres: pick one database")
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// small is a sale that runs in a few seconds under -race: holds expire and
+// are sold again within it.
+var small = []string{"-quiet", "-units", "200", "-skus", "3", "-attempts", "2000", "-users", "500",
+	"-duration", "1s", "-hold", "300ms", "-workers", "16"}
+
+func runSale(t *testing.T, extra ...string) map[string]any {
+	t.Helper()
+	var out, errs bytes.Buffer
+	args := append(append([]string{"-json"}, small...), extra...)
+	code := run(context.Background(), args, &out, &errs)
+	if code != exitOK {
+		t.Fatalf("run %v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out.String(), errs.String())
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out.String())
+	}
+	return rep
+}
+
+func num(t *testing.T, rep map[string]any, key string) int64 {
+	t.Helper()
+	v, ok := rep[key].(float64)
+	if !ok {
+		t.Fatalf("report has no number %q: %v", key, rep)
+	}
+	return int64(v)
+}
+
+func TestSaleSellsExactlyTheStock(t *testing.T) {
+	rep := runSale(t)
+	if n := num(t, rep, "oversold"); n != 0 {
+		t.Errorf("oversold = %d, want 0", n)
+	}
+	if n := num(t, rep, "drift"); n != 0 {
+		t.Errorf("drift = %d, want 0", n)
+	}
+	onSale, sold, held, avail := num(t, rep, "on_sale"), num(t, rep, "sold"), num(t, rep, "held"), num(t, rep, "available")
+	if onSale != 200 || sold+held+avail != onSale {
+		t.Errorf("sold %d + held %d + available %d != on sale %d (want 200)", sold, held, avail, onSale)
+	}
+	if rep["accounting_exact"] != true {
+		t.Errorf("accounting_exact = %v", rep["accounting_exact"])
+	}
+	// A fifth of the buyers never pay: the reclaimer must have returned
+	// their units during the sale.
+	if n := num(t, rep, "returned"); n == 0 {
+		t.Errorf("returned = 0: no unpaid hold came back")
+	}
+	rej, ok := rep["rejected"].(map[string]any)
+	if !ok {
+		t.Fatalf("rejected is not an object: %v", rep["rejected"])
+	}
+	for _, k := range []string{"sold_out", "limit", "rate_limited", "busy"} {
+		if _, ok := rej[k]; !ok {
+			t.Errorf("rejected has no %q", k)
+		}
+	}
+	for _, k := range []string{"orders_per_s", "p99_ms"} {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("report has no %q", k)
+		}
+	}
+}
+
+func TestBadFlagsExitTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"-units", "-5"},
+		{"-unpaid", "1.5"},
+		{"-no-such-flag"},
+		{"-attempts", "many"},
+		{"-mysql", "x", "-postgres", "y"},
+		{"extra"},
+	} {
+		var out, errs bytes.Buffer
+		if code := run(context.Background(), args, &out, &errs); code != exitBadUsage {
+			t.Errorf("run %q: exit %d, want %d", args, code, exitBadUsage)
+		}
+		if out.Len() != 0 {
+			t.Errorf("run %q wrote to stdout: %q", args, out.String())
+		}
+		if errs.Len() == 0 || !strings.Contains(errs.String(), "-") {
+			t.Errorf("run %q: no message on stderr", args)
+		}
+	}
+	if code := run(context.Background(), []string{"-h"}, io.Discard, io.Discard); code != exitOK {
+		t.Errorf("-h: exit %d, want 0", code)
+	}
+}

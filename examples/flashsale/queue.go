@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// handoff is one order the gate has held, on its way to the database record.
+type handoff struct {
+	OrderID  string
+	UserID   string
+	SKU      string
+	Qty      int64
+	Deadline time.Time // the gate hold's deadline
+}
+
+func (h handoff) values() map[string]any {
+	return map[string]any{
+		"order": h.OrderID, "user": h.UserID, "sku": h.SKU,
+		"qty": h.Qty, "deadline_ms": h.Deadline.UnixMilli(),
+	}
+}
+
+func parseHandoff(m redis.XMessage) (handoff, bool) {
+	str := func(k string) string { s, _ := m.Values[k].(string); return s }
+	qty, err1 := strconv.ParseInt(str("qty"), 10, 64)
+	dl, err2 := strconv.ParseInt(str("deadline_ms"), 10, 64)
+	h := handoff{OrderID: str("order"), UserID: str("user"), SKU: str("sku"), Qty: qty, Deadline: time.UnixMilli(dl)}
+	return h, err1 == nil && err2 == nil && h.OrderID != "" && h.SKU != ""
+}
+
+// errPermanent marks a handler failure that no redelivery can fix: the
+// message goes to the dead-letter stream at once.
+var errPermanent = errors.New("permanent failure")
+
+// queue is the hand-off from the gate to the record: a Redis stream read by
+// a consumer group. A message is acknowledged only once the handler has
+// recorded the order; a message left unacknowledged for minIdle is claimed
+// again (by any consumer), and after maxDeliveries deliveries, or at once on
+// errPermanent, it is copied to the dead-letter stream and acknowledged.
+type queue struct {
+	rdb           redis.UniversalClient
+	stream, dead  string
+	group         string
+	minIdle       time.Duration
+	maxDeliveries int64
+
+	// handle records one order; nil means done (acknowledge).
+	handle func(context.Context, handoff) error
+	// onDead is told of every message moved to the dead-letter stream.
+	onDead func(context.Context, handoff, error)
+
+	published, acked, deadLettered, redelivered atomic.Int64
+}
+
+// setup creates the stream and its consumer group.
+func (q *queue) setup(ctx context.Context) error {
+	err := q.rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
+	if err != nil && err.Error() != "BUSYGROUP Consumer Group name already exists" {
+		return err
+	}
+	return nil
+}
+
+// publish appends h to the stream.
+func (q *queue) publish(ctx context.Context, h handoff) error {
+	err := q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: h.values()}).Err()
+	if err == nil {
+		q.published.Add(1)
+	}
+	return err
+}
+
+// inFlight is the number of messages published and not yet acknowledged.
+func (q *queue) inFlight() int64 {
+	return q.published.Load() - q.acked.Load()
+}
+
+// consume reads new messages as consumer until ctx ends. Read failures (Redis
+// down) are retried after a pause.
+func (q *queue) consume(ctx context.Context, consumer string) {
+	for ctx.Err() == nil {
+		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group: q.group, Consumer: consumer, Streams: []string{q.stream, ">"},
+			Count: 8, Block: 100 * time.Millisecond,
+		}).Result()
+		if err != nil {
+			if !errors.Is(err, redis.Nil) {
+				pause(ctx, 50*time.Millisecond)
+			}
+			continue
+		}
+		for _, s := range res {
+			for _, m := range s.Messages {
+				q.deliver(ctx, m, nil)
+			}
+		}
+	}
+}
+
+// redeliver claims messages left unacknowledged for minIdle, every interval,
+// until ctx ends.
+func (q *queue) redeliver(ctx context.Context, consumer string, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		q.claimIdle(ctx, consumer)
+	}
+}
+
+// claimIdle runs one pass of XPENDING (with the delivery counts) and XCLAIM.
+func (q *queue) claimIdle(ctx context.Context, consumer string) {
+	pend, err := q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: q.stream, Group: q.group, Idle: q.minIdle, Start: "-", End: "+", Count: 256,
+	}).Result()
+	if err != nil || len(pend) == 0 {
+		return
+	}
+	counts := make(map[string]int64, len(pend))
+	ids := make([]string, 0, len(pend))
+	for _, p := range pend {
+		counts[p.ID] = p.RetryCount
+		ids = append(ids, p.ID)
+	}
+	// XCLAIM re-checks the idle time, so a message another consumer is
+	// handling right now is not taken from it; it adds one delivery.
+	msgs, err := q.rdb.XClaim(ctx, &redis.XClaimArgs{
+		Stream: q.stream, Group: q.group, Consumer: consumer, MinIdle: q.minIdle, Messages: ids,
+	}).Result()
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		q.redelivered.Add(1)
+		n := counts[m.ID] + 1
+		q.deliver(ctx, m, &n)
+	}
+}
+
+// deliver hands m to the handler and acknowledges it, or dead-letters it.
+// deliveries is nil on a first delivery.
+func (q *queue) deliver(ctx context.Context, m redis.XMessage, deliveries *int64) {
+	h, ok := parseHandoff(m)
+	var err error
+	if !ok {
+		err = errPermanent
+	} else {
+		err = q.handle(ctx, h)
+	}
+	switch {
+	case err == nil:
+		q.ack(ctx, m.ID)
+	case errors.Is(err, errPermanent) || (deliveries != nil && *deliveries >= q.maxDeliveries):
+		if q.deadLetter(ctx, m, err) == nil {
+			q.deadLettered.Add(1)
+			q.ack(ctx, m.ID)
+			if ok && q.onDead != nil {
+				q.onDead(ctx, h, err)
+			}
+		}
+	}
+	// Any other failure leaves the message pending: it is claimed again
+	// after minIdle.
+}
+
+func (q *queue) ack(ctx context.Context, id string) {
+	n, err := q.rdb.XAck(ctx, q.stream, q.group, id).Result()
+	if err == nil && n == 1 {
+		q.acked.Add(1)
+	}
+}
+
+// deadLetter copies m, with the reason, to the dead-letter stream.
+func (q *queue) deadLetter(ctx context.Context, m redis.XMessage, cause error) error {
+	v := make(map[string]any, len(m.Values)+2)
+	for k, x := range m.Values {
+		v[k] = x
+	}
+	v["source_id"] = m.ID
+	v["error"] = cause.Error()
+	return q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.dead, Values: v}).Err()
+}
+
+// drain waits until every published message is acknowledged or ctx ends.
+func (q *queue) drain(ctx context.Context) error {
+	for q.inFlight() > 0 {
+		if err := pause(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pause sleeps for d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

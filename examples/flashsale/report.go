@@ -1,0 +1,182 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+// reason is why an attempt was turned away.
+type reason string
+
+const (
+	reasonSoldOut     reason = "sold_out"
+	reasonLimit       reason = "limit"
+	reasonRateLimited reason = "rate_limited"
+	reasonBusy        reason = "busy"
+	reasonUnavailable reason = "unavailable"
+)
+
+var reasons = []reason{reasonSoldOut, reasonLimit, reasonRateLimited, reasonBusy, reasonUnavailable}
+
+// stats are the counters the sale updates while it runs.
+type stats struct {
+	orders         atomic.Int64 // attempts that took a hold
+	taken          atomic.Int64 // units of those holds
+	degraded       atomic.Int64 // orders the record took alone
+	paid           atomic.Int64 // orders confirmed
+	latePay        atomic.Int64 // payments refused: the hold had expired
+	confirmLost    atomic.Int64 // confirmed at the gate, refused by the record
+	reclaimed      atomic.Int64 // units the reclaimers returned
+	expiredInQueue atomic.Int64 // hand-offs that reached the record too late
+	recordRetries  atomic.Int64 // hand-offs the record refused for now
+
+	mu       sync.Mutex
+	rejected map[reason]int64
+	lat      []time.Duration
+}
+
+func newStats(attempts int) *stats {
+	return &stats{rejected: map[reason]int64{}, lat: make([]time.Duration, 0, attempts)}
+}
+
+// attempt records one finished attempt.
+func (s *stats) attempt(r reason, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r != "" {
+		s.rejected[r]++
+	}
+	s.lat = append(s.lat, d)
+}
+
+// report is what the sale prints: a table, or with -json one object.
+type report struct {
+	Backend     string           `json:"backend"`
+	SKUs        int              `json:"skus"`
+	OnSale      int64            `json:"on_sale"`
+	Attempts    int              `json:"attempts"`
+	Orders      int64            `json:"orders"`
+	Sold        int64            `json:"sold"`
+	Returned    int64            `json:"returned"`
+	Resold      int64            `json:"resold"`
+	Held        int64            `json:"held"`
+	Available   int64            `json:"available"`
+	Rejected    map[reason]int64 `json:"rejected"`
+	Unpaid      int64            `json:"unpaid_orders"`
+	LatePay     int64            `json:"late_payments"`
+	Redelivered int64            `json:"redelivered"`
+	DeadLetters int64            `json:"dead_letters"`
+	Degraded    int64            `json:"degraded_orders"`
+	Oversold    int64            `json:"oversold"`
+	Drift       int64            `json:"drift"`
+	Accounting  bool             `json:"accounting_exact"`
+	Seconds     float64          `json:"seconds"`
+	OrdersPerS  float64          `json:"orders_per_s"`
+	P50ms       float64          `json:"p50_ms"`
+	P99ms       float64          `json:"p99_ms"`
+	Chaos       *chaosReport     `json:"chaos,omitempty"`
+	Problems    []string         `json:"problems,omitempty"`
+}
+
+// chaosReport tells what -chaos did and what the breaker made of it.
+type chaosReport struct {
+	RedisDownS   float64  `json:"redis_down_s"`
+	BreakerTrips int64    `json:"breaker_trips"`
+	States       []string `json:"breaker_states"`
+	Recalibrated int64    `json:"recalibrated_units"`
+}
+
+// ok reports whether the sale kept its promises.
+func (r *report) ok() bool { return r.Oversold == 0 && r.Drift == 0 && r.Accounting }
+
+// fill sets the latency and rate figures from the recorded attempts.
+func (r *report) fill(st *stats, elapsed time.Duration) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r.Rejected = make(map[reason]int64, len(reasons))
+	for _, k := range reasons {
+		r.Rejected[k] = st.rejected[k]
+	}
+	lat := slices.Clone(st.lat)
+	slices.Sort(lat)
+	r.P50ms, r.P99ms = ms(percentile(lat, 0.50)), ms(percentile(lat, 0.99))
+	r.Seconds = round(elapsed.Seconds(), 2)
+	if elapsed > 0 {
+		r.OrdersPerS = round(float64(len(lat))/elapsed.Seconds(), 0)
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
+
+func round(x float64, digits int) float64 {
+	p := 1.0
+	for range digits {
+		p *= 10
+	}
+	return float64(int64(x*p+0.5)) / p
+}
+
+// writeJSON prints r as one JSON object.
+func (r *report) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// writeTable prints r for a person.
+func (r *report) writeTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\t\n", k, v) }
+	fmt.Fprintf(tw, "flash sale on %s\t\t\n", r.Backend)
+	row("units on sale", fmt.Sprintf("%d over %d SKUs", r.OnSale, r.SKUs))
+	row("purchase attempts", r.Attempts)
+	row("orders placed (holds)", r.Orders)
+	row("sold (paid)", r.Sold)
+	row("returned unpaid", r.Returned)
+	row("  of which resold", r.Resold)
+	row("held at the end", r.Held)
+	row("available at the end", r.Available)
+	for _, k := range reasons {
+		row("rejected: "+string(k), r.Rejected[k])
+	}
+	row("late payments refused", r.LatePay)
+	row("queue redeliveries", r.Redelivered)
+	row("dead letters", r.DeadLetters)
+	if r.Chaos != nil {
+		row("degraded orders (SQL)", r.Degraded)
+		row("Redis down (s)", r.Chaos.RedisDownS)
+		row("breaker trips", r.Chaos.BreakerTrips)
+		row("breaker states", fmt.Sprint(r.Chaos.States))
+		row("recalibrated units", r.Chaos.Recalibrated)
+	}
+	row("oversold", verdict(r.Oversold))
+	row("Redis-vs-database drift", verdict(r.Drift))
+	row("accounting exact", r.Accounting)
+	row("orders/s", r.OrdersPerS)
+	row("latency p50 / p99 (ms)", fmt.Sprintf("%.3f / %.3f", r.P50ms, r.P99ms))
+	row("run time (s)", r.Seconds)
+	for _, p := range r.Problems {
+		row("PROBLEM", p)
+	}
+	return tw.Flush()
+}
+
+func verdict(n int64) string {
+	if n == 0 {
+		return "0 ok"
+	}
+	return fmt.Sprintf("%d FAIL", n)
+}

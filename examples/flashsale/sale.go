@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// sell runs the whole sale on the stores cfg names and reports it.
+func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) {
+	sys, err := build(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.close()
+
+	listings := split(cfg)
+	if err := putOnSale(ctx, sys, cfg, listings); err != nil {
+		return nil, err
+	}
+	st := newStats(cfg.attempts)
+	q := &queue{rdb: sys.rdb, stream: sys.prefix + ":orders", dead: sys.prefix + ":dead",
+		group: "record", minIdle: max(200*time.Millisecond, cfg.hold/5), maxDeliveries: cfg.maxDeliveries}
+	if err := q.setup(ctx); err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	sh := &shop{sys: sys, q: q, st: st, cfg: cfg, guard: cfg.hold / 5}
+	q.handle, q.onDead = sh.record, sh.deadLettered
+
+	// The background: queue consumers, redelivery, and both reclaimers.
+	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	goBg := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	for i := range cfg.consumers {
+		goBg(func() { q.consume(bg, "c"+strconv.Itoa(i)) })
+	}
+	goBg(func() { q.redeliver(bg, "claimer", q.minIdle/2) })
+	gateRec := &guardedReclaimer{r: sys.gateReclaimer, hook: sh.gateReclaimed}
+	recordRec := &guardedReclaimer{r: sys.recordReclaimer, hook: func(_ context.Context, got []stock.Reclaimed) { sh.recordReclaimed(got) }}
+	every := max(20*time.Millisecond, cfg.hold/10)
+	for _, r := range []*guardedReclaimer{gateRec, recordRec} {
+		goBg(func() { _ = stock.RunReclaimer(bg, r, stock.ReclaimerConfig{Interval: every}) })
+	}
+	defer func() { stopBg(); wg.Wait() }()
+
+	start := time.Now()
+	skus := make([]string, len(listings))
+	for i, l := range listings {
+		skus[i] = l.SKU
+	}
+	buyers(ctx, cfg, sh, skus, progress)
+	elapsed := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Close the sale: every hand-off recorded or dead-lettered, every
+	// payment made, then the two tiers compared once they have settled.
+	drainCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := q.drain(drainCtx); err != nil {
+		return nil, fmt.Errorf("queue did not drain: %d hand-offs in flight", q.inFlight())
+	}
+	sh.payers.Wait()
+	settle(drainCtx, sys, listings, 2*cfg.hold+time.Second)
+	gateRec.stop()
+	recordRec.stop()
+
+	rep := &report{Backend: sys.name, SKUs: len(listings), OnSale: cfg.units, Attempts: cfg.attempts,
+		Orders: st.orders.Load(), Degraded: st.degraded.Load(), LatePay: st.latePay.Load(),
+		Redelivered: q.redelivered.Load(), DeadLetters: q.deadLettered.Load()}
+	rep.fill(st, elapsed)
+	if err := check(ctx, sys, listings, st, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// split spreads cfg.units over cfg.skus SKUs, the first the largest.
+func split(cfg config) []stock.Listing {
+	weights := 0
+	for i := range cfg.skus {
+		weights += cfg.skus - i
+	}
+	out := make([]stock.Listing, cfg.skus)
+	left := cfg.units
+	for i := range out {
+		n := max(1, cfg.units*int64(cfg.skus-i)/int64(weights))
+		if i == len(out)-1 {
+			n = left
+		}
+		left -= n
+		out[i] = stock.Listing{SKU: "sku-" + strconv.Itoa(i+1), Units: n, PerUserLimit: cfg.perUser, HoldTTL: cfg.hold}
+	}
+	return out
+}
+
+// putOnSale writes the listings to the record, then warms the gate up from
+// it. The record's holds last longer than the gate's, so a hold the gate
+// confirms is always still live in the record.
+func putOnSale(ctx context.Context, sys *system, cfg config, listings []stock.Listing) error {
+	for _, l := range listings {
+		rl := l
+		rl.HoldTTL = cfg.hold + cfg.hold/2
+		if err := sys.record.PutOnSale(ctx, rl); err != nil {
+			return fmt.Errorf("record: put %s on sale: %w", l.SKU, err)
+		}
+		if err := sys.gate.PutOnSale(ctx, l); err != nil {
+			return fmt.Errorf("gate: put %s on sale: %w", l.SKU, err)
+		}
+	}
+	return nil
+}
+
+// settle waits, at most within, until the gate and the record agree on every
+// SKU's available units: reverts the reclaimers mirror may still be on
+// their way.
+func settle(ctx context.Context, sys *system, listings []stock.Listing, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		agree := true
+		for _, l := range listings {
+			g, err1 := sys.gate.Available(ctx, l.SKU)
+			r, err2 := sys.record.Available(ctx, l.SKU)
+			if err1 != nil || err2 != nil || g != r {
+				agree = false
+				break
+			}
+		}
+		if agree || pause(ctx, 50*time.Millisecond) != nil {
+			return
+		}
+	}
+}
+
+// check fills the final levels, oversold and drift into rep.
+func check(ctx context.Context, sys *system, listings []stock.Listing, st *stats, rep *report) error {
+	rep.Accounting = true
+	for _, l := range listings {
+		rec, err := sys.record.Levels(ctx, l.SKU)
+		if err != nil {
+			return fmt.Errorf("record levels of %s: %w", l.SKU, err)
+		}
+		gate, err := sys.gate.Levels(ctx, l.SKU)
+		if err != nil {
+			return fmt.Errorf("gate levels of %s: %w", l.SKU, err)
+		}
+		rep.Sold += rec.Sold
+		rep.Held += rec.Held
+		rep.Available += rec.Available
+		if over := rec.Sold + rec.Held - l.Units; over > 0 {
+			rep.Oversold += over
+		}
+		if d := gate.Available - rec.Available; d != 0 {
+			rep.Drift += abs(d)
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: Redis has %d available, the database %d", l.SKU, gate.Available, rec.Available))
+		}
+		if rec.Available+rec.Held+rec.Sold != l.Units {
+			rep.Accounting = false
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: available %d + held %d + sold %d != %d on sale", l.SKU, rec.Available, rec.Held, rec.Sold, l.Units))
+		}
+	}
+	rep.Returned = st.taken.Load() - rep.Held - rep.Sold
+	rep.Resold = max(0, rep.Returned-rep.Available)
+	rep.Unpaid = rep.Orders - st.paid.Load()
+	return nil
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// guardedReclaimer runs a hook on every batch a reclaimer returns, inside
+// the same critical section, and can be stopped between batches: once stop
+// returns, no batch is half-reported.
+type guardedReclaimer struct {
+	r       stock.Reclaimer
+	hook    func(context.Context, []stock.Reclaimed)
+	mu      sync.Mutex
+	stopped bool
+}
+
+// ReclaimExpired implements stock.Reclaimer.
+func (g *guardedReclaimer) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return nil, nil
+	}
+	got, err := g.r.ReclaimExpired(ctx, limit)
+	if len(got) > 0 {
+		g.hook(ctx, got)
+	}
+	return got, err
+}
+
+func (g *guardedReclaimer) stop() {
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+}
