@@ -1,0 +1,220 @@
+package degrade
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// errSkip reports a call that was admitted by a breaker but not made (or
+// ended by the caller's cancellation): gobreaker excludes it from counts.
+var errSkip = errors.New("degrade: not counted")
+
+// circuit is one breaker: a gobreaker that counts failures and decides to
+// trip while traffic goes to the primary, and the states around it that
+// gobreaker cannot run on an injected clock (open period, recalibration,
+// ramp). gobreaker's own half-open state is never reached: once it trips,
+// its instance is dropped and a fresh one starts the ramp.
+//
+// Lock order: c.mu may be held while calling into the gobreaker, never the
+// reverse. The gobreaker's OnStateChange (which runs under its lock) only
+// sets an atomic flag.
+type circuit struct {
+	d   *Manager
+	key string
+
+	tripped atomic.Bool // set by the current gobreaker when it opens
+	ramping atomic.Bool // read by ReadyToTrip
+
+	mu     sync.Mutex
+	cb     *gobreaker.TwoStepCircuitBreaker[struct{}]
+	gen    uint64
+	state  State
+	since  time.Time
+	step   int
+	stepOK int
+	n      uint64 // calls seen in this ramp step
+	epoch  uint64 // Manager.epoch when last looked at
+}
+
+func newCircuit(d *Manager, key string) *circuit {
+	c := &circuit{d: d, key: key, epoch: d.epoch.Load()}
+	c.fresh()
+	return c
+}
+
+// fresh replaces the gobreaker with a closed one. Callers hold c.mu (or
+// own c exclusively).
+func (c *circuit) fresh() {
+	c.gen++
+	c.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:     c.key,
+		Interval: c.d.cfg.Interval,
+		Timeout:  24 * time.Hour, // never reached: the instance is dropped when it opens
+		ReadyToTrip: func(n gobreaker.Counts) bool {
+			if c.ramping.Load() {
+				return n.ConsecutiveFailures >= 1
+			}
+			return c.d.cfg.ReadyToTrip(n)
+		},
+		IsSuccessful: func(err error) bool { return err == nil || stock.IsBusiness(err) },
+		IsExcluded:   func(err error) bool { return errors.Is(err, errSkip) },
+		// Runs under the gobreaker's lock: it must not block or call back.
+		// A dropped instance never changes state again (nobody asks it),
+		// so the flag always comes from the current one.
+		OnStateChange: func(_ string, _, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				c.tripped.Store(true)
+			}
+		},
+	})
+}
+
+// to moves to state s at now and reports it. Callers hold c.mu.
+func (c *circuit) to(s State, now time.Time, err error) {
+	from := c.state
+	c.state, c.since = s, now
+	share := 0.0
+	switch s {
+	case Primary:
+		share = 1
+		c.ramping.Store(false)
+	case Ramping:
+		share = c.d.cfg.RampSteps[c.step]
+	}
+	if from != s || s == Ramping {
+		c.d.emit(Event{Key: c.key, From: from, To: s, Share: share, Err: err, At: now})
+	}
+}
+
+// admit says whether a call goes to the primary. With share, a ramping
+// breaker sends only its current share of calls there; without (Confirm,
+// Revert, operator writes), any breaker that is not open does. done, when
+// non-nil, must be called with the primary's error (or errSkip).
+func (c *circuit) admit(share bool) (primary bool, done func(error)) {
+	now := c.d.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ep := c.d.epoch.Load(); ep != c.epoch {
+		// Back from ForceFallback: recalibrate and ramp as after an outage.
+		c.epoch = ep
+		c.tripped.Store(false)
+		c.to(Degraded, now.Add(-c.d.cfg.OpenFor), nil)
+	}
+	c.observe(now)
+	switch c.state {
+	case Degraded:
+		if now.Sub(c.since) >= c.d.cfg.OpenFor {
+			c.to(Recalibrating, now, nil)
+			if c.d.cfg.Recalibrate == nil {
+				c.startRamp(now)
+			} else {
+				c.d.bg.Add(1)
+				go c.d.runRecalibrate(c, c.gen)
+			}
+		}
+		return false, nil
+	case Recalibrating:
+		return false, nil
+	case Ramping:
+		if now.Sub(c.since) >= c.d.cfg.RampInterval && c.stepOK > 0 {
+			c.step++
+			c.stepOK, c.n = 0, 0
+			if c.step == len(c.d.cfg.RampSteps) {
+				c.to(Primary, now, nil)
+			} else {
+				c.to(Ramping, now, nil)
+			}
+		}
+		if c.state == Ramping && share {
+			c.n++
+			p := c.d.cfg.RampSteps[c.step]
+			if math.Floor(float64(c.n)*p) == math.Floor(float64(c.n-1)*p) {
+				return false, nil
+			}
+		}
+	}
+	cbDone, err := c.cb.Allow()
+	if err != nil {
+		return false, nil
+	}
+	gen := c.gen
+	return true, func(err error) {
+		cbDone(err)
+		ok := err == nil || stock.IsBusiness(err)
+		if !ok && !c.tripped.Load() {
+			return
+		}
+		now := c.d.cfg.Clock.Now()
+		c.mu.Lock()
+		c.observe(now)
+		if ok && c.gen == gen && c.state == Ramping {
+			c.stepOK++
+		}
+		c.mu.Unlock()
+	}
+}
+
+// observe moves to Degraded if the gobreaker tripped. Callers hold c.mu.
+func (c *circuit) observe(now time.Time) {
+	if c.tripped.Swap(false) && (c.state == Primary || c.state == Ramping) {
+		c.to(Degraded, now, nil)
+	}
+}
+
+// recalibrated ends a recalibration started at generation gen.
+func (c *circuit) recalibrated(gen uint64, err error) {
+	now := c.d.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || c.state != Recalibrating {
+		return
+	}
+	if err != nil {
+		c.to(Degraded, now, err)
+		return
+	}
+	c.startRamp(now)
+}
+
+// startRamp sends the first share of traffic back to a fresh gobreaker.
+// Callers hold c.mu.
+func (c *circuit) startRamp(now time.Time) {
+	c.fresh()
+	c.tripped.Store(false)
+	c.step, c.stepOK, c.n = 0, 0, 0
+	if len(c.d.cfg.RampSteps) == 0 {
+		c.to(Primary, now, nil)
+		return
+	}
+	c.ramping.Store(true)
+	c.to(Ramping, now, nil)
+}
+
+// state reports the circuit's state, for Manager.State.
+func (c *circuit) current() State {
+	now := c.d.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observe(now)
+	return c.state
+}
+
+// runRecalibrate is the background body of one recalibration.
+func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
+	defer d.bg.Done()
+	var err error
+	if d.cfg.Recalibrate != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.RecalibrateTimeout)
+		err = d.cfg.Recalibrate(ctx, c.key)
+		cancel()
+	}
+	c.recalibrated(gen, err)
+}

@@ -1,0 +1,272 @@
+package degrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
+
+	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Manager is a stock.Manager that sends calls to a primary while it works
+// and to a rate-limited fallback while it does not. It also implements
+// stock.Reclaimer. It is safe for concurrent use; call Close when done.
+type Manager struct {
+	primary, fallback stock.Manager
+	cfg               Config
+
+	mode  atomic.Int32
+	epoch atomic.Uint64 // bumped when ForceFallback ends
+
+	global   *circuit                     // PerSKU == 0: the only one
+	ids      *circuit                     // Confirm and Revert
+	circuits *lru.Cache[string, *circuit] // PerSKU > 0
+	orders   *lru.Cache[string, tier]     // who took an order, as far as this node knows
+	limiter  *rate.Limiter
+
+	events  chan Event
+	dropped atomic.Uint64
+	quit    chan struct{}
+	closing sync.Once
+	bg      sync.WaitGroup // recalibrations and the event goroutine
+}
+
+// tier is what this node remembers about an order.
+type tier byte
+
+const (
+	atPrimary  tier = iota + 1 // taken there, or the outcome there is unknown
+	atFallback                 // taken by the fallback
+)
+
+var (
+	_ stock.Manager   = (*Manager)(nil)
+	_ stock.Reclaimer = (*Manager)(nil)
+)
+
+// New returns a Manager over primary and fallback. The fallback must see the
+// primary's orders (it should be the primary's record, e.g. the SQL backend
+// that a tiered primary records into): a fallback that does not would sell
+// again the units the primary sold.
+func New(primary, fallback stock.Manager, cfg Config) *Manager {
+	cfg = cfg.withDefaults()
+	d := &Manager{
+		primary: primary, fallback: fallback, cfg: cfg,
+		limiter: rate.NewLimiter(cfg.FallbackLimit, cfg.FallbackBurst),
+		events:  make(chan Event, cfg.EventBuffer),
+		quit:    make(chan struct{}),
+	}
+	d.orders, _ = lru.New[string, tier](cfg.Orders)
+	if cfg.PerSKU > 0 {
+		d.circuits, _ = lru.New[string, *circuit](cfg.PerSKU)
+		d.ids = newCircuit(d, "")
+	} else {
+		d.global = newCircuit(d, "")
+		d.ids = d.global
+	}
+	if cfg.OnStateChange != nil {
+		d.bg.Add(1)
+		go d.deliver()
+	}
+	return d
+}
+
+// Close stops the event goroutine and waits for running recalibrations.
+// The Manager must not be used afterwards.
+func (d *Manager) Close() {
+	d.closing.Do(func() { close(d.quit) })
+	d.bg.Wait()
+}
+
+// SetMode sets the operator's switch. Leaving ForceFallback makes every
+// breaker recalibrate and ramp back as after an outage.
+func (d *Manager) SetMode(m Mode) {
+	if Mode(d.mode.Swap(int32(m))) == ForceFallback && m != ForceFallback {
+		d.epoch.Add(1)
+	}
+}
+
+// Mode returns the operator's switch.
+func (d *Manager) Mode() Mode { return Mode(d.mode.Load()) }
+
+// State returns the state of the breaker for sku (any SKU with one global
+// breaker; "" for the breaker of Confirm and Revert).
+func (d *Manager) State(sku string) State {
+	if sku == "" {
+		return d.ids.current()
+	}
+	return d.circuit(sku).current()
+}
+
+// Dropped returns how many events were dropped because OnStateChange fell
+// behind.
+func (d *Manager) Dropped() uint64 { return d.dropped.Load() }
+
+func (d *Manager) emit(e Event) {
+	if d.cfg.OnStateChange == nil {
+		return
+	}
+	select {
+	case d.events <- e:
+	default:
+		d.dropped.Add(1)
+	}
+}
+
+func (d *Manager) deliver() {
+	defer d.bg.Done()
+	for {
+		select {
+		case e := <-d.events:
+			d.cfg.OnStateChange(e)
+		case <-d.quit:
+			return
+		}
+	}
+}
+
+func (d *Manager) circuit(sku string) *circuit {
+	if d.global != nil {
+		return d.global
+	}
+	if c, ok := d.circuits.Get(sku); ok {
+		return c
+	}
+	c := newCircuit(d, sku)
+	if prev, ok, _ := d.circuits.PeekOrAdd(sku, c); ok {
+		return prev
+	}
+	return c
+}
+
+// route decides where a call about skus goes. dones report the primary's
+// outcome to every breaker that admitted it.
+type route struct {
+	primary bool
+	dones   []func(error)
+}
+
+func (d *Manager) route(share bool, skus ...string) route {
+	switch d.Mode() {
+	case ForcePrimary:
+		return route{primary: true}
+	case ForceFallback:
+		return route{}
+	}
+	var r route
+	seen := map[*circuit]bool{}
+	for _, s := range skus {
+		c := d.ids
+		if s != "" {
+			c = d.circuit(s)
+		}
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		ok, done := c.admit(share)
+		if !ok {
+			r.skip()
+			return route{}
+		}
+		r.dones = append(r.dones, done)
+	}
+	r.primary = true
+	return r
+}
+
+// skip tells the breakers that admitted the call that it was not made.
+func (r route) skip() {
+	for _, done := range r.dones {
+		done(errSkip)
+	}
+}
+
+// finish reports the primary's outcome; the caller's own cancellation is
+// not the primary's failure.
+func (r route) finish(ctx context.Context, err error) {
+	if err != nil && ctx.Err() != nil && stock.IsCanceled(err) {
+		err = errSkip
+	}
+	for _, done := range r.dones {
+		done(err)
+	}
+}
+
+func skusOf(items []stock.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range canon.Sorted(items) {
+		out[i] = it.SKU
+	}
+	return out
+}
+
+// unknown wraps a primary failure whose outcome is unknown.
+func unknown(err error) error {
+	return fmt.Errorf("degrade: primary: %w: %w", stock.ErrUnknownOutcome, err)
+}
+
+// Deduct places the order on the primary while its breakers let it, on the
+// fallback (within its rate limit, else ErrBusy) while they do not.
+//
+// An order whose outcome on the primary is unknown (an infrastructure
+// error after the request may have been sent) never goes to the fallback:
+// it is re-deducted once on the primary at once (idempotent, so it tells
+// whether the order holds its units) and, if that fails too, the error
+// matches stock.ErrUnknownOutcome. This node remembers such orders, and
+// those the primary took, and sends their retries to the primary only.
+// Orders it remembers the fallback took go back to the fallback.
+func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	known, _ := d.orders.Get(o.ID)
+	r := d.route(true, skusOf(o.Items)...)
+	switch {
+	case r.primary && known != atFallback:
+		err := d.primary.Deduct(ctx, o)
+		r.finish(ctx, err)
+		if err == nil || stock.IsBusiness(err) {
+			if err == nil {
+				d.orders.Add(o.ID, atPrimary)
+			}
+			return err
+		}
+		d.orders.Add(o.ID, atPrimary)
+		return d.resolve(ctx, o, err)
+	case r.primary:
+		r.skip()
+		return d.fallback.Deduct(ctx, o)
+	case known == atPrimary:
+		return d.resolve(ctx, o, ErrPrimaryDown)
+	case known == atFallback:
+		return d.fallback.Deduct(ctx, o) // a retry: it takes nothing more
+	}
+	if !d.limiter.AllowN(d.cfg.Clock.Now(), 1) {
+		return ErrBusy
+	}
+	err := d.fallback.Deduct(ctx, o)
+	if err == nil {
+		d.orders.Add(o.ID, atFallback)
+	}
+	return err
+}
+
+// resolve re-deducts an order whose primary outcome is unknown, once,
+// bypassing the breakers (it is the same order, not new traffic).
+func (d *Manager) resolve(ctx context.Context, o stock.Order, cause error) error {
+	if ctx.Err() != nil {
+		return unknown(errors.Join(cause, ctx.Err()))
+	}
+	err := d.primary.Deduct(ctx, o)
+	if err == nil || stock.IsBusiness(err) {
+		return err
+	}
+	return unknown(err)
+}

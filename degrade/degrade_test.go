@@ -1,0 +1,267 @@
+package degrade_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"golang.org/x/time/rate"
+
+	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/memstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+func TestConformance(t *testing.T) {
+	stocktest.Run(t, func(t *testing.T, clock stock.Clock) stock.Manager {
+		record := memstock.New(clock)
+		d := degrade.New(tiered.New(memstock.New(clock), record, tiered.Config{}), record, degrade.Config{Clock: clock})
+		t.Cleanup(d.Close)
+		return d
+	})
+}
+
+// fixture: primary and fallback are separate stores with the same stock, so
+// an order taken by both shows up as a double take.
+type fixture struct {
+	t                 *testing.T
+	clock             *stocktest.Clock
+	primary, fallback *flaky
+	d                 *degrade.Manager
+	events            chan degrade.Event
+}
+
+func newFixture(t *testing.T, cfg degrade.Config) *fixture {
+	f := &fixture{t: t, clock: stocktest.NewClock(stocktest.Epoch), events: make(chan degrade.Event, 1000)}
+	f.primary = &flaky{Manager: memstock.New(f.clock)}
+	f.fallback = &flaky{Manager: memstock.New(f.clock)}
+	cfg.Clock = f.clock
+	if cfg.OnStateChange == nil {
+		cfg.OnStateChange = func(e degrade.Event) { f.events <- e }
+	}
+	if cfg.FallbackLimit == 0 {
+		cfg.FallbackLimit = rate.Inf
+	}
+	f.d = degrade.New(f.primary, f.fallback, cfg)
+	t.Cleanup(f.d.Close)
+	return f
+}
+
+func (f *fixture) sale(sku string, units int64) {
+	f.t.Helper()
+	for _, m := range []stock.Manager{f.primary.Manager, f.fallback.Manager} {
+		if err := m.PutOnSale(f.t.Context(), stock.Listing{SKU: sku, Units: units}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+func (f *fixture) deduct(id, sku string, qty int64) error {
+	return f.d.Deduct(f.t.Context(), stock.Order{ID: id, Items: []stock.Item{{SKU: sku, Qty: qty}}})
+}
+
+// wait returns the next event of the breaker key, failing the test if none
+// comes (the bound is a guard against hanging, not a timing assertion).
+func (f *fixture) wait(key string) degrade.Event {
+	f.t.Helper()
+	for {
+		select {
+		case e := <-f.events:
+			if e.Key == key {
+				return e
+			}
+		case <-time.After(10 * time.Second):
+			f.t.Fatalf("no event for breaker %q", key)
+		}
+	}
+}
+
+func (f *fixture) wantEvent(key string, to degrade.State, share float64) degrade.Event {
+	f.t.Helper()
+	e := f.wait(key)
+	if e.To != to || e.Share != share {
+		f.t.Fatalf("event %+v, want %v at share %v", e, to, share)
+	}
+	return e
+}
+
+func (f *fixture) held(m *flaky, sku string) int64 {
+	f.t.Helper()
+	lv, err := m.Manager.Levels(f.t.Context(), sku)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return lv.Held
+}
+
+// trip fails the primary until the breaker of key opens.
+func (f *fixture) trip(key, sku string) {
+	f.t.Helper()
+	f.primary.set(down)
+	for i := 0; f.d.State(sku) == degrade.Primary; i++ {
+		if i > 100 {
+			f.t.Fatal("the breaker never opened")
+		}
+		_ = f.deduct(fmt.Sprint("trip-", key, i), sku, 1)
+	}
+	f.wantEvent(key, degrade.Degraded, 0)
+	f.primary.set(healthy)
+}
+
+func TestOnlyInfrastructureFailuresOpenTheBreaker(t *testing.T) {
+	f := newFixture(t, degrade.Config{})
+	f.sale("a", 1)
+	if err := f.deduct("o0", "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := f.deduct(fmt.Sprint("sold-", i), "a", 1); !errors.Is(err, stock.ErrSoldOut) {
+			t.Fatalf("Deduct: %v, want ErrSoldOut", err)
+		}
+		if err := f.d.Revert(t.Context(), fmt.Sprint("ghost-", i)); !errors.Is(err, stock.ErrUnknownOrder) {
+			t.Fatalf("Revert: %v, want ErrUnknownOrder", err)
+		}
+	}
+	// The caller's own cancellation is not the primary's failure.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for i := range 50 {
+		_ = f.d.Deduct(ctx, stock.Order{ID: fmt.Sprint("c-", i), Items: []stock.Item{{SKU: "a", Qty: 1}}})
+	}
+	if s := f.d.State("a"); s != degrade.Primary {
+		t.Fatalf("state after business outcomes and cancellations: %v", s)
+	}
+	if n := f.fallback.deducts.Load(); n != 0 {
+		t.Fatalf("%d deducts reached the fallback", n)
+	}
+	f.primary.set(down)
+	for i := range 5 {
+		if s := f.d.State("a"); s != degrade.Primary {
+			t.Fatalf("opened after %d failures, want 5", i)
+		}
+		err := f.deduct(fmt.Sprint("f-", i), "a", 1)
+		if !errors.Is(err, stock.ErrUnknownOutcome) || !errors.Is(err, errNet) {
+			t.Fatalf("Deduct with the primary down: %v, want unknown outcome", err)
+		}
+	}
+	if s := f.d.State("a"); s != degrade.Degraded {
+		t.Fatalf("state after 5 failures: %v", s)
+	}
+	f.wantEvent("", degrade.Degraded, 0)
+	f.fallback.Manager.Restock(t.Context(), "a", 1)
+	if err := f.deduct("new", "a", 1); err != nil {
+		t.Fatalf("Deduct while degraded: %v", err)
+	}
+	if n := f.fallback.deducts.Load(); n != 1 {
+		t.Fatalf("fallback got %d deducts, want 1", n)
+	}
+}
+
+func TestFallbackRateLimitIsExact(t *testing.T) {
+	const burst, calls = 3, 20
+	f := newFixture(t, degrade.Config{FallbackLimit: rate.Every(time.Minute), FallbackBurst: burst})
+	f.sale("a", 100)
+	f.d.SetMode(degrade.ForceFallback)
+	passed, busy := 0, 0
+	for i := range calls {
+		switch err := f.deduct(fmt.Sprint("o", i), "a", 1); {
+		case err == nil:
+			passed++
+		case errors.Is(err, degrade.ErrBusy):
+			busy++
+		default:
+			t.Fatalf("Deduct: %v", err)
+		}
+	}
+	if passed != burst || busy != calls-burst {
+		t.Fatalf("%d passed, %d busy; want %d and %d", passed, busy, burst, calls-burst)
+	}
+	if _, err := f.d.Levels(t.Context(), "a"); !errors.Is(err, degrade.ErrBusy) {
+		t.Fatalf("Levels past the limit: %v, want ErrBusy", err)
+	}
+	if f.held(f.fallback, "a") != burst || f.primary.calls.Load() != 0 {
+		t.Fatal("ErrBusy wrote something, or the primary was called")
+	}
+	f.clock.Advance(time.Minute)
+	if err := f.deduct("late", "a", 1); err != nil {
+		t.Fatalf("Deduct a minute later: %v", err)
+	}
+	if err := f.deduct("later", "a", 1); !errors.Is(err, degrade.ErrBusy) {
+		t.Fatalf("second Deduct a minute later: %v, want ErrBusy", err)
+	}
+	// Finishing an order is never refused.
+	if err := f.d.Confirm(t.Context(), "o0"); err != nil {
+		t.Fatalf("Confirm past the limit: %v", err)
+	}
+}
+
+// A reply lost while the breaker trips: the order is taken once, on the
+// primary, however often it is retried while degraded.
+func TestLostReplyWhileTrippingTakesOnce(t *testing.T) {
+	f := newFixture(t, degrade.Config{ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= 1 }})
+	f.sale("a", 10)
+	f.primary.set(lostReply)
+	err := f.deduct("o1", "a", 2)
+	if !errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("Deduct with a lost reply: %v, want ErrUnknownOutcome", err)
+	}
+	f.wantEvent("", degrade.Degraded, 0)
+	f.primary.set(down)
+	for range 3 {
+		if err := f.deduct("o1", "a", 2); !errors.Is(err, stock.ErrUnknownOutcome) || !errors.Is(err, errNet) {
+			t.Fatalf("retry while degraded and the primary down: %v", err)
+		}
+	}
+	if n := f.fallback.calls.Load(); n != 0 {
+		t.Fatalf("an order of unknown outcome reached the fallback (%d calls)", n)
+	}
+	f.primary.set(healthy)
+	if err := f.deduct("o1", "a", 2); err != nil {
+		t.Fatalf("retry once the primary answers: %v", err)
+	}
+	if f.held(f.primary, "a") != 2 || f.held(f.fallback, "a") != 0 {
+		t.Fatalf("held primary/fallback = %d/%d, want 2/0", f.held(f.primary, "a"), f.held(f.fallback, "a"))
+	}
+	// Other orders still go to the fallback while the breaker is open.
+	if err := f.deduct("o2", "a", 1); err != nil || f.held(f.fallback, "a") != 1 {
+		t.Fatalf("new order while degraded: %v", err)
+	}
+	// Confirm goes to the tier that took each order.
+	if err := f.d.Confirm(t.Context(), "o1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Confirm(t.Context(), "o2"); err != nil {
+		t.Fatal(err)
+	}
+	if f.held(f.primary, "a") != 0 || f.held(f.fallback, "a") != 0 {
+		t.Fatal("a hold was left after Confirm")
+	}
+}
+
+func TestConfirmFindsTheTakerWithoutLocalMemory(t *testing.T) {
+	f := newFixture(t, degrade.Config{})
+	f.sale("a", 10)
+	f.d.SetMode(degrade.ForceFallback)
+	if err := f.deduct("o1", "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	// Another node: same stores, no memory of o1, primary healthy.
+	other := degrade.New(f.primary, f.fallback, degrade.Config{Clock: f.clock})
+	defer other.Close()
+	if err := other.Confirm(t.Context(), "o1"); err != nil {
+		t.Fatalf("Confirm on another node: %v", err)
+	}
+	if err := other.Revert(t.Context(), "ghost"); !errors.Is(err, stock.ErrUnknownOrder) {
+		t.Fatalf("Revert of an order neither tier took: %v", err)
+	}
+	// A node that is degraded cannot ask the primary: unknown, not "unknown order".
+	other.SetMode(degrade.ForceFallback)
+	if err := other.Revert(t.Context(), "ghost"); !errors.Is(err, stock.ErrUnknownOutcome) || !errors.Is(err, degrade.ErrPrimaryDown) {
+		t.Fatalf("Revert while the primary is out: %v", err)
+	}
+}

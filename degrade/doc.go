@@ -1,0 +1,67 @@
+// Package degrade keeps a shop selling when its fast stock tier fails: it
+// wraps a primary stock.Manager (the Redis gate, usually as the tiered flow
+// of package stock/tiered) and a fallback (the SQL record the primary
+// writes to) behind circuit breakers (github.com/sony/gobreaker/v2), and is
+// itself a stock.Manager.
+//
+// Use it when Redis is on the order path and an outage of Redis must not
+// stop sales: while the primary fails, orders go to the database's atomic
+// UPDATE at a much lower, configured rate; when the primary is back, it is
+// recalibrated (reconcile plugs in here) and traffic returns in steps.
+//
+// # Wiring
+//
+// The fallback must see every order the primary took: make it the
+// primary's record (stock/tiered's record tier). Then an order ID is
+// idempotent across both paths, because both end in the same record, and no
+// state has to be shared between application nodes. A fallback that does
+// not see the primary's orders would sell the same units twice.
+//
+// # What it promises
+//
+//   - Only infrastructure failures open a breaker. Business outcomes (sold
+//     out, per-user limit, unknown order, conflict...) count as successes,
+//     and a call ended by the caller's own context is not counted.
+//   - While a breaker is open, calls go to the fallback through one token
+//     bucket (Config.FallbackLimit, FallbackBurst); a refused call gets
+//     ErrBusy and nothing is written. Confirm, Revert, PutOnSale and
+//     Restock are not limited.
+//   - An order whose outcome on the primary is unknown is never sent to
+//     the fallback: it is re-deducted on the primary (idempotent), and if
+//     that fails too the caller gets an error matching
+//     stock.ErrUnknownOutcome. This node remembers such orders (a bounded
+//     LRU, Config.Orders) and sends their retries to the primary only; with
+//     the wiring above, a retry that reaches another node and the fallback
+//     takes nothing twice, because the record already knows the order.
+//   - Confirm and Revert go to the tier that took the order: the one this
+//     node remembers, else the primary (while it takes traffic), and on
+//     stock.ErrUnknownOrder ("not taken there") the other tier. They answer
+//     ErrUnknownOrder only when both tiers do. They are not new traffic, so
+//     they reach the primary even while its breaker is open (not in
+//     ForceFallback mode, where they answer stock.ErrUnknownOutcome with
+//     ErrPrimaryDown instead of asking it).
+//   - Breakers are one for the shop or one per SKU (Config.PerSKU, bounded
+//     by an LRU), so a failing hot SKU does not trip the rest. An operator
+//     can force either path (SetMode).
+//   - Switching back: after Config.OpenFor, Config.Recalibrate runs in the
+//     background while traffic stays on the fallback; only when it succeeds
+//     does a share of traffic (Config.RampSteps, default 10% then 50%)
+//     return to the primary, each step lasting Config.RampInterval and
+//     needing at least one success; one failure during the ramp goes back
+//     to degraded.
+//   - State changes reach Config.OnStateChange on a goroutine of their own
+//     through a bounded buffer: a slow hook never stalls a breaker or a
+//     call (events beyond the buffer are dropped and counted).
+//
+// # Time
+//
+// gobreaker v2.4 reads the wall clock itself and cannot be given another.
+// It is used for what needs no clock: counting failures and deciding to
+// trip (ReadyToTrip, IsSuccessful, IsExcluded). The open period, the
+// recalibration, the ramp and the fallback's rate limit run on
+// Config.Clock, so tests move time without sleeping; a gobreaker that
+// tripped is dropped and a fresh one starts the ramp, so its own
+// half-open timer is never used.
+//
+// A Manager is safe for concurrent use. Call Close to stop its goroutines.
+package degrade

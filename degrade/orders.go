@@ -1,0 +1,158 @@
+package degrade
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Confirm confirms the order on the tier that took it: first the tier this
+// node remembers, else the primary while its breaker lets traffic through,
+// else the fallback. stock.ErrUnknownOrder from one tier means "not taken
+// there", so the other tier is asked next (and an infrastructure failure of
+// the first is answered by the second if it has the order); the answer is
+// ErrUnknownOrder only when both tiers say so. This rule needs no state
+// shared between nodes.
+//
+// Confirm and Revert are not new traffic: they reach the primary even
+// while its breaker is open, when the order is, or may be, there. Only in
+// ForceFallback mode is the primary left alone; an order the fallback does
+// not know then gets an error matching stock.ErrUnknownOutcome and
+// ErrPrimaryDown: retry later.
+func (d *Manager) Confirm(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	return d.onTaker(ctx, orderID, stock.Manager.Confirm)
+}
+
+// Revert reverts the order on the tier that took it, by the same rule as
+// Confirm.
+func (d *Manager) Revert(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	return d.onTaker(ctx, orderID, stock.Manager.Revert)
+}
+
+func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager, context.Context, string) error) error {
+	known, _ := d.orders.Get(id)
+	r := d.route(false, "")
+	primaryFirst := known == atPrimary || (known == 0 && r.primary)
+	callPrimary := func() error {
+		if d.Mode() == ForceFallback {
+			return unknown(ErrPrimaryDown)
+		}
+		err := op(d.primary, ctx, id)
+		r.finish(ctx, err)
+		r = route{}
+		return err
+	}
+	if !primaryFirst {
+		r.skip()
+		r = route{}
+		err := op(d.fallback, ctx, id)
+		if !errors.Is(err, stock.ErrUnknownOrder) {
+			return err
+		}
+		return callPrimary()
+	}
+	err := callPrimary()
+	if err == nil || (stock.IsBusiness(err) && !errors.Is(err, stock.ErrUnknownOrder)) {
+		return err
+	}
+	ferr := op(d.fallback, ctx, id)
+	if errors.Is(ferr, stock.ErrUnknownOrder) {
+		return err
+	}
+	return ferr
+}
+
+// Available asks the primary or, while degraded, the fallback (rate
+// limited: ErrBusy when refused).
+func (d *Manager) Available(ctx context.Context, sku string) (int64, error) {
+	lv, err := d.levels(ctx, sku, true)
+	return lv.Available, err
+}
+
+// Levels asks the primary or, while degraded, the fallback (rate limited:
+// ErrBusy when refused).
+func (d *Manager) Levels(ctx context.Context, sku string) (stock.Levels, error) {
+	return d.levels(ctx, sku, false)
+}
+
+func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Levels, error) {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return stock.Levels{}, err
+	}
+	r := d.route(true, sku)
+	m := d.fallback
+	if r.primary {
+		m = d.primary
+	} else if !d.limiter.AllowN(d.cfg.Clock.Now(), 1) {
+		return stock.Levels{}, ErrBusy
+	}
+	var lv stock.Levels
+	var err error
+	if avail {
+		lv.Available, err = m.Available(ctx, sku)
+	} else {
+		lv, err = m.Levels(ctx, sku)
+	}
+	r.finish(ctx, err)
+	return lv, err
+}
+
+// PutOnSale goes to the primary unless its breaker is open, then to the
+// fallback (not rate limited). With the fallback the primary's record, the
+// primary's fast tier is brought up to date by recalibration.
+func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	return d.write(ctx, l.SKU, func(m stock.Manager) error { return m.PutOnSale(ctx, l) })
+}
+
+// Restock goes where PutOnSale goes.
+func (d *Manager) Restock(ctx context.Context, sku string, units int64) error {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return err
+	}
+	return d.write(ctx, sku, func(m stock.Manager) error { return m.Restock(ctx, sku, units) })
+}
+
+func (d *Manager) write(ctx context.Context, sku string, op func(stock.Manager) error) error {
+	r := d.route(false, sku)
+	if !r.primary {
+		return op(d.fallback)
+	}
+	err := op(d.primary)
+	r.finish(ctx, err)
+	return err
+}
+
+// ReclaimExpired drains the fallback's due holds, then returns at most
+// limit of the primary's and reports those (a tiered primary reclaims its
+// record, which is the fallback, too: the second pass finds nothing). A
+// tier that is not a stock.Reclaimer is skipped.
+func (d *Manager) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+	if limit < 1 {
+		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
+	}
+	if r, ok := d.fallback.(stock.Reclaimer); ok {
+		for {
+			got, err := r.ReclaimExpired(ctx, limit)
+			if err != nil {
+				return nil, err
+			}
+			if len(got) < limit {
+				break
+			}
+		}
+	}
+	if r, ok := d.primary.(stock.Reclaimer); ok {
+		return r.ReclaimExpired(ctx, limit)
+	}
+	return nil, nil
+}

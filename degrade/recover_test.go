@@ -1,0 +1,226 @@
+package degrade_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// sendN places n orders of one unit of sku and returns how many reached
+// the primary.
+func (f *fixture) sendN(prefix, sku string, n int) int64 {
+	f.t.Helper()
+	before := f.primary.deducts.Load()
+	for i := range n {
+		if err := f.deduct(fmt.Sprint(prefix, i), sku, 1); err != nil {
+			f.t.Fatalf("Deduct %s%d: %v", prefix, i, err)
+		}
+	}
+	return f.primary.deducts.Load() - before
+}
+
+func TestRecalibrationBeforeRampAndRampSteps(t *testing.T) {
+	recal := make(chan error)
+	var calls atomic.Int64
+	f := newFixture(t, degrade.Config{
+		OpenFor: time.Minute, RampInterval: 10 * time.Second,
+		Recalibrate: func(ctx context.Context, key string) error {
+			calls.Add(1)
+			return <-recal
+		},
+	})
+	f.sale("a", 10000)
+	f.trip("", "a")
+
+	// Open: everything goes to the fallback until OpenFor has passed.
+	f.clock.Advance(time.Minute - time.Millisecond)
+	if got := f.sendN("open-", "a", 5); got != 0 {
+		t.Fatalf("%d orders reached the primary while open", got)
+	}
+	f.clock.Advance(time.Millisecond)
+	if got := f.sendN("recal-", "a", 1); got != 0 {
+		t.Fatal("the order that started recalibration reached the primary")
+	}
+	f.wantEvent("", degrade.Recalibrating, 0)
+	// While recalibrating, still nothing reaches the primary.
+	if got := f.sendN("during-", "a", 20); got != 0 {
+		t.Fatalf("%d orders reached the primary during recalibration", got)
+	}
+	recal <- errors.New("reconcile failed")
+	if e := f.wantEvent("", degrade.Degraded, 0); e.Err == nil {
+		t.Fatal("a failed recalibration reported no error")
+	}
+	if got := f.sendN("failed-", "a", 5); got != 0 {
+		t.Fatal("traffic returned after a failed recalibration")
+	}
+	f.clock.Advance(time.Minute)
+	f.sendN("retry-", "a", 1)
+	f.wantEvent("", degrade.Recalibrating, 0)
+	recal <- nil
+	f.wantEvent("", degrade.Ramping, 0.1)
+	if calls.Load() != 2 {
+		t.Fatalf("Recalibrate ran %d times, want 2", calls.Load())
+	}
+
+	// 10%, then 50%, then all of it.
+	if got := f.sendN("r10-", "a", 50); got != 5 {
+		t.Fatalf("%d of 50 orders reached the primary at 10%%, want 5", got)
+	}
+	f.clock.Advance(10 * time.Second)
+	if got := f.sendN("r50-", "a", 50); got != 25 {
+		t.Fatalf("%d of 50 orders reached the primary at 50%%, want 25", got)
+	}
+	f.wantEvent("", degrade.Ramping, 0.5)
+	f.clock.Advance(10 * time.Second)
+	if got := f.sendN("r100-", "a", 20); got != 20 {
+		t.Fatalf("%d of 20 orders reached the primary after the ramp, want 20", got)
+	}
+	f.wantEvent("", degrade.Primary, 1)
+	// Each order went to exactly one tier.
+	if p, fb := f.held(f.primary, "a"), f.held(f.fallback, "a"); p+fb != 5+1+20+5+1+50+50+20 {
+		t.Fatalf("held primary %d + fallback %d, want %d", p, fb, 5+1+20+5+1+50+50+20)
+	}
+}
+
+func TestRampStepNeedsASuccess(t *testing.T) {
+	f := newFixture(t, degrade.Config{OpenFor: time.Minute, RampInterval: 10 * time.Second, RampSteps: []float64{0.5}})
+	f.sale("a", 1000)
+	f.trip("", "a")
+	f.clock.Advance(time.Minute)
+	f.sendN("x", "a", 1)
+	f.wantEvent("", degrade.Recalibrating, 0)
+	f.wantEvent("", degrade.Ramping, 0.5)
+	// No traffic during the step: it does not move on when time passes.
+	f.clock.Advance(time.Hour)
+	if got := f.sendN("r-", "a", 1); got != 0 {
+		t.Fatal("the first call after an idle step went to the primary at 50%")
+	}
+	if s := f.d.State("a"); s != degrade.Ramping {
+		t.Fatalf("state %v after an idle step, want ramping", s)
+	}
+}
+
+func TestFailureDuringRampGoesBackToDegraded(t *testing.T) {
+	f := newFixture(t, degrade.Config{OpenFor: time.Minute, RampSteps: []float64{0.5}})
+	f.sale("a", 1000)
+	f.trip("", "a")
+	f.clock.Advance(time.Minute)
+	f.sendN("x", "a", 1)
+	f.wantEvent("", degrade.Recalibrating, 0)
+	f.wantEvent("", degrade.Ramping, 0.5)
+	f.primary.set(down)
+	_ = f.deduct("r0", "a", 1) // fallback (every other call)
+	if err := f.deduct("r1", "a", 1); !errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("primary failure during ramp: %v", err)
+	}
+	f.wantEvent("", degrade.Degraded, 0)
+	f.primary.set(healthy)
+	if got := f.sendN("after-", "a", 10); got != 0 {
+		t.Fatalf("%d orders reached the primary after one failure in the ramp", got)
+	}
+}
+
+func TestPerSKUBreakersIsolateAFailingSKU(t *testing.T) {
+	f := newFixture(t, degrade.Config{PerSKU: 8})
+	f.sale("bad", 1000)
+	f.sale("good", 1000)
+	f.primary.setSKU("bad", down)
+	for i := range 5 {
+		_ = f.deduct(fmt.Sprint("b", i), "bad", 1)
+	}
+	f.wantEvent("bad", degrade.Degraded, 0)
+	if s := f.d.State("good"); s != degrade.Primary {
+		t.Fatalf("good SKU's breaker is %v", s)
+	}
+	if got := f.sendN("g", "good", 20); got != 20 {
+		t.Fatalf("%d of 20 good orders reached the primary", got)
+	}
+	before := f.fallback.deducts.Load()
+	f.sendN("bb", "bad", 3)
+	if f.fallback.deducts.Load()-before != 3 {
+		t.Fatal("the bad SKU's orders did not go to the fallback")
+	}
+	// An order with both SKUs goes to the fallback: one breaker is open.
+	o := stock.Order{ID: "both", Items: []stock.Item{{SKU: "good", Qty: 1}, {SKU: "bad", Qty: 1}}}
+	if err := f.d.Deduct(t.Context(), o); err != nil || f.held(f.fallback, "good") != 1 {
+		t.Fatalf("mixed order: %v", err)
+	}
+	if s := f.d.State("good"); s != degrade.Primary {
+		t.Fatalf("good SKU's breaker is %v after a mixed order", s)
+	}
+}
+
+func TestManualSwitch(t *testing.T) {
+	recalibrated := make(chan string, 10)
+	f := newFixture(t, degrade.Config{
+		RampSteps:   []float64{},
+		Recalibrate: func(_ context.Context, key string) error { recalibrated <- key; return nil },
+	})
+	f.sale("a", 1000)
+	f.d.SetMode(degrade.ForceFallback)
+	if got := f.sendN("ff", "a", 10); got != 0 || f.primary.calls.Load() != 0 {
+		t.Fatalf("ForceFallback: %d deducts reached the primary", got)
+	}
+	f.d.SetMode(degrade.Auto)
+	if got := f.sendN("back", "a", 1); got != 0 {
+		t.Fatal("leaving ForceFallback skipped recalibration")
+	}
+	if key := <-recalibrated; key != "" {
+		t.Fatalf("recalibrated %q", key)
+	}
+	f.wantEvent("", degrade.Degraded, 0)
+	f.wantEvent("", degrade.Recalibrating, 0)
+	f.wantEvent("", degrade.Primary, 1)
+	if got := f.sendN("auto", "a", 10); got != 10 {
+		t.Fatalf("Auto after recalibration: %d of 10 reached the primary", got)
+	}
+
+	// ForcePrimary overrides an open breaker and counts nothing.
+	f.trip("", "a")
+	f.d.SetMode(degrade.ForcePrimary)
+	if got := f.sendN("fp", "a", 10); got != 10 {
+		t.Fatalf("ForcePrimary: %d of 10 reached the primary", got)
+	}
+	f.primary.set(down)
+	_ = f.deduct("fp-fail", "a", 1)
+	f.primary.set(healthy)
+	if f.d.Mode() != degrade.ForcePrimary {
+		t.Fatal("mode changed by itself")
+	}
+}
+
+// The hook is stuck; breakers keep tripping and calls keep flowing.
+func TestSlowHookNeverStalls(t *testing.T) {
+	release := make(chan struct{})
+	var got atomic.Int64
+	f := newFixture(t, degrade.Config{
+		PerSKU: 100, EventBuffer: 2,
+		OnStateChange: func(degrade.Event) { got.Add(1); <-release },
+	})
+	defer close(release)
+	const skus = 20
+	f.primary.set(down)
+	for s := range skus {
+		sku := fmt.Sprint("s", s)
+		f.sale(sku, 10)
+		for i := range 5 {
+			_ = f.deduct(fmt.Sprint(sku, "-", i), sku, 1)
+		}
+		if st := f.d.State(sku); st != degrade.Degraded {
+			t.Fatalf("%s: %v", sku, st)
+		}
+	}
+	if got.Load() > 1 {
+		t.Fatalf("a stuck hook ran %d times", got.Load())
+	}
+	// 20 trips: one in the hook, EventBuffer in the buffer, the rest dropped.
+	if d := f.d.Dropped(); d != skus-1-2 && d != skus-2 {
+		t.Fatalf("dropped %d events, want %d (or %d before the hook picked one up)", d, skus-3, skus-2)
+	}
+}
