@@ -43,7 +43,8 @@ type Decision struct {
 // Limit is a rate: Rate events per Period. The zero Period means one second.
 //
 // For GCRA and Local, Rate is the sustained rate and Burst is how many
-// events may happen at once (zero means Burst = Rate). For FixedWindow and
+// events may happen at once (zero means Burst = Rate); refilling a whole
+// burst (Burst/Rate periods) may take at most MaxPeriod. For FixedWindow and
 // SlidingWindow, Rate is the most events in one window of Period, and Burst
 // is ignored.
 type Limit struct {
@@ -61,7 +62,7 @@ const (
 	MaxRate = 1_000_000_000
 	// MaxSlidingRate is the largest Rate of a SlidingWindow limit: its log
 	// holds one sorted-set member (~64 bytes in Redis) per counted event.
-	MaxSlidingRate = 100_000
+	MaxSlidingRate = 10_000
 	// MinPeriod and MaxPeriod bound Limit.Period.
 	MinPeriod = time.Millisecond
 	MaxPeriod = 366 * 24 * time.Hour
@@ -97,6 +98,9 @@ func (l Limit) validate(field string, alg Algorithm) error {
 	}
 	if l.Burst < 1 || l.Burst > MaxRate {
 		return invalid(field+".Burst", fmt.Sprintf("%d is outside [1, %d]", l.Burst, MaxRate))
+	}
+	if alg == GCRA && float64(l.Burst)/float64(l.Rate)*float64(l.Period) > float64(MaxPeriod) {
+		return invalid(field, "refilling Burst takes longer than MaxPeriod")
 	}
 	return nil
 }
@@ -155,6 +159,11 @@ type Clock interface {
 	Now() time.Time
 }
 
+// systemClock is the wall clock. It reads only the monotonic clock after
+// its start (one clock read instead of two), which halves the cost of Now on
+// the Local hot path.
 type systemClock struct{}
 
-func (systemClock) Now() time.Time { return time.Now() }
+var clockBase = time.Now()
+
+func (systemClock) Now() time.Time { return clockBase.Add(time.Since(clockBase)) }

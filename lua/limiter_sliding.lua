@@ -42,8 +42,15 @@ end
 local ts = string.format('%d', now)
 for i = 1, #KEYS do
   local period = tonumber(ARGV[3 * i])
-  for j = 1, n do
-    redis.call('ZADD', KEYS[i], ts, ts .. ':' .. (counts[i] + j))
+  local j = 1
+  while j <= n do -- ZADD in batches of up to 256 members
+    local batch = {}
+    for k = j, math.min(n, j + 255) do
+      batch[#batch + 1] = ts
+      batch[#batch + 1] = ts .. ':' .. (counts[i] + k)
+    end
+    redis.call('ZADD', KEYS[i], unpack(batch))
+    j = j + 256
   end
   redis.call('PEXPIRE', KEYS[i], math.ceil(period / 1000) + 1)
 end
