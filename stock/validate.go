@@ -121,3 +121,5 @@ func (l Listing) EffectiveHoldTTL() time.Duration {
 }
 
 func quote(s string) string { return strconv.Quote(s) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

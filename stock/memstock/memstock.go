@@ -7,6 +7,7 @@ package memstock
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -247,6 +248,34 @@ func (s *Store) Levels(ctx context.Context, skuID string) (stock.Levels, error) 
 		return stock.Levels{}, &stock.SKUError{SKU: skuID, Err: stock.ErrUnknownSKU}
 	}
 	return stock.Levels{Available: k.avail, Held: k.held, Sold: k.sold, PerUserLimit: k.limit, HoldTTL: k.hold}, nil
+}
+
+// Orders implements stock.OrderReader.
+func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+	for _, id := range ids {
+		if err := stock.ValidateID("orderID", id); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]stock.OrderInfo, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if o := s.orders[id]; o != nil {
+			out[i] = stock.OrderInfo{ID: id, UserID: o.user, Items: slices.Clone(o.items),
+				State: stateOf[o.state], Deadline: o.deadline}
+		}
+	}
+	return out, nil
+}
+
+var stateOf = [...]stock.State{
+	held: stock.StateHeld, confirmed: stock.StateConfirmed, reverted: stock.StateReverted,
+	refunded: stock.StateRefunded, expired: stock.StateExpired,
 }
 
 // ReclaimExpired implements stock.Reclaimer. It scans every order, so its

@@ -1,0 +1,56 @@
+package stock
+
+import (
+	"context"
+	"time"
+)
+
+// State is where an order is in its life (see the package doc's diagram).
+type State uint8
+
+// The states of an order. StateUnknown is an order the backend never saw,
+// or whose record it no longer keeps.
+const (
+	StateUnknown State = iota
+	StateHeld
+	StateConfirmed
+	StateReverted
+	StateRefunded
+	StateExpired
+)
+
+var stateNames = [...]string{"unknown", "held", "confirmed", "reverted", "refunded", "expired"}
+
+// String returns the state's lower-case name, e.g. "held".
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "State(" + itoa(int64(s)) + ")"
+}
+
+// Takes reports whether an order in this state has its units: held or
+// confirmed.
+func (s State) Takes() bool { return s == StateHeld || s == StateConfirmed }
+
+// OrderInfo is what a backend knows of one order.
+type OrderInfo struct {
+	ID     string
+	UserID string
+	// Items are the order's lines, sorted by SKU; nil when State is
+	// StateUnknown.
+	Items []Item
+	State State
+	// Deadline is when a held order's units return; zero when unknown.
+	Deadline time.Time
+}
+
+// OrderReader is implemented by backends that can report their orders: the
+// tiered flow asks it whether an order is recorded yet, and reconciliation
+// asks it which of the gate's holds the record has not seen.
+type OrderReader interface {
+	// Orders returns what the backend knows of each ID, in the order
+	// given; IDs it does not know come back with StateUnknown. Invalid
+	// IDs fail the whole call with ErrInvalid.
+	Orders(ctx context.Context, ids []string) ([]OrderInfo, error)
+}
