@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // proxy is a TCP proxy in front of a real Redis that -chaos can cut: stop
@@ -89,3 +90,30 @@ func (p *proxy) stop() {
 }
 
 func (p *proxy) close() { p.stop() }
+
+// chaos stops Redis once 40% of the sale's time has passed and starts it
+// again after down. Orders that reach the gate meanwhile fail as
+// unavailable; the queue consumers and the reclaimer wait for Redis and
+// catch up. It returns what happened once done is closed or Redis is back.
+func chaos(sw redisSwitch, sale, down time.Duration, done <-chan struct{}) <-chan chaosReport {
+	out := make(chan chaosReport, 1)
+	go func() {
+		var rep chaosReport
+		defer func() { out <- rep }()
+		select {
+		case <-done:
+			return
+		case <-time.After(sale * 4 / 10):
+		}
+		t0 := time.Now()
+		sw.stop()
+		rep.States = append(rep.States, "redis stopped")
+		time.Sleep(down)
+		for sw.start() != nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		rep.RedisDownS = round(time.Since(t0).Seconds(), 2)
+		rep.States = append(rep.States, "redis back")
+	}()
+	return out
+}

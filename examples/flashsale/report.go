@@ -26,15 +26,12 @@ var reasons = []reason{reasonSoldOut, reasonLimit, reasonRateLimited, reasonBusy
 
 // stats are the counters the sale updates while it runs.
 type stats struct {
-	orders         atomic.Int64 // attempts that took a hold
-	taken          atomic.Int64 // units of those holds
-	degraded       atomic.Int64 // orders the record took alone
-	paid           atomic.Int64 // orders confirmed
-	latePay        atomic.Int64 // payments refused: the hold had expired
-	confirmLost    atomic.Int64 // confirmed at the gate, refused by the record
-	reclaimed      atomic.Int64 // units the reclaimers returned
-	expiredInQueue atomic.Int64 // hand-offs that reached the record too late
-	recordRetries  atomic.Int64 // hand-offs the record refused for now
+	orders          atomic.Int64 // attempts that took a hold
+	taken           atomic.Int64 // units of those holds
+	paid            atomic.Int64 // orders confirmed
+	latePay         atomic.Int64 // payments refused: the hold had expired
+	expiredInQueue  atomic.Int64 // hand-offs that reached the record too late
+	refusedByRecord atomic.Int64 // hand-offs the record refused for good
 
 	mu       sync.Mutex
 	rejected map[reason]int64
@@ -70,6 +67,8 @@ type report struct {
 	Rejected    map[reason]int64 `json:"rejected"`
 	Unpaid      int64            `json:"unpaid_orders"`
 	LatePay     int64            `json:"late_payments"`
+	Refused     int64            `json:"refused_by_record"`
+	Expired     int64            `json:"expired_in_queue"`
 	Redelivered int64            `json:"redelivered"`
 	DeadLetters int64            `json:"dead_letters"`
 	Degraded    int64            `json:"degraded_orders"`
@@ -153,6 +152,8 @@ func (r *report) writeTable(w io.Writer) error {
 		row("rejected: "+string(k), r.Rejected[k])
 	}
 	row("late payments refused", r.LatePay)
+	row("hand-offs refused by the record", r.Refused)
+	row("hand-offs expired in the queue", r.Expired)
 	row("queue redeliveries", r.Redelivered)
 	row("dead letters", r.DeadLetters)
 	if r.Chaos != nil {

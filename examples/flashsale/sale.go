@@ -29,8 +29,8 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	if err := q.setup(ctx); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
-	sh := &shop{sys: sys, q: q, st: st, cfg: cfg, guard: cfg.hold / 5}
-	q.handle, q.onDead = sh.record, sh.deadLettered
+	sh := &shop{sys: sys, q: q, st: st, cfg: cfg}
+	q.handle, q.onDead, sys.enqueue = sh.record, sh.deadLettered, sh.enqueue
 
 	// The background: queue consumers, redelivery, and both reclaimers.
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
@@ -40,12 +40,12 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		goBg(func() { q.consume(bg, "c"+strconv.Itoa(i)) })
 	}
 	goBg(func() { q.redeliver(bg, "claimer", q.minIdle/2) })
-	gateRec := &guardedReclaimer{r: sys.gateReclaimer, hook: sh.gateReclaimed}
-	recordRec := &guardedReclaimer{r: sys.recordReclaimer, hook: func(_ context.Context, got []stock.Reclaimed) { sh.recordReclaimed(got) }}
-	every := max(20*time.Millisecond, cfg.hold/10)
-	for _, r := range []*guardedReclaimer{gateRec, recordRec} {
-		goBg(func() { _ = stock.RunReclaimer(bg, r, stock.ReclaimerConfig{Interval: every}) })
-	}
+	// One reclaimer for both tiers (tiered.Manager.ReclaimExpired), which
+	// can be stopped between batches for the final comparison.
+	reclaimer := &guardedReclaimer{r: sys.orders}
+	goBg(func() {
+		_ = stock.RunReclaimer(bg, reclaimer, stock.ReclaimerConfig{Interval: max(20*time.Millisecond, cfg.hold/10)})
+	})
 	defer func() { stopBg(); wg.Wait() }()
 
 	start := time.Now()
@@ -53,8 +53,19 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	for i, l := range listings {
 		skus[i] = l.SKU
 	}
+	var chaosDone <-chan chaosReport
+	selling := make(chan struct{})
+	if cfg.chaos {
+		chaosDone = chaos(sys.redis, cfg.duration, cfg.hold/2, selling)
+	}
 	buyers(ctx, cfg, sh, skus, progress)
 	elapsed := time.Since(start)
+	close(selling)
+	var chaosRep *chaosReport
+	if chaosDone != nil {
+		r := <-chaosDone
+		chaosRep = &r
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -68,12 +79,13 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	}
 	sh.payers.Wait()
 	settle(drainCtx, sys, listings, 2*cfg.hold+time.Second)
-	gateRec.stop()
-	recordRec.stop()
+	reclaimer.stop()
 
 	rep := &report{Backend: sys.name, SKUs: len(listings), OnSale: cfg.units, Attempts: cfg.attempts,
-		Orders: st.orders.Load(), Degraded: st.degraded.Load(), LatePay: st.latePay.Load(),
+		Orders: st.orders.Load(), LatePay: st.latePay.Load(),
+		Refused: st.refusedByRecord.Load(), Expired: st.expiredInQueue.Load(),
 		Redelivered: q.redelivered.Load(), DeadLetters: q.deadLettered.Load()}
+	rep.Chaos = chaosRep
 	rep.fill(st, elapsed)
 	if err := check(ctx, sys, listings, st, rep); err != nil {
 		return nil, err
@@ -100,13 +112,16 @@ func split(cfg config) []stock.Listing {
 	return out
 }
 
-// putOnSale writes the listings to the record, then warms the gate up from
-// it. The record's holds last longer than the gate's, so a hold the gate
-// confirms is always still live in the record.
+// putOnSale writes the listings to the record, then to the gate. The
+// record's holds are a little shorter than the gate's: an unpaid hold is
+// returned by the record first, so when the gate returns it and sells the
+// unit again, the record already has the unit back for the new order.
+// (With equal hold times the gate would resell a unit the record still
+// holds for a few milliseconds, and the record would refuse the new order.)
 func putOnSale(ctx context.Context, sys *system, cfg config, listings []stock.Listing) error {
 	for _, l := range listings {
 		rl := l
-		rl.HoldTTL = cfg.hold + cfg.hold/2
+		rl.HoldTTL = cfg.hold * 6 / 10
 		if err := sys.record.PutOnSale(ctx, rl); err != nil {
 			return fmt.Errorf("record: put %s on sale: %w", l.SKU, err)
 		}
@@ -178,12 +193,10 @@ func abs(n int64) int64 {
 	return n
 }
 
-// guardedReclaimer runs a hook on every batch a reclaimer returns, inside
-// the same critical section, and can be stopped between batches: once stop
-// returns, no batch is half-reported.
+// guardedReclaimer is a reclaimer that can be stopped between batches: once
+// stop returns, no batch is in progress and none starts.
 type guardedReclaimer struct {
 	r       stock.Reclaimer
-	hook    func(context.Context, []stock.Reclaimed)
 	mu      sync.Mutex
 	stopped bool
 }
@@ -195,11 +208,7 @@ func (g *guardedReclaimer) ReclaimExpired(ctx context.Context, limit int) ([]sto
 	if g.stopped {
 		return nil, nil
 	}
-	got, err := g.r.ReclaimExpired(ctx, limit)
-	if len(got) > 0 {
-		g.hook(ctx, got)
-	}
-	return got, err
+	return g.r.ReclaimExpired(ctx, limit)
 }
 
 func (g *guardedReclaimer) stop() {

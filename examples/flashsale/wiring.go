@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/limiter"
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/memstock"
 	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // system is everything the sale runs on: the Redis gate, the database
@@ -24,10 +26,15 @@ type system struct {
 	name   string // e.g. "miniredis + SQLite"
 	prefix string // unique per run: keys, streams and tables
 
-	gate            stock.Manager
-	gateReclaimer   stock.Reclaimer
-	record          stock.Manager
-	recordReclaimer stock.Reclaimer
+	gate   *redisstock.Store
+	record *sqlstock.Store
+	// orders is the order path: the tiered flow over gate and record, the
+	// hand-off going through enqueue.
+	orders  *tiered.Manager
+	enqueue func(context.Context, stock.Order) error
+
+	recordDB     *sqlx.DB
+	recordTables sqlstock.Config
 
 	rdb   redis.UniversalClient // the queue's and the limiter's Redis
 	users limiter.Limiter       // per-user attempts
@@ -40,12 +47,6 @@ type system struct {
 type redisSwitch interface {
 	stop()
 	start() error
-}
-
-// deducted tells where a hold was taken.
-type deducted struct {
-	direct   bool      // by the record alone (the gate was unavailable)
-	deadline time.Time // the hold's deadline
 }
 
 // errBusy: the order was turned away to protect a degraded store.
@@ -99,32 +100,23 @@ func build(ctx context.Context, cfg config) (*system, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.gate, s.gateReclaimer = gate, gate
+	s.gate = gate
 
 	rec, name, err := openRecord(ctx, cfg, s)
 	if err != nil {
 		return nil, err
 	}
 	s.name += " + " + name
-	s.record, s.recordReclaimer = rec, rec
+	s.record = rec
+	s.orders = tiered.New(gate, rec, tiered.Config{
+		Recorder: tiered.RecorderFunc(func(ctx context.Context, o stock.Order) error { return s.enqueue(ctx, o) }),
+	})
 
 	if s.users, err = newUserLimiter(rdb, cfg, s.prefix, cfg.redisAddr != ""); err != nil {
 		return nil, err
 	}
 	ok = true
 	return s, nil
-}
-
-// recordStore is a stock backend that also returns its expired holds.
-type recordStore interface {
-	stock.Manager
-	stock.Reclaimer
-}
-
-// openRecord opens the database record. It stands on memstock until the SQL
-// backend is wired in.
-func openRecord(_ context.Context, _ config, _ *system) (recordStore, string, error) {
-	return memstock.New(nil), "memstock", nil
 }
 
 // newUserLimiter limits each user's attempts. On a real Redis the counts
@@ -148,25 +140,21 @@ func newUserLimiter(rdb redis.Scripter, cfg config, prefix string, shared bool) 
 	})
 }
 
-// deduct takes the order's hold at the gate. An unknown outcome is resolved
-// by repeating the call with the same order ID.
-func (s *system) deduct(ctx context.Context, o stock.Order, hold time.Duration) (deducted, error) {
+// place takes the order's hold at the gate and hands it to the queue. An
+// unknown outcome is resolved by placing the same order again.
+func (s *system) place(ctx context.Context, o stock.Order) error {
 	var err error
-	for i := 0; i < 3; i++ {
-		deadline := time.Now().Add(hold)
-		if err = s.gate.Deduct(ctx, o); err == nil {
-			return deducted{deadline: deadline}, nil
-		}
-		if !errors.Is(err, stock.ErrUnknownOutcome) {
-			break
+	for range 3 {
+		if _, err = s.orders.Place(ctx, o); !errors.Is(err, stock.ErrUnknownOutcome) {
+			return err
 		}
 	}
-	return deducted{}, err
+	return err
 }
 
-// gateConfirm confirms a hold taken at the gate.
-func (s *system) gateConfirm(ctx context.Context, id string) error {
-	return s.gate.Confirm(ctx, id)
+// settle records an order the gate holds.
+func (s *system) settle(ctx context.Context, o stock.Order) error {
+	return s.orders.Settle(ctx, o)
 }
 
 // close releases everything build acquired, last first.
