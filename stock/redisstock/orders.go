@@ -1,0 +1,150 @@
+package redisstock
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+var _ stock.OrderReader = (*Store)(nil)
+
+// ordersBatch is how many orders one pipelined read of Orders covers.
+const ordersBatch = 512
+
+// Orders implements stock.OrderReader: what Redis knows of each order, in
+// two round trips per 512 IDs (the directory entries, then the line
+// records). An order whose directory entry or line records are gone (past
+// Config.Retention, or flushed) is StateUnknown.
+//
+// The lines of a multi-slot order change state one slot after another; when
+// they disagree, Orders reports StateHeld if any line is still held, else
+// the first line's state. Deadline is the latest deadline of the lines.
+func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+	for i, id := range ids {
+		if err := stock.ValidateID("ids["+strconv.Itoa(i)+"]", id); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]stock.OrderInfo, len(ids))
+	for start := 0; start < len(ids); start += ordersBatch {
+		batch := ids[start:min(start+ordersBatch, len(ids))]
+		if err := s.ordersBatch(ctx, batch, out[start:]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ordersBatch fills out[:len(ids)].
+func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.OrderInfo) error {
+	dirs := make([]*redis.StringCmd, len(ids))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, id := range ids {
+			dirs[i] = p.Get(ctx, s.dirKey(id))
+		}
+	})
+	type line struct {
+		order int
+		cmd   *redis.SliceCmd
+	}
+	var lines []line
+	items := make([][]stock.Item, len(ids))
+	for i, c := range dirs {
+		out[i] = stock.OrderInfo{ID: ids[i]}
+		ident, err := c.Result()
+		if err == redis.Nil {
+			continue
+		}
+		if err != nil {
+			return s.readErr(ctx, "orders", err)
+		}
+		its, err := parseIdent(ident)
+		if err != nil {
+			return badReply("orders", ident)
+		}
+		items[i] = its
+		out[i].UserID = ident[:indexNL(ident)]
+	}
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		lines = lines[:0]
+		for i, its := range items {
+			for _, it := range its {
+				lines = append(lines, line{order: i, cmd: p.HMGet(ctx, s.recordKey(it.SKU, ids[i]), "st", "dl")})
+			}
+		}
+	})
+	states := make([][]stock.State, len(ids))
+	for _, l := range lines {
+		v, err := l.cmd.Result()
+		if err != nil {
+			return s.readErr(ctx, "orders", err)
+		}
+		st, _ := v[0].(string)
+		states[l.order] = append(states[l.order], stateNamed(st))
+		if dl, _ := v[1].(string); dl != "" {
+			ms, err := strconv.ParseInt(dl, 10, 64)
+			if err != nil {
+				return badReply("orders", v)
+			}
+			if d := time.UnixMilli(ms); d.After(out[l.order].Deadline) {
+				out[l.order].Deadline = d
+			}
+		}
+	}
+	for i := range ids {
+		st := combine(states[i])
+		if st == stock.StateUnknown {
+			out[i] = stock.OrderInfo{ID: ids[i]}
+			continue
+		}
+		out[i].State, out[i].Items = st, items[i]
+	}
+	return nil
+}
+
+// indexNL returns the index of the first newline of ident (the end of the
+// user ID), or len(ident).
+func indexNL(ident string) int {
+	for i := 0; i < len(ident); i++ {
+		if ident[i] == '\n' {
+			return i
+		}
+	}
+	return len(ident)
+}
+
+// stateNamed maps a line record's st field to a stock.State.
+func stateNamed(st string) stock.State {
+	switch st {
+	case "held":
+		return stock.StateHeld
+	case "confirmed":
+		return stock.StateConfirmed
+	case "reverted":
+		return stock.StateReverted
+	case "refunded":
+		return stock.StateRefunded
+	case "expired":
+		return stock.StateExpired
+	}
+	return stock.StateUnknown
+}
+
+// combine is the state of an order from the states of its lines: their
+// common state; held while any line is held; else the first known state.
+func combine(lines []stock.State) stock.State {
+	first := stock.StateUnknown
+	for _, st := range lines {
+		if st == stock.StateHeld {
+			return st
+		}
+		if first == stock.StateUnknown {
+			first = st
+		}
+	}
+	return first
+}

@@ -1,0 +1,217 @@
+package redisstock
+
+import (
+	"context"
+	_ "embed"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+//go:embed snapshot.lua
+var snapshotSource string
+
+// snapshotScript reads a SKU atomically; see the header of snapshot.lua.
+var snapshotScript = redis.NewScript(snapshotSource)
+
+// SnapshotRequest names a SKU to read and the orders whose line of that SKU
+// should be read in the same atomic step.
+type SnapshotRequest struct {
+	SKU    string
+	Orders []string
+}
+
+// Snapshot is one SKU as a single atomic read saw it.
+type Snapshot struct {
+	SKUState
+	// Holds are the SKU's live holds at that instant (those Held counts),
+	// in deadline order.
+	Holds []Hold
+	// Lines are the states of the requested orders' lines of this SKU,
+	// in request order; StateUnknown for a line Redis has no record of.
+	Lines []stock.State
+	// Lost lists holds whose line record is gone (keys deleted by hand or
+	// a partial flush): their quantity is unknown and Holds omits them.
+	Lost []string
+}
+
+// snapshotBatch is how many SKUs one pipelined snapshot covers.
+const snapshotBatch = 1024
+
+// Snapshot reads each SKU's state, its holds and the states of the
+// requested order lines, each SKU in one atomic script call, in two round
+// trips per 1024 SKUs (the scripts, then the quantities of the holds: a
+// line's quantity never changes, so reading it later is exact). Different
+// SKUs are read at slightly different moments.
+func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) ([]Snapshot, error) {
+	for i, r := range reqs {
+		if err := stock.ValidateID("reqs["+strconv.Itoa(i)+"].SKU", r.SKU); err != nil {
+			return nil, err
+		}
+		for j, id := range r.Orders {
+			if err := stock.ValidateID("reqs["+strconv.Itoa(i)+"].Orders["+strconv.Itoa(j)+"]", id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]Snapshot, 0, len(reqs))
+	for start := 0; start < len(reqs); start += snapshotBatch {
+		got, err := s.snapshotBatch(ctx, reqs[start:min(start+snapshotBatch, len(reqs))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Snapshot, error) {
+	cmds := make([]*redis.Cmd, len(reqs))
+	s.pipelinedWith(ctx, snapshotScript, func(p redis.Pipeliner) {
+		for i, r := range reqs {
+			keys := make([]string, 0, 2+len(r.Orders))
+			keys = append(keys, s.stateKey(r.SKU), s.holdsKey(r.SKU))
+			for _, id := range r.Orders {
+				keys = append(keys, s.recordKey(r.SKU, id))
+			}
+			cmds[i] = snapshotScript.Run(ctx, p, keys)
+		}
+	})
+	out := make([]Snapshot, len(reqs))
+	ids := make([][]string, len(reqs))
+	for i, c := range cmds {
+		res, err := c.Slice()
+		if err != nil {
+			return nil, s.readErr(ctx, "snapshot", err)
+		}
+		if err := parseSnapshot(&out[i], reqs[i], res, &ids[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, s.holdQtys(ctx, out, ids)
+}
+
+// parseSnapshot decodes one snapshot.lua reply into sn, and the holds'
+// order IDs and deadlines into sn.Holds (quantities still unset).
+func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string) error {
+	if len(res) != 3 {
+		return badReply("snapshot", res)
+	}
+	st, _ := res[0].([]any)
+	hs, ok1 := res[1].([]any)
+	ws, ok2 := res[2].([]any)
+	if st == nil || !ok1 || !ok2 || len(hs)%2 != 0 || len(ws) != len(r.Orders) {
+		return badReply("snapshot", res)
+	}
+	state, err := parseState(r.SKU, st)
+	if err != nil {
+		return err
+	}
+	sn.SKUState = state
+	for j := 0; j < len(hs); j += 2 {
+		id, ok1 := hs[j].(string)
+		score, ok2 := hs[j+1].(string)
+		dl, err := strconv.ParseFloat(score, 64)
+		if !ok1 || !ok2 || err != nil {
+			return badReply("snapshot", res)
+		}
+		*ids = append(*ids, id)
+		sn.Holds = append(sn.Holds, Hold{OrderID: id, SKU: r.SKU, Deadline: time.UnixMilli(int64(dl))})
+	}
+	sn.Lines = make([]stock.State, len(ws))
+	for j, w := range ws {
+		name, _ := w.(string)
+		sn.Lines[j] = stateNamed(name)
+	}
+	return nil
+}
+
+// holdQtys reads the quantity and user of every hold in out, in one round
+// trip, and moves holds without a record to Lost.
+func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) error {
+	n := 0
+	for _, x := range ids {
+		n += len(x)
+	}
+	if n == 0 {
+		return nil
+	}
+	cmds := make([][]*redis.SliceCmd, len(out))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i := range out {
+			cmds[i] = cmds[i][:0]
+			for _, id := range ids[i] {
+				cmds[i] = append(cmds[i], p.HMGet(ctx, s.recordKey(out[i].SKU, id), "qty", "user"))
+			}
+		}
+	})
+	for i := range out {
+		kept := out[i].Holds[:0]
+		for j, c := range cmds[i] {
+			v, err := c.Result()
+			if err != nil {
+				return s.readErr(ctx, "snapshot", err)
+			}
+			h := out[i].Holds[j]
+			q, _ := v[0].(string)
+			if q == "" {
+				out[i].Lost = append(out[i].Lost, h.OrderID)
+				continue
+			}
+			if h.Qty, err = strconv.ParseInt(q, 10, 64); err != nil {
+				return badReply("snapshot", v)
+			}
+			h.UserID, _ = v[1].(string)
+			kept = append(kept, h)
+		}
+		out[i].Holds = kept
+	}
+	return nil
+}
+
+// pipelinedWith is pipelined for a pipeline that runs sc, a script outside
+// the Store's usual set: on NOSCRIPT it loads sc and sends the pipeline
+// again.
+func (s *Store) pipelinedWith(ctx context.Context, sc *redis.Script, build func(p redis.Pipeliner)) {
+	for attempt := 0; ; attempt++ {
+		p := s.c.Pipeline()
+		build(p)
+		cmds, _ := p.Exec(ctx)
+		if attempt > 0 || !noScript(cmds) {
+			return
+		}
+		if err := sc.Load(ctx, s.c).Err(); err != nil {
+			return
+		}
+	}
+}
+
+// PutOnSaleMany is PutOnSale for many listings in one round trip per 1024
+// listings. Each listing is applied atomically and on its own; on error
+// some may have been applied (every one is safe to apply again).
+func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
+	for i := range ls {
+		if err := ls[i].Validate(); err != nil {
+			return err
+		}
+	}
+	for start := 0; start < len(ls); start += snapshotBatch {
+		batch := ls[start:min(start+snapshotBatch, len(ls))]
+		cmds := make([]redis.Cmder, 0, 2*len(batch))
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			cmds = cmds[:0]
+			for _, l := range batch {
+				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU),
+					putScript.Run(ctx, p, []string{s.stateKey(l.SKU)},
+						l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds()))
+			}
+		})
+		if err := firstErr(cmds...); err != nil {
+			return s.writeErr(ctx, "put on sale", err)
+		}
+	}
+	return nil
+}

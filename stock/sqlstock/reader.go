@@ -1,0 +1,95 @@
+package sqlstock
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+var _ stock.OrderReader = (*Store)(nil)
+
+// readBatch is how many IDs or SKUs one statement of the read methods
+// (Orders, Snapshot and the View's reads) names.
+const readBatch = 1000
+
+// Orders implements stock.OrderReader: the ledger's view of each order, in
+// one statement per 1000 IDs. The lines of an order always share a state;
+// Deadline is the latest deadline of its lines.
+func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+	return s.orders(ctx, s.db, ids)
+}
+
+func (s *Store) orders(ctx context.Context, q querier, ids []string) ([]stock.OrderInfo, error) {
+	for i, id := range ids {
+		if err := stock.ValidateID("ids["+strconv.Itoa(i)+"]", id); err != nil {
+			return nil, err
+		}
+	}
+	found := make(map[string]*stock.OrderInfo, len(ids))
+	for start := 0; start < len(ids); start += readBatch {
+		batch := ids[start:min(start+readBatch, len(ids))]
+		if err := s.readOrders(ctx, q, batch, found); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]stock.OrderInfo, len(ids))
+	for i, id := range ids {
+		if o := found[id]; o != nil {
+			out[i] = *o
+		} else {
+			out[i] = stock.OrderInfo{ID: id}
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) readOrders(ctx context.Context, q querier, ids []string, found map[string]*stock.OrderInfo) error {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rs, err := q.QueryContext(ctx, s.q.sql("SELECT order_id, sku, qty, user_id, state, deadline_ms FROM {L}"+
+		" WHERE order_id IN ("+params(len(ids))+") ORDER BY order_id, line"), args...)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var (
+			id, sku, user string
+			qty, st, dl   int64
+		)
+		if err := rs.Scan(&id, &sku, &qty, &user, &st, &dl); err != nil {
+			return err
+		}
+		o := found[id]
+		if o == nil {
+			o = &stock.OrderInfo{ID: id, UserID: user, State: ledgerState(st)}
+			found[id] = o
+		}
+		o.Items = append(o.Items, stock.Item{SKU: sku, Qty: qty})
+		if d := time.UnixMilli(dl); d.After(o.Deadline) {
+			o.Deadline = d
+		}
+	}
+	return rs.Err()
+}
+
+// ledgerState maps the ledger's state column to a stock.State.
+func ledgerState(st int64) stock.State {
+	switch st {
+	case stateHeld:
+		return stock.StateHeld
+	case stateConfirmed:
+		return stock.StateConfirmed
+	case stateReverted:
+		return stock.StateReverted
+	case stateRefunded:
+		return stock.StateRefunded
+	case stateExpired:
+		return stock.StateExpired
+	}
+	return stock.StateUnknown
+}
