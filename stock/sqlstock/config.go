@@ -1,0 +1,195 @@
+package sqlstock
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Strategy is how Deduct takes units from the stock row.
+type Strategy int
+
+const (
+	// Atomic takes units with one conditional statement per line,
+	// "UPDATE stock SET available = available - n WHERE sku = ? AND
+	// available >= n", in the transaction that writes the ledger. The row
+	// decides; nothing is read first. The default, and the fastest on a
+	// hot SKU.
+	Atomic Strategy = iota
+	// Optimistic reads the row, then writes it back only if its version
+	// is unchanged, retrying with jittered backoff. It never blocks on a
+	// row lock before the write, which suits shops whose SKUs are rarely
+	// bought at the same instant; on a hot SKU most attempts lose and the
+	// caller gets stock.ErrContention.
+	Optimistic
+	// Pessimistic locks the stock rows (SELECT ... FOR UPDATE, in sorted
+	// SKU order, with a bounded lock wait) before it checks and writes
+	// them. Slowest; for reconciliation jobs and emergencies where a read
+	// must not change under the writer.
+	Pessimistic
+)
+
+// String returns "atomic", "optimistic" or "pessimistic".
+func (s Strategy) String() string {
+	switch s {
+	case Atomic:
+		return "atomic"
+	case Optimistic:
+		return "optimistic"
+	case Pessimistic:
+		return "pessimistic"
+	}
+	return "Strategy(" + itoa(int64(s)) + ")"
+}
+
+// Config configures a Store. The zero value means defaults: the atomic
+// strategy, the dialect named by the *sqlx.DB's driver, the default table
+// and column names below, and stock.SystemClock.
+type Config struct {
+	// Strategy is how Deduct takes units; default Atomic.
+	Strategy Strategy
+
+	// Dialect is the database's SQL flavour. The zero value picks it from
+	// db.DriverName(): "mysql" is MySQL, "pgx" and "postgres" are
+	// Postgres, "sqlite" and "sqlite3" are SQLite. Set MariaDB explicitly
+	// for MariaDB, which gets a per-statement lock wait (FOR UPDATE WAIT n).
+	Dialect Dialect
+
+	// Table names the application's stock table; default "stock".
+	Table string
+	// Columns names its columns; each empty field takes its default.
+	Columns Columns
+
+	// Ledger names the library's ledger table; default "stockguard_ledger".
+	Ledger string
+
+	// Clock tells the time of holds and deadlines; default
+	// stock.SystemClock. The database's own clock is never used.
+	Clock stock.Clock
+
+	// MaxAttempts bounds how often one call runs its transaction when the
+	// database reports a transient failure (deadlock, lock wait timeout,
+	// serialization failure, SQLITE_BUSY) or, for Optimistic, a changed
+	// version; default 8. When they are used up the call fails with
+	// stock.ErrContention.
+	MaxAttempts int
+	// RetryWait is the first pause between attempts; default 2ms. Each
+	// pause is 1.5 times the last, jittered by ±50%, capped at 100ms.
+	RetryWait time.Duration
+
+	// LockWait bounds how long the Pessimistic strategy waits for a row
+	// lock (PostgreSQL lock_timeout, MariaDB FOR UPDATE WAIT, MySQL
+	// innodb_lock_wait_timeout as a SET_VAR hint), and how long SQLite
+	// waits for its write lock (busy_timeout) under every strategy;
+	// default 5s. MySQL and MariaDB take whole seconds (rounded up).
+	LockWait time.Duration
+
+	// SettingsCache is how many SKUs' per-user limit and hold time a Store
+	// remembers; default 4096. A remembered value is checked by the same
+	// statement that takes the units, so a stale one costs a retry, never
+	// a wrong deadline or limit.
+	SettingsCache int
+}
+
+// Columns names the columns of the application's stock table. Every
+// column holds a whole number except SKU, which is the primary key.
+type Columns struct {
+	// SKU is the primary key; default "sku".
+	SKU string
+	// Available is the units that can be deducted now; default "available".
+	Available string
+	// Held is the units of unpaid holds; default "held".
+	Held string
+	// Sold is the units of confirmed sales; default "sold".
+	Sold string
+	// Version grows by one with every write of the row (all strategies
+	// bump it, so they can share one table); default "version".
+	Version string
+	// PerUserLimit is the per-user limit, 0 for none; default "per_user_limit".
+	PerUserLimit string
+	// HoldTTL is the hold time in milliseconds; default "hold_ttl_ms".
+	HoldTTL string
+}
+
+const (
+	defaultTable         = "stock"
+	defaultLedger        = "stockguard_ledger"
+	defaultMaxAttempts   = 8
+	defaultRetryWait     = 2 * time.Millisecond
+	maxRetryWait         = 100 * time.Millisecond
+	defaultLockWait      = 5 * time.Second
+	defaultSettingsCache = 4096
+	maxLedgerName        = 54 // + "_sku_user" stays within the 63 bytes PostgreSQL keeps
+)
+
+// identRE is what a table or column name may be: a letter or underscore,
+// then up to 62 letters, digits or underscores. Names are still quoted.
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// withDefaults returns cfg with every zero field set to its default, or an
+// error wrapping stock.ErrInvalid naming the first bad field.
+func (cfg Config) withDefaults() (Config, error) {
+	def := func(p *string, d string) {
+		if *p == "" {
+			*p = d
+		}
+	}
+	def(&cfg.Table, defaultTable)
+	def(&cfg.Ledger, defaultLedger)
+	c := &cfg.Columns
+	def(&c.SKU, "sku")
+	def(&c.Available, "available")
+	def(&c.Held, "held")
+	def(&c.Sold, "sold")
+	def(&c.Version, "version")
+	def(&c.PerUserLimit, "per_user_limit")
+	def(&c.HoldTTL, "hold_ttl_ms")
+	if cfg.Clock == nil {
+		cfg.Clock = stock.SystemClock
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = defaultMaxAttempts
+	}
+	if cfg.RetryWait <= 0 {
+		cfg.RetryWait = defaultRetryWait
+	}
+	if cfg.LockWait <= 0 {
+		cfg.LockWait = defaultLockWait
+	}
+	if cfg.SettingsCache <= 0 {
+		cfg.SettingsCache = defaultSettingsCache
+	}
+	if cfg.Strategy < Atomic || cfg.Strategy > Pessimistic {
+		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Strategy", Reason: cfg.Strategy.String() + " is not a strategy"}
+	}
+	names := []struct{ field, name string }{
+		{"Table", cfg.Table}, {"Ledger", cfg.Ledger},
+		{"Columns.SKU", c.SKU}, {"Columns.Available", c.Available},
+		{"Columns.Held", c.Held}, {"Columns.Sold", c.Sold},
+		{"Columns.Version", c.Version}, {"Columns.PerUserLimit", c.PerUserLimit},
+		{"Columns.HoldTTL", c.HoldTTL},
+	}
+	seen := map[string]string{}
+	for _, n := range names {
+		if !identRE.MatchString(n.name) {
+			return cfg, &stock.InvalidError{Field: "sqlstock.Config." + n.field,
+				Reason: quoteName(n.name) + " is not an identifier (want ^[A-Za-z_][A-Za-z0-9_]{0,62}$)"}
+		}
+		if n.field == "Table" || n.field == "Ledger" {
+			continue
+		}
+		if other, dup := seen[lower(n.name)]; dup {
+			return cfg, &stock.InvalidError{Field: "sqlstock.Config." + n.field,
+				Reason: quoteName(n.name) + " is also " + other}
+		}
+		seen[lower(n.name)] = n.field
+	}
+	if len(cfg.Ledger) > maxLedgerName {
+		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Ledger", Reason: "longer than " + itoa(maxLedgerName) + " characters: index names are made from it"}
+	}
+	if lower(cfg.Table) == lower(cfg.Ledger) {
+		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Ledger", Reason: "same table as Table"}
+	}
+	return cfg, nil
+}

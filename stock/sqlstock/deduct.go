@@ -1,0 +1,286 @@
+package sqlstock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Deduct implements stock.Manager with the Store's strategy. Every
+// strategy writes the order's ledger lines and takes the units in one
+// transaction, locking stock rows in sorted SKU order; a duplicate order ID
+// is caught by the ledger's primary key, so a retried Deduct never takes
+// twice. Transient failures are retried (Config.MaxAttempts) and then
+// reported as stock.ErrContention, never as sold out.
+func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	items := canon.Sorted(o.Items)
+	return s.retry(ctx, "deduct", func() error {
+		var err error
+		switch s.cfg.Strategy {
+		case Optimistic:
+			err = s.deductOptimistic(ctx, o, items)
+		case Pessimistic:
+			err = s.deductPessimistic(ctx, o, items)
+		default:
+			err = s.deductAtomic(ctx, o, items)
+		}
+		if errors.Is(err, errOrderExists) || (stock.IsBusiness(err) && !errors.Is(err, stock.ErrConflict)) {
+			// The order ID may already be in the ledger: a repeated call
+			// answers from there, whatever the stock says now.
+			if prev, found, rerr := s.existing(ctx, s.db, o.ID, items); rerr != nil {
+				return rerr
+			} else if found {
+				return prev
+			} else if errors.Is(err, errOrderExists) {
+				return errRetry // the row went away again (cannot happen: ledger rows are never deleted)
+			}
+		}
+		return err
+	})
+}
+
+// errOrderExists: the ledger's primary key refused the order's first line.
+var errOrderExists = errors.New("sqlstock: order ID already in the ledger")
+
+// deductAtomic writes the ledger lines, then takes each line with a
+// conditional UPDATE that also checks the SKU's remembered limit and hold
+// time. The stock row is locked only from that UPDATE to COMMIT.
+func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.Item) error {
+	set, err := s.settingsOf(ctx, items)
+	if err != nil {
+		return err
+	}
+	if err := needUser(o, items, set); err != nil {
+		return err
+	}
+	now := s.nowMS()
+	if s.d == Postgres && len(items) == 1 && set[0].limit == 0 {
+		return s.takeOnePG(ctx, o, items[0], now)
+	}
+	failed := -1
+	err = s.inTx(ctx, func(q querier) error {
+		if err := s.insertLines(ctx, q, o, items, now+minTTL(set), now); err != nil {
+			return err
+		}
+		for i, it := range items {
+			n, err := affected(q.ExecContext(ctx, s.q.take, it.Qty, it.Qty, it.SKU, it.Qty, set[i].limit, set[i].ttlMS))
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				failed = i
+				return errRetry
+			}
+		}
+		return s.checkLimits(ctx, q, o, items, set)
+	})
+	if failed >= 0 && errors.Is(err, errRetry) {
+		return s.whyNotTaken(ctx, items[failed], set[failed])
+	}
+	return err
+}
+
+// takeOnePG deducts a one-line order of a SKU without a per-user limit in
+// one autocommit statement: UPDATE ... RETURNING feeds the ledger INSERT,
+// so the row lock is held for a single round trip.
+func (s *Store) takeOnePG(ctx context.Context, o stock.Order, it stock.Item, now int64) error {
+	n, err := affected(s.db.ExecContext(ctx, s.q.takeOnePG,
+		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now))
+	switch {
+	case err != nil && classify(err) == errDuplicate:
+		return errOrderExists
+	case err != nil && !isServerError(err):
+		return &commitError{err}
+	case err != nil:
+		return err
+	case n == 1:
+		return nil
+	}
+	set, err := s.readSettings(ctx, it.SKU)
+	if err != nil {
+		return err
+	}
+	return s.whyNotTaken(ctx, it, settings{limit: 0, ttlMS: set.ttlMS})
+}
+
+// whyNotTaken tells why a conditional UPDATE of it's row changed nothing:
+// the SKU is gone, its settings changed (retry with the new ones), or it
+// has too few units.
+func (s *Store) whyNotTaken(ctx context.Context, it stock.Item, used settings) error {
+	var (
+		avail int64
+		now   settings
+	)
+	err := s.db.QueryRowContext(ctx, s.q.levels, it.SKU).Scan(&avail, new(int64), new(int64), &now.limit, &now.ttlMS)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		s.settings.Remove(it.SKU)
+		return &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
+	case err != nil:
+		return err
+	}
+	s.settings.Add(it.SKU, now)
+	switch {
+	case now != used:
+		return errRetry
+	case avail < it.Qty:
+		return &stock.SKUError{SKU: it.SKU, Err: stock.ErrSoldOut}
+	}
+	return errRetry // units came back between the two statements
+}
+
+// deductOptimistic reads the rows, then writes each back only if its
+// version is unchanged. On SQLite the read runs inside the IMMEDIATE
+// transaction, where no other writer can change the row, so the version
+// check never fails there.
+func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []stock.Item) error {
+	var rows []stockRow
+	read := func(q querier) error {
+		var err error
+		if rows, err = s.readRows(ctx, q, items); err != nil {
+			return err
+		}
+		return checkRows(o, items, rows)
+	}
+	if s.d != SQLite {
+		if err := read(s.db); err != nil {
+			return err
+		}
+	}
+	return s.inTx(ctx, func(q querier) error {
+		if s.d == SQLite {
+			if err := read(q); err != nil {
+				return err
+			}
+		}
+		now := s.nowMS()
+		if err := s.insertLines(ctx, q, o, items, now+minTTL(settingsOfRows(rows)), now); err != nil {
+			return err
+		}
+		for i, it := range items {
+			n, err := affected(q.ExecContext(ctx, s.q.takeIfVersion, it.Qty, it.Qty, it.SKU, rows[i].version))
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return errRetry
+			}
+		}
+		return s.checkLimits(ctx, q, o, items, settingsOfRows(rows))
+	})
+}
+
+// deductPessimistic locks the rows in sorted SKU order with a bounded
+// wait, checks them, then writes the ledger and the rows.
+func (s *Store) deductPessimistic(ctx context.Context, o stock.Order, items []stock.Item) error {
+	return s.inTx(ctx, func(q querier) error {
+		rows := make([]stockRow, len(items))
+		for i, it := range items {
+			r := &rows[i]
+			err := q.QueryRowContext(ctx, s.q.lockStock, it.SKU).Scan(&r.avail, &r.limit, &r.ttlMS)
+			if errors.Is(err, sql.ErrNoRows) {
+				return &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := checkRows(o, items, rows); err != nil {
+			return err
+		}
+		now := s.nowMS()
+		set := settingsOfRows(rows)
+		if err := s.insertLines(ctx, q, o, items, now+minTTL(set), now); err != nil {
+			return err
+		}
+		if err := s.checkLimits(ctx, q, o, items, set); err != nil {
+			return err
+		}
+		for _, it := range items {
+			if _, err := q.ExecContext(ctx, s.q.takeLocked, it.Qty, it.Qty, it.SKU); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// insertLines writes the order's held lines in one statement; a duplicate
+// order ID comes back as errOrderExists.
+func (s *Store) insertLines(ctx context.Context, q querier, o stock.Order, items []stock.Item, deadline, now int64) error {
+	args := make([]any, 0, 7*len(items))
+	for i, it := range items {
+		args = append(args, o.ID, i, it.SKU, it.Qty, o.UserID, deadline, now)
+	}
+	_, err := q.ExecContext(ctx, s.q.insertLedger(len(items)), args...)
+	if err != nil && classify(err) == errDuplicate {
+		return errOrderExists
+	}
+	return err
+}
+
+// checkLimits counts, for every line of a SKU with a per-user limit, what
+// the user holds or bought including this order. It runs after the stock
+// row is locked, so concurrent orders of one user are counted one after
+// the other.
+func (s *Store) checkLimits(ctx context.Context, q querier, o stock.Order, items []stock.Item, set []settings) error {
+	for i, it := range items {
+		if set[i].limit == 0 {
+			continue
+		}
+		var total int64
+		if err := q.QueryRowContext(ctx, s.q.userTotal, it.SKU, o.UserID).Scan(&total); err != nil {
+			return err
+		}
+		if total > set[i].limit {
+			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrLimitReached}
+		}
+	}
+	return nil
+}
+
+// needUser refuses an order without a user that names a SKU with a
+// per-user limit.
+func needUser(o stock.Order, items []stock.Item, set []settings) error {
+	if o.UserID != "" {
+		return nil
+	}
+	for i, it := range items {
+		if set[i].limit > 0 {
+			return &stock.InvalidError{Field: "order.UserID", Reason: "SKU " + quoteName(it.SKU) + " has a per-user limit"}
+		}
+	}
+	return nil
+}
+
+// minTTL is an order's hold time: the shortest of its SKUs'.
+func minTTL(set []settings) int64 {
+	ttl := set[0].ttlMS
+	for _, s := range set[1:] {
+		ttl = min(ttl, s.ttlMS)
+	}
+	return ttl
+}
+
+// isServerError reports whether err is a reply from the database server
+// (so a statement it answers was not applied), rather than a lost
+// connection after which it may have been.
+func isServerError(err error) bool {
+	var pg interface{ SQLState() string }
+	var lite interface{ Code() int }
+	if errors.As(err, &pg) || errors.As(err, &lite) {
+		return true
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if _, ok := mysqlNumber(e); ok {
+			return true
+		}
+	}
+	return false
+}

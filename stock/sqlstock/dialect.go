@@ -1,0 +1,114 @@
+package sqlstock
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Dialect is a database's SQL flavour: how names are quoted, how
+// parameters are written, how a row lock waits and what the tables look
+// like. It holds no driver code, so importing this package pulls in no
+// database driver; the application imports the one it opens.
+type Dialect int
+
+const (
+	// MySQL is MySQL 8 (github.com/go-sql-driver/mysql). Pessimistic lock
+	// waits are bounded with a SET_VAR(innodb_lock_wait_timeout) hint.
+	// Add interpolateParams=true to the DSN: it saves a round trip per
+	// statement.
+	MySQL Dialect = iota + 1
+	// MariaDB is MariaDB 10.6 or later (github.com/go-sql-driver/mysql).
+	// Pessimistic lock waits are bounded with FOR UPDATE WAIT n.
+	MariaDB
+	// Postgres is PostgreSQL 13 or later (github.com/jackc/pgx/v5/stdlib
+	// or github.com/lib/pq).
+	Postgres
+	// SQLite is SQLite 3.35 or later (modernc.org/sqlite or
+	// github.com/mattn/go-sqlite3). It has one writer at a time: every
+	// write runs in a BEGIN IMMEDIATE transaction on a pinned connection,
+	// with busy_timeout set to Config.LockWait. Use a file database in WAL
+	// mode (_pragma=journal_mode(WAL) with modernc) for concurrent readers.
+	SQLite
+)
+
+// String returns the dialect's name.
+func (d Dialect) String() string {
+	switch d {
+	case MySQL:
+		return "mysql"
+	case MariaDB:
+		return "mariadb"
+	case Postgres:
+		return "postgres"
+	case SQLite:
+		return "sqlite"
+	}
+	return "Dialect(" + itoa(int64(d)) + ")"
+}
+
+// dialectOf names the dialect of a driver, or 0 if it is not known.
+func dialectOf(driverName string) Dialect {
+	switch driverName {
+	case "mysql":
+		return MySQL
+	case "pgx", "pgx/v5", "postgres":
+		return Postgres
+	case "sqlite", "sqlite3":
+		return SQLite
+	}
+	return 0
+}
+
+func (d Dialect) mysqlLike() bool { return d == MySQL || d == MariaDB }
+
+// quote quotes a name already checked against identRE.
+func (d Dialect) quote(name string) string {
+	if d.mysqlLike() {
+		return "`" + name + "`"
+	}
+	return `"` + name + `"`
+}
+
+// bindType is how the dialect writes parameters.
+func (d Dialect) bindType() int {
+	if d == Postgres {
+		return sqlx.DOLLAR
+	}
+	return sqlx.QUESTION
+}
+
+// idType is the column type of an order ID, user ID or SKU: up to
+// stock.MaxIDLen bytes, compared byte by byte.
+func (d Dialect) idType() string {
+	switch {
+	case d.mysqlLike():
+		return "VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+	case d == Postgres:
+		return `VARCHAR(128) COLLATE "C"`
+	}
+	return "TEXT"
+}
+
+// lockRow is the clause that ends a SELECT locking its rows, waiting at
+// most wait, and the hint that goes after SELECT, if any.
+func (d Dialect) lockRow(wait time.Duration) (hint, suffix string) {
+	secs := strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)
+	switch d {
+	case MySQL:
+		return " /*+ SET_VAR(innodb_lock_wait_timeout=" + secs + ") */", " FOR UPDATE"
+	case MariaDB:
+		return "", " FOR UPDATE WAIT " + secs
+	case Postgres:
+		return "", " FOR UPDATE"
+	}
+	return "", "" // SQLite: the IMMEDIATE transaction already excludes writers.
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func lower(s string) string { return strings.ToLower(s) }
+
+func quoteName(s string) string { return strconv.Quote(s) }

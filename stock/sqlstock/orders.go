@@ -1,0 +1,97 @@
+package sqlstock
+
+import (
+	"context"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Confirm implements stock.Manager. In one transaction it locks the
+// order's ledger lines, moves them from held to confirmed and the units
+// from held to sold; past the deadline it moves them to expired and
+// returns the units instead, and reports stock.ErrHoldExpired.
+func (s *Store) Confirm(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	return s.settle(ctx, "confirm", orderID, func(state int64, pastDeadline bool) (to int64, move string, answer error) {
+		switch {
+		case state == stateConfirmed:
+			return 0, "", nil
+		case state == stateExpired:
+			return 0, "", stock.ErrHoldExpired
+		case state != stateHeld:
+			return 0, "", stock.ErrOrderClosed
+		case pastDeadline:
+			return stateExpired, s.q.release, stock.ErrHoldExpired
+		}
+		return stateConfirmed, s.q.confirm, nil
+	})
+}
+
+// Revert implements stock.Manager. In one transaction it locks the
+// order's ledger lines and moves them from held to reverted (or from
+// confirmed to refunded), returning the units; the per-user quota comes
+// back with them, since it is counted from held and confirmed lines.
+func (s *Store) Revert(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	return s.settle(ctx, "revert", orderID, func(state int64, _ bool) (to int64, move string, answer error) {
+		switch state {
+		case stateHeld:
+			return stateReverted, s.q.release, nil
+		case stateConfirmed:
+			return stateRefunded, s.q.refund, nil
+		}
+		return 0, "", nil // reverted, refunded or expired: already returned
+	})
+}
+
+// settle runs one state transition of an order: lock its lines, decide,
+// update the lines only if their state is still the one read (RowsAffected
+// decides), then move the units, SKUs in sorted order. The answer is
+// returned after COMMIT, so a transition that reports an error (a late
+// Confirm) still happens.
+func (s *Store) settle(ctx context.Context, op, orderID string,
+	decide func(state int64, pastDeadline bool) (to int64, move string, answer error)) error {
+	var answer error
+	err := s.retry(ctx, op, func() error {
+		answer = nil
+		return s.inTx(ctx, func(q querier) error {
+			lines, err := s.readOrder(ctx, q, s.q.lockOrder, orderID)
+			if err != nil {
+				return err
+			}
+			if len(lines) == 0 {
+				answer = &orderError{ID: orderID, Err: stock.ErrUnknownOrder}
+				return nil
+			}
+			from := lines[0].state
+			to, move, ans := decide(from, lines[0].deadline <= s.nowMS())
+			if ans != nil {
+				answer = &orderError{ID: orderID, Err: ans}
+			}
+			if to == 0 {
+				return nil
+			}
+			n, err := affected(q.ExecContext(ctx, s.q.setState, to, orderID, from))
+			if err != nil {
+				return err
+			}
+			if n != int64(len(lines)) {
+				return errRetry // changed since read: cannot happen under the lock, but never move units twice
+			}
+			for _, l := range lines { // line order is sorted SKU order
+				if _, err := q.ExecContext(ctx, move, l.qty, l.qty, l.sku); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return answer
+}

@@ -1,0 +1,117 @@
+package sqlstock
+
+import (
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Ledger states, stored as small integers in the ledger's state column.
+const (
+	stateHeld      = 1 // units taken, waiting for Confirm until the deadline
+	stateConfirmed = 2 // sale final
+	stateReverted  = 3 // hold cancelled, units returned
+	stateRefunded  = 4 // confirmed sale refunded, units returned
+	stateExpired   = 5 // deadline passed unpaid, units returned
+)
+
+// queries holds every fixed statement of a Store, built once by New from
+// quoted, validated names and written with the dialect's parameters.
+type queries struct {
+	d Dialect
+	r *strings.Replacer // {T}, {L} and the column placeholders
+
+	putOnSale, restock, levels      string
+	take, takeIfVersion, takeLocked string
+	takeOnePG                       string // Postgres: one statement for a one-line order
+	lockStock                       string
+	userTotal                       string
+	readOrder, lockOrder            string
+	setState, expire                string
+	release, refund, confirm        string
+	due                             string
+	beginLockWait, sqliteBusy       string
+}
+
+func newQueries(d Dialect, cfg Config) *queries {
+	c := cfg.Columns
+	r := strings.NewReplacer(
+		"{T}", d.quote(cfg.Table), "{L}", d.quote(cfg.Ledger),
+		"{sku}", d.quote(c.SKU), "{avail}", d.quote(c.Available),
+		"{held}", d.quote(c.Held), "{sold}", d.quote(c.Sold),
+		"{ver}", d.quote(c.Version), "{limit}", d.quote(c.PerUserLimit),
+		"{ttl}", d.quote(c.HoldTTL),
+	)
+	q := &queries{d: d, r: r}
+	hint, lockSuffix := d.lockRow(cfg.LockWait)
+	orderLock := " FOR UPDATE"
+	if d == SQLite {
+		orderLock = ""
+	}
+
+	put := "INSERT INTO {T} ({sku}, {avail}, {held}, {sold}, {ver}, {limit}, {ttl}) VALUES (?, ?, 0, 0, 0, ?, ?)"
+	if d.mysqlLike() {
+		put += " ON DUPLICATE KEY UPDATE {avail} = VALUES({avail}), {limit} = VALUES({limit}), {ttl} = VALUES({ttl}), {ver} = {ver} + 1"
+	} else {
+		put += " ON CONFLICT ({sku}) DO UPDATE SET {avail} = excluded.{avail}, {limit} = excluded.{limit}, {ttl} = excluded.{ttl}, {ver} = {T}.{ver} + 1"
+	}
+	q.putOnSale = q.sql(put)
+	q.restock = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {ver} = {ver} + 1 WHERE {sku} = ? AND {avail} <= ?")
+	q.levels = q.sql("SELECT {avail}, {held}, {sold}, {limit}, {ttl} FROM {T} WHERE {sku} = ?")
+
+	const takeSet = "UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1 WHERE {sku} = ?"
+	q.take = q.sql(takeSet + " AND {avail} >= ? AND {limit} = ? AND {ttl} = ?")
+	q.takeIfVersion = q.sql(takeSet + " AND {ver} = ?")
+	q.takeLocked = q.sql(takeSet)
+	q.takeOnePG = q.sql("WITH u AS (UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1" +
+		" WHERE {sku} = ? AND {avail} >= ? AND {limit} = 0 RETURNING {ttl})" +
+		" INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, created_ms)" +
+		" SELECT ?, 0, ?, CAST(? AS BIGINT), ?, 1, CAST(? AS BIGINT) + u.{ttl}, CAST(? AS BIGINT) FROM u")
+	q.lockStock = q.sql("SELECT" + hint + " {avail}, {limit}, {ttl} FROM {T} WHERE {sku} = ?" + lockSuffix)
+
+	q.userTotal = q.sql("SELECT COALESCE(SUM(qty), 0) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)")
+	const order = "SELECT line, sku, qty, user_id, state, deadline_ms FROM {L} WHERE order_id = ? ORDER BY line"
+	q.readOrder = q.sql(order)
+	q.lockOrder = q.sql(order + orderLock)
+	q.setState = q.sql("UPDATE {L} SET state = ? WHERE order_id = ? AND state = ?")
+	q.expire = q.sql("UPDATE {L} SET state = 5 WHERE order_id = ? AND state = 1 AND deadline_ms <= ?")
+
+	q.release = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {held} = {held} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
+	q.refund = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {sold} = {sold} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
+	q.confirm = q.sql("UPDATE {T} SET {held} = {held} - ?, {sold} = {sold} + ? WHERE {sku} = ?")
+	q.due = q.sql("SELECT order_id FROM {L} WHERE state = 1 AND deadline_ms <= ? ORDER BY deadline_ms LIMIT ?")
+
+	if d == Postgres {
+		q.beginLockWait = "SET LOCAL lock_timeout = '" + itoa(cfg.LockWait.Milliseconds()) + "ms'"
+	}
+	q.sqliteBusy = "PRAGMA busy_timeout = " + itoa(cfg.LockWait.Milliseconds())
+	return q
+}
+
+// sql expands the name placeholders of s and rewrites its parameters for
+// the dialect.
+func (q *queries) sql(s string) string {
+	return sqlx.Rebind(q.d.bindType(), q.r.Replace(s))
+}
+
+// readStock reads the settings, count and version of n SKUs.
+func (q *queries) readStock(n int) string {
+	return q.sql("SELECT {sku}, {avail}, {ver}, {limit}, {ttl} FROM {T} WHERE {sku} IN (" + params(n) + ")")
+}
+
+// insertLedger writes n held lines.
+func (q *queries) insertLedger(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, created_ms) VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, 1, ?, ?)")
+	}
+	return q.sql(b.String())
+}
+
+func params(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

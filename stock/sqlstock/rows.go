@@ -1,0 +1,178 @@
+package sqlstock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// stockRow is what a Deduct reads of one SKU's row.
+type stockRow struct {
+	avail, version, limit, ttlMS int64
+}
+
+// readRows reads the rows of the sorted items through q, or fails with
+// stock.ErrUnknownSKU naming the first SKU that has none.
+func (s *Store) readRows(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
+	args := make([]any, len(items))
+	for i, it := range items {
+		args[i] = it.SKU
+	}
+	rs, err := q.QueryContext(ctx, s.q.readStock(len(items)), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	found := make(map[string]stockRow, len(items))
+	for rs.Next() {
+		var (
+			sku string
+			r   stockRow
+		)
+		if err := rs.Scan(&sku, &r.avail, &r.version, &r.limit, &r.ttlMS); err != nil {
+			return nil, err
+		}
+		found[sku] = r
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	rows := make([]stockRow, len(items))
+	for i, it := range items {
+		r, ok := found[it.SKU]
+		if !ok {
+			s.settings.Remove(it.SKU)
+			return nil, &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
+		}
+		s.settings.Add(it.SKU, settings{limit: r.limit, ttlMS: r.ttlMS})
+		rows[i] = r
+	}
+	return rows, nil
+}
+
+// checkRows refuses the order if a limited SKU has no user or a line has
+// too few units.
+func checkRows(o stock.Order, items []stock.Item, rows []stockRow) error {
+	if err := needUser(o, items, settingsOfRows(rows)); err != nil {
+		return err
+	}
+	for i, it := range items {
+		if rows[i].avail < it.Qty {
+			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrSoldOut}
+		}
+	}
+	return nil
+}
+
+func settingsOfRows(rows []stockRow) []settings {
+	set := make([]settings, len(rows))
+	for i, r := range rows {
+		set[i] = settings{limit: r.limit, ttlMS: r.ttlMS}
+	}
+	return set
+}
+
+// settingsOf returns the remembered settings of the sorted items, reading
+// the ones not remembered.
+func (s *Store) settingsOf(ctx context.Context, items []stock.Item) ([]settings, error) {
+	set := make([]settings, len(items))
+	var missing []stock.Item
+	for i, it := range items {
+		v, ok := s.settings.Get(it.SKU)
+		if !ok {
+			missing = append(missing, it)
+			continue
+		}
+		set[i] = v
+	}
+	if len(missing) == 0 {
+		return set, nil
+	}
+	if _, err := s.readRows(ctx, s.db, missing); err != nil {
+		return nil, err
+	}
+	for i, it := range items {
+		v, ok := s.settings.Get(it.SKU)
+		if !ok {
+			return nil, errRetry // evicted at once by a tiny cache: read again
+		}
+		set[i] = v
+	}
+	return set, nil
+}
+
+// readSettings reads one SKU's settings.
+func (s *Store) readSettings(ctx context.Context, sku string) (settings, error) {
+	var v settings
+	err := s.db.QueryRowContext(ctx, s.q.levels, sku).Scan(new(int64), new(int64), new(int64), &v.limit, &v.ttlMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		s.settings.Remove(sku)
+		return v, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	}
+	if err == nil {
+		s.settings.Add(sku, v)
+	}
+	return v, err
+}
+
+// ledgerLine is one ledger row of an order.
+type ledgerLine struct {
+	sku, user       string
+	qty             int64
+	state, deadline int64
+}
+
+// readOrder returns the order's ledger lines in line order, through q,
+// with the given statement (readOrder, or lockOrder inside a transaction).
+func (s *Store) readOrder(ctx context.Context, q querier, query, orderID string) ([]ledgerLine, error) {
+	rs, err := q.QueryContext(ctx, query, orderID)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var lines []ledgerLine
+	for rs.Next() {
+		var l ledgerLine
+		if err := rs.Scan(new(int64), &l.sku, &l.qty, &l.user, &l.state, &l.deadline); err != nil {
+			return nil, err
+		}
+		lines = append(lines, l)
+	}
+	return lines, rs.Err()
+}
+
+// existing answers a Deduct of an order ID already in the ledger: nil if
+// it holds or bought the same items, ErrConflict for other items,
+// ErrHoldExpired or ErrOrderClosed once it ended. found is false if the
+// ledger has no such order.
+func (s *Store) existing(ctx context.Context, q querier, orderID string, items []stock.Item) (answer error, found bool, err error) {
+	lines, err := s.readOrder(ctx, q, s.q.readOrder, orderID)
+	if err != nil || len(lines) == 0 {
+		return nil, false, err
+	}
+	same := len(lines) == len(items)
+	for i := 0; same && i < len(items); i++ {
+		same = lines[i].sku == items[i].SKU && lines[i].qty == items[i].Qty
+	}
+	if !same {
+		return &orderError{ID: orderID, Err: stock.ErrConflict}, true, nil
+	}
+	switch lines[0].state {
+	case stateHeld, stateConfirmed:
+		return nil, true, nil
+	case stateExpired:
+		return &orderError{ID: orderID, Err: stock.ErrHoldExpired}, true, nil
+	}
+	return &orderError{ID: orderID, Err: stock.ErrOrderClosed}, true, nil
+}
+
+// orderError names the order a business outcome applies to.
+type orderError struct {
+	ID  string
+	Err error
+}
+
+func (e *orderError) Error() string { return e.Err.Error() + ": order " + quoteName(e.ID) }
+func (e *orderError) Unwrap() error { return e.Err }

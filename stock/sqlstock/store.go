@@ -1,0 +1,145 @@
+package sqlstock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Store is a stock.Manager and stock.Reclaimer over a SQL database: the
+// application's stock table holds the counts, the ledger holds one row per
+// order line. It is safe for concurrent use, and any number of Stores in
+// any number of processes may share the tables.
+type Store struct {
+	db       *sqlx.DB
+	cfg      Config
+	d        Dialect
+	q        *queries
+	settings *lru.Cache[string, settings]
+}
+
+// settings are a SKU's per-user limit and hold time, as last read.
+type settings struct {
+	limit int64
+	ttlMS int64
+}
+
+var (
+	_ stock.Manager   = (*Store)(nil)
+	_ stock.Reclaimer = (*Store)(nil)
+)
+
+// New returns a Store over db. It checks cfg (every table and column name
+// must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$) and fails with an error
+// wrapping stock.ErrInvalid before anything is sent to the database. It
+// does not create tables: see CreateTables and Schema.
+func New(db *sqlx.DB, cfg Config) (*Store, error) {
+	if db == nil {
+		return nil, &stock.InvalidError{Field: "sqlstock.New db", Reason: "nil"}
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Dialect == 0 {
+		cfg.Dialect = dialectOf(db.DriverName())
+		if cfg.Dialect == 0 {
+			return nil, &stock.InvalidError{Field: "sqlstock.Config.Dialect",
+				Reason: "unset, and driver " + quoteName(db.DriverName()) + " is not one this package knows"}
+		}
+	}
+	if cfg.Dialect < MySQL || cfg.Dialect > SQLite {
+		return nil, &stock.InvalidError{Field: "sqlstock.Config.Dialect", Reason: cfg.Dialect.String() + " is not a dialect"}
+	}
+	cache, err := lru.New[string, settings](cfg.SettingsCache)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, cfg: cfg, d: cfg.Dialect, q: newQueries(cfg.Dialect, cfg), settings: cache}, nil
+}
+
+// Strategy returns the strategy the Store deducts with.
+func (s *Store) Strategy() Strategy { return s.cfg.Strategy }
+
+// Dialect returns the dialect the Store speaks.
+func (s *Store) Dialect() Dialect { return s.d }
+
+// PutOnSale implements stock.Manager: it inserts the SKU's row or
+// overwrites its available count, limit and hold time, keeping its held and
+// sold counts.
+func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	ttl := l.EffectiveHoldTTL().Milliseconds()
+	err := s.retry(ctx, "put on sale", func() error {
+		_, err := s.db.ExecContext(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, ttl)
+		return err
+	})
+	if err == nil {
+		s.settings.Add(l.SKU, settings{limit: l.PerUserLimit, ttlMS: ttl})
+	}
+	return err
+}
+
+// Restock implements stock.Manager. It is not idempotent: when it fails
+// with an error that is neither a business outcome nor a refusal by the
+// database (a lost connection), the units may have been added.
+func (s *Store) Restock(ctx context.Context, sku string, units int64) error {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return err
+	}
+	if err := stock.ValidateQty("units", units, stock.MaxUnits); err != nil {
+		return err
+	}
+	var n int64
+	err := s.retry(ctx, "restock", func() (err error) {
+		n, err = affected(s.db.ExecContext(ctx, s.q.restock, units, sku, stock.MaxUnits-units))
+		return err
+	})
+	if err != nil || n == 1 {
+		return err
+	}
+	if _, err := s.Levels(ctx, sku); err != nil {
+		return err
+	}
+	return &stock.InvalidError{Field: "units", Reason: "restock would pass stock.MaxUnits"}
+}
+
+// Available implements stock.Manager.
+func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
+	lv, err := s.Levels(ctx, sku)
+	return lv.Available, err
+}
+
+// Levels implements stock.Manager. Held counts holds not yet returned,
+// including those past their deadline that no reclaimer has returned yet.
+func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return stock.Levels{}, err
+	}
+	var (
+		lv    stock.Levels
+		ttlMS int64
+	)
+	err := s.db.QueryRowContext(ctx, s.q.levels, sku).Scan(&lv.Available, &lv.Held, &lv.Sold, &lv.PerUserLimit, &ttlMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return stock.Levels{}, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	}
+	if err != nil {
+		return stock.Levels{}, err
+	}
+	lv.HoldTTL = time.Duration(ttlMS) * time.Millisecond
+	s.settings.Add(sku, settings{limit: lv.PerUserLimit, ttlMS: ttlMS})
+	return lv, nil
+}
+
+// nowMS is the Clock's time in Unix milliseconds, the unit of the
+// ledger's deadlines.
+func (s *Store) nowMS() int64 { return s.cfg.Clock.Now().UnixMilli() }

@@ -1,0 +1,93 @@
+package sqlstock
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+)
+
+// querier is what a transaction body runs its statements on: a *sql.Tx,
+// or a *sql.Conn pinned for SQLite's BEGIN IMMEDIATE.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// inTx runs fn in one transaction and commits it. A failure of COMMIT
+// whose outcome the database does not tell is returned as *commitError.
+//
+// PostgreSQL transactions run at READ COMMITTED whatever the server's
+// default, so a statement that waited for a row lock sees the rows the
+// lock holder committed. MySQL and MariaDB keep the session's level (a
+// plain SELECT after the row lock is the transaction's first consistent
+// read, so it sees them too). SQLite transactions are BEGIN IMMEDIATE:
+// they take the write lock first, so no two writers ever interleave.
+func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
+	if s.d == SQLite {
+		return s.inImmediateTx(ctx, fn)
+	}
+	var opts *sql.TxOptions
+	if s.d == Postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if s.q.beginLockWait != "" && s.cfg.Strategy == Pessimistic {
+		if _, err := tx.ExecContext(ctx, s.q.beginLockWait); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		if classify(err) != errOther || errors.Is(err, sql.ErrTxDone) {
+			return err // the server refused the commit: nothing applied
+		}
+		return &commitError{err}
+	}
+	return nil
+}
+
+// inImmediateTx runs fn between BEGIN IMMEDIATE and COMMIT on one pinned
+// connection. SQLite runs in-process: a COMMIT that fails leaves the
+// transaction open or rolled back, never half-known, so its errors are
+// definite; a connection that cannot be rolled back is discarded.
+func (s *Store) inImmediateTx(ctx context.Context, fn func(q querier) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, s.q.sqliteBusy); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	err = fn(conn)
+	if err == nil {
+		if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
+			return nil
+		}
+	}
+	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+		// Never hand a connection with an open transaction back to the pool.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return err
+}
+
+// affected returns the rows a write changed.
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
