@@ -31,11 +31,8 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) error {
 	err := m.record.Confirm(ctx, orderID)
 	switch {
 	case err == nil:
-	case errors.Is(err, stock.ErrHoldExpired) || errors.Is(err, stock.ErrOrderClosed):
-		if gerr := m.gate.Revert(ctx, orderID); gerr != nil && !errors.Is(gerr, stock.ErrUnknownOrder) {
-			return errors.Join(err, &TierError{Tier: Gate, Op: "revert after the record closed", Err: gerr})
-		}
-		return err
+	case ended(err):
+		return m.closedAtRecord(ctx, orderID, err)
 	default:
 		return err
 	}
@@ -92,33 +89,26 @@ func (m *Manager) Revert(ctx context.Context, orderID string) error {
 	}
 }
 
-// ReclaimExpired returns unpaid holds at both tiers. The record goes first
-// and is drained in batches of limit until it has no due hold left; then
-// the gate returns at most limit holds, and those are the lines reported
-// (the gate is the tier Levels reports). A tier that does not implement
-// stock.Reclaimer is skipped. RunReclaimer drives it like any reclaimer.
-func (m *Manager) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
-	if limit < 1 {
-		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
-	}
-	if r, ok := m.record.(stock.Reclaimer); ok {
-		for {
-			got, err := r.ReclaimExpired(ctx, limit)
-			if err != nil {
-				return nil, &TierError{Tier: Record, Op: "reclaim", Err: err}
-			}
-			if len(got) < limit {
-				break
-			}
+// closedAtRecord answers a Confirm that the record refused because the
+// order's copy there ended (cause): the gate says why. Its hold normally
+// ended first (the reclaimer reverts the record's copy after the gate
+// returns the hold, so the record says "reverted" where the gate says
+// "expired"). A gate that still held the order is made to agree: the hold
+// is returned there too.
+func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause error) error {
+	gerr := m.gate.Confirm(ctx, orderID)
+	switch {
+	case ended(gerr):
+		return gerr
+	case gerr == nil:
+		// Confirmed at the gate alone: undo it, the record has no hold.
+		if rerr := m.gate.Revert(ctx, orderID); rerr != nil {
+			return errors.Join(cause, &TierError{Tier: Gate, Op: "revert after the record closed", Err: rerr})
 		}
+		return cause
+	case stock.IsBusiness(gerr):
+		return cause // the gate never had it
+	default:
+		return errors.Join(cause, &TierError{Tier: Gate, Op: "confirm after the record closed", Err: gerr})
 	}
-	r, ok := m.gate.(stock.Reclaimer)
-	if !ok {
-		return nil, nil
-	}
-	got, err := r.ReclaimExpired(ctx, limit)
-	if err != nil {
-		return nil, &TierError{Tier: Gate, Op: "reclaim", Err: err}
-	}
-	return got, nil
 }

@@ -24,29 +24,70 @@
 //
 // After recording, the gate is asked once more about the order (an
 // idempotent re-Deduct that takes nothing). If a Revert closed the order at
-// the gate in the meantime, the record is reverted too. Together with
-// Revert's order (gate first, then record) this closes the race between a
-// cancel and a hand-off: whatever the interleaving, an order reverted at the
-// gate does not stay recorded. The price is a second gate round trip per
+// the gate in the meantime, or the gate's reclaimer returned the hold, the
+// record's copy is reverted. Together with Revert's order (gate first, then
+// record) this closes the race between a cancel or an expiry and a
+// hand-off: whatever the interleaving, an order whose hold ended at the
+// gate does not stay held at the record. A redelivered hand-off whose gate
+// hold has ended reverts the record's copy too (an earlier delivery may
+// have written it and stopped). The price is a second gate round trip per
 // order, small next to the record's transaction.
+//
+// # Hold times: the gate decides
+//
+// The gate admits an order first and the record receives it later (the
+// hand-off delay: a queue, a retry), so with equal hold times the record's
+// deadline would come a little after the gate's. The gate would return an
+// unpaid hold and sell the unit again while the record still held it, and
+// the record would refuse the new order as sold out: on a hot SKU, every
+// resale. So one tier decides when a hold ends, and it is the gate:
+//
+//   - [Manager.PutOnSale] writes the listing's hold time at the gate and a
+//     longer one at the record ([Manager.RecordHold]: the hold time plus
+//     Config.RecordGrace, by default twice the hold time). Put SKUs on sale
+//     through the Manager, or give the record RecordHold yourself.
+//   - [Manager.ReclaimExpired] runs the gate's reclaimer and reverts at the
+//     record each order whose gate hold it returned, at once, so the unit
+//     is back at the record before the gate can sell it again. Then it
+//     drains the record's own reclaimer, which in normal operation finds
+//     nothing: its deadline is the backstop.
+//
+// Several nodes may run the reclaimer: the gate returns each hold to one of
+// them, and Revert is exactly-once, so a repeat at the record (by another
+// node, or by a Settle's recheck) changes nothing. A node that stops
+// between the gate's reclaim and the record's revert leaves the record's
+// copy until the record's own deadline, which then returns it; meanwhile
+// the gate may resell the units and the record refuses those orders (a
+// missed sale, never an oversell). RecordGrace must exceed the reclaimer's
+// interval plus the clock skew between nodes, or the record's sweep would
+// end holds the gate still counts (harmless for stock, but a buyer paying
+// in that gap is refused).
+//
+// Orders taken at the record alone (a fallback while the gate was down,
+// package degrade) get the record's longer hold time.
 //
 // # Confirm, Revert and the reclaimer
 //
 //   - Confirm asks the record first (it is the truth), then the gate. An
 //     order the record does not know (still pending) gets
-//     stock.ErrUnknownOrder and nothing changes: confirm after Settle. A
-//     record that says the hold expired or the order was reverted makes the
-//     gate release its hold too. The hold began at the gate, so its deadline
-//     decides: when the gate says the hold expired, the record's confirm is
-//     undone. When the gate does not know the order at all (flushed, or
-//     taken by a fallback while the gate was down) the record's sale stands
-//     and the disagreement is reported to Config.OnDrift.
+//     stock.ErrUnknownOrder and nothing changes: confirm after Settle. When
+//     the record says the order's copy ended, the gate says why (its hold
+//     expired, or it was reverted) and is made to agree. The hold began at
+//     the gate, so its deadline decides: when the gate says the hold
+//     expired, the record's confirm is undone. When the gate does not know
+//     the order at all (flushed, or taken by a fallback while the gate was
+//     down) the record's sale stands and the disagreement is reported to
+//     Config.OnDrift.
 //   - Revert reverts at the gate, then at the record. It returns nil when
 //     either tier reverted, stock.ErrUnknownOrder only when neither knew the
 //     order.
-//   - ReclaimExpired runs the record's reclaimer (draining every due hold)
-//     and then the gate's, and reports the lines the gate returned, since
-//     the gate is the tier Levels reports.
+//   - ReclaimExpired (above) reports the lines the gate returned, since the
+//     gate is the tier Levels reports. A record that implements
+//     stock.OrderReader is asked about the orders first: one it has
+//     confirmed (a Confirm that reached the record but not the gate, which
+//     a fallback answers while the gate is down) is a sale and is not
+//     refunded; the units the gate returned for it go to Config.OnDrift,
+//     for reconciliation to take back at the gate.
 //
 // A failure at the second tier of any call returns an error that names the
 // tier (*TierError); every call but Restock is idempotent, so calling it
@@ -66,7 +107,9 @@
 // With tiers that keep the stock.Manager contract, a Manager keeps it too
 // (it passes package stocktest with a synchronous hand-off): nothing is
 // oversold at either tier, an order ID takes and returns stock at most once
-// per tier, and every hold ends confirmed or returned by a tier's reclaimer.
+// per tier, and every hold ends confirmed or returned by the reclaimer, at
+// the gate's deadline (the record's copy with it, or at the latest at the
+// record's own deadline).
 // A Manager is safe for concurrent use and keeps no state of its own, so any
 // number of application nodes can share the same two tiers.
 package tiered

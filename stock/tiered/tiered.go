@@ -3,6 +3,7 @@ package tiered
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -93,6 +94,15 @@ type Config struct {
 	// tiers disagree about an order in a way only reconciliation repairs,
 	// e.g. the record confirmed a sale whose gate hold had already expired.
 	OnDrift func(Drift)
+	// RecordGrace is how much longer a hold lasts at the record than at the
+	// gate: PutOnSale gives the record the listing's hold time plus
+	// RecordGrace (at most stock.MaxHoldTTL). The gate decides when a hold
+	// ends and ReclaimExpired returns the record's copy with it; the
+	// record's own, later deadline only returns copies that a crash left
+	// behind. It must exceed the reclaimer's interval plus the clock skew
+	// between nodes. Zero means the hold time itself (the record holds
+	// twice as long as the gate).
+	RecordGrace time.Duration
 }
 
 // Manager is a stock.Manager and stock.Reclaimer over a gate and a record.
@@ -153,15 +163,24 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (Placement, error) {
 //
 // It returns nil once the record has the order (again: it is idempotent).
 // A business error from the gate (the hold expired or was reverted) means
-// nothing was recorded; a business error from the record (sold out there,
-// conflict, limit) means the record refused it for good and the gate hold
-// was reverted. Any other error leaves both tiers as they were or with the
-// order half-way, and Settle may be called again.
+// the order is not recorded: a copy the record took meanwhile is reverted.
+// A business error from the record (sold out there, conflict, limit) means
+// the record refused it for good and the gate hold was reverted. Any other
+// error leaves both tiers as they were or with the order half-way, and
+// Settle may be called again.
 func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
+		if ended(err) {
+			// The hold ended at the gate. An earlier Settle of the same
+			// order may have written the record and stopped before its
+			// recheck: return that copy too.
+			if rerr := m.revertRecord(ctx, o.ID); rerr != nil {
+				return rerr
+			}
+		}
 		return err
 	}
 	if err := m.record.Deduct(ctx, o); err != nil {
@@ -174,72 +193,43 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 		}
 		return err
 	}
-	// The recheck: a Revert may have closed the order at the gate while
-	// the record was being written. A hold that expired meanwhile did take
-	// effect: the record's own deadline (a little later) or a late Confirm
-	// returns it there.
+	// The recheck: while the record was being written, a Revert may have
+	// closed the order at the gate, or the gate's reclaimer may have
+	// returned the hold (and found nothing to revert at the record yet).
+	// Either way the gate decided and the record's copy goes too. A hold
+	// that expired did exist: Settle returns nil, as if it had expired a
+	// moment after (a Confirm now gets stock.ErrHoldExpired).
 	if err := m.gate.Deduct(ctx, o); err != nil {
-		if errors.Is(err, stock.ErrHoldExpired) {
-			return nil
-		}
 		if !stock.IsBusiness(err) {
 			return &TierError{Tier: Gate, Op: "recheck", Err: err}
 		}
-		if rerr := m.record.Revert(ctx, o.ID); rerr != nil && !errors.Is(rerr, stock.ErrUnknownOrder) {
-			return errors.Join(err, &TierError{Tier: Record, Op: "revert after the gate closed", Err: rerr})
+		if !ended(err) {
+			return err
+		}
+		if rerr := m.revertRecord(ctx, o.ID); rerr != nil {
+			return rerr
+		}
+		if errors.Is(err, stock.ErrHoldExpired) {
+			return nil
 		}
 		return err
 	}
 	return nil
 }
 
-// PutOnSale puts the SKU on sale at the record, then at the gate. It is
-// idempotent: after a *TierError naming the gate, call it again.
-func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) error {
-	if err := l.Validate(); err != nil {
-		return err
-	}
-	if err := m.record.PutOnSale(ctx, l); err != nil {
-		return err
-	}
-	if err := m.gate.PutOnSale(ctx, l); err != nil {
-		return &TierError{Tier: Gate, Op: "put on sale", Err: err}
+// ended reports whether a gate answer means the order's hold is over there:
+// expired, or closed by a Revert.
+func ended(err error) bool {
+	return errors.Is(err, stock.ErrHoldExpired) || errors.Is(err, stock.ErrOrderClosed)
+}
+
+// revertRecord reverts the order's copy at the record after the gate ended
+// the hold. A failure is a *TierError (infrastructure, so the caller calls
+// Settle again and this is retried); until then the record's own deadline
+// bounds the copy's life.
+func (m *Manager) revertRecord(ctx context.Context, id string) error {
+	if err := m.record.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
+		return &TierError{Tier: Record, Op: "revert after the gate closed", Err: err}
 	}
 	return nil
-}
-
-// Restock adds units at the record, then at the gate. Restock is not
-// idempotent: a *TierError naming the gate means the record has the units
-// and the gate does not; do not call Restock again, restock the gate alone
-// (m.Gate().Restock) or let reconciliation repair it.
-func (m *Manager) Restock(ctx context.Context, sku string, units int64) error {
-	if err := stock.ValidateID("sku", sku); err != nil {
-		return err
-	}
-	if err := stock.ValidateQty("units", units, stock.MaxUnits); err != nil {
-		return err
-	}
-	if err := m.record.Restock(ctx, sku, units); err != nil {
-		return err
-	}
-	if err := m.gate.Restock(ctx, sku, units); err != nil {
-		return &TierError{Tier: Gate, Op: "restock", Err: err}
-	}
-	return nil
-}
-
-// Available returns the gate's available units (the fast path).
-func (m *Manager) Available(ctx context.Context, sku string) (int64, error) {
-	return m.gate.Available(ctx, sku)
-}
-
-// Levels returns the gate's levels. Ask Record() for the record's.
-func (m *Manager) Levels(ctx context.Context, sku string) (stock.Levels, error) {
-	return m.gate.Levels(ctx, sku)
-}
-
-func (m *Manager) drift(d Drift) {
-	if m.cfg.OnDrift != nil {
-		m.cfg.OnDrift(d)
-	}
 }

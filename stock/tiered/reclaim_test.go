@@ -1,0 +1,194 @@
+package tiered_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+func TestPutOnSaleGivesTheRecordTheLongerHold(t *testing.T) {
+	for _, c := range []struct {
+		grace, hold, want time.Duration
+	}{
+		{0, time.Minute, 2 * time.Minute},
+		{0, 0, 2 * stock.DefaultHoldTTL},
+		{10 * time.Second, time.Minute, 70 * time.Second},
+		{0, stock.MaxHoldTTL, stock.MaxHoldTTL},
+	} {
+		f := newFixture(t, false)
+		m := tiered.New(f.gate, f.record, tiered.Config{RecordGrace: c.grace})
+		if err := m.PutOnSale(t.Context(), stock.Listing{SKU: "a", Units: 5, HoldTTL: c.hold}); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := f.gate.Levels(t.Context(), "a")
+		r, _ := f.record.Levels(t.Context(), "a")
+		wantGate := c.hold
+		if wantGate == 0 {
+			wantGate = stock.DefaultHoldTTL
+		}
+		if g.HoldTTL != wantGate || r.HoldTTL != c.want {
+			t.Errorf("grace %v, hold %v: gate/record hold %v/%v, want %v/%v", c.grace, c.hold, g.HoldTTL, r.HoldTTL, wantGate, c.want)
+		}
+	}
+}
+
+// A node stops between the gate's reclaim and the record's revert: the
+// record's copy stays until the record's own, later deadline, and no unit
+// is oversold meanwhile (the gate resells, the record refuses, the gate
+// hold is reverted).
+func TestReclaimCrashBeforeRecordRevertIsBackstopped(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 4)); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(90 * time.Second) // past the gate's deadline, not the record's (2m)
+	f.record.setOn(down, "Revert")
+	got, err := f.m.ReclaimExpired(ctx, 10)
+	var te *tiered.TierError
+	if len(got) != 1 || !errors.As(err, &te) || te.Tier != tiered.Record {
+		t.Fatalf("ReclaimExpired with the record's revert failing = %v, %v; want the gate's line and a record *TierError", got, err)
+	}
+	f.record.set(healthy)
+	f.want(f.gate, "gate", "a", 10, 0, 0)
+	f.want(f.record, "record", "a", 6, 4, 0)
+
+	// Another node's pass: nothing due at the gate, the record's copy is
+	// not due yet either.
+	if got, err := f.m.ReclaimExpired(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("second pass = %v, %v", got, err)
+	}
+	f.want(f.record, "record", "a", 6, 4, 0)
+	// The gate resells the units; the record still holds them and refuses.
+	if err := f.m.Deduct(ctx, ord("o2", 8)); !errors.Is(err, stock.ErrSoldOut) {
+		t.Fatalf("Deduct of units the record still holds: %v, want ErrSoldOut", err)
+	}
+	f.want(f.gate, "gate", "a", 10, 0, 0)
+
+	f.clock.Advance(time.Minute) // past the record's deadline
+	if got, err := f.m.ReclaimExpired(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("backstop pass = %v, %v; want no gate lines and no error", got, err)
+	}
+	f.want(f.record, "record", "a", 10, 0, 0)
+	if err := f.m.Deduct(ctx, ord("o3", 8)); err != nil {
+		t.Fatalf("Deduct after the backstop: %v", err)
+	}
+}
+
+// The gate's reclaimer returns a hold while the hand-off is writing the
+// record: its revert at the record finds nothing yet, the record then takes
+// the order, and Settle's recheck returns that copy.
+func TestSettleRacingReclaimReturnsRecordCopy(t *testing.T) {
+	f := newFixture(t, true)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.record.before = func(stock.Order) {
+		f.record.before = nil
+		f.clock.Advance(2 * time.Minute)
+		if got, err := f.m.ReclaimExpired(ctx, 10); err != nil || len(got) != 1 {
+			t.Errorf("racing ReclaimExpired = %v, %v", got, err)
+		}
+	}
+	// The hold existed and expired: Settle reports it recorded, and a
+	// payment is refused.
+	if err := f.m.Settle(ctx, f.queue[0]); err != nil {
+		t.Fatalf("Settle racing the reclaimer: %v", err)
+	}
+	f.want(f.gate, "gate", "a", 10, 0, 0)
+	f.want(f.record, "record", "a", 10, 0, 0)
+	if err := f.m.Confirm(ctx, "o1"); !errors.Is(err, stock.ErrHoldExpired) {
+		t.Fatalf("Confirm after the race: %v, want ErrHoldExpired", err)
+	}
+}
+
+// A consumer wrote the record and stopped before its recheck, after the
+// gate had already returned the hold: the redelivered message returns the
+// record's copy.
+func TestRedeliveredSettleReturnsRecordCopy(t *testing.T) {
+	f := newFixture(t, true)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	if got, err := f.m.ReclaimExpired(ctx, 10); err != nil || len(got) != 1 {
+		t.Fatalf("ReclaimExpired = %v, %v", got, err)
+	}
+	if err := f.record.Deduct(ctx, f.queue[0]); err != nil { // the first delivery's write
+		t.Fatal(err)
+	}
+	f.record.setOn(down, "Revert")
+	var te *tiered.TierError
+	if err := f.m.Settle(ctx, f.queue[0]); !errors.As(err, &te) || te.Tier != tiered.Record {
+		t.Fatalf("redelivery with the record's revert failing: %v, want a record *TierError (deliver again)", err)
+	}
+	f.record.set(healthy)
+	if err := f.m.Settle(ctx, f.queue[0]); !errors.Is(err, stock.ErrHoldExpired) {
+		t.Fatalf("redelivery: %v, want ErrHoldExpired", err)
+	}
+	f.want(f.gate, "gate", "a", 10, 0, 0)
+	f.want(f.record, "record", "a", 10, 0, 0)
+}
+
+// A Confirm that reached the record but not the gate (a fallback answered
+// it while the gate was down) is a sale: the gate's reclaimer does not
+// refund it, and the units the gate returned are reported as drift.
+func TestReclaimKeepsSaleConfirmedAtRecord(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"o1", "o2"} {
+		if err := f.m.Deduct(ctx, ord(id, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.record.Confirm(ctx, "o1"); err != nil { // the degraded Confirm
+		t.Fatal(err)
+	}
+	f.clock.Advance(90 * time.Second)
+	got, err := f.m.ReclaimExpired(ctx, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("ReclaimExpired = %v, %v; want both gate holds", got, err)
+	}
+	f.want(f.gate, "gate", "a", 10, 0, 0)
+	f.want(f.record, "record", "a", 8, 0, 2)
+	if len(f.drift) != 1 || f.drift[0].OrderID != "o1" || f.drift[0].Tier != tiered.Record {
+		t.Fatalf("drift %+v, want one report for o1 at the record", f.drift)
+	}
+}
+
+// While the gate is down, holds taken at the record alone (by a fallback)
+// still expire: the record is swept even though the gate's reclaim fails.
+func TestReclaimSweepsRecordWhileGateDown(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.record.Deduct(ctx, ord("o1", 5)); err != nil {
+		t.Fatal(err)
+	}
+	f.gate.set(down)
+	f.clock.Advance(3 * time.Minute)
+	var te *tiered.TierError
+	if _, err := f.m.ReclaimExpired(ctx, 10); !errors.As(err, &te) || te.Tier != tiered.Gate {
+		t.Fatalf("ReclaimExpired with the gate down: %v, want a gate *TierError", err)
+	}
+	f.want(f.record, "record", "a", 10, 0, 0)
+}
