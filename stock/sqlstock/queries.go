@@ -78,7 +78,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 
 	q.release = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {held} = {held} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
 	q.refund = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {sold} = {sold} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
-	q.confirm = q.sql("UPDATE {T} SET {held} = {held} - ?, {sold} = {sold} + ? WHERE {sku} = ?")
+	q.confirm = q.sql("UPDATE {T} SET {held} = {held} - ?, {sold} = {sold} + ?, {ver} = {ver} + 1 WHERE {sku} = ?")
 	q.due = q.sql("SELECT order_id FROM {L} WHERE state = 1 AND deadline_ms <= ? ORDER BY deadline_ms LIMIT ?")
 
 	if d == Postgres {
