@@ -1,0 +1,159 @@
+package reconcile
+
+import (
+	"errors"
+	"time"
+)
+
+// Config configures a Reconciler. The zero value means defaults.
+type Config struct {
+	// BatchSize is how many SKUs one pass reads together (a few round
+	// trips per batch, whatever its size); default 1000.
+	BatchSize int
+	// MaxAutoFix is the largest correction, in units either way, a pass
+	// applies by itself; a larger one is reported (ActionLeft) and left
+	// for a person. Default 1000; a negative value fixes any size.
+	MaxAutoFix int64
+	// DryRun makes every pass report what it would do and change nothing.
+	DryRun bool
+	// MaxAttempts bounds how often a SKU is read again when an
+	// administrative write (put on sale, restock, another reconciler's
+	// correction) moved it between the reads and the correction; default 5.
+	MaxAttempts int
+	// OnCorrection, if set, is called for every SKU a pass finds out of
+	// agreement, whatever it did about it (see Action), synchronously, from
+	// the goroutine running the pass.
+	OnCorrection func(Correction)
+	// Interval is how often Run makes a full pass; default 1 minute.
+	Interval time.Duration
+	// WatchInterval is how often Run checks whether Redis restarted, was
+	// flushed or failed over (and then makes a full pass at once); default
+	// 1 second.
+	WatchInterval time.Duration
+	// OnError, if set, is called by Run with every failed pass or check.
+	OnError func(error)
+}
+
+const (
+	defaultBatchSize   = 1000
+	defaultMaxAutoFix  = 1000
+	defaultMaxAttempts = 5
+)
+
+func (c Config) withDefaults() Config {
+	if c.BatchSize <= 0 {
+		c.BatchSize = defaultBatchSize
+	}
+	if c.MaxAutoFix == 0 {
+		c.MaxAutoFix = defaultMaxAutoFix
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = defaultMaxAttempts
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Minute
+	}
+	if c.WatchInterval <= 0 {
+		c.WatchInterval = time.Second
+	}
+	return c
+}
+
+// Errors a pass returns, wrapped with detail; compare with errors.Is.
+var (
+	// ErrUnresolved: the pass left some SKU out of agreement (too large a
+	// correction, a SKU busy with administrative writes, a SKU in Redis
+	// that the database does not have, a hold without its record). The
+	// Report says which.
+	ErrUnresolved = errors.New("reconcile: drift left unresolved")
+	// ErrLiveHolds: WarmUp refused to overwrite SKUs that have live holds
+	// in Redis; pass force to overwrite them anyway.
+	ErrLiveHolds = errors.New("reconcile: SKU has live holds in Redis")
+)
+
+// Action is what a pass did about one SKU.
+type Action int
+
+const (
+	// ActionCorrected: the correction was applied to Redis.
+	ActionCorrected Action = iota + 1
+	// ActionLeft: the correction is larger than Config.MaxAutoFix; nothing
+	// was changed.
+	ActionLeft
+	// ActionDryRun: Config.DryRun is set; nothing was changed.
+	ActionDryRun
+	// ActionRebuilt: Redis had no state for a SKU the database has
+	// (flushed, restarted without persistence, never warmed up): it was
+	// put on sale from the database.
+	ActionRebuilt
+	// ActionStale: the SKU kept changing under administrative writes for
+	// Config.MaxAttempts reads; nothing was changed.
+	ActionStale
+	// ActionFailed: the SKU could not be reconciled (see Correction.Err).
+	ActionFailed
+	// ActionRefused: WarmUp did not overwrite a SKU with live holds.
+	ActionRefused
+	// ActionMismatch: WarmUp's check after writing found the SKU still out
+	// of agreement (a live order or write interleaved; a repair pass fixes
+	// it).
+	ActionMismatch
+)
+
+var actionNames = [...]string{"", "corrected", "left", "dry-run", "rebuilt", "stale", "failed", "refused", "mismatch"}
+
+// String returns the action's name, e.g. "corrected".
+func (a Action) String() string {
+	if a > 0 && int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return "Action(?)"
+}
+
+// Correction is one SKU found out of agreement, with the figures the
+// correction was computed from, all as of one consistent reading.
+type Correction struct {
+	SKU    string
+	Action Action
+	// Before is Redis's available count; After is what it should be (and
+	// is, for ActionCorrected and ActionRebuilt, up to orders taken since
+	// the reading). Delta is After - Before.
+	Before, After, Delta int64
+	// Record is the database's available count.
+	Record int64
+	// InFlight is the units Redis holds for orders the database has not
+	// recorded (or has already returned): Redis will release them or the
+	// database will take them.
+	InFlight int64
+	// Returning is the units the database holds for orders Redis has
+	// already returned: the database will release them.
+	Returning int64
+	// Err says why, for ActionFailed, ActionStale and ActionRefused.
+	Err error
+}
+
+// Report sums up one pass.
+type Report struct {
+	// Checked is how many SKUs the pass read.
+	Checked int
+	// InAgreement is how many needed nothing.
+	InAgreement int
+	// Corrections lists every other SKU, in the order handled.
+	Corrections []Correction
+}
+
+// Count returns how many corrections had action a.
+func (r Report) Count(a Action) int {
+	n := 0
+	for _, c := range r.Corrections {
+		if c.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *Report) add(o Report) {
+	r.Checked += o.Checked
+	r.InAgreement += o.InAgreement
+	r.Corrections = append(r.Corrections, o.Corrections...)
+}

@@ -1,0 +1,156 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+)
+
+// finding is one SKU as both sides saw it, and what Redis should hold.
+type finding struct {
+	sku string
+	// epoch is the SKU's administrative epoch in Redis read before the
+	// database was read; Adjust applies only if it is still the same.
+	epoch int64
+	gate  redisstock.Snapshot
+	rec   sqlstock.SKULevels
+	// inFlight and returning are the two halves of the in-transit units
+	// (see Correction); target = rec.Available - inFlight + returning,
+	// never below 0.
+	inFlight, returning, target int64
+	stale                       bool  // an administrative write moved the SKU between the reads
+	err                         error // the SKU cannot be computed
+}
+
+// examine reads the SKUs from both sides in the order the package doc
+// explains, and computes each one's target:
+//
+//	t0  Redis: each SKU's epoch
+//	t1  database, one consistent view: the stock rows and the held lines
+//	t2  Redis: each SKU's count, its holds and the Redis state of the
+//	    database's held lines, atomically per SKU
+//	t3  the same database view (still as of t1): the state of the orders
+//	    Redis holds that the database did not list as held
+func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, error) {
+	pre, err := r.gate.Inspect(ctx, skus)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read Redis epochs: %w", err)
+	}
+	view, err := r.record.View(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: open a database view: %w", err)
+	}
+	defer view.Close()
+	levels, err := view.Levels(ctx, skus)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read the stock rows: %w", err)
+	}
+	lines, err := view.HeldLines(ctx, skus)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read the held ledger lines: %w", err)
+	}
+	held := make(map[string][]sqlstock.Line, len(lines))
+	inDB := make(lineSet, len(lines))
+	for _, l := range lines {
+		held[l.SKU] = append(held[l.SKU], l)
+		inDB[lineKey{l.SKU, l.OrderID}] = true
+	}
+	reqs := make([]redisstock.SnapshotRequest, len(skus))
+	for i, sku := range skus {
+		reqs[i].SKU = sku
+		for _, l := range held[sku] {
+			reqs[i].Orders = append(reqs[i].Orders, l.OrderID)
+		}
+	}
+	snaps, err := r.gate.Snapshot(ctx, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read Redis: %w", err)
+	}
+	states, err := r.recordStates(ctx, view, snaps, inDB)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]finding, len(skus))
+	for i, sku := range skus {
+		f := &out[i]
+		f.sku, f.epoch, f.gate, f.rec = sku, pre[i].Epoch, snaps[i], levels[i]
+		f.stale = snaps[i].Epoch != pre[i].Epoch
+		if len(snaps[i].Lost) > 0 {
+			f.err = fmt.Errorf("reconcile: SKU %q: %d holds in Redis have no line record (e.g. %q): their units are unknown",
+				sku, len(snaps[i].Lost), snaps[i].Lost[0])
+		}
+		f.compute(held[sku], inDB, states)
+	}
+	return out, nil
+}
+
+// recordStates returns, as of the view's instant, the state of every order
+// Redis holds that the view did not list as held for that SKU.
+func (r *Reconciler) recordStates(ctx context.Context, view *sqlstock.View, snaps []redisstock.Snapshot,
+	inDB lineSet) (map[string]stock.State, error) {
+	var ask []string
+	seen := map[string]bool{}
+	for _, sn := range snaps {
+		for _, h := range sn.Holds {
+			if !seen[h.OrderID] && !inDB[lineKey{sn.SKU, h.OrderID}] {
+				seen[h.OrderID] = true
+				ask = append(ask, h.OrderID)
+			}
+		}
+	}
+	states := make(map[string]stock.State, len(ask))
+	if len(ask) == 0 {
+		return states, nil
+	}
+	infos, err := view.Orders(ctx, ask)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read order states: %w", err)
+	}
+	for _, o := range infos {
+		states[o.ID] = o.State
+	}
+	return states, nil
+}
+
+// lineKey names one order line: the SKU and the order.
+type lineKey struct{ sku, order string }
+
+// lineSet is the set of lines the database held at t1.
+type lineSet map[lineKey]bool
+
+// compute sets f's in-transit units and target from the lines the
+// database held at t1 and the other orders' states at t1.
+func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet, states map[string]stock.State) {
+	for _, h := range f.gate.Holds {
+		if inDB[lineKey{f.sku, h.OrderID}] || states[h.OrderID] == stock.StateConfirmed {
+			continue // both sides count it
+		}
+		f.inFlight += h.Qty // not recorded yet, or already returned there
+	}
+	for i, l := range dbHeld {
+		switch f.gate.Lines[i] {
+		case stock.StateReverted, stock.StateRefunded, stock.StateExpired:
+			f.returning += l.Qty // Redis returned it; the database will
+		}
+	}
+	f.target = max(0, f.rec.Available-f.inFlight+f.returning)
+}
+
+// delta is the correction Redis needs.
+func (f *finding) delta() int64 { return f.target - f.gate.Available }
+
+func (f *finding) correction(a Action, err error) Correction {
+	return Correction{SKU: f.sku, Action: a, Before: f.gate.Available, After: f.target, Delta: f.delta(),
+		Record: f.rec.Available, InFlight: f.inFlight, Returning: f.returning, Err: err}
+}
+
+// unresolved wraps ErrUnresolved with a count.
+func unresolved(n int) error {
+	return fmt.Errorf("%w: %d SKUs", ErrUnresolved, n)
+}
+
+var errNotInRecord = errors.New("reconcile: SKU is on sale in Redis but has no row in the database")

@@ -1,0 +1,229 @@
+package reconcile_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite"
+
+	"github.com/stockguard/stockguard/reconcile"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// pair is one gate + record combination the tests run on.
+type pair struct {
+	name   string
+	redis  func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis)
+	record func(t testing.TB) (*sqlx.DB, sqlstock.Dialect)
+}
+
+// pairs returns miniredis + SQLite always, and real Redis with MariaDB,
+// PostgreSQL and the Cluster when their variables are set.
+func pairs() []pair {
+	mini := func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis) {
+		m := miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		t.Cleanup(func() { c.Close() })
+		return c, m
+	}
+	ps := []pair{{name: "miniredis+sqlite", redis: mini, record: openSQLite}}
+	addr, cluster := os.Getenv("STOCKGUARD_REDIS_ADDR"), os.Getenv("STOCKGUARD_REDIS_CLUSTER")
+	real := func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis) {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		return c, nil
+	}
+	clu := func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis) {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(cluster, ",")})
+		t.Cleanup(func() { c.Close() })
+		return c, nil
+	}
+	if dsn := os.Getenv("STOCKGUARD_MYSQL_DSN"); dsn != "" && addr != "" {
+		ps = append(ps, pair{name: "redis+mariadb", redis: real, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+			return openDB(t, "mysql", dsn+"?interpolateParams=true"), sqlstock.MariaDB
+		}})
+	}
+	if dsn := os.Getenv("STOCKGUARD_POSTGRES_DSN"); dsn != "" {
+		if addr != "" {
+			ps = append(ps, pair{name: "redis+postgres", redis: real, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+				return openDB(t, "pgx", dsn), sqlstock.Postgres
+			}})
+		}
+		if cluster != "" {
+			ps = append(ps, pair{name: "cluster+postgres", redis: clu, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+				return openDB(t, "pgx", dsn), sqlstock.Postgres
+			}})
+		}
+	}
+	return ps
+}
+
+func openSQLite(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+	path := filepath.Join(t.TempDir(), "stock.db")
+	db := openDB(t, "sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)")
+	db.SetMaxOpenConns(4)
+	return db, sqlstock.SQLite
+}
+
+func openDB(t testing.TB, driver, dsn string) *sqlx.DB {
+	t.Helper()
+	db, err := sqlx.Open(driver, dsn)
+	if err != nil {
+		t.Fatalf("open %s: %v", driver, err)
+	}
+	db.SetMaxOpenConns(16)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func unique(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+// world is one test's gate, record, tiered flow and reconciler.
+type world struct {
+	t      testing.TB
+	ctx    context.Context
+	clock  *stocktest.Clock
+	mini   *miniredis.Miniredis
+	rc     redis.UniversalClient
+	prefix string
+	gate   *redisstock.Store
+	record *sqlstock.Store
+	flow   *tiered.Manager
+	rec    *reconcile.Reconciler
+	seen   []reconcile.Correction
+}
+
+func newWorld(t testing.TB, p pair, cfg reconcile.Config) *world {
+	t.Helper()
+	w := &world{t: t, ctx: context.Background(), clock: stocktest.NewClock(stocktest.Epoch)}
+	w.rc, w.mini = p.redis(t)
+	w.prefix = unique("sgrec")
+	var err error
+	w.gate, err = redisstock.New(w.rc, redisstock.Config{Prefix: w.prefix, Clock: w.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, d := p.record(t)
+	table, ledger := unique("sgrs"), unique("sgrl")
+	w.record, err = sqlstock.New(db, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: w.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.record.CreateTables(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{ledger, table} {
+			q := `"` + name + `"`
+			if d == sqlstock.MariaDB {
+				q = "`" + name + "`"
+			}
+			if _, err := db.ExecContext(context.Background(), "DROP TABLE "+q); err != nil {
+				t.Errorf("drop %s: %v", name, err)
+			}
+		}
+		if w.mini == nil {
+			w.deleteKeys()
+		}
+	})
+	w.flow = tiered.New(w.gate, w.record, tiered.Config{})
+	hook := cfg.OnCorrection
+	cfg.OnCorrection = func(c reconcile.Correction) {
+		w.seen = append(w.seen, c)
+		if hook != nil {
+			hook(c)
+		}
+	}
+	w.rec, err = reconcile.New(w.gate, w.record, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// deleteKeys removes the test's keys from a shared real Redis (never
+// FLUSHALL): the "flush" of a real server, and the cleanup.
+func (w *world) deleteKeys() {
+	del := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, w.prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	}
+	var err error
+	switch c := w.rc.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(w.ctx, del)
+	case *redis.Client:
+		err = del(w.ctx, c)
+	}
+	if err != nil {
+		w.t.Errorf("delete keys: %v", err)
+	}
+}
+
+// flush loses Redis's data: FLUSHALL on miniredis, the test's keys on a
+// real server.
+func (w *world) flush() {
+	if w.mini != nil {
+		w.mini.FlushAll()
+		return
+	}
+	w.deleteKeys()
+}
+
+func (w *world) sale(sku string, units int64) {
+	w.t.Helper()
+	if err := w.flow.PutOnSale(w.ctx, stock.Listing{SKU: sku, Units: units}); err != nil {
+		w.t.Fatalf("PutOnSale %s: %v", sku, err)
+	}
+}
+
+func order(id string, sku string, qty int64) stock.Order {
+	return stock.Order{ID: id, Items: []stock.Item{{SKU: sku, Qty: qty}}}
+}
+
+func (w *world) must(err error, what string) {
+	w.t.Helper()
+	if err != nil {
+		w.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// levels returns Redis's and the database's levels of sku.
+func (w *world) levels(sku string) (gate, rec stock.Levels) {
+	w.t.Helper()
+	g, err := w.gate.Levels(w.ctx, sku)
+	w.must(err, "gate Levels")
+	r, err := w.record.Levels(w.ctx, sku)
+	w.must(err, "record Levels")
+	return g, r
+}
+
+// forEach runs f on every pair.
+func forEach(t *testing.T, f func(t *testing.T, p pair)) {
+	for _, p := range pairs() {
+		t.Run(p.name, func(t *testing.T) { f(t, p) })
+	}
+}
