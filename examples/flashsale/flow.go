@@ -100,8 +100,9 @@ func (s *shop) deadLettered(ctx context.Context, h handoff, _ error) {
 }
 
 // schedulePayment decides whether the buyer pays, and if so pays at a random
-// moment within 40% of the hold time: well before the record's deadline
-// (60% of the hold time from now, see putOnSale).
+// moment within 40% of the hold time from now: most payments beat the
+// gate's deadline, some (orders that waited long in the queue) come too
+// late and are refused.
 func (s *shop) schedulePayment(ctx context.Context, id string) {
 	if rand.Float64() < s.cfg.unpaid {
 		return // never pays: the reclaimer returns the units

@@ -20,7 +20,7 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	defer sys.close()
 
 	listings := split(cfg)
-	if err := putOnSale(ctx, sys, cfg, listings); err != nil {
+	if err := putOnSale(ctx, sys, listings); err != nil {
 		return nil, err
 	}
 	st := newStats(cfg.attempts)
@@ -112,21 +112,14 @@ func split(cfg config) []stock.Listing {
 	return out
 }
 
-// putOnSale writes the listings to the record, then to the gate. The
-// record's holds are a little shorter than the gate's: an unpaid hold is
-// returned by the record first, so when the gate returns it and sells the
-// unit again, the record already has the unit back for the new order.
-// (With equal hold times the gate would resell a unit the record still
-// holds for a few milliseconds, and the record would refuse the new order.)
-func putOnSale(ctx context.Context, sys *system, cfg config, listings []stock.Listing) error {
+// putOnSale puts the listings on sale through the tiered flow: the gate
+// gets each listing's hold time and decides when a hold ends; the record
+// gets a longer one, a backstop the tiered reclaimer never needs while it
+// runs (it returns the record's copy of every hold the gate returns).
+func putOnSale(ctx context.Context, sys *system, listings []stock.Listing) error {
 	for _, l := range listings {
-		rl := l
-		rl.HoldTTL = cfg.hold * 6 / 10
-		if err := sys.record.PutOnSale(ctx, rl); err != nil {
-			return fmt.Errorf("record: put %s on sale: %w", l.SKU, err)
-		}
-		if err := sys.gate.PutOnSale(ctx, l); err != nil {
-			return fmt.Errorf("gate: put %s on sale: %w", l.SKU, err)
+		if err := sys.orders.PutOnSale(ctx, l); err != nil {
+			return fmt.Errorf("put %s on sale: %w", l.SKU, err)
 		}
 	}
 	return nil
