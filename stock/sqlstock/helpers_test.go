@@ -129,3 +129,5 @@ func managerFor(b backend, st sqlstock.Strategy) func(t *testing.T, clock stock.
 		return newStore(t, b.open(t), cfg)
 	}
 }
+
+func envDSN(name string) string { return os.Getenv(name) }

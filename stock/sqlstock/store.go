@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -88,9 +89,10 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 	return err
 }
 
-// Restock implements stock.Manager. It is not idempotent: when it fails
-// with an error that is neither a business outcome nor a refusal by the
-// database (a lost connection), the units may have been added.
+// Restock implements stock.Manager. It is not idempotent, so it is never
+// sent twice after a failure whose outcome is unknown (a lost connection,
+// a canceled context): that failure matches stock.ErrUnknownOutcome, and
+// the units may have been added.
 func (s *Store) Restock(ctx context.Context, sku string, units int64) error {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return err
@@ -103,6 +105,9 @@ func (s *Store) Restock(ctx context.Context, sku string, units int64) error {
 		n, err = affected(s.db.ExecContext(ctx, s.q.restock, units, sku, stock.MaxUnits-units))
 		return err
 	})
+	if err != nil && !isServerError(err) && !stock.IsBusiness(err) {
+		return fmt.Errorf("sqlstock: restock: %w: %w", stock.ErrUnknownOutcome, err)
+	}
 	if err != nil || n == 1 {
 		return err
 	}

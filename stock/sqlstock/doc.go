@@ -1,0 +1,89 @@
+// Package sqlstock is the SQL record of sale: stock.Manager and
+// stock.Reclaimer over MySQL, MariaDB, PostgreSQL or SQLite, with a ledger
+// that makes every call exactly-once by order ID. Use it alone for a shop
+// whose database can take its peak, behind the Redis gate (package
+// stock/redisstock) as the record that survives a Redis failover, or as
+// the degraded path when Redis is down.
+//
+//	db, _ := sqlx.Open("mysql", "user@tcp(db:3306)/shop?interpolateParams=true")
+//	s, _ := sqlstock.New(db, sqlstock.Config{Dialect: sqlstock.MariaDB})
+//	_ = s.CreateTables(ctx) // or run sqlstock.Schema(...) in your migrations
+//
+// # Tables
+//
+// The application's stock table has one row per SKU: available, held and
+// sold units, a version, the per-user limit and the hold time (names in
+// Config.Columns; New refuses any name that is not a plain identifier,
+// before it touches the database, and quotes every name it uses). The
+// library's ledger has one row per order line, keyed by (order ID, line
+// number in SKU order), with its user, state and deadline; see Schema.
+// The counts are kept in the stock row, so Levels is one primary-key read.
+//
+// # Strategies
+//
+// All three write the ledger and move the units in one transaction, and
+// lock stock rows in sorted SKU order (canon.Sorted), so multi-SKU orders
+// never deadlock one another.
+//
+//   - Atomic (default): INSERT the ledger lines, then per line
+//     "UPDATE ... SET available = available - n WHERE sku = ? AND
+//     available >= n", then COMMIT. The row is locked only from the UPDATE
+//     to the COMMIT, as in the bare "INSERT ledger + UPDATE" transaction.
+//     The UPDATE also checks the SKU's limit and hold time against the
+//     values the Store remembers (Config.SettingsCache), so the deadline
+//     and the limit used are the row's own without reading the row first.
+//     On PostgreSQL a one-line order of a SKU without a per-user limit is
+//     one autocommit statement (UPDATE ... RETURNING feeding the INSERT):
+//     one round trip.
+//   - Optimistic: read the row, then "UPDATE ... WHERE version = ?";
+//     a lost race is retried with jittered exponential backoff
+//     (github.com/cenkalti/backoff/v5) up to Config.MaxAttempts, then
+//     reported as stock.ErrContention, never as sold out.
+//   - Pessimistic: SELECT ... FOR UPDATE each row, waiting at most
+//     Config.LockWait (PostgreSQL lock_timeout, MariaDB WAIT n, MySQL a
+//     SET_VAR hint), check, then write.
+//
+// SQLite has one writer: every write transaction is BEGIN IMMEDIATE on a
+// pinned connection, with busy_timeout = Config.LockWait, so the three
+// strategies behave alike there (the optimistic read happens inside the
+// transaction and never loses).
+//
+// # Exactly once
+//
+// Deduct writes line 0 of every order, so a second Deduct of an ID hits the
+// ledger's primary key whatever its items; the Store then answers from the
+// ledger: nil for the same items still held or confirmed, ErrConflict for
+// other items, ErrHoldExpired or ErrOrderClosed once the order ended.
+// Confirm, Revert and the reclaimer lock the order's lines, change their
+// state only from the state they read (RowsAffected decides), and then move
+// the units, all in one transaction. A per-user limit is counted from the
+// ledger's held and confirmed lines of that user and SKU, in the Deduct's
+// transaction, after the stock row is locked: one user's concurrent orders
+// are counted one after the other.
+//
+// Time comes from Config.Clock, never from the database's clock; deadlines
+// are stored in Unix milliseconds.
+//
+// # Errors
+//
+// Business outcomes are the stock sentinels, wrapped with the SKU
+// (*stock.SKUError) or the order ID. Deadlocks (MySQL 1213, PostgreSQL
+// 40P01), lock wait timeouts (1205, 3572, 55P03), serialization failures
+// (40001) and SQLITE_BUSY roll the transaction back and run it again with
+// backoff; when Config.MaxAttempts are used up the call fails with a
+// *ContentionError matching stock.ErrContention. Error codes are read
+// without importing a driver (SQLState() for pgx and lib/pq, Code() for
+// modernc.org/sqlite, the Number field of the MySQL driver's MySQLError),
+// so importing this package pulls in no driver.
+//
+// An error from COMMIT (or from PostgreSQL's one-statement deduct) that is
+// not a reply from the server leaves the outcome unknown. The Store never
+// guesses: it runs the call again, and since every call is idempotent by
+// order ID the ledger tells what happened (a committed Deduct is found by
+// its primary key and answers nil). If it cannot learn it, the error
+// matches stock.ErrUnknownOutcome. Restock is not idempotent and is not run
+// again after such an error.
+//
+// A Store is safe for concurrent use; any number of Stores in any number of
+// processes may share one pair of tables.
+package sqlstock
