@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+)
+
+const units = 10_000_000 // on sale per run: no case sells out
+
+var errRawSoldOut = errors.New("raw: sold out")
+
+// isRefusal reports a call the store refused without failing: contention
+// (optimistic retries used up, lock waits) or, never expected, sold out.
+func isRefusal(err error) bool {
+	return errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrSoldOut) || errors.Is(err, errRawSoldOut)
+}
+
+// rawDeduct is the minimal check-and-DECRBY script every Redis figure is
+// compared with.
+var rawDeduct = redis.NewScript(`local v = tonumber(redis.call('GET', KEYS[1]))
+if v and v >= tonumber(ARGV[1]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 1 end
+return 0`)
+
+// setup connects to every store the options name and returns their cases,
+// and a cleanup that removes what the run created.
+func setup(ctx context.Context, opt options) ([]group, func(), error) {
+	tag := "sgbench" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	var groups []group
+
+	addr, store := opt.redis, "Redis"
+	if addr == "" {
+		mr, err := miniredis.Run()
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, mr.Close)
+		addr, store = mr.Addr(), "miniredis"
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
+	cleanups = append(cleanups, func() { dropRedis(rdb, tag); rdb.Close() })
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, cleanup, fmt.Errorf("redis %s: %w", addr, err)
+	}
+	g, err := redisGroup(rdb, store, tag)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	groups = append(groups, g)
+
+	type sqlTarget struct{ store, driver, dsn string }
+	var targets []sqlTarget
+	if opt.mysql != "" {
+		targets = append(targets, sqlTarget{"MySQL", "mysql", opt.mysql})
+	}
+	if opt.postgres != "" {
+		targets = append(targets, sqlTarget{"PostgreSQL", "pgx", opt.postgres})
+	}
+	if len(targets) == 0 {
+		dir, err := os.MkdirTemp("", "sgbench")
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		dsn := "file:" + filepath.Join(dir, "bench.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)"
+		targets = append(targets, sqlTarget{"SQLite", "sqlite", dsn})
+	}
+	for _, t := range targets {
+		db, err := sqlx.Open(t.driver, t.dsn)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		db.SetMaxOpenConns(128)
+		db.SetMaxIdleConns(128)
+		cleanups = append(cleanups, func() { db.Close() })
+		g, drop, err := sqlGroup(ctx, db, t.store, tag)
+		cleanups = append(cleanups, drop)
+		if err != nil {
+			return nil, cleanup, fmt.Errorf("%s: %w", t.store, err)
+		}
+		groups = append(groups, g)
+	}
+	return groups, cleanup, nil
+}
+
+func redisGroup(rdb *redis.Client, store, tag string) (group, error) {
+	raw := tag + ":{hot}:raw"
+	s, err := redisstock.New(rdb, redisstock.Config{Prefix: tag})
+	if err != nil {
+		return group{}, err
+	}
+	return group{store: store, cases: []benchCase{
+		{
+			name: "raw EVALSHA check+DECRBY",
+			prep: func(ctx context.Context) error { return rdb.Set(ctx, raw, units, 0).Err() },
+			op: func(ctx context.Context, _ int64) error {
+				n, err := rawDeduct.Run(ctx, rdb, []string{raw}, 1).Int()
+				if err == nil && n == 0 {
+					err = errRawSoldOut
+				}
+				return err
+			},
+		},
+		managerCase("redisstock Deduct", s),
+	}}, nil
+}
+
+// managerCase deducts one unit per call through a stock.Manager.
+func managerCase(name string, m stock.Manager) benchCase {
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	return benchCase{
+		name: name,
+		prep: func(ctx context.Context) error {
+			run = strconv.FormatInt(time.Now().UnixNano(), 36)
+			return m.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: units, HoldTTL: time.Hour})
+		},
+		op: func(ctx context.Context, seq int64) error {
+			id := run + "-" + strconv.FormatInt(seq, 10)
+			return m.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: "hot", Qty: 1}}})
+		},
+	}
+}
+
+func dropRedis(rdb *redis.Client, tag string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, tag+":*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == 1000 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		rdb.Unlink(ctx, batch...)
+	}
+}
+
+func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(), error) {
+	var dropped []string
+	drop := func() {
+		for _, t := range dropped {
+			db.Exec("DROP TABLE IF EXISTS " + t)
+		}
+	}
+	dialect := sqlstock.Dialect(0)
+	if db.DriverName() == "mysql" {
+		var v string
+		if err := db.GetContext(ctx, &v, "SELECT VERSION()"); err != nil {
+			return group{}, drop, err
+		}
+		dialect = sqlstock.MySQL
+		if strings.Contains(v, "MariaDB") {
+			dialect, store = sqlstock.MariaDB, "MariaDB"
+		}
+	}
+	rawStock, rawLedger := tag+"_raw", tag+"_rawledger"
+	dropped = append(dropped, rawStock, rawLedger)
+	for _, q := range []string{
+		"CREATE TABLE " + rawStock + " (sku VARCHAR(64) PRIMARY KEY, available BIGINT NOT NULL)",
+		"CREATE TABLE " + rawLedger + " (order_id VARCHAR(64) PRIMARY KEY, sku VARCHAR(64) NOT NULL, qty BIGINT NOT NULL)",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return group{}, drop, err
+		}
+	}
+	update := db.Rebind("UPDATE " + rawStock + " SET available = available - 1 WHERE sku = ? AND available >= 1")
+	insert := db.Rebind("INSERT INTO " + rawLedger + " (order_id, sku, qty) VALUES (?, 'hot', 1)")
+	prep := func(ctx context.Context) error {
+		if _, err := db.ExecContext(ctx, "DELETE FROM "+rawStock); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, db.Rebind("INSERT INTO "+rawStock+" (sku, available) VALUES ('hot', ?)"), units)
+		return err
+	}
+	taken := func(res interface{ RowsAffected() (int64, error) }) error {
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return errors.Join(errRawSoldOut, err)
+		}
+		return nil
+	}
+	g := group{store: store, baseline: 1, cases: []benchCase{
+		{name: "raw UPDATE … WHERE available >= 1", prep: prep, op: func(ctx context.Context, _ int64) error {
+			res, err := db.ExecContext(ctx, update, "hot")
+			if err != nil {
+				return err
+			}
+			return taken(res)
+		}},
+		{name: "raw tx: INSERT ledger + UPDATE", prep: prep, op: func(ctx context.Context, seq int64) error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, insert, tag+strconv.FormatInt(seq, 36)); err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, update, "hot")
+			if err != nil {
+				return err
+			}
+			if err := taken(res); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}},
+	}}
+	for _, st := range []sqlstock.Strategy{sqlstock.Atomic, sqlstock.Optimistic, sqlstock.Pessimistic} {
+		table, ledger := tag+"_"+st.String(), tag+"_"+st.String()+"_ledger"
+		dropped = append(dropped, ledger, table)
+		s, err := sqlstock.New(db, sqlstock.Config{Strategy: st, Dialect: dialect, Table: table, Ledger: ledger, MaxAttempts: 3})
+		if err != nil {
+			return group{}, drop, err
+		}
+		if err := s.CreateTables(ctx); err != nil {
+			return group{}, drop, err
+		}
+		g.cases = append(g.cases, managerCase("sqlstock "+st.String(), s))
+	}
+	return g, drop, nil
+}

@@ -1,0 +1,182 @@
+// Command bench runs every stockguard backend beside the raw operation it
+// is built on, on the servers it is given, and prints one Markdown table:
+// deducts per second, p50/p99 latency, failed calls, and the ratio to the
+// raw baseline measured in the same run.
+//
+//	go run ./examples/bench -redis 127.0.0.1:6379 \
+//	    -mysql 'root@tcp(127.0.0.1:3306)/test?interpolateParams=true' \
+//	    -postgres 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//
+// Every case loops "deduct one unit of one hot SKU" from -clients
+// goroutines for -duration, with a fresh order ID per call. With no server
+// flags it runs on miniredis and SQLite in-process, which shows the shape of
+// the table but not production figures.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	redis, mysql, postgres string
+	clients                []int
+	duration               time.Duration
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	opt, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	groups, cleanup, err := setup(ctx, opt)
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "| store | case | clients | deducts/s | p50 ms | p99 ms | failed | vs baseline |")
+	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|")
+	for _, g := range groups {
+		for _, n := range opt.clients {
+			results := make([]result, len(g.cases))
+			for i, c := range g.cases {
+				fmt.Fprintf(stderr, "bench: %s / %s / %d clients\n", g.store, c.name, n)
+				if results[i], err = measure(ctx, c, n, opt.duration); err != nil {
+					fmt.Fprintf(stderr, "bench: %s %s: %v\n", g.store, c.name, err)
+					return 1
+				}
+			}
+			base := results[g.baseline].perSec
+			for i, r := range results {
+				ratio := "baseline"
+				if i != g.baseline {
+					ratio = fmt.Sprintf("%.2fx", r.perSec/base)
+				}
+				fmt.Fprintf(stdout, "| %s | %s | %d | %.0f | %.2f | %.2f | %.1f%% | %s |\n",
+					g.store, g.cases[i].name, n, r.perSec, r.p50, r.p99, r.failedPct, ratio)
+			}
+		}
+	}
+	return 0
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opt options
+	clients := fs.String("clients", "8,64", "comma-separated numbers of concurrent clients")
+	fs.StringVar(&opt.redis, "redis", "", "Redis address (default: in-process miniredis)")
+	fs.StringVar(&opt.mysql, "mysql", "", "MySQL/MariaDB DSN")
+	fs.StringVar(&opt.postgres, "postgres", "", "PostgreSQL DSN (pgx)")
+	fs.DurationVar(&opt.duration, "duration", 3*time.Second, "how long each case runs")
+	if err := fs.Parse(args); err != nil {
+		return opt, err
+	}
+	if fs.NArg() > 0 {
+		return opt, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if opt.duration < 100*time.Millisecond || opt.duration > time.Hour {
+		return opt, fmt.Errorf("-duration %v is outside [100ms, 1h]", opt.duration)
+	}
+	for _, f := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 4096 {
+			return opt, fmt.Errorf("-clients: %q is not a number in [1, 4096]", f)
+		}
+		opt.clients = append(opt.clients, n)
+	}
+	return opt, nil
+}
+
+// A group is one store's cases; cases[baseline] is the raw operation the
+// others are compared with.
+type group struct {
+	store    string
+	baseline int
+	cases    []benchCase
+}
+
+// A benchCase deducts one unit per call; seq is unique per call.
+type benchCase struct {
+	name string
+	prep func(ctx context.Context) error // fresh stock before each run
+	op   func(ctx context.Context, seq int64) error
+}
+
+type result struct {
+	perSec, p50, p99, failedPct float64
+}
+
+// measure runs c from n goroutines for d and summarises the calls.
+func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, error) {
+	if err := c.prep(ctx); err != nil {
+		return result{}, err
+	}
+	var (
+		seq, ok, failed atomic.Int64
+		wg              sync.WaitGroup
+		mu              sync.Mutex
+		lat             []time.Duration
+		fatal           error
+	)
+	deadline := time.Now().Add(d)
+	for range n {
+		wg.Go(func() {
+			var mine []time.Duration
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				err := c.op(ctx, seq.Add(1))
+				mine = append(mine, time.Since(t0))
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case isRefusal(err):
+					failed.Add(1)
+				default:
+					mu.Lock()
+					fatal = err
+					mu.Unlock()
+					return
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if fatal != nil {
+		return result{}, fatal
+	}
+	if len(lat) == 0 {
+		return result{}, errors.New("no call finished")
+	}
+	slices.Sort(lat)
+	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / 1e6 }
+	total := ok.Load() + failed.Load()
+	return result{
+		perSec:    float64(ok.Load()) / d.Seconds(),
+		p50:       ms(0.50),
+		p99:       ms(0.99),
+		failedPct: 100 * float64(failed.Load()) / float64(max(total, 1)),
+	}, nil
+}
