@@ -56,9 +56,12 @@ func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
 }
 
 // inImmediateTx runs fn between BEGIN IMMEDIATE and COMMIT on one pinned
-// connection. SQLite runs in-process: a COMMIT that fails leaves the
-// transaction open or rolled back, never half-known, so its errors are
-// definite; a connection that cannot be rolled back is discarded.
+// connection. SQLite runs in-process: COMMIT is sent without the caller's
+// cancellation (an interrupted COMMIT could not tell whether it applied)
+// and a COMMIT that fails leaves the transaction open or rolled back,
+// never half-known, so its errors are definite. After any failure the
+// transaction is rolled back, and a connection that may still hold one
+// (a canceled BEGIN, a failed ROLLBACK) is discarded, never pooled.
 func (s *Store) inImmediateTx(ctx context.Context, fn func(q querier) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -68,17 +71,18 @@ func (s *Store) inImmediateTx(ctx context.Context, fn func(q querier) error) err
 	if _, err := conn.ExecContext(ctx, s.q.sqliteBusy); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
+	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	if classify(err) == errTransient {
+		return err // SQLITE_BUSY: no transaction was started
 	}
-	err = fn(conn)
 	if err == nil {
-		if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
-			return nil
+		if err = fn(conn); err == nil {
+			if _, err = conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err == nil {
+				return nil
+			}
 		}
 	}
 	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-		// Never hand a connection with an open transaction back to the pool.
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
 	return err
