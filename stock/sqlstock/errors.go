@@ -124,6 +124,11 @@ func (e *ContentionError) Unwrap() error { return e.Last }
 // running it again after an unknown COMMIT reads the ledger to learn what
 // happened.
 func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
+	first := fn()
+	var ce *commitError
+	if first == nil || (!errors.As(first, &ce) && !errors.Is(first, errRetry) && classify(first) != errTransient) {
+		return first // the common case: no backoff to set up
+	}
 	var (
 		last     error
 		attempts int
@@ -137,7 +142,10 @@ func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
 	}
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		attempts++
-		err := fn()
+		err := first
+		if attempts > 1 {
+			err = fn()
+		}
 		last = err
 		var ce *commitError
 		switch {

@@ -31,6 +31,7 @@ type queries struct {
 	release, refund, confirm        string
 	due                             string
 	beginLockWait, sqliteBusy       string
+	insertOne                       string // insertLedger(1), built once
 }
 
 func newQueries(d Dialect, cfg Config) *queries {
@@ -85,6 +86,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 		q.beginLockWait = "SET LOCAL lock_timeout = '" + itoa(cfg.LockWait.Milliseconds()) + "ms'"
 	}
 	q.sqliteBusy = "PRAGMA busy_timeout = " + itoa(cfg.LockWait.Milliseconds())
+	q.insertOne = q.insertLedger(1)
 	return q
 }
 
@@ -101,6 +103,9 @@ func (q *queries) readStock(n int) string {
 
 // insertLedger writes n held lines.
 func (q *queries) insertLedger(n int) string {
+	if n == 1 && q.insertOne != "" {
+		return q.insertOne
+	}
 	var b strings.Builder
 	b.WriteString("INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, created_ms) VALUES ")
 	for i := range n {

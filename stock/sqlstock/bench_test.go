@@ -1,0 +1,173 @@
+package sqlstock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+)
+
+// BenchmarkDeduct measures each strategy deducting one unit per order, on
+// one hot SKU and on 1,000 SKUs, at 8 and 64 parallel clients (one
+// connection each), beside the raw statements in the same run:
+//
+//   - raw-update: UPDATE stock SET available = available - 1 WHERE sku = ?
+//     AND available >= 1, autocommit;
+//   - raw-ledger-tx: BEGIN; INSERT one ledger row; that UPDATE; COMMIT.
+//
+// Each reports ok/s (successful deducts per second); the strategies also
+// report x_raw_tx, their ok/s over raw-ledger-tx's, and fail/op (the
+// share of calls that failed, stock.ErrContention for Optimistic). MySQL
+// DSNs get interpolateParams=true. Run:
+//
+//	go test -run '^$' -bench BenchmarkDeduct -benchtime 2s ./stock/sqlstock
+func BenchmarkDeduct(b *testing.B) {
+	for _, be := range backends() {
+		b.Run(be.name, func(b *testing.B) {
+			db := benchOpen(b, be)
+			cfg := sqlstock.Config{Dialect: be.dialect, Table: uniqueName("sgs"), Ledger: uniqueName("sgl")}
+			newStore(b, db, cfg)
+			for _, skus := range []int{1, 1000} {
+				b.Run(fmt.Sprintf("skus=%d", skus), func(b *testing.B) {
+					names := make([]string, skus)
+					stores := map[sqlstock.Strategy]*sqlstock.Store{}
+					for _, st := range strategies {
+						c := cfg
+						c.Strategy = st
+						s, err := sqlstock.New(db, c)
+						if err != nil {
+							b.Fatal(err)
+						}
+						stores[st] = s
+					}
+					for i := range names {
+						names[i] = fmt.Sprintf("sku-%d-%d", skus, i)
+						if err := stores[sqlstock.Atomic].PutOnSale(context.Background(), stock.Listing{SKU: names[i], Units: 1 << 40}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					for _, clients := range []int{8, 64} {
+						b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+							db.SetMaxOpenConns(clients)
+							db.SetMaxIdleConns(clients)
+							var rawTx float64
+							b.Run("raw-update", func(b *testing.B) {
+								q := db.Rebind("UPDATE " + quote(be.dialect, cfg.Table) + " SET available = available - 1 WHERE sku = ? AND available >= 1")
+								runClients(b, clients, names, func(ctx context.Context, _ string, sku string) error {
+									_, err := db.ExecContext(ctx, q, sku)
+									return err
+								})
+							})
+							b.Run("raw-ledger-tx", func(b *testing.B) {
+								ins := db.Rebind("INSERT INTO " + quote(be.dialect, cfg.Ledger) +
+									" (order_id, line, sku, qty, user_id, state, deadline_ms, created_ms) VALUES (?, 0, ?, 1, '', 1, ?, ?)")
+								upd := db.Rebind("UPDATE " + quote(be.dialect, cfg.Table) + " SET available = available - 1 WHERE sku = ? AND available >= 1")
+								rawTx = runClients(b, clients, names, func(ctx context.Context, id, sku string) error {
+									return rawLedgerTx(ctx, db, ins, upd, id, sku)
+								})
+							})
+							for _, st := range strategies {
+								b.Run(st.String(), func(b *testing.B) {
+									s := stores[st]
+									ok := runClients(b, clients, names, func(ctx context.Context, id, sku string) error {
+										return s.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: sku, Qty: 1}}})
+									})
+									if rawTx > 0 {
+										b.ReportMetric(ok/rawTx, "x_raw_tx")
+									}
+								})
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+// runClients runs op b.N times from clients goroutines, each call with a
+// fresh order ID and a random SKU of names, and reports ok/s and fail/op.
+// It returns ok/s.
+func runClients(b *testing.B, clients int, names []string, op func(ctx context.Context, id, sku string) error) float64 {
+	b.ReportAllocs()
+	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
+	run := uniqueName("o")
+	var seq, ok, failed atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			n := seq.Add(1)
+			sku := names[0]
+			if len(names) > 1 {
+				sku = names[rand.IntN(len(names))]
+			}
+			if err := op(ctx, run+"-"+fmt.Sprint(n), sku); err != nil {
+				failed.Add(1)
+				if !errors.Is(err, stock.ErrContention) {
+					firstErr.CompareAndSwap(nil, err)
+				}
+				continue
+			}
+			ok.Add(1)
+		}
+	})
+	elapsed := time.Since(start).Seconds()
+	if err, _ := firstErr.Load().(error); err != nil {
+		b.Fatalf("deduct: %v", err)
+	}
+	rate := float64(ok.Load()) / elapsed
+	b.ReportMetric(rate, "ok/s")
+	b.ReportMetric(float64(failed.Load())/float64(max(1, seq.Load())), "fail/op")
+	return rate
+}
+
+func rawLedgerTx(ctx context.Context, db *sqlx.DB, ins, upd, id, sku string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	now := time.Now().UnixMilli()
+	if _, err := tx.ExecContext(ctx, ins, id, sku, now+60_000, now); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, upd, sku)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("raw update changed %d rows: %v", n, err)
+	}
+	return tx.Commit()
+}
+
+// benchOpen opens be's database for benchmarks: MySQL with
+// interpolateParams=true (no prepare round trip), SQLite in WAL mode.
+func benchOpen(b *testing.B, be backend) *sqlx.DB {
+	switch be.dialect {
+	case sqlstock.MariaDB, sqlstock.MySQL:
+		dsn := os.Getenv("STOCKGUARD_MYSQL_DSN")
+		if !strings.Contains(dsn, "interpolateParams") {
+			sep := "?"
+			if strings.Contains(dsn, "?") {
+				sep = "&"
+			}
+			dsn += sep + "interpolateParams=true"
+		}
+		return openDB(b, "mysql", dsn)
+	}
+	return be.open(b)
+}
