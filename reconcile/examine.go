@@ -22,7 +22,7 @@ type finding struct {
 	// (see Correction); target = rec.Available - inFlight + returning,
 	// never below 0.
 	inFlight, returning, target int64
-	stale                       bool  // an administrative write moved the SKU between the reads
+	stale                       bool  // the SKU moved between the reads: read it again
 	err                         error // the SKU cannot be computed
 }
 
@@ -79,10 +79,9 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 		f := &out[i]
 		f.sku, f.epoch, f.gate, f.rec = sku, pre[i].Epoch, snaps[i], levels[i]
 		f.stale = snaps[i].Epoch != pre[i].Epoch
-		if len(snaps[i].Lost) > 0 {
-			f.err = fmt.Errorf("reconcile: SKU %q: %d holds in Redis have no line record (e.g. %q): their units are unknown",
-				sku, len(snaps[i].Lost), snaps[i].Lost[0])
-		}
+		// A hold whose line record is gone (a flush or a hand-deleted key)
+		// will never be returned by Redis: its units are not in flight,
+		// so Snapshot's Holds leaving it out is what the target needs.
 		f.compute(held[sku], inDB, states)
 	}
 	return out, nil
@@ -138,6 +137,12 @@ func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet, states map[strin
 		}
 	}
 	f.target = max(0, f.rec.Available-f.inFlight+f.returning)
+}
+
+// needsCorrection reports whether f is a readable SKU on sale on both
+// sides that Redis disagrees about.
+func (f *finding) needsCorrection() bool {
+	return !f.stale && f.err == nil && f.gate.Exists && f.rec.Exists && f.delta() != 0
 }
 
 // delta is the correction Redis needs.

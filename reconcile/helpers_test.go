@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -108,6 +109,7 @@ type world struct {
 	record *sqlstock.Store
 	flow   *tiered.Manager
 	rec    *reconcile.Reconciler
+	mu     sync.Mutex
 	seen   []reconcile.Correction
 }
 
@@ -147,7 +149,9 @@ func newWorld(t testing.TB, p pair, cfg reconcile.Config) *world {
 	w.flow = tiered.New(w.gate, w.record, tiered.Config{})
 	hook := cfg.OnCorrection
 	cfg.OnCorrection = func(c reconcile.Correction) {
+		w.mu.Lock()
 		w.seen = append(w.seen, c)
+		w.mu.Unlock()
 		if hook != nil {
 			hook(c)
 		}
@@ -163,13 +167,24 @@ func newWorld(t testing.TB, p pair, cfg reconcile.Config) *world {
 // FLUSHALL): the "flush" of a real server, and the cleanup.
 func (w *world) deleteKeys() {
 	del := func(ctx context.Context, c *redis.Client) error {
+		var keys []string
 		iter := c.Scan(ctx, 0, w.prefix+":*", 1000).Iterator()
 		for iter.Next(ctx) {
-			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
-				return err
-			}
+			keys = append(keys, iter.Val())
 		}
-		return iter.Err()
+		if err := iter.Err(); err != nil || len(keys) == 0 {
+			return err
+		}
+		if _, cluster := w.rc.(*redis.ClusterClient); !cluster {
+			return c.Del(ctx, keys...).Err() // one command: as atomic as FLUSHALL
+		}
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Del(ctx, k)
+			}
+			return nil
+		})
+		return err
 	}
 	var err error
 	switch c := w.rc.(type) {
@@ -226,4 +241,11 @@ func forEach(t *testing.T, f func(t *testing.T, p pair)) {
 	for _, p := range pairs() {
 		t.Run(p.name, func(t *testing.T) { f(t, p) })
 	}
+}
+
+// corrections returns what the hook has seen so far.
+func (w *world) corrections() []reconcile.Correction {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]reconcile.Correction(nil), w.seen...)
 }

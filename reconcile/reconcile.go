@@ -116,21 +116,20 @@ func (r *Reconciler) eachPage(ctx context.Context, fn func(skus []string) error)
 func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (Report, error) {
 	rep := Report{Checked: len(skus)}
 	for attempt := 1; len(skus) > 0; attempt++ {
-		fs, err := r.examine(ctx, skus)
+		fs, again, err := r.examineTwice(ctx, skus, attempt)
 		if err != nil {
 			return rep, err
 		}
-		var again []string
 		var rebuild []*finding
 		for i := range fs {
 			f := &fs[i]
 			switch {
 			case f.stale && attempt < r.cfg.MaxAttempts:
 				again = append(again, f.sku)
-			case f.stale:
-				r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q kept changing under administrative writes", f.sku)))
 			case f.err != nil:
 				r.note(&rep, f.correction(ActionFailed, f.err))
+			case f.stale:
+				r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q kept changing under administrative writes", f.sku)))
 			case !f.rec.Exists && f.gate.Exists:
 				r.note(&rep, f.correction(ActionFailed, fmt.Errorf("%w: %q", errNotInRecord, f.sku)))
 			case !f.rec.Exists:
@@ -148,6 +147,10 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 			default:
 				applied, err := r.gate.Adjust(ctx, f.sku, f.epoch, f.delta())
 				switch {
+				case (errors.Is(err, stock.ErrUnknownSKU) || errors.Is(err, stock.ErrInvalid)) && attempt < r.cfg.MaxAttempts:
+					// Flushed since the reading (rebuild it), or Redis sold
+					// the units a negative correction would remove: read again.
+					again = append(again, f.sku)
 				case err != nil && stock.IsBusiness(err):
 					r.note(&rep, f.correction(ActionFailed, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)))
 				case err != nil:
@@ -167,6 +170,49 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 		skus = again
 	}
 	return rep, nil
+}
+
+// examineTwice examines skus, then examines again those that need a
+// correction, and keeps a correction only when the second reading computes
+// the same one: a one-sided moment no single reading can see (see the
+// package doc) does not last from one reading to the next. SKUs whose two
+// readings differ are returned in again, to be read anew, unless this is
+// the last attempt (then the second reading stands).
+func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt int) (fs []finding, again []string, err error) {
+	fs, err = r.examine(ctx, skus)
+	if err != nil {
+		return nil, nil, err
+	}
+	var recheck []string
+	for i := range fs {
+		if f := &fs[i]; f.needsCorrection() {
+			recheck = append(recheck, f.sku)
+		}
+	}
+	if len(recheck) == 0 {
+		return fs, nil, nil
+	}
+	second, err := r.examine(ctx, recheck)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept := fs[:0]
+	j := 0
+	for i := range fs {
+		f := fs[i]
+		if !f.needsCorrection() {
+			kept = append(kept, f)
+			continue
+		}
+		s := second[j]
+		j++
+		if s.delta() != f.delta() && attempt < r.cfg.MaxAttempts {
+			again = append(again, f.sku)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return kept, again, nil
 }
 
 // rebuild puts SKUs Redis has no state for on sale from the database.
