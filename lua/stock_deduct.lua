@@ -20,6 +20,12 @@
 --
 -- Every check runs before any write, so the script is all or nothing, and
 -- running it twice takes the stock once: the second run finds the records.
+--
+-- On a Redis Cluster the Store runs this script once per slot group, after
+-- binding the order ID with SET NX GET in the same pipeline (the directory
+-- entry lives in another slot, so it cannot be in KEYS here). Without hash
+-- slots it runs stock_deduct_batch.lua instead, which binds the ID inside
+-- the script.
 local now = tonumber(ARGV[1])
 local id, user, ident = ARGV[2], ARGV[3], ARGV[4]
 local keep = tonumber(ARGV[5])
@@ -39,7 +45,7 @@ for i = 1, n do
     if r[1] == 'reverted' or r[1] == 'refunded' then return {'closed', i} end
     if dl > latest then latest = dl end
   else
-    local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold_ms')
+    local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold_ms', 'held', 'ver')
     if not s[1] then return {'unknown_sku', i} end
     if tonumber(s[1]) < qty then return {'sold_out', i} end
     local limit = tonumber(s[2] or '0')
@@ -50,15 +56,14 @@ for i = 1, n do
     end
     local dl = now + tonumber(s[3])
     if dl > latest then latest = dl end
-    take[#take + 1] = {b, qty, dl}
+    take[#take + 1] = {b, qty, dl, tonumber(s[1]), tonumber(s[4] or '0'), tonumber(s[5] or '0')}
   end
 end
 
 for _, t in ipairs(take) do
   local b, qty, dl = t[1], t[2], t[3]
-  redis.call('HINCRBY', KEYS[b + 1], 'avail', -qty)
-  redis.call('HINCRBY', KEYS[b + 1], 'held', qty)
-  redis.call('HINCRBY', KEYS[b + 1], 'ver', 1)
+  redis.call('HSET', KEYS[b + 1], 'avail', string.format('%d', t[4] - qty),
+    'held', string.format('%d', t[5] + qty), 'ver', string.format('%d', t[6] + 1))
   if user ~= '' then redis.call('HINCRBY', KEYS[b + 3], user, qty) end
   redis.call('ZADD', KEYS[b + 2], dl, id)
   redis.call('HSET', KEYS[b + 4], 'st', 'held', 'qty', qty, 'user', user, 'dl', dl, 'id', ident)

@@ -2,152 +2,104 @@ package redisstock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/stock"
 )
 
-// Deduct places a hold on every item of the order, or on none, in one round
-// trip when the order's SKUs share a slot (always on a non-cluster client).
-// A repeated Deduct of a held or confirmed order returns nil and takes
-// nothing more. A failed Deduct that was the first to use its order ID
-// frees the ID again.
+// Deduct places a hold on every item of the order, or on none. On a client
+// without hash slots it is one script call, shared with concurrent Deducts
+// unless Config.MaxBatch is 1; on a Redis Cluster it is one round trip when
+// the order's SKUs share a slot. A repeated Deduct of a held or confirmed
+// order returns nil and takes nothing more. A failed Deduct leaves its
+// order ID free.
 func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	items := canon.Sorted(o.Items)
 	ident := o.UserID + "\n" + canon.Signature(items)
-	groups := s.groups(items)
-	now := s.nowMs()
+	if s.cluster {
+		return s.deductSlots(ctx, o, ident, items)
+	}
+	p := s.prepare(o, ident, items)
+	if s.batch == nil {
+		c := &call{ctx: ctx, o: p}
+		s.deductBatch(ctx, []*call{c})
+		return c.err
+	}
+	return s.batch.do(ctx, p)
+}
+
+// prepared is one order's part of a stock_deduct_batch.lua call.
+type prepared struct {
+	id    string
+	items []stock.Item // sorted by SKU
+	keys  []string     // directory entry, then 4 per line
+	args  []any        // ID, user, identity, line count, quantities
+}
+
+func (s *Store) prepare(o stock.Order, ident string, items []stock.Item) *prepared {
+	p := &prepared{id: o.ID, items: items}
+	p.keys = make([]string, 0, 1+4*len(items))
+	p.keys = append(p.keys, s.dirKey(o.ID))
+	p.args = make([]any, 0, 4+len(items))
+	p.args = append(p.args, o.ID, o.UserID, ident, len(items))
+	for _, it := range items {
+		p.keys = s.lineKeys(p.keys, it.SKU, o.ID)
+		p.args = append(p.args, it.Qty)
+	}
+	return p
+}
+
+// deductBatch runs the orders of calls in one script call on ctx and sets
+// each call's err (closing its done channel, if any). A failed call gives
+// every order the same classified error.
+func (s *Store) deductBatch(ctx context.Context, calls []*call) {
+	nk, na := 0, 3
+	for _, c := range calls {
+		nk, na = nk+len(c.o.keys), na+len(c.o.args)
+	}
+	keys := make([]string, 0, nk)
+	args := make([]any, 0, na)
 	dirTTL := stock.DefaultHoldTTL + s.keep
-
-	// One round trip: bind the order ID to its items, and take the first
-	// slot group.
-	var dir, first *redis.Cmd
-	created := false
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		// A resend (see pipelined) finds the entry its first send wrote.
-		created = created || (dir != nil && dir.Err() == redis.Nil)
-		dir = p.Do(ctx, "set", s.dirKey(o.ID), ident, "px", dirTTL.Milliseconds(), "nx", "get")
-		first = s.deductGroup(ctx, p, o, ident, groups[0], now)
-	})
-	if err := firstErr(dir, first); err != nil {
-		return s.writeErr(ctx, "deduct", err)
+	args = append(args, s.nowMs(), s.keep.Milliseconds(), dirTTL.Milliseconds())
+	for _, c := range calls {
+		keys = append(keys, c.o.keys...)
+		args = append(args, c.o.args...)
 	}
-	created = created || dir.Err() == redis.Nil
-	if !created {
-		if held, _ := dir.Text(); held != ident {
-			taken := 0
-			if ok, _, _ := s.groupResult(first, groups[0]); ok {
-				taken = 1
-			}
-			return s.undo(ctx, o.ID, ident, groups[:taken], now,
-				fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict))
+	res, err := batchScript.Run(ctx, s.c, keys, args...).Slice()
+	for i, c := range calls {
+		switch {
+		case err != nil:
+			c.err = s.writeErr(c.ctx, "deduct", err)
+		case len(res) != 2*len(calls):
+			c.err = badReply("deduct", res)
+		default:
+			c.err = orderResult(c.o, res[2*i], res[2*i+1])
+		}
+		if c.done != nil {
+			close(c.done)
 		}
 	}
+}
 
-	latest := int64(0)
-	for i, g := range groups {
-		res := first
-		if i > 0 {
-			res = s.deductGroup(ctx, s.c, o, ident, g, now)
-			if err := res.Err(); err != nil {
-				// The group may have been taken: the caller retries with
-				// the same order ID, and the reclaimer returns whatever a
-				// caller who gives up leaves held.
-				return s.writeErr(ctx, "deduct", err)
-			}
-		}
-		ok, dl, err := s.groupResult(res, g)
-		if err != nil {
-			err = s.undo(ctx, o.ID, ident, groups[:i], now, err)
-			if created {
-				if rerr := dirReleaseScript.Run(ctx, s.c, []string{s.dirKey(o.ID)}, ident).Err(); rerr != nil {
-					err = errors.Join(err, s.writeErr(ctx, "free order ID", rerr))
-				}
-			}
+// orderResult reads one order's part of the reply: nil, or the business
+// error naming the failed line (or the order, for its directory entry).
+func orderResult(p *prepared, code, at any) error {
+	word, _ := code.(string)
+	n, ok := at.(int64)
+	switch {
+	case word == "ok" && ok:
+		return nil
+	case word == "conflict" && n == 0:
+		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(p.id), stock.ErrConflict)
+	case ok && n >= 1 && int(n) <= len(p.items):
+		if err := lineErr(word, p.items[n-1].SKU); err != nil {
 			return err
 		}
-		if ok {
-			latest = max(latest, dl)
-		}
 	}
-	// Keep the directory as long as the records (holds longer than the
-	// default hold time; rare).
-	if ttl := latest - now + s.keep.Milliseconds(); ttl > dirTTL.Milliseconds() {
-		if err := s.c.PExpire(ctx, s.dirKey(o.ID), time.Duration(ttl)*time.Millisecond).Err(); err != nil {
-			return s.writeErr(ctx, "deduct", err)
-		}
-	}
-	return nil
-}
-
-// deductGroup queues (on a pipeline) or runs the deduct script for the
-// lines of one slot group.
-func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, o stock.Order, ident string, g []stock.Item, now int64) *redis.Cmd {
-	keys := make([]string, 0, 4*len(g))
-	args := make([]any, 0, 5+len(g))
-	args = append(args, now, o.ID, o.UserID, ident, s.keep.Milliseconds())
-	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU, o.ID)
-		args = append(args, it.Qty)
-	}
-	return deductScript.Run(ctx, c, keys, args...)
-}
-
-// groupResult reads a deduct script's reply: ok with the latest deadline,
-// or the business error naming the failed line.
-func (s *Store) groupResult(cmd *redis.Cmd, g []stock.Item) (bool, int64, error) {
-	res, err := cmd.Slice()
-	if err != nil {
-		return false, 0, err
-	}
-	code, n := replyCode(res)
-	if code == "ok" {
-		return true, n, nil
-	}
-	if n >= 1 && int(n) <= len(g) {
-		if err := lineErr(code, g[n-1].SKU); err != nil {
-			return false, 0, err
-		}
-	}
-	return false, 0, badReply("deduct", res)
-}
-
-// undo drops the holds of groups this order took (this identity only), so a
-// failed Deduct leaves nothing held, and returns cause, joined with the
-// undo's own failure if it had one: then the reclaimer returns the holds at
-// their deadline.
-func (s *Store) undo(ctx context.Context, order, ident string, groups [][]stock.Item, now int64, cause error) error {
-	if len(groups) == 0 {
-		return cause
-	}
-	cmds := make([]*redis.Cmd, len(groups))
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, order, ident, g, now, "drop")
-		}
-	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return errors.Join(cause, s.writeErr(ctx, "undo deduct", err))
-		}
-	}
-	return cause
-}
-
-// release queues or runs the release script for one slot group.
-func (s *Store) release(ctx context.Context, c redis.Scripter, order, ident string, g []stock.Item, now int64, mode string) *redis.Cmd {
-	keys := make([]string, 0, 4*len(g))
-	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU, order)
-	}
-	return releaseScript.Run(ctx, c, keys, now, order, ident, s.keep.Milliseconds(), mode)
+	return badReply("deduct", []any{code, at})
 }

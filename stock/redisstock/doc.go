@@ -23,22 +23,48 @@
 // (PutOnSale, Restock, Adjust), which is what a reconciler compares before it
 // corrects a count (see [Store.Adjust]).
 //
-// # Deduct: one round trip
+// # Deduct: one script call, shared
 //
-// Deduct sends one pipeline: SET <directory> NX GET (binding the order ID to
-// its items) and the deduct script, which checks every line (record, SKU,
-// stock, per-user limit) before it writes anything, then takes the stock,
-// adds the per-user count, writes each line's record and adds the order to
-// each SKU's holds zset with its deadline — all in one atomic step. When the
-// directory names other items the call fails with stock.ErrConflict and
-// undoes what the script took.
+// Deduct takes one of two paths, chosen by the client New is given.
+//
+// Without hash slots (a *redis.Client, Sentinel failover: anything but a
+// *redis.ClusterClient) every key lives on one server, so the order's
+// directory entry goes into the same script as its lines
+// (stock_deduct_batch.lua): the script checks every line (record, SKU,
+// stock, per-user limit), then binds the order ID (SET NX GET; other items
+// under that ID are stock.ErrConflict), then takes the stock, adds the
+// per-user count, writes each line's record and adds the order to each
+// SKU's holds zset with its deadline — one atomic step. A refused order
+// (sold out, the common case once a sale is gone) writes nothing, not even
+// its directory entry, and costs no second round trip.
+//
+// On that path concurrent Deducts are coalesced (group commit, see
+// [Config.MaxBatch]): while a script call is in flight the next callers
+// queue, and leave together, up to MaxBatch orders in one call, each order
+// checked and taken all or nothing on its own, against the state the
+// orders before it left, with its own reply. A lone caller is sent at once,
+// so an idle Store adds no latency. A caller whose context ends while
+// queued leaves with nothing sent; once sent, it gets its order's outcome,
+// or stock.ErrUnknownOutcome if its context ends first. A failed call gives
+// every order in it the same classified error. Batching amortizes what a
+// script call costs the server and the client (a round trip, the command's
+// dispatch, the per-SKU reads and writes: one HMGET and one HSET of the
+// state, one ZADD, per SKU per call).
+//
+// On a *redis.ClusterClient every script must stay in one slot, and the
+// directory entry's slot is not its SKUs'. Deduct sends one pipeline: SET
+// <directory> NX GET (binding the order ID to its items) and the deduct
+// script (stock_deduct.lua) for the first slot group. When the directory
+// names other items the call fails with stock.ErrConflict and undoes what
+// the script took; a refused order frees the directory entry in a second
+// round trip. This path is not batched.
 //
 // An order whose SKUs share a slot (always, on a non-cluster client) is one
-// script: all lines or none, without a lock. On a *redis.ClusterClient the
-// lines are grouped by slot and the groups are taken one after another in
-// sorted order; when a group fails, the groups already taken are undone. If
-// the process dies midway, the lines it took are in their SKUs' holds zsets
-// and the reclaimer returns them at their deadline: nothing is oversold and
+// script: all lines or none, without a lock. On a Cluster the lines are
+// grouped by slot and the groups are taken one after another in sorted
+// order; when a group fails, the groups already taken are undone. If the
+// process dies midway, the lines it took are in their SKUs' holds zsets and
+// the reclaimer returns them at their deadline: nothing is oversold and
 // nothing stays held.
 //
 // # Time

@@ -121,7 +121,7 @@ func (s *Store) pipelined(ctx context.Context, build func(p redis.Pipeliner)) {
 
 var allScripts = []*redis.Script{
 	deductScript, confirmScript, releaseScript, reclaimScript,
-	putScript, restockScript, adjustScript, dirReleaseScript,
+	putScript, restockScript, adjustScript, dirReleaseScript, batchScript,
 }
 
 // replyCode returns the leading status word of a script reply and the

@@ -26,7 +26,20 @@ type Config struct {
 	// or its last change once confirmed, reverted or expired, so that
 	// retries with the same order ID stay idempotent; default 24h.
 	Retention time.Duration
+	// MaxBatch is the most concurrent Deducts sent together in one script
+	// call on a client without hash slots (anything but a
+	// *redis.ClusterClient); default DefaultMaxBatch. While a call is in
+	// flight, the next callers queue and leave together, each order checked
+	// and taken on its own; a lone caller is sent at once. 1 sends every
+	// Deduct on its own. At most MaxMaxBatch. Ignored on a Redis Cluster.
+	MaxBatch int
 }
+
+// DefaultMaxBatch is the MaxBatch of a Config that does not set one.
+const DefaultMaxBatch = 64
+
+// MaxMaxBatch is the largest MaxBatch a Config may set.
+const MaxMaxBatch = 256
 
 // DefaultRetention is the Retention of a Config that does not set one.
 const DefaultRetention = 24 * time.Hour
@@ -38,7 +51,8 @@ type Store struct {
 	prefix  string
 	clock   stock.Clock
 	keep    time.Duration
-	cluster bool // group an order's lines by hash slot
+	cluster bool     // group an order's lines by hash slot
+	batch   *batcher // nil: one script call per Deduct
 }
 
 var (
@@ -56,10 +70,12 @@ var (
 	restockScript    = redis.NewScript(lua.Source("stock_restock.lua"))
 	adjustScript     = redis.NewScript(lua.Source("stock_adjust.lua"))
 	dirReleaseScript = redis.NewScript(lua.Source("stock_dir_release.lua"))
+	batchScript      = redis.NewScript(lua.Source("stock_deduct_batch.lua"))
 )
 
 // New returns a Store on c. It does no I/O. It fails with stock.ErrInvalid
-// for a bad Prefix or a negative Retention.
+// for a bad Prefix, a negative Retention or a MaxBatch outside
+// [0, MaxMaxBatch].
 func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	if c == nil {
 		return nil, &stock.InvalidError{Field: "client", Reason: "nil"}
@@ -79,8 +95,18 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	if cfg.Retention == 0 {
 		cfg.Retention = DefaultRetention
 	}
+	if cfg.MaxBatch < 0 || cfg.MaxBatch > MaxMaxBatch {
+		return nil, &stock.InvalidError{Field: "config.MaxBatch", Reason: strconv.Itoa(cfg.MaxBatch) + " is outside [0, " + strconv.Itoa(MaxMaxBatch) + "]"}
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
 	_, cluster := c.(*redis.ClusterClient)
-	return &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster}, nil
+	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster}
+	if !cluster && cfg.MaxBatch > 1 {
+		s.batch = &batcher{s: s, max: cfg.MaxBatch}
+	}
+	return s, nil
 }
 
 // The key layout, described in doc.go.

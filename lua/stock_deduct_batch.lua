@@ -1,0 +1,177 @@
+-- stock_deduct_batch.lua: place the holds of one or more whole orders in one
+-- call, on a client without hash slots (standalone, Sentinel): each order's
+-- directory entry and every line are checked and written together. On a
+-- Redis Cluster the keys of one call would span slots; there the Store runs
+-- stock_deduct.lua per slot instead.
+--
+-- KEYS     per order j, in order: 1 + 4*n_j keys
+--            <p>:order:{<id>}  string, the order's directory entry (identity)
+--          then 4 per line i, as in stock_deduct.lua:
+--            <p>:{sku}:state   hash avail, held, sold, limit, hold_ms, ver
+--            <p>:{sku}:holds   zset order ID -> deadline ms
+--            <p>:{sku}:users   hash user -> units held + bought
+--            <p>:{sku}:o:<id>  hash record st, qty, user, dl, id
+-- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
+-- ARGV[2]  retention ms: a record lives until its deadline + retention
+-- ARGV[3]  shortest directory TTL ms (default hold time + retention); an
+--          order whose deadline is later keeps its entry until deadline +
+--          retention
+-- ARGV     then per order j: order ID, user ID ('' for none), identity
+--          (user + "\n" + canonical signature), n_j, then the n_j qtys
+-- Reply    flat, two per order j in order: 'ok', latest deadline ms of its
+--          lines, when every line is held (newly or already) or confirmed;
+--          otherwise code, i naming its first failing line (i = 0: the
+--          directory): 'unknown_sku', 'sold_out', 'limit', 'need_user',
+--          'conflict' (the ID holds other items), 'expired', 'closed'.
+--
+-- Each order is all or nothing on its own, and is checked against the
+-- state left by the orders before it in the call. Its directory entry is
+-- checked last and bound (SET NX GET) only once every line has passed, so a
+-- failed order writes nothing and its ID stays free; a conflict outranks a
+-- failed line. The SKU counters, users and holds are kept in Lua tables and
+-- written once per SKU at the end, with the line records. Running the call
+-- twice takes the stock once: the second run finds the directory entries
+-- and records. (Should a command raise an error midway, a directory entry
+-- may be left without its records; a retry of that order completes it.)
+--
+-- Per order it costs, besides the checks, SET NX GET of the entry and HSET
+-- plus PEXPIRE of each line's record; per SKU and call, one HMGET of the
+-- state, one of the users, and one HSET of each plus one ZADD.
+local now = tonumber(ARGV[1])
+local keep = tonumber(ARGV[2])
+local dirttl = tonumber(ARGV[3])
+
+-- First pass: the users of each SKU in this call, read with one HMGET.
+local want = {}
+do
+  local k, a = 1, 4
+  while a <= #ARGV do
+    local user, n = ARGV[a + 1], tonumber(ARGV[a + 3])
+    for i = 1, n do
+      local b = k + 1 + 4 * (i - 1)
+      local w = want[KEYS[b]]
+      if not w then w = {list = {}, seen = {}}; want[KEYS[b]] = w end
+      if user ~= '' and not w.seen[user] then
+        w.seen[user] = true
+        w.list[#w.list + 1] = user
+      end
+    end
+    k, a = k + 1 + 4 * n, a + 4 + n
+  end
+end
+
+-- skus: state key -> the SKU's counters as this call has left them.
+local skus, touched = {}, {}
+local function sku(b)
+  local c = skus[KEYS[b]]
+  if c ~= nil then return c end
+  local s = redis.call('HMGET', KEYS[b], 'avail', 'limit', 'hold_ms', 'held', 'ver')
+  if not s[1] then
+    skus[KEYS[b]] = false
+    return false
+  end
+  c = {b = b, avail = tonumber(s[1]), limit = tonumber(s[2] or '0'),
+       hold = tonumber(s[3] or '0'), held = tonumber(s[4] or '0'),
+       ver = tonumber(s[5] or '0'), users = {}, changed = {}, holds = {}}
+  local list = want[KEYS[b]].list
+  if #list > 0 then
+    local had = redis.call('HMGET', KEYS[b + 2], unpack(list))
+    for i, u in ipairs(list) do c.users[u] = tonumber(had[i] or '0') end
+  end
+  skus[KEYS[b]] = c
+  return c
+end
+
+local dirs, recs = {}, {} -- directory entries and records as this call left them
+local writes = {}         -- records to write: {key, qty, deadline, user, identity}
+local out = {}
+
+local k, a = 1, 4
+while a <= #ARGV do
+  local id, user, ident, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  local code, at = nil, 0
+  local take, latest = {}, 0
+  for i = 1, n do
+    local b = k + 1 + 4 * (i - 1)
+    local qty = tonumber(ARGV[a + 3 + i])
+    local r = recs[KEYS[b + 3]]
+    if r == nil then
+      local h = redis.call('HMGET', KEYS[b + 3], 'st', 'id', 'dl')
+      if h[1] then r = {st = h[1], id = h[2], dl = tonumber(h[3])} end
+    end
+    if r then
+      if r.id ~= ident then code = 'conflict'
+      elseif r.st == 'expired' or (r.st == 'held' and r.dl <= now) then code = 'expired'
+      elseif r.st == 'reverted' or r.st == 'refunded' then code = 'closed'
+      elseif r.dl > latest then latest = r.dl end
+    else
+      local c = sku(b)
+      if not c then code = 'unknown_sku'
+      elseif c.avail < qty then code = 'sold_out'
+      elseif c.limit > 0 and user == '' then code = 'need_user'
+      elseif c.limit > 0 and c.users[user] + qty > c.limit then code = 'limit'
+      else
+        local dl = now + c.hold
+        if dl > latest then latest = dl end
+        take[#take + 1] = {c, b, qty, dl}
+      end
+    end
+    if code then at = i; break end
+  end
+  -- The directory entry last: a conflict outranks a failed line, and the
+  -- entry is written (SET NX) only for an order that passed every check.
+  local cur = dirs[KEYS[k]]
+  if code then
+    if cur == nil then cur = redis.call('GET', KEYS[k]) end
+  else
+    local ttl = math.max(dirttl, latest - now + keep)
+    if cur == nil then
+      cur = redis.call('SET', KEYS[k], ident, 'NX', 'GET', 'PX', string.format('%d', ttl))
+      dirs[KEYS[k]] = cur or ident
+    end
+    if cur == ident and #take > 0 then
+      redis.call('PEXPIRE', KEYS[k], string.format('%d', ttl))
+    end
+  end
+  if cur and cur ~= ident then code, at = 'conflict', 0 end
+  if code then
+    out[#out + 1] = code
+    out[#out + 1] = at
+  else
+    local w = {}
+    for _, t in ipairs(take) do
+      local c, b, qty, dl = t[1], t[2], t[3], t[4]
+      if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
+      c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
+      if user ~= '' then
+        c.users[user] = c.users[user] + qty
+        c.changed[user] = true
+      end
+      c.holds[#c.holds + 1] = string.format('%d', dl)
+      c.holds[#c.holds + 1] = id
+      recs[KEYS[b + 3]] = {st = 'held', id = ident, dl = dl}
+      writes[#writes + 1] = {KEYS[b + 3], qty, dl, user, ident}
+    end
+    out[#out + 1] = 'ok'
+    out[#out + 1] = latest
+  end
+  k, a = k + 1 + 4 * n, a + 4 + n
+end
+
+-- Writes: every SKU once, then each taking order's entry and records.
+local function int(x) return string.format('%d', x) end
+for _, c in ipairs(touched) do
+  redis.call('HSET', KEYS[c.b], 'avail', int(c.avail), 'held', int(c.held), 'ver', int(c.ver))
+  redis.call('ZADD', KEYS[c.b + 1], unpack(c.holds))
+  local fv = {}
+  for u in pairs(c.changed) do
+    fv[#fv + 1] = u
+    fv[#fv + 1] = int(c.users[u])
+  end
+  if #fv > 0 then redis.call('HSET', KEYS[c.b + 2], unpack(fv)) end
+end
+for _, w in ipairs(writes) do
+  redis.call('HSET', w[1], 'st', 'held', 'qty', int(w[2]), 'user', w[4], 'dl', int(w[3]), 'id', w[5])
+  redis.call('PEXPIRE', w[1], int(w[3] - now + keep))
+end
+return out

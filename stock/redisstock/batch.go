@@ -1,0 +1,157 @@
+package redisstock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// maxFlying is how many batches one Store keeps in flight at once. Two let
+// the next batch fill while the server runs one and the client reads the
+// other's replies.
+const maxFlying = 2
+
+// batcher coalesces concurrent Deducts into one script call (group
+// commit). A caller that finds fewer than maxFlying batches in flight is
+// sent at once, alone, on its own goroutine; the others queue, and when a
+// batch ends the oldest queued callers (up to max) leave together in the
+// next one. So an idle Store adds no latency, and a busy one sends one
+// script call per batch instead of one per order.
+type batcher struct {
+	s   *Store
+	max int // orders per batch
+
+	mu     sync.Mutex
+	queue  []*call
+	flying int
+}
+
+// call is one order waiting for, or inside, a batch.
+type call struct {
+	ctx  context.Context
+	o    *prepared
+	sent bool          // taken into a batch; guarded by batcher.mu
+	done chan struct{} // closed when err is set
+	err  error
+}
+
+// do runs p in a batch and returns its outcome. A caller whose ctx ends
+// while it is queued leaves with nothing sent; once its order is sent, it
+// gets the order's outcome, or stock.ErrUnknownOutcome if ctx ends first.
+func (b *batcher) do(ctx context.Context, p *prepared) error {
+	if err := ctx.Err(); err != nil {
+		return withCtx(ctx, fmt.Errorf("redisstock: deduct: not sent: %w", err))
+	}
+	c := &call{ctx: ctx, o: p, done: make(chan struct{})}
+	b.mu.Lock()
+	if b.flying < maxFlying {
+		b.flying++
+		c.sent = true
+		b.mu.Unlock()
+		b.s.deductBatch(ctx, []*call{c})
+		b.next()
+		return c.err
+	}
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	if !c.sent {
+		b.remove(c)
+		b.mu.Unlock()
+		return withCtx(ctx, fmt.Errorf("redisstock: deduct: not sent: %w", ctx.Err()))
+	}
+	b.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return &outcomeError{op: "deduct", err: ctx.Err()}
+	}
+}
+
+// next hands the queue, if any, to a new goroutine that sends it batch
+// after batch until it is empty, or gives back the in-flight slot.
+func (b *batcher) next() {
+	b.mu.Lock()
+	batch := b.take()
+	b.mu.Unlock()
+	if batch != nil {
+		go b.drain(batch)
+	}
+}
+
+// drain sends batch, then each batch the queue holds after it.
+func (b *batcher) drain(batch []*call) {
+	for batch != nil {
+		ctx, cancel := batchContext(batch)
+		b.s.deductBatch(ctx, batch)
+		cancel()
+		b.mu.Lock()
+		batch = b.take()
+		b.mu.Unlock()
+	}
+}
+
+// take removes up to max queued calls and marks them sent; with none
+// queued it releases the caller's in-flight slot and returns nil. b.mu is
+// held.
+func (b *batcher) take() []*call {
+	n := min(len(b.queue), b.max)
+	if n == 0 {
+		b.flying--
+		return nil
+	}
+	batch := make([]*call, n)
+	copy(batch, b.queue)
+	for _, c := range batch {
+		c.sent = true
+	}
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	return batch
+}
+
+// remove drops a queued call that was not sent. b.mu is held.
+func (b *batcher) remove(c *call) {
+	for i, q := range b.queue {
+		if q == c {
+			b.queue = slices.Delete(b.queue, i, i+1)
+			return
+		}
+	}
+}
+
+// queued returns how many callers wait for a batch (for tests).
+func (b *batcher) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
+// batchContext is the context of one batch's script call: it carries the
+// values of the first caller's context but not its cancellation (one
+// caller leaving must not fail the others), and ends at the latest
+// deadline of the callers when all of them have one.
+func batchContext(batch []*call) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(batch[0].ctx)
+	var latest time.Time
+	for _, c := range batch {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return ctx, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(ctx, latest)
+}
