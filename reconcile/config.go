@@ -10,6 +10,8 @@ type Config struct {
 	// BatchSize is how many SKUs one pass reads together (a few round
 	// trips per batch, whatever its size); default 1000.
 	BatchSize int
+	// Workers is how many batches RepairAll works on at once; default 4.
+	Workers int
 	// MaxAutoFix is the largest correction, in units either way, a pass
 	// applies by itself; a larger one is reported (ActionLeft) and left
 	// for a person. Default 1000; a negative value fixes any size.
@@ -43,6 +45,9 @@ const (
 func (c Config) withDefaults() Config {
 	if c.BatchSize <= 0 {
 		c.BatchSize = defaultBatchSize
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
 	}
 	if c.MaxAutoFix == 0 {
 		c.MaxAutoFix = defaultMaxAutoFix

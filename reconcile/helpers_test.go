@@ -108,9 +108,12 @@ type world struct {
 	gate   *redisstock.Store
 	record *sqlstock.Store
 	flow   *tiered.Manager
-	rec    *reconcile.Reconciler
-	mu     sync.Mutex
-	seen   []reconcile.Correction
+	// recordDB and table are the database and stock table behind record.
+	recordDB *sqlx.DB
+	table    string
+	rec      *reconcile.Reconciler
+	mu       sync.Mutex
+	seen     []reconcile.Correction
 }
 
 func newWorld(t testing.TB, p pair, cfg reconcile.Config) *world {
@@ -125,6 +128,7 @@ func newWorld(t testing.TB, p pair, cfg reconcile.Config) *world {
 	}
 	db, d := p.record(t)
 	table, ledger := unique("sgrs"), unique("sgrl")
+	w.recordDB, w.table = db, table
 	w.record, err = sqlstock.New(db, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -248,4 +252,12 @@ func (w *world) corrections() []reconcile.Correction {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]reconcile.Correction(nil), w.seen...)
+}
+
+func (w *world) ctxCancel() (context.Context, context.CancelFunc) { return context.WithCancel(w.ctx) }
+
+// marked reports whether the reconciler's marker is set.
+func (w *world) marked() bool {
+	s, err := w.gate.Servers(w.ctx)
+	return err == nil && s.Marked
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -64,7 +65,8 @@ func (r *Reconciler) Repair(ctx context.Context, skus []string) (Report, error) 
 }
 
 // RepairAll is Repair over every SKU of the database, read in pages of
-// Config.BatchSize. It first sets the gate's marker (redisstock
+// Config.BatchSize and repaired by Config.Workers goroutines; the order of
+// the Report's corrections follows their completion. It first sets the gate's marker (redisstock
 // Store.Mark), so that a flush from now on is noticed by Run.
 func (r *Reconciler) RepairAll(ctx context.Context) (Report, error) {
 	if !r.cfg.DryRun {
@@ -72,15 +74,38 @@ func (r *Reconciler) RepairAll(ctx context.Context) (Report, error) {
 			return Report{}, fmt.Errorf("reconcile: %w", err)
 		}
 	}
-	var rep Report
+	var (
+		rep  Report
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		fail error
+	)
+	sem := make(chan struct{}, r.cfg.Workers)
 	err := r.eachPage(ctx, func(skus []string) error {
-		got, err := r.Repair(ctx, skus)
-		rep.add(got)
-		if err != nil && !errors.Is(err, ErrUnresolved) {
-			return err
+		mu.Lock()
+		failed := fail
+		mu.Unlock()
+		if failed != nil {
+			return failed
 		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			got, err := r.Repair(ctx, skus)
+			mu.Lock()
+			defer mu.Unlock()
+			rep.add(got)
+			if err != nil && !errors.Is(err, ErrUnresolved) && fail == nil {
+				fail = err
+			}
+		}()
 		return nil
 	})
+	wg.Wait()
+	if err == nil {
+		err = fail
+	}
 	if err != nil {
 		return rep, err
 	}
