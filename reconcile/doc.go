@@ -65,10 +65,19 @@
 // and an administrative write between t0 and t4 moves the epoch, so the
 // Adjust is refused and the SKU read again (Config.MaxAttempts).
 //
-// What a pass cannot see is a step the flows have not taken yet, e.g. a
-// sale confirmed by the database after the gate's hold expired (stock/tiered
-// refunds it there afterwards): Redis is then corrected down, the safe
-// direction, and the next pass brings it back. A database write made
+// One interleaving escapes a single reading: an order recorded and
+// confirmed at the database and confirmed at the gate, all between t1 and
+// t2 (Redis counts it sold; the view of t1 does not know it, and it is in
+// neither the holds nor the held lines). So a correction is applied only
+// when a second reading, made right after the first, computes the same one;
+// a SKU whose two readings differ is read again (Config.MaxAttempts). Such
+// a moment does not recur identically, while real drift does. A hold
+// whose line record is gone (a flush that kept the holds zset) is not in
+// flight: Redis can never return it. What no reading can see is a step the
+// flows have not taken yet, e.g. a sale confirmed by the database after the
+// gate's hold expired (stock/tiered refunds it there afterwards): Redis is
+// then corrected down, the safe direction, and the next pass brings it
+// back. A database write made
 // without Redis (an order taken by the degrade fallback, a restock that
 // reached only the database) is drift, and a pass repairs it.
 //
@@ -95,9 +104,11 @@
 //
 // # Cost
 //
-// A batch of Config.BatchSize SKUs costs three Redis round trips (epochs,
-// the atomic snapshots, the hold quantities) and one short database
-// transaction of three or four statements, whatever the batch size, plus
-// one Adjust per SKU that needs a correction. Any number of Reconcilers may
-// run at once; they are safe for concurrent use.
+// A batch of Config.BatchSize SKUs costs a few Redis round trips (epochs,
+// the atomic snapshots, the hold quantities) and one short read-only
+// database transaction of three or four statements, whatever the batch
+// size; SKUs that need a correction are read a second time and corrected
+// with one Adjust each. RepairAll works on Config.Workers batches at once.
+// Any number of Reconcilers may run at once; they are safe for concurrent
+// use.
 package reconcile
