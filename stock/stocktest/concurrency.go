@@ -33,7 +33,7 @@ func init() {
 					if q == 0 {
 						q = min(1+rng.Int64N(3), limit-per[u])
 					}
-					err := e.deduct(order(oid("u"+oid("", u), n), oid("u", u), item("hot", q)))
+					err := e.deductR(order(oid("u"+oid("", u), n), oid("u", u), item("hot", q)))
 					switch {
 					case err == nil:
 						per[u] += q
@@ -78,7 +78,7 @@ func init() {
 		)
 		for i := range 40 {
 			wg.Go(func() {
-				err := e.deduct(order(oid("o", i), "u1", item("a", 1)))
+				err := e.deductR(order(oid("o", i), "u1", item("a", 1)))
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -109,10 +109,10 @@ func init() {
 			}
 			wg.Wait()
 		}
-		race(func() error { return e.deduct(o) })
+		race(func() error { return e.deductR(o) })
 		e.want("a", 97, 3, 0)
 		e.want("b", 98, 2, 0)
-		race(func() error { return e.m.Revert(e.ctx(), "o1") })
+		race(func() error { return e.revertR("o1") })
 		e.want("a", 100, 0, 0)
 		e.want("b", 100, 0, 0)
 	})
@@ -156,7 +156,7 @@ func mixedTraffic(e *env) {
 					if rng.IntN(3) == 0 {
 						o.Items = []stock.Item{item("a", 1), item("b", 1)}
 					}
-					err := e.deduct(o)
+					err := e.deductR(o)
 					if err == nil {
 						mine = append(mine, &placed{o: o})
 					} else if !errors.Is(err, stock.ErrSoldOut) {
@@ -164,7 +164,7 @@ func mixedTraffic(e *env) {
 					}
 				case r < 7:
 					p := mine[rng.IntN(len(mine))]
-					err := e.m.Confirm(e.ctx(), p.o.ID)
+					err := e.confirmR(p.o.ID)
 					switch {
 					case err == nil:
 						p.confirmed = true
@@ -176,12 +176,12 @@ func mixedTraffic(e *env) {
 					}
 				case r < 8:
 					p := mine[rng.IntN(len(mine))]
-					if err := e.m.Revert(e.ctx(), p.o.ID); err != nil {
+					if err := e.revertR(p.o.ID); err != nil {
 						e.t.Errorf("Revert: %v", err)
 					}
 					p.closed = true
 				case r < 9:
-					if _, err := e.r.ReclaimExpired(e.ctx(), 3); err != nil {
+					if _, err := e.reclaimR(3); err != nil {
 						e.t.Errorf("ReclaimExpired: %v", err)
 					}
 				default:

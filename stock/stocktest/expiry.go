@@ -98,7 +98,7 @@ func init() {
 		for range 6 {
 			wg.Go(func() {
 				for {
-					got, err := e.r.ReclaimExpired(e.ctx(), 5)
+					got, err := e.reclaimR(5)
 					if err != nil {
 						e.t.Errorf("ReclaimExpired: %v", err)
 						return
@@ -148,7 +148,7 @@ func init() {
 					if i == orders/2 && w == 0 {
 						e.clock.Advance(time.Millisecond)
 					}
-					err := e.m.Confirm(e.ctx(), oid("o", i))
+					err := e.confirmR(oid("o", i))
 					if err == nil {
 						mu.Lock()
 						confirmed[oid("o", i)] = true
@@ -162,7 +162,7 @@ func init() {
 		for range 2 {
 			wg.Go(func() {
 				for range 50 {
-					got, err := e.r.ReclaimExpired(e.ctx(), 4)
+					got, err := e.reclaimR(4)
 					if err != nil {
 						e.t.Errorf("ReclaimExpired: %v", err)
 						return

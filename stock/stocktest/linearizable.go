@@ -142,7 +142,7 @@ func init() {
 					case r < 4:
 						in := lzInput{op: 'r', ord: mine[rng.IntN(len(mine))]}
 						call := now()
-						if err := e.m.Revert(e.ctx(), oid("lz", in.ord)); err != nil {
+						if err := e.revertR(oid("lz", in.ord)); err != nil {
 							e.t.Errorf("Revert: %v", err)
 							return
 						}

@@ -148,3 +148,44 @@ func order(id, user string, items ...stock.Item) stock.Order {
 func item(sku string, qty int64) stock.Item { return stock.Item{SKU: sku, Qty: qty} }
 
 func oid(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
+
+// retry runs call again while it fails with stock.ErrContention or
+// stock.ErrUnknownOutcome, as the contract tells callers to: both leave the
+// order's state for an identical retry to settle. Concurrency cases use it,
+// so a backend that reports contention on a hot row (optimistic, lock
+// waits) is held to exact counts too.
+func retry(call func() error) error {
+	var err error
+	for attempt := range 200 {
+		err = call()
+		if !errors.Is(err, stock.ErrContention) && !errors.Is(err, stock.ErrUnknownOutcome) {
+			return err
+		}
+		time.Sleep(time.Duration(1+attempt%10) * time.Millisecond)
+	}
+	return err
+}
+
+// deductR, confirmR and revertR are the calls, retried as the contract
+// allows.
+func (e *env) deductR(o stock.Order) error {
+	return retry(func() error { return e.deduct(o) })
+}
+
+func (e *env) confirmR(id string) error {
+	return retry(func() error { return e.m.Confirm(e.ctx(), id) })
+}
+
+func (e *env) revertR(id string) error {
+	return retry(func() error { return e.m.Revert(e.ctx(), id) })
+}
+
+func (e *env) reclaimR(limit int) ([]stock.Reclaimed, error) {
+	var got []stock.Reclaimed
+	err := retry(func() error {
+		var err error
+		got, err = e.r.ReclaimExpired(e.ctx(), limit)
+		return err
+	})
+	return got, err
+}
