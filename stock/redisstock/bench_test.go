@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -31,9 +32,10 @@ const (
 )
 
 // BenchmarkDeduct measures Deduct of one unit of one hot SKU by 64 parallel
-// callers against real Redis, and in the same run the raw baseline (EVALSHA
-// of a check-and-DECRBY script). It reports both rates and their ratio
-// (interleaved rounds; take the median). Run:
+// callers against real Redis, batched (the default) and unbatched
+// (MaxBatch 1), and in the same run the raw baseline (EVALSHA of a
+// check-and-DECRBY script, one call per deduct). It reports the rates and
+// their ratio per interleaved round, and the median ratios last. Run:
 //
 //	STOCKGUARD_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench Deduct -benchtime 2s ./stock/redisstock/
 func BenchmarkDeduct(b *testing.B) {
@@ -81,7 +83,12 @@ func benchAgainstRaw(b *testing.B, skus []string) {
 	for i, sku := range skus {
 		items[i] = stock.Item{SKU: sku, Qty: 1}
 	}
-	full := func(b *testing.B) {
+	// The single-call path (MaxBatch 1), for comparison.
+	single, err := redisstock.New(c, redisstock.Config{Prefix: prefix, Retention: time.Minute, MaxBatch: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	full := func(b *testing.B, s *redisstock.Store) {
 		b.SetParallelism(parallelism())
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -109,7 +116,10 @@ func benchAgainstRaw(b *testing.B, skus []string) {
 	}
 
 	// Interleaved rounds: each Deduct round reports its ratio against the
-	// baseline round just before it.
+	// baseline round just before it; the last sub-benchmark reports the
+	// medians over the rounds.
+	ratios := make([]float64, benchRounds)
+	singleRatios := make([]float64, benchRounds)
 	for round := 1; round <= benchRounds; round++ {
 		var rawRate float64
 		b.Run(fmt.Sprintf("raw-evalsha/round%d", round), func(b *testing.B) {
@@ -118,13 +128,36 @@ func benchAgainstRaw(b *testing.B, skus []string) {
 			b.ReportMetric(rawRate, "ops/s")
 		})
 		b.Run(fmt.Sprintf("deduct/round%d", round), func(b *testing.B) {
-			full(b)
+			full(b, s)
 			b.ReportMetric(perSecond(b), "deducts/s")
 			if rawRate > 0 {
-				b.ReportMetric(perSecond(b)/rawRate, "ratio")
+				ratios[round-1] = perSecond(b) / rawRate
+				b.ReportMetric(ratios[round-1], "ratio")
+			}
+		})
+		b.Run(fmt.Sprintf("deduct-unbatched/round%d", round), func(b *testing.B) {
+			full(b, single)
+			b.ReportMetric(perSecond(b), "deducts/s")
+			if rawRate > 0 {
+				singleRatios[round-1] = perSecond(b) / rawRate
+				b.ReportMetric(singleRatios[round-1], "ratio")
 			}
 		})
 	}
+	b.Run("median", func(b *testing.B) {
+		b.ReportMetric(median(ratios), "ratio")
+		b.ReportMetric(median(singleRatios), "unbatched-ratio")
+	})
+}
+
+// median returns the median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	ys := slices.Clone(xs)
+	slices.Sort(ys)
+	return ys[len(ys)/2]
 }
 
 // parallelism gives benchClients goroutines whatever GOMAXPROCS is.
