@@ -111,12 +111,28 @@ func (s *Store) pipelined(ctx context.Context, build func(p redis.Pipeliner)) {
 		if attempt > 0 || !noScript(cmds) {
 			return
 		}
-		for _, sc := range allScripts {
-			if err := sc.Load(ctx, s.c).Err(); err != nil {
-				return
-			}
+		if s.loadScripts(ctx) != nil {
+			return
 		}
 	}
+}
+
+// loadScripts loads every script on every server the client talks to: a
+// ClusterClient's ScriptLoad reaches every master by itself, a Ring's
+// shards are visited one by one.
+func (s *Store) loadScripts(ctx context.Context) error {
+	load := func(ctx context.Context, c redis.Scripter) error {
+		for _, sc := range allScripts {
+			if err := sc.Load(ctx, c).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if ring, ok := s.c.(*redis.Ring); ok {
+		return ring.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
+	}
+	return load(ctx, s.c)
 }
 
 var allScripts = []*redis.Script{

@@ -51,7 +51,8 @@ type Store struct {
 	prefix  string
 	clock   stock.Clock
 	keep    time.Duration
-	cluster bool     // group an order's lines by hash slot
+	cluster bool     // keys may live on several servers: single-slot scripts only
+	perSKU  bool     // shards are not hash slots (a Ring): one group per SKU
 	batch   *batcher // nil: one script call per Deduct
 }
 
@@ -101,8 +102,14 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
 	}
-	_, cluster := c.(*redis.ClusterClient)
-	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster}
+	// Only a *redis.Client (standalone, or Sentinel through
+	// NewFailoverClient) keeps every key on one server. A ClusterClient, a
+	// Ring or any other UniversalClient may shard, so they take the
+	// single-slot path.
+	_, single := c.(*redis.Client)
+	_, slotted := c.(*redis.ClusterClient)
+	cluster := !single
+	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster, perSKU: cluster && !slotted}
 	if !cluster && cfg.MaxBatch > 1 {
 		s.batch = &batcher{s: s, max: cfg.MaxBatch}
 	}
