@@ -92,10 +92,11 @@ func (p *proxy) stop() {
 func (p *proxy) close() { p.stop() }
 
 // chaos stops Redis once 40% of the sale's time has passed and starts it
-// again after down. Orders that reach the gate meanwhile fail as
-// unavailable; the queue consumers and the reclaimer wait for Redis and
-// catch up. It returns what happened once done is closed or Redis is back.
-func chaos(sw redisSwitch, sale, down time.Duration, done <-chan struct{}) <-chan chaosReport {
+// again after down, noting both in log. Orders that reach the gate
+// meanwhile fail until the breaker opens and sends them to the database;
+// the queue consumers and the reclaimer wait for Redis and catch up. It
+// returns what happened once done is closed or Redis is back.
+func chaos(sw redisSwitch, log *breakerLog, sale, down time.Duration, done <-chan struct{}) <-chan chaosReport {
 	out := make(chan chaosReport, 1)
 	go func() {
 		var rep chaosReport
@@ -106,14 +107,14 @@ func chaos(sw redisSwitch, sale, down time.Duration, done <-chan struct{}) <-cha
 		case <-time.After(sale * 4 / 10):
 		}
 		t0 := time.Now()
+		log.event("redis stopped")
 		sw.stop()
-		rep.States = append(rep.States, "redis stopped")
 		time.Sleep(down)
 		for sw.start() != nil {
 			time.Sleep(50 * time.Millisecond)
 		}
 		rep.RedisDownS = round(time.Since(t0).Seconds(), 2)
-		rep.States = append(rep.States, "redis back")
+		log.event("redis back")
 	}()
 	return out
 }

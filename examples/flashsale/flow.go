@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -59,6 +60,14 @@ func (s *shop) buy(ctx context.Context, o stock.Order) reason {
 	}
 	s.st.orders.Add(1)
 	s.st.taken.Add(it.Qty)
+	if s.sys.fallback.tookIt(o.ID) {
+		// The breaker was open: the record itself took the order, so it
+		// is recorded already and no hand-off follows.
+		s.st.degraded.Add(1)
+		if _, dup := s.recorded.LoadOrStore(o.ID, struct{}{}); !dup {
+			s.schedulePayment(context.WithoutCancel(ctx), o.ID)
+		}
+	}
 	return ""
 }
 
@@ -145,7 +154,7 @@ func classify(err error) reason {
 		return reasonSoldOut
 	case errors.Is(err, stock.ErrLimitReached):
 		return reasonLimit
-	case errors.Is(err, errBusy), errors.Is(err, stock.ErrContention):
+	case errors.Is(err, degrade.ErrBusy), errors.Is(err, stock.ErrContention):
 		return reasonBusy
 	default:
 		return reasonUnavailable

@@ -8,8 +8,11 @@
 // With no flags it needs no servers: Redis is an in-process miniredis and the
 // database is SQLite in a temporary directory. -redis, -mysql and -postgres
 // point it at real servers instead (keys and tables are unique to the run
-// and removed afterwards). -chaos stops Redis midway: the breaker sends
-// orders to the database until Redis is back.
+// and removed afterwards). Orders pass a breaker (package degrade) whose
+// fallback is the database record itself. -chaos stops Redis midway: the
+// breaker sends orders straight to the database, at -fallback-rate, until
+// Redis is back, has been reconciled with the database, and takes traffic
+// again in steps.
 //
 // It prints a progress bar on stderr and a report on stdout (-json: one JSON
 // object), and exits 1 if anything was oversold or Redis and the database
@@ -39,6 +42,7 @@ type config struct {
 	units, userRate, perUser     int64
 	skus, attempts, users        int
 	workers, consumers, queueMax int
+	fallbackRate                 int
 	unpaid                       float64
 	duration, hold               time.Duration
 	maxDeliveries                int64
@@ -103,10 +107,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.consumers, "consumers", 16, "queue consumers writing the database record")
 	fs.IntVar(&c.queueMax, "queue-max", 2000, "hand-offs in flight before new orders are turned away as busy")
 	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered")
+	fs.IntVar(&c.fallbackRate, "fallback-rate", 200, "orders per second the database takes directly while the breaker is open")
 	fs.StringVar(&c.redisAddr, "redis", "", "Redis address (default: in-process miniredis)")
 	fs.StringVar(&c.mysqlDSN, "mysql", "", "MySQL/MariaDB DSN, e.g. 'root@tcp(127.0.0.1:3306)/test' (default: SQLite in a temp dir)")
 	fs.StringVar(&c.postgresDSN, "postgres", "", "PostgreSQL URL, e.g. 'postgres://postgres@127.0.0.1:5432/test'")
-	fs.BoolVar(&c.chaos, "chaos", false, "stop Redis midway and bring it back")
+	fs.BoolVar(&c.chaos, "chaos", false, "stop Redis midway (with -redis: cut a proxy in front of it) and bring it back")
 	fs.BoolVar(&c.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 	fs.Usage = func() {
@@ -155,8 +160,8 @@ func (c config) validate(rest []string) error {
 		return fmt.Errorf("-queue-max %d: want at least 1", c.queueMax)
 	case c.maxDeliveries < 1:
 		return fmt.Errorf("-max-deliveries %d: want at least 1", c.maxDeliveries)
-	case c.chaos:
-		return errors.New("-chaos is not available yet: it waits for the degrade and reconcile wiring")
+	case c.fallbackRate < 1:
+		return fmt.Errorf("-fallback-rate %d: want at least 1", c.fallbackRate)
 	case c.mysqlDSN != "" && c.postgresDSN != "":
 		return errors.New("-mysql and -postgres: pick one database")
 	}

@@ -39,6 +39,7 @@ func num(t *testing.T, rep map[string]any, key string) int64 {
 }
 
 func TestSaleSellsExactlyTheStock(t *testing.T) {
+	t.Parallel()
 	rep := runSale(t)
 	if n := num(t, rep, "oversold"); n != 0 {
 		t.Errorf("oversold = %d, want 0", n)
@@ -52,6 +53,15 @@ func TestSaleSellsExactlyTheStock(t *testing.T) {
 	}
 	if rep["accounting_exact"] != true {
 		t.Errorf("accounting_exact = %v", rep["accounting_exact"])
+	}
+	// The tiered flow kept Redis and the database in step by itself: the
+	// final reconcile pass found nothing to correct, and no order went to
+	// the database directly.
+	if n := num(t, rep, "reconciled_units"); n != 0 {
+		t.Errorf("the final reconcile corrected %d units: %v", n, rep["corrections"])
+	}
+	if n := num(t, rep, "degraded_orders"); n != 0 {
+		t.Errorf("degraded_orders = %d without a fault", n)
 	}
 	// A fifth of the buyers never pay: the reclaimer must have returned
 	// their units during the sale.
@@ -75,6 +85,7 @@ func TestSaleSellsExactlyTheStock(t *testing.T) {
 }
 
 func TestBadFlagsExitTwo(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"-units", "-5"},
 		{"-unpaid", "1.5"},
@@ -82,6 +93,7 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{"-attempts", "many"},
 		{"-mysql", "x", "-postgres", "y"},
 		{"extra"},
+		{"-fallback-rate", "0"},
 	} {
 		var out, errs bytes.Buffer
 		if code := run(context.Background(), args, &out, &errs); code != exitBadUsage {
@@ -97,4 +109,36 @@ func TestBadFlagsExitTwo(t *testing.T) {
 	if code := run(context.Background(), []string{"-h"}, io.Discard, io.Discard); code != exitOK {
 		t.Errorf("-h: exit %d, want 0", code)
 	}
+}
+
+// Redis stops in the middle of the sale and comes back: the breaker sends
+// orders to the database, then recalibrates Redis and ramps back, and
+// nothing is oversold or left out of agreement.
+func TestChaosSaleDegradesAndRecovers(t *testing.T) {
+	t.Parallel()
+	rep := runSale(t, "-chaos", "-duration", "2s", "-hold", "1s", "-attempts", "3000", "-fallback-rate", "100")
+	if n := num(t, rep, "oversold"); n != 0 {
+		t.Errorf("oversold = %d, want 0", n)
+	}
+	if n := num(t, rep, "drift"); n != 0 {
+		t.Errorf("drift = %d, want 0", n)
+	}
+	onSale, sold, held, avail := num(t, rep, "on_sale"), num(t, rep, "sold"), num(t, rep, "held"), num(t, rep, "available")
+	if sold+held+avail != onSale || rep["accounting_exact"] != true {
+		t.Errorf("sold %d + held %d + available %d != on sale %d (accounting_exact %v)", sold, held, avail, onSale, rep["accounting_exact"])
+	}
+	if n := num(t, rep, "degraded_orders"); n == 0 {
+		t.Errorf("degraded_orders = 0: no order reached the database while Redis was down")
+	}
+	chaos, ok := rep["chaos"].(map[string]any)
+	if !ok {
+		t.Fatalf("report has no chaos object: %v", rep)
+	}
+	if n := num(t, chaos, "breaker_trips"); n < 1 {
+		t.Errorf("breaker_trips = %d, want at least 1", n)
+	}
+	if n := num(t, chaos, "recalibrations"); n < 1 {
+		t.Errorf("recalibrations = %d: the breaker never tried to go back to Redis", n)
+	}
+	t.Logf("chaos sale: %v", rep)
 }

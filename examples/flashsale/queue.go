@@ -82,13 +82,18 @@ func (q *queue) inFlight() int64 {
 }
 
 // consume reads new messages as consumer until ctx ends. Read failures (Redis
-// down) are retried after a pause.
+// down) are retried after a pause. Each read has a deadline of its own, so
+// a server that never answers a blocking read (a connection lost without a
+// reset) stalls a consumer for a second, not for good.
 func (q *queue) consume(ctx context.Context, consumer string) {
+	const block = 100 * time.Millisecond
 	for ctx.Err() == nil {
-		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		rctx, cancel := context.WithTimeout(ctx, block+time.Second)
+		res, err := q.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{
 			Group: q.group, Consumer: consumer, Streams: []string{q.stream, ">"},
-			Count: 8, Block: 100 * time.Millisecond,
+			Count: 8, Block: block,
 		}).Result()
+		cancel()
 		if err != nil {
 			if !errors.Is(err, redis.Nil) {
 				pause(ctx, 50*time.Millisecond)
@@ -191,14 +196,45 @@ func (q *queue) deadLetter(ctx context.Context, m redis.XMessage, cause error) e
 	return q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.dead, Values: v}).Err()
 }
 
-// drain waits until every published message is acknowledged or ctx ends.
+// drain waits until every message on the stream has been delivered and
+// acknowledged, or ctx ends. The counters are a fast path only: an XACK
+// whose reply was lost (Redis went away after applying it) is not counted,
+// so it is Redis that says when the queue is empty.
 func (q *queue) drain(ctx context.Context) error {
-	for q.inFlight() > 0 {
+	for {
+		if q.inFlight() <= 0 {
+			return nil
+		}
+		if done, err := q.empty(ctx); err == nil && done {
+			return nil
+		}
 		if err := pause(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	return nil
+}
+
+// empty asks Redis whether the group has read the stream's last message
+// and has no message pending.
+func (q *queue) empty(ctx context.Context) (bool, error) {
+	pend, err := q.rdb.XPending(ctx, q.stream, q.group).Result()
+	if err != nil || pend.Count > 0 {
+		return false, err
+	}
+	groups, err := q.rdb.XInfoGroups(ctx, q.stream).Result()
+	if err != nil {
+		return false, err
+	}
+	last, err := q.rdb.XRevRangeN(ctx, q.stream, "+", "-", 1).Result()
+	if err != nil {
+		return false, err
+	}
+	for _, g := range groups {
+		if g.Name == q.group {
+			return len(last) == 0 || g.LastDeliveredID == last[0].ID, nil
+		}
+	}
+	return false, nil
 }
 
 // pause sleeps for d or until ctx ends.

@@ -32,6 +32,7 @@ type stats struct {
 	latePay         atomic.Int64 // payments refused: the hold had expired
 	expiredInQueue  atomic.Int64 // hand-offs that reached the record too late
 	refusedByRecord atomic.Int64 // hand-offs the record refused for good
+	degraded        atomic.Int64 // orders the record took while the breaker was open
 
 	mu       sync.Mutex
 	rejected map[reason]int64
@@ -72,6 +73,8 @@ type report struct {
 	Redelivered int64            `json:"redelivered"`
 	DeadLetters int64            `json:"dead_letters"`
 	Degraded    int64            `json:"degraded_orders"`
+	Repaired    int64            `json:"repaired_units"`
+	Reconciled  int64            `json:"reconciled_units"`
 	Oversold    int64            `json:"oversold"`
 	Drift       int64            `json:"drift"`
 	Accounting  bool             `json:"accounting_exact"`
@@ -80,15 +83,17 @@ type report struct {
 	P50ms       float64          `json:"p50_ms"`
 	P99ms       float64          `json:"p99_ms"`
 	Chaos       *chaosReport     `json:"chaos,omitempty"`
+	Corrections []string         `json:"corrections,omitempty"`
 	Problems    []string         `json:"problems,omitempty"`
 }
 
 // chaosReport tells what -chaos did and what the breaker made of it.
 type chaosReport struct {
-	RedisDownS   float64  `json:"redis_down_s"`
-	BreakerTrips int64    `json:"breaker_trips"`
-	States       []string `json:"breaker_states"`
-	Recalibrated int64    `json:"recalibrated_units"`
+	RedisDownS     float64  `json:"redis_down_s"`
+	BreakerTrips   int64    `json:"breaker_trips"`
+	States         []string `json:"breaker_states"`
+	Recalibrations int64    `json:"recalibrations"`
+	Recalibrated   int64    `json:"recalibrated_units"`
 }
 
 // ok reports whether the sale kept its promises.
@@ -156,23 +161,38 @@ func (r *report) writeTable(w io.Writer) error {
 	row("hand-offs expired in the queue", r.Expired)
 	row("queue redeliveries", r.Redelivered)
 	row("dead letters", r.DeadLetters)
+	row("degraded orders (SQL)", r.Degraded)
 	if r.Chaos != nil {
-		row("degraded orders (SQL)", r.Degraded)
 		row("Redis down (s)", r.Chaos.RedisDownS)
 		row("breaker trips", r.Chaos.BreakerTrips)
-		row("breaker states", fmt.Sprint(r.Chaos.States))
-		row("recalibrated units", r.Chaos.Recalibrated)
+		row("recalibrations", r.Chaos.Recalibrations)
+		row("units corrected by recalibration", r.Chaos.Recalibrated)
 	}
+	row("units repaired during the sale", r.Repaired)
+	row("units corrected by the final reconcile", r.Reconciled)
 	row("oversold", verdict(r.Oversold))
 	row("Redis-vs-database drift", verdict(r.Drift))
 	row("accounting exact", r.Accounting)
 	row("orders/s", r.OrdersPerS)
 	row("latency p50 / p99 (ms)", fmt.Sprintf("%.3f / %.3f", r.P50ms, r.P99ms))
 	row("run time (s)", r.Seconds)
-	for _, p := range r.Problems {
-		row("PROBLEM", p)
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	return tw.Flush()
+	list := func(title string, lines []string) {
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s:\n", title)
+			for _, l := range lines {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
+		}
+	}
+	if r.Chaos != nil {
+		list("timeline", r.Chaos.States)
+	}
+	list("final reconcile", r.Corrections)
+	list("PROBLEMS", r.Problems)
+	return nil
 }
 
 func verdict(n int64) string {

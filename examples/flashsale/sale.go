@@ -40,15 +40,22 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		goBg(func() { q.consume(bg, "c"+strconv.Itoa(i)) })
 	}
 	goBg(func() { q.redeliver(bg, "claimer", q.minIdle/2) })
-	// One reclaimer for both tiers (tiered.Manager.ReclaimExpired), which
-	// can be stopped between batches for the final comparison.
+	// One reclaimer for both tiers (degrade.Manager.ReclaimExpired: the
+	// record's holds, then the tiered flow's), which can be stopped between
+	// batches for the final comparison.
 	reclaimer := &guardedReclaimer{r: sys.orders}
 	goBg(func() {
 		_ = stock.RunReclaimer(bg, reclaimer, stock.ReclaimerConfig{Interval: max(20*time.Millisecond, cfg.hold/10)})
 	})
 	defer func() { stopBg(); wg.Wait() }()
+	// The repairer, stopped before the final check.
+	repCtx, stopRepairs := context.WithCancel(bg)
+	repDone := make(chan struct{})
+	go func() { defer close(repDone); sys.repairs.run(repCtx, max(50*time.Millisecond, cfg.hold/10)) }()
+	defer func() { stopRepairs(); <-repDone }()
 
 	start := time.Now()
+	sys.breaker.start = start // before any traffic: the log's times are from here
 	skus := make([]string, len(listings))
 	for i, l := range listings {
 		skus[i] = l.SKU
@@ -56,7 +63,7 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	var chaosDone <-chan chaosReport
 	selling := make(chan struct{})
 	if cfg.chaos {
-		chaosDone = chaos(sys.redis, cfg.duration, cfg.hold/2, selling)
+		chaosDone = chaos(sys.redis, sys.breaker, cfg.duration, max(200*time.Millisecond, cfg.duration/5), selling)
 	}
 	buyers(ctx, cfg, sh, skus, progress)
 	elapsed := time.Since(start)
@@ -78,15 +85,31 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		return nil, fmt.Errorf("queue did not drain: %d hand-offs in flight", q.inFlight())
 	}
 	sh.payers.Wait()
-	settle(drainCtx, sys, listings, 2*cfg.hold+time.Second)
+	settle(drainCtx, sys, listings, cfg.hold+time.Second)
 	reclaimer.stop()
 
 	rep := &report{Backend: sys.name, SKUs: len(listings), OnSale: cfg.units, Attempts: cfg.attempts,
 		Orders: st.orders.Load(), LatePay: st.latePay.Load(),
 		Refused: st.refusedByRecord.Load(), Expired: st.expiredInQueue.Load(),
-		Redelivered: q.redelivered.Load(), DeadLetters: q.deadLettered.Load()}
-	rep.Chaos = chaosRep
+		Redelivered: q.redelivered.Load(), DeadLetters: q.deadLettered.Load(),
+		Degraded: st.degraded.Load()}
+	if chaosRep != nil {
+		chaosRep.BreakerTrips = sys.breaker.trips.Load()
+		chaosRep.States = sys.breaker.log()
+		chaosRep.Recalibrations = sys.breaker.recalibrations.Load()
+		chaosRep.Recalibrated = sys.breaker.recalibrated.Load()
+		rep.Chaos = chaosRep
+	}
 	rep.fill(st, elapsed)
+	stopRepairs()
+	<-repDone
+	rep.Repaired = sys.repairs.corrected.Load()
+	// The reconciler checks Redis against the database: what it corrects
+	// is reported (orders the database took alone while the breaker was
+	// open are such a correction; a sale without faults needs none).
+	if err := finalReconcile(drainCtx, sys, rep); err != nil {
+		return nil, err
+	}
 	if err := check(ctx, sys, listings, st, rep); err != nil {
 		return nil, err
 	}
@@ -118,7 +141,7 @@ func split(cfg config) []stock.Listing {
 // runs (it returns the record's copy of every hold the gate returns).
 func putOnSale(ctx context.Context, sys *system, listings []stock.Listing) error {
 	for _, l := range listings {
-		if err := sys.orders.PutOnSale(ctx, l); err != nil {
+		if err := sys.flow.PutOnSale(ctx, l); err != nil {
 			return fmt.Errorf("put %s on sale: %w", l.SKU, err)
 		}
 	}
@@ -144,6 +167,21 @@ func settle(ctx context.Context, sys *system, listings []stock.Listing, within t
 			return
 		}
 	}
+}
+
+// finalReconcile runs one reconcile pass over every SKU and notes what it
+// corrected in rep.
+func finalReconcile(ctx context.Context, sys *system, rep *report) error {
+	r, err := sys.final.RepairAll(ctx)
+	for _, c := range r.Corrections {
+		rep.Reconciled += abs(c.Delta)
+		rep.Corrections = append(rep.Corrections, fmt.Sprintf("%s: %s Redis from %d to %d (database %d, in flight %d, returning %d)",
+			c.SKU, c.Action, c.Before, c.After, c.Record, c.InFlight, c.Returning))
+	}
+	if err != nil {
+		return fmt.Errorf("final reconcile: %w", err)
+	}
+	return nil
 }
 
 // check fills the final levels, oversold and drift into rep.

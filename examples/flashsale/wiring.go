@@ -12,7 +12,9 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/limiter"
+	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
@@ -28,10 +30,19 @@ type system struct {
 
 	gate   *redisstock.Store
 	record *sqlstock.Store
-	// orders is the order path: the tiered flow over gate and record, the
-	// hand-off going through enqueue.
-	orders  *tiered.Manager
+	// flow is the tiered flow over gate and record, the hand-off going
+	// through enqueue; the queue's consumers call its Settle.
+	flow    *tiered.Manager
 	enqueue func(context.Context, stock.Order) error
+	// orders is the order path buyers and payers use: a breaker over the
+	// flow, with the record as its fallback (see degraded.go).
+	orders   *degrade.Manager
+	fallback *fallback
+	breaker  *breakerLog
+	// recal repairs the gate from the record before the breaker sends
+	// traffic back to it; final checks the two at the end of the sale.
+	recal, final *reconcile.Reconciler
+	repairs      *repairer
 
 	recordDB     *sqlx.DB
 	recordTables sqlstock.Config
@@ -48,9 +59,6 @@ type redisSwitch interface {
 	stop()
 	start() error
 }
-
-// errBusy: the order was turned away to protect a degraded store.
-var errBusy = errors.New("flashsale: busy, retry later")
 
 // build connects (or starts) the stores named by cfg and puts nothing on
 // sale yet.
@@ -85,8 +93,10 @@ func build(ctx context.Context, cfg config) (*system, error) {
 			addr = p.addr()
 		}
 	}
+	// A refused dial fails at once (go-redis would otherwise try five
+	// times, 100ms apart, per command), so the breaker sees an outage fast.
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 4 * cfg.workers, MaxRetries: 2,
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})
+		DialTimeout: 200 * time.Millisecond, DialerRetries: 1, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	s.cleanup = append(s.cleanup, func() { _ = rdb.Close() })
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redis %s: %w", addr, err)
@@ -108,9 +118,13 @@ func build(ctx context.Context, cfg config) (*system, error) {
 	}
 	s.name += " + " + name
 	s.record = rec
-	s.orders = tiered.New(gate, rec, tiered.Config{
+	s.flow = tiered.New(gate, rec, tiered.Config{
 		Recorder: tiered.RecorderFunc(func(ctx context.Context, o stock.Order) error { return s.enqueue(ctx, o) }),
+		OnDrift:  func(d tiered.Drift) { s.repairs.mark(d.SKUs...) },
 	})
+	if err := s.wireBreaker(cfg); err != nil {
+		return nil, err
+	}
 
 	if s.users, err = newUserLimiter(rdb, cfg, s.prefix, cfg.redisAddr != ""); err != nil {
 		return nil, err
@@ -140,12 +154,13 @@ func newUserLimiter(rdb redis.Scripter, cfg config, prefix string, shared bool) 
 	})
 }
 
-// place takes the order's hold at the gate and hands it to the queue. An
-// unknown outcome is resolved by placing the same order again.
+// place takes the order: normally a hold at the gate handed to the queue,
+// while the breaker is open a hold at the record itself. An unknown outcome
+// is resolved by placing the same order again.
 func (s *system) place(ctx context.Context, o stock.Order) error {
 	var err error
 	for range 3 {
-		if _, err = s.orders.Place(ctx, o); !errors.Is(err, stock.ErrUnknownOutcome) {
+		if err = s.orders.Deduct(ctx, o); !errors.Is(err, stock.ErrUnknownOutcome) {
 			return err
 		}
 	}
@@ -154,7 +169,7 @@ func (s *system) place(ctx context.Context, o stock.Order) error {
 
 // settle records an order the gate holds.
 func (s *system) settle(ctx context.Context, o stock.Order) error {
-	return s.orders.Settle(ctx, o)
+	return s.flow.Settle(ctx, o)
 }
 
 // close releases everything build acquired, last first.
@@ -185,8 +200,19 @@ func deletePrefix(rdb redis.UniversalClient, prefix string) {
 // miniSwitch stops and restarts an in-process miniredis; its data survives.
 type miniSwitch struct{ m *miniredis.Miniredis }
 
-func (w miniSwitch) stop()        { w.m.Close() }
-func (w miniSwitch) start() error { return w.m.Restart() }
+func (w miniSwitch) stop() { w.m.Close() }
+
+// start restarts the server with a fresh context. Close cancels
+// miniredis's context and Restart does not renew it, and a blocking
+// command (XREADGROUP BLOCK) on a cancelled context returns without
+// writing a reply: every queue consumer would then wait for a reply that
+// never comes, and the queue would stop draining after the outage.
+func (w miniSwitch) start() error {
+	w.m.Lock()
+	w.m.Ctx, w.m.CtxCancel = context.WithCancel(context.Background())
+	w.m.Unlock()
+	return w.m.Restart()
+}
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -7,11 +7,17 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
+// reclaimChunk is the most holds the gate is asked to return at a time
+// before their copies are reverted at the record: between the two, the
+// gate may sell a returned unit again that the record still holds, so the
+// window is kept to a few record round trips.
+const reclaimChunk = 16
+
 // ReclaimExpired returns unpaid holds. The gate decides when a hold ends:
-// its reclaimer returns at most limit due holds, and the record's copy of
-// each of those orders is reverted at once (Revert is exactly-once, so two
-// nodes reverting the same order, or a Settle's recheck doing it too, is
-// harmless). Then the record's own reclaimer is drained: with the record's
+// its reclaimer returns at most limit due holds, in chunks of 16, and the
+// record's copy of each of those orders is reverted right after its chunk
+// (Revert is exactly-once, so two nodes reverting the same order, or a
+// Settle's recheck doing it too, is harmless). Then the record's own reclaimer is drained: with the record's
 // longer hold time (Config.RecordGrace) it finds only copies left behind by
 // a node that stopped between the two steps, and orders taken at the record
 // alone (by a fallback while the gate was down).
@@ -20,7 +26,11 @@ import (
 // it has confirmed is not reverted: that sale was confirmed at the record
 // while the gate could not be told (a degraded Confirm), it stands, and the
 // units the gate returned are reported to Config.OnDrift for reconciliation
-// to take back. A record without OrderReader has every copy reverted.
+// to take back (Drift.SKUs names the SKUs). A Confirm in progress at the
+// deadline (record confirmed, gate not yet asked) is reported the same
+// way, and undoes the record's confirm itself when the gate answers that
+// the hold expired: a drift report is a cue to reconcile, not proof. A
+// record without OrderReader has every copy reverted.
 //
 // It reports the lines the gate returned (the gate is the tier Levels
 // reports), together with any error: a *TierError naming the tier that
@@ -35,11 +45,22 @@ func (m *Manager) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclai
 	var got []stock.Reclaimed
 	var errs []error
 	if r, ok := m.gate.(stock.Reclaimer); ok {
-		var err error
-		if got, err = r.ReclaimExpired(ctx, limit); err != nil {
-			errs = append(errs, &TierError{Tier: Gate, Op: "reclaim", Err: err})
-		} else if err := m.revertCopies(ctx, got); err != nil {
-			errs = append(errs, err)
+		for len(got) < limit {
+			n := min(limit-len(got), reclaimChunk)
+			batch, err := r.ReclaimExpired(ctx, n)
+			got = append(got, batch...)
+			if err == nil {
+				err = m.revertCopies(ctx, batch)
+			} else {
+				err = errors.Join(&TierError{Tier: Gate, Op: "reclaim", Err: err}, m.revertCopies(ctx, batch))
+			}
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if len(batch) < n {
+				break
+			}
 		}
 	}
 	if r, ok := m.record.(stock.Reclaimer); ok {
@@ -64,12 +85,12 @@ func (m *Manager) revertCopies(ctx context.Context, lines []stock.Reclaimed) err
 		return nil
 	}
 	ids := make([]string, 0, len(lines))
-	seen := make(map[string]bool, len(lines))
+	skus := make(map[string][]string, len(lines))
 	for _, l := range lines {
-		if !seen[l.OrderID] {
-			seen[l.OrderID] = true
+		if _, seen := skus[l.OrderID]; !seen {
 			ids = append(ids, l.OrderID)
 		}
+		skus[l.OrderID] = append(skus[l.OrderID], l.SKU)
 	}
 	if rd, ok := m.record.(stock.OrderReader); ok {
 		infos, err := rd.Orders(ctx, ids)
@@ -82,7 +103,7 @@ func (m *Manager) revertCopies(ctx context.Context, lines []stock.Reclaimed) err
 			case stock.StateHeld:
 				ids = append(ids, in.ID)
 			case stock.StateConfirmed:
-				m.drift(Drift{OrderID: in.ID, Tier: Record, Op: "reclaim",
+				m.drift(Drift{OrderID: in.ID, Tier: Record, Op: "reclaim", SKUs: skus[in.ID],
 					Err: errors.New("tiered: confirmed at the record, hold returned at the gate")})
 			}
 			// Unknown: not recorded (yet); a racing Settle's recheck

@@ -168,7 +168,8 @@ func TestReclaimKeepsSaleConfirmedAtRecord(t *testing.T) {
 	}
 	f.want(f.gate, "gate", "a", 10, 0, 0)
 	f.want(f.record, "record", "a", 8, 0, 2)
-	if len(f.drift) != 1 || f.drift[0].OrderID != "o1" || f.drift[0].Tier != tiered.Record {
+	if len(f.drift) != 1 || f.drift[0].OrderID != "o1" || f.drift[0].Tier != tiered.Record ||
+		len(f.drift[0].SKUs) != 1 || f.drift[0].SKUs[0] != "a" {
 		t.Fatalf("drift %+v, want one report for o1 at the record", f.drift)
 	}
 }

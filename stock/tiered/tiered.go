@@ -81,6 +81,9 @@ type Drift struct {
 	Op string
 	// Err is what Tier answered.
 	Err error
+	// SKUs are the SKUs of the order's lines when the call knew them (the
+	// reclaimer does; Confirm does not): the SKUs to reconcile.
+	SKUs []string
 }
 
 // Config configures a Manager. The zero value means a synchronous hand-off
@@ -177,7 +180,7 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 			// The hold ended at the gate. An earlier Settle of the same
 			// order may have written the record and stopped before its
 			// recheck: return that copy too.
-			if rerr := m.revertRecord(ctx, o.ID); rerr != nil {
+			if rerr := m.returnCopy(ctx, o.ID); rerr != nil {
 				return rerr
 			}
 		}
@@ -221,6 +224,24 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 // expired, or closed by a Revert.
 func ended(err error) bool {
 	return errors.Is(err, stock.ErrHoldExpired) || errors.Is(err, stock.ErrOrderClosed)
+}
+
+// returnCopy reverts the order's copy at the record, if it holds one, after
+// the gate ended the hold. A record that implements stock.OrderReader is
+// read first (cheaper than a revert that finds nothing, the usual case: an
+// order that expired in the queue never reached the record), and a copy it
+// has confirmed is left alone, as by ReclaimExpired.
+func (m *Manager) returnCopy(ctx context.Context, id string) error {
+	if rd, ok := m.record.(stock.OrderReader); ok {
+		infos, err := rd.Orders(ctx, []string{id})
+		if err != nil {
+			return &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
+		}
+		if len(infos) != 1 || infos[0].State != stock.StateHeld {
+			return nil
+		}
+	}
+	return m.revertRecord(ctx, id)
 }
 
 // revertRecord reverts the order's copy at the record after the gate ended
