@@ -3,8 +3,11 @@
 // script once in a package-level redis.NewScript and call it with Run
 // (EVALSHA, falling back to EVAL on NOSCRIPT).
 //
-// Every key a script touches is passed in KEYS, and all of them share one
-// hash tag, so every script is legal on Redis Cluster.
+// Every key a script touches is passed in KEYS. All the keys of a script
+// share one hash tag, so it is legal on Redis Cluster, with one deliberate
+// exception that says so in its header: stock_deduct_batch.lua, which
+// redisstock runs only on a single server (no hash slots), where it binds an
+// order's directory entry and takes its lines in one call.
 package lua
 
 import (

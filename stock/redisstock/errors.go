@@ -138,6 +138,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 var allScripts = []*redis.Script{
 	deductScript, confirmScript, releaseScript, reclaimScript,
 	putScript, restockScript, adjustScript, dirReleaseScript, batchScript,
+	snapshotScript,
 }
 
 // replyCode returns the leading status word of a script reply and the

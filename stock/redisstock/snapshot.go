@@ -2,20 +2,18 @@ package redisstock
 
 import (
 	"context"
-	_ "embed"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/lua"
 	"github.com/stockguard/stockguard/stock"
 )
 
-//go:embed snapshot.lua
-var snapshotSource string
-
-// snapshotScript reads a SKU atomically; see the header of snapshot.lua.
-var snapshotScript = redis.NewScript(snapshotSource)
+// snapshotScript reads a SKU atomically; see the header of
+// lua/stock_snapshot.lua.
+var snapshotScript = redis.NewScript(lua.Source("stock_snapshot.lua"))
 
 // SnapshotRequest names a SKU to read and the orders whose line of that SKU
 // should be read in the same atomic step.
@@ -70,7 +68,7 @@ func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) ([]Snapsho
 
 func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Snapshot, error) {
 	cmds := make([]*redis.Cmd, len(reqs))
-	s.pipelinedWith(ctx, snapshotScript, func(p redis.Pipeliner) {
+	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, r := range reqs {
 			keys := make([]string, 0, 2+len(r.Orders))
 			keys = append(keys, s.stateKey(r.SKU), s.holdsKey(r.SKU))
@@ -94,7 +92,7 @@ func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Sn
 	return out, s.holdQtys(ctx, out, ids)
 }
 
-// parseSnapshot decodes one snapshot.lua reply into sn, and the holds'
+// parseSnapshot decodes one stock_snapshot.lua reply into sn, and the holds'
 // order IDs and deadlines into sn.Holds (quantities still unset).
 func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string) error {
 	if len(res) != 3 {
@@ -170,23 +168,6 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) er
 		out[i].Holds = kept
 	}
 	return nil
-}
-
-// pipelinedWith is pipelined for a pipeline that runs sc, a script outside
-// the Store's usual set: on NOSCRIPT it loads sc and sends the pipeline
-// again.
-func (s *Store) pipelinedWith(ctx context.Context, sc *redis.Script, build func(p redis.Pipeliner)) {
-	for attempt := 0; ; attempt++ {
-		p := s.c.Pipeline()
-		build(p)
-		cmds, _ := p.Exec(ctx)
-		if attempt > 0 || !noScript(cmds) {
-			return
-		}
-		if err := sc.Load(ctx, s.c).Err(); err != nil {
-			return
-		}
-	}
 }
 
 // PutOnSaleMany is PutOnSale for many listings in one round trip per 1024

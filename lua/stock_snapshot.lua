@@ -1,4 +1,4 @@
--- snapshot.lua: read one SKU's state, the orders holding it and the states
+-- stock_snapshot.lua: read one SKU's state, the orders holding it and the states
 -- of chosen order lines, in one atomic step, so a reconciler sees a count
 -- and the holds behind it as of the same instant. Writes nothing.
 --
