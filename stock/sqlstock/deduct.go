@@ -21,18 +21,22 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 	}
 	items := canon.Sorted(o.Items)
 	return s.retry(ctx, "deduct", func() error {
-		var err error
+		var (
+			err      error
+			inserted bool // this attempt's ledger INSERT went through
+		)
 		switch s.cfg.Strategy {
 		case Optimistic:
-			err = s.deductOptimistic(ctx, o, items)
+			err = s.deductOptimistic(ctx, o, items, &inserted)
 		case Pessimistic:
-			err = s.deductPessimistic(ctx, o, items)
+			err = s.deductPessimistic(ctx, o, items, &inserted)
 		default:
-			err = s.deductAtomic(ctx, o, items)
+			err = s.deductAtomic(ctx, o, items, &inserted)
 		}
-		if errors.Is(err, errOrderExists) || (stock.IsBusiness(err) && !errors.Is(err, stock.ErrConflict)) {
+		if errors.Is(err, errOrderExists) || (!inserted && stock.IsBusiness(err) && !errors.Is(err, stock.ErrConflict)) {
 			// The order ID may already be in the ledger: a repeated call
-			// answers from there, whatever the stock says now.
+			// answers from there, whatever the stock says now. (After an
+			// INSERT of the order went through, it was not.)
 			if prev, found, rerr := s.existing(ctx, s.db, o.ID, items); rerr != nil {
 				return rerr
 			} else if found {
@@ -51,7 +55,7 @@ var errOrderExists = errors.New("sqlstock: order ID already in the ledger")
 // deductAtomic writes the ledger lines, then takes each line with a
 // conditional UPDATE that also checks the SKU's remembered limit and hold
 // time. The stock row is locked only from that UPDATE to COMMIT.
-func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.Item) error {
+func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.Item, inserted *bool) error {
 	set, err := s.settingsOf(ctx, items)
 	if err != nil {
 		return err
@@ -65,7 +69,7 @@ func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.I
 	}
 	failed := -1
 	err = s.inTx(ctx, func(q querier) error {
-		if err := s.insertLines(ctx, q, o, items, now+minTTL(set), now); err != nil {
+		if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
 			return err
 		}
 		for i, it := range items {
@@ -81,7 +85,7 @@ func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.I
 		return s.checkLimits(ctx, q, o, items, set)
 	})
 	if failed >= 0 && errors.Is(err, errRetry) {
-		return s.whyNotTaken(ctx, items[failed], set[failed])
+		return s.whyNotTaken(ctx, items[failed], set[failed], true)
 	}
 	return err
 }
@@ -102,17 +106,14 @@ func (s *Store) takeOnePG(ctx context.Context, o stock.Order, it stock.Item, now
 	case n == 1:
 		return nil
 	}
-	set, err := s.readSettings(ctx, it.SKU)
-	if err != nil {
-		return err
-	}
-	return s.whyNotTaken(ctx, it, settings{limit: 0, ttlMS: set.ttlMS})
+	return s.whyNotTaken(ctx, it, settings{limit: 0}, false)
 }
 
 // whyNotTaken tells why a conditional UPDATE of it's row changed nothing:
 // the SKU is gone, its settings changed (retry with the new ones), or it
-// has too few units.
-func (s *Store) whyNotTaken(ctx context.Context, it stock.Item, used settings) error {
+// has too few units. The UPDATE checked the limit it used, and the hold
+// time too if checkedTTL.
+func (s *Store) whyNotTaken(ctx context.Context, it stock.Item, used settings, checkedTTL bool) error {
 	var (
 		avail int64
 		now   settings
@@ -127,7 +128,7 @@ func (s *Store) whyNotTaken(ctx context.Context, it stock.Item, used settings) e
 	}
 	s.settings.Add(it.SKU, now)
 	switch {
-	case now != used:
+	case now.limit != used.limit || (checkedTTL && now.ttlMS != used.ttlMS):
 		return errRetry
 	case avail < it.Qty:
 		return &stock.SKUError{SKU: it.SKU, Err: stock.ErrSoldOut}
@@ -139,7 +140,7 @@ func (s *Store) whyNotTaken(ctx context.Context, it stock.Item, used settings) e
 // version is unchanged. On SQLite the read runs inside the IMMEDIATE
 // transaction, where no other writer can change the row, so the version
 // check never fails there.
-func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []stock.Item) error {
+func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []stock.Item, inserted *bool) error {
 	var rows []stockRow
 	read := func(q querier) error {
 		var err error
@@ -160,7 +161,7 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 			}
 		}
 		now := s.nowMS()
-		if err := s.insertLines(ctx, q, o, items, now+minTTL(settingsOfRows(rows)), now); err != nil {
+		if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(settingsOfRows(rows)), now); err != nil {
 			return err
 		}
 		for i, it := range items {
@@ -178,7 +179,7 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 
 // deductPessimistic locks the rows in sorted SKU order with a bounded
 // wait, checks them, then writes the ledger and the rows.
-func (s *Store) deductPessimistic(ctx context.Context, o stock.Order, items []stock.Item) error {
+func (s *Store) deductPessimistic(ctx context.Context, o stock.Order, items []stock.Item, inserted *bool) error {
 	return s.inTx(ctx, func(q querier) error {
 		rows := make([]stockRow, len(items))
 		for i, it := range items {
@@ -196,7 +197,7 @@ func (s *Store) deductPessimistic(ctx context.Context, o stock.Order, items []st
 		}
 		now := s.nowMS()
 		set := settingsOfRows(rows)
-		if err := s.insertLines(ctx, q, o, items, now+minTTL(set), now); err != nil {
+		if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
 			return err
 		}
 		if err := s.checkLimits(ctx, q, o, items, set); err != nil {
@@ -213,7 +214,7 @@ func (s *Store) deductPessimistic(ctx context.Context, o stock.Order, items []st
 
 // insertLines writes the order's held lines in one statement; a duplicate
 // order ID comes back as errOrderExists.
-func (s *Store) insertLines(ctx context.Context, q querier, o stock.Order, items []stock.Item, deadline, now int64) error {
+func (s *Store) insertLines(ctx context.Context, q querier, inserted *bool, o stock.Order, items []stock.Item, deadline, now int64) error {
 	args := make([]any, 0, 7*len(items))
 	for i, it := range items {
 		args = append(args, o.ID, i, it.SKU, it.Qty, o.UserID, deadline, now)
@@ -222,6 +223,7 @@ func (s *Store) insertLines(ctx context.Context, q querier, o stock.Order, items
 	if err != nil && classify(err) == errDuplicate {
 		return errOrderExists
 	}
+	*inserted = err == nil
 	return err
 }
 

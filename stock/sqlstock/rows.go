@@ -2,8 +2,6 @@ package sqlstock
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -101,20 +99,6 @@ func (s *Store) settingsOf(ctx context.Context, items []stock.Item) ([]settings,
 		set[i] = v
 	}
 	return set, nil
-}
-
-// readSettings reads one SKU's settings.
-func (s *Store) readSettings(ctx context.Context, sku string) (settings, error) {
-	var v settings
-	err := s.db.QueryRowContext(ctx, s.q.levels, sku).Scan(new(int64), new(int64), new(int64), &v.limit, &v.ttlMS)
-	if errors.Is(err, sql.ErrNoRows) {
-		s.settings.Remove(sku)
-		return v, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
-	}
-	if err == nil {
-		s.settings.Add(sku, v)
-	}
-	return v, err
 }
 
 // ledgerLine is one ledger row of an order.
