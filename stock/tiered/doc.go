@@ -46,11 +46,17 @@
 //     longer one at the record ([Manager.RecordHold]: the hold time plus
 //     Config.RecordGrace, by default twice the hold time). Put SKUs on sale
 //     through the Manager, or give the record RecordHold yourself.
-//   - [Manager.ReclaimExpired] runs the gate's reclaimer and reverts at the
-//     record each order whose gate hold it returned, at once, so the unit
-//     is back at the record before the gate can sell it again. Then it
-//     drains the record's own reclaimer, which in normal operation finds
-//     nothing: its deadline is the backstop.
+//   - [Manager.ReclaimExpired] runs the gate's reclaimer, four holds at a
+//     time, and reverts at the record each order whose gate hold it
+//     returned, at once. Then it drains the record's own reclaimer, which
+//     in normal operation finds nothing: its deadline is the backstop.
+//   - Between the gate's return of a hold and the record's revert of its
+//     copy (a few record round trips) the gate may sell the unit again,
+//     and a fast hand-off may reach the record first. So a refusal by the
+//     record for want of units or quota is asked again once, after
+//     Config.RecheckAfter (25ms), before it stands. This narrows the
+//     window; closing it needs a gate that lists its due holds before
+//     returning them, which the stock.Reclaimer contract does not offer.
 //
 // Several nodes may run the reclaimer: the gate returns each hold to one of
 // them, and Revert is exactly-once, so a repeat at the record (by another

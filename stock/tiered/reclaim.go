@@ -10,11 +10,12 @@ import (
 // reclaimChunk is the most holds the gate is asked to return at a time
 // before their copies are reverted at the record: between the two, the
 // gate may sell a returned unit again that the record still holds, so the
-// window is kept to a few record round trips.
-const reclaimChunk = 16
+// window is kept to a few record round trips (and Settle asks the record
+// twice before a refusal stands, Config.RecheckAfter).
+const reclaimChunk = 4
 
 // ReclaimExpired returns unpaid holds. The gate decides when a hold ends:
-// its reclaimer returns at most limit due holds, in chunks of 16, and the
+// its reclaimer returns at most limit due holds, in chunks of 4, and the
 // record's copy of each of those orders is reverted right after its chunk
 // (Revert is exactly-once, so two nodes reverting the same order, or a
 // Settle's recheck doing it too, is harmless). Then the record's own reclaimer is drained: with the record's

@@ -193,3 +193,35 @@ func TestReclaimSweepsRecordWhileGateDown(t *testing.T) {
 	}
 	f.want(f.record, "record", "a", 10, 0, 0)
 }
+
+// The gate returned a hold and sold the unit again before the reclaimer
+// reverted the record's copy: the record's refusal is asked again once, and
+// the unit is there by then.
+func TestSettleAsksTheRecordAgainBeforeARefusalStands(t *testing.T) {
+	for _, c := range []struct {
+		recheck time.Duration
+		want    error
+	}{{time.Millisecond, nil}, {-1, stock.ErrSoldOut}} {
+		f := newFixture(t, false)
+		ctx := t.Context()
+		m := tiered.New(f.gate, f.record, tiered.Config{RecheckAfter: c.recheck})
+		f.sale("a", 1, 1, time.Minute, time.Minute)
+		if err := m.Deduct(ctx, ord("o1", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.gate.Revert(ctx, "o1"); err != nil { // the gate's half of a reclaim
+			t.Fatal(err)
+		}
+		calls := 0
+		f.record.before = func(o stock.Order) {
+			if calls++; calls == 2 { // the second ask: the reclaimer's revert has landed
+				if err := f.record.Revert(ctx, "o1"); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		if err := m.Deduct(ctx, ord("o2", 1)); !errors.Is(err, c.want) {
+			t.Fatalf("RecheckAfter %v: Deduct of the resold unit = %v, want %v", c.recheck, err, c.want)
+		}
+	}
+}

@@ -106,7 +106,17 @@ type Config struct {
 	// between nodes. Zero means the hold time itself (the record holds
 	// twice as long as the gate).
 	RecordGrace time.Duration
+	// RecheckAfter is how long Settle waits before asking the record once
+	// more when it refuses an order as sold out or over the per-user limit,
+	// before the refusal stands (see ReclaimExpired: a unit the gate has
+	// just returned may still be held at the record for a few round
+	// trips). Zero means 25ms; negative means no second ask. In a healthy
+	// flow the record refuses nothing the gate admitted, so the wait is
+	// paid only in that window or when the tiers have drifted.
+	RecheckAfter time.Duration
 }
+
+const defaultRecheckAfter = 25 * time.Millisecond
 
 // Manager is a stock.Manager and stock.Reclaimer over a gate and a record.
 // It is safe for concurrent use and keeps no state besides its two tiers.
@@ -186,7 +196,7 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 		}
 		return err
 	}
-	if err := m.record.Deduct(ctx, o); err != nil {
+	if err := m.recordDeduct(ctx, o); err != nil {
 		if !stock.IsBusiness(err) {
 			return &TierError{Tier: Record, Op: "deduct", Err: err}
 		}
@@ -218,6 +228,33 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 		return err
 	}
 	return nil
+}
+
+// recordDeduct writes the order to the record. A refusal for want of units
+// or quota (sold out, limit) is asked again once after Config.RecheckAfter:
+// the gate may have sold a unit whose previous hold it returned a moment
+// ago, and the reclaimer reverts the record's copy of that hold right
+// after the gate returns it, so the unit may still be on its way back.
+func (m *Manager) recordDeduct(ctx context.Context, o stock.Order) error {
+	err := m.record.Deduct(ctx, o)
+	if !errors.Is(err, stock.ErrSoldOut) && !errors.Is(err, stock.ErrLimitReached) {
+		return err
+	}
+	wait := m.cfg.RecheckAfter
+	if wait < 0 {
+		return err
+	}
+	if wait == 0 {
+		wait = defaultRecheckAfter
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return err
+	case <-t.C:
+	}
+	return m.record.Deduct(ctx, o)
 }
 
 // ended reports whether a gate answer means the order's hold is over there:
