@@ -34,6 +34,11 @@ type Config struct {
 	WatchInterval time.Duration
 	// OnError, if set, is called by Run with every failed pass or check.
 	OnError func(error)
+	// GateHold maps the record's hold time of a SKU to the hold time the
+	// gate gets when a pass puts the SKU on sale there (warm-up, rebuild
+	// after a flush); default: the same. With stock/tiered, whose record
+	// holds longer than the gate, pass the tiered Manager's GateHold.
+	GateHold func(record time.Duration) time.Duration
 }
 
 const (
@@ -60,6 +65,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WatchInterval <= 0 {
 		c.WatchInterval = time.Second
+	}
+	if c.GateHold == nil {
+		c.GateHold = func(d time.Duration) time.Duration { return d }
 	}
 	return c
 }

@@ -38,13 +38,15 @@ func Example() {
 	gate, _ := redisstock.New(rc, redisstock.Config{Clock: clock})
 	record, _ := sqlstock.New(db, sqlstock.Config{Clock: clock})
 	_ = record.CreateTables(ctx)
+	flow := tiered.New(gate, record, tiered.Config{})
 	rec, _ := reconcile.New(gate, record, reconcile.Config{
+		GateHold: flow.GateHold, // the record holds longer than the gate
 		OnCorrection: func(c reconcile.Correction) {
 			fmt.Printf("reconcile %s: Redis %d -> %d (database %d, in flight %d)\n", c.SKU, c.Before, c.After, c.Record, c.InFlight)
 		},
 	})
 	events := make(chan degrade.Event, 16)
-	shop := degrade.New(tiered.New(gate, record, tiered.Config{}), record, degrade.Config{
+	shop := degrade.New(flow, record, degrade.Config{
 		Recalibrate:   rec.Recalibrate,
 		RampSteps:     []float64{},
 		OnStateChange: func(e degrade.Event) { events <- e },

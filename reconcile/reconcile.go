@@ -247,7 +247,7 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding) er
 	}
 	ls := make([]stock.Listing, len(fs))
 	for i, f := range fs {
-		ls[i] = stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit, HoldTTL: f.rec.HoldTTL}
+		ls[i] = stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit, HoldTTL: r.cfg.GateHold(f.rec.HoldTTL)}
 	}
 	if err := r.gate.PutOnSaleMany(ctx, ls); err != nil {
 		return fmt.Errorf("reconcile: rebuild: %w", err)

@@ -70,7 +70,7 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 				r.note(&rep, f.correction(ActionDryRun, nil))
 			default:
 				put = append(put, f)
-				ls = append(ls, stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit, HoldTTL: f.rec.HoldTTL})
+				ls = append(ls, stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit, HoldTTL: r.cfg.GateHold(f.rec.HoldTTL)})
 			}
 		}
 		if len(ls) == 0 {
@@ -111,7 +111,7 @@ func (r *Reconciler) verify(ctx context.Context, rep *Report, put []*finding) (i
 	n := 0
 	for i := range fs {
 		f := &fs[i]
-		settings := f.gate.PerUserLimit == f.rec.PerUserLimit && f.gate.HoldTTL == f.rec.HoldTTL
+		settings := f.gate.PerUserLimit == f.rec.PerUserLimit && f.gate.HoldTTL == r.cfg.GateHold(f.rec.HoldTTL)
 		if f.err == nil && f.gate.Exists && f.delta() == 0 && settings {
 			continue
 		}

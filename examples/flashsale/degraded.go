@@ -24,16 +24,18 @@ func (s *system) wireBreaker(cfg config) error {
 	var err error
 	s.breaker = &breakerLog{start: time.Now()}
 	if s.recal, err = reconcile.New(s.gate, s.record, reconcile.Config{
+		GateHold:     s.flow.GateHold,
 		MaxAutoFix:   -1, // the sale's own figures: fix any size, and report it
 		OnCorrection: func(c reconcile.Correction) { s.breaker.recalibrated.Add(abs(c.Delta)) },
 	}); err != nil {
 		return err
 	}
-	if s.final, err = reconcile.New(s.gate, s.record, reconcile.Config{MaxAutoFix: -1}); err != nil {
+	if s.final, err = reconcile.New(s.gate, s.record, reconcile.Config{GateHold: s.flow.GateHold, MaxAutoFix: -1}); err != nil {
 		return err
 	}
 	s.repairs = newRepairer()
 	if s.repairs.r, err = reconcile.New(s.gate, s.record, reconcile.Config{
+		GateHold:     s.flow.GateHold,
 		MaxAutoFix:   -1,
 		OnCorrection: func(c reconcile.Correction) { s.repairs.corrected.Add(abs(c.Delta)) },
 	}); err != nil {

@@ -37,6 +37,16 @@ func (m *Manager) RecordHold(gate time.Duration) time.Duration {
 	return min(gate+grace, stock.MaxHoldTTL)
 }
 
+// GateHold is RecordHold's inverse: the gate hold time whose record hold is
+// record (at least a millisecond). Reconciliation uses it to rebuild a
+// flushed gate from the record (reconcile.Config.GateHold).
+func (m *Manager) GateHold(record time.Duration) time.Duration {
+	if m.cfg.RecordGrace <= 0 {
+		return max(record/2, time.Millisecond)
+	}
+	return max(record-m.cfg.RecordGrace, time.Millisecond)
+}
+
 // Restock adds units at the record, then at the gate. Restock is not
 // idempotent: a *TierError naming the gate means the record has the units
 // and the gate does not; do not call Restock again, restock the gate alone
