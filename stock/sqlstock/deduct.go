@@ -65,7 +65,11 @@ func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.I
 	}
 	now := s.nowMS()
 	if s.d == Postgres && len(items) == 1 && set[0].limit == 0 {
-		return s.takeOnePG(ctx, o, items[0], now)
+		busy := s.inFlight.enter(items[0].SKU)
+		defer s.inFlight.leave(items[0].SKU)
+		if !busy {
+			return s.takeOnePG(ctx, o, items[0], now)
+		}
 	}
 	failed := -1
 	err = s.inTx(ctx, func(q querier) error {
@@ -92,7 +96,10 @@ func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.I
 
 // takeOnePG deducts a one-line order of a SKU without a per-user limit in
 // one autocommit statement: UPDATE ... RETURNING feeds the ledger INSERT,
-// so the row lock is held for a single round trip.
+// one round trip in all. The row stays locked while the ledger row is
+// written, longer than in the transaction (which writes it first), so it
+// is used only when no other deduct of the SKU is in flight in this Store:
+// on a hot SKU the transaction goes faster.
 func (s *Store) takeOnePG(ctx context.Context, o stock.Order, it stock.Item, now int64) error {
 	n, err := affected(s.db.ExecContext(ctx, s.q.takeOnePG,
 		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now))

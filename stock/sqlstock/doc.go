@@ -32,9 +32,11 @@
 //     The UPDATE also checks the SKU's limit and hold time against the
 //     values the Store remembers (Config.SettingsCache), so the deadline
 //     and the limit used are the row's own without reading the row first.
-//     On PostgreSQL a one-line order of a SKU without a per-user limit is
-//     one autocommit statement (UPDATE ... RETURNING feeding the INSERT):
-//     one round trip.
+//     On PostgreSQL a one-line order of a SKU without a per-user limit,
+//     when no other deduct of that SKU is in flight in the Store, is one
+//     autocommit statement (UPDATE ... RETURNING feeding the INSERT): one
+//     round trip instead of four, but the row stays locked while the
+//     ledger row is written, so a hot SKU takes the transaction.
 //   - Optimistic: read the row, then "UPDATE ... WHERE version = ?";
 //     a lost race is retried with jittered exponential backoff
 //     (github.com/cenkalti/backoff/v5) up to Config.MaxAttempts, then

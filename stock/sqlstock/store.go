@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -23,7 +24,26 @@ type Store struct {
 	d        Dialect
 	q        *queries
 	settings *lru.Cache[string, settings]
+	inFlight stripes
 }
+
+// stripes counts deducts in flight per SKU, hashed onto a fixed array: a
+// collision only makes a SKU look busier than it is.
+type stripes [1024]atomic.Int32
+
+func (c *stripes) slot(sku string) *atomic.Int32 {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(sku); i++ {
+		h = (h ^ uint32(sku[i])) * 16777619
+	}
+	return &c[h%uint32(len(c))]
+}
+
+// enter counts one more deduct of sku and reports whether another was
+// already in flight.
+func (c *stripes) enter(sku string) bool { return c.slot(sku).Add(1) > 1 }
+
+func (c *stripes) leave(sku string) { c.slot(sku).Add(-1) }
 
 // settings are a SKU's per-user limit and hold time, as last read.
 type settings struct {
