@@ -55,7 +55,7 @@ func pairs() []pair {
 	}
 	if dsn := os.Getenv("STOCKGUARD_MYSQL_DSN"); dsn != "" && addr != "" {
 		ps = append(ps, pair{name: "redis+mariadb", redis: real, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-			return openDB(t, "mysql", dsn+"?interpolateParams=true"), sqlstock.MariaDB
+			return openDB(t, "mysql", withParam(dsn, "interpolateParams=true")), sqlstock.MariaDB
 		}})
 	}
 	if dsn := os.Getenv("STOCKGUARD_POSTGRES_DSN"); dsn != "" {
@@ -95,6 +95,17 @@ func unique(prefix string) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return prefix + "_" + hex.EncodeToString(b)
+}
+
+// withParam adds a query parameter to a DSN that may already have some.
+func withParam(dsn, param string) string {
+	if strings.Contains(dsn, param) {
+		return dsn
+	}
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + param
+	}
+	return dsn + "?" + param
 }
 
 // world is one test's gate, record, tiered flow and reconciler.
