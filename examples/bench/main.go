@@ -126,13 +126,17 @@ type result struct {
 	perSec, p50, p99, failedPct float64
 }
 
+// seq numbers every call of the process, so order IDs never repeat across
+// cases and runs.
+var seq atomic.Int64
+
 // measure runs c from n goroutines for d and summarises the calls.
 func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, error) {
 	if err := c.prep(ctx); err != nil {
 		return result{}, err
 	}
 	var (
-		seq, ok, failed atomic.Int64
+		ok, failed atomic.Int64
 		wg              sync.WaitGroup
 		mu              sync.Mutex
 		lat             []time.Duration
