@@ -137,10 +137,10 @@ func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, 
 	}
 	var (
 		ok, failed atomic.Int64
-		wg              sync.WaitGroup
-		mu              sync.Mutex
-		lat             []time.Duration
-		fatal           error
+		wg         sync.WaitGroup
+		mu         sync.Mutex
+		lat        []time.Duration
+		fatal      error
 	)
 	deadline := time.Now().Add(d)
 	for range n {
