@@ -22,7 +22,7 @@ import (
 func TestGateLosesRepliesMidSale(t *testing.T) {
 	const units, buyers = 100, 300
 	clock := stocktest.NewClock(stocktest.Epoch)
-	gate := &flaky{Manager: memstock.New(clock)}
+	gate := stocktest.NewFaulty(memstock.New(clock))
 	record := memstock.New(clock)
 	d := degrade.New(tiered.New(gate, record, tiered.Config{}), record,
 		degrade.Config{Clock: clock, FallbackLimit: rate.Inf})
@@ -41,7 +41,7 @@ func TestGateLosesRepliesMidSale(t *testing.T) {
 	for b := range buyers {
 		wg.Go(func() {
 			if started.Add(1) == buyers/4 {
-				gate.set(lostReply)
+				gate.SetFault(stocktest.LostReply)
 			}
 			o := stock.Order{ID: fmt.Sprint("b", b), Items: []stock.Item{{SKU: "hot", Qty: 1}}}
 			for try := 0; ; try++ {
@@ -71,7 +71,7 @@ func TestGateLosesRepliesMidSale(t *testing.T) {
 	// The gate heals; buyers who were told "unknown" retry and learn the
 	// truth, while the breaker is still open: their retries go to the
 	// primary (never the fallback) and take nothing twice.
-	gate.set(healthy)
+	gate.SetFault(stocktest.Healthy)
 	for _, o := range unresolved {
 		switch err := d.Deduct(ctx, o); {
 		case err == nil:

@@ -31,15 +31,15 @@ func TestConformance(t *testing.T) {
 type fixture struct {
 	t                 *testing.T
 	clock             *stocktest.Clock
-	primary, fallback *flaky
+	primary, fallback *stocktest.Faulty
 	d                 *degrade.Manager
 	events            chan degrade.Event
 }
 
 func newFixture(t *testing.T, cfg degrade.Config) *fixture {
 	f := &fixture{t: t, clock: stocktest.NewClock(stocktest.Epoch), events: make(chan degrade.Event, 1000)}
-	f.primary = &flaky{Manager: memstock.New(f.clock)}
-	f.fallback = &flaky{Manager: memstock.New(f.clock)}
+	f.primary = stocktest.NewFaulty(memstock.New(f.clock))
+	f.fallback = stocktest.NewFaulty(memstock.New(f.clock))
 	cfg.Clock = f.clock
 	if cfg.OnStateChange == nil {
 		cfg.OnStateChange = func(e degrade.Event) { f.events <- e }
@@ -90,7 +90,7 @@ func (f *fixture) wantEvent(key string, to degrade.State, share float64) degrade
 	return e
 }
 
-func (f *fixture) held(m *flaky, sku string) int64 {
+func (f *fixture) held(m *stocktest.Faulty, sku string) int64 {
 	f.t.Helper()
 	lv, err := m.Manager.Levels(f.t.Context(), sku)
 	if err != nil {
@@ -102,7 +102,7 @@ func (f *fixture) held(m *flaky, sku string) int64 {
 // trip fails the primary until the breaker of key opens.
 func (f *fixture) trip(key, sku string) {
 	f.t.Helper()
-	f.primary.set(down)
+	f.primary.SetFault(stocktest.Down)
 	for i := 0; f.d.State(sku) == degrade.Primary; i++ {
 		if i > 100 {
 			f.t.Fatal("the breaker never opened")
@@ -110,7 +110,7 @@ func (f *fixture) trip(key, sku string) {
 		_ = f.deduct(fmt.Sprint("trip-", key, i), sku, 1)
 	}
 	f.wantEvent(key, degrade.Degraded, 0)
-	f.primary.set(healthy)
+	f.primary.SetFault(stocktest.Healthy)
 }
 
 func TestOnlyInfrastructureFailuresOpenTheBreaker(t *testing.T) {
@@ -136,16 +136,16 @@ func TestOnlyInfrastructureFailuresOpenTheBreaker(t *testing.T) {
 	if s := f.d.State("a"); s != degrade.Primary {
 		t.Fatalf("state after business outcomes and cancellations: %v", s)
 	}
-	if n := f.fallback.deducts.Load(); n != 0 {
+	if n := f.fallback.Calls("Deduct"); n != 0 {
 		t.Fatalf("%d deducts reached the fallback", n)
 	}
-	f.primary.set(down)
+	f.primary.SetFault(stocktest.Down)
 	for i := range 5 {
 		if s := f.d.State("a"); s != degrade.Primary {
 			t.Fatalf("opened after %d failures, want 5", i)
 		}
 		err := f.deduct(fmt.Sprint("f-", i), "a", 1)
-		if !errors.Is(err, stock.ErrUnknownOutcome) || !errors.Is(err, errNet) {
+		if !errors.Is(err, stock.ErrUnknownOutcome) || !errors.Is(err, stocktest.ErrInjected) {
 			t.Fatalf("Deduct with the primary down: %v, want unknown outcome", err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestOnlyInfrastructureFailuresOpenTheBreaker(t *testing.T) {
 	if err := f.deduct("new", "a", 1); err != nil {
 		t.Fatalf("Deduct while degraded: %v", err)
 	}
-	if n := f.fallback.deducts.Load(); n != 1 {
+	if n := f.fallback.Calls("Deduct"); n != 1 {
 		t.Fatalf("fallback got %d deducts, want 1", n)
 	}
 }
@@ -184,7 +184,7 @@ func TestFallbackRateLimitIsExact(t *testing.T) {
 	if _, err := f.d.Levels(t.Context(), "a"); !errors.Is(err, degrade.ErrBusy) {
 		t.Fatalf("Levels past the limit: %v, want ErrBusy", err)
 	}
-	if f.held(f.fallback, "a") != burst || f.primary.calls.Load() != 0 {
+	if f.held(f.fallback, "a") != burst || f.primary.TotalCalls() != 0 {
 		t.Fatal("ErrBusy wrote something, or the primary was called")
 	}
 	f.clock.Advance(time.Minute)
@@ -205,22 +205,22 @@ func TestFallbackRateLimitIsExact(t *testing.T) {
 func TestLostReplyWhileTrippingTakesOnce(t *testing.T) {
 	f := newFixture(t, degrade.Config{ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= 1 }})
 	f.sale("a", 10)
-	f.primary.set(lostReply)
+	f.primary.SetFault(stocktest.LostReply)
 	err := f.deduct("o1", "a", 2)
 	if !errors.Is(err, stock.ErrUnknownOutcome) {
 		t.Fatalf("Deduct with a lost reply: %v, want ErrUnknownOutcome", err)
 	}
 	f.wantEvent("", degrade.Degraded, 0)
-	f.primary.set(down)
+	f.primary.SetFault(stocktest.Down)
 	for range 3 {
-		if err := f.deduct("o1", "a", 2); !errors.Is(err, stock.ErrUnknownOutcome) || !errors.Is(err, errNet) {
+		if err := f.deduct("o1", "a", 2); !errors.Is(err, stock.ErrUnknownOutcome) || !errors.Is(err, stocktest.ErrInjected) {
 			t.Fatalf("retry while degraded and the primary down: %v", err)
 		}
 	}
-	if n := f.fallback.calls.Load(); n != 0 {
+	if n := f.fallback.TotalCalls(); n != 0 {
 		t.Fatalf("an order of unknown outcome reached the fallback (%d calls)", n)
 	}
-	f.primary.set(healthy)
+	f.primary.SetFault(stocktest.Healthy)
 	if err := f.deduct("o1", "a", 2); err != nil {
 		t.Fatalf("retry once the primary answers: %v", err)
 	}

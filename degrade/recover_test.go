@@ -10,19 +10,20 @@ import (
 
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 // sendN places n orders of one unit of sku and returns how many reached
 // the primary.
 func (f *fixture) sendN(prefix, sku string, n int) int64 {
 	f.t.Helper()
-	before := f.primary.deducts.Load()
+	before := f.primary.Calls("Deduct")
 	for i := range n {
 		if err := f.deduct(fmt.Sprint(prefix, i), sku, 1); err != nil {
 			f.t.Fatalf("Deduct %s%d: %v", prefix, i, err)
 		}
 	}
-	return f.primary.deducts.Load() - before
+	return f.primary.Calls("Deduct") - before
 }
 
 func TestRecalibrationBeforeRampAndRampSteps(t *testing.T) {
@@ -114,13 +115,13 @@ func TestFailureDuringRampGoesBackToDegraded(t *testing.T) {
 	f.sendN("x", "a", 1)
 	f.wantEvent("", degrade.Recalibrating, 0)
 	f.wantEvent("", degrade.Ramping, 0.5)
-	f.primary.set(down)
+	f.primary.SetFault(stocktest.Down)
 	_ = f.deduct("r0", "a", 1) // fallback (every other call)
 	if err := f.deduct("r1", "a", 1); !errors.Is(err, stock.ErrUnknownOutcome) {
 		t.Fatalf("primary failure during ramp: %v", err)
 	}
 	f.wantEvent("", degrade.Degraded, 0)
-	f.primary.set(healthy)
+	f.primary.SetFault(stocktest.Healthy)
 	if got := f.sendN("after-", "a", 10); got != 0 {
 		t.Fatalf("%d orders reached the primary after one failure in the ramp", got)
 	}
@@ -130,7 +131,7 @@ func TestPerSKUBreakersIsolateAFailingSKU(t *testing.T) {
 	f := newFixture(t, degrade.Config{PerSKU: 8})
 	f.sale("bad", 1000)
 	f.sale("good", 1000)
-	f.primary.setSKU("bad", down)
+	f.primary.SetFaultFor(stocktest.Down, stocktest.OnSKU("bad"))
 	for i := range 5 {
 		_ = f.deduct(fmt.Sprint("b", i), "bad", 1)
 	}
@@ -141,9 +142,9 @@ func TestPerSKUBreakersIsolateAFailingSKU(t *testing.T) {
 	if got := f.sendN("g", "good", 20); got != 20 {
 		t.Fatalf("%d of 20 good orders reached the primary", got)
 	}
-	before := f.fallback.deducts.Load()
+	before := f.fallback.Calls("Deduct")
 	f.sendN("bb", "bad", 3)
-	if f.fallback.deducts.Load()-before != 3 {
+	if f.fallback.Calls("Deduct")-before != 3 {
 		t.Fatal("the bad SKU's orders did not go to the fallback")
 	}
 	// An order with both SKUs goes to the fallback: one breaker is open.
@@ -164,7 +165,7 @@ func TestManualSwitch(t *testing.T) {
 	})
 	f.sale("a", 1000)
 	f.d.SetMode(degrade.ForceFallback)
-	if got := f.sendN("ff", "a", 10); got != 0 || f.primary.calls.Load() != 0 {
+	if got := f.sendN("ff", "a", 10); got != 0 || f.primary.TotalCalls() != 0 {
 		t.Fatalf("ForceFallback: %d deducts reached the primary", got)
 	}
 	f.d.SetMode(degrade.Auto)
@@ -187,9 +188,9 @@ func TestManualSwitch(t *testing.T) {
 	if got := f.sendN("fp", "a", 10); got != 10 {
 		t.Fatalf("ForcePrimary: %d of 10 reached the primary", got)
 	}
-	f.primary.set(down)
+	f.primary.SetFault(stocktest.Down)
 	_ = f.deduct("fp-fail", "a", 1)
-	f.primary.set(healthy)
+	f.primary.SetFault(stocktest.Healthy)
 	if f.d.Mode() != degrade.ForcePrimary {
 		t.Fatal("mode changed by itself")
 	}
@@ -205,7 +206,7 @@ func TestSlowHookNeverStalls(t *testing.T) {
 	})
 	defer close(release)
 	const skus = 20
-	f.primary.set(down)
+	f.primary.SetFault(stocktest.Down)
 	for s := range skus {
 		sku := fmt.Sprint("s", s)
 		f.sale(sku, 10)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/stocktest"
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
@@ -49,13 +50,13 @@ func TestReclaimCrashBeforeRecordRevertIsBackstopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock.Advance(90 * time.Second) // past the gate's deadline, not the record's (2m)
-	f.record.setOn(down, "Revert")
+	f.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Revert"))
 	got, err := f.m.ReclaimExpired(ctx, 10)
 	var te *tiered.TierError
 	if len(got) != 1 || !errors.As(err, &te) || te.Tier != tiered.Record {
 		t.Fatalf("ReclaimExpired with the record's revert failing = %v, %v; want the gate's line and a record *TierError", got, err)
 	}
-	f.record.set(healthy)
+	f.record.SetFault(stocktest.Healthy)
 	f.want(f.gate, "gate", "a", 10, 0, 0)
 	f.want(f.record, "record", "a", 6, 4, 0)
 
@@ -93,13 +94,13 @@ func TestSettleRacingReclaimReturnsRecordCopy(t *testing.T) {
 	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
 		t.Fatal(err)
 	}
-	f.record.before = func(stock.Order) {
-		f.record.before = nil
+	f.beforeRecordDeduct(func(string) {
+		f.record.SetBefore(nil)
 		f.clock.Advance(2 * time.Minute)
 		if got, err := f.m.ReclaimExpired(ctx, 10); err != nil || len(got) != 1 {
 			t.Errorf("racing ReclaimExpired = %v, %v", got, err)
 		}
-	}
+	})
 	// The hold existed and expired: Settle reports it recorded, and a
 	// payment is refused.
 	if err := f.m.Settle(ctx, f.queue[0]); err != nil {
@@ -131,12 +132,12 @@ func TestRedeliveredSettleReturnsRecordCopy(t *testing.T) {
 	if err := f.record.Deduct(ctx, f.queue[0]); err != nil { // the first delivery's write
 		t.Fatal(err)
 	}
-	f.record.setOn(down, "Revert")
+	f.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Revert"))
 	var te *tiered.TierError
 	if err := f.m.Settle(ctx, f.queue[0]); !errors.As(err, &te) || te.Tier != tiered.Record {
 		t.Fatalf("redelivery with the record's revert failing: %v, want a record *TierError (deliver again)", err)
 	}
-	f.record.set(healthy)
+	f.record.SetFault(stocktest.Healthy)
 	if err := f.m.Settle(ctx, f.queue[0]); !errors.Is(err, stock.ErrHoldExpired) {
 		t.Fatalf("redelivery: %v, want ErrHoldExpired", err)
 	}
@@ -185,7 +186,7 @@ func TestReclaimSweepsRecordWhileGateDown(t *testing.T) {
 	if err := f.record.Deduct(ctx, ord("o1", 5)); err != nil {
 		t.Fatal(err)
 	}
-	f.gate.set(down)
+	f.gate.SetFault(stocktest.Down)
 	f.clock.Advance(3 * time.Minute)
 	var te *tiered.TierError
 	if _, err := f.m.ReclaimExpired(ctx, 10); !errors.As(err, &te) || te.Tier != tiered.Gate {
@@ -213,13 +214,13 @@ func TestSettleAsksTheRecordAgainBeforeARefusalStands(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls := 0
-		f.record.before = func(o stock.Order) {
+		f.beforeRecordDeduct(func(string) {
 			if calls++; calls == 2 { // the second ask: the reclaimer's revert has landed
 				if err := f.record.Revert(ctx, "o1"); err != nil {
 					t.Error(err)
 				}
 			}
-		}
+		})
 		if err := m.Deduct(ctx, ord("o2", 1)); !errors.Is(err, c.want) {
 			t.Fatalf("RecheckAfter %v: Deduct of the resold unit = %v, want %v", c.recheck, err, c.want)
 		}

@@ -22,7 +22,7 @@ func TestConformanceSync(t *testing.T) {
 type fixture struct {
 	t            *testing.T
 	clock        *stocktest.Clock
-	gate, record *flaky
+	gate, record *stocktest.Faulty
 	m            *tiered.Manager
 	drift        []tiered.Drift
 	queue        []stock.Order
@@ -30,8 +30,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, async bool) *fixture {
 	f := &fixture{t: t, clock: stocktest.NewClock(stocktest.Epoch)}
-	f.gate = &flaky{Manager: memstock.New(f.clock)}
-	f.record = &flaky{Manager: memstock.New(f.clock)}
+	f.gate = stocktest.NewFaulty(memstock.New(f.clock))
+	f.record = stocktest.NewFaulty(memstock.New(f.clock))
 	cfg := tiered.Config{OnDrift: func(d tiered.Drift) { f.drift = append(f.drift, d) }}
 	if async {
 		cfg.Recorder = tiered.RecorderFunc(func(_ context.Context, o stock.Order) error {
@@ -41,6 +41,16 @@ func newFixture(t *testing.T, async bool) *fixture {
 	}
 	f.m = tiered.New(f.gate, f.record, cfg)
 	return f
+}
+
+// beforeRecordDeduct makes fn run, with the order ID, at the start of
+// every later Deduct that reaches the record.
+func (f *fixture) beforeRecordDeduct(fn func(orderID string)) {
+	f.record.SetBefore(func(c stocktest.Call) {
+		if c.Method == "Deduct" {
+			fn(c.OrderID)
+		}
+	})
 }
 
 // sale puts sku on sale at each tier with its own units.
@@ -58,6 +68,9 @@ func (f *fixture) sale(sku string, gateUnits, recordUnits int64, gateHold, recor
 // want checks available/held/sold at one tier.
 func (f *fixture) want(tier stock.Manager, name, sku string, avail, held, sold int64) {
 	f.t.Helper()
+	if ft, ok := tier.(*stocktest.Faulty); ok {
+		tier = ft.Manager // read the store itself, past any injected fault
+	}
 	lv, err := tier.Levels(f.t.Context(), sku)
 	if err != nil {
 		f.t.Fatal(err)
@@ -94,15 +107,15 @@ func TestRecordOutageLeavesGateHoldForRetry(t *testing.T) {
 	f := newFixture(t, false)
 	f.sale("a", 10, 10, 0, 0)
 	ctx := t.Context()
-	f.record.set(down)
+	f.record.SetFault(stocktest.Down)
 	err := f.m.Deduct(ctx, ord("o1", 3))
 	var te *tiered.TierError
-	if !errors.As(err, &te) || te.Tier != tiered.Record || !errors.Is(err, errNet) {
+	if !errors.As(err, &te) || te.Tier != tiered.Record || !errors.Is(err, stocktest.ErrInjected) {
 		t.Fatalf("Deduct with the record down: %v, want a *TierError at the record", err)
 	}
 	f.want(f.gate, "gate", "a", 7, 3, 0)
 	f.want(f.record, "record", "a", 10, 0, 0)
-	f.record.set(healthy)
+	f.record.SetFault(stocktest.Healthy)
 	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
@@ -114,11 +127,11 @@ func TestLostRecordReplyTakesOnce(t *testing.T) {
 	f := newFixture(t, false)
 	f.sale("a", 10, 10, 0, 0)
 	ctx := t.Context()
-	f.record.set(lostReply)
-	if err := f.m.Deduct(ctx, ord("o1", 3)); !errors.Is(err, errNet) {
+	f.record.SetFault(stocktest.LostReply)
+	if err := f.m.Deduct(ctx, ord("o1", 3)); !errors.Is(err, stocktest.ErrInjected) {
 		t.Fatalf("Deduct with a lost reply: %v", err)
 	}
-	f.record.set(healthy)
+	f.record.SetFault(stocktest.Healthy)
 	for range 2 {
 		if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
 			t.Fatalf("retry: %v", err)
@@ -202,12 +215,12 @@ func TestRevertRacingSettleLeavesNothingRecorded(t *testing.T) {
 	if err := f.m.Deduct(ctx, ord("o1", 2)); err != nil {
 		t.Fatal(err)
 	}
-	f.record.before = func(o stock.Order) {
-		f.record.before = nil
-		if err := f.m.Revert(ctx, o.ID); err != nil {
+	f.beforeRecordDeduct(func(id string) {
+		f.record.SetBefore(nil)
+		if err := f.m.Revert(ctx, id); err != nil {
 			t.Errorf("racing Revert: %v", err)
 		}
-	}
+	})
 	if err := f.m.Settle(ctx, f.queue[0]); !errors.Is(err, stock.ErrOrderClosed) {
 		t.Fatalf("Settle racing a Revert: %v, want ErrOrderClosed", err)
 	}
@@ -268,16 +281,16 @@ func TestConfirmAndRevertRetryAfterGateFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.gate.set(down)
+	f.gate.SetFault(stocktest.Down)
 	var te *tiered.TierError
 	if err := f.m.Confirm(ctx, "o1"); !errors.As(err, &te) || te.Tier != tiered.Gate {
 		t.Fatalf("Confirm with the gate down: %v", err)
 	}
-	if err := f.m.Revert(ctx, "o2"); !errors.Is(err, errNet) {
+	if err := f.m.Revert(ctx, "o2"); !errors.Is(err, stocktest.ErrInjected) {
 		t.Fatalf("Revert with the gate down: %v", err)
 	}
 	f.want(f.record, "record", "a", 8, 1, 1) // confirmed there, revert not begun
-	f.gate.set(healthy)
+	f.gate.SetFault(stocktest.Healthy)
 	if err := f.m.Confirm(ctx, "o1"); err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +308,9 @@ func TestRevertReachesGateOnlyOrders(t *testing.T) {
 	f := newFixture(t, false)
 	f.sale("a", 10, 10, 0, 0)
 	ctx := t.Context()
-	f.record.set(down)
+	f.record.SetFault(stocktest.Down)
 	_ = f.m.Deduct(ctx, ord("o1", 4))
-	f.record.set(healthy)
+	f.record.SetFault(stocktest.Healthy)
 	if err := f.m.Revert(ctx, "o1"); err != nil {
 		t.Fatalf("Revert of a gate-only hold: %v", err)
 	}
@@ -337,7 +350,7 @@ func TestReclaimBothTiers(t *testing.T) {
 
 func TestReclaimRecordFailureIsReported(t *testing.T) {
 	f := newFixture(t, false)
-	f.record.set(down)
+	f.record.SetFault(stocktest.Down)
 	var te *tiered.TierError
 	if _, err := f.m.ReclaimExpired(t.Context(), 4); !errors.As(err, &te) || te.Tier != tiered.Record {
 		t.Fatalf("ReclaimExpired with the record down: %v", err)

@@ -1,0 +1,298 @@
+package stocktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Fault says how a Faulty fails the calls it applies to.
+type Fault int
+
+const (
+	// Healthy passes the call through unchanged.
+	Healthy Fault = iota
+	// Down fails the call before it reaches the wrapped Manager: nothing
+	// is applied, as when the store cannot be reached.
+	Down
+	// LostReply applies the call to the wrapped Manager, discards its
+	// result and fails, as when the connection drops after the store
+	// acted: the caller cannot tell whether the call took effect.
+	LostReply
+)
+
+// String returns the fault's name.
+func (x Fault) String() string {
+	switch x {
+	case Healthy:
+		return "Healthy"
+	case Down:
+		return "Down"
+	case LostReply:
+		return "LostReply"
+	}
+	return fmt.Sprintf("Fault(%d)", int(x))
+}
+
+// ErrInjected is wrapped by every error a Faulty injects. The injected
+// error is a *net.OpError (a net.Error with Timeout false), never a
+// business error (stock.IsBusiness is false), so the code under test sees
+// an infrastructure failure; match it with errors.Is(err, ErrInjected).
+var ErrInjected = errors.New("stocktest: injected fault")
+
+// Call describes one call reaching a Faulty, for filters and hooks.
+type Call struct {
+	// Method is the name of the called method: "PutOnSale", "Restock",
+	// "Deduct", "Confirm", "Revert", "Available", "Levels",
+	// "ReclaimExpired" or "Orders".
+	Method string
+	// SKUs are the SKUs the call names: the order's lines for Deduct
+	// (in item order), the one SKU of PutOnSale, Restock, Available and
+	// Levels; nil otherwise.
+	SKUs []string
+	// OrderID is the order of Deduct, Confirm or Revert; empty otherwise.
+	OrderID string
+	// OrderIDs are the IDs asked of Orders; nil otherwise.
+	OrderIDs []string
+}
+
+// OnMethod returns a filter matching calls of the named methods.
+func OnMethod(methods ...string) func(Call) bool {
+	return func(c Call) bool {
+		for _, m := range methods {
+			if c.Method == m {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// OnSKU returns a filter matching calls that name sku (see Call.SKUs):
+// calls naming only an order ID, such as Confirm, never match.
+func OnSKU(sku string) func(Call) bool {
+	return func(c Call) bool {
+		for _, s := range c.SKUs {
+			if s == sku {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// Faulty wraps a stock.Manager and fails its calls on demand, to test how
+// code built on a Manager (a tiered or degrading wrapper, a checkout
+// service) behaves when the store is down or a reply is lost. It counts the
+// calls that reach it per method and can run a hook before each call. The
+// embedded Manager is the wrapped one: calling it directly bypasses faults,
+// counters and hook. A Faulty is safe for concurrent use; it starts
+// Healthy.
+//
+// Every method of stock.Manager, stock.Reclaimer and stock.OrderReader goes
+// through the fault: the two optional interfaces are forwarded to the
+// wrapped Manager, and fail with an error wrapping errors.ErrUnsupported
+// when it does not implement them. Code that type-asserts those interfaces
+// should be given Narrow instead.
+type Faulty struct {
+	stock.Manager
+
+	mu     sync.Mutex
+	fault  Fault
+	match  func(Call) bool
+	before func(Call)
+	calls  map[string]int64
+}
+
+// NewFaulty returns a Healthy Faulty wrapping m.
+func NewFaulty(m stock.Manager) *Faulty {
+	return &Faulty{Manager: m, calls: make(map[string]int64)}
+}
+
+// SetFault makes every later call fail with x (Healthy: none fails).
+func (f *Faulty) SetFault(x Fault) { f.SetFaultFor(x, nil) }
+
+// SetFaultFor makes later calls for which match returns true fail with x;
+// the others pass through. A nil match matches every call. It replaces any
+// earlier setting.
+func (f *Faulty) SetFaultFor(x Fault, match func(Call) bool) {
+	f.mu.Lock()
+	f.fault, f.match = x, match
+	f.mu.Unlock()
+}
+
+// SetBefore makes hook run at the start of every later call, before the
+// call is counted or its fault decided; nil removes it. The hook runs with
+// no lock held, so it may call the Faulty (the calls it makes run the hook
+// too) or SetBefore.
+func (f *Faulty) SetBefore(hook func(Call)) {
+	f.mu.Lock()
+	f.before = hook
+	f.mu.Unlock()
+}
+
+// Calls returns how many calls of the named method reached the Faulty,
+// failed ones included.
+func (f *Faulty) Calls(method string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+// TotalCalls returns how many calls of any method reached the Faulty,
+// failed ones included.
+func (f *Faulty) TotalCalls() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for _, c := range f.calls {
+		n += c
+	}
+	return n
+}
+
+// do runs the hook, counts c and applies the fault to run.
+func (f *Faulty) do(c Call, run func() error) error {
+	f.mu.Lock()
+	hook := f.before
+	f.mu.Unlock()
+	if hook != nil {
+		hook(c)
+	}
+	f.mu.Lock()
+	f.calls[c.Method]++
+	x := f.fault
+	if f.match != nil && !f.match(c) {
+		x = Healthy
+	}
+	f.mu.Unlock()
+	switch x {
+	case Down:
+		return &net.OpError{Op: "dial", Net: "tcp", Err: ErrInjected}
+	case LostReply:
+		_ = run()
+		return &net.OpError{Op: "read", Net: "tcp", Err: ErrInjected}
+	}
+	return run()
+}
+
+// PutOnSale calls the wrapped Manager's PutOnSale through the fault.
+func (f *Faulty) PutOnSale(ctx context.Context, l stock.Listing) error {
+	return f.do(Call{Method: "PutOnSale", SKUs: []string{l.SKU}}, func() error {
+		return f.Manager.PutOnSale(ctx, l)
+	})
+}
+
+// Restock calls the wrapped Manager's Restock through the fault.
+func (f *Faulty) Restock(ctx context.Context, sku string, units int64) error {
+	return f.do(Call{Method: "Restock", SKUs: []string{sku}}, func() error {
+		return f.Manager.Restock(ctx, sku, units)
+	})
+}
+
+// Deduct calls the wrapped Manager's Deduct through the fault.
+func (f *Faulty) Deduct(ctx context.Context, o stock.Order) error {
+	skus := make([]string, len(o.Items))
+	for i, it := range o.Items {
+		skus[i] = it.SKU
+	}
+	return f.do(Call{Method: "Deduct", SKUs: skus, OrderID: o.ID}, func() error {
+		return f.Manager.Deduct(ctx, o)
+	})
+}
+
+// Confirm calls the wrapped Manager's Confirm through the fault.
+func (f *Faulty) Confirm(ctx context.Context, orderID string) error {
+	return f.do(Call{Method: "Confirm", OrderID: orderID}, func() error {
+		return f.Manager.Confirm(ctx, orderID)
+	})
+}
+
+// Revert calls the wrapped Manager's Revert through the fault.
+func (f *Faulty) Revert(ctx context.Context, orderID string) error {
+	return f.do(Call{Method: "Revert", OrderID: orderID}, func() error {
+		return f.Manager.Revert(ctx, orderID)
+	})
+}
+
+// Available calls the wrapped Manager's Available through the fault.
+func (f *Faulty) Available(ctx context.Context, sku string) (int64, error) {
+	var n int64
+	err := f.do(Call{Method: "Available", SKUs: []string{sku}}, func() (err error) {
+		n, err = f.Manager.Available(ctx, sku)
+		return err
+	})
+	return n, err
+}
+
+// Levels calls the wrapped Manager's Levels through the fault.
+func (f *Faulty) Levels(ctx context.Context, sku string) (stock.Levels, error) {
+	var lv stock.Levels
+	err := f.do(Call{Method: "Levels", SKUs: []string{sku}}, func() (err error) {
+		lv, err = f.Manager.Levels(ctx, sku)
+		return err
+	})
+	return lv, err
+}
+
+// ReclaimExpired calls the wrapped Manager's ReclaimExpired through the
+// fault, or fails with errors.ErrUnsupported if it is not a
+// stock.Reclaimer.
+func (f *Faulty) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+	var got []stock.Reclaimed
+	err := f.do(Call{Method: "ReclaimExpired"}, func() (err error) {
+		r, ok := f.Manager.(stock.Reclaimer)
+		if !ok {
+			return fmt.Errorf("stocktest: %T is not a stock.Reclaimer: %w", f.Manager, errors.ErrUnsupported)
+		}
+		got, err = r.ReclaimExpired(ctx, limit)
+		return err
+	})
+	return got, err
+}
+
+// Orders calls the wrapped Manager's Orders through the fault, or fails
+// with errors.ErrUnsupported if it is not a stock.OrderReader.
+func (f *Faulty) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+	var got []stock.OrderInfo
+	err := f.do(Call{Method: "Orders", OrderIDs: ids}, func() (err error) {
+		rd, ok := f.Manager.(stock.OrderReader)
+		if !ok {
+			return fmt.Errorf("stocktest: %T is not a stock.OrderReader: %w", f.Manager, errors.ErrUnsupported)
+		}
+		got, err = rd.Orders(ctx, ids)
+		return err
+	})
+	return got, err
+}
+
+// Narrow returns f as a stock.Manager that implements stock.Reclaimer and
+// stock.OrderReader exactly when the wrapped Manager does, for code that
+// checks those interfaces with a type assertion. Its calls go through f.
+func (f *Faulty) Narrow() stock.Manager {
+	_, rc := f.Manager.(stock.Reclaimer)
+	_, rd := f.Manager.(stock.OrderReader)
+	switch {
+	case rc && rd:
+		return struct {
+			stock.Manager
+			stock.Reclaimer
+			stock.OrderReader
+		}{f, f, f}
+	case rc:
+		return struct {
+			stock.Manager
+			stock.Reclaimer
+		}{f, f}
+	case rd:
+		return struct {
+			stock.Manager
+			stock.OrderReader
+		}{f, f}
+	}
+	return struct{ stock.Manager }{f}
+}
