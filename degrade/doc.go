@@ -17,6 +17,13 @@
 // state has to be shared between application nodes. A fallback that does
 // not see the primary's orders would sell the same units twice.
 //
+// With a queued hand-off (a tiered.Recorder), orders the gate admitted and
+// that still wait in the queue are not in the record yet: while the breaker
+// is open the fallback may sell their units, and they are refused when the
+// queue drains (the record is never oversold, but those buyers lose the
+// order). With the synchronous hand-off the record sees every order the
+// gate told yes.
+//
 // # What it promises
 //
 //   - Only infrastructure failures open a breaker. Business outcomes (sold
