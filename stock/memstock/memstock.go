@@ -153,15 +153,24 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 	return nil
 }
 
-// Confirm implements stock.Manager.
-func (s *Store) Confirm(ctx context.Context, orderID string) error {
-	if err := stock.ValidateID("orderID", orderID); err != nil {
+// lock validates id and ctx, then takes the Store's lock; on error the
+// lock is not held.
+func (s *Store) lock(ctx context.Context, field, id string) error {
+	if err := stock.ValidateID(field, id); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
+	return nil
+}
+
+// Confirm implements stock.Manager.
+func (s *Store) Confirm(ctx context.Context, orderID string) error {
+	if err := s.lock(ctx, "orderID", orderID); err != nil {
+		return err
+	}
 	defer s.mu.Unlock()
 	o := s.orders[orderID]
 	if o == nil {
@@ -190,13 +199,9 @@ func (s *Store) Confirm(ctx context.Context, orderID string) error {
 
 // Revert implements stock.Manager.
 func (s *Store) Revert(ctx context.Context, orderID string) error {
-	if err := stock.ValidateID("orderID", orderID); err != nil {
+	if err := s.lock(ctx, "orderID", orderID); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.orders[orderID]
 	switch {
@@ -235,13 +240,9 @@ func (s *Store) Available(ctx context.Context, skuID string) (int64, error) {
 
 // Levels implements stock.Manager.
 func (s *Store) Levels(ctx context.Context, skuID string) (stock.Levels, error) {
-	if err := stock.ValidateID("sku", skuID); err != nil {
+	if err := s.lock(ctx, "sku", skuID); err != nil {
 		return stock.Levels{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return stock.Levels{}, err
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.skus[skuID]
 	if k == nil {
