@@ -2,21 +2,16 @@ package reconcile_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
-	_ "github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
-	_ "modernc.org/sqlite"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -41,7 +36,9 @@ func pairs() []pair {
 		t.Cleanup(func() { c.Close() })
 		return c, m
 	}
-	ps := []pair{{name: "miniredis+sqlite", redis: mini, record: openSQLite}}
+	ps := []pair{{name: "miniredis+sqlite", redis: mini, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+		return testdb.SQLite(t, 16), sqlstock.SQLite
+	}}}
 	addr, cluster := os.Getenv("STOCKGUARD_REDIS_ADDR"), os.Getenv("STOCKGUARD_REDIS_CLUSTER")
 	real := func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis) {
 		c := redis.NewClient(&redis.Options{Addr: addr})
@@ -55,57 +52,22 @@ func pairs() []pair {
 	}
 	if dsn := os.Getenv("STOCKGUARD_MYSQL_DSN"); dsn != "" && addr != "" {
 		ps = append(ps, pair{name: "redis+mariadb", redis: real, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-			return openDB(t, "mysql", withParam(dsn, "interpolateParams=true")), sqlstock.MariaDB
+			return testdb.Open(t, "mysql", testdb.WithParam(dsn, "interpolateParams=true"), 16), sqlstock.MariaDB
 		}})
 	}
 	if dsn := os.Getenv("STOCKGUARD_POSTGRES_DSN"); dsn != "" {
 		if addr != "" {
 			ps = append(ps, pair{name: "redis+postgres", redis: real, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-				return openDB(t, "pgx", dsn), sqlstock.Postgres
+				return testdb.Open(t, "pgx", dsn, 16), sqlstock.Postgres
 			}})
 		}
 		if cluster != "" {
 			ps = append(ps, pair{name: "cluster+postgres", redis: clu, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-				return openDB(t, "pgx", dsn), sqlstock.Postgres
+				return testdb.Open(t, "pgx", dsn, 16), sqlstock.Postgres
 			}})
 		}
 	}
 	return ps
-}
-
-func openSQLite(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-	path := filepath.Join(t.TempDir(), "stock.db")
-	db := openDB(t, "sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)")
-	db.SetMaxOpenConns(4)
-	return db, sqlstock.SQLite
-}
-
-func openDB(t testing.TB, driver, dsn string) *sqlx.DB {
-	t.Helper()
-	db, err := sqlx.Open(driver, dsn)
-	if err != nil {
-		t.Fatalf("open %s: %v", driver, err)
-	}
-	db.SetMaxOpenConns(16)
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
-func unique(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + "_" + hex.EncodeToString(b)
-}
-
-// withParam adds a query parameter to a DSN that may already have some.
-func withParam(dsn, param string) string {
-	if strings.Contains(dsn, param) {
-		return dsn
-	}
-	if strings.Contains(dsn, "?") {
-		return dsn + "&" + param
-	}
-	return dsn + "?" + param
 }
 
 // world is one test's gate, record, tiered flow and reconciler.
@@ -131,14 +93,14 @@ func newWorld(t testing.TB, p pair, cfg reconcile.Config) *world {
 	t.Helper()
 	w := &world{t: t, ctx: context.Background(), clock: stocktest.NewClock(stocktest.Epoch)}
 	w.rc, w.mini = p.redis(t)
-	w.prefix = unique("sgrec")
+	w.prefix = testdb.Unique("sgrec")
 	var err error
 	w.gate, err = redisstock.New(w.rc, redisstock.Config{Prefix: w.prefix, Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	db, d := p.record(t)
-	table, ledger := unique("sgrs"), unique("sgrl")
+	table, ledger := testdb.Unique("sgrs"), testdb.Unique("sgrl")
 	w.recordDB, w.table = db, table
 	w.record, err = sqlstock.New(db, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: w.clock})
 	if err != nil {

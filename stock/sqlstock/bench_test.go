@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
@@ -88,7 +88,7 @@ func BenchmarkDeduct(b *testing.B) {
 // runs on a table (or a hot row's dead versions) another case grew, and
 // puts skus SKUs on sale with more units than any run takes.
 func benchTables(b *testing.B, db *sqlx.DB, be backend, skus int) (sqlstock.Config, []string) {
-	cfg := sqlstock.Config{Dialect: be.dialect, Table: uniqueName("sgs"), Ledger: uniqueName("sgl")}
+	cfg := sqlstock.Config{Dialect: be.dialect, Table: testdb.Unique("sgs"), Ledger: testdb.Unique("sgl")}
 	newStore(b, db, cfg)
 	names := make([]string, skus)
 	rows := make([]string, skus)
@@ -111,7 +111,7 @@ func benchTables(b *testing.B, db *sqlx.DB, be backend, skus int) (sqlstock.Conf
 func runClients(b *testing.B, clients int, names []string, op func(ctx context.Context, id, sku string) error) float64 {
 	b.ReportAllocs()
 	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
-	run := uniqueName("o")
+	run := testdb.Unique("o")
 	var seq, ok, failed atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
@@ -163,20 +163,6 @@ func rawLedgerTx(ctx context.Context, db *sqlx.DB, ins, upd, id, sku string) err
 	return tx.Commit()
 }
 
-// benchOpen opens be's database for benchmarks: MySQL with
-// interpolateParams=true (no prepare round trip), SQLite in WAL mode.
-func benchOpen(b *testing.B, be backend) *sqlx.DB {
-	switch be.dialect {
-	case sqlstock.MariaDB, sqlstock.MySQL:
-		dsn := os.Getenv("STOCKGUARD_MYSQL_DSN")
-		if !strings.Contains(dsn, "interpolateParams") {
-			sep := "?"
-			if strings.Contains(dsn, "?") {
-				sep = "&"
-			}
-			dsn += sep + "interpolateParams=true"
-		}
-		return openDB(b, "mysql", dsn)
-	}
-	return be.open(b)
-}
+// benchOpen opens be's database for benchmarks (MySQL with
+// interpolateParams=true: no prepare round trip; SQLite in WAL mode).
+func benchOpen(b *testing.B, be backend) *sqlx.DB { return be.open(b) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
@@ -113,7 +114,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 func TestKeywordNamesAreQuoted(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			suffix := uniqueName("")
+			suffix := testdb.Unique("")
 			cfg := sqlstock.Config{
 				Dialect: b.dialect,
 				Table:   "order" + suffix,

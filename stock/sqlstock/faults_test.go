@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
@@ -237,7 +238,7 @@ func TestLockWaitIsContention(t *testing.T) {
 		for _, st := range sts {
 			t.Run(b.name+"/"+st.String(), func(t *testing.T) {
 				db := b.open(t)
-				table := uniqueName("sgs")
+				table := testdb.Unique("sgs")
 				s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Strategy: st, Table: table,
 					LockWait: 10 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
 				ctx := t.Context()
@@ -317,7 +318,7 @@ func TestOptimisticGivesUpWithContention(t *testing.T) {
 				return time.Now()
 			})
 			cfg := sqlstock.Config{Dialect: b.dialect, Strategy: sqlstock.Optimistic, Clock: meddler,
-				MaxAttempts: 4, RetryWait: time.Millisecond, Table: uniqueName("sgs"), Ledger: uniqueName("sgl")}
+				MaxAttempts: 4, RetryWait: time.Millisecond, Table: testdb.Unique("sgs"), Ledger: testdb.Unique("sgl")}
 			s := newStore(t, db, cfg)
 			var err error
 			if other, err = sqlstock.New(db, cfg); err != nil {

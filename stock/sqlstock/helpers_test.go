@@ -2,18 +2,13 @@ package sqlstock_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	_ "github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
-	_ "modernc.org/sqlite"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
@@ -28,44 +23,11 @@ type backend struct {
 // backends returns SQLite always, and MariaDB and PostgreSQL when
 // STOCKGUARD_MYSQL_DSN and STOCKGUARD_POSTGRES_DSN are set.
 func backends() []backend {
-	bs := []backend{{name: "sqlite", dialect: sqlstock.SQLite, open: openSQLite}}
-	if dsn := os.Getenv("STOCKGUARD_MYSQL_DSN"); dsn != "" {
-		bs = append(bs, backend{name: "mariadb", dialect: sqlstock.MariaDB, open: func(t testing.TB) *sqlx.DB {
-			return openDB(t, "mysql", dsn)
-		}})
-	}
-	if dsn := os.Getenv("STOCKGUARD_POSTGRES_DSN"); dsn != "" {
-		bs = append(bs, backend{name: "postgres", dialect: sqlstock.Postgres, open: func(t testing.TB) *sqlx.DB {
-			return openDB(t, "pgx", dsn)
-		}})
+	var bs []backend
+	for _, d := range testdb.All() {
+		bs = append(bs, backend{name: d.Name, dialect: d.Dialect, open: func(t testing.TB) *sqlx.DB { return d.Open(t, 8) }})
 	}
 	return bs
-}
-
-// openSQLite opens a fresh file database in WAL mode with a pool of 4.
-func openSQLite(t testing.TB) *sqlx.DB {
-	path := filepath.Join(t.TempDir(), "stock.db")
-	db := openDB(t, "sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)")
-	db.SetMaxOpenConns(4)
-	return db
-}
-
-func openDB(t testing.TB, driver, dsn string) *sqlx.DB {
-	t.Helper()
-	db, err := sqlx.Open(driver, dsn)
-	if err != nil {
-		t.Fatalf("open %s: %v", driver, err)
-	}
-	db.SetMaxOpenConns(8)
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
-// uniqueName returns a table name no other test uses.
-func uniqueName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + "_" + hex.EncodeToString(b)
 }
 
 // newStore builds a Store over fresh tables of its own, dropped when the
@@ -73,10 +35,10 @@ func uniqueName(prefix string) string {
 func newStore(t testing.TB, db *sqlx.DB, cfg sqlstock.Config) *sqlstock.Store {
 	t.Helper()
 	if cfg.Table == "" {
-		cfg.Table = uniqueName("sgs")
+		cfg.Table = testdb.Unique("sgs")
 	}
 	if cfg.Ledger == "" {
-		cfg.Ledger = uniqueName("sgl")
+		cfg.Ledger = testdb.Unique("sgl")
 	}
 	s, err := sqlstock.New(db, cfg)
 	if err != nil {

@@ -1,0 +1,93 @@
+// Package testdb opens the databases stockguard's tests run on: SQLite in a
+// temporary file always, MariaDB and PostgreSQL when STOCKGUARD_MYSQL_DSN
+// and STOCKGUARD_POSTGRES_DSN name them. It is imported by tests only, so
+// the drivers it registers never reach an importer of the library.
+package testdb
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/go-sql-driver/mysql" // registers "mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	"github.com/jmoiron/sqlx"
+	_ "modernc.org/sqlite" // registers "sqlite"
+
+	"github.com/stockguard/stockguard/stock/sqlstock"
+)
+
+// Env names the variables that point the tests at real servers.
+const (
+	MySQLEnv    = "STOCKGUARD_MYSQL_DSN"
+	PostgresEnv = "STOCKGUARD_POSTGRES_DSN"
+)
+
+// DB is one database the tests run on; Open returns a pool closed when the
+// test ends, with at most conns connections.
+type DB struct {
+	Name    string
+	Dialect sqlstock.Dialect
+	Open    func(t testing.TB, conns int) *sqlx.DB
+}
+
+// All returns SQLite, then MariaDB and PostgreSQL when their variables
+// are set.
+func All() []DB {
+	dbs := []DB{{Name: "sqlite", Dialect: sqlstock.SQLite, Open: SQLite}}
+	if dsn := os.Getenv(MySQLEnv); dsn != "" {
+		dbs = append(dbs, DB{Name: "mariadb", Dialect: sqlstock.MariaDB, Open: func(t testing.TB, conns int) *sqlx.DB {
+			return Open(t, "mysql", WithParam(dsn, "interpolateParams=true"), conns)
+		}})
+	}
+	if dsn := os.Getenv(PostgresEnv); dsn != "" {
+		dbs = append(dbs, DB{Name: "postgres", Dialect: sqlstock.Postgres, Open: func(t testing.TB, conns int) *sqlx.DB {
+			return Open(t, "pgx", dsn, conns)
+		}})
+	}
+	return dbs
+}
+
+// SQLite opens a fresh file database in WAL mode. It allows at most
+// min(conns, 4) connections: SQLite has one writer.
+func SQLite(t testing.TB, conns int) *sqlx.DB {
+	path := filepath.Join(t.TempDir(), "stock.db")
+	db := Open(t, "sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)", conns)
+	db.SetMaxOpenConns(min(conns, 4))
+	return db
+}
+
+// Open opens driver's dsn with at most conns connections, closed when the
+// test ends.
+func Open(t testing.TB, driver, dsn string, conns int) *sqlx.DB {
+	t.Helper()
+	db, err := sqlx.Open(driver, dsn)
+	if err != nil {
+		t.Fatalf("open %s: %v", driver, err)
+	}
+	db.SetMaxOpenConns(conns)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// WithParam adds a query parameter to a DSN that may already have some.
+func WithParam(dsn, param string) string {
+	switch {
+	case strings.Contains(dsn, param):
+		return dsn
+	case strings.Contains(dsn, "?"):
+		return dsn + "&" + param
+	}
+	return dsn + "?" + param
+}
+
+// Unique returns prefix + "_" + 12 random hex digits: a table name or key
+// prefix no other test uses.
+func Unique(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
