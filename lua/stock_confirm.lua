@@ -35,22 +35,29 @@ for i = 1, n do
   local b = 4 * (i - 1)
   local r = recs[i]
   local qty = tonumber(r[2])
+  -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
+  -- database: the record changes, the missing counters are not recreated.
+  local live = redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 1
   if expired and (r[1] == 'held' or r[1] == 'confirmed') then
-    redis.call('HINCRBY', KEYS[b + 1], r[1] == 'held' and 'held' or 'sold', -qty)
-    redis.call('HINCRBY', KEYS[b + 1], 'avail', qty)
+    if live then
+      redis.call('HINCRBY', KEYS[b + 1], r[1] == 'held' and 'held' or 'sold', -qty)
+      redis.call('HINCRBY', KEYS[b + 1], 'avail', qty)
+    end
     if r[3] ~= '' and redis.call('HINCRBY', KEYS[b + 3], r[3], -qty) <= 0 then
       redis.call('HDEL', KEYS[b + 3], r[3])
     end
     redis.call('HSET', KEYS[b + 4], 'st', 'expired')
   elseif not expired and r[1] == 'held' then
-    redis.call('HINCRBY', KEYS[b + 1], 'held', -qty)
-    redis.call('HINCRBY', KEYS[b + 1], 'sold', qty)
+    if live then
+      redis.call('HINCRBY', KEYS[b + 1], 'held', -qty)
+      redis.call('HINCRBY', KEYS[b + 1], 'sold', qty)
+    end
     redis.call('HSET', KEYS[b + 4], 'st', 'confirmed')
   else
     qty = nil
   end
   if qty then
-    redis.call('HINCRBY', KEYS[b + 1], 'ver', 1)
+    if live then redis.call('HINCRBY', KEYS[b + 1], 'ver', 1) end
     redis.call('ZREM', KEYS[b + 2], id)
     redis.call('PEXPIRE', KEYS[b + 4], keep)
   end

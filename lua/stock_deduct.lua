@@ -10,7 +10,8 @@
 -- ARGV[2]  order ID
 -- ARGV[3]  user ID, or '' for none
 -- ARGV[4]  the order's identity (user + "\n" + canonical signature)
--- ARGV[5]  retention ms: a record lives until its deadline + retention
+-- ARGV[5]  retention ms (a held record has no TTL: it gets one, the
+--          retention, when it is confirmed or returned)
 -- ARGV[5+i] qty of line i
 -- Reply    {'ok', latest deadline ms of the order's lines} when every line
 --          is held (newly or already) or confirmed; otherwise
@@ -46,7 +47,8 @@ for i = 1, n do
     if dl > latest then latest = dl end
   else
     local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold_ms', 'held', 'ver')
-    if not s[1] then return {'unknown_sku', i} end
+    -- A state without hold_ms is not a SKU on sale (only PutOnSale writes it).
+    if not s[1] or not s[3] then return {'unknown_sku', i} end
     if tonumber(s[1]) < qty then return {'sold_out', i} end
     local limit = tonumber(s[2] or '0')
     if limit > 0 then
@@ -67,6 +69,8 @@ for _, t in ipairs(take) do
   if user ~= '' then redis.call('HINCRBY', KEYS[b + 3], user, qty) end
   redis.call('ZADD', KEYS[b + 2], dl, id)
   redis.call('HSET', KEYS[b + 4], 'st', 'held', 'qty', qty, 'user', user, 'dl', dl, 'id', ident)
-  redis.call('PEXPIRE', KEYS[b + 4], dl - now + keep)
+  -- A held record has no TTL: it ends when the hold is confirmed or
+  -- returned, which sets one, so a hold can never lose its record.
+  redis.call('PERSIST', KEYS[b + 4])
 end
 return {'ok', latest}

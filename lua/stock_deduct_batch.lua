@@ -35,7 +35,7 @@
 -- may be left without its records; a retry of that order completes it.)
 --
 -- Per order it costs, besides the checks, SET NX GET of the entry and HSET
--- plus PEXPIRE of each line's record; per SKU and call, one HMGET of the
+-- of each line's record (no TTL while held); per SKU and call, one HMGET of the
 -- state, one of the users, and one HSET of each plus one ZADD.
 local now = tonumber(ARGV[1])
 local keep = tonumber(ARGV[2])
@@ -66,7 +66,7 @@ local function sku(b)
   local c = skus[KEYS[b]]
   if c ~= nil then return c end
   local s = redis.call('HMGET', KEYS[b], 'avail', 'limit', 'hold_ms', 'held', 'ver')
-  if not s[1] then
+  if not s[1] or not s[3] then -- no hold_ms: not a SKU on sale
     skus[KEYS[b]] = false
     return false
   end
@@ -172,6 +172,6 @@ for _, c in ipairs(touched) do
 end
 for _, w in ipairs(writes) do
   redis.call('HSET', w[1], 'st', 'held', 'qty', int(w[2]), 'user', w[4], 'dl', int(w[3]), 'id', w[5])
-  redis.call('PEXPIRE', w[1], int(w[3] - now + keep))
+  redis.call('PERSIST', w[1]) -- a held record lives until confirmed or returned
 end
 return out

@@ -19,6 +19,9 @@
 local now = tonumber(ARGV[1])
 local keep = tonumber(ARGV[2])
 local out = {}
+-- A SKU whose state is gone (flushed, evicted) is rebuilt from the
+-- database: its holds end, the missing counters are not recreated.
+local live = redis.call('HEXISTS', KEYS[1], 'hold_ms') == 1
 for i = 4, #KEYS do
   local id = ARGV[i - 1]
   local score = redis.call('ZSCORE', KEYS[2], id)
@@ -27,9 +30,11 @@ for i = 4, #KEYS do
     local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'user')
     if r[1] == 'held' then
       local qty = tonumber(r[2])
-      redis.call('HINCRBY', KEYS[1], 'held', -qty)
-      redis.call('HINCRBY', KEYS[1], 'avail', qty)
-      redis.call('HINCRBY', KEYS[1], 'ver', 1)
+      if live then
+        redis.call('HINCRBY', KEYS[1], 'held', -qty)
+        redis.call('HINCRBY', KEYS[1], 'avail', qty)
+        redis.call('HINCRBY', KEYS[1], 'ver', 1)
+      end
       if r[3] ~= '' and redis.call('HINCRBY', KEYS[3], r[3], -qty) <= 0 then
         redis.call('HDEL', KEYS[3], r[3])
       end

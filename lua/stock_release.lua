@@ -44,9 +44,13 @@ for i = 1, n do
     if to then
       local qty = tonumber(r[2])
       changed = changed + 1
-      redis.call('HINCRBY', KEYS[b + 1], st == 'held' and 'held' or 'sold', -qty)
-      redis.call('HINCRBY', KEYS[b + 1], 'avail', qty)
-      redis.call('HINCRBY', KEYS[b + 1], 'ver', 1)
+      -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
+      -- database; counting into it would make a partial state that sells.
+      if redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 1 then
+        redis.call('HINCRBY', KEYS[b + 1], st == 'held' and 'held' or 'sold', -qty)
+        redis.call('HINCRBY', KEYS[b + 1], 'avail', qty)
+        redis.call('HINCRBY', KEYS[b + 1], 'ver', 1)
+      end
       if r[3] ~= '' and redis.call('HINCRBY', KEYS[b + 3], r[3], -qty) <= 0 then
         redis.call('HDEL', KEYS[b + 3], r[3])
       end

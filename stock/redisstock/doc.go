@@ -78,9 +78,16 @@
 //
 // Every script can run twice with the effect of running once: go-redis
 // retries a command after a read timeout, and the caller retries after
-// stock.ErrUnknownOutcome. A record of an order line is kept until its
-// deadline plus [Config.Retention] (refreshed when it changes state), so a
-// retry within that time learns the true outcome. An error returned after a
+// stock.ErrUnknownOutcome. A held line's record has no TTL, so a hold never
+// loses its record before it is confirmed or returned (however long the
+// reclaimer is down); once it ends, the record and the order's directory
+// entry are kept [Config.Retention] longer, so a retry within that time
+// learns the true outcome.
+//
+// A SKU whose state hash is gone (flushed, evicted) is an unknown SKU until
+// it is put on sale again (package reconcile rebuilds it from the
+// database): confirm, revert and reclaim still close its orders' records,
+// but never recreate a partial count that could be sold from. An error returned after a
 // request may have reached Redis (a timeout, a reset connection, a canceled
 // context) matches stock.ErrUnknownOutcome; one from before it was sent
 // (dial failure, pool timeout) does not.

@@ -125,7 +125,31 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64) ([]st
 			out = append(out, stock.Reclaimed{OrderID: id, UserID: user, SKU: due[i].sku, Qty: qty})
 		}
 	}
+	if err := s.keepDirectories(ctx, out); err != nil && firstErr == nil {
+		firstErr = err
+	}
 	return out, firstErr
+}
+
+// keepDirectories gives the directory entries of reclaimed orders the
+// lifetime their records just got (Retention from now), so an order ID
+// stays bound to its items for as long as any of its records is kept. It
+// costs one round trip per pass that returned something.
+func (s *Store) keepDirectories(ctx context.Context, lines []stock.Reclaimed) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	var cmds []redis.Cmder
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds = cmds[:0]
+		for _, l := range lines {
+			cmds = append(cmds, p.PExpire(ctx, s.dirKey(l.OrderID), s.keep))
+		}
+	})
+	if err := firstErr(cmds...); err != nil {
+		return s.writeErr(ctx, "reclaim", err)
+	}
+	return nil
 }
 
 // Hold is one live hold of a SKU: an order line neither confirmed nor

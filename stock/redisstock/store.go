@@ -22,9 +22,10 @@ type Config struct {
 	// Clock gives the time deadlines are computed from and compared with;
 	// default stock.SystemClock.
 	Clock stock.Clock
-	// Retention is how long an order line's record outlives its deadline,
-	// or its last change once confirmed, reverted or expired, so that
-	// retries with the same order ID stay idempotent; default 24h.
+	// Retention is how long an order line's record is kept once it is
+	// confirmed, reverted or expired, so that retries with the same order
+	// ID stay idempotent; default 24h, at least MinRetention. A held line's
+	// record has no TTL: it lives until the hold is confirmed or returned.
 	Retention time.Duration
 	// MaxBatch is the most concurrent Deducts sent together in one script
 	// call on a client without hash slots (anything but a
@@ -43,6 +44,10 @@ const MaxMaxBatch = 256
 
 // DefaultRetention is the Retention of a Config that does not set one.
 const DefaultRetention = 24 * time.Hour
+
+// MinRetention is the shortest Retention New accepts: a retry must find the
+// records it is meant to find.
+const MinRetention = time.Second
 
 // Store is the Redis+Lua stock.Manager and stock.Reclaimer. It is safe for
 // concurrent use.
@@ -75,7 +80,7 @@ var (
 )
 
 // New returns a Store on c. It does no I/O. It fails with stock.ErrInvalid
-// for a bad Prefix, a negative Retention or a MaxBatch outside
+// for a bad Prefix, a Retention below MinRetention or a MaxBatch outside
 // [0, MaxMaxBatch].
 func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	if c == nil {
@@ -90,8 +95,8 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = stock.SystemClock
 	}
-	if cfg.Retention < 0 {
-		return nil, &stock.InvalidError{Field: "config.Retention", Reason: "negative"}
+	if cfg.Retention < 0 || (cfg.Retention > 0 && cfg.Retention < MinRetention) {
+		return nil, &stock.InvalidError{Field: "config.Retention", Reason: cfg.Retention.String() + " is below " + MinRetention.String()}
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = DefaultRetention
