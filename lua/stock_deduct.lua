@@ -68,9 +68,8 @@ for _, t in ipairs(take) do
     'held', string.format('%d', t[5] + qty), 'ver', string.format('%d', t[6] + 1))
   if user ~= '' then redis.call('HINCRBY', KEYS[b + 3], user, qty) end
   redis.call('ZADD', KEYS[b + 2], dl, id)
+  -- A new record, with no TTL: a hold keeps its record until it is
+  -- confirmed or returned, which gives it one.
   redis.call('HSET', KEYS[b + 4], 'st', 'held', 'qty', qty, 'user', user, 'dl', dl, 'id', ident)
-  -- A held record has no TTL: it ends when the hold is confirmed or
-  -- returned, which sets one, so a hold can never lose its record.
-  redis.call('PERSIST', KEYS[b + 4])
 end
 return {'ok', latest}

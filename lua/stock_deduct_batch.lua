@@ -171,7 +171,8 @@ for _, c in ipairs(touched) do
   if #fv > 0 then redis.call('HSET', KEYS[c.b + 2], unpack(fv)) end
 end
 for _, w in ipairs(writes) do
+  -- A new record, with no TTL: a hold keeps its record until it is
+  -- confirmed or returned, which gives it one.
   redis.call('HSET', w[1], 'st', 'held', 'qty', int(w[2]), 'user', w[4], 'dl', int(w[3]), 'id', w[5])
-  redis.call('PERSIST', w[1]) -- a held record lives until confirmed or returned
 end
 return out
