@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/keyslot"
 )
 
 // MaxDimensions is the most dimensions a Composite may have.
@@ -129,7 +131,7 @@ func (c *Composite) AllowN(ctx context.Context, req Request, n int) (Decision, e
 		names  = make([]string, 0, len(c.dims))
 		args   = make([]any, 1, 1+3*len(c.dims))
 		capN   = int64(math.MaxInt64)
-		first  uint16
+		first  int
 		spread bool
 	)
 	args[0] = n
@@ -146,7 +148,7 @@ func (c *Composite) AllowN(ctx context.Context, req Request, n int) (Decision, e
 			keys = append(keys, c.prefix+"{"+req.Tag+"}:"+id)
 		} else {
 			keys = append(keys, c.prefix+"{"+id+"}")
-			if s := slot(id); len(fb) == 0 {
+			if s := keyslot.Slot(id); len(fb) == 0 {
 				first = s
 			} else if s != first {
 				spread = true

@@ -15,6 +15,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/keyslot"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
@@ -339,23 +340,6 @@ func TestCrossSlotLateConfirmReturnsEveryLine(t *testing.T) {
 	})
 }
 
-// slot is the Redis Cluster hash slot of sku's keys: CRC16 (XMODEM) of
-// the hash tag, mod 16384.
-func slot(sku string) int {
-	var crc uint16
-	for i := 0; i < len(sku); i++ {
-		crc ^= uint16(sku[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
-}
-
 func held(t *testing.T, fx *fixture, sku string) int64 {
 	t.Helper()
 	lv, err := fx.s.Levels(fx.ctx(), sku)
@@ -368,7 +352,7 @@ func held(t *testing.T, fx *fixture, sku string) int64 {
 // skusInSlotOrder returns two SKUs in different slots, lower slot first.
 func skusInSlotOrder(t *testing.T, fx *fixture) (string, string) {
 	a, b := "sku-a", "sku-b"
-	sa, sb := slot(a), slot(b)
+	sa, sb := keyslot.Slot(a), keyslot.Slot(b)
 	if sa == sb {
 		t.Fatalf("%s and %s share slot %d", a, b, sa)
 	}
@@ -459,8 +443,8 @@ func TestSlotMatchesServer(t *testing.T) {
 		c, _ := b.client(t)
 		for _, sku := range []string{"sku-a", "sku-b", "x", "商品-1"} {
 			n, err := c.ClusterKeySlot(t.Context(), "{"+sku+"}").Result()
-			if err != nil || int(n) != slot(sku) {
-				t.Fatalf("slot(%q) = %d, server says %d (%v)", sku, slot(sku), n, err)
+			if err != nil || int(n) != keyslot.Slot(sku) {
+				t.Fatalf("slot(%q) = %d, server says %d (%v)", sku, keyslot.Slot(sku), n, err)
 			}
 		}
 	}

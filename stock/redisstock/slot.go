@@ -3,28 +3,9 @@ package redisstock
 import (
 	"slices"
 
+	"github.com/stockguard/stockguard/internal/keyslot"
 	"github.com/stockguard/stockguard/stock"
 )
-
-// slotCount is the number of Redis Cluster hash slots.
-const slotCount = 16384
-
-// slot returns the Redis Cluster hash slot of every key of sku: the CRC16
-// (XMODEM) of its hash tag, which is the SKU itself.
-func slot(sku string) int {
-	var crc uint16
-	for i := 0; i < len(sku); i++ {
-		crc ^= uint16(sku[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % slotCount
-}
 
 // groups splits sorted items into the groups one script can take: all of
 // them on a single server, one group per hash slot (in slot order, so every
@@ -43,7 +24,7 @@ func (s *Store) groups(items []stock.Item) [][]stock.Item {
 	}
 	bySlot := map[int][]stock.Item{}
 	for _, it := range items {
-		k := slot(it.SKU)
+		k := keyslot.Slot(it.SKU)
 		bySlot[k] = append(bySlot[k], it)
 	}
 	keys := make([]int, 0, len(bySlot))
