@@ -153,7 +153,7 @@ func TestOnlyInfrastructureFailuresOpenTheBreaker(t *testing.T) {
 		t.Fatalf("state after 5 failures: %v", s)
 	}
 	f.wantEvent("", degrade.Degraded, 0)
-	f.fallback.Manager.Restock(t.Context(), "a", 1)
+	f.fallback.Manager.Restock(t.Context(), stock.Restock{OpID: "op-1", SKU: "a", Units: 1})
 	if err := f.deduct("new", "a", 1); err != nil {
 		t.Fatalf("Deduct while degraded: %v", err)
 	}

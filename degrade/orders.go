@@ -115,11 +115,11 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) error {
 }
 
 // Restock goes where PutOnSale goes.
-func (d *Manager) Restock(ctx context.Context, sku string, units int64) error {
-	if err := stock.ValidateID("sku", sku); err != nil {
+func (d *Manager) Restock(ctx context.Context, r stock.Restock) error {
+	if err := r.Validate(); err != nil {
 		return err
 	}
-	return d.write(ctx, sku, func(m stock.Manager) error { return m.Restock(ctx, sku, units) })
+	return d.write(ctx, r.SKU, func(m stock.Manager) error { return m.Restock(ctx, r) })
 }
 
 func (d *Manager) write(ctx context.Context, sku string, op func(stock.Manager) error) error {

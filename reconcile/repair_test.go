@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stockguard/stockguard/reconcile"
+	"github.com/stockguard/stockguard/stock"
 )
 
 // drift builds one SKU "a" with every kind of disagreement at once:
@@ -22,7 +23,7 @@ func drift(w *world) {
 	w.must(w.flow.Deduct(w.ctx, order("o1", "a", 2)), "o1")
 	w.must(w.record.Deduct(w.ctx, order("dbonly", "a", 3)), "dbonly")
 	w.must(w.gate.Deduct(w.ctx, order("inflight", "a", 4)), "inflight")
-	w.must(w.record.Restock(w.ctx, "a", 10), "restock")
+	w.must(w.record.Restock(w.ctx, stock.Restock{OpID: "op-13", SKU: "a", Units: 10}), "restock")
 	w.must(w.flow.Deduct(w.ctx, order("o3", "a", 6)), "o3")
 	w.must(w.gate.Revert(w.ctx, "o3"), "gate revert o3")
 }

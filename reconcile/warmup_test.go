@@ -32,7 +32,7 @@ func TestWarmUpOverwritesAndRefusesLiveHoldsUnlessForced(t *testing.T) {
 		// A live hold in Redis the database has not recorded; the database
 		// gains units meanwhile.
 		w.must(w.gate.Deduct(w.ctx, stock.Order{ID: "live", UserID: "u", Items: []stock.Item{{SKU: "a", Qty: 2}}}), "live hold")
-		w.must(w.record.Restock(w.ctx, "a", 10), "restock record")
+		w.must(w.record.Restock(w.ctx, stock.Restock{OpID: "op-14", SKU: "a", Units: 10}), "restock record")
 		rep, err = w.rec.WarmUp(w.ctx, []string{"a", "b"}, false)
 		if !errors.Is(err, reconcile.ErrLiveHolds) || rep.Count(reconcile.ActionRefused) != 1 {
 			t.Fatalf("WarmUp with a live hold: %v, %+v; want a refusal", err, rep.Corrections)

@@ -18,8 +18,9 @@ var (
 	// ErrUnknownOrder: Confirm or Revert of an order that took nothing.
 	// Nothing was changed.
 	ErrUnknownOrder = errors.New("stock: unknown order")
-	// ErrConflict: the order ID was already used for different items.
-	ErrConflict = errors.New("stock: order ID reused with different items")
+	// ErrConflict: the order ID was already used for different items or
+	// another user, or the operation ID for another restock.
+	ErrConflict = errors.New("stock: ID reused with different content")
 	// ErrHoldExpired: the order's hold passed its deadline; its units were
 	// returned.
 	ErrHoldExpired = errors.New("stock: hold expired")
@@ -31,12 +32,25 @@ var (
 )
 
 // Failures that are not business outcomes.
+//
+// One rule classifies them. An error from before any request that could
+// write was sent (invalid input, a context already done, a refused dial) is
+// returned as it is: nothing was applied. Once such a request was sent,
+// every error matches ErrUnknownOutcome until a read proves what happened;
+// the call's own retry with the same IDs is that read. ErrContention and
+// ErrUnavailable say nothing was applied, and never come together with
+// ErrUnknownOutcome.
 var (
 	// ErrUnknownOutcome: the request may or may not have been applied (for
 	// example a timeout after a script was sent, or a failed COMMIT). Retry
 	// the same call with the same order ID: every Manager call is
 	// idempotent, so the retry tells which.
 	ErrUnknownOutcome = errors.New("stock: outcome unknown, retry with the same order ID")
+	// ErrUnavailable: the store cannot answer for the SKU now, for example a
+	// Redis gate that lost its data (restart, flush) and has not been
+	// rebuilt yet. Nothing was applied; retry later, or use another tier.
+	// It is an infrastructure failure, not a business outcome.
+	ErrUnavailable = errors.New("stock: store unavailable for this SKU, retry later")
 	// ErrContention: the store was too busy to decide (optimistic retries
 	// exhausted, lock wait timed out, deadlock). Nothing was applied; the
 	// caller may retry. It is never reported as sold out.

@@ -65,16 +65,24 @@ type Manager interface {
 	// are not part of the new available count.
 	PutOnSale(ctx context.Context, l Listing) error
 
-	// Restock adds units to a SKU that is on sale; it fails with
-	// ErrUnknownSKU if the SKU was never put on sale.
-	Restock(ctx context.Context, sku string, units int64) error
+	// Restock adds r.Units to a SKU that is on sale, once per r.OpID: a
+	// repeat with the same operation ID adds nothing and returns nil (for
+	// as long as the backend remembers the ID, see each backend's
+	// Retention), and the same ID with another SKU or count fails with
+	// ErrConflict. It fails with ErrUnknownSKU if the SKU is not on sale.
+	// After ErrUnknownOutcome, call it again with the same r.
+	Restock(ctx context.Context, r Restock) error
 
 	// Deduct places a hold on every item of the order, or on none. It
 	// returns ErrSoldOut or ErrLimitReached (as a *SKUError naming the
 	// line) when a line cannot be taken, ErrUnknownSKU when a SKU is not on
-	// sale, and ErrConflict when the order ID was used for other items. A
-	// repeated Deduct of a held or confirmed order returns nil and takes
-	// nothing more.
+	// sale, and ErrConflict when the order ID was used for other items or
+	// another user. A repeated Deduct of a held or confirmed order returns
+	// nil and takes nothing more; of an order whose hold passed its
+	// deadline (reclaimed or not yet) it returns ErrHoldExpired.
+	//
+	// The order has one deadline: now plus the shortest hold time of its
+	// SKUs. All its lines expire together.
 	Deduct(ctx context.Context, o Order) error
 
 	// Confirm makes a held order's sale final: its units no longer expire.
@@ -99,6 +107,18 @@ type Manager interface {
 	Levels(ctx context.Context, sku string) (Levels, error)
 }
 
+// Restock is an administrative addition of units to a SKU on sale. OpID
+// makes it idempotent: every tier and every retry applies one OpID once.
+type Restock struct {
+	// OpID names the operation: choose a new one for each restock (for
+	// example the delivery note's number) and reuse it on every retry.
+	OpID string
+	// SKU names the SKU, which must be on sale.
+	SKU string
+	// Units is how many units to add, 1..MaxUnits.
+	Units int64
+}
+
 // Reclaimed is one order line whose units a reclaimer returned.
 type Reclaimed struct {
 	OrderID string
@@ -111,6 +131,21 @@ type Reclaimed struct {
 // returns the units of at most limit holds whose deadline has passed, and
 // reports them. Any number of reclaimers may run at once: each hold is
 // returned by exactly one of them, and never one that was confirmed.
+//
+// An error means the pass may have returned holds it could not report
+// (ErrUnknownOutcome): the holds are returned all the same, and a caller
+// that acts on each report (the tiered flow) must find the rest another way
+// (see HoldLister).
 type Reclaimer interface {
 	ReclaimExpired(ctx context.Context, limit int) ([]Reclaimed, error)
+}
+
+// HoldLister is implemented by backends that can list their live holds by
+// deadline. The tiered flow asks the record for the holds whose gate
+// deadline has passed, so that a record copy whose gate hold ended is
+// returned even when the report of that end was lost.
+type HoldLister interface {
+	// HeldBefore returns at most limit orders that are held with a
+	// deadline at or before t, earliest deadline first.
+	HeldBefore(ctx context.Context, t time.Time, limit int) ([]OrderInfo, error)
 }

@@ -112,6 +112,18 @@ func (l Listing) Validate() error {
 	return nil
 }
 
+// Validate checks the restock: a valid OpID and SKU and 1 <= Units <=
+// MaxUnits.
+func (r Restock) Validate() error {
+	if err := ValidateID("restock.OpID", r.OpID); err != nil {
+		return err
+	}
+	if err := ValidateID("restock.SKU", r.SKU); err != nil {
+		return err
+	}
+	return ValidateQty("restock.Units", r.Units, MaxUnits)
+}
+
 // EffectiveHoldTTL returns l.HoldTTL, or DefaultHoldTTL when it is zero.
 func (l Listing) EffectiveHoldTTL() time.Duration {
 	if l.HoldTTL == 0 {

@@ -8,6 +8,7 @@ package memstock
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,13 +16,15 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// Store is an in-memory stock.Manager and stock.Reclaimer. The zero value is
+// Store is an in-memory stock.Manager, stock.Reclaimer, stock.OrderReader
+// and stock.HoldLister. The zero value is
 // not usable; call New. It is safe for concurrent use.
 type Store struct {
 	clock  stock.Clock
 	mu     sync.Mutex
 	skus   map[string]*sku
 	orders map[string]*order
+	ops    map[string]stock.Restock // restocks applied, by operation ID
 }
 
 type sku struct {
@@ -49,13 +52,20 @@ type order struct {
 	deadline time.Time
 }
 
+var (
+	_ stock.Manager     = (*Store)(nil)
+	_ stock.Reclaimer   = (*Store)(nil)
+	_ stock.OrderReader = (*Store)(nil)
+	_ stock.HoldLister  = (*Store)(nil)
+)
+
 // New returns an empty Store reading time from clock (stock.SystemClock if
 // nil).
 func New(clock stock.Clock) *Store {
 	if clock == nil {
 		clock = stock.SystemClock
 	}
-	return &Store{clock: clock, skus: map[string]*sku{}, orders: map[string]*order{}}
+	return &Store{clock: clock, skus: map[string]*sku{}, orders: map[string]*order{}, ops: map[string]stock.Restock{}}
 }
 
 // PutOnSale implements stock.Manager.
@@ -77,12 +87,10 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 	return nil
 }
 
-// Restock implements stock.Manager.
-func (s *Store) Restock(ctx context.Context, skuID string, units int64) error {
-	if err := stock.ValidateID("sku", skuID); err != nil {
-		return err
-	}
-	if err := stock.ValidateQty("units", units, stock.MaxUnits); err != nil {
+// Restock implements stock.Manager. Operation IDs are remembered for the
+// Store's life.
+func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
+	if err := r.Validate(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -90,14 +98,21 @@ func (s *Store) Restock(ctx context.Context, skuID string, units int64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := s.skus[skuID]
+	if prev, ok := s.ops[r.OpID]; ok {
+		if prev != r {
+			return stock.ErrConflict
+		}
+		return nil
+	}
+	k := s.skus[r.SKU]
 	if k == nil {
-		return &stock.SKUError{SKU: skuID, Err: stock.ErrUnknownSKU}
+		return &stock.SKUError{SKU: r.SKU, Err: stock.ErrUnknownSKU}
 	}
-	if k.avail+units > stock.MaxUnits {
-		return &stock.InvalidError{Field: "units", Reason: "restock would pass stock.MaxUnits"}
+	if k.avail+r.Units > stock.MaxUnits {
+		return &stock.InvalidError{Field: "restock.Units", Reason: "restock would pass stock.MaxUnits"}
 	}
-	k.avail += units
+	k.avail += r.Units
+	s.ops[r.OpID] = r
 	return nil
 }
 
@@ -113,10 +128,13 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 	sig := canon.Signature(items)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.clock.Now()
 	if prev := s.orders[o.ID]; prev != nil {
 		switch {
-		case prev.sig != sig:
+		case prev.sig != sig || prev.user != o.UserID:
 			return stock.ErrConflict
+		case prev.state == held && !now.Before(prev.deadline):
+			return stock.ErrHoldExpired // due, not reclaimed yet
 		case prev.state == held || prev.state == confirmed:
 			return nil
 		case prev.state == expired:
@@ -125,7 +143,6 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 			return stock.ErrOrderClosed
 		}
 	}
-	now := s.clock.Now()
 	hold := stock.MaxHoldTTL
 	for _, it := range items {
 		k := s.skus[it.SKU]
@@ -270,6 +287,35 @@ func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, er
 			out[i] = stock.OrderInfo{ID: id, UserID: o.user, Items: slices.Clone(o.items),
 				State: stateOf[o.state], Deadline: o.deadline}
 		}
+	}
+	return out, nil
+}
+
+// HeldBefore implements stock.HoldLister.
+func (s *Store) HeldBefore(ctx context.Context, t time.Time, limit int) ([]stock.OrderInfo, error) {
+	if limit < 1 {
+		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []stock.OrderInfo
+	for id, o := range s.orders {
+		if o.state == held && !o.deadline.After(t) {
+			out = append(out, stock.OrderInfo{ID: id, UserID: o.user, Items: slices.Clone(o.items),
+				State: stock.StateHeld, Deadline: o.deadline})
+		}
+	}
+	slices.SortFunc(out, func(a, b stock.OrderInfo) int {
+		if c := a.Deadline.Compare(b.Deadline); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }

@@ -215,7 +215,7 @@ func TestLostReplyRetryTakesOnce(t *testing.T) {
 		fx.want("b", 10, 0, 0)
 
 		fx.hook.arm(0, 1, false)
-		unknown(t, fx.s.Restock(fx.ctx(), "b", 5), "Restock with a lost reply")
+		unknown(t, fx.s.Restock(fx.ctx(), stock.Restock{OpID: "op-11", SKU: "b", Units: 5}), "Restock with a lost reply")
 		fx.want("b", 15, 0, 0)
 	})
 }
@@ -271,7 +271,7 @@ func TestCrossSlotSoldOutUndoesEarlierSlots(t *testing.T) {
 		fx.want(hi, 1, 0, 0)
 		is(t, fx.s.Revert(fx.ctx(), "o1"), stock.ErrUnknownOrder, "Revert of the refused order")
 		// The quota came back with the units, and the order ID is free.
-		if err := fx.s.Restock(fx.ctx(), hi, 1); err != nil {
+		if err := fx.s.Restock(fx.ctx(), stock.Restock{OpID: "op-12", SKU: hi, Units: 1}); err != nil {
 			t.Fatal(err)
 		}
 		is(t, fx.s.Deduct(fx.ctx(), o), nil, "Deduct after restock")

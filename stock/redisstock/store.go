@@ -160,13 +160,11 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 // a read timeout adds nothing more; a retry made by the caller after
 // stock.ErrUnknownOutcome does (Restock has no idempotency key), so check
 // Levels first.
-func (s *Store) Restock(ctx context.Context, sku string, units int64) error {
-	if err := stock.ValidateID("sku", sku); err != nil {
+func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
+	if err := r.Validate(); err != nil {
 		return err
 	}
-	if err := stock.ValidateQty("units", units, stock.MaxUnits); err != nil {
-		return err
-	}
+	sku, units := r.SKU, r.Units
 	token, err := randomToken()
 	if err != nil {
 		return fmt.Errorf("redisstock: restock: %w", err)

@@ -149,8 +149,8 @@ func TestInspectAdjustHeldOrders(t *testing.T) {
 func TestMaxUnitsExact(t *testing.T) {
 	each(t, func(t *testing.T, fx *fixture) {
 		fx.sale("a", stock.MaxUnits-1, 0, 0)
-		is(t, fx.s.Restock(fx.ctx(), "a", 1), nil, "Restock to MaxUnits")
-		is(t, fx.s.Restock(fx.ctx(), "a", 1), stock.ErrInvalid, "Restock past MaxUnits")
+		is(t, fx.s.Restock(fx.ctx(), stock.Restock{OpID: "op-9", SKU: "a", Units: 1}), nil, "Restock to MaxUnits")
+		is(t, fx.s.Restock(fx.ctx(), stock.Restock{OpID: "op-10", SKU: "a", Units: 1}), stock.ErrInvalid, "Restock past MaxUnits")
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "", it("a", stock.MaxQty))), nil, "Deduct")
 		fx.want("a", stock.MaxUnits-stock.MaxQty, stock.MaxQty, 0)
 	})

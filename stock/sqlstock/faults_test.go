@@ -310,7 +310,7 @@ func TestOptimisticGivesUpWithContention(t *testing.T) {
 			)
 			meddler := stock.ClockFunc(func() time.Time {
 				if armed.Load() {
-					if err := other.Restock(context.Background(), "a", 1); err != nil {
+					if err := other.Restock(context.Background(), stock.Restock{OpID: "op-2", SKU: "a", Units: 1}); err != nil {
 						t.Errorf("Restock: %v", err)
 					}
 					bumps.Add(1)

@@ -113,13 +113,11 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 // sent twice after a failure whose outcome is unknown (a lost connection,
 // a canceled context): that failure matches stock.ErrUnknownOutcome, and
 // the units may have been added.
-func (s *Store) Restock(ctx context.Context, sku string, units int64) error {
-	if err := stock.ValidateID("sku", sku); err != nil {
+func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
+	if err := r.Validate(); err != nil {
 		return err
 	}
-	if err := stock.ValidateQty("units", units, stock.MaxUnits); err != nil {
-		return err
-	}
+	sku, units := r.SKU, r.Units
 	var n int64
 	err := s.retry(ctx, "restock", func() (err error) {
 		n, err = affected(s.db.ExecContext(ctx, s.q.restock, units, sku, stock.MaxUnits-units))

@@ -15,7 +15,7 @@ func init() {
 		e.mustDeduct(order("o1", "u1", item("a", 3)))
 		e.sale("a", 5, 0, 0) // warm-up overwrites available, keeps the hold
 		e.want("a", 5, 3, 0)
-		e.is(e.m.Restock(e.ctx(), "a", 4), nil, "Restock")
+		e.is(e.m.Restock(e.ctx(), stock.Restock{OpID: "op-3", SKU: "a", Units: 4}), nil, "Restock")
 		e.want("a", 9, 3, 0)
 		lv := e.levels("a")
 		if lv.HoldTTL != stock.DefaultHoldTTL || lv.PerUserLimit != 0 {
@@ -32,7 +32,7 @@ func init() {
 		e.is(err, stock.ErrUnknownSKU, "Available of unknown SKU")
 		_, err = e.m.Levels(e.ctx(), "nope")
 		e.is(err, stock.ErrUnknownSKU, "Levels of unknown SKU")
-		e.is(e.m.Restock(e.ctx(), "nope", 1), stock.ErrUnknownSKU, "Restock of unknown SKU")
+		e.is(e.m.Restock(e.ctx(), stock.Restock{OpID: "op-4", SKU: "nope", Units: 1}), stock.ErrUnknownSKU, "Restock of unknown SKU")
 		e.sale("a", 5, 0, 0)
 		err = e.deduct(order("o1", "u1", item("a", 1), item("nope", 1)))
 		e.is(err, stock.ErrUnknownSKU, "Deduct naming an unknown SKU")
@@ -186,9 +186,9 @@ func init() {
 		e.is(e.m.Revert(e.ctx(), "o1"), stock.ErrUnknownOrder, "Revert after refused orders")
 		e.is(e.m.Confirm(e.ctx(), ""), stock.ErrInvalid, "Confirm of empty ID")
 		e.is(e.m.Revert(e.ctx(), "a}b"), stock.ErrInvalid, "Revert of bad ID")
-		e.is(e.m.Restock(e.ctx(), "a", 0), stock.ErrInvalid, "Restock of 0")
-		e.is(e.m.Restock(e.ctx(), "a", -5), stock.ErrInvalid, "Restock of -5")
-		e.is(e.m.Restock(e.ctx(), "a", stock.MaxUnits), stock.ErrInvalid, "Restock past MaxUnits")
+		e.is(e.m.Restock(e.ctx(), stock.Restock{OpID: "op-5", SKU: "a", Units: 0}), stock.ErrInvalid, "Restock of 0")
+		e.is(e.m.Restock(e.ctx(), stock.Restock{OpID: "op-6", SKU: "a", Units: -5}), stock.ErrInvalid, "Restock of -5")
+		e.is(e.m.Restock(e.ctx(), stock.Restock{OpID: "op-7", SKU: "a", Units: stock.MaxUnits}), stock.ErrInvalid, "Restock past MaxUnits")
 		for _, l := range []stock.Listing{
 			{SKU: "", Units: 1},
 			{SKU: "a", Units: -1},

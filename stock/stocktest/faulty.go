@@ -188,9 +188,9 @@ func (f *Faulty) PutOnSale(ctx context.Context, l stock.Listing) error {
 }
 
 // Restock calls the wrapped Manager's Restock through the fault.
-func (f *Faulty) Restock(ctx context.Context, sku string, units int64) error {
-	return f.do(Call{Method: "Restock", SKUs: []string{sku}}, func() error {
-		return f.Manager.Restock(ctx, sku, units)
+func (f *Faulty) Restock(ctx context.Context, r stock.Restock) error {
+	return f.do(Call{Method: "Restock", SKUs: []string{r.SKU}}, func() error {
+		return f.Manager.Restock(ctx, r)
 	})
 }
 

@@ -51,17 +51,14 @@ func (m *Manager) GateHold(record time.Duration) time.Duration {
 // idempotent: a *TierError naming the gate means the record has the units
 // and the gate does not; do not call Restock again, restock the gate alone
 // (m.Gate().Restock) or let reconciliation repair it.
-func (m *Manager) Restock(ctx context.Context, sku string, units int64) error {
-	if err := stock.ValidateID("sku", sku); err != nil {
+func (m *Manager) Restock(ctx context.Context, r stock.Restock) error {
+	if err := r.Validate(); err != nil {
 		return err
 	}
-	if err := stock.ValidateQty("units", units, stock.MaxUnits); err != nil {
+	if err := m.record.Restock(ctx, r); err != nil {
 		return err
 	}
-	if err := m.record.Restock(ctx, sku, units); err != nil {
-		return err
-	}
-	if err := m.gate.Restock(ctx, sku, units); err != nil {
+	if err := m.gate.Restock(ctx, r); err != nil {
 		return &TierError{Tier: Gate, Op: "restock", Err: err}
 	}
 	return nil
