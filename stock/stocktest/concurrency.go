@@ -61,7 +61,7 @@ func init() {
 		e.want("hot", 0, units, 0)
 		// Nobody holds past the limit: a user who reached it is refused
 		// even after a restock.
-		e.is(e.m.Restock(e.ctx(), stock.Restock{OpID: "op-8", SKU: "hot", Units: users*limit}), nil, "Restock")
+		e.is(e.m.Restock(e.ctx(), stock.Restock{OpID: "op-8", SKU: "hot", Units: users * limit}), nil, "Restock")
 		for u := range users {
 			if per[u] == limit {
 				err := e.deduct(order(oid("extra", u), oid("u", u), item("hot", 1)))
