@@ -88,6 +88,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&opt.mysql, "mysql", "", "MySQL/MariaDB DSN")
 	fs.StringVar(&opt.postgres, "postgres", "", "PostgreSQL DSN (pgx)")
 	fs.DurationVar(&opt.duration, "duration", 3*time.Second, "how long each case runs")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: bench [flags]\n\nMeasures every backend beside its raw Redis or SQL baseline, one hot SKU,\nand prints one Markdown table (deducts/s, p50, p99, failures, ratio to the\nbaseline measured in the same run). Without -redis, -mysql or -postgres it\nmeasures the embedded defaults (miniredis, SQLite).\n\nflags:")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return opt, err
 	}

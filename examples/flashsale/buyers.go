@@ -4,11 +4,13 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -87,8 +89,10 @@ func tryBuy(ctx context.Context, sh *shop, a attempt) (reason, time.Duration) {
 	return r, time.Since(t0)
 }
 
+// newBar returns the progress bar, drawn on w only when w is a terminal
+// (a log file or a CI job gets no frames) and -quiet is not set.
 func newBar(cfg config, w io.Writer) *progressbar.ProgressBar {
-	if cfg.quiet {
+	if f, ok := w.(*os.File); cfg.quiet || !ok || !term.IsTerminal(int(f.Fd())) {
 		w = io.Discard
 	}
 	return progressbar.NewOptions(cfg.attempts,
