@@ -114,62 +114,107 @@ func (c *Composite) Allow(ctx context.Context, req Request) (Decision, error) {
 
 // AllowN reports whether n events may happen now in every dimension req
 // names and, if so, counts them in all of them; otherwise nothing is
-// counted and DeniedBy names the first refusing dimension. Values and Tag
-// must pass ValidateKey; 1 <= n <= every named dimension's capacity.
+// counted and DeniedBy names the first refusing dimension. ResetAfter is
+// the longest of the named dimensions'. Values and Tag must pass
+// ValidateKey; 1 <= n <= every named dimension's capacity.
 func (c *Composite) AllowN(ctx context.Context, req Request, n int) (Decision, error) {
+	k, err := c.keys(req)
+	if err != nil {
+		return Decision{}, err
+	}
+	args := make([]any, 1, 1+3*len(k.dims))
+	args[0] = n
+	capN := int64(math.MaxInt64)
+	for _, i := range k.dims {
+		args = appendLimit(args, c.dims[i].Limit)
+		capN = min(capN, c.dims[i].Limit.capacity(c.e.alg))
+	}
+	if err := validateN(n, capN); err != nil {
+		return Decision{}, err
+	}
+	if c.e.g.bypassed(k.ids...) {
+		return Decision{Allowed: true, Remaining: math.MaxInt64, Bypassed: true}, nil
+	}
+	if k.spread && !c.e.crossSlotOK {
+		return Decision{}, ErrCrossSlot
+	}
+	return c.e.run(ctx, k.keys, args, k.ids, k.names, n)
+}
+
+// Reset clears the counts of every dimension req names (Values left ""
+// are untouched), so that each is decided as a fresh one would be; a
+// Request with one value resets one dimension. Values and Tag are checked
+// as in AllowN, and the keys are the ones AllowN counts on (same Tag, same
+// keys). The keys are cleared in one round trip when they share a hash
+// slot (or AllowCrossSlot is set); otherwise one per key, which is not
+// atomic across them but never fails with ErrCrossSlot. Fallback keys and
+// errors are as for Redis.Reset.
+func (c *Composite) Reset(ctx context.Context, req Request) error {
+	k, err := c.keys(req)
+	if err != nil {
+		return err
+	}
+	groups := [][]string{k.keys}
+	if k.spread && !c.e.crossSlotOK {
+		groups = make([][]string, len(k.keys))
+		for i := range k.keys {
+			groups[i] = k.keys[i : i+1]
+		}
+	}
+	return c.e.reset(ctx, groups, k.ids)
+}
+
+// callKeys are the keys of one call, aligned: the Redis key, the
+// "<dimension>:<value>" id (for Bypass and the Fallback), the dimension's
+// name and index.
+type callKeys struct {
+	keys, ids, names []string
+	dims             []int
+	spread           bool // untagged keys in more than one hash slot
+}
+
+// keys validates req and returns its keys.
+func (c *Composite) keys(req Request) (callKeys, error) {
 	if len(req.Values) != len(c.dims) {
-		return Decision{}, invalid("Request.Values", "has "+strconv.Itoa(len(req.Values))+" values for "+strconv.Itoa(len(c.dims))+" dimensions")
+		return callKeys{}, invalid("Request.Values", "has "+strconv.Itoa(len(req.Values))+" values for "+strconv.Itoa(len(c.dims))+" dimensions")
 	}
 	if req.Tag != "" {
 		if err := ValidateKey("Request.Tag", req.Tag); err != nil {
-			return Decision{}, err
+			return callKeys{}, err
 		}
 	}
-	var (
-		keys   = make([]string, 0, len(c.dims))
-		fb     = make([]string, 0, len(c.dims))
-		names  = make([]string, 0, len(c.dims))
-		args   = make([]any, 1, 1+3*len(c.dims))
-		capN   = int64(math.MaxInt64)
-		first  int
-		spread bool
-	)
-	args[0] = n
+	k := callKeys{
+		keys:  make([]string, 0, len(c.dims)),
+		ids:   make([]string, 0, len(c.dims)),
+		names: make([]string, 0, len(c.dims)),
+		dims:  make([]int, 0, len(c.dims)),
+	}
+	first := 0
 	for i, v := range req.Values {
 		if v == "" {
 			continue
 		}
 		d := c.dims[i]
 		if err := ValidateKey("Request.Values["+strconv.Itoa(i)+"]", v); err != nil {
-			return Decision{}, err
+			return callKeys{}, err
 		}
 		id := d.Name + ":" + v
 		if req.Tag != "" {
-			keys = append(keys, c.prefix+"{"+req.Tag+"}:"+id)
+			k.keys = append(k.keys, c.prefix+"{"+req.Tag+"}:"+id)
 		} else {
-			keys = append(keys, c.prefix+"{"+id+"}")
-			if s := keyslot.Slot(id); len(fb) == 0 {
+			k.keys = append(k.keys, c.prefix+"{"+id+"}")
+			if s := keyslot.Slot(id); len(k.ids) == 0 {
 				first = s
 			} else if s != first {
-				spread = true
+				k.spread = true
 			}
 		}
-		fb = append(fb, id)
-		names = append(names, d.Name)
-		args = appendLimit(args, d.Limit)
-		capN = min(capN, d.Limit.capacity(c.e.alg))
+		k.ids = append(k.ids, id)
+		k.names = append(k.names, d.Name)
+		k.dims = append(k.dims, i)
 	}
-	if len(keys) == 0 {
-		return Decision{}, invalid("Request.Values", "all empty")
+	if len(k.keys) == 0 {
+		return callKeys{}, invalid("Request.Values", "all empty")
 	}
-	if err := validateN(n, capN); err != nil {
-		return Decision{}, err
-	}
-	if c.e.g.bypassed(fb...) {
-		return Decision{Allowed: true, Remaining: math.MaxInt64, Bypassed: true}, nil
-	}
-	if spread && !c.e.crossSlotOK {
-		return Decision{}, ErrCrossSlot
-	}
-	return c.e.run(ctx, keys, args, fb, names, n)
+	return k, nil
 }

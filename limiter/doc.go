@@ -41,6 +41,20 @@
 // Redis is down, and a Backoff during which a failed Redis is not called at
 // all. Context cancellation is always returned as an error.
 //
+// # Decisions and resets
+//
+// A [Decision] carries what go-redis/redis_rate's Result does: Allowed,
+// Remaining (what the key could still admit now), RetryAfter (when a
+// refused call could pass, if nothing else is counted) and ResetAfter (when
+// the key is back to full capacity; for a Composite, the longest of the
+// call's dimensions), enough for Retry-After and RateLimit headers. Redis
+// limiters compute them on Redis server TIME, Local on its Clock.
+//
+// Reset ([Local.Reset], [Redis.Reset], [Composite.Reset]) clears a key's
+// state, for support tooling and tests: its next call is decided as a
+// fresh key's would be. A Fallback that is a [Resetter] (a [Local]) is
+// cleared with it.
+//
 // # Errors
 //
 // Refusal is a [Decision] with Allowed false, never an error. Errors are

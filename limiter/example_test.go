@@ -1,6 +1,7 @@
 package limiter_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -24,6 +26,10 @@ func limit(c *limiter.Composite, next http.Handler) http.Handler {
 			Tag:    "api", // one hash slot for this limiter's counters
 			Values: []string{r.Header.Get("X-User"), ip},
 		})
+		if err == nil {
+			// Seconds until every counter of the call is full again.
+			w.Header().Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.ResetAfter.Seconds()))))
+		}
 		switch {
 		case err != nil:
 			http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
@@ -63,12 +69,42 @@ func Example_middleware() {
 		req.Header.Set("X-User", user)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		fmt.Println(user, rec.Code, rec.Header().Get("Retry-After"), strings.TrimSpace(rec.Body.String()))
+		fmt.Printf("%s %d retry=%s reset=%s %s\n", user, rec.Code, rec.Header().Get("Retry-After"),
+			rec.Header().Get("RateLimit-Reset"), strings.TrimSpace(rec.Body.String()))
 	}
 	// Output:
-	// alice 200  ok
-	// alice 200  ok
-	// alice 429 60 too many requests (user)
-	// bob 200  ok
-	// carol 429 60 too many requests (ip)
+	// alice 200 retry= reset=60 ok
+	// alice 200 retry= reset=60 ok
+	// alice 429 retry=60 reset=60 too many requests (user)
+	// bob 200 retry= reset=60 ok
+	// carol 429 retry=60 reset=60 too many requests (ip)
+}
+
+// Support tooling (or a test) clears one user's count: the user is
+// admitted again as a new user would be.
+func ExampleRedis_Reset() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 3, Period: time.Hour}})
+	if err != nil {
+		panic(err)
+	}
+	d, _ := l.AllowN(ctx, "user:42", 3)
+	fmt.Println(d.Allowed, d.Remaining, "full again in", d.ResetAfter.Round(time.Minute))
+	d, _ = l.Allow(ctx, "user:42")
+	fmt.Println(d.Allowed, "retry in", d.RetryAfter.Round(time.Minute), "full again in", d.ResetAfter.Round(time.Minute))
+
+	if err := l.Reset(ctx, "user:42"); err != nil {
+		panic(err)
+	}
+	d, _ = l.Allow(ctx, "user:42")
+	fmt.Println(d.Allowed, d.Remaining, "full again in", d.ResetAfter.Round(time.Minute))
+	// Output:
+	// true 0 full again in 1h0m0s
+	// false retry in 20m0s full again in 1h0m0s
+	// true 2 full again in 20m0s
 }

@@ -19,6 +19,14 @@ type Limiter interface {
 	AllowN(ctx context.Context, key string, n int) (Decision, error)
 }
 
+// Resetter clears a key's state, so that the key admits as a fresh key
+// would. *Local and *Redis implement it (a *Composite resets a Request). An
+// error means the state may not have been cleared; a Reset racing an Allow
+// on the same key is ordered either before or after it.
+type Resetter interface {
+	Reset(ctx context.Context, key string) error
+}
+
 // Decision is the answer to one Allow or AllowN call.
 type Decision struct {
 	// Allowed reports whether the events were admitted and counted.
@@ -29,6 +37,16 @@ type Decision struct {
 	// RetryAfter, when refused, is how long until the same call could be
 	// admitted if nothing else is counted meanwhile; 0 when allowed.
 	RetryAfter time.Duration
+	// ResetAfter is how long until the key (for a Composite, every
+	// dimension of the call: the longest of them) is back to its full
+	// capacity if nothing more is counted: its bucket full (GCRA, Local),
+	// its window closed (FixedWindow), its newest event out of the window
+	// (SlidingWindow). 0 when already full. Set whether allowed or refused,
+	// and never less than RetryAfter (as go-redis/redis_rate's ResetAfter).
+	// 0 when Bypassed. When Degraded: the Fallback's (the longest of the
+	// dimensions it was asked about), RetryAfter under FailClosed, 0 under
+	// FailOpen.
+	ResetAfter time.Duration
 	// DeniedBy names the Composite dimension that refused first ("" when
 	// allowed, and for single-key limiters).
 	DeniedBy string

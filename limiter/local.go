@@ -104,7 +104,12 @@ func (l *Local) Allow(ctx context.Context, key string) (Decision, error) {
 // AllowN reports whether n events may happen now for key and, if so, takes
 // n tokens from its bucket. key must be non-empty and at most MaxKeyLen
 // bytes; 1 <= n <= Burst. It never fails for any other reason and does not
-// allocate once key is tracked.
+// allocate once key is tracked. Times are on the Clock. A refused call's
+// RetryAfter is exact on the bucket's arithmetic: the same call passes at
+// now+RetryAfter and not a nanosecond earlier (likewise its ResetAfter, the
+// time until the bucket is full again). An allowed call's ResetAfter is
+// computed from the rate alone, so as not to slow the hot path, and may be
+// off by a few nanoseconds of float rounding.
 func (l *Local) AllowN(_ context.Context, key string, n int) (Decision, error) {
 	if key == "" || len(key) > MaxKeyLen {
 		return Decision{}, invalid("key", "must be 1 to 256 bytes")
@@ -115,17 +120,62 @@ func (l *Local) AllowN(_ context.Context, key string, n int) (Decision, error) {
 	now := l.clock.Now()
 	lim := l.bucket(key)
 	if lim.AllowN(now, n) {
-		return Decision{Allowed: true, Remaining: int64(max(lim.TokensAt(now), 0))}, nil
+		tokens := lim.TokensAt(now)
+		return Decision{Allowed: true, Remaining: int64(max(tokens, 0)), ResetAfter: l.estimate(tokens, float64(l.burst))}, nil
 	}
-	missing := float64(n) - lim.TokensAt(now)
-	wait := time.Duration(math.Ceil(missing * l.every * float64(time.Second)))
-	return Decision{RetryAfter: max(wait, 1)}, nil
+	tokens := lim.TokensAt(now)
+	return Decision{RetryAfter: l.until(lim, now, tokens, float64(n)), ResetAfter: l.until(lim, now, tokens, float64(l.burst))}, nil
+}
+
+// estimate is how long the rate takes to add want-have tokens, rounded up
+// to a whole nanosecond; 0 if have >= want.
+func (l *Local) estimate(have, want float64) time.Duration {
+	if have >= want {
+		return 0
+	}
+	return max(time.Duration(math.Ceil((want-have)*l.every*float64(time.Second))), 1)
+}
+
+// until is the least wait after which lim holds want tokens, given it has
+// have now; 0 if have >= want. The estimate from the rate is settled on
+// x/time/rate's own arithmetic (within a few steps of 1ns), so that the
+// same call at now+until passes and one a nanosecond earlier does not.
+func (l *Local) until(lim *rate.Limiter, now time.Time, have, want float64) time.Duration {
+	if have >= want {
+		return 0
+	}
+	d := l.estimate(have, want)
+	for i := 0; i < 4 && lim.TokensAt(now.Add(d)) < want; i++ {
+		d++
+	}
+	for i := 0; i < 4 && d > 1 && lim.TokensAt(now.Add(d-1)) >= want; i++ {
+		d--
+	}
+	return d
+}
+
+// Reset forgets key: its next call finds a full bucket, as a new key
+// would. key must be non-empty and at most MaxKeyLen bytes. It does no I/O
+// and fails only on an invalid key.
+func (l *Local) Reset(_ context.Context, key string) error {
+	if key == "" || len(key) > MaxKeyLen {
+		return invalid("key", "must be 1 to 256 bytes")
+	}
+	s := l.shard(key)
+	s.mu.Lock()
+	s.lru.Remove(key)
+	s.mu.Unlock()
+	return nil
+}
+
+func (l *Local) shard(key string) *localShard {
+	return &l.shards[maphash.String(l.seed, key)&l.mask]
 }
 
 // bucket returns key's limiter, creating it with a full bucket if the key
 // is not tracked.
 func (l *Local) bucket(key string) *rate.Limiter {
-	s := &l.shards[maphash.String(l.seed, key)&l.mask]
+	s := l.shard(key)
 	s.mu.Lock()
 	lim, ok := s.lru.Get(key)
 	if !ok {

@@ -40,7 +40,8 @@ type Policy struct {
 	// *Local with a tighter limit, the safety net that still turns away
 	// floods (go-zero's rescue limiter). A Composite asks it about each
 	// "<dimension>:<value>" in turn and stops at the first refusal (events
-	// already taken from earlier dimensions stay taken).
+	// already taken from earlier dimensions stay taken). If it is also a
+	// Resetter, Reset clears those keys in it too.
 	Fallback Limiter
 	// Backoff is how long, after a Redis failure, calls skip Redis and go
 	// straight to the Fallback or OnError mode, so a down Redis does not cost
@@ -122,8 +123,9 @@ func (g *guard) degraded(ctx context.Context, cause error, keys, names []string,
 			if err != nil {
 				return Decision{}, errors.Join(cause, err)
 			}
+			d.ResetAfter = max(d.ResetAfter, fd.ResetAfter)
 			if !fd.Allowed {
-				return Decision{RetryAfter: fd.RetryAfter, DeniedBy: names[i], Degraded: true}, nil
+				return Decision{RetryAfter: fd.RetryAfter, ResetAfter: max(d.ResetAfter, fd.RetryAfter), DeniedBy: names[i], Degraded: true}, nil
 			}
 			d.Remaining = min(d.Remaining, fd.Remaining)
 		}
@@ -133,7 +135,8 @@ func (g *guard) degraded(ctx context.Context, cause error, keys, names []string,
 	case FailOpen:
 		return Decision{Allowed: true, Degraded: true}, nil
 	case FailClosed:
-		return Decision{RetryAfter: max(g.p.Backoff, time.Millisecond), Degraded: true}, nil
+		wait := max(g.p.Backoff, time.Millisecond)
+		return Decision{RetryAfter: wait, ResetAfter: wait, Degraded: true}, nil
 	}
 	return Decision{}, cause
 }

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -18,6 +19,9 @@ var scripts = [...]*redis.Script{
 	FixedWindow:   redis.NewScript(lua.Source("limiter_fixed.lua")),
 	SlidingWindow: redis.NewScript(lua.Source("limiter_sliding.lua")),
 }
+
+// resetScript deletes keys of any algorithm.
+var resetScript = redis.NewScript(lua.Source("limiter_reset.lua"))
 
 // RedisConfig configures a Redis limiter. The zero value of every field but
 // Limit means its default.
@@ -83,6 +87,20 @@ func (r *Redis) AllowN(ctx context.Context, key string, n int) (Decision, error)
 	return r.e.run(ctx, keys, args, []string{key}, []string{""}, n)
 }
 
+// Reset clears key's count, so that its next call is decided as a fresh
+// key's would be, in one round trip. If the Policy's Fallback is a
+// Resetter (a *Local is), key is cleared there too, so a reset key is also
+// fresh while Redis is down. key must pass ValidateKey. Reset always tries
+// Redis, even within the Policy's Backoff; a failure is a *RedisError
+// (matching ErrUnavailable), never a policy decision, and a context that
+// has already ended clears nothing and returns ctx.Err().
+func (r *Redis) Reset(ctx context.Context, key string) error {
+	if err := ValidateKey("key", key); err != nil {
+		return err
+	}
+	return r.e.reset(ctx, [][]string{{r.prefix + "{" + key + "}"}}, []string{key})
+}
+
 // engine runs one algorithm's script under a Policy.
 type engine struct {
 	rdb redis.Scripter
@@ -139,12 +157,40 @@ func (e *engine) run(ctx context.Context, keys []string, args []any, fbKeys, nam
 	return e.g.degraded(ctx, cause, fbKeys, names, n)
 }
 
-// parseReply reads {allowed, remaining, retry_us, denied_index}.
+// reset clears groups of keys, one script call per group (each group is
+// in one hash slot), after clearing fbKeys in the Fallback if it is a
+// Resetter.
+func (e *engine) reset(ctx context.Context, groups [][]string, fbKeys []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var errs []error
+	if rs, ok := e.g.p.Fallback.(Resetter); ok {
+		for _, k := range fbKeys {
+			if err := rs.Reset(ctx, k); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, keys := range groups {
+		n, err := resetScript.Run(ctx, e.rdb, keys).Int64()
+		if err == nil && (n < 0 || n > int64(len(keys))) {
+			err = fmt.Errorf("unexpected reset script reply %d", n)
+		}
+		if err != nil {
+			cause, _ := e.g.failed(ctx, err)
+			return errors.Join(append(errs, cause)...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseReply reads {allowed, remaining, retry_us, denied_index, reset_us}.
 func parseReply(reply []any, names []string) (Decision, error) {
-	if len(reply) != 4 {
+	if len(reply) != 5 {
 		return Decision{}, fmt.Errorf("unexpected script reply %v", reply)
 	}
-	var v [4]int64
+	var v [5]int64
 	for i, x := range reply {
 		n, ok := x.(int64)
 		if !ok {
@@ -152,11 +198,13 @@ func parseReply(reply []any, names []string) (Decision, error) {
 		}
 		v[i] = n
 	}
+	reset := max(time.Duration(v[4])*time.Microsecond, 0)
 	if v[0] == 1 {
-		return Decision{Allowed: true, Remaining: max(v[1], 0)}, nil
+		return Decision{Allowed: true, Remaining: max(v[1], 0), ResetAfter: reset}, nil
 	}
 	if v[3] < 1 || v[3] > int64(len(names)) {
 		return Decision{}, fmt.Errorf("unexpected script reply %v", reply)
 	}
-	return Decision{RetryAfter: max(time.Duration(v[2])*time.Microsecond, time.Microsecond), DeniedBy: names[v[3]-1]}, nil
+	retry := max(time.Duration(v[2])*time.Microsecond, time.Microsecond)
+	return Decision{RetryAfter: retry, ResetAfter: max(reset, retry), DeniedBy: names[v[3]-1]}, nil
 }
