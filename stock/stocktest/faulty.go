@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -23,6 +24,10 @@ const (
 	// result and fails, as when the connection drops after the store
 	// acted: the caller cannot tell whether the call took effect.
 	LostReply
+	// Unavailable fails the call before it reaches the wrapped Manager
+	// with an error matching stock.ErrUnavailable: nothing is applied, as
+	// when a Redis gate lost its data and has not been rebuilt.
+	Unavailable
 )
 
 // String returns the fault's name.
@@ -34,21 +39,24 @@ func (x Fault) String() string {
 		return "Down"
 	case LostReply:
 		return "LostReply"
+	case Unavailable:
+		return "Unavailable"
 	}
 	return fmt.Sprintf("Fault(%d)", int(x))
 }
 
-// ErrInjected is wrapped by every error a Faulty injects. The injected
-// error is a *net.OpError (a net.Error with Timeout false), never a
-// business error (stock.IsBusiness is false), so the code under test sees
-// an infrastructure failure; match it with errors.Is(err, ErrInjected).
+// ErrInjected is wrapped by every error a Faulty injects, never a business
+// error (stock.IsBusiness is false), so the code under test sees an
+// infrastructure failure; match it with errors.Is(err, ErrInjected). Down
+// and LostReply inject a *net.OpError (a net.Error with Timeout false),
+// Unavailable an error that also matches stock.ErrUnavailable.
 var ErrInjected = errors.New("stocktest: injected fault")
 
 // Call describes one call reaching a Faulty, for filters and hooks.
 type Call struct {
 	// Method is the name of the called method: "PutOnSale", "Restock",
 	// "Deduct", "Confirm", "Revert", "Available", "Levels",
-	// "ReclaimExpired" or "Orders".
+	// "ReclaimExpired", "Orders" or "HeldBefore".
 	Method string
 	// SKUs are the SKUs the call names: the order's lines for Deduct
 	// (in item order), the one SKU of PutOnSale, Restock, Available and
@@ -93,11 +101,14 @@ func OnSKU(sku string) func(Call) bool {
 // counters and hook. A Faulty is safe for concurrent use; it starts
 // Healthy.
 //
-// Every method of stock.Manager, stock.Reclaimer and stock.OrderReader goes
-// through the fault: the two optional interfaces are forwarded to the
-// wrapped Manager, and fail with an error wrapping errors.ErrUnsupported
-// when it does not implement them. Code that type-asserts those interfaces
-// should be given Narrow instead.
+// Every method of stock.Manager, stock.Reclaimer, stock.OrderReader and
+// stock.HoldLister goes through the fault: the optional interfaces are
+// forwarded to the wrapped Manager, and fail with an error wrapping
+// errors.ErrUnsupported when it does not implement them. That is the rule
+// for any wrapper of a store (metrics, tracing, faults): forward every
+// interface the wrapped store implements, since code such as package
+// stock/tiered needs them (and asks for them in its types). Code that
+// type-asserts the optional interfaces should be given Narrow instead.
 type Faulty struct {
 	stock.Manager
 
@@ -107,6 +118,13 @@ type Faulty struct {
 	before func(Call)
 	calls  map[string]int64
 }
+
+var _ interface {
+	stock.Manager
+	stock.Reclaimer
+	stock.OrderReader
+	stock.HoldLister
+} = (*Faulty)(nil)
 
 // NewFaulty returns a Healthy Faulty wrapping m.
 func NewFaulty(m stock.Manager) *Faulty {
@@ -176,6 +194,8 @@ func (f *Faulty) do(c Call, run func() error) error {
 	case LostReply:
 		_ = run()
 		return &net.OpError{Op: "read", Net: "tcp", Err: ErrInjected}
+	case Unavailable:
+		return fmt.Errorf("%w: %w", stock.ErrUnavailable, ErrInjected)
 	}
 	return run()
 }
@@ -270,18 +290,54 @@ func (f *Faulty) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, e
 	return got, err
 }
 
-// Narrow returns f as a stock.Manager that implements stock.Reclaimer and
-// stock.OrderReader exactly when the wrapped Manager does, for code that
-// checks those interfaces with a type assertion. Its calls go through f.
+// HeldBefore calls the wrapped Manager's HeldBefore through the fault, or
+// fails with errors.ErrUnsupported if it is not a stock.HoldLister.
+func (f *Faulty) HeldBefore(ctx context.Context, t time.Time, limit int) ([]stock.OrderInfo, error) {
+	var got []stock.OrderInfo
+	err := f.do(Call{Method: "HeldBefore"}, func() (err error) {
+		hl, ok := f.Manager.(stock.HoldLister)
+		if !ok {
+			return fmt.Errorf("stocktest: %T is not a stock.HoldLister: %w", f.Manager, errors.ErrUnsupported)
+		}
+		got, err = hl.HeldBefore(ctx, t, limit)
+		return err
+	})
+	return got, err
+}
+
+// Narrow returns f as a stock.Manager that implements stock.Reclaimer,
+// stock.OrderReader and stock.HoldLister exactly when the wrapped Manager
+// does, for code that checks those interfaces with a type assertion. Its
+// calls go through f.
 func (f *Faulty) Narrow() stock.Manager {
 	_, rc := f.Manager.(stock.Reclaimer)
 	_, rd := f.Manager.(stock.OrderReader)
+	_, hl := f.Manager.(stock.HoldLister)
 	switch {
+	case rc && rd && hl:
+		return struct {
+			stock.Manager
+			stock.Reclaimer
+			stock.OrderReader
+			stock.HoldLister
+		}{f, f, f, f}
 	case rc && rd:
 		return struct {
 			stock.Manager
 			stock.Reclaimer
 			stock.OrderReader
+		}{f, f, f}
+	case rc && hl:
+		return struct {
+			stock.Manager
+			stock.Reclaimer
+			stock.HoldLister
+		}{f, f, f}
+	case rd && hl:
+		return struct {
+			stock.Manager
+			stock.OrderReader
+			stock.HoldLister
 		}{f, f, f}
 	case rc:
 		return struct {
@@ -292,6 +348,11 @@ func (f *Faulty) Narrow() stock.Manager {
 		return struct {
 			stock.Manager
 			stock.OrderReader
+		}{f, f}
+	case hl:
+		return struct {
+			stock.Manager
+			stock.HoldLister
 		}{f, f}
 	}
 	return struct{ stock.Manager }{f}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/memstock"
@@ -79,5 +80,48 @@ func TestFaultyNarrow(t *testing.T) {
 	}
 	if _, err := bare.ReclaimExpired(t.Context(), 1); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("ReclaimExpired of a plain Manager = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestFaultyUnavailableAndHoldLister(t *testing.T) {
+	ctx := t.Context()
+	clock := stocktest.NewClock(stocktest.Epoch)
+	f := stocktest.NewFaulty(memstock.New(clock))
+	if err := f.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	f.SetFault(stocktest.Unavailable)
+	err := f.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}})
+	if !errors.Is(err, stock.ErrUnavailable) || !errors.Is(err, stocktest.ErrInjected) || stock.IsBusiness(err) ||
+		errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("Deduct while Unavailable = %v, want ErrUnavailable and ErrInjected only", err)
+	}
+	f.SetFault(stocktest.Healthy)
+	if lv, err := f.Levels(ctx, "a"); err != nil || lv.Available != 10 {
+		t.Fatalf("Levels after an Unavailable Deduct = %+v, %v; want nothing applied", lv, err)
+	}
+	if err := f.Deduct(ctx, stock.Order{ID: "o2", Items: []stock.Item{{SKU: "a", Qty: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.HeldBefore(ctx, clock.Now().Add(time.Minute), 10)
+	if err != nil || len(got) != 1 || got[0].ID != "o2" {
+		t.Fatalf("HeldBefore = %+v, %v; want [o2]", got, err)
+	}
+	f.SetFaultFor(stocktest.Down, stocktest.OnMethod("HeldBefore"))
+	if _, err := f.HeldBefore(ctx, clock.Now(), 10); !errors.Is(err, stocktest.ErrInjected) {
+		t.Fatalf("HeldBefore while down = %v", err)
+	}
+	if n := f.Calls("HeldBefore"); n != 2 {
+		t.Fatalf("Calls(HeldBefore) = %d, want 2", n)
+	}
+	if _, ok := f.Narrow().(stock.HoldLister); !ok {
+		t.Fatal("Narrow of a HoldLister is not a HoldLister")
+	}
+	bare := stocktest.NewFaulty(struct{ stock.Manager }{memstock.New(clock)})
+	if _, ok := bare.Narrow().(stock.HoldLister); ok {
+		t.Fatal("Narrow of a plain Manager is a HoldLister")
+	}
+	if _, err := bare.HeldBefore(ctx, clock.Now(), 1); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("HeldBefore of a plain Manager = %v, want ErrUnsupported", err)
 	}
 }
