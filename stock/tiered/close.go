@@ -13,7 +13,10 @@ import (
 //     changes (with a Recorder, the order may still be pending: confirm
 //     after Settle returned nil).
 //   - The record says the hold expired or the order was reverted: the gate
-//     hold is reverted too and the record's error returned.
+//     says why and is made to agree (see closedAtRecord). When the gate
+//     no longer knows the order, the record's deadline gives the reason:
+//     stock.ErrHoldExpired once the order's gate deadline has passed (a
+//     copy returned by the reclaimer), stock.ErrOrderClosed before.
 //   - The record confirmed: the gate is confirmed. The hold began at the
 //     gate, so the gate's deadline decides: if the gate says the hold
 //     expired (or a Revert closed it there first), the record's confirm is
@@ -22,8 +25,10 @@ import (
 //     gate was down), the sale stands, Confirm returns nil and the
 //     disagreement goes to Config.OnDrift.
 //
-// After an infrastructure error (a *TierError when it came from the gate)
-// call Confirm again.
+// After an infrastructure error call Confirm again. Once the record has
+// confirmed, every error is a *TierError matching stock.ErrUnknownOutcome
+// (the gate could not be asked, or the record's confirm could not be
+// undone): the retry finishes the job and gives the final answer.
 func (m *Manager) Confirm(ctx context.Context, orderID string) error {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
@@ -40,11 +45,11 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) error {
 	switch {
 	case gerr == nil:
 		return nil
-	case errors.Is(gerr, stock.ErrHoldExpired) || errors.Is(gerr, stock.ErrOrderClosed):
+	case ended(gerr):
 		// The hold began at the gate, so the gate's deadline (and a revert
 		// that reached the gate first) decides: undo the record's confirm.
 		if rerr := m.record.Revert(ctx, orderID); rerr != nil {
-			return errors.Join(gerr, &TierError{Tier: Record, Op: "revert after the gate closed", Err: rerr})
+			return &TierError{Tier: Record, Op: "revert after the gate closed", Err: rerr, Outcome: gerr}
 		}
 		return gerr
 	case stock.IsBusiness(gerr):
@@ -94,7 +99,8 @@ func (m *Manager) Revert(ctx context.Context, orderID string) error {
 // ended first (the reclaimer reverts the record's copy after the gate
 // returns the hold, so the record says "reverted" where the gate says
 // "expired"). A gate that still held the order is made to agree: the hold
-// is returned there too.
+// is returned there too. A gate that does not know the order (it lost its
+// record of it, or never had it) cannot say why: closedReason does.
 func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause error) error {
 	gerr := m.gate.Confirm(ctx, orderID)
 	switch {
@@ -103,12 +109,39 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause erro
 	case gerr == nil:
 		// Confirmed at the gate alone: undo it, the record has no hold.
 		if rerr := m.gate.Revert(ctx, orderID); rerr != nil {
-			return errors.Join(cause, &TierError{Tier: Gate, Op: "revert after the record closed", Err: rerr})
+			return &TierError{Tier: Gate, Op: "revert after the record closed", Err: rerr, Outcome: cause}
 		}
 		return cause
-	case stock.IsBusiness(gerr):
-		return cause // the gate never had it
+	case stock.IsBusiness(gerr), unavailable(gerr):
+		return m.closedReason(ctx, orderID, cause)
 	default:
-		return errors.Join(cause, &TierError{Tier: Gate, Op: "confirm after the record closed", Err: gerr})
+		return &TierError{Tier: Gate, Op: "confirm after the record closed", Err: gerr, Outcome: cause}
 	}
+}
+
+// closedReason is the answer to a Confirm of an order whose record copy
+// was reverted (cause) while the gate cannot say why. The reclaimer
+// reverts a copy only after the order's gate deadline, so a copy whose
+// gate deadline has passed is reported as expired; before it, the order
+// was reverted by a caller. The answer is the record's when it cannot be
+// read.
+func (m *Manager) closedReason(ctx context.Context, orderID string, cause error) error {
+	if !errors.Is(cause, stock.ErrOrderClosed) {
+		return cause
+	}
+	infos, err := m.record.Orders(ctx, []string{orderID})
+	if err != nil || len(infos) != 1 || infos[0].Deadline.IsZero() {
+		return cause
+	}
+	due, err := m.gateDeadline(ctx, infos[0], nil)
+	if err != nil || due.After(m.cfg.Clock.Now()) {
+		return cause
+	}
+	return stock.ErrHoldExpired
+}
+
+// unavailable reports whether err says the store could not answer and
+// applied nothing (stock.ErrUnavailable).
+func unavailable(err error) bool {
+	return errors.Is(err, stock.ErrUnavailable) && !errors.Is(err, stock.ErrUnknownOutcome)
 }

@@ -22,10 +22,29 @@
 // Settle) again with the same order is safe and finishes the job, and if
 // nobody does, the gate's reclaimer returns the hold at its deadline.
 //
+// # Errors: one rule
+//
+// A business error from the Manager is final and its effects are undone:
+// the order holds nothing at either tier. An error from before anything
+// was written (bad input, a context already done, the gate's first answer
+// when it is not a business one) is returned as the tier gave it. Every
+// error after a tier was written is a [*TierError], which matches
+// stock.ErrUnknownOutcome and neither a business error nor
+// stock.ErrContention or stock.ErrUnavailable (its Err field keeps the
+// tier's answer): call the same method again with the same order ID, or
+// the same stock.Restock, and the retry finishes the job. A refusal whose
+// undo failed is such an error too (TierError.Outcome says which); a retry
+// after a gate revert that did land answers stock.ErrOrderClosed: refused,
+// holding nothing.
+//
 // After recording, the gate is asked once more about the order (an
 // idempotent re-Deduct that takes nothing). If a Revert closed the order at
 // the gate in the meantime, or the gate's reclaimer returned the hold, the
-// record's copy is reverted. Together with Revert's order (gate first, then
+// record's copy is reverted. So is it when the gate lost the order (its
+// data was lost, and the re-Deduct is refused as a new order would be): the
+// refusal is reported only once the record holds nothing. A gate that
+// cannot answer (stock.ErrUnavailable, a timeout) leaves the order
+// half-way: a *TierError, and the caller retries with the same order. Together with Revert's order (gate first, then
 // record) this closes the race between a cancel or an expiry and a
 // hand-off: whatever the interleaving, an order whose hold ended at the
 // gate does not stay held at the record. A redelivered hand-off whose gate
@@ -48,8 +67,12 @@
 //     through the Manager, or give the record RecordHold yourself.
 //   - [Manager.ReclaimExpired] runs the gate's reclaimer, four holds at a
 //     time, and reverts at the record each order whose gate hold it
-//     returned, at once. Then it drains the record's own reclaimer, which
-//     in normal operation finds nothing: its deadline is the backstop.
+//     returned, at once. Then a follow-up asks the record for the copies
+//     it still holds past their gate deadline and the gate about each, and
+//     returns those whose gate hold has ended: a revert that failed, or a
+//     reclaim reply that was lost, costs one pass, not a sale. Last it
+//     drains the record's own reclaimer, which in normal operation finds
+//     nothing: its deadline is the backstop.
 //   - Between the gate's return of a hold and the record's revert of its
 //     copy (a few record round trips) the gate may sell the unit again,
 //     and a fast hand-off may reach the record first. So a refusal by the
@@ -62,15 +85,18 @@
 // them, and Revert is exactly-once, so a repeat at the record (by another
 // node, or by a Settle's recheck) changes nothing. A node that stops
 // between the gate's reclaim and the record's revert leaves the record's
-// copy until the record's own deadline, which then returns it; meanwhile
-// the gate may resell the units and the record refuses those orders (a
-// missed sale, never an oversell). RecordGrace must exceed the reclaimer's
-// interval plus the clock skew between nodes, or the record's sweep would
-// end holds the gate still counts (harmless for stock, but a buyer paying
-// in that gap is refused).
+// copy until the next pass of any node's follow-up; only while the gate
+// cannot be asked does it stay until the record's own deadline, and
+// meanwhile the gate may resell the units and the record refuses those
+// orders (a missed sale, never an oversell). RecordGrace must exceed the
+// reclaimer's interval plus the clock skew between nodes, or the record's
+// sweep would end holds the gate still counts (harmless for stock, but a
+// buyer paying in that gap is refused). Config.Clock must tell the time the
+// tiers tell.
 //
 // Orders taken at the record alone (a fallback while the gate was down,
-// package degrade) get the record's longer hold time.
+// package degrade) are unknown to the gate, so the follow-up returns them
+// at the gate deadline they would have had: the listing's hold time.
 //
 // # Confirm, Revert and the reclaimer
 //
@@ -78,28 +104,41 @@
 //     order the record does not know (still pending) gets
 //     stock.ErrUnknownOrder and nothing changes: confirm after Settle. When
 //     the record says the order's copy ended, the gate says why (its hold
-//     expired, or it was reverted) and is made to agree. The hold began at
-//     the gate, so its deadline decides: when the gate says the hold
-//     expired, the record's confirm is undone. When the gate does not know
-//     the order at all (flushed, or taken by a fallback while the gate was
-//     down) the record's sale stands and the disagreement is reported to
-//     Config.OnDrift.
+//     expired, or it was reverted) and is made to agree; when the gate no
+//     longer knows the order, the record's deadline says whether it had
+//     expired. The hold began at the gate, so its deadline decides: when
+//     the gate says the hold expired, the record's confirm is undone. When
+//     the gate does not know the order at all (flushed, or taken by a
+//     fallback while the gate was down) the record's sale stands and the
+//     disagreement is reported to Config.OnDrift.
 //   - Revert reverts at the gate, then at the record. It returns nil when
 //     either tier reverted, stock.ErrUnknownOrder only when neither knew the
 //     order.
 //   - ReclaimExpired (above) reports the lines the gate returned, since the
-//     gate is the tier Levels reports. A record that implements
-//     stock.OrderReader is asked about the orders first: one it has
-//     confirmed (a Confirm that reached the record but not the gate, which
-//     a fallback answers while the gate is down) is a sale and is not
-//     refunded; the units the gate returned for it go to Config.OnDrift,
-//     for reconciliation to take back at the gate.
+//     gate is the tier Levels reports. The record is asked about the
+//     orders first: one it has confirmed (a Confirm that reached the record
+//     but not the gate, which a fallback answers while the gate is down)
+//     is a sale and is not refunded; the units the gate returned for it go
+//     to Config.OnDrift, for reconciliation to take back at the gate.
 //
 // A failure at the second tier of any call returns an error that names the
-// tier (*TierError); every call but Restock is idempotent, so calling it
-// again finishes the job. Restock is not idempotent (by contract): when the
-// record was restocked and the gate was not, the error says so and the gate
-// is fixed by reconciliation or by restocking the gate alone ([Manager.Gate]).
+// tier (*TierError); every call is idempotent, so calling it again finishes
+// the job. Restock too: it carries an operation ID that each tier applies
+// once, record first, then gate. A restock the record has and the gate not
+// yet is in flight for reconciliation, not drift, and a retry with the same
+// stock.Restock adds it at the gate once.
+//
+// # Tiers and wrappers
+//
+// [New] takes a [GateStore] and a [RecordStore]: a stock.Manager with the
+// optional interfaces the flow relies on (stock.Reclaimer,
+// stock.OrderReader, and stock.HoldLister at the record). Asking for them
+// in the types means a tier that lacks one, or a wrapper (metrics,
+// tracing, faults) that forwards only stock.Manager, is refused when the
+// program is built; found by a type assertion at run time, a missing
+// stock.OrderReader would make the reclaimer refund confirmed sales. A
+// wrapper must forward every interface of the store it wraps
+// (stocktest.Faulty does).
 //
 // # Reads
 //

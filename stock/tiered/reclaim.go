@@ -14,66 +14,85 @@ import (
 // twice before a refusal stands, Config.RecheckAfter).
 const reclaimChunk = 4
 
-// ReclaimExpired returns unpaid holds. The gate decides when a hold ends:
-// its reclaimer returns at most limit due holds, in chunks of 4, and the
-// record's copy of each of those orders is reverted right after its chunk
-// (Revert is exactly-once, so two nodes reverting the same order, or a
-// Settle's recheck doing it too, is harmless). Then the record's own reclaimer is drained: with the record's
-// longer hold time (Config.RecordGrace) it finds only copies left behind by
-// a node that stopped between the two steps, and orders taken at the record
-// alone (by a fallback while the gate was down).
+// ReclaimExpired returns unpaid holds, in three steps.
 //
-// A record that implements stock.OrderReader is asked first, and an order
-// it has confirmed is not reverted: that sale was confirmed at the record
-// while the gate could not be told (a degraded Confirm), it stands, and the
-// units the gate returned are reported to Config.OnDrift for reconciliation
-// to take back (Drift.SKUs names the SKUs). A Confirm in progress at the
-// deadline (record confirmed, gate not yet asked) is reported the same
-// way, and undoes the record's confirm itself when the gate answers that
-// the hold expired: a drift report is a cue to reconcile, not proof. A
-// record without OrderReader has every copy reverted.
+//  1. The gate decides when a hold ends: its reclaimer returns at most
+//     limit due holds, in chunks of 4, and the record's copy of each of
+//     those orders is reverted right after its chunk (Revert is
+//     exactly-once, so two nodes reverting the same order, or a Settle's
+//     recheck doing it too, is harmless).
+//  2. The follow-up: the record lists (stock.HoldLister) at most limit
+//     copies it still holds whose gate deadline has passed (the record's
+//     deadline minus the grace RecordHold adds), the gate is asked about
+//     them (stock.OrderReader), and each one the gate no longer holds or
+//     sold (expired, reverted, or unknown to it past that deadline) is
+//     reverted at the record. This returns the copies whose end step 1
+//     never reported: a revert at the record that failed, a reclaim reply
+//     that was lost, a node that stopped between the two. One failure
+//     costs a pass, not the copy's whole record hold time.
+//  3. The record's own reclaimer is drained: with the record's longer
+//     hold time (Config.RecordGrace) it finds only what the first two
+//     steps could not return (the gate down for long, say).
+//
+// The record is asked about the orders of step 1 first, and an order it
+// has confirmed is not reverted: that sale was confirmed at the record
+// while the gate could not be told (a degraded Confirm), it stands, and
+// the units the gate returned are reported to Config.OnDrift for
+// reconciliation to take back (Drift.SKUs names the SKUs). A Confirm in
+// progress at the deadline (record confirmed, gate not yet asked) is
+// reported the same way, and undoes the record's confirm itself when the
+// gate answers that the hold expired: a drift report is a cue to
+// reconcile, not proof. Step 2 leaves alone every copy the gate holds or
+// has confirmed, and reads the record again just before reverting, so a
+// copy confirmed meanwhile is not refunded.
+//
+// Orders taken at the record alone (a fallback while the gate was down)
+// are unknown to the gate, so step 2 returns them once their gate deadline
+// (the listing's hold time) has passed.
 //
 // It reports the lines the gate returned (the gate is the tier Levels
 // reports), together with any error: a *TierError naming the tier that
-// failed. When the gate fails, the record is still swept, so holds taken at
-// the record alone keep expiring while the gate is down. A tier that does
-// not implement stock.Reclaimer is skipped. RunReclaimer drives it like any
-// reclaimer, on as many nodes as you like.
+// failed. When the gate fails, the record is still swept (step 3), so
+// holds taken at the record alone keep expiring while the gate is down.
+// RunReclaimer drives it like any reclaimer, on as many nodes as you like.
 func (m *Manager) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
 	}
 	var got []stock.Reclaimed
 	var errs []error
-	if r, ok := m.gate.(stock.Reclaimer); ok {
-		for len(got) < limit {
-			n := min(limit-len(got), reclaimChunk)
-			batch, err := r.ReclaimExpired(ctx, n)
-			got = append(got, batch...)
-			if err == nil {
-				err = m.revertCopies(ctx, batch)
-			} else {
-				err = errors.Join(&TierError{Tier: Gate, Op: "reclaim", Err: err}, m.revertCopies(ctx, batch))
-			}
-			if err != nil {
-				errs = append(errs, err)
-				break
-			}
-			if len(batch) < n {
-				break
-			}
+	gateOK := true
+	for len(got) < limit {
+		n := min(limit-len(got), reclaimChunk)
+		batch, err := m.gate.ReclaimExpired(ctx, n)
+		got = append(got, batch...)
+		if err != nil {
+			gateOK = false
+			err = errors.Join(&TierError{Tier: Gate, Op: "reclaim", Err: err}, m.revertCopies(ctx, batch))
+		} else {
+			err = m.revertCopies(ctx, batch)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if len(batch) < n {
+			break
 		}
 	}
-	if r, ok := m.record.(stock.Reclaimer); ok {
-		for {
-			batch, err := r.ReclaimExpired(ctx, limit)
-			if err != nil {
-				errs = append(errs, &TierError{Tier: Record, Op: "reclaim", Err: err})
-				break
-			}
-			if len(batch) < limit {
-				break
-			}
+	if gateOK {
+		if err := m.followUp(ctx, limit); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for {
+		batch, err := m.record.ReclaimExpired(ctx, limit)
+		if err != nil {
+			errs = append(errs, &TierError{Tier: Record, Op: "reclaim", Err: err})
+			break
+		}
+		if len(batch) < limit {
+			break
 		}
 	}
 	return got, errors.Join(errs...)
@@ -93,24 +112,28 @@ func (m *Manager) revertCopies(ctx context.Context, lines []stock.Reclaimed) err
 		}
 		skus[l.OrderID] = append(skus[l.OrderID], l.SKU)
 	}
-	if rd, ok := m.record.(stock.OrderReader); ok {
-		infos, err := rd.Orders(ctx, ids)
-		if err != nil {
-			return &TierError{Tier: Record, Op: "read reclaimed orders", Err: err}
-		}
-		ids = ids[:0]
-		for _, in := range infos {
-			switch in.State {
-			case stock.StateHeld:
-				ids = append(ids, in.ID)
-			case stock.StateConfirmed:
-				m.drift(Drift{OrderID: in.ID, Tier: Record, Op: "reclaim", SKUs: skus[in.ID],
-					Err: errors.New("tiered: confirmed at the record, hold returned at the gate")})
-			}
-			// Unknown: not recorded (yet); a racing Settle's recheck
-			// reverts it. Reverted, refunded, expired: nothing to return.
-		}
+	infos, err := m.record.Orders(ctx, ids)
+	if err != nil {
+		return &TierError{Tier: Record, Op: "read reclaimed orders", Err: err}
 	}
+	ids = ids[:0]
+	for _, in := range infos {
+		switch in.State {
+		case stock.StateHeld:
+			ids = append(ids, in.ID)
+		case stock.StateConfirmed:
+			m.drift(Drift{OrderID: in.ID, Tier: Record, Op: "reclaim", SKUs: skus[in.ID],
+				Err: errors.New("tiered: confirmed at the record, hold returned at the gate")})
+		}
+		// Unknown: not recorded (yet); a racing Settle's recheck
+		// reverts it. Reverted, refunded, expired: nothing to return.
+	}
+	return m.revertAll(ctx, ids, "revert reclaimed")
+}
+
+// revertAll reverts each order at the record; the failures are one
+// *TierError naming op.
+func (m *Manager) revertAll(ctx context.Context, ids []string, op string) error {
 	var errs []error
 	for _, id := range ids {
 		if err := m.record.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
@@ -118,7 +141,7 @@ func (m *Manager) revertCopies(ctx context.Context, lines []stock.Reclaimed) err
 		}
 	}
 	if len(errs) > 0 {
-		return &TierError{Tier: Record, Op: "revert reclaimed", Err: errors.Join(errs...)}
+		return &TierError{Tier: Record, Op: op, Err: errors.Join(errs...)}
 	}
 	return nil
 }

@@ -36,10 +36,54 @@ func TestPutOnSaleGivesTheRecordTheLongerHold(t *testing.T) {
 	}
 }
 
-// A node stops between the gate's reclaim and the record's revert: the
-// record's copy stays until the record's own, later deadline, and no unit
-// is oversold meanwhile (the gate resells, the record refuses, the gate
-// hold is reverted).
+// One failed revert at the record, after the gate returned the hold, is
+// retried by the next pass (on any node): the gate says the hold expired,
+// so the record's copy is returned and the unit the gate sells again is
+// recorded, long before the record's own deadline.
+func TestReclaimRetriesAFailedRecordRevert(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 4)); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(90 * time.Second) // past the gate's deadline, not the record's (2m)
+	f.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Revert"))
+	got, err := f.m.ReclaimExpired(ctx, 10)
+	var te *tiered.TierError
+	if len(got) != 1 || !errors.As(err, &te) || te.Tier != tiered.Record {
+		t.Fatalf("ReclaimExpired with the record's revert failing = %v, %v; want the gate's line and a record *TierError", got, err)
+	}
+	if !errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("ReclaimExpired error %v does not match ErrUnknownOutcome", err)
+	}
+	f.record.SetFault(stocktest.Healthy)
+	f.want(f.gate, "gate", "a", 10, 0, 0)
+	f.want(f.record, "record", "a", 6, 4, 0)
+
+	// The next pass: nothing due at the gate; the record's copy is listed,
+	// the gate says its hold expired, the copy is returned.
+	if got, err := f.m.ReclaimExpired(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("second pass = %v, %v", got, err)
+	}
+	f.want(f.record, "record", "a", 10, 0, 0)
+	if err := f.m.Deduct(ctx, ord("o2", 8)); err != nil {
+		t.Fatalf("Deduct of the units the gate sells again: %v", err)
+	}
+	f.want(f.gate, "gate", "a", 2, 8, 0)
+	f.want(f.record, "record", "a", 2, 8, 0)
+	if err := f.m.Confirm(ctx, "o1"); !errors.Is(err, stock.ErrHoldExpired) {
+		t.Fatalf("Confirm of the returned order: %v, want ErrHoldExpired", err)
+	}
+}
+
+// A node stops between the gate's reclaim and the record's revert, and
+// the gate cannot be asked about the record's copy either: the copy stays
+// until the record's own, later deadline, and no unit is oversold
+// meanwhile (the gate resells, the record refuses, the gate hold is
+// reverted).
 func TestReclaimCrashBeforeRecordRevertIsBackstopped(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := t.Context()
@@ -60,10 +104,11 @@ func TestReclaimCrashBeforeRecordRevertIsBackstopped(t *testing.T) {
 	f.want(f.gate, "gate", "a", 10, 0, 0)
 	f.want(f.record, "record", "a", 6, 4, 0)
 
-	// Another node's pass: nothing due at the gate, the record's copy is
-	// not due yet either.
-	if got, err := f.m.ReclaimExpired(ctx, 10); err != nil || len(got) != 0 {
-		t.Fatalf("second pass = %v, %v", got, err)
+	// Another node's pass while the gate cannot answer about orders:
+	// nothing due at the gate, the record's copy is not due yet either.
+	f.gate.SetFaultFor(stocktest.Down, stocktest.OnMethod("Orders"))
+	if got, err := f.m.ReclaimExpired(ctx, 10); !errors.As(err, &te) || te.Tier != tiered.Gate || len(got) != 0 {
+		t.Fatalf("second pass = %v, %v; want no lines and a gate *TierError", got, err)
 	}
 	f.want(f.record, "record", "a", 6, 4, 0)
 	// The gate resells the units; the record still holds them and refuses.
@@ -73,10 +118,11 @@ func TestReclaimCrashBeforeRecordRevertIsBackstopped(t *testing.T) {
 	f.want(f.gate, "gate", "a", 10, 0, 0)
 
 	f.clock.Advance(time.Minute) // past the record's deadline
-	if got, err := f.m.ReclaimExpired(ctx, 10); err != nil || len(got) != 0 {
-		t.Fatalf("backstop pass = %v, %v; want no gate lines and no error", got, err)
+	if got, err := f.m.ReclaimExpired(ctx, 10); len(got) != 0 || !errors.As(err, &te) || te.Tier != tiered.Gate {
+		t.Fatalf("backstop pass = %v, %v; want no gate lines", got, err)
 	}
 	f.want(f.record, "record", "a", 10, 0, 0)
+	f.gate.SetFault(stocktest.Healthy)
 	if err := f.m.Deduct(ctx, ord("o3", 8)); err != nil {
 		t.Fatalf("Deduct after the backstop: %v", err)
 	}
@@ -205,7 +251,7 @@ func TestSettleAsksTheRecordAgainBeforeARefusalStands(t *testing.T) {
 	}{{time.Millisecond, nil}, {-1, stock.ErrSoldOut}} {
 		f := newFixture(t, false)
 		ctx := t.Context()
-		m := tiered.New(f.gate, f.record, tiered.Config{RecheckAfter: c.recheck})
+		m := tiered.New(f.gate, f.record, tiered.Config{RecheckAfter: c.recheck, Clock: f.clock})
 		f.sale("a", 1, 1, time.Minute, time.Minute)
 		if err := m.Deduct(ctx, ord("o1", 1)); err != nil {
 			t.Fatal(err)

@@ -44,8 +44,8 @@ func TestResaleAfterGateReclaimIsRecorded(t *testing.T) {
 	})
 	// Two application nodes share the tiers.
 	nodes := []*tiered.Manager{
-		tiered.New(gate, record, tiered.Config{Recorder: recorder}),
-		tiered.New(gate, record, tiered.Config{Recorder: recorder}),
+		tiered.New(gate, record, tiered.Config{Recorder: recorder, Clock: clock}),
+		tiered.New(gate, record, tiered.Config{Recorder: recorder, Clock: clock}),
 	}
 	if err := nodes[0].PutOnSale(ctx, stock.Listing{SKU: "hot", Units: units, HoldTTL: hold}); err != nil {
 		t.Fatal(err)

@@ -47,10 +47,19 @@ func (m *Manager) GateHold(record time.Duration) time.Duration {
 	return max(record-m.cfg.RecordGrace, time.Millisecond)
 }
 
-// Restock adds units at the record, then at the gate. Restock is not
-// idempotent: a *TierError naming the gate means the record has the units
-// and the gate does not; do not call Restock again, restock the gate alone
-// (m.Gate().Restock) or let reconciliation repair it.
+// Restock adds r.Units at the record, then at the gate, once per r.OpID
+// at each tier: it is idempotent. A repeat with the same r adds nothing
+// and returns nil; the same OpID with another SKU or count is
+// stock.ErrConflict.
+//
+// An error from the record step is the record's (nothing reached the gate).
+// Once the record has the units, a failure at the gate is a *TierError
+// matching stock.ErrUnknownOutcome: call Restock again with the same r,
+// which adds nothing more at the record and finishes the job at the gate
+// (within the tiers' memory of operation IDs, e.g. redisstock's
+// Retention). Until then reconciliation counts the record's operation as
+// in flight rather than as drift, and may finish it at the gate under the
+// same ID.
 func (m *Manager) Restock(ctx context.Context, r stock.Restock) error {
 	if err := r.Validate(); err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 
 func TestConformanceSync(t *testing.T) {
 	stocktest.Run(t, func(t *testing.T, clock stock.Clock) stock.Manager {
-		return tiered.New(memstock.New(clock), memstock.New(clock), tiered.Config{})
+		return tiered.New(memstock.New(clock), memstock.New(clock), tiered.Config{Clock: clock})
 	})
 }
 
@@ -32,7 +32,7 @@ func newFixture(t *testing.T, async bool) *fixture {
 	f := &fixture{t: t, clock: stocktest.NewClock(stocktest.Epoch)}
 	f.gate = stocktest.NewFaulty(memstock.New(f.clock))
 	f.record = stocktest.NewFaulty(memstock.New(f.clock))
-	cfg := tiered.Config{OnDrift: func(d tiered.Drift) { f.drift = append(f.drift, d) }}
+	cfg := tiered.Config{Clock: f.clock, OnDrift: func(d tiered.Drift) { f.drift = append(f.drift, d) }}
 	if async {
 		cfg.Recorder = tiered.RecorderFunc(func(_ context.Context, o stock.Order) error {
 			f.queue = append(f.queue, o)

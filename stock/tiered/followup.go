@@ -1,0 +1,103 @@
+package tiered
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// followUp is step 2 of ReclaimExpired: it returns at the record the
+// copies whose gate hold ended without the record being told. See
+// ReclaimExpired.
+func (m *Manager) followUp(ctx context.Context, limit int) error {
+	now := m.cfg.Clock.Now()
+	held, err := m.record.HeldBefore(ctx, now.Add(m.maxGrace()), limit)
+	if err != nil {
+		return &TierError{Tier: Record, Op: "list held copies", Err: err}
+	}
+	var errs []error
+	holds := map[string]time.Duration{}
+	var ids []string
+	for _, in := range held {
+		due, err := m.gateDeadline(ctx, in, holds)
+		if err != nil {
+			errs = append(errs, &TierError{Tier: Record, Op: "read hold times", Err: err})
+			continue
+		}
+		if !due.After(now) {
+			ids = append(ids, in.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return errors.Join(errs...)
+	}
+	at, err := m.gate.Orders(ctx, ids)
+	if err != nil {
+		return errors.Join(append(errs, &TierError{Tier: Gate, Op: "read held copies", Err: err})...)
+	}
+	ids = ids[:0]
+	for _, g := range at {
+		if g.State != stock.StateHeld && g.State != stock.StateConfirmed {
+			ids = append(ids, g.ID)
+		}
+	}
+	if len(ids) > 0 {
+		// Read the record again just before the revert: a copy confirmed
+		// since the listing is a sale (its Confirm asked the gate too).
+		again, err := m.record.Orders(ctx, ids)
+		if err != nil {
+			return errors.Join(append(errs, &TierError{Tier: Record, Op: "read held copies", Err: err})...)
+		}
+		ids = ids[:0]
+		for _, in := range again {
+			if in.State == stock.StateHeld {
+				ids = append(ids, in.ID)
+			}
+		}
+		if err := m.revertAll(ctx, ids, "revert held copies"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxGrace is the most RecordHold adds to any gate hold time: how far
+// past now the record's deadline of a copy whose gate hold has ended can
+// be.
+func (m *Manager) maxGrace() time.Duration {
+	if m.cfg.RecordGrace > 0 {
+		return m.cfg.RecordGrace
+	}
+	return stock.MaxHoldTTL - m.GateHold(stock.MaxHoldTTL)
+}
+
+// gateDeadline returns when the gate's hold of a record copy ends: the
+// record's deadline minus the grace RecordHold added to the order's hold
+// time. With Config.RecordGrace set that grace is RecordGrace; without, it
+// is the gate hold time itself, found from the record's hold time of the
+// order's SKUs (the shortest decides, as for the deadline), read once per
+// SKU through holds when it is not nil. The answer is early only for hold
+// times near stock.MaxHoldTTL, where RecordHold is capped.
+func (m *Manager) gateDeadline(ctx context.Context, in stock.OrderInfo, holds map[string]time.Duration) (time.Time, error) {
+	if m.cfg.RecordGrace > 0 {
+		return in.Deadline.Add(-m.cfg.RecordGrace), nil
+	}
+	hold := stock.MaxHoldTTL
+	for _, it := range in.Items {
+		h, ok := holds[it.SKU]
+		if !ok {
+			lv, err := m.record.Levels(ctx, it.SKU)
+			if err != nil {
+				return time.Time{}, err
+			}
+			h = lv.HoldTTL
+			if holds != nil {
+				holds[it.SKU] = h
+			}
+		}
+		hold = min(hold, h)
+	}
+	return in.Deadline.Add(-(hold - m.GateHold(hold))), nil
+}

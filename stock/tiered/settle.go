@@ -1,0 +1,171 @@
+package tiered
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Deduct places the order at the gate and hands it to the record: see
+// Place. It returns nil when the gate holds the order and it is recorded
+// (synchronous hand-off) or queued (with a Recorder).
+func (m *Manager) Deduct(ctx context.Context, o stock.Order) error {
+	_, err := m.Place(ctx, o)
+	return err
+}
+
+// Place is Deduct that also says where the order stands: [Recorded] with
+// the synchronous hand-off, [Pending] when a Recorder queued it. On error
+// the order is not recorded by this call. A business error means it was
+// refused for good: it holds nothing at the gate, and nothing at the record
+// either. An error matching stock.ErrUnknownOutcome (a *TierError: the gate
+// hold was placed and the record step, or the hand-off, failed) means the
+// order is half-way: call Deduct again with the same order to finish it
+// (or Revert it).
+func (m *Manager) Place(ctx context.Context, o stock.Order) (Placement, error) {
+	if m.cfg.Recorder == nil {
+		return Recorded, m.Settle(ctx, o)
+	}
+	if err := o.Validate(); err != nil {
+		return Pending, err
+	}
+	if err := m.gate.Deduct(ctx, o); err != nil {
+		return Pending, err
+	}
+	if err := m.cfg.Recorder.Record(ctx, o); err != nil {
+		return Pending, &TierError{Tier: Record, Op: "hand-off", Err: err}
+	}
+	return Pending, nil
+}
+
+// Settle records an order the gate holds. The consumer of the Recorder's
+// queue calls it; the synchronous hand-off runs the same steps.
+//
+// It returns nil once the record has the order (again: it is idempotent).
+// A business error means the order is not recorded and holds nothing at
+// either tier: from the gate (the hold expired or was reverted), a copy
+// the record took meanwhile is reverted; from the record (sold out there,
+// conflict, limit), the gate hold was reverted. An error from the gate's
+// first step that is not a business error applied nothing; any error after
+// the gate hold was placed is a *TierError matching stock.ErrUnknownOutcome:
+// the order may be half-way, and Settle (or Deduct) with the same order
+// finishes the job.
+func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := m.gate.Deduct(ctx, o); err != nil {
+		if ended(err) {
+			// The hold ended at the gate. An earlier Settle of the same
+			// order may have written the record and stopped before its
+			// recheck: return that copy too.
+			if rerr := m.returnCopy(ctx, o.ID); rerr != nil {
+				return rerr
+			}
+		}
+		return err
+	}
+	if err := m.recordDeduct(ctx, o); err != nil {
+		if !stock.IsBusiness(err) {
+			return &TierError{Tier: Record, Op: "deduct", Err: err}
+		}
+		if rerr := m.gate.Revert(ctx, o.ID); rerr != nil && !errors.Is(rerr, stock.ErrUnknownOrder) {
+			// The gate hold stays until a retry reverts it (or its
+			// deadline): the refusal is not final yet.
+			return &TierError{Tier: Gate, Op: "revert after the record refused", Err: rerr, Outcome: err}
+		}
+		return err
+	}
+	// The recheck: while the record was being written, a Revert may have
+	// closed the order at the gate, or the gate's reclaimer may have
+	// returned the hold (and found nothing to revert at the record yet).
+	// Either way the gate decided and the record's copy goes too. A hold
+	// that expired did exist: Settle returns nil, as if it had expired a
+	// moment after (a Confirm now gets stock.ErrHoldExpired).
+	err := m.gate.Deduct(ctx, o)
+	switch {
+	case err == nil:
+		return nil
+	case !stock.IsBusiness(err):
+		// The gate cannot say (a timeout, or stock.ErrUnavailable: it
+		// lost its data): the record holds the order and the gate may.
+		return &TierError{Tier: Gate, Op: "recheck", Err: err}
+	}
+	// Expired, closed, or an answer that means the gate no longer knows
+	// the order (it lost it, and the re-Deduct was refused as a new order:
+	// unknown SKU, sold out, conflict). The gate holds nothing for it, so
+	// the record's copy is returned before the answer is given.
+	if rerr := m.revertRecord(ctx, o.ID); rerr != nil {
+		rerr.Outcome = err
+		return rerr
+	}
+	if errors.Is(err, stock.ErrHoldExpired) {
+		return nil
+	}
+	return err
+}
+
+// recordDeduct writes the order to the record. A refusal for want of units
+// or quota (sold out, limit) is asked again once after Config.RecheckAfter:
+// the gate may have sold a unit whose previous hold it returned a moment
+// ago, and the reclaimer reverts the record's copy of that hold right
+// after the gate returns it, so the unit may still be on its way back.
+func (m *Manager) recordDeduct(ctx context.Context, o stock.Order) error {
+	err := m.record.Deduct(ctx, o)
+	if !errors.Is(err, stock.ErrSoldOut) && !errors.Is(err, stock.ErrLimitReached) {
+		return err
+	}
+	wait := m.cfg.RecheckAfter
+	if wait < 0 {
+		return err
+	}
+	if wait == 0 {
+		wait = defaultRecheckAfter
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return err
+	case <-t.C:
+	}
+	return m.record.Deduct(ctx, o)
+}
+
+// ended reports whether a gate answer means the order's hold is over there:
+// expired, or closed by a Revert.
+func ended(err error) bool {
+	return errors.Is(err, stock.ErrHoldExpired) || errors.Is(err, stock.ErrOrderClosed)
+}
+
+// returnCopy reverts the order's copy at the record, if it holds one, after
+// the gate ended the hold. The record is read first (cheaper than a revert
+// that finds nothing, the usual case: an order that expired in the queue
+// never reached the record), and a copy it has confirmed is left alone, as
+// by ReclaimExpired.
+func (m *Manager) returnCopy(ctx context.Context, id string) error {
+	infos, err := m.record.Orders(ctx, []string{id})
+	if err != nil {
+		return &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
+	}
+	if len(infos) != 1 || infos[0].State != stock.StateHeld {
+		return nil
+	}
+	if rerr := m.revertRecord(ctx, id); rerr != nil {
+		return rerr
+	}
+	return nil
+}
+
+// revertRecord reverts the order's copy at the record after the gate ended
+// the hold. A failure is a *TierError (so the caller calls Settle again and
+// this is retried); until then ReclaimExpired's follow-up, or at the latest
+// the record's own deadline, bounds the copy's life.
+func (m *Manager) revertRecord(ctx context.Context, id string) *TierError {
+	if err := m.record.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
+		return &TierError{Tier: Record, Op: "revert after the gate closed", Err: err}
+	}
+	return nil
+}
