@@ -3,7 +3,6 @@ package degrade
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -208,8 +207,40 @@ func skusOf(items []stock.Item) []string {
 }
 
 // unknown wraps a primary failure whose outcome is unknown.
-func unknown(err error) error {
-	return fmt.Errorf("degrade: primary: %w: %w", stock.ErrUnknownOutcome, err)
+func unknown(err error) error { return &unknownError{err} }
+
+// unknownError is a primary failure whose outcome is unknown. It matches
+// stock.ErrUnknownOutcome and, through Is and As, what err wraps, except
+// the errors that say nothing was applied (stock.ErrContention,
+// stock.ErrUnavailable): the order may have been taken by an earlier
+// attempt.
+type unknownError struct{ err error }
+
+func (e *unknownError) Error() string {
+	return "degrade: primary: " + stock.ErrUnknownOutcome.Error() + ": " + e.err.Error()
+}
+
+func (e *unknownError) Is(target error) bool {
+	switch target {
+	case stock.ErrUnknownOutcome:
+		return true
+	case stock.ErrContention, stock.ErrUnavailable:
+		return false
+	}
+	return errors.Is(e.err, target)
+}
+
+func (e *unknownError) As(target any) bool { return errors.As(e.err, target) }
+
+// nothingApplied reports whether a primary error says, by the outcome rule
+// every backend keeps, that the call applied nothing: a context already
+// done before it was sent, stock.ErrContention or stock.ErrUnavailable
+// (and not stock.ErrUnknownOutcome).
+func nothingApplied(err error) bool {
+	if errors.Is(err, stock.ErrUnknownOutcome) {
+		return false
+	}
+	return errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnavailable)
 }
 
 // Deduct places the order on the primary while its breakers let it, on the
@@ -219,11 +250,20 @@ func unknown(err error) error {
 // error after the request may have been sent) never goes to the fallback:
 // it is re-deducted once on the primary at once (idempotent, so it tells
 // whether the order holds its units) and, if that fails too, the error
-// matches stock.ErrUnknownOutcome. This node remembers such orders, and
+// matches stock.ErrUnknownOutcome (and never stock.ErrUnavailable or
+// stock.ErrContention with it). This node remembers such orders, and
 // those the primary took, and sends their retries to the primary only.
 // Orders it remembers the fallback took go back to the fallback.
+//
+// A primary answer that says nothing was applied (stock.ErrUnavailable,
+// stock.ErrContention) is returned as it is: it counts as a failure for
+// the breaker, and the caller retries. A context that is done before the
+// call gets its own error, and nothing is sent anywhere.
 func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
 	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	known, _ := d.orders.Get(o.ID)
@@ -236,6 +276,9 @@ func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
 			if err == nil {
 				d.orders.Add(o.ID, atPrimary)
 			}
+			return err
+		}
+		if nothingApplied(err) {
 			return err
 		}
 		d.orders.Add(o.ID, atPrimary)

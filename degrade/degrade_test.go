@@ -20,7 +20,7 @@ import (
 func TestConformance(t *testing.T) {
 	stocktest.Run(t, func(t *testing.T, clock stock.Clock) stock.Manager {
 		record := memstock.New(clock)
-		d := degrade.New(tiered.New(memstock.New(clock), record, tiered.Config{}), record, degrade.Config{Clock: clock})
+		d := degrade.New(tiered.New(memstock.New(clock), record, tiered.Config{Clock: clock}), record, degrade.Config{Clock: clock})
 		t.Cleanup(d.Close)
 		return d
 	})
@@ -263,5 +263,67 @@ func TestConfirmFindsTheTakerWithoutLocalMemory(t *testing.T) {
 	other.SetMode(degrade.ForceFallback)
 	if err := other.Revert(t.Context(), "ghost"); !errors.Is(err, stock.ErrUnknownOutcome) || !errors.Is(err, degrade.ErrPrimaryDown) {
 		t.Fatalf("Revert while the primary is out: %v", err)
+	}
+}
+
+// A primary that answers stock.ErrUnavailable (a gate that lost its data)
+// fails for the breaker like any outage; the answer says nothing was
+// applied, so it is returned as it is, never dressed as an unknown outcome,
+// and the order does not reach the fallback while the breaker is closed.
+func TestUnavailablePrimaryCountsAsAFailure(t *testing.T) {
+	f := newFixture(t, degrade.Config{})
+	f.sale("a", 10)
+	f.primary.SetFault(stocktest.Unavailable)
+	for i := range 5 {
+		if s := f.d.State("a"); s != degrade.Primary {
+			t.Fatalf("opened after %d failures, want 5", i)
+		}
+		err := f.deduct(fmt.Sprint("u-", i), "a", 1)
+		if !errors.Is(err, stock.ErrUnavailable) || errors.Is(err, stock.ErrUnknownOutcome) || stock.IsBusiness(err) {
+			t.Fatalf("Deduct with the primary unavailable: %v, want ErrUnavailable alone", err)
+		}
+	}
+	if s := f.d.State("a"); s != degrade.Degraded {
+		t.Fatalf("state after 5 unavailable answers: %v", s)
+	}
+	f.wantEvent("", degrade.Degraded, 0)
+	if n := f.fallback.Calls("Deduct"); n != 0 {
+		t.Fatalf("%d deducts reached the fallback before the breaker opened", n)
+	}
+	if err := f.deduct("new", "a", 1); err != nil || f.held(f.fallback, "a") != 1 {
+		t.Fatalf("Deduct while degraded: %v", err)
+	}
+}
+
+// An order whose primary outcome is unknown, then answered "unavailable"
+// by the primary on the re-deduct, is still unknown (an earlier attempt
+// may hold it) and never goes to the fallback.
+func TestUnknownThenUnavailableStaysUnknown(t *testing.T) {
+	f := newFixture(t, degrade.Config{})
+	f.sale("a", 10)
+	calls := 0
+	f.primary.SetFaultFor(stocktest.LostReply, func(c stocktest.Call) bool {
+		if c.Method != "Deduct" {
+			return false
+		}
+		calls++
+		return calls == 1
+	})
+	f.primary.SetBefore(func(c stocktest.Call) {
+		if c.Method == "Deduct" && calls == 1 {
+			f.primary.SetFaultFor(stocktest.Unavailable, nil)
+		}
+	})
+	err := f.deduct("o1", "a", 2)
+	f.primary.SetBefore(nil)
+	if !errors.Is(err, stock.ErrUnknownOutcome) || errors.Is(err, stock.ErrUnavailable) || !errors.Is(err, stocktest.ErrInjected) {
+		t.Fatalf("Deduct: %v, want ErrUnknownOutcome without ErrUnavailable", err)
+	}
+	if n := f.fallback.TotalCalls(); n != 0 {
+		t.Fatalf("an order of unknown outcome reached the fallback (%d calls)", n)
+	}
+	f.primary.SetFault(stocktest.Healthy)
+	if err := f.deduct("o1", "a", 2); err != nil || f.held(f.primary, "a") != 2 {
+		t.Fatalf("retry: %v", err)
 	}
 }

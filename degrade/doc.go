@@ -17,6 +17,10 @@
 // state has to be shared between application nodes. A fallback that does
 // not see the primary's orders would sell the same units twice.
 //
+// An order the fallback takes is unknown to the gate, so the tiered
+// reclaimer returns it once the listing's hold time has passed (the gate
+// deadline it would have had), not at the record's longer deadline.
+//
 // With a queued hand-off (a tiered.Recorder), orders the gate admitted and
 // that still wait in the queue are not in the record yet: while the breaker
 // is open the fallback may sell their units, and they are refused when the
@@ -29,6 +33,10 @@
 //   - Only infrastructure failures open a breaker. Business outcomes (sold
 //     out, per-user limit, unknown order, conflict...) count as successes,
 //     and a call ended by the caller's own context is not counted.
+//     stock.ErrUnavailable (a gate that lost its data and is not rebuilt
+//     yet) is an infrastructure failure: it counts, and since it says
+//     nothing was applied it is returned as it is. A context already done
+//     before a Deduct gets its own error and nothing is sent.
 //   - While a breaker is open, calls go to the fallback through one token
 //     bucket (Config.FallbackLimit, FallbackBurst); a refused call gets
 //     ErrBusy and nothing is written. Confirm, Revert, PutOnSale and
@@ -36,7 +44,8 @@
 //   - An order whose outcome on the primary is unknown is never sent to
 //     the fallback: it is re-deducted on the primary (idempotent), and if
 //     that fails too the caller gets an error matching
-//     stock.ErrUnknownOutcome. This node remembers such orders (a bounded
+//     stock.ErrUnknownOutcome (never together with stock.ErrUnavailable or
+//     stock.ErrContention, which say nothing was applied). This node remembers such orders (a bounded
 //     LRU, Config.Orders) and sends their retries to the primary only; with
 //     the wiring above, a retry that reaches another node and the fallback
 //     takes nothing twice, because the record already knows the order.

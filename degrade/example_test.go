@@ -21,11 +21,11 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := stocktest.NewClock(stocktest.Epoch) // a clock the example moves
-	redis := &switchable{Manager: memstock.New(clock)}
+	redis := &switchable{GateStore: memstock.New(clock)}
 	sql := memstock.New(clock)
 	events := make(chan degrade.Event, 16)
 
-	flow := tiered.New(redis, sql, tiered.Config{}) // Redis gate, SQL record
+	flow := tiered.New(redis, sql, tiered.Config{Clock: clock}) // Redis gate, SQL record
 	shop := degrade.New(flow, sql, degrade.Config{
 		FallbackLimit: rate.Limit(1), FallbackBurst: 2, // SQL takes 2 orders now, then 1/s
 		Recalibrate: func(ctx context.Context, key string) error {
@@ -81,9 +81,11 @@ func Example() {
 	// held in Redis: 2 held in SQL: 5
 }
 
-// switchable is a Manager whose Deduct fails like a dead connection.
+// switchable is a gate whose Deduct fails like a dead connection. It
+// embeds the whole tiered.GateStore, so the wrapper forwards every
+// interface the flow needs.
 type switchable struct {
-	stock.Manager
+	tiered.GateStore
 	down bool
 }
 
@@ -91,5 +93,5 @@ func (s *switchable) Deduct(ctx context.Context, o stock.Order) error {
 	if s.down {
 		return errors.New("dial tcp 127.0.0.1:6379: connection refused")
 	}
-	return s.Manager.Deduct(ctx, o)
+	return s.GateStore.Deduct(ctx, o)
 }
