@@ -9,8 +9,10 @@
 -- Reply    {'ok'} when every line is confirmed (now or before);
 --          {'expired'} when a line's deadline passed: every line is
 --          returned (avail, user quota) and marked expired;
---          {'unknown', i} (no record of line i) or {'closed', i} (reverted):
---          nothing written.
+--          {'unknown', i} (no record of line i), {'closed', i} (reverted)
+--          or {'unavailable', i} (line i would change but its SKU's state
+--          hash is gone: flushed, evicted, not rebuilt yet): nothing
+--          written.
 --
 -- Running it twice is safe: confirmed and expired records are final here.
 local now = tonumber(ARGV[1])
@@ -29,6 +31,16 @@ for i = 1, n do
     expired = true
   end
   recs[i] = r
+end
+
+-- A gate that lost a SKU's state answers nothing for it until it is
+-- rebuilt: no record changes against a count that is not there.
+for i = 1, n do
+  local st = recs[i][1]
+  if (st == 'held' or (expired and st == 'confirmed'))
+      and redis.call('HEXISTS', KEYS[4 * (i - 1) + 1], 'hold_ms') == 0 then
+    return {'unavailable', i}
+  end
 end
 
 for i = 1, n do

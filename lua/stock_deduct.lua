@@ -1,50 +1,69 @@
 -- stock_deduct.lua: place the holds of an order's lines that share one slot,
--- all of them or none.
+-- all of them or none, for one attempt of a Deduct.
 --
 -- KEYS     4 per line i (i = 1..n), at 4*(i-1)+1 ..:
 --            <p>:{sku}:state   hash avail, held, sold, limit, hold_ms, ver
 --            <p>:{sku}:holds   zset order ID -> deadline ms
 --            <p>:{sku}:users   hash user -> units held + bought
---            <p>:{sku}:o:<id>  hash record st, qty, user, dl, id
+--            <p>:{sku}:o:<id>  hash record st, qty, user, dl, id, at
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  user ID, or '' for none
 -- ARGV[4]  the order's identity (user + "\n" + canonical signature)
--- ARGV[5]  retention ms (a held record has no TTL: it gets one, the
---          retention, when it is confirmed or returned)
--- ARGV[5+i] qty of line i
--- Reply    {'ok', latest deadline ms of the order's lines} when every line
---          is held (newly or already) or confirmed; otherwise
---          {code, i} naming the first failing line, with nothing written:
---          'unknown_sku', 'sold_out', 'limit', 'need_user', 'conflict'
---          (the ID holds other items), 'expired', 'closed' (reverted).
+-- ARGV[5]  the attempt's token (random, one per Deduct call)
+-- ARGV[6]  the order's deadline so far (ms, from the groups taken before
+--          this one), or 0 for none
+-- ARGV[6+i] qty of line i
+-- Reply    {'ok', deadline, held} when every line is held (newly or
+--          already) or confirmed: deadline is the order's deadline after
+--          this group (0 if every line is confirmed), held the number of
+--          held lines; otherwise {code, i} naming the first failing line,
+--          with nothing written: 'unknown_sku', 'sold_out', 'limit',
+--          'need_user', 'conflict' (the ID holds other items), 'expired',
+--          'closed' (reverted).
+--
+-- One order, one deadline: new lines get the earliest of ARGV[6], the
+-- deadlines of the order's held lines here, and now + the shortest hold
+-- time of the new lines' SKUs; held lines with a later deadline are moved
+-- to it.
+--
+-- The record's at field lists the attempts that count on the hold (a new
+-- record: this attempt; a held record of the same identity found here: this
+-- attempt is added). An attempt that fails removes itself
+-- (stock_release.lua, mode 'drop'), and a hold is dropped only when no
+-- attempt is left on it, so an undo never removes what another attempt of
+-- the same order counts on. A record without at (written by
+-- stock_deduct_batch.lua, in one atomic step) is never dropped.
 --
 -- Every check runs before any write, so the script is all or nothing, and
 -- running it twice takes the stock once: the second run finds the records.
 --
 -- On a Redis Cluster the Store runs this script once per slot group, after
--- binding the order ID with SET NX GET in the same pipeline (the directory
--- entry lives in another slot, so it cannot be in KEYS here). Without hash
--- slots it runs stock_deduct_batch.lua instead, which binds the ID inside
--- the script.
+-- binding the order ID (stock_dir_bind.lua) in the same pipeline. Without
+-- hash slots it runs stock_deduct_batch.lua instead, which binds the ID
+-- inside the script.
 local now = tonumber(ARGV[1])
-local id, user, ident = ARGV[2], ARGV[3], ARGV[4]
-local keep = tonumber(ARGV[5])
+local id, user, ident, token = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local dl = tonumber(ARGV[6])
+if dl <= 0 then dl = nil end
 local n = #KEYS / 4
-local take = {}
-local latest = 0
+local take, held = {}, {}
+local minhold = nil
 
 for i = 1, n do
   local b = 4 * (i - 1)
-  local qty = tonumber(ARGV[5 + i])
-  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'id', 'dl')
+  local qty = tonumber(ARGV[6 + i])
+  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'id', 'dl', 'at')
   if r[1] then
     if r[2] ~= ident then return {'conflict', i} end
-    local dl = tonumber(r[3])
-    if r[1] == 'held' and dl <= now then return {'expired', i} end
+    local d = tonumber(r[3])
+    if r[1] == 'held' and d <= now then return {'expired', i} end
     if r[1] == 'expired' then return {'expired', i} end
     if r[1] == 'reverted' or r[1] == 'refunded' then return {'closed', i} end
-    if dl > latest then latest = dl end
+    if r[1] == 'held' then
+      held[#held + 1] = {b, d, r[4]}
+      if not dl or d < dl then dl = d end
+    end
   else
     local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold_ms', 'held', 'ver')
     -- A state without hold_ms is not a SKU on sale (only PutOnSale writes it).
@@ -56,20 +75,33 @@ for i = 1, n do
       local had = tonumber(redis.call('HGET', KEYS[b + 3], user) or '0')
       if had + qty > limit then return {'limit', i} end
     end
-    local dl = now + tonumber(s[3])
-    if dl > latest then latest = dl end
-    take[#take + 1] = {b, qty, dl, tonumber(s[1]), tonumber(s[4] or '0'), tonumber(s[5] or '0')}
+    local h = tonumber(s[3])
+    if not minhold or h < minhold then minhold = h end
+    take[#take + 1] = {b, qty, tonumber(s[1]), tonumber(s[4] or '0'), tonumber(s[5] or '0')}
   end
 end
 
+if minhold and (not dl or now + minhold < dl) then dl = now + minhold end
+local sdl = string.format('%d', dl or 0)
+
 for _, t in ipairs(take) do
-  local b, qty, dl = t[1], t[2], t[3]
-  redis.call('HSET', KEYS[b + 1], 'avail', string.format('%d', t[4] - qty),
-    'held', string.format('%d', t[5] + qty), 'ver', string.format('%d', t[6] + 1))
+  local b, qty = t[1], t[2]
+  redis.call('HSET', KEYS[b + 1], 'avail', string.format('%d', t[3] - qty),
+    'held', string.format('%d', t[4] + qty), 'ver', string.format('%d', t[5] + 1))
   if user ~= '' then redis.call('HINCRBY', KEYS[b + 3], user, qty) end
-  redis.call('ZADD', KEYS[b + 2], dl, id)
+  redis.call('ZADD', KEYS[b + 2], sdl, id)
   -- A new record, with no TTL: a hold keeps its record until it is
   -- confirmed or returned, which gives it one.
-  redis.call('HSET', KEYS[b + 4], 'st', 'held', 'qty', qty, 'user', user, 'dl', dl, 'id', ident)
+  redis.call('HSET', KEYS[b + 4], 'st', 'held', 'qty', qty, 'user', user, 'dl', sdl, 'id', ident, 'at', token)
 end
-return {'ok', latest}
+for _, h in ipairs(held) do
+  local b, d, at = h[1], h[2], h[3]
+  if d > dl then
+    redis.call('HSET', KEYS[b + 4], 'dl', sdl)
+    redis.call('ZADD', KEYS[b + 2], 'XX', sdl, id)
+  end
+  if at and at ~= '' and not string.find(' ' .. at .. ' ', ' ' .. token .. ' ', 1, true) then
+    redis.call('HSET', KEYS[b + 4], 'at', at .. ' ' .. token)
+  end
+end
+return {'ok', dl or 0, #take + #held}

@@ -11,24 +11,31 @@
 --            <p>:{sku}:holds   zset order ID -> deadline ms
 --            <p>:{sku}:users   hash user -> units held + bought
 --            <p>:{sku}:o:<id>  hash record st, qty, user, dl, id
+--          and last, once:
+--            <p>:skus          set of the SKUs put on sale (the registry)
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
--- ARGV[2]  retention ms: a record lives until its deadline + retention
--- ARGV[3]  shortest directory TTL ms (default hold time + retention); an
---          order whose deadline is later keeps its entry until deadline +
---          retention
 -- ARGV     then per order j: order ID, user ID ('' for none), identity
 --          (user + "\n" + canonical signature), n_j, then the n_j qtys
--- Reply    flat, two per order j in order: 'ok', latest deadline ms of its
---          lines, when every line is held (newly or already) or confirmed;
+-- Reply    flat, two per order j in order: 'ok', the order's deadline ms,
+--          when every line is held (newly or already) or confirmed;
 --          otherwise code, i naming its first failing line (i = 0: the
---          directory): 'unknown_sku', 'sold_out', 'limit', 'need_user',
---          'conflict' (the ID holds other items), 'expired', 'closed'.
+--          directory): 'unknown_sku' (never put on sale), 'unavailable'
+--          (the SKU's state is gone but the registry says it was put on
+--          sale, or the registry itself is gone: the gate lost its data),
+--          'sold_out', 'limit', 'need_user', 'conflict' (the ID holds other
+--          items), 'expired', 'closed'.
+--
+-- One order, one deadline: the new lines of an order get now + the
+-- shortest hold time of its SKUs (or the deadline of its held lines, if
+-- earlier).
 --
 -- Each order is all or nothing on its own, and is checked against the
 -- state left by the orders before it in the call. Its directory entry is
 -- checked last and bound (SET NX GET) only once every line has passed, so a
 -- failed order writes nothing and its ID stays free; a conflict outranks a
--- failed line. The SKU counters, users and holds are kept in Lua tables and
+-- failed line. The entry has no TTL while the order holds stock, like the
+-- line records; it gets Retention when the order ends. The SKU counters,
+-- users and holds are kept in Lua tables and
 -- written once per SKU at the end, with the line records. Running the call
 -- twice takes the stock once: the second run finds the directory entries
 -- and records. (Should a command raise an error midway, a directory entry
@@ -38,13 +45,13 @@
 -- of each line's record (no TTL while held); per SKU and call, one HMGET of the
 -- state, one of the users, and one HSET of each plus one ZADD.
 local now = tonumber(ARGV[1])
-local keep = tonumber(ARGV[2])
-local dirttl = tonumber(ARGV[3])
+local registry = KEYS[#KEYS]
+local first = 2 -- ARGV index of the first order
 
 -- First pass: the users of each SKU in this call, read with one HMGET.
 local want = {}
 do
-  local k, a = 1, 4
+  local k, a = 1, first
   while a <= #ARGV do
     local user, n = ARGV[a + 1], tonumber(ARGV[a + 3])
     for i = 1, n do
@@ -65,10 +72,16 @@ local skus, touched = {}, {}
 local function sku(b)
   local c = skus[KEYS[b]]
   if c ~= nil then return c end
+  -- c is the SKU's counters, or the code of a SKU that is not on sale.
   local s = redis.call('HMGET', KEYS[b], 'avail', 'limit', 'hold_ms', 'held', 'ver')
   if not s[1] or not s[3] then -- no hold_ms: not a SKU on sale
-    skus[KEYS[b]] = false
-    return false
+    -- Was it? A SKU the registry names, or a registry that is gone, is
+    -- a gate that lost its data, not a SKU never on sale.
+    local sku = string.match(KEYS[b], '{([^}]*)}:state$')
+    local lost = redis.call('EXISTS', registry) == 0 or
+      redis.call('SISMEMBER', registry, sku) == 1
+    skus[KEYS[b]] = lost and 'unavailable' or 'unknown_sku'
+    return skus[KEYS[b]]
   end
   c = {b = b, avail = tonumber(s[1]), limit = tonumber(s[2] or '0'),
        hold = tonumber(s[3] or '0'), held = tonumber(s[4] or '0'),
@@ -86,11 +99,11 @@ local dirs, recs = {}, {} -- directory entries and records as this call left the
 local writes = {}         -- records to write: {key, qty, deadline, user, identity}
 local out = {}
 
-local k, a = 1, 4
+local k, a = 1, first
 while a <= #ARGV do
   local id, user, ident, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   local code, at = nil, 0
-  local take, latest = {}, 0
+  local take, deadline, minhold = {}, nil, nil
   for i = 1, n do
     local b = k + 1 + 4 * (i - 1)
     local qty = tonumber(ARGV[a + 3 + i])
@@ -103,20 +116,22 @@ while a <= #ARGV do
       if r.id ~= ident then code = 'conflict'
       elseif r.st == 'expired' or (r.st == 'held' and r.dl <= now) then code = 'expired'
       elseif r.st == 'reverted' or r.st == 'refunded' then code = 'closed'
-      elseif r.dl > latest then latest = r.dl end
+      elseif r.st == 'held' and (not deadline or r.dl < deadline) then deadline = r.dl end
     else
       local c = sku(b)
-      if not c then code = 'unknown_sku'
+      if type(c) == 'string' then code = c
       elseif c.avail < qty then code = 'sold_out'
       elseif c.limit > 0 and user == '' then code = 'need_user'
       elseif c.limit > 0 and c.users[user] + qty > c.limit then code = 'limit'
       else
-        local dl = now + c.hold
-        if dl > latest then latest = dl end
-        take[#take + 1] = {c, b, qty, dl}
+        if not minhold or c.hold < minhold then minhold = c.hold end
+        take[#take + 1] = {c, b, qty}
       end
     end
     if code then at = i; break end
+  end
+  if not code and minhold and (not deadline or now + minhold < deadline) then
+    deadline = now + minhold
   end
   -- The directory entry last: a conflict outranks a failed line, and the
   -- entry is written (SET NX) only for an order that passed every check.
@@ -124,13 +139,13 @@ while a <= #ARGV do
   if code then
     if cur == nil then cur = redis.call('GET', KEYS[k]) end
   else
-    local ttl = math.max(dirttl, latest - now + keep)
     if cur == nil then
-      cur = redis.call('SET', KEYS[k], ident, 'NX', 'GET', 'PX', string.format('%d', ttl))
+      cur = redis.call('SET', KEYS[k], ident, 'NX', 'GET')
       dirs[KEYS[k]] = cur or ident
     end
     if cur == ident and #take > 0 then
-      redis.call('PEXPIRE', KEYS[k], string.format('%d', ttl))
+      -- An entry kept from an ended order lives as long as the new holds.
+      redis.call('PERSIST', KEYS[k])
     end
   end
   if cur and cur ~= ident then code, at = 'conflict', 0 end
@@ -138,22 +153,21 @@ while a <= #ARGV do
     out[#out + 1] = code
     out[#out + 1] = at
   else
-    local w = {}
     for _, t in ipairs(take) do
-      local c, b, qty, dl = t[1], t[2], t[3], t[4]
+      local c, b, qty = t[1], t[2], t[3]
       if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
       c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
       if user ~= '' then
         c.users[user] = c.users[user] + qty
         c.changed[user] = true
       end
-      c.holds[#c.holds + 1] = string.format('%d', dl)
+      c.holds[#c.holds + 1] = string.format('%d', deadline)
       c.holds[#c.holds + 1] = id
-      recs[KEYS[b + 3]] = {st = 'held', id = ident, dl = dl}
-      writes[#writes + 1] = {KEYS[b + 3], qty, dl, user, ident}
+      recs[KEYS[b + 3]] = {st = 'held', id = ident, dl = deadline}
+      writes[#writes + 1] = {KEYS[b + 3], qty, deadline, user, ident}
     end
     out[#out + 1] = 'ok'
-    out[#out + 1] = latest
+    out[#out + 1] = deadline or 0
   end
   k, a = k + 1 + 4 * n, a + 4 + n
 end

@@ -1,10 +1,18 @@
--- stock_dir_release.lua: delete an order's directory entry if it still
--- holds the given identity (a failed first Deduct frees its order ID).
+-- stock_dir_release.lua: an attempt whose Deduct failed leaves the order's
+-- directory entry; the last attempt to leave deletes it (the order ID is
+-- free again).
 --
--- KEYS[1]  <p>:order:{<id>}   string: the order's identity
--- ARGV[1]  the identity the caller wrote
--- Reply    1 if deleted, 0 otherwise.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
+-- KEYS[1]  <p>:order:{<id>}      string: the order's identity
+-- KEYS[2]  <p>:bind:{<id>}       set: the attempts on the entry
+-- ARGV[1]  the identity the attempt bound
+-- ARGV[2]  the attempt's token
+-- Reply    1 if the entry was deleted, 0 otherwise (another identity, or
+--          other attempts still on it, or a successful one).
+--
+-- An attempt that succeeded never leaves, so an entry some successful
+-- Deduct counts on is never deleted here. Running it twice is safe.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SREM', KEYS[2], ARGV[2])
+if redis.call('SCARD', KEYS[2]) > 0 then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1

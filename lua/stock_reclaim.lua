@@ -5,29 +5,43 @@
 -- KEYS[1]  <p>:{sku}:state   hash avail, held, ...
 -- KEYS[2]  <p>:{sku}:holds   zset order ID -> deadline ms
 -- KEYS[3]  <p>:{sku}:users   hash user -> units held + bought
--- KEYS[3+i] <p>:{sku}:o:<id_i> record of candidate i
+-- KEYS[4]  <p>:{sku}:rc:<pass>  list: this pass's reply, kept briefly
+-- KEYS[4+i] <p>:{sku}:o:<id_i> record of candidate i
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  retention ms: records live this long after the change
--- ARGV[2+i] order ID of candidate i
--- Reply    flat list {id, user, qty, ...} of the holds returned by this run.
+-- ARGV[3]  ms to keep this pass's reply (KEYS[4])
+-- ARGV[3+i] order ID of candidate i
+-- Reply    flat list {id, user, qty, identity, ...} (all strings) of the
+--          holds returned by this pass.
 --
 -- A candidate is returned only if it is still in the holds zset with a
 -- deadline <= now and its record is still 'held'. Confirm and revert remove
 -- the order from the zset in the same step as they change the record, so a
 -- confirmed hold is never returned, and of several reclaimers racing for
--- one hold exactly one returns it. Running it twice returns nothing more.
+-- one hold exactly one returns it.
+--
+-- The reply survives a resend: the first run records it under the pass's
+-- key (KEYS[4], named by a token the caller draws once per pass), and a
+-- second run of the same pass (a client retrying after a lost reply)
+-- returns the recorded reply and changes nothing.
+local memo = redis.call('LRANGE', KEYS[4], 0, -1)
+if #memo > 0 then
+  local out = {}
+  for i = 2, #memo do out[#out + 1] = memo[i] end
+  return out
+end
 local now = tonumber(ARGV[1])
 local keep = tonumber(ARGV[2])
 local out = {}
 -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
 -- database: its holds end, the missing counters are not recreated.
 local live = redis.call('HEXISTS', KEYS[1], 'hold_ms') == 1
-for i = 4, #KEYS do
+for i = 5, #KEYS do
   local id = ARGV[i - 1]
   local score = redis.call('ZSCORE', KEYS[2], id)
   if score and tonumber(score) <= now then
     redis.call('ZREM', KEYS[2], id)
-    local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'user')
+    local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'user', 'id')
     if r[1] == 'held' then
       local qty = tonumber(r[2])
       if live then
@@ -41,9 +55,15 @@ for i = 4, #KEYS do
       redis.call('HSET', KEYS[i], 'st', 'expired')
       redis.call('PEXPIRE', KEYS[i], keep)
       out[#out + 1] = id
-      out[#out + 1] = r[3]
-      out[#out + 1] = qty
+      out[#out + 1] = r[3] or ''
+      out[#out + 1] = string.format('%d', qty)
+      out[#out + 1] = r[4] or ''
     end
   end
 end
+redis.call('RPUSH', KEYS[4], 'pass')
+for i = 1, #out, 1000 do
+  redis.call('RPUSH', KEYS[4], unpack(out, i, math.min(i + 999, #out)))
+end
+redis.call('PEXPIRE', KEYS[4], ARGV[3])
 return out

@@ -10,29 +10,60 @@
 --            'revert'  held -> reverted (expired if past its deadline),
 --                      confirmed -> refunded
 --            'expire'  held or confirmed -> expired
---            'drop'    held -> record deleted, as if never taken;
---                      confirmed lines are left alone
+--            'drop'    the attempt ARGV[6] leaves each held record it
+--                      counts on (field at); a record no attempt is left
+--                      on is deleted, as if never taken. Records without
+--                      at, and confirmed lines, are left alone.
+-- ARGV[6]  the attempt's token (mode 'drop'), else ''
 -- Reply    {found, changed}: lines with a record of this identity, and
---          lines whose units were returned by this run.
+--          lines whose units were returned by this run; in mode 'revert',
+--          {'unavailable', i} with nothing written when line i would change
+--          but its SKU's state hash is gone (flushed, evicted, not rebuilt).
 --
 -- Final states are left alone, so running it twice returns units once.
 local now = tonumber(ARGV[1])
 local id, ident = ARGV[2], ARGV[3]
 local keep = tonumber(ARGV[4])
 local mode = ARGV[5]
+local token = ARGV[6] or ''
 local n = #KEYS / 4
 local found, changed = 0, 0
 
+local recs = {}
 for i = 1, n do
   local b = 4 * (i - 1)
-  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'qty', 'user', 'dl', 'id')
+  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'qty', 'user', 'dl', 'id', 'at')
+  recs[i] = r
+  -- A revert counts on the SKU's state: a gate that lost it answers
+  -- nothing until it is rebuilt.
+  if mode == 'revert' and r[1] and r[5] == ident and (r[1] == 'held' or r[1] == 'confirmed')
+      and redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 0 then
+    return {'unavailable', i}
+  end
+end
+
+for i = 1, n do
+  local b = 4 * (i - 1)
+  local r = recs[i]
   if r[1] and r[5] == ident then
     found = found + 1
     local st = r[1]
     local to = nil
     if st == 'held' then
       if mode == 'drop' then
-        to = 'gone'
+        local at = r[6] or ''
+        local padded = ' ' .. at .. ' '
+        if at ~= '' and string.find(padded, ' ' .. token .. ' ', 1, true) then
+          local rest = {}
+          for t in string.gmatch(at, '%S+') do
+            if t ~= token then rest[#rest + 1] = t end
+          end
+          if #rest == 0 then
+            to = 'gone'
+          else
+            redis.call('HSET', KEYS[b + 4], 'at', table.concat(rest, ' '))
+          end
+        end
       elseif mode == 'revert' and tonumber(r[4]) > now then
         to = 'reverted'
       else

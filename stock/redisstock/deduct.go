@@ -15,9 +15,18 @@ import (
 // the order's SKUs share a slot. A repeated Deduct of a held or confirmed
 // order returns nil and takes nothing more. A failed Deduct leaves its
 // order ID free.
+//
+// The order has one deadline: now plus the shortest hold time of its SKUs.
+// A SKU whose state the gate lost (the registry says it was put on sale, or
+// the registry itself is gone) fails with stock.ErrUnavailable, not
+// stock.ErrUnknownSKU. A context already done fails with its error before
+// anything is sent.
 func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 	if err := o.Validate(); err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstock: deduct: not sent: %w", err)
 	}
 	items := canon.Sorted(o.Items)
 	ident := o.UserID + "\n" + canon.Signature(items)
@@ -58,18 +67,18 @@ func (s *Store) prepare(o stock.Order, ident string, items []stock.Item) *prepar
 // each call's err (closing its done channel, if any). A failed call gives
 // every order the same classified error.
 func (s *Store) deductBatch(ctx context.Context, calls []*call) {
-	nk, na := 0, 3
+	nk, na := 1, 1
 	for _, c := range calls {
 		nk, na = nk+len(c.o.keys), na+len(c.o.args)
 	}
 	keys := make([]string, 0, nk)
 	args := make([]any, 0, na)
-	dirTTL := stock.DefaultHoldTTL + s.keep
-	args = append(args, s.nowMs(), s.keep.Milliseconds(), dirTTL.Milliseconds())
+	args = append(args, s.nowMs())
 	for _, c := range calls {
 		keys = append(keys, c.o.keys...)
 		args = append(args, c.o.args...)
 	}
+	keys = append(keys, s.registryKey())
 	res, err := batchScript.Run(ctx, s.c, keys, args...).Slice()
 	for i, c := range calls {
 		switch {

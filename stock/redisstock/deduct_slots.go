@@ -5,53 +5,64 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/stock"
 )
 
+// attempt is one Deduct call on a Redis Cluster. Its token, drawn once per
+// call, marks what the call wrote: the directory entry's attempt set and
+// the at field of each hold it took or counts on. An undo removes the
+// token, never another attempt's, so two Deducts of one order (a retry on
+// another node while the first still runs) cannot undo each other's holds,
+// and a resend of the call's own commands by the client is recognised as
+// its own.
+type attempt struct {
+	o      stock.Order
+	ident  string
+	token  string
+	now    int64
+	groups [][]stock.Item
+}
+
 // deductSlots is Deduct on a Redis Cluster, where one script may touch one
-// slot only: one pipeline binds the order ID to its items (SET NX GET on
-// the directory entry's slot) and takes the first slot group, then the
-// other groups are taken one by one; a failure undoes the groups taken and
-// frees the order ID if this call bound it.
+// slot only: one pipeline binds the order ID to its items (the directory
+// entry's slot) and takes the first slot group, then the other groups are
+// taken one by one; a failure undoes what this attempt took and leaves the
+// directory entry (the last attempt to leave deletes it).
 func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, items []stock.Item) error {
-	groups := s.groups(items)
-	now := s.nowMs()
-	dirTTL := stock.DefaultHoldTTL + s.keep
+	token, err := randomToken()
+	if err != nil {
+		return fmt.Errorf("redisstock: deduct: %w", err)
+	}
+	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), groups: s.groups(items)}
 
 	// One round trip: bind the order ID to its items, and take the first
 	// slot group.
-	var dir, first *redis.Cmd
-	created := false
+	var bind, first *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		// A resend (see pipelined) finds the entry its first send wrote.
-		created = created || (dir != nil && dir.Err() == redis.Nil)
-		dir = p.Do(ctx, "set", s.dirKey(o.ID), ident, "px", dirTTL.Milliseconds(), "nx", "get")
-		first = s.deductGroup(ctx, p, o, ident, groups[0], now)
+		bind = dirBindScript.Run(ctx, p, s.dirKeys(o.ID), ident, token)
+		first = s.deductGroup(ctx, p, a, a.groups[0], 0)
 	})
-	if err := firstErr(dir, first); err != nil {
+	if err := firstErr(bind, first); err != nil {
 		return s.writeErr(ctx, "deduct", err)
 	}
-	created = created || dir.Err() == redis.Nil
-	if !created {
-		if held, _ := dir.Text(); held != ident {
-			taken := 0
-			if ok, _, _ := s.groupResult(first, groups[0]); ok {
-				taken = 1
-			}
-			return s.undo(ctx, o.ID, ident, groups[:taken], now,
-				fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict))
+	if word, _ := bind.Text(); word == "conflict" {
+		taken := 0
+		if res, _ := first.Slice(); len(res) > 0 && res[0] == "ok" {
+			taken = 1
 		}
+		return s.undo(ctx, a, a.groups[:taken],
+			fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict))
 	}
 
-	latest := int64(0)
-	for i, g := range groups {
+	deadline := int64(0)
+	dls := make([]int64, len(a.groups))
+	for i, g := range a.groups {
 		res := first
 		if i > 0 {
-			res = s.deductGroup(ctx, s.c, o, ident, g, now)
+			res = s.deductGroup(ctx, s.c, a, g, deadline)
 			if err := res.Err(); err != nil {
 				// The group may have been taken: the caller retries with
 				// the same order ID, and the reclaimer returns whatever a
@@ -59,24 +70,47 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 				return s.writeErr(ctx, "deduct", err)
 			}
 		}
-		ok, dl, err := s.groupResult(res, g)
+		dl, err := s.groupResult(ctx, res, g)
 		if err != nil {
-			err = s.undo(ctx, o.ID, ident, groups[:i], now, err)
-			if created {
-				if rerr := dirReleaseScript.Run(ctx, s.c, []string{s.dirKey(o.ID)}, ident).Err(); rerr != nil {
-					err = errors.Join(err, s.writeErr(ctx, "free order ID", rerr))
-				}
+			err = s.undo(ctx, a, a.groups[:i], err)
+			if rerr := dirReleaseScript.Run(ctx, s.c, s.dirKeys(o.ID), ident, token).Err(); rerr != nil {
+				err = errors.Join(err, s.writeErr(ctx, "free order ID", rerr))
 			}
 			return err
 		}
-		if ok {
-			latest = max(latest, dl)
+		dls[i] = dl
+		if dl > 0 && (deadline == 0 || dl < deadline) {
+			deadline = dl
 		}
 	}
-	// Keep the directory as long as the records (holds longer than the
-	// default hold time; rare).
-	if ttl := latest - now + s.keep.Milliseconds(); ttl > dirTTL.Milliseconds() {
-		if err := s.c.PExpire(ctx, s.dirKey(o.ID), time.Duration(ttl)*time.Millisecond).Err(); err != nil {
+	return s.oneDeadline(ctx, a, dls, deadline)
+}
+
+// oneDeadline moves the held lines of the groups taken before a group with
+// a shorter hold time to the order's deadline, in one round trip (only
+// for an order whose SKUs' hold times differ).
+func (s *Store) oneDeadline(ctx context.Context, a *attempt, dls []int64, deadline int64) error {
+	var late [][]stock.Item
+	for i, dl := range dls {
+		if dl > deadline {
+			late = append(late, a.groups[i])
+		}
+	}
+	if len(late) == 0 {
+		return nil
+	}
+	cmds := make([]*redis.Cmd, len(late))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, g := range late {
+			keys := make([]string, 0, 4*len(g))
+			for _, it := range g {
+				keys = s.lineKeys(keys, it.SKU, a.o.ID)
+			}
+			cmds[i] = deadlineScript.Run(ctx, p, keys, a.o.ID, a.ident, deadline)
+		}
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
 			return s.writeErr(ctx, "deduct", err)
 		}
 	}
@@ -84,49 +118,56 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 }
 
 // deductGroup queues (on a pipeline) or runs the deduct script for the
-// lines of one slot group.
-func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, o stock.Order, ident string, g []stock.Item, now int64) *redis.Cmd {
+// lines of one slot group, with the order's deadline so far (0: none).
+func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g []stock.Item, deadline int64) *redis.Cmd {
 	keys := make([]string, 0, 4*len(g))
-	args := make([]any, 0, 5+len(g))
-	args = append(args, now, o.ID, o.UserID, ident, s.keep.Milliseconds())
+	args := make([]any, 0, 6+len(g))
+	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline)
 	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU, o.ID)
+		keys = s.lineKeys(keys, it.SKU, a.o.ID)
 		args = append(args, it.Qty)
 	}
 	return deductScript.Run(ctx, c, keys, args...)
 }
 
-// groupResult reads a deduct script's reply: ok with the latest deadline,
-// or the business error naming the failed line.
-func (s *Store) groupResult(cmd *redis.Cmd, g []stock.Item) (bool, int64, error) {
+// groupResult reads a deduct script's reply: the order's deadline after
+// the group (0 when every line of it is confirmed), or the error naming the
+// failed line. A SKU the script found not on
+// sale is told apart (stock.ErrUnknownSKU, or stock.ErrUnavailable for a
+// gate that lost it) with a read of the registry.
+func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item) (int64, error) {
 	res, err := cmd.Slice()
 	if err != nil {
-		return false, 0, err
+		return 0, err
 	}
 	code, n := replyCode(res)
-	if code == "ok" {
-		return true, n, nil
+	if code == "ok" && len(res) == 3 {
+		return n, nil
 	}
 	if n >= 1 && int(n) <= len(g) {
+		if code == "unknown_sku" {
+			return 0, s.notOnSale(ctx, g[n-1].SKU)
+		}
 		if err := lineErr(code, g[n-1].SKU); err != nil {
-			return false, 0, err
+			return 0, err
 		}
 	}
-	return false, 0, badReply("deduct", res)
+	return 0, badReply("deduct", res)
 }
 
-// undo drops the holds of groups this order took (this identity only), so a
-// failed Deduct leaves nothing held, and returns cause, joined with the
+// undo takes this attempt off the holds of groups it took or counted on,
+// dropping those no other attempt counts on, so a failed Deduct leaves
+// nothing held that it alone took, and returns cause, joined with the
 // undo's own failure if it had one: then the reclaimer returns the holds at
 // their deadline.
-func (s *Store) undo(ctx context.Context, order, ident string, groups [][]stock.Item, now int64, cause error) error {
+func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cause error) error {
 	if len(groups) == 0 {
 		return cause
 	}
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, order, ident, g, now, "drop")
+			cmds[i] = s.release(ctx, p, a.o.ID, a.ident, g, a.now, "drop", a.token)
 		}
 	})
 	for _, c := range cmds {
@@ -137,11 +178,12 @@ func (s *Store) undo(ctx context.Context, order, ident string, groups [][]stock.
 	return cause
 }
 
-// release queues or runs the release script for one slot group.
-func (s *Store) release(ctx context.Context, c redis.Scripter, order, ident string, g []stock.Item, now int64, mode string) *redis.Cmd {
+// release queues or runs the release script for one slot group; token
+// names the attempt for mode "drop" ("" otherwise).
+func (s *Store) release(ctx context.Context, c redis.Scripter, order, ident string, g []stock.Item, now int64, mode, token string) *redis.Cmd {
 	keys := make([]string, 0, 4*len(g))
 	for _, it := range g {
 		keys = s.lineKeys(keys, it.SKU, order)
 	}
-	return releaseScript.Run(ctx, c, keys, now, order, ident, s.keep.Milliseconds(), mode)
+	return releaseScript.Run(ctx, c, keys, now, order, ident, s.keep.Milliseconds(), mode, token)
 }

@@ -14,9 +14,14 @@
 //	<prefix>:{<sku>}:users     hash user -> units held + bought
 //	<prefix>:{<sku>}:o:<order> hash record of one order line: st (held,
 //	                           confirmed, reverted, refunded, expired), qty,
-//	                           user, dl (deadline ms), id (the order's identity)
+//	                           user, dl (deadline ms), id (the order's
+//	                           identity), at (on a Cluster: the Deduct
+//	                           attempts that count on the hold)
+//	<prefix>:{<sku>}:rc:<pass> list, one reclaim pass's reply, kept a minute
 //	<prefix>:order:{<order>}   string, the order's directory entry: its
 //	                           identity, user + "\n" + canonical items
+//	<prefix>:bind:{<order>}    set (Redis Cluster only), the Deduct attempts
+//	                           bound to the directory entry
 //	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's map)
 //
 // ver counts every write to a SKU; epoch counts only the administrative ones
@@ -52,12 +57,34 @@
 // state, one ZADD, per SKU per call).
 //
 // On a *redis.ClusterClient every script must stay in one slot, and the
-// directory entry's slot is not its SKUs'. Deduct sends one pipeline: SET
-// <directory> NX GET (binding the order ID to its items) and the deduct
-// script (stock_deduct.lua) for the first slot group. When the directory
-// names other items the call fails with stock.ErrConflict and undoes what
-// the script took; a refused order frees the directory entry in a second
-// round trip. This path is not batched.
+// directory entry's slot is not its SKUs'. Deduct sends one pipeline: the
+// bind script on the directory entry (binding the order ID to its items)
+// and the deduct script (stock_deduct.lua) for the first slot group. When
+// the directory names other items the call fails with stock.ErrConflict and
+// undoes what the script took; a refused order frees the directory entry in
+// a second round trip. This path is not batched.
+//
+// Each Deduct call on this path is an attempt with a random token of its
+// own. The token goes into the directory entry's attempt set and into the
+// at field of every hold the attempt takes or finds (a hold of the same
+// order taken by another attempt, such as a retry on another node while
+// the first still runs). An undo takes only its own token off the holds and
+// drops a hold no attempt is left on; the last attempt to leave the
+// directory entry deletes it; a successful attempt never leaves. So a
+// Deduct that returns nil holds every line for good (Confirm finds them,
+// and the ID stays bound to its items), two attempts of one order never
+// undo each other's holds, and a refused order leaves nothing behind. A
+// command the client resends after a lost reply carries the same token and
+// is recognised as the attempt's own. Only an attempt that ends in
+// stock.ErrUnknownOutcome (or a process that dies) leaves its holds to the
+// caller's retry or to the reclaimer.
+//
+// An order has one deadline: now plus the shortest hold time of its SKUs,
+// on every line, whatever the path (on a Cluster, a later slot group with a
+// shorter hold time moves the lines taken before it, in one more round trip
+// for such orders only). The lines of an order expire together: Confirm
+// refuses at the deadline, a repeat Deduct past it is stock.ErrHoldExpired
+// and releases nothing, and the reclaimer returns every line.
 //
 // An order whose SKUs share a slot (always, on a non-cluster client) is one
 // script: all lines or none, without a lock. On a Cluster the lines are
@@ -78,19 +105,33 @@
 //
 // Every script can run twice with the effect of running once: go-redis
 // retries a command after a read timeout, and the caller retries after
-// stock.ErrUnknownOutcome. A held line's record has no TTL, so a hold never
-// loses its record before it is confirmed or returned (however long the
-// reclaimer is down); once it ends, the record and the order's directory
-// entry are kept [Config.Retention] longer, so a retry within that time
-// learns the true outcome.
+// stock.ErrUnknownOutcome. A held line's record has no TTL, and neither has
+// the order's directory entry while the order holds stock, so a hold never
+// loses its record or its order ID before it is confirmed or returned
+// (however long the reclaimer is down); once the order ends, the records
+// and the directory entry are kept [Config.Retention] longer, so a retry
+// within that time learns the true outcome. Ending an order never touches a
+// directory entry that names another identity (a newer order under the
+// same ID).
 //
-// A SKU whose state hash is gone (flushed, evicted) is an unknown SKU until
-// it is put on sale again (package reconcile rebuilds it from the
-// database): confirm, revert and reclaim still close its orders' records,
-// but never recreate a partial count that could be sold from. An error returned after a
-// request may have reached Redis (a timeout, a reset connection, a canceled
-// context) matches stock.ErrUnknownOutcome; one from before it was sent
-// (dial failure, pool timeout) does not.
+// A SKU whose state hash is gone (flushed, evicted, a restarted server) is
+// a gate that lost its data, not a SKU never on sale: when the registry
+// (<prefix>:skus) names the SKU, or the registry itself is gone (the Redis
+// lost everything), Deduct, Confirm and Revert fail with
+// stock.ErrUnavailable (an infrastructure failure: nothing applied; retry
+// later or use another tier) until the SKU is put on sale again or rebuilt
+// (package reconcile rebuilds it from the database); a SKU the registry
+// does not name is stock.ErrUnknownSKU. Confirm and Revert of an order ID
+// without a directory entry in a Redis that lost its registry answer
+// stock.ErrUnavailable too. The reclaimer still closes the records
+// of such a SKU's due holds, and nothing ever recreates a partial count
+// that could be sold from.
+//
+// A call whose context is done before it starts returns the context's error
+// with nothing sent. An error returned after a request that may write may
+// have reached Redis (a timeout, a reset connection, a canceled context)
+// matches stock.ErrUnknownOutcome; one from before it was sent (dial
+// failure, pool timeout) does not.
 //
 // # Reclaim
 //
@@ -98,7 +139,9 @@
 // one's due holds (pipelined), and runs one script per SKU with due holds
 // that returns them atomically. A pass costs one cheap peek per SKU on sale
 // plus work in proportion to the holds it returns; the keyspace is never
-// scanned.
+// scanned. Each script records its reply under a token drawn for the pass,
+// so when the client resends it after a lost reply, the resend returns the
+// recorded reply: the report of what a pass returned survives the retry.
 //
 // # Limits
 //

@@ -138,7 +138,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 var allScripts = []*redis.Script{
 	deductScript, confirmScript, releaseScript, reclaimScript,
 	putScript, restockScript, adjustScript, dirReleaseScript, batchScript,
-	snapshotScript,
+	snapshotScript, dirBindScript, dirKeepScript, deadlineScript,
 }
 
 // replyCode returns the leading status word of a script reply and the
@@ -159,13 +159,16 @@ func badReply(op string, res any) error {
 	return fmt.Errorf("redisstock: %s: unexpected script reply %v", op, res)
 }
 
-// lineErr turns a line script's failure code into the business error for
-// the line's SKU, or nil for an unknown code.
+// lineErr turns a line script's failure code into the error for the line's
+// SKU (a business error, or stock.ErrUnavailable for a SKU whose state the
+// gate lost), or nil for an unknown code.
 func lineErr(code, sku string) error {
 	var err error
 	switch code {
 	case "unknown_sku":
 		err = stock.ErrUnknownSKU
+	case "unavailable":
+		err = stock.ErrUnavailable
 	case "sold_out":
 		err = stock.ErrSoldOut
 	case "limit":

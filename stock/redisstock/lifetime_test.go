@@ -8,8 +8,10 @@ import (
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
-// A SKU whose state hash is gone (flushed, evicted) stays unknown: closing
-// its orders' records never recreates a partial count to sell from.
+// A SKU whose state hash is gone (flushed, evicted) is a gate that lost its
+// data: Deduct, Confirm and Revert answer stock.ErrUnavailable and change
+// nothing, the reclaimer still closes its due holds' records, and nothing
+// ever recreates a partial count to sell from.
 func TestMissingStateIsNeverRecreated(t *testing.T) {
 	for _, end := range []string{"revert", "confirm", "reclaim"} {
 		t.Run(end, func(t *testing.T) {
@@ -19,9 +21,9 @@ func TestMissingStateIsNeverRecreated(t *testing.T) {
 				fx.mini.Del(fx.cfg.Prefix + ":{a}:state")
 				switch end {
 				case "revert":
-					is(t, fx.s.Revert(fx.ctx(), "o1"), nil, "Revert")
+					is(t, fx.s.Revert(fx.ctx(), "o1"), stock.ErrUnavailable, "Revert")
 				case "confirm":
-					is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm")
+					is(t, fx.s.Confirm(fx.ctx(), "o1"), stock.ErrUnavailable, "Confirm")
 				case "reclaim":
 					fx.clock.Advance(2 * time.Minute)
 					if _, err := fx.s.ReclaimExpired(fx.ctx(), 10); err != nil {
@@ -31,7 +33,7 @@ func TestMissingStateIsNeverRecreated(t *testing.T) {
 				if fx.mini.Exists(fx.cfg.Prefix + ":{a}:state") {
 					t.Fatalf("%s recreated the state hash", end)
 				}
-				is(t, fx.s.Deduct(fx.ctx(), ord("o2", "u2", it("a", 1))), stock.ErrUnknownSKU, "Deduct on the flushed SKU")
+				is(t, fx.s.Deduct(fx.ctx(), ord("o2", "u2", it("a", 1))), stock.ErrUnavailable, "Deduct on the flushed SKU")
 				// Put on sale again, the counts are the new listing's.
 				fx.sale("a", 10, 1, time.Minute)
 				fx.want("a", 10, 0, 0)

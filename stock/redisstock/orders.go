@@ -22,7 +22,8 @@ const ordersBatch = 512
 //
 // The lines of a multi-slot order change state one slot after another; when
 // they disagree, Orders reports StateHeld if any line is still held, else
-// the first line's state. Deadline is the latest deadline of the lines.
+// the first line's state. Deadline is the order's deadline (its lines share
+// one; the earliest, should they differ).
 func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
 	for i, id := range ids {
 		if err := stock.ValidateID("ids["+strconv.Itoa(i)+"]", id); err != nil {
@@ -90,7 +91,7 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 			if err != nil {
 				return badReply("orders", v)
 			}
-			if d := time.UnixMilli(ms); d.After(out[l.order].Deadline) {
+			if d := time.UnixMilli(ms); out[l.order].Deadline.IsZero() || d.Before(out[l.order].Deadline) {
 				out[l.order].Deadline = d
 			}
 		}

@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -21,12 +22,20 @@ const peekBatch = 256
 // every SKU's holds zset in pipelined batches, and runs one script per SKU
 // that has due holds.
 //
-// An error after holds were returned may hide them from the report (the
-// error then matches stock.ErrUnknownOutcome); their units are back all the
-// same.
+// The lines of one order share its deadline, so a pass returns them
+// together (unless limit ends the pass between them; the next pass returns
+// the rest). The report survives a client's resend of a pass's scripts
+// (each pass records its reply under a token of its own): a pass that
+// returned holds reports them, or fails. An error after holds were returned
+// may hide them from the report (the error then matches
+// stock.ErrUnknownOutcome); their units are back all the same.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: strconv.Itoa(limit) + " is below 1"}
+	}
+	pass, err := randomToken()
+	if err != nil {
+		return nil, fmt.Errorf("redisstock: reclaim: %w", err)
 	}
 	skus, err := s.c.SMembers(ctx, s.registryKey()).Result()
 	if err != nil {
@@ -40,7 +49,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 		if err != nil {
 			return out, err
 		}
-		got, err := s.reclaimDue(ctx, due, now)
+		got, err := s.reclaimDue(ctx, due, now, pass)
 		out = append(out, got...)
 		if err != nil {
 			return out, err
@@ -85,16 +94,20 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget in
 	return due, nil
 }
 
-// reclaimDue runs the reclaim script for every SKU in due, in one round trip.
-func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64) ([]stock.Reclaimed, error) {
+// memoTTL is how long a reclaim pass's reply is kept for a resend.
+const memoTTL = time.Minute
+
+// reclaimDue runs the reclaim script for every SKU in due, in one round
+// trip, then ends the directory entries of the orders it ended.
+func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass string) ([]stock.Reclaimed, error) {
 	if len(due) == 0 {
 		return nil, nil
 	}
 	cmds := make([]*redis.Cmd, len(due))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, d := range due {
-			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku)}
-			args := []any{now, s.keep.Milliseconds()}
+			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.reclaimMemoKey(d.sku, pass)}
+			args := []any{now, s.keep.Milliseconds(), memoTTL.Milliseconds()}
 			for _, id := range d.orders {
 				keys = append(keys, s.recordKey(d.sku, id))
 				args = append(args, id)
@@ -103,6 +116,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64) ([]st
 		}
 	})
 	var out []stock.Reclaimed
+	var idents []string
 	var firstErr error
 	for i, c := range cmds {
 		res, err := c.Slice()
@@ -112,42 +126,94 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64) ([]st
 			}
 			continue
 		}
-		if len(res)%3 != 0 {
-			return out, badReply("reclaim", res)
+		if len(res)%4 != 0 {
+			return out, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
 		}
-		for j := 0; j < len(res); j += 3 {
+		for j := 0; j < len(res); j += 4 {
 			id, ok1 := res[j].(string)
 			user, ok2 := res[j+1].(string)
-			qty, ok3 := res[j+2].(int64)
-			if !ok1 || !ok2 || !ok3 {
-				return out, badReply("reclaim", res)
+			q, ok3 := res[j+2].(string)
+			ident, ok4 := res[j+3].(string)
+			qty, err := strconv.ParseInt(q, 10, 64)
+			if !ok1 || !ok2 || !ok3 || !ok4 || err != nil {
+				return out, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
 			}
 			out = append(out, stock.Reclaimed{OrderID: id, UserID: user, SKU: due[i].sku, Qty: qty})
+			idents = append(idents, ident)
 		}
 	}
-	if err := s.keepDirectories(ctx, out); err != nil && firstErr == nil {
+	if err := s.endDirectories(ctx, out, idents); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	return out, firstErr
 }
 
-// keepDirectories gives the directory entries of reclaimed orders the
-// lifetime their records just got (Retention from now), so an order ID
-// stays bound to its items for as long as any of its records is kept. It
-// costs one round trip per pass that returned something.
-func (s *Store) keepDirectories(ctx context.Context, lines []stock.Reclaimed) error {
+// endDirectories gives the directory entries of the orders whose last held
+// line this pass returned the lifetime their records just got (Retention
+// from now), so an order ID stays bound to its items for as long as any of
+// its records is kept. An entry that names another identity (a newer order
+// under the same ID) is left alone, and so is that of an order with a line
+// still held (a pass that ended between its lines; the pass that returns
+// the last one ends it). It costs one round trip per pass that returned
+// something, and one more for orders of several lines.
+func (s *Store) endDirectories(ctx context.Context, lines []stock.Reclaimed, idents []string) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	var cmds []redis.Cmder
+	type order struct{ id, ident string }
+	ended := map[order]map[string]bool{} // order -> SKUs returned now
+	var orders []order
+	for i, l := range lines {
+		o := order{l.OrderID, idents[i]}
+		if ended[o] == nil {
+			ended[o] = map[string]bool{}
+			orders = append(orders, o)
+		}
+		ended[o][l.SKU] = true
+	}
+	// The other lines of multi-line orders: still held?
+	type other struct {
+		o   order
+		cmd *redis.SliceCmd
+	}
+	var others []other
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
-		for _, l := range lines {
-			cmds = append(cmds, p.PExpire(ctx, s.dirKey(l.OrderID), s.keep))
+		others = others[:0]
+		for _, o := range orders {
+			items, err := parseIdent(o.ident)
+			if err != nil {
+				continue
+			}
+			for _, it := range items {
+				if !ended[o][it.SKU] {
+					others = append(others, other{o, p.HMGet(ctx, s.recordKey(it.SKU, o.id), "st", "id")})
+				}
+			}
 		}
 	})
-	if err := firstErr(cmds...); err != nil {
-		return s.writeErr(ctx, "reclaim", err)
+	live := map[order]bool{}
+	for _, x := range others {
+		v, err := x.cmd.Result()
+		if err != nil {
+			return s.writeErr(ctx, "reclaim", err)
+		}
+		if st, _ := v[0].(string); st == "held" && v[1] == x.o.ident {
+			live[x.o] = true
+		}
+	}
+	var cmds []*redis.Cmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds = cmds[:0]
+		for _, o := range orders {
+			if !live[o] {
+				cmds = append(cmds, s.endDirectory(ctx, p, o.id, o.ident))
+			}
+		}
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return s.writeErr(ctx, "reclaim", err)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,10 +14,15 @@ import (
 
 // Confirm makes a held order's sale final, all lines or none. After the
 // deadline it returns every line's units at once and reports
-// stock.ErrHoldExpired. A confirmed order confirms again with nil.
+// stock.ErrHoldExpired. A confirmed order confirms again with nil. A line
+// whose SKU state the gate lost fails the call with stock.ErrUnavailable
+// before anything is written.
 func (s *Store) Confirm(ctx context.Context, orderID string) error {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstock: confirm: not sent: %w", err)
 	}
 	ident, groups, err := s.lookup(ctx, orderID)
 	if err != nil {
@@ -37,7 +43,7 @@ func (s *Store) Confirm(ctx context.Context, orderID string) error {
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			cmd = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, s.keep.Milliseconds())
 			if i == len(groups)-1 {
-				p.PExpire(ctx, s.dirKey(orderID), s.keep)
+				s.endDirectory(ctx, p, orderID, ident)
 			}
 		})
 		res, err := cmd.Slice()
@@ -53,6 +59,17 @@ func (s *Store) Confirm(ctx context.Context, orderID string) error {
 		case code == "expired":
 			return s.settleAll(ctx, orderID, ident, groups, now, "expire",
 				&stock.SKUError{SKU: g[0].SKU, Err: stock.ErrHoldExpired})
+		case code == "unavailable" && n >= 1 && int(n) <= len(g):
+			// Nothing written by this group; the order still holds stock,
+			// so its directory entry keeps no TTL.
+			err := lineErr(code, g[n-1].SKU)
+			if perr := s.keepDirectory(ctx, orderID); perr != nil {
+				err = errors.Join(err, perr)
+			}
+			if i > 0 {
+				return &outcomeError{op: "confirm", err: err}
+			}
+			return err
 		case n >= 1 && int(n) <= len(g) && lineErr(code, g[n-1].SKU) != nil:
 			// Only a race with Revert (closed), or a record gone past its
 			// retention (unknown), gets here with earlier groups confirmed.
@@ -76,21 +93,29 @@ func (s *Store) Confirm(ctx context.Context, orderID string) error {
 // already confirmed, and done=false when every line is held and live.
 func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64) (bool, error) {
 	var cmds []*redis.SliceCmd
+	var live []*redis.BoolCmd
 	var skus []string
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds, skus = cmds[:0], skus[:0]
+		cmds, live, skus = cmds[:0], live[:0], skus[:0]
 		for _, g := range groups {
 			for _, it := range g {
 				cmds = append(cmds, p.HMGet(ctx, s.recordKey(it.SKU, orderID), "st", "dl", "id"))
+				live = append(live, p.HExists(ctx, s.stateKey(it.SKU), "hold_ms"))
 				skus = append(skus, it.SKU)
 			}
 		}
 	})
-	confirmed, expired := 0, ""
+	confirmed, expired, lost := 0, "", ""
 	for i, c := range cmds {
 		v, err := c.Result()
+		if err == nil {
+			err = live[i].Err()
+		}
 		if err != nil {
 			return true, s.readErr(ctx, "confirm", err)
+		}
+		if st, _ := v[0].(string); st == "held" && !live[i].Val() && lost == "" {
+			lost = skus[i]
 		}
 		st, _ := v[0].(string)
 		dl, _ := v[1].(string)
@@ -109,6 +134,9 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 			confirmed++
 		}
 	}
+	if lost != "" {
+		return true, &stock.SKUError{SKU: lost, Err: stock.ErrUnavailable}
+	}
 	if expired != "" {
 		return true, s.settleAll(ctx, orderID, ident, groups, now, "expire",
 			&stock.SKUError{SKU: expired, Err: stock.ErrHoldExpired})
@@ -126,8 +154,9 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, orderID, ident, g, now, mode)
+			cmds[i] = s.release(ctx, p, orderID, ident, g, now, mode, "")
 		}
+		s.endDirectory(ctx, p, orderID, ident)
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
@@ -140,25 +169,40 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 // Revert returns what the order took, and the user's quota, once: a held
 // order is cancelled, a confirmed one refunded, a held one past its deadline
 // expired. A repeated revert returns nil and changes nothing; an order with
-// no record gets stock.ErrUnknownOrder.
+// no record gets stock.ErrUnknownOrder. A line whose SKU state the gate
+// lost is left as it is, with stock.ErrUnavailable (or, when other lines
+// were returned in the same call, an error matching
+// stock.ErrUnknownOutcome: retry later).
 func (s *Store) Revert(ctx context.Context, orderID string) error {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstock: revert: not sent: %w", err)
 	}
 	ident, groups, err := s.lookup(ctx, orderID)
 	if err != nil {
 		return err
 	}
+	if len(groups) > 1 {
+		// Across slots the revert scripts are not one atomic step: first
+		// make sure no SKU's state is gone, so that a gate that lost one
+		// returns nothing rather than some lines.
+		if err := s.statesLive(ctx, groups); err != nil {
+			return err
+		}
+	}
 	now := s.nowMs()
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "revert")
+			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "revert", "")
 		}
-		p.PExpire(ctx, s.dirKey(orderID), s.keep)
+		s.endDirectory(ctx, p, orderID, ident)
 	})
-	found := int64(0)
-	for _, c := range cmds {
+	found, changed := int64(0), int64(0)
+	var lost error
+	for i, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
 			return s.writeErr(ctx, "revert", err)
@@ -166,11 +210,26 @@ func (s *Store) Revert(ctx context.Context, orderID string) error {
 		if len(res) != 2 {
 			return badReply("revert", res)
 		}
-		n, ok := res[0].(int64)
-		if !ok {
+		if code, n := replyCode(res); code == "unavailable" && n >= 1 && int(n) <= len(groups[i]) {
+			lost = lineErr(code, groups[i][n-1].SKU)
+			continue
+		}
+		n, ok1 := res[0].(int64)
+		m, ok2 := res[1].(int64)
+		if !ok1 || !ok2 {
 			return badReply("revert", res)
 		}
-		found += n
+		found, changed = found+n, changed+m
+	}
+	if lost != nil {
+		// The order still holds stock: its directory entry keeps no TTL.
+		if err := s.keepDirectory(ctx, orderID); err != nil {
+			lost = errors.Join(lost, err)
+		}
+		if changed > 0 {
+			return &outcomeError{op: "revert", err: lost}
+		}
+		return lost
 	}
 	if found == 0 {
 		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
@@ -183,7 +242,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) error {
 func (s *Store) lookup(ctx context.Context, orderID string) (string, [][]stock.Item, error) {
 	ident, err := s.c.Get(ctx, s.dirKey(orderID)).Result()
 	if err == redis.Nil {
-		return "", nil, fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
+		return "", nil, s.unknownOrder(ctx, orderID)
 	}
 	if err != nil {
 		return "", nil, s.readErr(ctx, "order lookup", err)

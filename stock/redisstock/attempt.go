@@ -1,0 +1,117 @@
+package redisstock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/lua"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// The order path's scripts beside those store.go loads; see the headers in
+// package lua.
+var (
+	dirBindScript  = redis.NewScript(lua.Source("stock_dir_bind.lua"))
+	dirKeepScript  = redis.NewScript(lua.Source("stock_dir_keep.lua"))
+	deadlineScript = redis.NewScript(lua.Source("stock_deadline.lua"))
+)
+
+// dirKeys are the order's directory entry and the set of the attempts
+// bound to it (Redis Cluster), in one slot.
+func (s *Store) dirKeys(order string) []string {
+	return []string{s.dirKey(order), s.prefix + ":bind:{" + order + "}"}
+}
+
+// reclaimMemoKey holds one reclaim pass's reply for one SKU, so that a
+// resend of the pass's script returns it.
+func (s *Store) reclaimMemoKey(sku, pass string) string {
+	return s.prefix + ":{" + sku + "}:rc:" + pass
+}
+
+// endDirectory queues the script that gives the order's directory entry
+// the Retention of its ended records, if it still names ident.
+func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident string) *redis.Cmd {
+	return dirKeepScript.Run(ctx, c, s.dirKeys(order), ident, s.keep.Milliseconds())
+}
+
+// notOnSale is the error for a SKU whose state hash is missing: the gate
+// lost its data (stock.ErrUnavailable) if the registry says the SKU was put
+// on sale, or if the registry itself is gone; else stock.ErrUnknownSKU. It
+// costs one round trip, on a path that is rare (a SKU never on sale, or a
+// gate not rebuilt yet). A failed read leaves the answer open: the gate
+// cannot answer for the SKU now, which is stock.ErrUnavailable too.
+func (s *Store) notOnSale(ctx context.Context, sku string) error {
+	var exists *redis.IntCmd
+	var member *redis.BoolCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		exists = p.Exists(ctx, s.registryKey())
+		member = p.SIsMember(ctx, s.registryKey(), sku)
+	})
+	if err := firstErr(exists, member); err != nil {
+		return withCtx(ctx, fmt.Errorf("redisstock: SKU %s: %w (reading the registry: %w)", strconv.Quote(sku), stock.ErrUnavailable, err))
+	}
+	if exists.Val() == 0 || member.Val() {
+		return &stock.SKUError{SKU: sku, Err: stock.ErrUnavailable}
+	}
+	return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+}
+
+// unknownOrder is the error for an order ID with no directory entry:
+// stock.ErrUnknownOrder, unless the SKU registry is gone too (the Redis
+// lost everything), which is stock.ErrUnavailable.
+func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
+	n, err := s.c.Exists(ctx, s.registryKey()).Result()
+	if err != nil {
+		return withCtx(ctx, fmt.Errorf("redisstock: order %s: %w (reading the registry: %w)", strconv.Quote(orderID), stock.ErrUnavailable, err))
+	}
+	if n == 0 {
+		return fmt.Errorf("redisstock: order %s: the gate lost its data: %w", strconv.Quote(orderID), stock.ErrUnavailable)
+	}
+	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
+}
+
+// keepDirectory takes the TTL off the order's directory entry again, after
+// a Confirm or Revert that gave it one could not end the order (a SKU's
+// state is gone): the entry lives as long as the order holds stock.
+func (s *Store) keepDirectory(ctx context.Context, orderID string) error {
+	var cmds []redis.Cmder
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds = cmds[:0]
+		for _, k := range s.dirKeys(orderID) {
+			cmds = append(cmds, p.Persist(ctx, k))
+		}
+	})
+	if err := firstErr(cmds...); err != nil {
+		return s.writeErr(ctx, "keep order ID", err)
+	}
+	return nil
+}
+
+// statesLive checks, in one read, that every SKU of groups still has its
+// state hash; for the first that does not, it returns stock.ErrUnavailable.
+func (s *Store) statesLive(ctx context.Context, groups [][]stock.Item) error {
+	var cmds []*redis.BoolCmd
+	var skus []string
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds, skus = cmds[:0], skus[:0]
+		for _, g := range groups {
+			for _, it := range g {
+				cmds = append(cmds, p.HExists(ctx, s.stateKey(it.SKU), "hold_ms"))
+				skus = append(skus, it.SKU)
+			}
+		}
+	})
+	for i, c := range cmds {
+		live, err := c.Result()
+		if err != nil {
+			return s.readErr(ctx, "revert", err)
+		}
+		if !live {
+			return &stock.SKUError{SKU: skus[i], Err: stock.ErrUnavailable}
+		}
+	}
+	return nil
+}
