@@ -77,7 +77,7 @@ func TestSaleSellsExactlyTheStock(t *testing.T) {
 			t.Errorf("rejected has no %q", k)
 		}
 	}
-	for _, k := range []string{"orders_per_s", "p99_ms"} {
+	for _, k := range []string{"attempts_per_s", "orders_per_s", "p50_ms", "p99_ms"} {
 		if _, ok := rep[k]; !ok {
 			t.Errorf("report has no %q", k)
 		}
