@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -114,4 +115,11 @@ func (s *Store) statesLive(ctx context.Context, groups [][]stock.Item) error {
 		}
 	}
 	return nil
+}
+
+// detached keeps err's message but not its chain, for an infrastructure
+// cause (stock.ErrUnavailable: nothing applied) reported inside an unknown
+// outcome, which the two must never match together.
+func detached(err error) error {
+	return errors.New(err.Error())
 }

@@ -74,6 +74,9 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		if err != nil {
 			err = s.undo(ctx, a, a.groups[:i], err)
 			if rerr := dirReleaseScript.Run(ctx, s.c, s.dirKeys(o.ID), ident, token).Err(); rerr != nil {
+				if errors.Is(err, stock.ErrUnavailable) {
+					err = detached(err)
+				}
 				err = errors.Join(err, s.writeErr(ctx, "free order ID", rerr))
 			}
 			return err
@@ -172,6 +175,11 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
+			if errors.Is(cause, stock.ErrUnavailable) {
+				// Something may be left applied: never "nothing applied"
+				// and "outcome unknown" together.
+				cause = detached(cause)
+			}
 			return errors.Join(cause, s.writeErr(ctx, "undo deduct", err))
 		}
 	}

@@ -64,10 +64,10 @@ func (s *Store) Confirm(ctx context.Context, orderID string) error {
 			// so its directory entry keeps no TTL.
 			err := lineErr(code, g[n-1].SKU)
 			if perr := s.keepDirectory(ctx, orderID); perr != nil {
-				err = errors.Join(err, perr)
+				err = errors.Join(detached(err), perr)
 			}
 			if i > 0 {
-				return &outcomeError{op: "confirm", err: err}
+				return &outcomeError{op: "confirm", err: detached(err)}
 			}
 			return err
 		case n >= 1 && int(n) <= len(g) && lineErr(code, g[n-1].SKU) != nil:
@@ -224,10 +224,10 @@ func (s *Store) Revert(ctx context.Context, orderID string) error {
 	if lost != nil {
 		// The order still holds stock: its directory entry keeps no TTL.
 		if err := s.keepDirectory(ctx, orderID); err != nil {
-			lost = errors.Join(lost, err)
+			lost = errors.Join(detached(lost), err)
 		}
 		if changed > 0 {
-			return &outcomeError{op: "revert", err: lost}
+			return &outcomeError{op: "revert", err: detached(lost)}
 		}
 		return lost
 	}
