@@ -1,21 +1,24 @@
--- stock_adjust.lua: add a correction to a SKU's available units if no
--- administrative write (put on sale, restock, adjust) happened since the
--- caller read the SKU's epoch. Deducts and returns do not change the epoch:
--- they move units between counts, and a correction computed from a snapshot
--- stays right while they run.
+-- stock_adjust.lua: add a correction to a SKU's available units if the
+-- SKU's fence is still the one the caller read: the same generation (the
+-- state was not recreated by a flush and a rebuild since) and the same
+-- epoch (no administrative write: put on sale, restock, rebuild, relist,
+-- adjust). Deducts and returns do not change the fence: they move units
+-- between counts, and a correction computed from a snapshot stays right
+-- while they run.
 --
--- KEYS[1]  <p>:{sku}:state   hash avail, ..., ver, epoch
--- ARGV[1]  expected epoch
--- ARGV[2]  delta (may be negative)
--- ARGV[3]  the most units a SKU may have available
+-- KEYS[1]  <p>:{sku}:state   hash avail, ..., hold_ms, ver, epoch, gen
+-- ARGV[1]  expected generation
+-- ARGV[2]  expected epoch
+-- ARGV[3]  delta (may be negative)
+-- ARGV[4]  the most units a SKU may have available
 -- Reply    {'ok', new epoch} | {'unknown_sku'} | {'stale', epoch} |
 --          {'range', avail} (avail + delta outside [0, max]: nothing written)
-local s = redis.call('HMGET', KEYS[1], 'avail', 'epoch')
-if not s[1] then return {'unknown_sku'} end
+local s = redis.call('HMGET', KEYS[1], 'avail', 'epoch', 'gen', 'hold_ms')
+if not s[1] or not s[4] then return {'unknown_sku'} end
 local epoch = tonumber(s[2] or '0')
-if epoch ~= tonumber(ARGV[1]) then return {'stale', epoch} end
-local a = tonumber(s[1]) + tonumber(ARGV[2])
-if a < 0 or a > tonumber(ARGV[3]) then return {'range', tonumber(s[1])} end
-redis.call('HINCRBY', KEYS[1], 'avail', ARGV[2])
+if (s[3] or '') ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return {'stale', epoch} end
+local a = tonumber(s[1]) + tonumber(ARGV[3])
+if a < 0 or a > tonumber(ARGV[4]) then return {'range', tonumber(s[1])} end
+redis.call('HINCRBY', KEYS[1], 'avail', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 return {'ok', redis.call('HINCRBY', KEYS[1], 'epoch', 1)}

@@ -1,13 +1,20 @@
 -- stock_put.lua: put a SKU on sale. Overwrites the available units and the
 -- settings; keeps the units held and sold.
 --
--- KEYS[1]  <p>:{sku}:state   hash avail, held, sold, limit, hold_ms, ver, epoch
+-- KEYS[1]  <p>:{sku}:state   hash avail, held, sold, limit, hold_ms, ver,
+--                            epoch, gen
 -- ARGV[1]  available units
 -- ARGV[2]  per-user limit (0: none)
 -- ARGV[3]  hold time ms
+-- ARGV[4]  a new random generation, written only when this call creates the
+--          state (no hold_ms yet: never on sale, or flushed): the state's
+--          fence then never repeats one a reader saw before
 -- Reply    the new epoch.
 --
 -- Running it twice leaves the same state, with ver and epoch bumped twice.
+if redis.call('HEXISTS', KEYS[1], 'hold_ms') == 0 or redis.call('HEXISTS', KEYS[1], 'gen') == 0 then
+  redis.call('HSET', KEYS[1], 'gen', ARGV[4])
+end
 redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'limit', ARGV[2], 'hold_ms', ARGV[3])
 redis.call('HSETNX', KEYS[1], 'held', 0)
 redis.call('HSETNX', KEYS[1], 'sold', 0)

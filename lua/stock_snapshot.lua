@@ -1,17 +1,26 @@
--- stock_snapshot.lua: read one SKU's state, the orders holding it and the states
--- of chosen order lines, in one atomic step, so a reconciler sees a count
--- and the holds behind it as of the same instant. Writes nothing.
+-- stock_snapshot.lua: read one SKU's state, the orders holding it, the states
+-- of chosen order lines and whether chosen restock operations were applied,
+-- in one atomic step, so a reconciler sees a count and what is behind it as
+-- of the same instant. Writes nothing.
 --
--- KEYS[1]    <p>:{sku}:state    hash avail, held, sold, limit, hold_ms, ver, epoch
--- KEYS[2]    <p>:{sku}:holds    zset order ID -> hold deadline ms
--- KEYS[2+i]  <p>:{sku}:o:<id>   record of watched order line i
--- ARGV       none
--- Reply      {state fields (HMGET, nil for missing), {id, deadline, ...}
---            of every hold, {st of watched line i, '' when it has no record}}
-local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'sold', 'limit', 'hold_ms', 'ver', 'epoch')
+-- KEYS[1]      <p>:{sku}:state      hash avail, held, sold, limit, hold_ms,
+--                                   ver, epoch, gen
+-- KEYS[2]      <p>:{sku}:holds      zset order ID -> hold deadline ms
+-- KEYS[2+i]    <p>:{sku}:o:<id>     record of watched order line i (1..n)
+-- KEYS[2+n+j]  <p>:{sku}:rs:<op>    marker of watched restock operation j
+-- ARGV[1]      n, the number of watched order lines
+-- Reply        {state fields (HMGET, nil for missing), {id, deadline, ...}
+--              of every hold, {st of watched line i, '' when it has no
+--              record}, {1 if operation j's marker exists, else 0}}
+local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'sold', 'limit', 'hold_ms', 'ver', 'epoch', 'gen')
 local h = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+local n = tonumber(ARGV[1])
 local w = {}
-for i = 3, #KEYS do
+for i = 3, 2 + n do
   w[#w + 1] = redis.call('HGET', KEYS[i], 'st') or ''
 end
-return {s, h, w}
+local ops = {}
+for i = 3 + n, #KEYS do
+  ops[#ops + 1] = redis.call('EXISTS', KEYS[i])
+end
+return {s, h, w, ops}

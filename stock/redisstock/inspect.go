@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -11,7 +12,19 @@ import (
 )
 
 // stateFields are read from a SKU's state hash, in parseState's order.
-var stateFields = []string{"avail", "held", "sold", "limit", "hold_ms", "ver", "epoch"}
+var stateFields = []string{"avail", "held", "sold", "limit", "hold_ms", "ver", "epoch", "gen"}
+
+// Fence names one administrative state of a SKU's gate state, for a
+// compare-and-set ([Store.Adjust], [Store.Relist]). Gen is drawn at random
+// (crypto/rand) when the state is created (a PutOnSale of a SKU that has no
+// state, a [Store.Rebuild]); Epoch counts the administrative writes since.
+// A Fence read before a flush, a restart without persistence or a rebuild
+// never matches the state after it, even if that state reaches the same
+// epoch. Deducts and returns leave the Fence alone.
+type Fence struct {
+	Gen   string
+	Epoch int64
+}
 
 // SKUState is a SKU's state hash as one read saw it.
 type SKUState struct {
@@ -22,9 +35,10 @@ type SKUState struct {
 	stock.Levels
 	// Version counts every write to the SKU (deducts and returns too).
 	Version int64
-	// Epoch counts the administrative writes only: PutOnSale, Restock and
-	// Adjust. Pass it to Adjust.
-	Epoch int64
+	// Fence changes with every administrative write (PutOnSale, Restock,
+	// Adjust, Rebuild, Relist) and every recreation of the state, and with
+	// nothing else. Pass it to Adjust.
+	Fence Fence
 }
 
 // inspectBatch is how many SKUs one pipelined read covers.
@@ -73,7 +87,7 @@ func parseState(sku string, v []any) (SKUState, error) {
 		return st, nil
 	}
 	var n [7]int64
-	for i, x := range v {
+	for i, x := range v[:7] {
 		str, _ := x.(string)
 		if str == "" {
 			continue // fields a PutOnSale of an older layout did not write
@@ -86,28 +100,34 @@ func parseState(sku string, v []any) (SKUState, error) {
 	st.Exists = true
 	st.Levels = stock.Levels{Available: n[0], Held: n[1], Sold: n[2], PerUserLimit: n[3],
 		HoldTTL: time.Duration(n[4]) * time.Millisecond}
-	st.Version, st.Epoch = n[5], n[6]
+	gen, _ := v[7].(string)
+	st.Version, st.Fence = n[5], Fence{Gen: gen, Epoch: n[6]}
 	return st, nil
 }
 
 // Adjust adds delta (which may be negative) to the SKU's available units if
-// its epoch still equals epoch, that is, if no PutOnSale, Restock or Adjust
-// ran since the caller's Inspect; deducts and returns in between do not
-// matter, since they move units without changing what a correction should
-// add. It reports applied=false and changes nothing when the epoch moved
-// (read again and recompute). It never takes available units below 0 or
-// above stock.MaxUnits: such a delta fails with stock.ErrInvalid.
+// its fence is still f, that is, if no administrative write (PutOnSale,
+// Restock, Adjust, Rebuild, Relist) ran and the state was not recreated (a
+// flush and a rebuild) since the caller's Inspect or Snapshot; deducts and
+// returns in between do not matter, since they move units without changing
+// what a correction should add. It reports applied=false and changes
+// nothing when the fence moved (read again and recompute). It never takes
+// available units below 0 or above stock.MaxUnits: such a delta fails with
+// stock.ErrInvalid. A SKU with no state fails with stock.ErrUnknownSKU.
 //
 // After stock.ErrUnknownOutcome, Inspect again: an applied correction has
-// moved the epoch.
-func (s *Store) Adjust(ctx context.Context, sku string, epoch, delta int64) (applied bool, err error) {
+// moved the fence.
+func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (applied bool, err error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return false, err
 	}
 	if delta < -stock.MaxUnits || delta > stock.MaxUnits {
 		return false, &stock.InvalidError{Field: "delta", Reason: strconv.FormatInt(delta, 10) + " is out of range"}
 	}
-	res, err := adjustScript.Run(ctx, s.c, []string{s.stateKey(sku)}, epoch, delta, int64(stock.MaxUnits)).Slice()
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("redisstock: adjust: %w", err)
+	}
+	res, err := adjustScript.Run(ctx, s.c, []string{s.stateKey(sku)}, f.Gen, f.Epoch, delta, int64(stock.MaxUnits)).Slice()
 	if err != nil {
 		return false, s.writeErr(ctx, "adjust", err)
 	}
@@ -120,8 +140,102 @@ func (s *Store) Adjust(ctx context.Context, sku string, epoch, delta int64) (app
 	case "unknown_sku":
 		return false, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
 	case "range":
-		return false, &stock.InvalidError{Field: "delta", Reason: "would take available units (" +
-			strconv.FormatInt(n, 10) + ") outside [0, " + strconv.FormatInt(stock.MaxUnits, 10) + "]"}
+		return false, rangeErr(n)
 	}
 	return false, badReply("adjust", res)
 }
+
+// rangeErr is the refusal of a correction that would take a SKU's available
+// units (avail before it) outside [0, stock.MaxUnits].
+func rangeErr(avail int64) error {
+	return &stock.InvalidError{Field: "delta", Reason: "would take available units (" +
+		strconv.FormatInt(avail, 10) + ") outside [0, " + strconv.FormatInt(stock.MaxUnits, 10) + "]"}
+}
+
+// Outcome is what a conditional administrative write did to one SKU.
+type Outcome int
+
+const (
+	// Applied: the write was made.
+	Applied Outcome = iota + 1
+	// Exists: Rebuild found a state for the SKU and left it alone.
+	Exists
+	// Absent: Relist found no state for the SKU (never on sale, or lost).
+	Absent
+	// Moved: Relist found another Fence (an administrative write, a
+	// flush or a rebuild since the read).
+	Moved
+	// HasHolds: Relist without Force found units held.
+	HasHolds
+	// OutOfRange: Relist's Delta would take the available units outside
+	// [0, stock.MaxUnits].
+	OutOfRange
+)
+
+// Relist is a fenced warm-up of one SKU on sale: a correction of its
+// available units together with new settings.
+type Relist struct {
+	SKU string
+	// Fence is the SKU's fence as read (Inspect, Snapshot).
+	Fence Fence
+	// Delta is added to the available units.
+	Delta int64
+	// PerUserLimit and HoldTTL replace the SKU's settings, as in
+	// stock.Listing.
+	PerUserLimit int64
+	HoldTTL      time.Duration
+	// Force applies the write even while units are held; without it, a SKU
+	// with live holds at the instant of the write is left alone (HasHolds).
+	Force bool
+}
+
+// Relist applies each warm-up atomically and on its own, only if the SKU's
+// fence is still rl.Fence (otherwise Moved: read again) and, unless Force,
+// no units are held at that instant, in one round trip per 1024 SKUs. The
+// outcomes are in input order. On stock.ErrUnknownOutcome, read again:
+// an applied Relist moved the fence.
+func (s *Store) Relist(ctx context.Context, rls []Relist) ([]Outcome, error) {
+	for i, rl := range rls {
+		l := stock.Listing{SKU: rl.SKU, PerUserLimit: rl.PerUserLimit, HoldTTL: rl.HoldTTL}
+		if err := l.Validate(); err != nil {
+			return nil, err
+		}
+		if rl.Delta < -stock.MaxUnits || rl.Delta > stock.MaxUnits {
+			return nil, &stock.InvalidError{Field: "relists[" + strconv.Itoa(i) + "].Delta", Reason: "out of range"}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redisstock: relist: %w", err)
+	}
+	out := make([]Outcome, 0, len(rls))
+	for start := 0; start < len(rls); start += snapshotBatch {
+		batch := rls[start:min(start+snapshotBatch, len(rls))]
+		cmds := make([]*redis.Cmd, len(batch))
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			for i, rl := range batch {
+				force := "0"
+				if rl.Force {
+					force = "1"
+				}
+				hold := stock.Listing{HoldTTL: rl.HoldTTL}.EffectiveHoldTTL()
+				cmds[i] = relistScript.Run(ctx, p, []string{s.stateKey(rl.SKU)}, rl.Fence.Gen, rl.Fence.Epoch,
+					rl.Delta, rl.PerUserLimit, hold.Milliseconds(), int64(stock.MaxUnits), force)
+			}
+		})
+		for _, c := range cmds {
+			res, err := c.Slice()
+			if err != nil {
+				return out, s.writeErr(ctx, "relist", err)
+			}
+			code, _ := replyCode(res)
+			o, ok := relistOutcomes[code]
+			if !ok {
+				return out, badReply("relist", res)
+			}
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+var relistOutcomes = map[string]Outcome{"ok": Applied, "absent": Absent, "stale": Moved, "held": HasHolds, "range": OutOfRange}

@@ -15,11 +15,13 @@ import (
 // lua/stock_snapshot.lua.
 var snapshotScript = redis.NewScript(lua.Source("stock_snapshot.lua"))
 
-// SnapshotRequest names a SKU to read and the orders whose line of that SKU
-// should be read in the same atomic step.
+// SnapshotRequest names a SKU to read, the orders whose line of that SKU
+// should be read in the same atomic step, and the restock operations (their
+// OpIDs) whose application to that SKU should be checked in it.
 type SnapshotRequest struct {
 	SKU    string
 	Orders []string
+	Ops    []string
 }
 
 // Snapshot is one SKU as a single atomic read saw it.
@@ -34,6 +36,10 @@ type Snapshot struct {
 	// Lost lists holds whose line record is gone (keys deleted by hand or
 	// a partial flush): their quantity is unknown and Holds omits them.
 	Lost []string
+	// OpsApplied says, in request order, whether each requested restock
+	// operation was applied to the SKU (or counted by a Rebuild) within the
+	// Store's Retention: its units are in the counts above.
+	OpsApplied []bool
 }
 
 // snapshotBatch is how many SKUs one pipelined snapshot covers.
@@ -54,6 +60,11 @@ func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) ([]Snapsho
 				return nil, err
 			}
 		}
+		for j, id := range r.Ops {
+			if err := stock.ValidateID("reqs["+strconv.Itoa(i)+"].Ops["+strconv.Itoa(j)+"]", id); err != nil {
+				return nil, err
+			}
+		}
 	}
 	out := make([]Snapshot, 0, len(reqs))
 	for start := 0; start < len(reqs); start += snapshotBatch {
@@ -70,12 +81,15 @@ func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Sn
 	cmds := make([]*redis.Cmd, len(reqs))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, r := range reqs {
-			keys := make([]string, 0, 2+len(r.Orders))
+			keys := make([]string, 0, 2+len(r.Orders)+len(r.Ops))
 			keys = append(keys, s.stateKey(r.SKU), s.holdsKey(r.SKU))
 			for _, id := range r.Orders {
 				keys = append(keys, s.recordKey(r.SKU, id))
 			}
-			cmds[i] = snapshotScript.Run(ctx, p, keys)
+			for _, op := range r.Ops {
+				keys = append(keys, s.opMarkerKey(r.SKU, op))
+			}
+			cmds[i] = snapshotScript.Run(ctx, p, keys, len(r.Orders))
 		}
 	})
 	out := make([]Snapshot, len(reqs))
@@ -95,13 +109,14 @@ func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Sn
 // parseSnapshot decodes one stock_snapshot.lua reply into sn, and the holds'
 // order IDs and deadlines into sn.Holds (quantities still unset).
 func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string) error {
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return badReply("snapshot", res)
 	}
 	st, _ := res[0].([]any)
 	hs, ok1 := res[1].([]any)
 	ws, ok2 := res[2].([]any)
-	if st == nil || !ok1 || !ok2 || len(hs)%2 != 0 || len(ws) != len(r.Orders) {
+	ops, ok3 := res[3].([]any)
+	if st == nil || !ok1 || !ok2 || !ok3 || len(hs)%2 != 0 || len(ws) != len(r.Orders) || len(ops) != len(r.Ops) {
 		return badReply("snapshot", res)
 	}
 	state, err := parseState(r.SKU, st)
@@ -123,6 +138,14 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string) er
 	for j, w := range ws {
 		name, _ := w.(string)
 		sn.Lines[j] = stateNamed(name)
+	}
+	sn.OpsApplied = make([]bool, len(ops))
+	for j, o := range ops {
+		n, ok := o.(int64)
+		if !ok {
+			return badReply("snapshot", res)
+		}
+		sn.OpsApplied[j] = n == 1
 	}
 	return nil
 }
@@ -172,7 +195,9 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) er
 
 // PutOnSaleMany is PutOnSale for many listings in one round trip per 1024
 // listings. Each listing is applied atomically and on its own; on error
-// some may have been applied (every one is safe to apply again).
+// some may have been applied (every one is safe to apply again). It
+// overwrites whatever state a SKU has, live holds included: to restore a
+// gate from its record, use Rebuild, which never does.
 func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 	for i := range ls {
 		if err := ls[i].Validate(); err != nil {
@@ -181,18 +206,111 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 	}
 	for start := 0; start < len(ls); start += snapshotBatch {
 		batch := ls[start:min(start+snapshotBatch, len(ls))]
+		gens := make([]string, len(batch))
+		for i := range batch {
+			var err error
+			if gens[i], err = newGen(ctx, "put on sale"); err != nil {
+				return err
+			}
+		}
 		cmds := make([]redis.Cmder, 0, 2*len(batch))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			cmds = cmds[:0]
-			for _, l := range batch {
+			for i, l := range batch {
 				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU),
 					putScript.Run(ctx, p, []string{s.stateKey(l.SKU)},
-						l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds()))
+						l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i]))
 			}
 		})
 		if err := firstErr(cmds...); err != nil {
 			return s.writeErr(ctx, "put on sale", err)
 		}
+		s.listed.Store(true)
 	}
 	return nil
+}
+
+// The conditional administrative scripts; see their headers in package lua.
+var (
+	rebuildScript = redis.NewScript(lua.Source("stock_rebuild.lua"))
+	relistScript  = redis.NewScript(lua.Source("stock_relist.lua"))
+)
+
+// The conditional scripts run in pipelines, so a server that lacks them
+// must get them loaded (see pipelined).
+func init() { allScripts = append(allScripts, rebuildScript, relistScript) }
+
+// Rebuild is one SKU to recreate from its record.
+type Rebuild struct {
+	// Listing gives the available units and settings of the new state.
+	Listing stock.Listing
+	// Ops are the OpIDs of restocks the record applied that Units already
+	// counts: they are marked applied on the new state, so that a Restock
+	// of one of them still on its way to the gate adds nothing.
+	Ops []string
+}
+
+// Rebuild creates each SKU's state from its Listing, only where the SKU
+// has no state (create-if-absent), in one round trip per 1024 SKUs: a
+// state that exists, with whatever live holds it counts, is never
+// overwritten, and is reported as Exists (read it again). A created state
+// gets a new Fence generation, is added to the Store's registry and has
+// its Ops marked applied (for Retention). Each SKU is written atomically
+// and on its own; the outcomes are in input order. On error some may have
+// been applied, and running the same Rebuild again is safe.
+func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
+	for i, r := range rs {
+		if err := r.Listing.Validate(); err != nil {
+			return nil, err
+		}
+		for j, op := range r.Ops {
+			if err := stock.ValidateID("rebuilds["+strconv.Itoa(i)+"].Ops["+strconv.Itoa(j)+"]", op); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]Outcome, 0, len(rs))
+	for start := 0; start < len(rs); start += snapshotBatch {
+		batch := rs[start:min(start+snapshotBatch, len(rs))]
+		gens := make([]string, len(batch))
+		for i := range batch {
+			var err error
+			if gens[i], err = newGen(ctx, "rebuild"); err != nil {
+				return out, err
+			}
+		}
+		regs := make([]redis.Cmder, len(batch))
+		cmds := make([]*redis.Cmd, len(batch))
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			for i, r := range batch {
+				l := r.Listing
+				keys := []string{s.stateKey(l.SKU)}
+				for _, op := range r.Ops {
+					keys = append(keys, s.opMarkerKey(l.SKU, op))
+				}
+				regs[i] = p.SAdd(ctx, s.registryKey(), l.SKU)
+				cmds[i] = rebuildScript.Run(ctx, p, keys, l.Units, l.PerUserLimit,
+					l.EffectiveHoldTTL().Milliseconds(), gens[i], s.keep.Milliseconds())
+			}
+		})
+		if err := firstErr(regs...); err != nil {
+			return out, s.writeErr(ctx, "rebuild", err)
+		}
+		s.listed.Store(true)
+		for _, c := range cmds {
+			res, err := c.Slice()
+			if err != nil {
+				return out, s.writeErr(ctx, "rebuild", err)
+			}
+			switch code, _ := replyCode(res); code {
+			case "ok":
+				out = append(out, Applied)
+			case "exists":
+				out = append(out, Exists)
+			default:
+				return out, badReply("rebuild", res)
+			}
+		}
+	}
+	return out, nil
 }

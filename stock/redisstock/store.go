@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -59,6 +60,9 @@ type Store struct {
 	cluster bool     // keys may live on several servers: single-slot scripts only
 	perSKU  bool     // shards are not hash slots (a Ring): one group per SKU
 	batch   *batcher // nil: one script call per Deduct
+	// listed is set once this Store put a SKU on sale (or rebuilt one): a
+	// registry missing after that means Redis lost its data, not a new gate.
+	listed atomic.Bool
 }
 
 var (
@@ -68,15 +72,17 @@ var (
 
 // The scripts, loaded once per process; see the headers in package lua.
 var (
-	deductScript     = redis.NewScript(lua.Source("stock_deduct.lua"))
-	confirmScript    = redis.NewScript(lua.Source("stock_confirm.lua"))
-	releaseScript    = redis.NewScript(lua.Source("stock_release.lua"))
-	reclaimScript    = redis.NewScript(lua.Source("stock_reclaim.lua"))
-	putScript        = redis.NewScript(lua.Source("stock_put.lua"))
-	restockScript    = redis.NewScript(lua.Source("stock_restock.lua"))
-	adjustScript     = redis.NewScript(lua.Source("stock_adjust.lua"))
-	dirReleaseScript = redis.NewScript(lua.Source("stock_dir_release.lua"))
-	batchScript      = redis.NewScript(lua.Source("stock_deduct_batch.lua"))
+	deductScript  = redis.NewScript(lua.Source("stock_deduct.lua"))
+	confirmScript = redis.NewScript(lua.Source("stock_confirm.lua"))
+	releaseScript = redis.NewScript(lua.Source("stock_release.lua"))
+	reclaimScript = redis.NewScript(lua.Source("stock_reclaim.lua"))
+	putScript     = redis.NewScript(lua.Source("stock_put.lua"))
+	restockScript = redis.NewScript(lua.Source("stock_restock.lua"))
+	// restockUnbindScript frees a restock operation ID; see its header.
+	restockUnbindScript = redis.NewScript(lua.Source("stock_restock_unbind.lua"))
+	adjustScript        = redis.NewScript(lua.Source("stock_adjust.lua"))
+	dirReleaseScript    = redis.NewScript(lua.Source("stock_dir_release.lua"))
+	batchScript         = redis.NewScript(lua.Source("stock_deduct_batch.lua"))
 )
 
 // New returns a Store on c. It does no I/O. It fails with stock.ErrInvalid
@@ -138,10 +144,20 @@ func (s *Store) lineKeys(keys []string, sku, order string) []string {
 
 func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
 
+// Retention returns how long the Store keeps a finished order line's record
+// and a restock operation's marker (Config.Retention, defaults resolved).
+func (s *Store) Retention() time.Duration { return s.keep }
+
 // PutOnSale overwrites the SKU's available units and sets its per-user limit
-// and hold time; units held and sold are kept.
+// and hold time; units held and sold are kept. A SKU that has no state gets
+// a new one with a new Fence generation. A context already done returns its
+// error with nothing sent.
 func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 	if err := l.Validate(); err != nil {
+		return err
+	}
+	gen, err := newGen(ctx, "put on sale")
+	if err != nil {
 		return err
 	}
 	var reg *redis.IntCmd
@@ -149,42 +165,114 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		reg = p.SAdd(ctx, s.registryKey(), l.SKU)
 		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU)},
-			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds())
+			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen)
 	})
-	return s.writeErr(ctx, "put on sale", firstErr(reg, put))
+	if err := firstErr(reg, put); err != nil {
+		return s.writeErr(ctx, "put on sale", err)
+	}
+	s.listed.Store(true)
+	return nil
 }
 
-// Restock adds units to a SKU on sale. It fails with stock.ErrUnknownSKU if
-// the SKU was never put on sale, and with stock.ErrInvalid if the SKU would
-// have more than stock.MaxUnits available. A retry made by the client after
-// a read timeout adds nothing more; a retry made by the caller after
-// stock.ErrUnknownOutcome does (Restock has no idempotency key), so check
-// Levels first.
+// newGen checks that ctx is not done (nothing is sent then) and draws a new
+// Fence generation.
+func newGen(ctx context.Context, op string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("redisstock: %s: %w", op, err)
+	}
+	gen, err := randomToken()
+	if err != nil {
+		return "", fmt.Errorf("redisstock: %s: %w", op, err)
+	}
+	return gen, nil
+}
+
+// The keys of a restock operation: the operation ID's binding to its SKU
+// and units (one per Store), and its marker on the SKU (the SKU's slot).
+func (s *Store) opKey(op string) string            { return s.prefix + ":restock:{" + op + "}" }
+func (s *Store) opMarkerKey(sku, op string) string { return s.prefix + ":{" + sku + "}:rs:" + op }
+
+// Restock adds r.Units to a SKU on sale, once per r.OpID. It first binds
+// the operation ID to its SKU and units (another SKU or count under a bound
+// ID is stock.ErrConflict), then adds the units and sets the operation's
+// marker on the SKU in one script; both live for the Store's Retention, so
+// any repeat within it (a go-redis retry after a read timeout, the caller's
+// retry after stock.ErrUnknownOutcome, a reconciler completing a restock
+// the record has) returns nil and adds nothing. A restock counted by a
+// [Store.Rebuild] (listed in its Ops) is a repeat too.
+//
+// It fails with stock.ErrInvalid if the SKU would have more than
+// stock.MaxUnits available, with stock.ErrUnknownSKU if the SKU was never
+// put on sale, and with stock.ErrUnavailable if the SKU's state is missing
+// though the Store's registry says it was put on sale (or the registry is
+// gone too): the gate lost its data and is not rebuilt yet. A refused
+// restock frees the operation ID again. A context already done returns its
+// error with nothing sent.
 func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	sku, units := r.SKU, r.Units
-	token, err := randomToken()
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstock: restock: %w", err)
 	}
-	marker := s.prefix + ":{" + sku + "}:rs:" + token
-	res, err := restockScript.Run(ctx, s.c, []string{s.stateKey(sku), marker},
-		units, int64(stock.MaxUnits), time.Minute.Milliseconds()).Slice()
+	bind := r.SKU + "\n" + strconv.FormatInt(r.Units, 10)
+	prev, err := s.c.SetArgs(ctx, s.opKey(r.OpID), bind, redis.SetArgs{Mode: "NX", Get: true, TTL: s.keep}).Result()
+	switch {
+	case err == redis.Nil:
+		prev = "" // bound now
+	case err != nil:
+		return s.writeErr(ctx, "restock", err)
+	case prev != bind:
+		return &stock.SKUError{SKU: r.SKU, Err: fmt.Errorf("%w: restock operation %q was used for other units or another SKU", stock.ErrConflict, r.OpID)}
+	}
+	res, err := restockScript.Run(ctx, s.c, []string{s.stateKey(r.SKU), s.opMarkerKey(r.SKU, r.OpID)},
+		r.Units, int64(stock.MaxUnits), s.keep.Milliseconds()).Slice()
 	if err != nil {
 		return s.writeErr(ctx, "restock", err)
 	}
-	code, _ := replyCode(res)
+	var refusal error
+	code, n := replyCode(res)
 	switch code {
-	case "ok":
+	case "ok", "dup":
 		return nil
+	case "conflict":
+		return &stock.SKUError{SKU: r.SKU, Err: fmt.Errorf("%w: restock operation %q was applied with other units", stock.ErrConflict, r.OpID)}
 	case "unknown_sku":
-		return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+		refusal = s.missingErr(ctx, r.SKU)
 	case "too_many":
-		return &stock.InvalidError{Field: "units", Reason: "SKU " + strconv.Quote(sku) + " would have more than " + strconv.FormatInt(stock.MaxUnits, 10) + " units"}
+		refusal = &stock.InvalidError{Field: "units", Reason: "SKU " + strconv.Quote(r.SKU) + " has " + strconv.FormatInt(n, 10) +
+			" units; it would have more than " + strconv.FormatInt(stock.MaxUnits, 10)}
+	default:
+		return badReply("restock", res)
 	}
-	return badReply("restock", res)
+	if prev == "" {
+		// Nothing was added: free the ID this call bound. If this fails the
+		// binding stays (a retry with the same r still works).
+		_ = restockUnbindScript.Run(ctx, s.c, []string{s.opKey(r.OpID)}, bind).Err()
+	}
+	return refusal
+}
+
+// missingErr classifies a SKU whose state a script found missing: a gate
+// that lost its data (stock.ErrUnavailable) if the Store's registry has the
+// SKU, or is gone though this Store put SKUs on sale; otherwise an unknown
+// SKU (a Redis that lost everything and a new one look the same to a Store
+// that never wrote to it).
+func (s *Store) missingErr(ctx context.Context, sku string) error {
+	var has *redis.IntCmd
+	var member *redis.BoolCmd
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		has = p.Exists(ctx, s.registryKey())
+		member = p.SIsMember(ctx, s.registryKey(), sku)
+		return nil
+	})
+	if err != nil {
+		return s.readErr(ctx, "read the SKU registry", err)
+	}
+	if !member.Val() && (has.Val() == 1 || !s.listed.Load()) {
+		return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	}
+	return fmt.Errorf("redisstock: SKU %q: %w: its state is gone (Redis lost its data)", sku, stock.ErrUnavailable)
 }
 
 // Available returns the SKU's units that can be deducted now, in one read.

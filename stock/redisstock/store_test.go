@@ -108,7 +108,7 @@ func TestInspectAdjustHeldOrders(t *testing.T) {
 		}
 		a := st[0]
 		if !a.Exists || a.Available != 5 || a.Held != 2 || a.Sold != 3 || a.PerUserLimit != 5 ||
-			a.HoldTTL != time.Minute || a.Epoch != 1 || a.Version < 3 {
+			a.HoldTTL != time.Minute || a.Fence.Epoch != 1 || len(a.Fence.Gen) != 32 || a.Version < 3 {
 			t.Fatalf("Inspect(a) = %+v", a)
 		}
 		if st[1].Exists || st[1].SKU != "nope" {
@@ -127,20 +127,20 @@ func TestInspectAdjustHeldOrders(t *testing.T) {
 
 		// Deducts do not move the epoch: a correction still applies.
 		is(t, fx.s.Deduct(fx.ctx(), ord("o3", "u3", it("a", 1))), nil, "Deduct")
-		applied, err := fx.s.Adjust(fx.ctx(), "a", a.Epoch, -2)
+		applied, err := fx.s.Adjust(fx.ctx(), "a", a.Fence, -2)
 		if err != nil || !applied {
 			t.Fatalf("Adjust = %v, %v; want applied", applied, err)
 		}
 		fx.want("a", 2, 3, 3)
 		// The same correction again is stale: it changes nothing.
-		applied, err = fx.s.Adjust(fx.ctx(), "a", a.Epoch, -2)
+		applied, err = fx.s.Adjust(fx.ctx(), "a", a.Fence, -2)
 		if err != nil || applied {
 			t.Fatalf("stale Adjust = %v, %v; want not applied", applied, err)
 		}
 		fx.want("a", 2, 3, 3)
-		_, err = fx.s.Adjust(fx.ctx(), "a", a.Epoch+1, -3)
+		_, err = fx.s.Adjust(fx.ctx(), "a", redisstock.Fence{Gen: a.Fence.Gen, Epoch: a.Fence.Epoch + 1}, -3)
 		is(t, err, stock.ErrInvalid, "Adjust below 0")
-		_, err = fx.s.Adjust(fx.ctx(), "nope", 0, 1)
+		_, err = fx.s.Adjust(fx.ctx(), "nope", redisstock.Fence{}, 1)
 		is(t, err, stock.ErrUnknownSKU, "Adjust of unknown SKU")
 		fx.want("a", 2, 3, 3)
 	})
