@@ -13,6 +13,7 @@ import (
 
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
 // BenchmarkRepairAll100k reconciles 100,000 SKUs on the local Redis and
@@ -55,7 +56,7 @@ func BenchmarkRepairAll100k(b *testing.B) {
 	b.Logf("setup of %d SKUs on both sides: %v", n, time.Since(start))
 	drift := func() {
 		for i := 0; i < n; i += 100 {
-			if _, err := w.gate.Adjust(ctx, skus[i], epochOf(b, w, skus[i]), -1); err != nil {
+			if _, err := w.gate.Adjust(ctx, skus[i], fenceOf(b, w, skus[i]), -1); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -102,12 +103,12 @@ func insertRows(b *testing.B, w *world, skus []string) {
 	}
 }
 
-func epochOf(b *testing.B, w *world, sku string) int64 {
+func fenceOf(b *testing.B, w *world, sku string) redisstock.Fence {
 	st, err := w.gate.Inspect(context.Background(), []string{sku})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return st[0].Epoch
+	return st[0].Fence
 }
 
 // hgetall is the baseline: every SKU's state hash, 1000 per pipeline.

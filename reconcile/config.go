@@ -3,6 +3,8 @@ package reconcile
 import (
 	"errors"
 	"time"
+
+	"github.com/stockguard/stockguard/stock"
 )
 
 // Config configures a Reconciler. The zero value means defaults.
@@ -39,6 +41,18 @@ type Config struct {
 	// after a flush); default: the same. With stock/tiered, whose record
 	// holds longer than the gate, pass the tiered Manager's GateHold.
 	GateHold func(record time.Duration) time.Duration
+	// RestockWindow is how far back a pass reads the record's restocks
+	// (by operation ID) to find those the gate has not applied yet: such a
+	// restock is in flight (stock/tiered writes the record first), so a
+	// pass neither counts it as drift nor applies it twice; it completes it
+	// at the gate with the same operation ID. A restock older than the
+	// window that never reached the gate is drift. Default 1 hour, at most
+	// half the gate's Retention; New refuses a window not below the gate's
+	// Retention (the gate must remember every operation of the window).
+	RestockWindow time.Duration
+	// Clock gives the time RestockWindow is measured back from; give it the
+	// record's clock (sqlstock Config.Clock). Default stock.SystemClock.
+	Clock stock.Clock
 }
 
 const (
@@ -69,8 +83,15 @@ func (c Config) withDefaults() Config {
 	if c.GateHold == nil {
 		c.GateHold = func(d time.Duration) time.Duration { return d }
 	}
+	if c.Clock == nil {
+		c.Clock = stock.SystemClock
+	}
 	return c
 }
+
+// DefaultRestockWindow is the RestockWindow of a Config that does not set
+// one (at most half the gate's Retention).
+const DefaultRestockWindow = time.Hour
 
 // Errors a pass returns, wrapped with detail; compare with errors.Is.
 var (
@@ -97,7 +118,9 @@ const (
 	ActionDryRun
 	// ActionRebuilt: Redis had no state for a SKU the database has
 	// (flushed, restarted without persistence, never warmed up): it was
-	// put on sale from the database.
+	// created from the database, where it still had none (a state created
+	// meanwhile is never overwritten; the SKU is read again). WarmUp also
+	// reports every SKU it wrote with it.
 	ActionRebuilt
 	// ActionStale: the SKU kept changing under administrative writes for
 	// Config.MaxAttempts reads; nothing was changed.
@@ -110,9 +133,13 @@ const (
 	// of agreement (a live order or write interleaved; a repair pass fixes
 	// it).
 	ActionMismatch
+	// ActionRestocked: the only disagreement was restocks the database
+	// applied and Redis had not yet (Correction.Restocking); the pass
+	// completed them at Redis by their operation IDs.
+	ActionRestocked
 )
 
-var actionNames = [...]string{"", "corrected", "left", "dry-run", "rebuilt", "stale", "failed", "refused", "mismatch"}
+var actionNames = [...]string{"", "corrected", "left", "dry-run", "rebuilt", "stale", "failed", "refused", "mismatch", "restocked"}
 
 // String returns the action's name, e.g. "corrected".
 func (a Action) String() string {
@@ -140,6 +167,12 @@ type Correction struct {
 	// Returning is the units the database holds for orders Redis has
 	// already returned: the database will release them.
 	Returning int64
+	// Restocking is the units of restocks (within Config.RestockWindow)
+	// the database applied and Redis had not: After leaves them out, and
+	// the pass completes them at Redis by their operation IDs (whatever the
+	// Action, except ActionDryRun, ActionStale and ActionFailed), so
+	// Redis ends with After + Restocking.
+	Restocking int64
 	// Err says why, for ActionFailed, ActionStale and ActionRefused.
 	Err error
 }

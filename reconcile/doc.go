@@ -13,29 +13,40 @@
 //	                    recorded (or has already returned)        InFlight
 //	                  + units the database holds for orders Redis
 //	                    has already returned                      Returning
+//	                  - units of restocks the database applied
+//	                    and Redis has not yet                     Restocking
 //
-// Both in-transit terms vanish once the orders in flight settle, leaving
-// Redis available = database available. The seeds' reconciliation
-// overwrites Redis with the database count, which sells every in-flight
-// hold twice; here a correction is a delta (redisstock Store.Adjust), applied
-// only if no administrative write (put on sale, restock, another
-// correction) touched the SKU since it was read, and recomputed otherwise.
-// Never a blind SET, except where there is nothing to race: a SKU whose
-// Redis state is gone is put on sale again (ActionRebuilt), and WarmUp
-// overwrites SKUs that have no live holds (or when forced).
+// (a pass completes the restocks it finds in flight, so their term is 0
+// once it is done). The in-transit terms vanish once the orders and
+// restocks in flight settle, leaving Redis available = database available. The seeds'
+// reconciliation overwrites Redis with the database count, which sells
+// every in-flight hold twice; here a correction is a delta (redisstock
+// Store.Adjust), applied only if the SKU's fence is still the one read: a
+// generation drawn at random when the Redis state is created, which never
+// repeats across flushes, restarts and rebuilds, and an epoch moved by every
+// administrative write (put on sale, restock, rebuild, warm-up, another
+// correction). Otherwise it is recomputed. There is no blind write: a SKU
+// whose Redis state is gone is recreated from the database only if it still
+// has none (redisstock Store.Rebuild, create-if-absent; a state another
+// reconciler rebuilt meanwhile, and the holds taken from it, are left
+// alone), and WarmUp's writes are fenced and refuse live holds in the same
+// atomic step (redisstock Store.Relist).
 //
 // # Why live orders cannot make a correction wrong
 //
 // A pass reads each batch of SKUs in this order:
 //
-//	t0  Redis: each SKU's administrative epoch (Inspect)
+//	t0  Redis: each SKU's fence (Inspect)
 //	t1  database, one consistent read-only view (REPEATABLE READ; a read
-//	    transaction on SQLite): the stock rows and the held ledger lines
-//	t2  Redis, one atomic script per SKU: the available count, the holds
-//	    zset, and the Redis state of each line the database listed as held
+//	    transaction on SQLite): the stock rows, the held ledger lines and
+//	    the restocks applied within Config.RestockWindow (operation IDs)
+//	t2  Redis, one atomic script per SKU: the available count and fence,
+//	    the holds zset, the Redis state of each line the database listed
+//	    as held, and which of those restocks Redis applied
 //	t3  the same database view, so still as of t1: the state of the orders
 //	    Redis holds that the database did not list as held
-//	t4  Adjust(sku, epoch read at t0, delta)
+//	t4  Adjust(sku, fence read at t0, delta), then Restock at Redis, by
+//	    operation ID, of each restock the database had and Redis had not
 //
 // Every figure of one SKU is then as of t1 on the database side and as of t2
 // on the Redis side, and the orders known to only one side are exactly the
@@ -62,8 +73,36 @@
 // database holds, Redis returned it (a Revert between its two steps, a hold
 // the gate reclaimed first) is Returning. Anything between t2 and t4 moves
 // units on both sides without changing the delta they should differ by,
-// and an administrative write between t0 and t4 moves the epoch, so the
-// Adjust is refused and the SKU read again (Config.MaxAttempts).
+// and an administrative write between t0 and t4 moves the fence, so the
+// Adjust is refused and the SKU read again (Config.MaxAttempts). A fence
+// read at t0 differing from the one at t2 means such a write fell between
+// the readings: the SKU is read again before anything is computed. A flush
+// and a rebuild between t0 and t4 (by another reconciler) give the SKU a
+// new generation: the Adjust, computed for the state the flush destroyed,
+// is refused, whatever epoch the new state has reached.
+//
+// # Restocks in flight
+//
+// A restock (stock/tiered) reaches the database at r, then Redis at g > r,
+// each applied once per operation ID. For a restock of the window:
+//
+//   - r and g before t0: both sides count it; Redis reports it applied.
+//   - r before t1, g after t2: the database counts it, Redis does not and
+//     says so at t2. It is Restocking: left out of the target (it is not
+//     drift), then completed at t4 by a Restock with its operation ID,
+//     which Redis applies once whether that call or the restock's own
+//     second step comes first.
+//   - g between t0 and t2: the fence moved between the readings; the SKU
+//     is read again.
+//   - r after t1 (so g after t0): if g is before t2, the fence moved; if
+//     after, neither reading counts it and the delta leaves it alone.
+//
+// A rebuild counts every restock the view of t1 saw (they are in the
+// database's count) and marks them applied on the new state, so their
+// second step adds nothing. A restock that reached the database more than
+// the window ago and never reached Redis is drift, which the correction
+// repairs: a restock's second step must reach Redis within the window (the
+// window is well under the gate's Retention, which New checks).
 //
 // One interleaving escapes a single reading: an order recorded and
 // confirmed at the database and confirmed at the gate, all between t1 and
@@ -98,17 +137,25 @@
 //     changed run_id on any server (each master of a Cluster restarts and
 //     fails over on its own) and for the marker key each full pass sets
 //     (FLUSHALL keeps the run_id). A SKU whose Redis state is missing while
-//     the database has it is rebuilt from the database by any pass.
+//     the database has it is rebuilt from the database by any pass, only
+//     if it still has no state when the rebuild runs.
 //   - Before a breaker closes: Recalibrate has the signature of
 //     degrade.Config.Recalibrate.
 //
 // # Cost
 //
-// A batch of Config.BatchSize SKUs costs a few Redis round trips (epochs,
+// A batch of Config.BatchSize SKUs costs a few Redis round trips (fences,
 // the atomic snapshots, the hold quantities) and one short read-only
-// database transaction of three or four statements, whatever the batch
+// database transaction of four or five statements, whatever the batch
 // size; SKUs that need a correction are read a second time and corrected
-// with one Adjust each. RepairAll works on Config.Workers batches at once.
-// Any number of Reconcilers may run at once; they are safe for concurrent
-// use.
+// with one Adjust each, and each restock in flight costs one Restock.
+// RepairAll works on Config.Workers batches at once. Any number of
+// Reconcilers may run at once; they are safe for concurrent use.
+//
+// # Stores
+//
+// New takes the gate and the record as interfaces (Gate, Record), which
+// *redisstock.Store and *sqlstock.Store implement, so a wrapped store
+// (metrics, tracing, fault injection) that forwards those methods can be
+// reconciled; a nil store fails at construction.
 package reconcile

@@ -13,32 +13,37 @@ import (
 // finding is one SKU as both sides saw it, and what Redis should hold.
 type finding struct {
 	sku string
-	// epoch is the SKU's administrative epoch in Redis read before the
-	// database was read; Adjust applies only if it is still the same.
-	epoch int64
+	// fence is the SKU's fence in Redis read before the database was read;
+	// Adjust applies only if it is still the same.
+	fence redisstock.Fence
 	gate  redisstock.Snapshot
 	rec   sqlstock.SKULevels
-	// inFlight and returning are the two halves of the in-transit units
-	// (see Correction); target = rec.Available - inFlight + returning,
-	// never below 0.
-	inFlight, returning, target int64
-	stale                       bool  // the SKU moved between the reads: read it again
-	err                         error // the SKU cannot be computed
+	// ops are the SKU's restocks the database applied within the window;
+	// pending are those Redis had not applied at t2.
+	ops, pending []sqlstock.Op
+	// inFlight, returning and restocking are the in-transit units (see
+	// Correction); target = rec.Available - inFlight + returning -
+	// restocking, never below 0.
+	inFlight, returning, restocking, target int64
+	stale                                   bool  // the SKU moved between the reads: read it again
+	err                                     error // the SKU cannot be computed
 }
 
 // examine reads the SKUs from both sides in the order the package doc
 // explains, and computes each one's target:
 //
-//	t0  Redis: each SKU's epoch
-//	t1  database, one consistent view: the stock rows and the held lines
-//	t2  Redis: each SKU's count, its holds and the Redis state of the
-//	    database's held lines, atomically per SKU
+//	t0  Redis: each SKU's fence
+//	t1  database, one consistent view: the stock rows, the held lines and
+//	    the restocks of the window
+//	t2  Redis: each SKU's count and fence, its holds, the Redis state of
+//	    the database's held lines and whether Redis applied those
+//	    restocks, atomically per SKU
 //	t3  the same database view (still as of t1): the state of the orders
 //	    Redis holds that the database did not list as held
 func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, error) {
 	pre, err := r.gate.Inspect(ctx, skus)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: read Redis epochs: %w", err)
+		return nil, fmt.Errorf("reconcile: read Redis fences: %w", err)
 	}
 	view, err := r.record.View(ctx)
 	if err != nil {
@@ -53,6 +58,15 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read the held ledger lines: %w", err)
 	}
+	since := r.cfg.Clock.Now().Add(-r.cfg.RestockWindow).UnixMilli()
+	restocks, err := view.Restocks(ctx, skus, since)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read the restocks: %w", err)
+	}
+	ops := make(map[string][]sqlstock.Op, len(restocks))
+	for _, op := range restocks {
+		ops[op.SKU] = append(ops[op.SKU], op)
+	}
 	held := make(map[string][]sqlstock.Line, len(lines))
 	inDB := make(lineSet, len(lines))
 	for _, l := range lines {
@@ -64,6 +78,9 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 		reqs[i].SKU = sku
 		for _, l := range held[sku] {
 			reqs[i].Orders = append(reqs[i].Orders, l.OrderID)
+		}
+		for _, op := range ops[sku] {
+			reqs[i].Ops = append(reqs[i].Ops, op.ID)
 		}
 	}
 	snaps, err := r.gate.Snapshot(ctx, reqs)
@@ -77,8 +94,8 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 	out := make([]finding, len(skus))
 	for i, sku := range skus {
 		f := &out[i]
-		f.sku, f.epoch, f.gate, f.rec = sku, pre[i].Epoch, snaps[i], levels[i]
-		f.stale = snaps[i].Epoch != pre[i].Epoch
+		f.sku, f.fence, f.gate, f.rec, f.ops = sku, pre[i].Fence, snaps[i], levels[i], ops[sku]
+		f.stale = snaps[i].Fence != pre[i].Fence
 		// A hold whose line record is gone (a flush or a hand-deleted key)
 		// will never be returned by Redis: its units are not in flight,
 		// so Snapshot's Holds leaving it out is what the target needs.
@@ -136,7 +153,15 @@ func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet, states map[strin
 			f.returning += l.Qty // Redis returned it; the database will
 		}
 	}
-	f.target = max(0, f.rec.Available-f.inFlight+f.returning)
+	// A restock the database applied and Redis has not is on its way
+	// (a state Redis lost has none of them: a rebuild counts them all).
+	for i, op := range f.ops {
+		if f.gate.Exists && !f.gate.OpsApplied[i] {
+			f.pending = append(f.pending, op)
+			f.restocking += op.Units
+		}
+	}
+	f.target = max(0, f.rec.Available-f.inFlight+f.returning-f.restocking)
 }
 
 // needsCorrection reports whether f is a readable SKU on sale on both
@@ -150,7 +175,7 @@ func (f *finding) delta() int64 { return f.target - f.gate.Available }
 
 func (f *finding) correction(a Action, err error) Correction {
 	return Correction{SKU: f.sku, Action: a, Before: f.gate.Available, After: f.target, Delta: f.delta(),
-		Record: f.rec.Available, InFlight: f.inFlight, Returning: f.returning, Err: err}
+		Record: f.rec.Available, InFlight: f.inFlight, Returning: f.returning, Restocking: f.restocking, Err: err}
 }
 
 // unresolved wraps ErrUnresolved with a count.

@@ -91,7 +91,9 @@ func liveSale(t *testing.T, p pair, flushAt int64) {
 		}()
 	}
 	wg.Wait()
-	for passes.Load() < 2 { // at least one pass after the last order
+	// At least one whole pass after the last order (the one running now may
+	// have read before it).
+	for start := passes.Load(); passes.Load() < start+2; {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()

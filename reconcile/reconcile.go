@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/redisstock"
-	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
 // Reconciler keeps a Redis gate in agreement with its SQL record. It is
@@ -16,16 +14,28 @@ import (
 // nodes) may work on the same stores at once: each correction applies only
 // to the Redis state it was computed from.
 type Reconciler struct {
-	gate   *redisstock.Store
-	record *sqlstock.Store
+	gate   Gate
+	record Record
 	cfg    Config
 }
 
-// New returns a Reconciler that repairs gate (Redis) from record (the
-// database, the source of truth). It does no I/O.
-func New(gate *redisstock.Store, record *sqlstock.Store, cfg Config) (*Reconciler, error) {
-	if gate == nil || record == nil {
+// New returns a Reconciler that repairs gate (Redis, usually a
+// *redisstock.Store) from record (the database, the source of truth,
+// usually a *sqlstock.Store). It does no I/O. It fails with stock.ErrInvalid
+// for a nil gate or record, and for a Config.RestockWindow that is not below
+// the gate's Retention (the gate would forget restocks a pass still asks
+// about).
+func New(gate Gate, record Record, cfg Config) (*Reconciler, error) {
+	if isNil(gate) || isNil(record) {
 		return nil, &stock.InvalidError{Field: "reconcile.New", Reason: "nil store"}
+	}
+	keep := gate.Retention()
+	if cfg.RestockWindow < 0 || (cfg.RestockWindow > 0 && cfg.RestockWindow >= keep) {
+		return nil, &stock.InvalidError{Field: "config.RestockWindow", Reason: cfg.RestockWindow.String() +
+			" is not within (0, the gate's Retention " + keep.String() + ")"}
+	}
+	if cfg.RestockWindow == 0 {
+		cfg.RestockWindow = min(DefaultRestockWindow, keep/2)
 	}
 	return &Reconciler{gate: gate, record: record, cfg: cfg.withDefaults()}, nil
 }
@@ -33,11 +43,14 @@ func New(gate *redisstock.Store, record *sqlstock.Store, cfg Config) (*Reconcile
 // Repair reconciles the given SKUs: each SKU's Redis available count is
 // brought to the database's available count minus the units Redis holds
 // for orders the database has not recorded (plus the units the database
-// still holds for orders Redis has returned), by a delta applied only if
-// no administrative write touched the SKU since it was read. A SKU Redis
-// has no state for is rebuilt from the database. Corrections larger than
-// Config.MaxAutoFix are reported and left; with Config.DryRun nothing is
-// changed.
+// still holds for orders Redis has returned, less the restocks the database
+// applied and Redis has not yet), by a delta applied only if the SKU's
+// fence is still the one read (no administrative write, no flush and
+// rebuild since). Restocks in flight are then completed at Redis by their
+// operation IDs. A SKU Redis has no state for is rebuilt from the database,
+// only if it still has none when the rebuild runs (otherwise it is read
+// again). Corrections larger than Config.MaxAutoFix are reported and left;
+// with Config.DryRun nothing is changed.
 //
 // The error wraps ErrUnresolved when some SKU was left out of agreement
 // (the Report says which), or is an infrastructure failure, after which
@@ -134,128 +147,6 @@ func (r *Reconciler) eachPage(ctx context.Context, fn func(skus []string) error)
 		}
 		after = skus[len(skus)-1]
 	}
-}
-
-// repairBatch examines and corrects one batch, reading again the SKUs an
-// administrative write moved, up to Config.MaxAttempts times.
-func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (Report, error) {
-	rep := Report{Checked: len(skus)}
-	for attempt := 1; len(skus) > 0; attempt++ {
-		fs, again, err := r.examineTwice(ctx, skus, attempt)
-		if err != nil {
-			return rep, err
-		}
-		var rebuild []*finding
-		for i := range fs {
-			f := &fs[i]
-			switch {
-			case f.stale && attempt < r.cfg.MaxAttempts:
-				again = append(again, f.sku)
-			case f.err != nil:
-				r.note(&rep, f.correction(ActionFailed, f.err))
-			case f.stale:
-				r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q kept changing under administrative writes", f.sku)))
-			case !f.rec.Exists && f.gate.Exists:
-				r.note(&rep, f.correction(ActionFailed, fmt.Errorf("%w: %q", errNotInRecord, f.sku)))
-			case !f.rec.Exists:
-				rep.InAgreement++ // on sale nowhere
-			case !f.gate.Exists && dry:
-				r.note(&rep, f.correction(ActionDryRun, nil))
-			case !f.gate.Exists:
-				rebuild = append(rebuild, f)
-			case f.delta() == 0:
-				rep.InAgreement++
-			case dry:
-				r.note(&rep, f.correction(ActionDryRun, nil))
-			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix:
-				r.note(&rep, f.correction(ActionLeft, nil))
-			default:
-				applied, err := r.gate.Adjust(ctx, f.sku, f.epoch, f.delta())
-				switch {
-				case (errors.Is(err, stock.ErrUnknownSKU) || errors.Is(err, stock.ErrInvalid)) && attempt < r.cfg.MaxAttempts:
-					// Flushed since the reading (rebuild it), or Redis sold
-					// the units a negative correction would remove: read again.
-					again = append(again, f.sku)
-				case err != nil && stock.IsBusiness(err):
-					r.note(&rep, f.correction(ActionFailed, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)))
-				case err != nil:
-					return rep, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)
-				case !applied && attempt < r.cfg.MaxAttempts:
-					again = append(again, f.sku)
-				case !applied:
-					r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q kept changing under administrative writes", f.sku)))
-				default:
-					r.note(&rep, f.correction(ActionCorrected, nil))
-				}
-			}
-		}
-		if err := r.rebuild(ctx, &rep, rebuild); err != nil {
-			return rep, err
-		}
-		skus = again
-	}
-	return rep, nil
-}
-
-// examineTwice examines skus, then examines again those that need a
-// correction, and keeps a correction only when the second reading computes
-// the same one: a one-sided moment no single reading can see (see the
-// package doc) does not last from one reading to the next. SKUs whose two
-// readings differ are returned in again, to be read anew, unless this is
-// the last attempt (then the second reading stands).
-func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt int) (fs []finding, again []string, err error) {
-	fs, err = r.examine(ctx, skus)
-	if err != nil {
-		return nil, nil, err
-	}
-	var recheck []string
-	for i := range fs {
-		if f := &fs[i]; f.needsCorrection() {
-			recheck = append(recheck, f.sku)
-		}
-	}
-	if len(recheck) == 0 {
-		return fs, nil, nil
-	}
-	second, err := r.examine(ctx, recheck)
-	if err != nil {
-		return nil, nil, err
-	}
-	kept := fs[:0]
-	j := 0
-	for i := range fs {
-		f := fs[i]
-		if !f.needsCorrection() {
-			kept = append(kept, f)
-			continue
-		}
-		s := second[j]
-		j++
-		if s.delta() != f.delta() && attempt < r.cfg.MaxAttempts {
-			again = append(again, f.sku)
-			continue
-		}
-		kept = append(kept, s)
-	}
-	return kept, again, nil
-}
-
-// rebuild puts SKUs Redis has no state for on sale from the database.
-func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding) error {
-	if len(fs) == 0 {
-		return nil
-	}
-	ls := make([]stock.Listing, len(fs))
-	for i, f := range fs {
-		ls[i] = stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit, HoldTTL: r.cfg.GateHold(f.rec.HoldTTL)}
-	}
-	if err := r.gate.PutOnSaleMany(ctx, ls); err != nil {
-		return fmt.Errorf("reconcile: rebuild: %w", err)
-	}
-	for _, f := range fs {
-		r.note(rep, f.correction(ActionRebuilt, nil))
-	}
-	return nil
 }
 
 // note records c in rep and reports it to the hook.

@@ -6,21 +6,28 @@ import (
 	"fmt"
 
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
 // WarmUp puts SKUs on sale in Redis from the database before a sale:
-// each SKU's available count, per-user limit and hold time are overwritten
-// with the database's (its available count less the units Redis holds for
-// orders the database has not recorded, which is the database's count
-// when Redis holds nothing). nil skus means every SKU of the database.
+// each SKU's per-user limit and hold time become the database's, and its
+// available count the database's less the units Redis holds for orders the
+// database has not recorded (the database's count when Redis holds
+// nothing). nil skus means every SKU of the database.
 //
-// A SKU with live holds in Redis is not overwritten (ActionRefused, and the
-// error wraps ErrLiveHolds) unless force is true: an overwrite while orders
-// are being taken is a blind write. After writing, WarmUp reads every SKU
-// again from both sides and reports any that is not in agreement
-// (ActionMismatch; the error wraps ErrUnresolved): a repair pass fixes it.
-// Every written SKU is reported as ActionRebuilt. Config.DryRun makes it
-// report what it would write (ActionDryRun) and write nothing.
+// No write is blind. A SKU Redis has no state for is created only if it
+// still has none (redisstock Store.Rebuild); a SKU on sale gets its
+// correction and settings only if its fence is still the one read and,
+// unless force is true, it has no live holds at the instant of the write
+// (redisstock Store.Relist, one atomic script): otherwise it is read
+// again (Config.MaxAttempts; then ActionStale), or, with live holds, not
+// written (ActionRefused, and the error wraps ErrLiveHolds). Restocks in
+// flight are completed at Redis as a repair pass does. After writing,
+// WarmUp reads every written SKU again from both sides and reports any that
+// is not in agreement (ActionMismatch; the error wraps ErrUnresolved): a
+// repair pass fixes it. Every written SKU is reported as ActionRebuilt.
+// Config.DryRun makes it report what it would write (ActionDryRun) and
+// write nothing.
 func (r *Reconciler) WarmUp(ctx context.Context, skus []string, force bool) (Report, error) {
 	if skus != nil {
 		return r.warmUp(ctx, skus, force)
@@ -49,38 +56,52 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 	refused, mismatched := 0, 0
 	for start := 0; start < len(skus); start += r.cfg.BatchSize {
 		batch := skus[start:min(start+r.cfg.BatchSize, len(skus))]
-		fs, err := r.examine(ctx, batch)
-		if err != nil {
-			return rep, err
-		}
 		rep.Checked += len(batch)
-		var ls []stock.Listing
 		var put []*finding
-		for i := range fs {
-			f := &fs[i]
-			switch {
-			case f.err != nil:
-				r.note(&rep, f.correction(ActionFailed, f.err))
-			case !f.rec.Exists:
-				r.note(&rep, f.correction(ActionFailed, fmt.Errorf("reconcile: SKU %q: %w", f.sku, stock.ErrUnknownSKU)))
-			case f.gate.Held > 0 && !force:
-				refused++
-				r.note(&rep, f.correction(ActionRefused, fmt.Errorf("%w: %q holds %d units", ErrLiveHolds, f.sku, f.gate.Held)))
-			case r.cfg.DryRun:
-				r.note(&rep, f.correction(ActionDryRun, nil))
-			default:
-				put = append(put, f)
-				ls = append(ls, stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit, HoldTTL: r.cfg.GateHold(f.rec.HoldTTL)})
+		for attempt := 1; len(batch) > 0; attempt++ {
+			last := attempt >= r.cfg.MaxAttempts
+			fs, err := r.examine(ctx, batch)
+			if err != nil {
+				return rep, err
 			}
+			var again []string
+			var rebuild, relist []*finding
+			for i := range fs {
+				f := &fs[i]
+				switch {
+				case f.err != nil:
+					r.note(&rep, f.correction(ActionFailed, f.err))
+				case !f.rec.Exists:
+					r.note(&rep, f.correction(ActionFailed, fmt.Errorf("reconcile: SKU %q: %w", f.sku, stock.ErrUnknownSKU)))
+				case f.stale && !last:
+					again = append(again, f.sku)
+				case f.stale:
+					r.note(&rep, f.correction(ActionStale, errStale(f.sku)))
+				case f.gate.Held > 0 && !force:
+					refused++
+					r.note(&rep, f.correction(ActionRefused, liveHolds(f.sku, f.gate.Held)))
+				case r.cfg.DryRun:
+					r.note(&rep, f.correction(ActionDryRun, nil))
+				case !f.gate.Exists:
+					rebuild = append(rebuild, f)
+				default:
+					relist = append(relist, f)
+				}
+			}
+			more, err := r.rebuildWarm(ctx, &rep, rebuild, &put)
+			if err != nil {
+				return rep, err
+			}
+			again = append(again, more...)
+			more, n, err := r.relist(ctx, &rep, relist, force, &put, last)
+			if err != nil {
+				return rep, err
+			}
+			refused += n
+			batch = append(again, more...)
 		}
-		if len(ls) == 0 {
+		if len(put) == 0 {
 			continue
-		}
-		if err := r.gate.PutOnSaleMany(ctx, ls); err != nil {
-			return rep, fmt.Errorf("reconcile: warm up: %w", err)
-		}
-		for _, f := range put {
-			r.note(&rep, f.correction(ActionRebuilt, nil))
 		}
 		n, err := r.verify(ctx, &rep, put)
 		if err != nil {
@@ -96,6 +117,76 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 		errs = append(errs, unresolved(mismatched))
 	}
 	return rep, errors.Join(errs...)
+}
+
+// rebuildWarm creates the gate state of SKUs Redis has none for (never
+// overwriting one another writer created meanwhile: those are returned, to
+// be read again) and appends the created ones to put.
+func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding) (again []string, err error) {
+	if len(fs) == 0 {
+		return nil, nil
+	}
+	rs := make([]redisstock.Rebuild, len(fs))
+	for i, f := range fs {
+		rs[i] = r.rebuildOf(f)
+	}
+	got, err := r.gate.Rebuild(ctx, rs)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: warm up: %w", err)
+	}
+	for i, f := range fs {
+		if got[i] != redisstock.Applied {
+			again = append(again, f.sku)
+			continue
+		}
+		*put = append(*put, f)
+		r.note(rep, f.correction(ActionRebuilt, nil))
+	}
+	return again, nil
+}
+
+// relist writes the record's count and settings over SKUs on sale in
+// Redis, each only if its fence is the one read and (unless force) it has
+// no live holds at the instant of the write (redisstock Store.Relist), then
+// completes their restocks in flight. It returns the SKUs to read again
+// and how many it refused for live holds.
+func (r *Reconciler) relist(ctx context.Context, rep *Report, fs []*finding, force bool, put *[]*finding, last bool) (again []string, refused int, err error) {
+	if len(fs) == 0 {
+		return nil, 0, nil
+	}
+	rls := make([]redisstock.Relist, len(fs))
+	for i, f := range fs {
+		rls[i] = redisstock.Relist{SKU: f.sku, Fence: f.fence, Delta: f.delta(), PerUserLimit: f.rec.PerUserLimit,
+			HoldTTL: r.cfg.GateHold(f.rec.HoldTTL), Force: force}
+	}
+	got, err := r.gate.Relist(ctx, rls)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reconcile: warm up: %w", err)
+	}
+	for i, f := range fs {
+		switch {
+		case got[i] == redisstock.Applied:
+			noted, err := r.settle(ctx, rep, f, ActionRebuilt, &again, last)
+			if err != nil {
+				return nil, 0, err
+			}
+			if noted {
+				*put = append(*put, f)
+			}
+		case got[i] == redisstock.HasHolds:
+			refused++
+			r.note(rep, f.correction(ActionRefused, fmt.Errorf("%w: %q holds units", ErrLiveHolds, f.sku)))
+		case !last:
+			again = append(again, f.sku) // moved, lost or sold since the reading
+		default:
+			r.note(rep, f.correction(ActionStale, errStale(f.sku)))
+		}
+	}
+	return again, refused, nil
+}
+
+func liveHolds(sku string, held int64) error {
+	return fmt.Errorf("%w: %q holds %d units", ErrLiveHolds, sku, held)
 }
 
 // verify reads the SKUs just written and reports those not in agreement.

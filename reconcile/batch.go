@@ -1,0 +1,194 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+)
+
+// repairBatch examines and corrects one batch, reading again the SKUs an
+// administrative write moved, up to Config.MaxAttempts times.
+func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (Report, error) {
+	rep := Report{Checked: len(skus)}
+	for attempt := 1; len(skus) > 0; attempt++ {
+		last := attempt >= r.cfg.MaxAttempts
+		fs, again, err := r.examineTwice(ctx, skus, attempt)
+		if err != nil {
+			return rep, err
+		}
+		var rebuild []*finding
+		for i := range fs {
+			f := &fs[i]
+			switch {
+			case f.stale && !last:
+				again = append(again, f.sku)
+			case f.err != nil:
+				r.note(&rep, f.correction(ActionFailed, f.err))
+			case f.stale:
+				r.note(&rep, f.correction(ActionStale, errStale(f.sku)))
+			case !f.rec.Exists && f.gate.Exists:
+				r.note(&rep, f.correction(ActionFailed, fmt.Errorf("%w: %q", errNotInRecord, f.sku)))
+			case !f.rec.Exists:
+				rep.InAgreement++ // on sale nowhere
+			case !f.gate.Exists && dry:
+				r.note(&rep, f.correction(ActionDryRun, nil))
+			case !f.gate.Exists:
+				rebuild = append(rebuild, f)
+			case f.delta() == 0 && f.restocking == 0:
+				rep.InAgreement++
+			case dry:
+				r.note(&rep, f.correction(ActionDryRun, nil))
+			case f.delta() == 0:
+				if _, err := r.settle(ctx, &rep, f, ActionRestocked, &again, last); err != nil {
+					return rep, err
+				}
+			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix:
+				if _, err := r.settle(ctx, &rep, f, ActionLeft, &again, last); err != nil {
+					return rep, err
+				}
+			default:
+				applied, err := r.gate.Adjust(ctx, f.sku, f.fence, f.delta())
+				switch {
+				case (errors.Is(err, stock.ErrUnknownSKU) || errors.Is(err, stock.ErrInvalid)) && !last:
+					// Flushed since the reading (rebuild it), or Redis sold
+					// the units a negative correction would remove: read again.
+					again = append(again, f.sku)
+				case err != nil && stock.IsBusiness(err):
+					r.note(&rep, f.correction(ActionFailed, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)))
+				case err != nil:
+					return rep, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)
+				case !applied && !last:
+					again = append(again, f.sku)
+				case !applied:
+					r.note(&rep, f.correction(ActionStale, errStale(f.sku)))
+				default:
+					if _, err := r.settle(ctx, &rep, f, ActionCorrected, &again, last); err != nil {
+						return rep, err
+					}
+				}
+			}
+		}
+		more, err := r.rebuild(ctx, &rep, rebuild, last)
+		if err != nil {
+			return rep, err
+		}
+		skus = append(again, more...)
+	}
+	return rep, nil
+}
+
+// settle completes f's restocks in flight at the gate (each by its
+// operation ID: applied once, whoever gets there first) and notes f with
+// action a, reporting whether it did. A SKU the gate lost meanwhile is read
+// again (appended to again) unless this is the last attempt; one whose
+// restock the gate refuses is ActionFailed.
+func (r *Reconciler) settle(ctx context.Context, rep *Report, f *finding, a Action, again *[]string, last bool) (noted bool, err error) {
+	for _, op := range f.pending {
+		err := r.gate.Restock(ctx, stock.Restock{OpID: op.ID, SKU: op.SKU, Units: op.Units})
+		switch {
+		case err == nil:
+		case (errors.Is(err, stock.ErrUnknownSKU) || errors.Is(err, stock.ErrUnavailable)) && !last:
+			*again = append(*again, f.sku) // lost since the reading: rebuild it
+			return false, nil
+		case stock.IsBusiness(err) || errors.Is(err, stock.ErrUnavailable):
+			r.note(rep, f.correction(ActionFailed, fmt.Errorf("reconcile: complete restock %q of %q: %w", op.ID, f.sku, err)))
+			return false, nil
+		default:
+			return false, fmt.Errorf("reconcile: complete restock %q of %q: %w", op.ID, f.sku, err)
+		}
+	}
+	r.note(rep, f.correction(a, nil))
+	return true, nil
+}
+
+// examineTwice examines skus, then examines again those that need a
+// correction, and keeps a correction only when the second reading computes
+// the same one: a one-sided moment no single reading can see (see the
+// package doc) does not last from one reading to the next. SKUs whose two
+// readings differ are returned in again, to be read anew, unless this is
+// the last attempt (then the second reading stands).
+func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt int) (fs []finding, again []string, err error) {
+	fs, err = r.examine(ctx, skus)
+	if err != nil {
+		return nil, nil, err
+	}
+	var recheck []string
+	for i := range fs {
+		if f := &fs[i]; f.needsCorrection() {
+			recheck = append(recheck, f.sku)
+		}
+	}
+	if len(recheck) == 0 {
+		return fs, nil, nil
+	}
+	second, err := r.examine(ctx, recheck)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept := fs[:0]
+	j := 0
+	for i := range fs {
+		f := fs[i]
+		if !f.needsCorrection() {
+			kept = append(kept, f)
+			continue
+		}
+		s := second[j]
+		j++
+		if s.delta() != f.delta() && attempt < r.cfg.MaxAttempts {
+			again = append(again, f.sku)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return kept, again, nil
+}
+
+// rebuild creates, from the database, the gate state of SKUs Redis had no
+// state for, only where it still has none (redisstock Store.Rebuild): the
+// new count includes every restock the view saw, so those are marked
+// applied. A SKU that got a state meanwhile (another reconciler rebuilt
+// it, orders may already hold it) is left alone and returned, to be read
+// again, unless this is the last attempt (ActionStale).
+func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last bool) (again []string, err error) {
+	if len(fs) == 0 {
+		return nil, nil
+	}
+	rs := make([]redisstock.Rebuild, len(fs))
+	for i, f := range fs {
+		rs[i] = r.rebuildOf(f)
+	}
+	got, err := r.gate.Rebuild(ctx, rs)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: rebuild: %w", err)
+	}
+	for i, f := range fs {
+		switch {
+		case got[i] == redisstock.Applied:
+			r.note(rep, f.correction(ActionRebuilt, nil))
+		case !last:
+			again = append(again, f.sku)
+		default:
+			r.note(rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q got a Redis state while it was rebuilt", f.sku)))
+		}
+	}
+	return again, nil
+}
+
+// rebuildOf is the Rebuild of a SKU Redis has no state for: its target, the
+// record's settings, and every restock of the window the view saw.
+func (r *Reconciler) rebuildOf(f *finding) redisstock.Rebuild {
+	b := redisstock.Rebuild{Listing: stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit,
+		HoldTTL: r.cfg.GateHold(f.rec.HoldTTL)}}
+	for _, op := range f.ops {
+		b.Ops = append(b.Ops, op.ID)
+	}
+	return b
+}
+
+func errStale(sku string) error {
+	return fmt.Errorf("reconcile: SKU %q kept changing under administrative writes", sku)
+}

@@ -1,0 +1,64 @@
+package reconcile
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+)
+
+// Gate is what a Reconciler needs of the Redis gate. *redisstock.Store
+// implements it; so does any wrapper (metrics, tracing, fault injection)
+// that forwards these methods to one.
+type Gate interface {
+	// Inspect reads each SKU's state (its Fence above all).
+	Inspect(ctx context.Context, skus []string) ([]redisstock.SKUState, error)
+	// Snapshot reads each SKU, its holds, chosen order lines and chosen
+	// restock operations atomically.
+	Snapshot(ctx context.Context, reqs []redisstock.SnapshotRequest) ([]redisstock.Snapshot, error)
+	// Adjust applies a correction if the SKU's fence is still f.
+	Adjust(ctx context.Context, sku string, f redisstock.Fence, delta int64) (bool, error)
+	// Rebuild creates the state of SKUs that have none, never overwriting.
+	Rebuild(ctx context.Context, rs []redisstock.Rebuild) ([]redisstock.Outcome, error)
+	// Relist is WarmUp's fenced write of a SKU on sale.
+	Relist(ctx context.Context, rls []redisstock.Relist) ([]redisstock.Outcome, error)
+	// Restock applies a restock once per operation ID (a pass completes the
+	// record's restocks in flight with it).
+	Restock(ctx context.Context, r stock.Restock) error
+	// Mark and Servers tell a pass that Redis lost its data.
+	Mark(ctx context.Context) error
+	Servers(ctx context.Context) (redisstock.Servers, error)
+	// Retention is how long the gate remembers a restock operation.
+	Retention() time.Duration
+}
+
+// Record is what a Reconciler needs of the SQL record, the source of
+// truth. *sqlstock.Store implements it, and so does a wrapper that
+// forwards these methods to one.
+type Record interface {
+	// SKUs pages through the record's SKUs.
+	SKUs(ctx context.Context, after string, limit int) ([]string, error)
+	// View opens one consistent read of stock rows, ledger and restocks.
+	View(ctx context.Context) (*sqlstock.View, error)
+}
+
+var (
+	_ Gate   = (*redisstock.Store)(nil)
+	_ Record = (*sqlstock.Store)(nil)
+)
+
+// isNil reports whether v is nil or a nil pointer, map, func or the like in
+// an interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
