@@ -341,3 +341,39 @@ func TestFollowUpReturnsCopiesTheGateLostAfterTheirDeadline(t *testing.T) {
 	f.want(f.record, "record", "a", 8, 2, 0) // lost returned; sold left alone
 	f.want(f.gate, "gate", "a", 5, 0, 2)
 }
+
+// A gate that lost its data and was rebuilt refuses a repeat of an order
+// it told yes as if it were new (sold out: the rebuilt gate counts the
+// record's hold as taken). The record has the order, so the repeat gets
+// what a repeat gets: nil, ErrConflict for another user, ErrHoldExpired
+// (the copy returned) once the gate deadline has passed.
+func TestRepeatOfARecordedOrderAfterTheGateLostIt(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 3, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.loseGateData(0, "a") // rebuilt from the record: 0 available
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatalf("repeat of a recorded order the gate lost: %v, want nil", err)
+	}
+	other := ord("o1", 3)
+	other.UserID = "u2"
+	if err := f.m.Deduct(ctx, other); !errors.Is(err, stock.ErrConflict) {
+		t.Fatalf("same ID, another user: %v, want ErrConflict", err)
+	}
+	if err := f.m.Deduct(ctx, ord("new", 1)); !errors.Is(err, stock.ErrSoldOut) {
+		t.Fatalf("a new order: %v, want ErrSoldOut", err)
+	}
+	f.want(f.record, "record", "a", 0, 3, 0)
+	f.clock.Advance(time.Minute)
+	if err := f.m.Deduct(ctx, ord("o1", 3)); !errors.Is(err, stock.ErrHoldExpired) {
+		t.Fatalf("repeat past the gate deadline: %v, want ErrHoldExpired", err)
+	}
+	f.want(f.record, "record", "a", 3, 0, 0)
+	f.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Orders"))
+	mustUnknown(t, "a refusal with the record unreadable", f.m.Deduct(ctx, ord("o2", 1)), tiered.Record)
+}

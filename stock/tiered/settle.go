@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -32,6 +33,9 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (Placement, error) {
 		return Pending, err
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
+		if refusal(err) {
+			return Pending, m.refused(ctx, o, err)
+		}
 		return Pending, err
 	}
 	if err := m.cfg.Recorder.Record(ctx, o); err != nil {
@@ -57,13 +61,16 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 		return err
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
-		if ended(err) {
+		switch {
+		case ended(err):
 			// The hold ended at the gate. An earlier Settle of the same
 			// order may have written the record and stopped before its
 			// recheck: return that copy too.
 			if rerr := m.returnCopy(ctx, o.ID); rerr != nil {
 				return rerr
 			}
+		case refusal(err):
+			return m.refused(ctx, o, err)
 		}
 		return err
 	}
@@ -138,6 +145,61 @@ func (m *Manager) recordDeduct(ctx context.Context, o stock.Order) error {
 // expired, or closed by a Revert.
 func ended(err error) bool {
 	return errors.Is(err, stock.ErrHoldExpired) || errors.Is(err, stock.ErrOrderClosed)
+}
+
+// refusal reports whether a gate answer to Deduct refuses the order as a
+// new one (sold out, limit, unknown SKU, conflict) rather than saying its
+// hold ended.
+func refusal(err error) bool {
+	return stock.IsBusiness(err) && !ended(err) && !errors.Is(err, stock.ErrInvalid)
+}
+
+// refused answers a gate's refusal of an order. A gate that lost its data
+// (a flush, a restart, then a rebuild) refuses a repeat of an order the
+// record has as if it were new, so the record is asked (one read by order
+// ID, paid by refused orders only). An order it does not know gets the
+// gate's refusal. One it knows gets what a repeat gets by the contract:
+// nil for a held or confirmed order with the same items and user (held at
+// the record alone now; ReclaimExpired returns it at its gate deadline),
+// stock.ErrConflict for other items or user, stock.ErrHoldExpired for a
+// hold past its gate deadline (its copy is returned) or an expired one,
+// stock.ErrOrderClosed for a reverted one. A record that cannot be read
+// leaves the answer unknown: a *TierError.
+func (m *Manager) refused(ctx context.Context, o stock.Order, gerr error) error {
+	infos, err := m.record.Orders(ctx, []string{o.ID})
+	if err != nil {
+		return &TierError{Tier: Record, Op: "read after the gate refused", Err: err, Outcome: gerr}
+	}
+	if len(infos) != 1 {
+		return gerr
+	}
+	in := infos[0]
+	switch in.State {
+	case stock.StateUnknown:
+		return gerr
+	case stock.StateExpired:
+		return stock.ErrHoldExpired
+	case stock.StateReverted, stock.StateRefunded:
+		return stock.ErrOrderClosed
+	}
+	if in.UserID != o.UserID || canon.Signature(canon.Sorted(o.Items)) != canon.Signature(canon.Sorted(in.Items)) {
+		return stock.ErrConflict
+	}
+	if in.State != stock.StateHeld {
+		return nil // confirmed
+	}
+	due, err := m.gateDeadline(ctx, in, nil)
+	if err != nil {
+		return &TierError{Tier: Record, Op: "read hold times", Err: err, Outcome: gerr}
+	}
+	if due.After(m.cfg.Clock.Now()) {
+		return nil
+	}
+	if rerr := m.revertRecord(ctx, o.ID); rerr != nil {
+		rerr.Outcome = stock.ErrHoldExpired
+		return rerr
+	}
+	return stock.ErrHoldExpired
 }
 
 // returnCopy reverts the order's copy at the record, if it holds one, after
