@@ -44,7 +44,16 @@
 // data was lost, and the re-Deduct is refused as a new order would be): the
 // refusal is reported only once the record holds nothing. A gate that
 // cannot answer (stock.ErrUnavailable, a timeout) leaves the order
-// half-way: a *TierError, and the caller retries with the same order. Together with Revert's order (gate first, then
+// half-way: a *TierError, and the caller retries with the same order.
+//
+// A gate that lost its data and was rebuilt no longer knows the orders it
+// held, and refuses a repeat of one as if it were new (sold out: the
+// rebuilt gate counts the record's holds as taken). So a gate's refusal is
+// checked against the record, one read by order ID: an order the record
+// has gets what a repeat gets by the contract (nil while it is held or
+// confirmed, stock.ErrHoldExpired past its gate deadline), not the
+// refusal. Only refused orders pay this read; an admitted order costs
+// what it did. Together with Revert's order (gate first, then
 // record) this closes the race between a cancel or an expiry and a
 // hand-off: whatever the interleaving, an order whose hold ended at the
 // gate does not stay held at the record. A redelivered hand-off whose gate
