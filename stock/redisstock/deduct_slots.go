@@ -45,10 +45,20 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		bind = dirBindScript.Run(ctx, p, s.dirKeys(o.ID), ident, token)
 		first = s.deductGroup(ctx, p, a, a.groups[0], 0)
 	})
-	if err := firstErr(bind, first); err != nil {
+	if err := bind.Err(); err != nil {
 		return s.writeErr(ctx, "deduct", err)
 	}
-	if word, _ := bind.Text(); word == "conflict" {
+	word, _ := bind.Text()
+	if err := first.Err(); err != nil {
+		err = s.writeErr(ctx, "deduct", err)
+		if word != "conflict" && !errors.Is(err, stock.ErrUnknownOutcome) {
+			// The group refused for certain (a server error): leave the
+			// directory entry as a refused order does.
+			return s.unbind(ctx, a, err)
+		}
+		return err
+	}
+	if word == "conflict" {
 		taken := 0
 		if res, _ := first.Slice(); len(res) > 0 && res[0] == "ok" {
 			taken = 1
@@ -72,14 +82,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		}
 		dl, err := s.groupResult(ctx, res, g)
 		if err != nil {
-			err = s.undo(ctx, a, a.groups[:i], err)
-			if rerr := dirReleaseScript.Run(ctx, s.c, s.dirKeys(o.ID), ident, token).Err(); rerr != nil {
-				if errors.Is(err, stock.ErrUnavailable) {
-					err = detached(err)
-				}
-				err = errors.Join(err, s.writeErr(ctx, "free order ID", rerr))
-			}
-			return err
+			return s.unbind(ctx, a, s.undo(ctx, a, a.groups[:i], err))
 		}
 		dls[i] = dl
 		if dl > 0 && (deadline == 0 || dl < deadline) {
@@ -87,6 +90,20 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		}
 	}
 	return s.oneDeadline(ctx, a, dls, deadline)
+}
+
+// unbind takes the attempt off the order's directory entry after a refusal
+// (the last attempt to leave deletes it, freeing the order ID) and returns
+// cause, joined with the unbind's own failure if it had one.
+func (s *Store) unbind(ctx context.Context, a *attempt, cause error) error {
+	err := dirReleaseScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.ident, a.token).Err()
+	if err == nil {
+		return cause
+	}
+	if errors.Is(cause, stock.ErrUnavailable) {
+		cause = detached(cause)
+	}
+	return errors.Join(cause, s.writeErr(ctx, "free order ID", err))
 }
 
 // oneDeadline moves the held lines of the groups taken before a group with

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -427,5 +428,56 @@ func TestCanceledContextSendsNothing(t *testing.T) {
 		fx.want(lo, 9, 1, 0)
 		fx.want(hi, 9, 1, 0)
 		is(t, fx.s.Revert(fx.ctx(), "o2"), stock.ErrUnknownOrder, "Revert of the order never sent")
+	})
+}
+
+// Many Deducts of the same order IDs at once on a Redis Cluster, while one
+// SKU runs out and is restocked: every order told yes holds all its lines
+// and confirms, every other order leaves nothing held and its ID free, and
+// the counts are exact.
+func TestClusterConcurrentAttemptsExactCounts(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		lo, hi := skusInSlotOrder(t, fx)
+		const orders, tries, restocks = 40, 3, 10
+		fx.sale(lo, orders, 0, time.Minute)
+		fx.sale(hi, 10, 0, time.Minute)
+		var mu sync.Mutex
+		yes := map[string]bool{}
+		var wg sync.WaitGroup
+		for i := range orders {
+			id := "o" + strconv.Itoa(i)
+			for range tries {
+				wg.Go(func() {
+					err := fx.s.Deduct(fx.ctx(), ord(id, "u", it(lo, 1), it(hi, 1)))
+					if err != nil && !errors.Is(err, stock.ErrSoldOut) {
+						t.Errorf("Deduct %s: %v", id, err)
+					}
+					if err == nil {
+						mu.Lock()
+						yes[id] = true
+						mu.Unlock()
+					}
+				})
+			}
+		}
+		for i := range restocks {
+			wg.Go(func() {
+				is(t, fx.s.Restock(fx.ctx(), stock.Restock{OpID: "r" + strconv.Itoa(i), SKU: hi, Units: 1}), nil, "Restock")
+			})
+		}
+		wg.Wait()
+		n := int64(len(yes))
+		fx.want(lo, orders-n, n, 0)
+		fx.want(hi, 10+restocks-n, n, 0)
+		for i := range orders {
+			id := "o" + strconv.Itoa(i)
+			if yes[id] {
+				is(t, fx.s.Confirm(fx.ctx(), id), nil, "Confirm of "+id)
+			} else {
+				is(t, fx.s.Revert(fx.ctx(), id), stock.ErrUnknownOrder, "Revert of the refused "+id)
+			}
+		}
+		fx.want(lo, orders-n, 0, n)
+		fx.want(hi, 10+restocks-n, 0, n)
 	})
 }
