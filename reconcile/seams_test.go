@@ -9,6 +9,7 @@ import (
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // hookedGate is a gate wrapped the way a user wraps one (metrics, tracing):
@@ -136,6 +137,39 @@ func TestRestockInFlightCountedOnce(t *testing.T) {
 		rep, err = rec.Repair(w.ctx, []string{"a"})
 		if gl, rl := w.levels("a"); err != nil || len(rep.Corrections) != 0 || gl.Available != 15 || rl.Available != 15 {
 			t.Fatalf("after a retry: %v, %+v, gate %d, record %d; want agreement at 15", err, rep.Corrections, gl.Available, rl.Available)
+		}
+	})
+}
+
+// gateDuringRestock is a tiered gate that runs a hook as tiered.Restock
+// reaches it, after the record step.
+type gateDuringRestock struct {
+	tiered.GateStore
+	before func()
+}
+
+func (g *gateDuringRestock) Restock(ctx context.Context, r stock.Restock) error {
+	once(&g.before)
+	return g.GateStore.Restock(ctx, r)
+}
+
+// Defect 3 through stock/tiered: a repair pass runs between Restock's
+// record step and its gate step.
+func TestRepairInsideTieredRestock(t *testing.T) {
+	forEach(t, func(t *testing.T, p pair) {
+		w := newWorld(t, p, reconcile.Config{})
+		rec, err := reconcile.New(w.gate, w.record, reconcile.Config{Clock: w.clock})
+		w.must(err, "New")
+		w.sale("a", 10)
+		var rep reconcile.Report
+		g := &gateDuringRestock{GateStore: w.gate, before: func() {
+			rep, err = rec.Repair(w.ctx, []string{"a"})
+			w.must(err, "Repair")
+		}}
+		flow := tiered.New(g, w.record, tiered.Config{Clock: w.clock})
+		w.must(flow.Restock(w.ctx, stock.Restock{OpID: "delivery-1", SKU: "a", Units: 5}), "Restock")
+		if gl, rl := w.levels("a"); gl.Available != 15 || rl.Available != 15 {
+			t.Fatalf("gate %d, record %d after a pass inside Restock (%+v); want 15, 15", gl.Available, rl.Available, rep.Corrections)
 		}
 	})
 }
