@@ -88,6 +88,12 @@ type Config struct {
 	// behind. It must exceed the reclaimer's interval plus the clock skew
 	// between nodes. Zero means the hold time itself (the record holds
 	// twice as long as the gate).
+	//
+	// It also bounds ReclaimExpired's follow-up: with RecordGrace set, the
+	// follow-up lists only record copies whose gate deadline has passed;
+	// with zero (a grace that differs per SKU) it lists up to the pass's
+	// limit of the record's earliest copies and reads the hold time of
+	// their SKUs to find those.
 	RecordGrace time.Duration
 	// RecheckAfter is how long Settle waits before asking the record once
 	// more when it refuses an order as sold out or over the per-user limit,
