@@ -182,6 +182,7 @@ func TestAdminCanceledContextSendsNothing(t *testing.T) {
 			"Adjust":        adjustErr,
 			"Rebuild":       rebuildErr,
 			"Relist":        relistErr,
+			"Mark":          fx.s.Mark(ctx),
 		} {
 			if !errors.Is(err, context.Canceled) || errors.Is(err, stock.ErrUnknownOutcome) || stock.IsBusiness(err) {
 				t.Errorf("%s with a canceled context: %v; want a plain context error", what, err)

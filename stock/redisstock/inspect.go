@@ -172,6 +172,16 @@ const (
 	OutOfRange
 )
 
+var outcomeNames = [...]string{"", "applied", "exists", "absent", "moved", "has-holds", "out-of-range"}
+
+// String returns the outcome's name, e.g. "applied".
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "Outcome(?)"
+}
+
 // Relist is a fenced warm-up of one SKU on sale: a correction of its
 // available units together with new settings.
 type Relist struct {

@@ -3,6 +3,7 @@ package redisstock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -41,7 +42,11 @@ func (s *Store) markerKey() string { return s.prefix + ":marker" }
 // Mark sets the Store's marker key (no expiry). A reconciler sets it when a
 // full pass starts, so that a later Servers reading without it means the
 // data the pass rebuilt has been lost since.
+// A context already done returns its error with nothing sent.
 func (s *Store) Mark(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstock: mark: %w", err)
+	}
 	return s.writeErr(ctx, "mark", s.c.Set(ctx, s.markerKey(), "1", 0).Err())
 }
 
