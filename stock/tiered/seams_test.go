@@ -281,6 +281,11 @@ func TestLatePayerOfAnOrderTheGateLostGetsHoldExpired(t *testing.T) {
 		t.Fatalf("ReclaimExpired = %v, %v; want the one hold", got, err)
 	}
 	f.want(f.record, "record", "a", 10, 0, 0)
+	f.gate.SetFaultFor(stocktest.Unavailable, stocktest.OnMethod("Confirm"))
+	if err := f.m.Confirm(ctx, "late"); !errors.Is(err, stock.ErrHoldExpired) {
+		t.Fatalf("late Confirm with the gate unavailable: %v, want ErrHoldExpired", err)
+	}
+	f.gate.SetFault(stocktest.Healthy)
 	f.loseGateData(10, "a")
 	if err := f.m.Confirm(ctx, "late"); !errors.Is(err, stock.ErrHoldExpired) {
 		t.Fatalf("late Confirm of an order the gate lost: %v, want ErrHoldExpired", err)
