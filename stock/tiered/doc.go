@@ -22,6 +22,34 @@
 // Settle) again with the same order is safe and finishes the job, and if
 // nobody does, the gate's reclaimer returns the hold at its deadline.
 //
+// After recording, the gate is asked once more about the order (an
+// idempotent re-Deduct that takes nothing). If a Revert closed the order at
+// the gate in the meantime, or the gate's reclaimer returned the hold, the
+// record's copy is reverted. Together with Revert's order (gate first, then
+// record) this closes the race between a cancel or an expiry and a
+// hand-off: whatever the interleaving, an order whose hold ended at the
+// gate does not stay held at the record. A redelivered hand-off whose gate
+// hold has ended reverts the record's copy too (an earlier delivery may
+// have written it and stopped). The price is a second gate round trip per
+// order, small next to the record's transaction.
+//
+// # A gate that lost its data
+//
+// When the recheck finds that the gate lost the order (its data was lost,
+// and the re-Deduct is refused as a new order would be), the record's copy
+// is reverted before the refusal is reported. A gate that cannot answer
+// (stock.ErrUnavailable, a timeout) leaves the order half-way: a
+// *TierError, and the caller retries with the same order.
+//
+// A gate that lost its data and was rebuilt no longer knows the orders it
+// held, and refuses a repeat of one as if it were new (sold out: the
+// rebuilt gate counts the record's holds as taken). So a gate's refusal is
+// checked against the record, one read by order ID: an order the record
+// has gets what a repeat gets by the contract (nil while it is held or
+// confirmed, stock.ErrHoldExpired past its gate deadline), not the
+// refusal. Only refused orders pay this read; an admitted order costs
+// what it did.
+//
 // # Errors: one rule
 //
 // A business error from the Manager is final and its effects are undone:
@@ -36,30 +64,6 @@
 // undo failed is such an error too (TierError.Outcome says which); a retry
 // after a gate revert that did land answers stock.ErrOrderClosed: refused,
 // holding nothing.
-//
-// After recording, the gate is asked once more about the order (an
-// idempotent re-Deduct that takes nothing). If a Revert closed the order at
-// the gate in the meantime, or the gate's reclaimer returned the hold, the
-// record's copy is reverted. So is it when the gate lost the order (its
-// data was lost, and the re-Deduct is refused as a new order would be): the
-// refusal is reported only once the record holds nothing. A gate that
-// cannot answer (stock.ErrUnavailable, a timeout) leaves the order
-// half-way: a *TierError, and the caller retries with the same order.
-//
-// A gate that lost its data and was rebuilt no longer knows the orders it
-// held, and refuses a repeat of one as if it were new (sold out: the
-// rebuilt gate counts the record's holds as taken). So a gate's refusal is
-// checked against the record, one read by order ID: an order the record
-// has gets what a repeat gets by the contract (nil while it is held or
-// confirmed, stock.ErrHoldExpired past its gate deadline), not the
-// refusal. Only refused orders pay this read; an admitted order costs
-// what it did. Together with Revert's order (gate first, then
-// record) this closes the race between a cancel or an expiry and a
-// hand-off: whatever the interleaving, an order whose hold ended at the
-// gate does not stay held at the record. A redelivered hand-off whose gate
-// hold has ended reverts the record's copy too (an earlier delivery may
-// have written it and stopped). The price is a second gate round trip per
-// order, small next to the record's transaction.
 //
 // # Hold times: the gate decides
 //
