@@ -62,6 +62,7 @@ type Config struct {
 	Columns Columns
 
 	// Ledger names the library's ledger table; default "stockguard_ledger".
+	// The operations table of restocks is named Ledger + "_ops".
 	Ledger string
 
 	// Clock tells the time of holds and deadlines; default
@@ -87,8 +88,9 @@ type Config struct {
 
 	// SettingsCache is how many SKUs' per-user limit and hold time a Store
 	// remembers; default 4096. A remembered value is checked by the same
-	// statement that takes the units, so a stale one costs a retry, never
-	// a wrong deadline or limit.
+	// statement that takes the units, and an order it would refuse is
+	// checked again against the row, so a stale one costs a read, never a
+	// wrong deadline or limit and never a refusal.
 	SettingsCache int
 }
 
@@ -190,6 +192,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if lower(cfg.Table) == lower(cfg.Ledger) {
 		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Ledger", Reason: "same table as Table"}
+	}
+	if lower(cfg.Table) == lower(opsTable(cfg)) {
+		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Table", Reason: "same table as the operations table, Ledger + \"_ops\""}
 	}
 	return cfg, nil
 }

@@ -89,6 +89,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"column used twice":    {Columns: sqlstock.Columns{Held: "sold"}},
 		"column case-folded":   {Columns: sqlstock.Columns{Held: "SOLD"}},
 		"ledger is the table":  {Table: "t", Ledger: "T"},
+		"table is the ops":     {Table: "l_ops", Ledger: "l"},
 		"ledger name too long": {Ledger: strings.Repeat("l", 55)},
 		"strategy":             {Strategy: 7},
 		"dialect":              {Dialect: 9},
@@ -150,7 +151,8 @@ func TestSchemaNamesEveryIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		all := strings.Join(stmts, "\n")
-		for _, want := range []string{"stockguard_ledger_due", "(state, deadline_ms)", "stockguard_ledger_sku_user", "(sku, user_id)", "PRIMARY KEY (order_id, line)"} {
+		for _, want := range []string{"stockguard_ledger_due", "(state, deadline_ms)", "stockguard_ledger_sku_user", "(sku, user_id)", "PRIMARY KEY (order_id, line)",
+			"stockguard_ledger_ops", "op_id", "stockguard_ledger_ops_sku", "(sku, created_ms)"} {
 			if !strings.Contains(all, want) {
 				t.Errorf("%v schema lacks %q:\n%s", d, want, all)
 			}

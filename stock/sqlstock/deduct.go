@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/stock"
@@ -14,13 +15,15 @@ import (
 // transaction, locking stock rows in sorted SKU order; a duplicate order ID
 // is caught by the ledger's primary key, so a retried Deduct never takes
 // twice. Transient failures are retried (Config.MaxAttempts) and then
-// reported as stock.ErrContention, never as sold out.
+// reported as stock.ErrContention, never as sold out. A write whose
+// outcome is unknown is run again to learn it from the ledger; if that
+// fails too the error matches stock.ErrUnknownOutcome.
 func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	items := canon.Sorted(o.Items)
-	return s.retry(ctx, "deduct", func() error {
+	return s.retry(ctx, "deduct", true, func() error {
 		var (
 			err      error
 			inserted bool // this attempt's ledger INSERT went through
@@ -37,7 +40,7 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 			// The order ID may already be in the ledger: a repeated call
 			// answers from there, whatever the stock says now. (After an
 			// INSERT of the order went through, it was not.)
-			if prev, found, rerr := s.existing(ctx, s.db, o.ID, items); rerr != nil {
+			if prev, found, rerr := s.existing(ctx, s.db, o, items); rerr != nil {
 				return rerr
 			} else if found {
 				return prev
@@ -52,17 +55,43 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 // errOrderExists: the ledger's primary key refused the order's first line.
 var errOrderExists = errors.New("sqlstock: order ID already in the ledger")
 
-// deductAtomic writes the ledger lines, then takes each line with a
-// conditional UPDATE that also checks the SKU's remembered limit and hold
-// time. The stock row is locked only from that UPDATE to COMMIT.
+// errSettingsChanged: a SKU's limit or hold time is not the one the
+// statement that checked it was given. Another attempt reads them anew.
+var errSettingsChanged = fmt.Errorf("%w: settings changed", errRetry)
+
+// deductAtomic takes the order with the remembered settings of its SKUs.
+// A remembered setting never refuses an order on its own: an order refused
+// by one (a user-less order of a SKU remembered with a per-user limit) or
+// whose statement found other settings in the row is tried once more
+// with settings read from the database.
 func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.Item, inserted *bool) error {
-	set, err := s.settingsOf(ctx, items)
+	set, fresh, err := s.settingsOf(ctx, items)
 	if err != nil {
 		return err
 	}
-	if err := needUser(o, items, set); err != nil {
-		return err
+	for {
+		*inserted = false
+		err := needUser(o, items, set)
+		if err == nil {
+			err = s.takeAtomic(ctx, o, items, set, inserted)
+			if !errors.Is(err, errSettingsChanged) {
+				return err
+			}
+		}
+		if fresh {
+			return err // refused (or changed again) with the row's own settings
+		}
+		if set, err = s.readSettings(ctx, items); err != nil {
+			return err
+		}
+		fresh = true
 	}
+}
+
+// takeAtomic writes the ledger lines, then takes each line with a
+// conditional UPDATE that also checks the SKU's limit and hold time are
+// set's. The stock row is locked only from that UPDATE to COMMIT.
+func (s *Store) takeAtomic(ctx context.Context, o stock.Order, items []stock.Item, set []settings, inserted *bool) error {
 	now := s.nowMS()
 	if s.d == Postgres && len(items) == 1 && set[0].limit == 0 {
 		busy := s.inFlight.enter(items[0].SKU)
@@ -72,7 +101,7 @@ func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.I
 		}
 	}
 	failed := -1
-	err = s.inTx(ctx, func(q querier) error {
+	err := s.inTx(ctx, func(q querier) error {
 		if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
 			return err
 		}
@@ -101,13 +130,11 @@ func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.I
 // is used only when no other deduct of the SKU is in flight in this Store:
 // on a hot SKU the transaction goes faster.
 func (s *Store) takeOnePG(ctx context.Context, o stock.Order, it stock.Item, now int64) error {
-	n, err := affected(s.db.ExecContext(ctx, s.q.takeOnePG,
-		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now))
+	n, err := s.execWrite(ctx, s.q.takeOnePG,
+		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now)
 	switch {
 	case err != nil && classify(err) == errDuplicate:
 		return errOrderExists
-	case err != nil && !isServerError(err):
-		return &commitError{err}
 	case err != nil:
 		return err
 	case n == 1:
@@ -117,9 +144,9 @@ func (s *Store) takeOnePG(ctx context.Context, o stock.Order, it stock.Item, now
 }
 
 // whyNotTaken tells why a conditional UPDATE of it's row changed nothing:
-// the SKU is gone, its settings changed (retry with the new ones), or it
-// has too few units. The UPDATE checked the limit it used, and the hold
-// time too if checkedTTL.
+// the SKU is gone, its settings changed (errSettingsChanged), or it has
+// too few units. The UPDATE checked the limit it used, and the hold time
+// too if checkedTTL.
 func (s *Store) whyNotTaken(ctx context.Context, it stock.Item, used settings, checkedTTL bool) error {
 	var (
 		avail int64
@@ -136,7 +163,7 @@ func (s *Store) whyNotTaken(ctx context.Context, it stock.Item, used settings, c
 	s.settings.Add(it.SKU, now)
 	switch {
 	case now.limit != used.limit || (checkedTTL && now.ttlMS != used.ttlMS):
-		return errRetry
+		return errSettingsChanged
 	case avail < it.Qty:
 		return &stock.SKUError{SKU: it.SKU, Err: stock.ErrSoldOut}
 	}
@@ -275,21 +302,4 @@ func minTTL(set []settings) int64 {
 		ttl = min(ttl, s.ttlMS)
 	}
 	return ttl
-}
-
-// isServerError reports whether err is a reply from the database server
-// (so a statement it answers was not applied), rather than a lost
-// connection after which it may have been.
-func isServerError(err error) bool {
-	var pg interface{ SQLState() string }
-	var lite interface{ Code() int }
-	if errors.As(err, &pg) || errors.As(err, &lite) {
-		return true
-	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if _, ok := mysqlNumber(e); ok {
-			return true
-		}
-	}
-	return false
 }

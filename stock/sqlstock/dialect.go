@@ -30,7 +30,8 @@ const (
 	// github.com/mattn/go-sqlite3). It has one writer at a time: every
 	// write runs in a BEGIN IMMEDIATE transaction on a pinned connection,
 	// with busy_timeout set to Config.LockWait. Use a file database in WAL
-	// mode (_pragma=journal_mode(WAL) with modernc) for concurrent readers.
+	// mode (_pragma=journal_mode(WAL) with modernc, _journal_mode=WAL with
+	// mattn) for concurrent readers.
 	SQLite
 )
 

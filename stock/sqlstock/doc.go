@@ -1,6 +1,9 @@
-// Package sqlstock is the SQL record of sale: stock.Manager and
-// stock.Reclaimer over MySQL, MariaDB, PostgreSQL or SQLite, with a ledger
-// that makes every call exactly-once by order ID. Use it alone for a shop
+// Package sqlstock is the SQL record of sale: stock.Manager,
+// stock.Reclaimer, stock.OrderReader and stock.HoldLister over MySQL,
+// MariaDB, PostgreSQL or SQLite (modernc.org/sqlite or
+// github.com/mattn/go-sqlite3), with a ledger that makes every call
+// exactly-once by order ID and an operations table that makes every
+// restock exactly-once by operation ID. Use it alone for a shop
 // whose database can take its peak, behind the Redis gate (package
 // stock/redisstock) as the record that survives a Redis failover, or as
 // the degraded path when Redis is down.
@@ -16,8 +19,10 @@
 // Config.Columns; New refuses any name that is not a plain identifier,
 // before it touches the database, and quotes every name it uses). The
 // library's ledger has one row per order line, keyed by (order ID, line
-// number in SKU order), with its user, state and deadline; see Schema.
-// The counts are kept in the stock row, so Levels is one primary-key read.
+// number in SKU order), with its user, state and deadline; its operations
+// table (the ledger's name + "_ops") has one row per applied restock; see
+// Schema. The counts are kept in the stock row, so Levels is one
+// primary-key read.
 //
 // # Strategies
 //
@@ -32,6 +37,9 @@
 //     The UPDATE also checks the SKU's limit and hold time against the
 //     values the Store remembers (Config.SettingsCache), so the deadline
 //     and the limit used are the row's own without reading the row first.
+//     A remembered value never refuses an order: an order it would refuse,
+//     or whose UPDATE found other settings, is tried again at once with
+//     the row's settings.
 //     On PostgreSQL a one-line order of a SKU without a per-user limit,
 //     when no other deduct of that SKU is in flight in the Store, is one
 //     autocommit statement (UPDATE ... RETURNING feeding the INSERT): one
@@ -54,8 +62,11 @@
 //
 // Deduct writes line 0 of every order, so a second Deduct of an ID hits the
 // ledger's primary key whatever its items; the Store then answers from the
-// ledger: nil for the same items still held or confirmed, ErrConflict for
-// other items, ErrHoldExpired or ErrOrderClosed once the order ended.
+// ledger: ErrConflict for other items or another user (or none), nil for
+// the same order still held before its deadline or confirmed,
+// ErrHoldExpired once its deadline passed (reclaimed or not yet; it takes
+// nothing), ErrOrderClosed once it was reverted. An order has one
+// deadline, now plus the shortest hold time of its SKUs, on all its lines.
 // Confirm, Revert and the reclaimer lock the order's lines, change their
 // state only from the state they read (RowsAffected decides), and then move
 // the units, all in one transaction. A per-user limit is counted from the
@@ -63,28 +74,44 @@
 // transaction, after the stock row is locked: one user's concurrent orders
 // are counted one after the other.
 //
+// Restock writes its operation ID to the operations table and adds the
+// units in one transaction: a repeat of the ID with the same SKU and Units
+// adds nothing and returns nil, with another SKU or count it is
+// ErrConflict. View.Restocks lists the applied restocks for reconciliation.
+//
 // Time comes from Config.Clock, never from the database's clock; deadlines
 // are stored in Unix milliseconds.
 //
 // # Errors
 //
 // Business outcomes are the stock sentinels, wrapped with the SKU
-// (*stock.SKUError) or the order ID. Deadlocks (MySQL 1213, PostgreSQL
-// 40P01), lock wait timeouts (1205, 3572, 55P03), serialization failures
-// (40001) and SQLITE_BUSY roll the transaction back and run it again with
-// backoff; when Config.MaxAttempts are used up the call fails with a
-// *ContentionError matching stock.ErrContention. Error codes are read
-// without importing a driver (SQLState() for pgx and lib/pq, Code() for
-// modernc.org/sqlite, the Number field of the MySQL driver's MySQLError),
-// so importing this package pulls in no driver.
+// (*stock.SKUError), the order ID or the operation ID. Deadlocks (MySQL
+// 1213, PostgreSQL 40P01), lock wait timeouts (1205, 3572, 55P03),
+// serialization failures (40001) and SQLITE_BUSY roll the transaction back
+// and run it again with backoff; when Config.MaxAttempts are used up the
+// call fails with a *ContentionError matching stock.ErrContention: nothing
+// was applied. Error codes are read without importing a driver
+// (SQLState() for pgx and lib/pq, Code() for modernc.org/sqlite, the Code
+// and ExtendedCode fields of mattn/go-sqlite3's sqlite3.Error, the Number
+// field of the MySQL driver's MySQLError), so importing this package pulls
+// in no driver.
 //
-// An error from COMMIT (or from PostgreSQL's one-statement deduct) that is
-// not a reply from the server leaves the outcome unknown. The Store never
-// guesses: it runs the call again, and since every call is idempotent by
-// order ID the ledger tells what happened (a committed Deduct is found by
-// its primary key and answers nil). If it cannot learn it, the error
-// matches stock.ErrUnknownOutcome. Restock is not idempotent and is not run
-// again after such an error.
+// Outcomes follow one rule. An error from before any write was sent
+// (invalid input, a context already done, a refused dial) is returned as
+// it is and matches neither stock.ErrUnknownOutcome nor
+// stock.ErrContention. Once a write may have been applied (COMMIT or an
+// autocommit write was sent and its reply lost or interrupted, or a
+// statement of a write transaction was sent and the connection failed),
+// the Store never guesses: Deduct, Confirm, Revert and Restock run again,
+// and since each is idempotent by order or operation ID the ledger or the
+// operations table tells what happened (a committed Deduct is found by
+// its primary key and answers nil). Until such a read answers, every error
+// the caller sees is an *UnknownOutcomeError matching
+// stock.ErrUnknownOutcome, and the context's error if it ended, never
+// stock.ErrContention: also when the re-run fails on the network too.
+// PutOnSale (an overwrite) and ReclaimExpired (whose report a re-run would
+// lose) are not run again; they report stock.ErrUnknownOutcome at once.
+// On SQLite, which runs in-process, every failure is definite.
 //
 // A Store is safe for concurrent use; any number of Stores in any number of
 // processes may share one pair of tables.

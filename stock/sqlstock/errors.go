@@ -1,13 +1,11 @@
 package sqlstock
 
 import (
-	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"reflect"
 	"strconv"
-	"time"
-
-	"github.com/cenkalti/backoff/v5"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -23,8 +21,9 @@ const (
 
 // classify reads the driver's error code without importing any driver:
 // PostgreSQL errors (pgconn.PgError, lib/pq) expose SQLState(), modernc
-// SQLite errors expose Code(), and the MySQL driver's *mysql.MySQLError is
-// read by its Number field.
+// SQLite errors expose Code(), mattn/go-sqlite3's sqlite3.Error is read by
+// its Code and ExtendedCode fields, and the MySQL driver's
+// *mysql.MySQLError by its Number field.
 func classify(err error) errClass {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch v := e.(type) {
@@ -37,14 +36,10 @@ func classify(err error) errClass {
 			}
 			return errOther
 		case interface{ Code() int }:
-			c := v.Code()
-			switch {
-			case c&0xff == 5 || c&0xff == 6: // SQLITE_BUSY, SQLITE_LOCKED and their extended codes
-				return errTransient
-			case c == 1555 || c == 2067: // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE
-				return errDuplicate
-			}
-			return errOther
+			return classifySQLite(v.Code())
+		}
+		if c, ok := sqliteFields(e); ok {
+			return classifySQLite(c)
 		}
 		if n, ok := mysqlNumber(e); ok {
 			switch n {
@@ -57,6 +52,51 @@ func classify(err error) errClass {
 		}
 	}
 	return errOther
+}
+
+// classifySQLite classifies an SQLite result code, primary or extended.
+func classifySQLite(c int) errClass {
+	switch {
+	case c&0xff == 5 || c&0xff == 6: // SQLITE_BUSY, SQLITE_LOCKED and their extended codes
+		return errTransient
+	case c == 1555 || c == 2067: // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE
+		return errDuplicate
+	}
+	return errOther
+}
+
+// sqliteFields returns the result code of an error struct with integer
+// fields Code and ExtendedCode (github.com/mattn/go-sqlite3's sqlite3.Error,
+// a value or a pointer): the extended code when set, else the primary one.
+// It is found by its fields so that this package does not import the
+// driver.
+func sqliteFields(err error) (int, bool) {
+	v := reflect.ValueOf(err)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return 0, false
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return 0, false
+	}
+	code, ext := v.FieldByName("Code"), v.FieldByName("ExtendedCode")
+	if !isInt(code) || !isInt(ext) {
+		return 0, false
+	}
+	if ext.Int() != 0 {
+		return int(ext.Int()), true
+	}
+	return int(code.Int()), true
+}
+
+func isInt(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return true
+	}
+	return false
 }
 
 // mysqlNumber returns the Number of a *mysql.MySQLError
@@ -78,100 +118,102 @@ func mysqlNumber(err error) (uint16, bool) {
 	return uint16(f.Uint()), true
 }
 
+// isServerError reports whether err is a reply from the database server
+// (so a statement it answers was not applied), rather than a lost
+// connection after which it may have been.
+func isServerError(err error) bool {
+	var pg interface{ SQLState() string }
+	var lite interface{ Code() int }
+	if errors.As(err, &pg) || errors.As(err, &lite) {
+		return true
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if _, ok := mysqlNumber(e); ok {
+			return true
+		}
+		if _, ok := sqliteFields(e); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// definite reports whether err, returned by a statement after a write
+// request may have been sent, proves that nothing of this attempt was
+// applied: a reply of the server, one of the Store's own answers, or a
+// connection database/sql knows was never used.
+func definite(err error) bool {
+	return err == nil || isServerError(err) || stock.IsBusiness(err) ||
+		errors.Is(err, errRetry) || errors.Is(err, errOrderExists) || errors.Is(err, errOpExists) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrTxDone)
+}
+
 // errRetry asks retry for another attempt: an optimistic write lost, or a
 // remembered setting changed under the statement that checked it.
 var errRetry = errors.New("sqlstock: row changed, retrying")
 
-// commitError is an error from COMMIT (or from a single autocommit write):
-// the transaction may or may not have been applied.
-type commitError struct{ err error }
+// maybeApplied is an error after which this attempt's writes may have been
+// applied: COMMIT (or a single autocommit write) was sent and its reply was
+// lost, or a statement of a write transaction was sent and the connection
+// failed.
+type maybeApplied struct{ err error }
 
-func (e *commitError) Error() string { return "sqlstock: commit: " + e.err.Error() }
-func (e *commitError) Unwrap() error { return e.err }
+func (e *maybeApplied) Error() string {
+	return "sqlstock: write may have been applied: " + e.err.Error()
+}
+func (e *maybeApplied) Unwrap() error { return e.err }
 
 // ContentionError is returned when a call used up Config.MaxAttempts on
-// transient failures. It matches stock.ErrContention, and
-// stock.ErrUnknownOutcome too if any attempt failed at COMMIT; Unwrap
-// gives the last failure.
+// transient failures (deadlocks, lock wait timeouts, serialization
+// failures, SQLITE_BUSY, lost optimistic races), none of which applied
+// anything. It matches stock.ErrContention; Unwrap gives the last failure.
 type ContentionError struct {
 	Op       string // "deduct", "confirm", ...
 	Attempts int
-	Unknown  bool // an attempt failed at COMMIT and its outcome was not learned
 	Last     error
 }
 
 func (e *ContentionError) Error() string {
-	s := "stock: contention, retry later: sqlstock: " + e.Op + " gave up after " + strconv.Itoa(e.Attempts) + " attempts"
-	if e.Unknown {
-		s += " (outcome unknown, retry with the same order ID)"
-	}
-	return s + ": " + e.Last.Error()
+	return "stock: contention, retry later: sqlstock: " + e.Op + " gave up after " + strconv.Itoa(e.Attempts) + " attempts: " + e.Last.Error()
 }
 
-// Is reports whether target is stock.ErrContention, or
-// stock.ErrUnknownOutcome when an attempt's outcome is unknown.
-func (e *ContentionError) Is(target error) bool {
-	return target == stock.ErrContention || (e.Unknown && target == stock.ErrUnknownOutcome)
-}
+// Is reports whether target is stock.ErrContention.
+func (e *ContentionError) Is(target error) bool { return target == stock.ErrContention }
 
 // Unwrap returns the last failure.
 func (e *ContentionError) Unwrap() error { return e.Last }
 
-// retry runs op until it succeeds, fails for a reason retrying cannot fix,
-// or used up MaxAttempts; attempts are spaced by jittered exponential
-// backoff. op's transient failures, errRetry and commit failures are
-// retried: every operation retried this way is idempotent by order ID, so
-// running it again after an unknown COMMIT reads the ledger to learn what
-// happened.
-func (s *Store) retry(ctx context.Context, op string, fn func() error) error {
-	first := fn()
-	var ce *commitError
-	if first == nil || (!errors.As(first, &ce) && !errors.Is(first, errRetry) && classify(first) != errTransient) {
-		return first // the common case: no backoff to set up
+// UnknownOutcomeError is returned once a write may have been applied and
+// the Store could not learn whether it was: it matches
+// stock.ErrUnknownOutcome (never stock.ErrContention), and the caller's
+// context error too when the context ended first. Call again with the same
+// order or operation ID: the call is idempotent, and answers what happened.
+type UnknownOutcomeError struct {
+	Op       string // "deduct", "confirm", ...
+	Attempts int
+	// Last is the failure of the last attempt.
+	Last error
+	// Ctx is the context's error if it ended before the outcome was
+	// learned, else nil.
+	Ctx error
+}
+
+func (e *UnknownOutcomeError) Error() string {
+	s := "stock: outcome unknown, retry with the same order ID: sqlstock: " + e.Op +
+		" after " + strconv.Itoa(e.Attempts) + " attempts: " + e.Last.Error()
+	if e.Ctx != nil {
+		s += " (" + e.Ctx.Error() + ")"
 	}
-	var (
-		last     error
-		attempts int
-		unknown  bool
-	)
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     s.cfg.RetryWait,
-		RandomizationFactor: 0.5,
-		Multiplier:          1.5,
-		MaxInterval:         maxRetryWait,
+	return s
+}
+
+// Is reports whether target is stock.ErrUnknownOutcome.
+func (e *UnknownOutcomeError) Is(target error) bool { return target == stock.ErrUnknownOutcome }
+
+// Unwrap returns the last failure and the context's error.
+func (e *UnknownOutcomeError) Unwrap() []error {
+	if e.Ctx == nil {
+		return []error{e.Last}
 	}
-	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		attempts++
-		err := first
-		if attempts > 1 {
-			err = fn()
-		}
-		last = err
-		var ce *commitError
-		switch {
-		case err == nil:
-			return struct{}{}, nil
-		case errors.As(err, &ce):
-			unknown = true
-			return struct{}{}, err
-		case errors.Is(err, errRetry), classify(err) == errTransient:
-			return struct{}{}, err
-		}
-		unknown = false
-		return struct{}{}, backoff.Permanent(err)
-	}, backoff.WithBackOff(b), backoff.WithMaxTries(uint(s.cfg.MaxAttempts)), backoff.WithMaxElapsedTime(time.Duration(1<<62)))
-	switch {
-	case err == nil:
-		return nil
-	case last == nil: // canceled before the first attempt
-		return err
-	case ctx.Err() != nil && !errors.Is(last, ctx.Err()):
-		if unknown {
-			return errors.Join(stock.ErrUnknownOutcome, last, ctx.Err())
-		}
-		return errors.Join(last, ctx.Err())
-	case unknown || errors.Is(last, errRetry) || classify(last) == errTransient:
-		return &ContentionError{Op: op, Attempts: attempts, Unknown: unknown, Last: last}
-	}
-	return last
+	return []error{e.Last, e.Ctx}
 }

@@ -94,8 +94,18 @@ func TestContentionErrorMatches(t *testing.T) {
 	if !errors.Is(e, stock.ErrContention) || errors.Is(e, stock.ErrUnknownOutcome) || stock.IsBusiness(e) || !errors.Is(e, last) {
 		t.Errorf("%v matches the wrong errors", e)
 	}
-	e.Unknown = true
-	if !errors.Is(e, stock.ErrUnknownOutcome) || !errors.Is(e, stock.ErrContention) {
-		t.Errorf("%v with an unknown commit does not match stock.ErrUnknownOutcome", e)
+}
+
+// An unknown outcome is never contention: contention says nothing was
+// applied.
+func TestUnknownOutcomeErrorMatches(t *testing.T) {
+	last := errors.New("read: connection reset")
+	e := &UnknownOutcomeError{Op: "deduct", Attempts: 2, Last: last}
+	if !errors.Is(e, stock.ErrUnknownOutcome) || errors.Is(e, stock.ErrContention) || stock.IsBusiness(e) || !errors.Is(e, last) || errors.Is(e, context.Canceled) {
+		t.Errorf("%v matches the wrong errors", e)
+	}
+	e.Ctx = context.Canceled
+	if !errors.Is(e, stock.ErrUnknownOutcome) || !errors.Is(e, context.Canceled) || errors.Is(e, stock.ErrContention) {
+		t.Errorf("%v with a canceled context matches the wrong errors", e)
 	}
 }

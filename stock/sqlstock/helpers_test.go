@@ -3,12 +3,14 @@ package sqlstock_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/stockguard/stockguard/internal/testdb"
+	"github.com/stockguard/stockguard/internal/testdb/mattn"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
@@ -20,11 +22,14 @@ type backend struct {
 	open    func(t testing.TB) *sqlx.DB
 }
 
-// backends returns SQLite always, and MariaDB and PostgreSQL when
-// STOCKGUARD_MYSQL_DSN and STOCKGUARD_POSTGRES_DSN are set.
+// backends returns SQLite always, on both drivers (modernc.org/sqlite and
+// mattn/go-sqlite3), and MariaDB and PostgreSQL when STOCKGUARD_MYSQL_DSN
+// and STOCKGUARD_POSTGRES_DSN are set.
 func backends() []backend {
 	var bs []backend
-	for _, d := range testdb.All() {
+	dbs := testdb.All()
+	dbs = append(dbs[:1:1], append([]testdb.DB{mattn.DB}, dbs[1:]...)...)
+	for _, d := range dbs {
 		bs = append(bs, backend{name: d.Name, dialect: d.Dialect, open: func(t testing.TB) *sqlx.DB { return d.Open(t, 8) }})
 	}
 	return bs
@@ -49,7 +54,9 @@ func newStore(t testing.TB, db *sqlx.DB, cfg sqlstock.Config) *sqlstock.Store {
 		t.Fatalf("CreateTables: %v", err)
 	}
 	t.Cleanup(func() {
-		for _, table := range []string{cfg.Ledger, cfg.Table} {
+		tables := s.Tables()
+		slices.Reverse(tables)
+		for _, table := range tables {
 			if _, err := db.ExecContext(ctx, "DROP TABLE "+quote(s.Dialect(), table)); err != nil {
 				t.Errorf("drop %s: %v", table, err)
 			}

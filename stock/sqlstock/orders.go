@@ -52,11 +52,12 @@ func (s *Store) Revert(ctx context.Context, orderID string) error {
 // update the lines only if their state is still the one read (RowsAffected
 // decides), then move the units, SKUs in sorted order. The answer is
 // returned after COMMIT, so a transition that reports an error (a late
-// Confirm) still happens.
+// Confirm) still happens. A COMMIT whose outcome is unknown is run again:
+// the lines' state tells whether it applied.
 func (s *Store) settle(ctx context.Context, op, orderID string,
 	decide func(state int64, pastDeadline bool) (to int64, move string, answer error)) error {
 	var answer error
-	err := s.retry(ctx, op, func() error {
+	err := s.retry(ctx, op, true, func() error {
 		answer = nil
 		return s.inTx(ctx, func(q querier) error {
 			lines, err := s.readOrder(ctx, q, s.q.lockOrder, orderID)

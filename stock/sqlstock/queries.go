@@ -22,6 +22,7 @@ type queries struct {
 	r *strings.Replacer // {T}, {L} and the column placeholders
 
 	putOnSale, restock, levels      string
+	insertOp, readOp                string
 	take, takeIfVersion, takeLocked string
 	takeOnePG                       string // Postgres: one statement for a one-line order
 	lockStock                       string
@@ -29,7 +30,7 @@ type queries struct {
 	readOrder, lockOrder            string
 	setState, expire                string
 	release, refund, confirm        string
-	due                             string
+	due, heldBefore                 string
 	beginLockWait, sqliteBusy       string
 	insertOne                       string // insertLedger(1), built once
 }
@@ -37,7 +38,7 @@ type queries struct {
 func newQueries(d Dialect, cfg Config) *queries {
 	c := cfg.Columns
 	r := strings.NewReplacer(
-		"{T}", d.quote(cfg.Table), "{L}", d.quote(cfg.Ledger),
+		"{T}", d.quote(cfg.Table), "{L}", d.quote(cfg.Ledger), "{O}", d.quote(opsTable(cfg)),
 		"{sku}", d.quote(c.SKU), "{avail}", d.quote(c.Available),
 		"{held}", d.quote(c.Held), "{sold}", d.quote(c.Sold),
 		"{ver}", d.quote(c.Version), "{limit}", d.quote(c.PerUserLimit),
@@ -58,6 +59,8 @@ func newQueries(d Dialect, cfg Config) *queries {
 	}
 	q.putOnSale = q.sql(put)
 	q.restock = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {ver} = {ver} + 1 WHERE {sku} = ? AND {avail} <= ?")
+	q.insertOp = q.sql("INSERT INTO {O} (op_id, sku, units, created_ms) VALUES (?, ?, ?, ?)")
+	q.readOp = q.sql("SELECT sku, units FROM {O} WHERE op_id = ?")
 	q.levels = q.sql("SELECT {avail}, {held}, {sold}, {limit}, {ttl} FROM {T} WHERE {sku} = ?")
 
 	const takeSet = "UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1 WHERE {sku} = ?"
@@ -81,6 +84,13 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.refund = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {sold} = {sold} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
 	q.confirm = q.sql("UPDATE {T} SET {held} = {held} - ?, {sold} = {sold} + ?, {ver} = {ver} + 1 WHERE {sku} = ?")
 	q.due = q.sql("SELECT order_id FROM {L} WHERE state = 1 AND deadline_ms <= ? ORDER BY deadline_ms LIMIT ?")
+	// Line 0 stands for its order: every order has one, and all its lines
+	// share the state and the deadline.
+	q.heldBefore = q.sql("SELECT l.order_id, l.sku, l.qty, l.user_id, l.deadline_ms FROM" +
+		" (SELECT order_id, deadline_ms FROM {L} WHERE state = 1 AND deadline_ms <= ? AND line = 0" +
+		" ORDER BY deadline_ms, order_id LIMIT ?) d" +
+		" JOIN {L} l ON l.order_id = d.order_id WHERE l.state = 1" +
+		" ORDER BY d.deadline_ms, d.order_id, l.line")
 
 	if d == Postgres {
 		q.beginLockWait = "SET LOCAL lock_timeout = '" + itoa(cfg.LockWait.Milliseconds()) + "ms'"
@@ -95,6 +105,9 @@ func newQueries(d Dialect, cfg Config) *queries {
 func (q *queries) sql(s string) string {
 	return sqlx.Rebind(q.d.bindType(), q.r.Replace(s))
 }
+
+// opsTable names the table of applied restocks: the ledger's name + "_ops".
+func opsTable(cfg Config) string { return cfg.Ledger + "_ops" }
 
 // readStock reads the settings, count and version of n SKUs.
 func (q *queries) readStock(n int) string {

@@ -2,8 +2,6 @@ package sqlstock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/stockguard/stockguard/stock"
@@ -20,10 +18,15 @@ import (
 // more than limit lines when an order has lines beyond the limit.
 //
 // A COMMIT whose outcome is unknown is reported as stock.ErrUnknownOutcome
-// (the next pass returns whatever is still due).
+// at once, never run again (a second run would report nothing for the
+// orders the first may have returned); the next pass returns whatever is
+// still due.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	now := s.nowMS()
 	ids, err := s.dueOrders(ctx, now, limit)
@@ -31,9 +34,9 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 		return nil, err
 	}
 	var out []stock.Reclaimed
-	err = s.retry(ctx, "reclaim", func() error {
+	err = s.retry(ctx, "reclaim", false, func() error {
 		out = out[:0]
-		err := s.inTx(ctx, func(q querier) error {
+		return s.inTx(ctx, func(q querier) error {
 			totals := map[string]int64{}
 			for _, id := range ids {
 				n, err := affected(q.ExecContext(ctx, s.q.expire, id, now))
@@ -64,13 +67,6 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 			}
 			return nil
 		})
-		var ce *commitError
-		if errors.As(err, &ce) {
-			// Running again would report nothing for orders this attempt
-			// may have returned: say so instead.
-			return fmt.Errorf("sqlstock: reclaim: %w: %v", stock.ErrUnknownOutcome, ce.err)
-		}
-		return err
 	})
 	if err != nil {
 		return nil, err

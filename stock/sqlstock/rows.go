@@ -72,33 +72,29 @@ func settingsOfRows(rows []stockRow) []settings {
 	return set
 }
 
-// settingsOf returns the remembered settings of the sorted items, reading
-// the ones not remembered.
-func (s *Store) settingsOf(ctx context.Context, items []stock.Item) ([]settings, error) {
-	set := make([]settings, len(items))
-	var missing []stock.Item
+// settingsOf returns the remembered settings of the sorted items, or,
+// when one is not remembered, reads them all (fresh).
+func (s *Store) settingsOf(ctx context.Context, items []stock.Item) (set []settings, fresh bool, err error) {
+	set = make([]settings, len(items))
 	for i, it := range items {
 		v, ok := s.settings.Get(it.SKU)
 		if !ok {
-			missing = append(missing, it)
-			continue
+			set, err = s.readSettings(ctx, items)
+			return set, true, err
 		}
 		set[i] = v
 	}
-	if len(missing) == 0 {
-		return set, nil
-	}
-	if _, err := s.readRows(ctx, s.db, missing); err != nil {
+	return set, false, nil
+}
+
+// readSettings reads the settings of the sorted items from their rows
+// (and remembers them).
+func (s *Store) readSettings(ctx context.Context, items []stock.Item) ([]settings, error) {
+	rows, err := s.readRows(ctx, s.db, items)
+	if err != nil {
 		return nil, err
 	}
-	for i, it := range items {
-		v, ok := s.settings.Get(it.SKU)
-		if !ok {
-			return nil, errRetry // evicted at once by a tiny cache: read again
-		}
-		set[i] = v
-	}
-	return set, nil
+	return settingsOfRows(rows), nil
 }
 
 // ledgerLine is one ledger row of an order.
@@ -127,29 +123,30 @@ func (s *Store) readOrder(ctx context.Context, q querier, query, orderID string)
 	return lines, rs.Err()
 }
 
-// existing answers a Deduct of an order ID already in the ledger: nil if
-// it holds or bought the same items, ErrConflict for other items,
-// ErrHoldExpired or ErrOrderClosed once it ended. found is false if the
-// ledger has no such order.
-func (s *Store) existing(ctx context.Context, q querier, orderID string, items []stock.Item) (answer error, found bool, err error) {
-	lines, err := s.readOrder(ctx, q, s.q.readOrder, orderID)
+// existing answers a Deduct of an order ID already in the ledger: ErrConflict
+// for other items or another user (or none where there was one, and the
+// other way round); nil if it holds or bought the same items before its
+// deadline; ErrHoldExpired once its deadline passed (reclaimed or not
+// yet); ErrOrderClosed once it was reverted. found is false if the ledger
+// has no such order.
+func (s *Store) existing(ctx context.Context, q querier, o stock.Order, items []stock.Item) (answer error, found bool, err error) {
+	lines, err := s.readOrder(ctx, q, s.q.readOrder, o.ID)
 	if err != nil || len(lines) == 0 {
 		return nil, false, err
 	}
-	same := len(lines) == len(items)
+	same := len(lines) == len(items) && lines[0].user == o.UserID
 	for i := 0; same && i < len(items); i++ {
 		same = lines[i].sku == items[i].SKU && lines[i].qty == items[i].Qty
 	}
-	if !same {
-		return &orderError{ID: orderID, Err: stock.ErrConflict}, true, nil
-	}
-	switch lines[0].state {
-	case stateHeld, stateConfirmed:
+	switch st := lines[0].state; {
+	case !same:
+		return &orderError{ID: o.ID, Err: stock.ErrConflict}, true, nil
+	case st == stateHeld && lines[0].deadline <= s.nowMS(), st == stateExpired:
+		return &orderError{ID: o.ID, Err: stock.ErrHoldExpired}, true, nil
+	case st == stateHeld, st == stateConfirmed:
 		return nil, true, nil
-	case stateExpired:
-		return &orderError{ID: orderID, Err: stock.ErrHoldExpired}, true, nil
 	}
-	return &orderError{ID: orderID, Err: stock.ErrOrderClosed}, true, nil
+	return &orderError{ID: o.ID, Err: stock.ErrOrderClosed}, true, nil
 }
 
 // orderError names the order a business outcome applies to.

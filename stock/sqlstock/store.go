@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -52,8 +51,9 @@ type settings struct {
 }
 
 var (
-	_ stock.Manager   = (*Store)(nil)
-	_ stock.Reclaimer = (*Store)(nil)
+	_ stock.Manager    = (*Store)(nil)
+	_ stock.Reclaimer  = (*Store)(nil)
+	_ stock.HoldLister = (*Store)(nil)
 )
 
 // New returns a Store over db. It checks cfg (every table and column name
@@ -93,46 +93,23 @@ func (s *Store) Dialect() Dialect { return s.d }
 
 // PutOnSale implements stock.Manager: it inserts the SKU's row or
 // overwrites its available count, limit and hold time, keeping its held and
-// sold counts.
+// sold counts. It is one statement, never sent twice: a failure after it
+// was sent whose outcome is unknown matches stock.ErrUnknownOutcome.
 func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
 	ttl := l.EffectiveHoldTTL().Milliseconds()
-	err := s.retry(ctx, "put on sale", func() error {
-		_, err := s.db.ExecContext(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, ttl)
+	err := s.retry(ctx, "put on sale", false, func() error {
+		_, err := s.execWrite(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, ttl)
 		return err
 	})
 	if err == nil {
 		s.settings.Add(l.SKU, settings{limit: l.PerUserLimit, ttlMS: ttl})
+	} else {
+		s.settings.Remove(l.SKU)
 	}
 	return err
-}
-
-// Restock implements stock.Manager. It is not idempotent, so it is never
-// sent twice after a failure whose outcome is unknown (a lost connection,
-// a canceled context): that failure matches stock.ErrUnknownOutcome, and
-// the units may have been added.
-func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	sku, units := r.SKU, r.Units
-	var n int64
-	err := s.retry(ctx, "restock", func() (err error) {
-		n, err = affected(s.db.ExecContext(ctx, s.q.restock, units, sku, stock.MaxUnits-units))
-		return err
-	})
-	if err != nil && !isServerError(err) && !stock.IsBusiness(err) {
-		return fmt.Errorf("sqlstock: restock: %w: %w", stock.ErrUnknownOutcome, err)
-	}
-	if err != nil || n == 1 {
-		return err
-	}
-	if _, err := s.Levels(ctx, sku); err != nil {
-		return err
-	}
-	return &stock.InvalidError{Field: "units", Reason: "restock would pass stock.MaxUnits"}
 }
 
 // Available implements stock.Manager.

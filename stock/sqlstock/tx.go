@@ -15,8 +15,11 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// inTx runs fn in one transaction and commits it. A failure of COMMIT
-// whose outcome the database does not tell is returned as *commitError.
+// inTx runs fn in one write transaction and commits it. Once BEGIN went
+// through, a failure that does not prove nothing was applied (a lost
+// connection or an interrupted statement, and above all a COMMIT whose
+// reply is lost) is returned as *maybeApplied. A failure to begin (a
+// refused dial) was sent nothing and is returned as it is.
 //
 // PostgreSQL transactions run at READ COMMITTED whatever the server's
 // default, so a statement that waited for a row lock sees the rows the
@@ -39,20 +42,27 @@ func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
 	if s.q.beginLockWait != "" && s.cfg.Strategy == Pessimistic {
 		if _, err := tx.ExecContext(ctx, s.q.beginLockWait); err != nil {
 			_ = tx.Rollback()
-			return err
+			return sent(err)
 		}
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
+		return sent(err)
+	}
+	if err := ctx.Err(); err != nil {
+		_ = tx.Rollback() // COMMIT not sent: nothing applied
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		if classify(err) != errOther || errors.Is(err, sql.ErrTxDone) {
-			return err // the server refused the commit: nothing applied
-		}
-		return &commitError{err}
+	return sent(tx.Commit())
+}
+
+// sent returns err as *maybeApplied unless it proves that nothing was
+// applied.
+func sent(err error) error {
+	if definite(err) {
+		return err
 	}
-	return nil
+	return &maybeApplied{err}
 }
 
 // inImmediateTx runs fn between BEGIN IMMEDIATE and COMMIT on one pinned
@@ -87,6 +97,27 @@ func (s *Store) inImmediateTx(ctx context.Context, fn func(q querier) error) err
 	}
 	return err
 }
+
+// execWrite runs one autocommit write. The connection is taken first, so
+// a refused dial is returned as it is; after the statement was sent, a
+// failure that is not the server's reply is returned as *maybeApplied
+// (never on SQLite, which runs in-process).
+func (s *Store) execWrite(ctx context.Context, query string, args ...any) (int64, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	n, err := affected(conn.ExecContext(ctx, query, args...))
+	if err != nil && s.d != SQLite {
+		err = sent(err)
+	}
+	return n, err
+}
+
+// isBadConn reports whether database/sql or the driver found a connection
+// dead before using it: nothing was sent on it.
+func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }
 
 // affected returns the rows a write changed.
 func affected(res sql.Result, err error) (int64, error) {
