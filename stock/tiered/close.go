@@ -69,13 +69,18 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) error {
 //
 // The gate goes first so that a hand-off racing the revert always sees the
 // order closed at the gate, before or after it writes the record (see
-// Settle), and never leaves it recorded.
+// Settle), and never leaves it recorded. A gate that answers
+// stock.ErrUnavailable (it lost its data, so it holds nothing the revert
+// could return, and a racing hand-off cannot pass its recheck) does not
+// stop the revert at the record: the order is cancelled there, and the
+// answer is the gate's error only when the record did not know the order
+// either.
 func (m *Manager) Revert(ctx context.Context, orderID string) error {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
 	gerr := m.gate.Revert(ctx, orderID)
-	if gerr != nil && !errors.Is(gerr, stock.ErrUnknownOrder) {
+	if gerr != nil && !errors.Is(gerr, stock.ErrUnknownOrder) && !unavailable(gerr) {
 		return gerr
 	}
 	rerr := m.record.Revert(ctx, orderID)
@@ -89,6 +94,8 @@ func (m *Manager) Revert(ctx context.Context, orderID string) error {
 		return rerr
 	case gerr == nil:
 		return nil // held at the gate only: pending, or its record failed
+	case unavailable(gerr):
+		return gerr // the gate may know it: ask again
 	default:
 		return stock.ErrUnknownOrder
 	}

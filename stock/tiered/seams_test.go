@@ -382,3 +382,27 @@ func TestRepeatOfARecordedOrderAfterTheGateLostIt(t *testing.T) {
 	f.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Orders"))
 	mustUnknown(t, "a refusal with the record unreadable", f.m.Deduct(ctx, ord("o2", 1)), tiered.Record)
 }
+
+// A cancel while the gate is unavailable (it lost its data) is done at the
+// record; an order neither tier can vouch for stays an error to retry.
+func TestRevertWithTheGateUnavailable(t *testing.T) {
+	f := newFixture(t, false)
+	f.sale("a", 10, 10, time.Minute, 2*time.Minute)
+	ctx := t.Context()
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.gate.SetFault(stocktest.Unavailable)
+	if err := f.m.Revert(ctx, "o1"); err != nil {
+		t.Fatalf("Revert with the gate unavailable: %v, want nil (done at the record)", err)
+	}
+	f.want(f.record, "record", "a", 10, 0, 0)
+	if err := f.m.Revert(ctx, "ghost"); !errors.Is(err, stock.ErrUnavailable) {
+		t.Fatalf("Revert of an order the record does not know: %v, want ErrUnavailable", err)
+	}
+	f.gate.SetFault(stocktest.Healthy)
+	if err := f.m.Deduct(ctx, ord("o1", 3)); !errors.Is(err, stock.ErrOrderClosed) {
+		t.Fatalf("Deduct of the reverted order: %v, want ErrOrderClosed", err)
+	}
+	f.want(f.gate, "gate", "a", 10, 0, 0)
+}
