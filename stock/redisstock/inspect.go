@@ -235,7 +235,7 @@ func (s *Store) Relist(ctx context.Context, rls []Relist) ([]Outcome, error) {
 		for _, c := range cmds {
 			res, err := c.Slice()
 			if err != nil {
-				return out, s.writeErr(ctx, "relist", err)
+				return out, s.batchErr(ctx, "relist", err, start, len(batch))
 			}
 			code, _ := replyCode(res)
 			o, ok := relistOutcomes[code]

@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -204,15 +205,13 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 			return err
 		}
 	}
+	all, err := newGens(ctx, "put on sale", len(ls))
+	if err != nil {
+		return err
+	}
 	for start := 0; start < len(ls); start += snapshotBatch {
 		batch := ls[start:min(start+snapshotBatch, len(ls))]
-		gens := make([]string, len(batch))
-		for i := range batch {
-			var err error
-			if gens[i], err = newGen(ctx, "put on sale"); err != nil {
-				return err
-			}
-		}
+		gens := all[start:]
 		cmds := make([]redis.Cmder, 0, 2*len(batch))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			cmds = cmds[:0]
@@ -223,7 +222,7 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 			}
 		})
 		if err := firstErr(cmds...); err != nil {
-			return s.writeErr(ctx, "put on sale", err)
+			return s.batchErr(ctx, "put on sale", err, start, len(batch))
 		}
 		s.listed.Store(true)
 	}
@@ -269,16 +268,14 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 			}
 		}
 	}
+	all, err := newGens(ctx, "rebuild", len(rs))
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Outcome, 0, len(rs))
 	for start := 0; start < len(rs); start += snapshotBatch {
 		batch := rs[start:min(start+snapshotBatch, len(rs))]
-		gens := make([]string, len(batch))
-		for i := range batch {
-			var err error
-			if gens[i], err = newGen(ctx, "rebuild"); err != nil {
-				return out, err
-			}
-		}
+		gens := all[start:]
 		regs := make([]redis.Cmder, len(batch))
 		cmds := make([]*redis.Cmd, len(batch))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -294,13 +291,13 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 			}
 		})
 		if err := firstErr(regs...); err != nil {
-			return out, s.writeErr(ctx, "rebuild", err)
+			return out, s.batchErr(ctx, "rebuild", err, start, len(batch))
 		}
 		s.listed.Store(true)
 		for _, c := range cmds {
 			res, err := c.Slice()
 			if err != nil {
-				return out, s.writeErr(ctx, "rebuild", err)
+				return out, s.batchErr(ctx, "rebuild", err, start, len(batch))
 			}
 			switch code, _ := replyCode(res); code {
 			case "ok":
@@ -313,4 +310,35 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// batchErr classifies the failure of a call that writes many SKUs, one
+// script each, in pipelines: done writes were applied by earlier pipelines
+// and n were in the failed one. The call as a whole may then have been
+// applied in part: an unknown outcome once anything may have been written
+// (done > 0, or a server's error reply to one of several writes, which says
+// nothing of the others). Otherwise it is writeErr's.
+func (s *Store) batchErr(ctx context.Context, op string, err error, done, n int) error {
+	var rerr redis.Error
+	if done > 0 || (n > 1 && errors.As(err, &rerr)) {
+		e := &outcomeError{op: op, err: err}
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			e.ctx = cerr
+		}
+		return e
+	}
+	return s.writeErr(ctx, op, err)
+}
+
+// newGens checks that ctx is not done (nothing is sent then) and draws n
+// new Fence generations.
+func newGens(ctx context.Context, op string, n int) ([]string, error) {
+	gens := make([]string, n)
+	for i := range gens {
+		var err error
+		if gens[i], err = newGen(ctx, op); err != nil {
+			return nil, err
+		}
+	}
+	return gens, nil
 }
