@@ -58,7 +58,7 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
 			case err != nil:
 				return err
 			}
-			return &stock.InvalidError{Field: "units", Reason: "restock would pass stock.MaxUnits"}
+			return &stock.InvalidError{Field: "restock.Units", Reason: "restock would pass stock.MaxUnits"}
 		})
 		if errors.Is(err, errOpExists) {
 			return s.appliedOp(ctx, r)
