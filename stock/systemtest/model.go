@@ -1,0 +1,82 @@
+package systemtest
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// order is the checker's own bookkeeping of one order: what it asked and
+// what it was told. The tiers' states are read from them at each check.
+type order struct {
+	id, user string
+	items    []stock.Item  // sorted by SKU
+	hold     time.Duration // the shortest hold time of its SKUs
+	// firstSent is when the first Deduct was sent; lastEnd when the latest
+	// Deduct attempt ended (returned, or its node died). The gate's
+	// deadline lies between firstSent+hold and lastEnd+hold.
+	firstSent, lastEnd time.Time
+	attempts           int
+	parked             int    // calls about the order that are parked
+	doubt              bool   // the latest call about it ended without a definitive answer
+	last               string // the kind of that call, for a retry
+	yes                bool   // a Deduct returned nil
+	paid               bool   // a Confirm returned nil
+	revertSent         bool   // a Revert was sent
+	reverted           bool   // a Revert returned nil
+	scripted           bool   // bought by a Config.Script step
+}
+
+func (o *order) deadlineMin() time.Time { return o.firstSent.Add(o.hold) }
+
+// deadlineMax is the latest the gate's deadline can be; false while a
+// Deduct of the order is parked (it may still write).
+func (o *order) deadlineMax() (time.Time, bool) {
+	if o.parked > 0 {
+		return time.Time{}, false
+	}
+	return o.lastEnd.Add(o.hold), true
+}
+
+func (o *order) stockOrder() stock.Order {
+	return stock.Order{ID: o.id, UserID: o.user, Items: slices.Clone(o.items)}
+}
+
+func (o *order) qty(sku string) int64 {
+	for _, it := range o.items {
+		if it.SKU == sku {
+			return it.Qty
+		}
+	}
+	return 0
+}
+
+func (o *order) String() string {
+	var b strings.Builder
+	b.WriteString(o.id + " " + o.user)
+	for _, it := range o.items {
+		b.WriteString(" " + it.SKU + "×" + strconv.FormatInt(it.Qty, 10))
+	}
+	return b.String()
+}
+
+// restockOp is one administrative restock and what the checker was told.
+type restockOp struct {
+	r       stock.Restock
+	ok      bool // a call returned nil
+	refused bool // a call returned a business error
+	sent    bool
+	parked  int
+}
+
+// sameItems reports whether the tier's lines are the order's.
+func sameItems(a, b []stock.Item) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	cmp := func(p, q stock.Item) int { return strings.Compare(p.SKU, q.SKU) }
+	slices.SortFunc(x, cmp)
+	slices.SortFunc(y, cmp)
+	return slices.Equal(x, y)
+}

@@ -1,0 +1,178 @@
+package systemtest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/systemtest"
+)
+
+// seam is one interleaving at a hand-off between the parts of the flow,
+// scripted with the fault that opens it. park sweeps the Redis command
+// before which a call parks (or another fault applies), so the script hits
+// the one hand-off that matters whatever the number of commands before it.
+type seam struct {
+	name    string
+	sweep   int // 0: the script does not depend on k
+	sharded bool
+	script  func(k int) []systemtest.Step
+}
+
+func at(kind string, k int) []string { return []string{fmt.Sprintf("%s@%d", kind, k)} }
+
+func items(qty ...int64) []stock.Item {
+	skus := []string{"sys-a", "sys-b", "sys-c"}
+	var out []stock.Item
+	for i, q := range qty {
+		if q > 0 {
+			out = append(out, stock.Item{SKU: skus[i], Qty: q})
+		}
+	}
+	return out
+}
+
+var seams = []seam{
+	{
+		// A pass computes a correction and stops before applying it; Redis
+		// is flushed and another pass rebuilds the SKU; the first pass's
+		// correction must not apply to the rebuilt state (a fencing token
+		// that never repeats).
+		name: "flush and rebuild during a parked repair", sweep: 10,
+		script: func(k int) []systemtest.Step {
+			return []systemtest.Step{
+				{Op: "buy", User: "u1", Items: items(2)},
+				{Op: "flush"},
+				{Op: "repair"},
+				{Op: "deduct", Order: 1, Node: 1}, // the gate holds o1 again: 2 below the record
+				{Op: "repair", Faults: at("redis-parks", k)},
+				{Op: "flush"},
+				{Op: "repair"},
+				{Op: "resume", Call: 5},
+				{Op: "buy", User: "u2", Items: items(2)},
+			}
+		},
+	},
+	{
+		// Two passes find the SKU gone; one stops before its rebuild, the
+		// other rebuilds, orders are taken, and the first one's rebuild
+		// must not overwrite their holds.
+		name: "two reconcilers rebuild one SKU", sweep: 10,
+		script: func(k int) []systemtest.Step {
+			return []systemtest.Step{
+				{Op: "flush"},
+				{Op: "repair", Faults: at("redis-parks", k)},
+				{Op: "repair"},
+				{Op: "buy", User: "u1", Items: items(2, 1)},
+				{Op: "buy", User: "u2", Items: items(2, 0, 1)},
+				{Op: "resume", Call: 2},
+				{Op: "buy", User: "u3", Items: items(2, 2)},
+			}
+		},
+	},
+	{
+		// A restock has reached the record and not yet the gate when a
+		// pass runs: the pass must not count it as drift and the gate's
+		// step must not add it again.
+		name: "repair during a restock",
+		script: func(int) []systemtest.Step {
+			return []systemtest.Step{
+				{Op: "restock", SKU: "sys-a", Units: 5, Faults: []string{"parks@2"}},
+				{Op: "repair"},
+				{Op: "resume", Call: 1},
+			}
+		},
+	},
+	{
+		// A restock whose reply was lost is retried with its operation ID:
+		// it is applied once on each tier.
+		name: "restock retried after a lost reply", sweep: 4,
+		script: func(k int) []systemtest.Step {
+			return []systemtest.Step{
+				{Op: "restock", SKU: "sys-b", Units: 3, Faults: at("redis-lost", k)},
+				{Op: "restock-again", Restock: 1, Node: 1},
+				{Op: "repair"},
+				{Op: "restock-again", Restock: 1, Node: 2},
+			}
+		},
+	},
+	{
+		// The reply of a reclaim is lost and go-redis sends it again: the
+		// second run finds nothing due, and the holds the first returned
+		// must still be returned at the record.
+		name: "reclaim reply lost and resent", sweep: 8,
+		script: func(k int) []systemtest.Step {
+			return []systemtest.Step{
+				{Op: "buy", User: "u1", Items: items(2, 1)},
+				{Op: "buy", User: "u2", Items: items(0, 2, 1)},
+				{Op: "tick", Tick: 10 * time.Second},
+				{Op: "reclaim", Faults: at("redis-resend", k)},
+				{Op: "reclaim", Node: 1},
+				{Op: "buy", User: "u3", Items: items(4, 4, 3)},
+			}
+		},
+	},
+	{
+		// The same order is sent to two nodes at once on the slot-by-slot
+		// path (a Cluster): one stops between two slots, the other
+		// finishes; then the first goes on and fails. Its undo must remove
+		// only what it wrote.
+		name: "same order on two nodes, slot by slot", sweep: 6, sharded: true,
+		script: func(k int) []systemtest.Step {
+			return []systemtest.Step{
+				{Op: "buy", User: "u1", Items: items(1, 1, 1), Faults: []string{fmt.Sprintf("redis-parks@%d", k), fmt.Sprintf("redis-lost@%d", k+1)}},
+				{Op: "deduct", Order: 1, Node: 1},
+				{Op: "resume", Call: 1},
+				{Op: "pay", Order: 1, Node: 2},
+			}
+		},
+	},
+	{
+		// A node dies after the gate returned a hold and before the record
+		// did; the next reclaim on another node returns the record's copy.
+		name: "node dies inside a reclaim", sweep: 6,
+		script: func(k int) []systemtest.Step {
+			return []systemtest.Step{
+				{Op: "buy", User: "u1", Items: items(1, 1)},
+				{Op: "tick", Tick: 10 * time.Second},
+				{Op: "reclaim", Faults: at("dies", k)},
+				{Op: "reclaim", Node: 1},
+				{Op: "buy", User: "u2", Items: items(12, 8)},
+			}
+		},
+	},
+}
+
+// TestSeams runs each scripted interleaving on miniredis + SQLite; the
+// checks after every step and at quiescence are those of a random run.
+func TestSeams(t *testing.T) {
+	for _, s := range seams {
+		t.Run(s.name, func(t *testing.T) {
+			for k := 1; k <= max(s.sweep, 1); k++ {
+				t.Run(fmt.Sprint(k), func(t *testing.T) {
+					b := backend{name: "miniredis+sqlite", redis: miniRedis, record: sqlite}
+					if s.sharded {
+						b.redis = shardedMini
+					}
+					cfg := wire(t, b, 1)
+					cfg.Script = s.script(k)
+					systemtest.Check(t, cfg)
+				})
+			}
+		})
+	}
+}
+
+// sharded is a client that does not promise to keep all keys on one
+// server, so redisstock takes the slot-by-slot path of a Cluster.
+type sharded struct{ *redis.Client }
+
+func shardedMini(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+	c, flush, restart, m := miniRedis(t, prefix)
+	return sharded{c.(*redis.Client)}, flush, restart, m
+}

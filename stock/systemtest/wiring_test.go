@@ -1,0 +1,278 @@
+package systemtest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/testdb"
+	"github.com/stockguard/stockguard/reconcile"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/systemtest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// backend is one gate + record pairing the checker runs on.
+type backend struct {
+	name string
+	// redis returns the client of the flow (with systemtest.RedisHook
+	// installed), a flush and, if the test owns the server, a restart.
+	redis  func(t testing.TB, prefix string) (rc redis.UniversalClient, flush, restart func(context.Context) error, mini *miniredis.Miniredis)
+	record func(t testing.TB) (*sqlx.DB, sqlstock.Dialect)
+	seeds  int
+}
+
+// backends returns miniredis + SQLite always, and the real servers the
+// STOCKGUARD_* variables name.
+func backends() []backend {
+	bs := []backend{{name: "miniredis+sqlite", redis: miniRedis, record: sqlite, seeds: 6}}
+	addr, cluster := os.Getenv("STOCKGUARD_REDIS_ADDR"), os.Getenv("STOCKGUARD_REDIS_CLUSTER")
+	mysql, pg := os.Getenv(testdb.MySQLEnv), os.Getenv(testdb.PostgresEnv)
+	if addr != "" && mysql != "" {
+		bs = append(bs, backend{name: "redis+mariadb", redis: sharedRedis(addr), seeds: 2, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+			return testdb.Open(t, "mysql", testdb.WithParam(mysql, "interpolateParams=true"), 16), sqlstock.MariaDB
+		}})
+	}
+	if addr != "" && pg != "" {
+		if _, err := exec.LookPath("redis-server"); err == nil {
+			bs = append(bs, backend{name: "own-redis+postgres", redis: ownRedis, seeds: 2, record: postgres(pg)})
+		}
+	}
+	if cluster != "" && pg != "" {
+		bs = append(bs, backend{name: "cluster+postgres", redis: clusterRedis(strings.Split(cluster, ",")), seeds: 2, record: postgres(pg)})
+	}
+	return bs
+}
+
+func sqlite(t testing.TB) (*sqlx.DB, sqlstock.Dialect) { return testdb.SQLite(t, 16), sqlstock.SQLite }
+
+func postgres(dsn string) func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+	return func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+		return testdb.Open(t, "pgx", dsn, 16), sqlstock.Postgres
+	}
+}
+
+func miniRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	c.AddHook(systemtest.RedisHook{})
+	t.Cleanup(func() { c.Close() })
+	flush := func(context.Context) error { m.FlushAll(); return nil }
+	restart := func(context.Context) error {
+		m.Close()
+		m.FlushAll()
+		return m.Restart()
+	}
+	return c, flush, restart, m
+}
+
+// sharedRedis is a server other tests use too: a flush deletes the flow's
+// keys only, and it is never restarted.
+func sharedRedis(addr string) func(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+	return func(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		c.AddHook(systemtest.RedisHook{})
+		t.Cleanup(func() { _ = deleteKeys(context.Background(), c, prefix); c.Close() })
+		return c, func(ctx context.Context) error { return deleteKeys(ctx, c, prefix) }, nil, nil
+	}
+}
+
+func clusterRedis(addrs []string) func(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+	return func(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		c.AddHook(systemtest.RedisHook{})
+		flush := func(ctx context.Context) error {
+			return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return deleteKeys(ctx, m, prefix) })
+		}
+		t.Cleanup(func() { _ = flush(context.Background()); c.Close() })
+		return c, flush, nil, nil
+	}
+}
+
+// deleteKeys deletes the flow's keys from one server in one command.
+func deleteKeys(ctx context.Context, c *redis.Client, prefix string) error {
+	var keys []string
+	iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil || len(keys) == 0 {
+		return err
+	}
+	// One DEL per slot: a single server takes them all, a Cluster master
+	// only keys of one slot per command.
+	bySlot := map[string][]string{}
+	for _, k := range keys {
+		tag := k
+		if i := strings.IndexByte(k, '{'); i >= 0 {
+			if j := strings.IndexByte(k[i:], '}'); j > 0 {
+				tag = k[i : i+j]
+			}
+		}
+		bySlot[tag] = append(bySlot[tag], k)
+	}
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, ks := range bySlot {
+			for _, k := range ks {
+				p.Del(ctx, k)
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// ownRedis starts a redis-server of the test's own on a free port, so that
+// it can be flushed and restarted without touching anyone else's server.
+func ownRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	var cmd *exec.Cmd
+	start := func() error {
+		cmd = exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		probe := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
+		defer probe.Close()
+		for range 200 {
+			if probe.Ping(context.Background()).Err() == nil {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return errors.New("redis-server did not come up")
+	}
+	stop := func() {
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	if err := start(); err != nil {
+		t.Skipf("own redis-server: %v", err)
+	}
+	t.Cleanup(stop)
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
+	c.AddHook(systemtest.RedisHook{})
+	t.Cleanup(func() { c.Close() })
+	flush := func(ctx context.Context) error { return c.FlushAll(ctx).Err() }
+	restart := func(context.Context) error { stop(); return start() }
+	return c, flush, restart, nil
+}
+
+// clock is the shop's clock; on miniredis it moves the server's key
+// lifetimes with it.
+type clock struct {
+	*stocktest.Clock
+	mini *miniredis.Miniredis
+}
+
+func (c clock) Advance(d time.Duration) {
+	c.Clock.Advance(d)
+	if c.mini != nil {
+		c.mini.FastForward(d)
+	}
+}
+
+// retention is the gate's Retention: longer than any run's clock, so that
+// every retry the checker makes is one the gate still recognises.
+const retention = 3 * time.Hour
+
+// wire builds the checker's Config on b: each node has its own gate and
+// record Store over the shared servers, composed by stock/tiered, and a
+// reconciler repairs from a Store of its own.
+func wire(t testing.TB, b backend, seed uint64) systemtest.Config {
+	prefix := testdb.Unique("sgsys")
+	rc, flush, restart, mini := b.redis(t, prefix)
+	db, d := b.record(t)
+	table, ledger := testdb.Unique("sgss"), testdb.Unique("sgsl")
+	clk := clock{Clock: stocktest.NewClock(stocktest.Epoch), mini: mini}
+	newGate := func() *redisstock.Store {
+		g, err := redisstock.New(rc, redisstock.Config{Prefix: prefix, Clock: clk, Retention: retention, MaxBatch: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	newRecord := func() *sqlstock.Store {
+		s, err := sqlstock.New(db, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	record := newRecord()
+	if err := record.CreateTables(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropTables(t, db, d, table, ledger) })
+	tcfg := tiered.Config{Clock: clk, RecheckAfter: time.Millisecond}
+	gateHold := tiered.New(newGate(), record, tcfg).GateHold
+	rec, err := reconcile.New(newGate(), newRecord(), reconcile.Config{MaxAutoFix: -1, GateHold: gateHold, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := systemtest.Config{
+		Seed: seed,
+		Tiers: func(int) (stock.Manager, stock.Manager) {
+			return newGate(), newRecord()
+		},
+		Compose: func(gate, record stock.Manager) (systemtest.Flow, error) {
+			g, ok := gate.(tiered.GateStore)
+			if !ok {
+				return nil, fmt.Errorf("%T is not a tiered.GateStore", gate)
+			}
+			r, ok := record.(tiered.RecordStore)
+			if !ok {
+				return nil, fmt.Errorf("%T is not a tiered.RecordStore", record)
+			}
+			return tiered.New(g, r, tcfg), nil
+		},
+		Gate:   newGate(),
+		Record: newRecord(),
+		Clock:  clk,
+		Repair: func(ctx context.Context, skus []string) error {
+			_, err := rec.Repair(ctx, skus)
+			return err
+		},
+		Flush:   flush,
+		Restart: restart,
+	}
+	if testing.Short() {
+		cfg.Steps = 80
+	}
+	if os.Getenv("STOCKGUARD_SYSTEMTEST_TRACE") != "" {
+		cfg.Logf = t.Logf
+	}
+	return cfg
+}
+
+func dropTables(t testing.TB, db *sqlx.DB, d sqlstock.Dialect, names ...string) {
+	for _, name := range append(names, names[len(names)-1]+"_ops") {
+		q := `"` + name + `"`
+		if d == sqlstock.MariaDB {
+			q = "`" + name + "`"
+		}
+		_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+q)
+	}
+}
