@@ -23,8 +23,7 @@ const (
 	// MariaDB is MariaDB 10.6 or later (github.com/go-sql-driver/mysql).
 	// Pessimistic lock waits are bounded with FOR UPDATE WAIT n.
 	MariaDB
-	// Postgres is PostgreSQL 13 or later (github.com/jackc/pgx/v5/stdlib
-	// or github.com/lib/pq).
+	// Postgres is PostgreSQL 13 or later (github.com/jackc/pgx/v5/stdlib).
 	Postgres
 	// SQLite is SQLite 3.35 or later (modernc.org/sqlite or
 	// github.com/mattn/go-sqlite3). It has one writer at a time: every

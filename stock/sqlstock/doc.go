@@ -91,7 +91,7 @@
 // and run it again with backoff; when Config.MaxAttempts are used up the
 // call fails with a *ContentionError matching stock.ErrContention: nothing
 // was applied. Error codes are read without importing a driver
-// (SQLState() for pgx and lib/pq, Code() for modernc.org/sqlite, the Code
+// (SQLState() for pgx, Code() for modernc.org/sqlite, the Code
 // and ExtendedCode fields of mattn/go-sqlite3's sqlite3.Error, the Number
 // field of the MySQL driver's MySQLError), so importing this package pulls
 // in no driver.
