@@ -406,3 +406,24 @@ func TestRevertWithTheGateUnavailable(t *testing.T) {
 	}
 	f.want(f.gate, "gate", "a", 10, 0, 0)
 }
+
+// With a queued hand-off, a repeat of an order the record already has,
+// refused by a gate that lost it, is placed: Recorded, nothing queued.
+func TestAsyncRepeatOfARecordedOrderAfterTheGateLostIt(t *testing.T) {
+	f := newFixture(t, true)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 3, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Settle(ctx, f.queue[0]); err != nil {
+		t.Fatal(err)
+	}
+	f.loseGateData(0, "a")
+	p, err := f.m.Place(ctx, ord("o1", 3))
+	if err != nil || p != tiered.Recorded || len(f.queue) != 1 {
+		t.Fatalf("Place of a recorded order the gate lost = %v, %v (%d queued); want recorded, nil, nothing queued", p, err, len(f.queue)-1)
+	}
+}

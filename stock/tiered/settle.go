@@ -34,7 +34,10 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (Placement, error) {
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
 		if refusal(err) {
-			return Pending, m.refused(ctx, o, err)
+			if err := m.refused(ctx, o, err); err != nil {
+				return Pending, err
+			}
+			return Recorded, nil // the record has it; the gate lost it
 		}
 		return Pending, err
 	}
