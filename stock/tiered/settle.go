@@ -18,7 +18,8 @@ func (m *Manager) Deduct(ctx context.Context, o stock.Order) error {
 }
 
 // Place is Deduct that also says where the order stands: [Recorded] with
-// the synchronous hand-off, [Pending] when a Recorder queued it. On error
+// the synchronous hand-off (or for a repeat of an order the record has,
+// refused by a gate that lost it), [Pending] when a Recorder queued it. On error
 // the order is not recorded by this call. A business error means it was
 // refused for good: it holds nothing at the gate, and nothing at the record
 // either. An error matching stock.ErrUnknownOutcome (a *TierError: the gate
