@@ -199,7 +199,7 @@ type UnknownOutcomeError struct {
 }
 
 func (e *UnknownOutcomeError) Error() string {
-	s := "stock: outcome unknown, retry with the same order ID: sqlstock: " + e.Op +
+	s := "stock: outcome unknown, retry the same call with the same IDs: sqlstock: " + e.Op +
 		" after " + strconv.Itoa(e.Attempts) + " attempts: " + e.Last.Error()
 	if e.Ctx != nil {
 		s += " (" + e.Ctx.Error() + ")"
