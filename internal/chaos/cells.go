@@ -1,0 +1,328 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stockguard/stockguard/stock/stocktest"
+)
+
+// Cell is one scenario of the matrix: hooks around a sale.
+type Cell struct {
+	Name  string
+	About string // what the fault is, for the table
+	// Setup changes the processes and the wiring before the node is built.
+	Setup func(e *Env) error
+	// Fault runs during the sale and returns when ctx ends.
+	Fault func(ctx context.Context, e *Env)
+	// Heal undoes what is left of the fault after the sale.
+	Heal func(e *Env)
+	// Play replaces the in-process sale (the app-kill cell plays it in
+	// child processes) and returns its history.
+	Play func(e *Env) ([]Event, error)
+}
+
+// gap is the pause before (and between) a cell's faults.
+func (e *Env) gap() time.Duration {
+	if e.Opts.Long {
+		return 5 * time.Second
+	}
+	return time.Second
+}
+
+// Cells are the scenarios, in the order the table lists them.
+func Cells() []Cell {
+	return []Cell{
+		{Name: "control", About: "no fault"},
+		{Name: "redis-kill", About: "Redis killed with -9 and restarted empty, every gap", Fault: killRedis, Heal: reviveRedis},
+		{Name: "lagging-failover", About: "replica frozen 300ms, promoted, proxy switched to it, old master killed",
+			Setup: setupFailover, Fault: failover, Heal: func(e *Env) { e.Link.Resume() }},
+		{Name: "sentinel-failover", About: "master killed with -9, Sentinel promotes the replica (go-redis failover client)",
+			Setup: setupSentinel, Fault: func(ctx context.Context, e *Env) {
+				if sleep(ctx, e.gap()) {
+					e.Redis.Kill()
+				}
+			}, Heal: waitPromoted},
+		{Name: "flushall", About: "FLUSHALL twice mid-sale", Fault: flushTwice},
+		{Name: "pause", About: "CLIENT PAUSE 400ms every 700ms, 150ms caller deadlines, no retries",
+			Setup: pauseSetup(0), Fault: pauseRedis},
+		{Name: "pause-retry", About: "the same, callers retry ErrUnknownOutcome with the same ID up to 6 times",
+			Setup: pauseSetup(6), Fault: pauseRedis},
+		{Name: "degrade", About: "Redis down 1.5s then back empty, degrade in front of tiered",
+			Setup: func(e *Env) error { e.Config.Degrade = true; return nil }, Fault: downRedis, Heal: reviveRedis},
+		{Name: "handoff-crash", About: "faults at each gate/record hand-off (stocktest.Faulty), 25% of calls with 1-4ms deadlines",
+			Setup: setupHandoff, Fault: handoffFaults, Heal: func(e *Env) {
+				e.Stack.GateF.SetFault(stocktest.Healthy)
+				e.Stack.RecordF.SetFault(stocktest.Healthy)
+			}},
+		{Name: "app-kill", About: "the application killed with -9 three times, a fresh process taking over", Play: playAppKill},
+		{Name: "sql-cut", About: "SQL replies dropped after the request went through (20% of COMMITs, 1% of all)",
+			Setup: setupSQLCut, Fault: cutSQL},
+		{Name: "lock-storm", About: "2 transactions hold the hot rows FOR UPDATE 1.5s at a time; bound 1s per call (LockWait 250ms)",
+			Setup: setupLockStorm, Fault: lockStorm},
+	}
+}
+
+func killRedis(ctx context.Context, e *Env) {
+	for sleep(ctx, e.gap()) {
+		e.Redis.Kill()
+		time.Sleep(300 * time.Millisecond)
+		if err := e.Redis.Start(); err != nil {
+			e.logf("restart redis: %v", err)
+		}
+	}
+}
+
+func downRedis(ctx context.Context, e *Env) {
+	for sleep(ctx, e.gap()) {
+		e.Redis.Kill()
+		time.Sleep(1500 * time.Millisecond)
+		if err := e.Redis.Start(); err != nil {
+			e.logf("restart redis: %v", err)
+		}
+	}
+}
+
+func reviveRedis(e *Env) {
+	if !e.Redis.Alive() {
+		if err := e.Redis.Start(); err != nil {
+			e.logf("restart redis: %v", err)
+		}
+	}
+}
+
+func setupFailover(e *Env) error {
+	var err error
+	if e.Link, err = NewProxy(e.Redis.Addr()); err != nil {
+		return err
+	}
+	e.Defer(func() { _ = e.Link.Close() })
+	_, port, _ := splitPort(e.Link.Addr())
+	if e.Replica, err = StartRedis(e.Dir, "--replicaof", "127.0.0.1", port); err != nil {
+		return err
+	}
+	e.Defer(e.Replica.Kill)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Replica.WaitSynced(ctx); err != nil {
+		return err
+	}
+	if e.Proxy, err = NewProxy(e.Redis.Addr()); err != nil {
+		return err
+	}
+	e.Defer(func() { _ = e.Proxy.Close() })
+	e.Config.RedisAddr = e.Proxy.Addr()
+	return nil
+}
+
+func failover(ctx context.Context, e *Env) {
+	if !sleep(ctx, e.gap()) {
+		return
+	}
+	e.Link.Pause()
+	time.Sleep(300 * time.Millisecond)
+	c := e.Replica.Client()
+	defer c.Close()
+	if err := c.Do(context.Background(), "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		e.logf("promote: %v", err)
+	}
+	e.Proxy.SetUpstream(e.Replica.Addr())
+	e.Proxy.CutAll()
+	e.Redis.Kill()
+}
+
+func setupSentinel(e *Env) error {
+	var err error
+	if e.Replica, err = StartRedis(e.Dir, "--replicaof", "127.0.0.1", strconv.Itoa(e.Redis.Port)); err != nil {
+		return err
+	}
+	e.Defer(e.Replica.Kill)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := e.Replica.WaitSynced(ctx); err != nil {
+		return err
+	}
+	if e.Sentinel, err = StartSentinel(e.Dir, "chaos", e.Redis.Port, 400*time.Millisecond); err != nil {
+		return err
+	}
+	e.Defer(e.Sentinel.Kill)
+	c := e.Sentinel.Client()
+	defer c.Close()
+	for {
+		reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", "chaos").Slice()
+		if err == nil && len(reps) > 0 {
+			break
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return errors.New("chaos: Sentinel did not see the replica")
+		}
+	}
+	e.Config.SentinelMaster, e.Config.SentinelAddrs = "chaos", []string{e.Sentinel.Addr()}
+	e.SaleFor = max(e.SaleFor, 5*time.Second)
+	return nil
+}
+
+// waitPromoted waits until Sentinel names the replica as the master.
+func waitPromoted(e *Env) {
+	c := e.Sentinel.Client()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for {
+		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "chaos").StringSlice()
+		if err == nil && len(addr) == 2 && addr[1] == strconv.Itoa(e.Replica.Port) {
+			return
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			e.logf("Sentinel did not promote the replica: %v %v", addr, err)
+			return
+		}
+	}
+}
+
+func flushTwice(ctx context.Context, e *Env) {
+	c := e.Redis.Client()
+	defer c.Close()
+	for i := 0; e.Opts.Long || i < 2; i++ {
+		if !sleep(ctx, e.gap()) {
+			return
+		}
+		if err := c.FlushAll(context.Background()).Err(); err != nil {
+			e.logf("flushall: %v", err)
+		}
+	}
+}
+
+func pauseSetup(retries int) func(e *Env) error {
+	return func(e *Env) error {
+		e.Sale.Timeout = func(*mrand.Rand) time.Duration { return 150 * time.Millisecond }
+		e.Sale.Retries, e.Sale.RetryWait = retries, 100*time.Millisecond
+		return nil
+	}
+}
+
+func pauseRedis(ctx context.Context, e *Env) {
+	c := e.Redis.Client()
+	defer c.Close()
+	for sleep(ctx, 700*time.Millisecond) {
+		if err := c.Do(context.Background(), "CLIENT", "PAUSE", "400", "ALL").Err(); err != nil {
+			e.logf("client pause: %v", err)
+		}
+	}
+}
+
+func setupHandoff(e *Env) error {
+	e.Config.Faulty = true
+	e.Sale.Timeout = func(r *mrand.Rand) time.Duration {
+		if r.IntN(4) == 0 {
+			return time.Duration(1+r.IntN(4)) * time.Millisecond
+		}
+		return 500 * time.Millisecond
+	}
+	return nil
+}
+
+// handoffFaults opens 40ms windows of one fault at a time. A tier's first
+// step of a call only ever fails Down (a store that sent a write reports
+// ErrUnknownOutcome itself); the second tier of a call also loses replies
+// after applying them: a crash between gate and record.
+func handoffFaults(ctx context.Context, e *Env) {
+	type window struct {
+		f       *stocktest.Faulty
+		x       stocktest.Fault
+		methods []string
+	}
+	ws := []window{
+		{e.Stack.RecordF, stocktest.Down, []string{"Deduct", "Confirm", "Revert"}},
+		{e.Stack.RecordF, stocktest.LostReply, []string{"Deduct", "Revert"}},
+		{e.Stack.GateF, stocktest.Down, []string{"Deduct", "Confirm", "Revert"}},
+		{e.Stack.GateF, stocktest.LostReply, []string{"Confirm"}},
+	}
+	for sleep(ctx, 60*time.Millisecond) {
+		w := ws[e.Rand.IntN(len(ws))]
+		w.f.SetFaultFor(w.x, stocktest.OnMethod(w.methods...))
+		sleep(ctx, 40*time.Millisecond)
+		w.f.SetFault(stocktest.Healthy)
+	}
+}
+
+func setupSQLCut(e *Env) error {
+	addr, err := e.Opts.DB.Addr()
+	if err != nil {
+		return err
+	}
+	if e.DBProxy, err = NewProxy(addr); err != nil {
+		return err
+	}
+	e.Defer(func() { _ = e.DBProxy.Close() })
+	e.Config.DBAddr = e.DBProxy.Addr()
+	return nil
+}
+
+func cutSQL(ctx context.Context, e *Env) {
+	commit := []byte("commit")
+	e.DBProxy.DropReplies(func(b []byte) bool {
+		if bytes.Contains(bytes.ToLower(b), commit) {
+			return mrand.Float64() < 0.2
+		}
+		return mrand.Float64() < 0.01
+	})
+	<-ctx.Done()
+	e.DBProxy.DropReplies(nil)
+	e.logf("sql-cut: %d replies dropped", e.DBProxy.Dropped())
+}
+
+func setupLockStorm(e *Env) error {
+	e.Config.LockWait = 250 * time.Millisecond
+	e.Sale.Timeout = func(*mrand.Rand) time.Duration { return 3 * time.Second }
+	e.Sale.Bound = time.Second
+	return nil
+}
+
+// lockStorm runs two adversaries that lock the hot rows in turn.
+func lockStorm(ctx context.Context, e *Env) {
+	db, err := e.Opts.DB.Open("", 2)
+	if err != nil {
+		e.logf("lock storm: %v", err)
+		return
+	}
+	defer db.Close()
+	q := fmt.Sprintf("SELECT sku FROM %s WHERE sku IN ('hot', 'b') FOR UPDATE", e.Config.Table)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sleep(ctx, time.Duration(i)*800*time.Millisecond)
+			for ctx.Err() == nil {
+				c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				tx, err := db.BeginTx(c, nil)
+				if err == nil {
+					rows, qerr := tx.QueryContext(c, q)
+					if qerr == nil {
+						_ = rows.Close()
+					}
+					sleep(ctx, 1500*time.Millisecond)
+					_ = tx.Commit()
+				}
+				cancel()
+				sleep(ctx, 300*time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func splitPort(addr string) (host, port string, err error) {
+	i := bytes.LastIndexByte([]byte(addr), ':')
+	if i < 0 {
+		return "", "", errors.New("chaos: no port in " + addr)
+	}
+	return addr[:i], addr[i+1:], nil
+}

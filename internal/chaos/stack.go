@@ -1,0 +1,238 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/reconcile"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// DB names a database the matrix runs on.
+type DB struct {
+	Name    string // "mariadb" or "postgres"
+	Driver  string // "mysql" or "pgx"
+	DSN     string // a go-sql-driver DSN, or a postgres:// URL
+	Dialect sqlstock.Dialect
+}
+
+// Addr is the host:port the DSN points at.
+func (d DB) Addr() (string, error) {
+	if d.Driver == "mysql" {
+		c, err := mysql.ParseDSN(d.DSN)
+		if err != nil {
+			return "", err
+		}
+		return c.Addr, nil
+	}
+	u, err := url.Parse(d.DSN)
+	if err != nil {
+		return "", err
+	}
+	if u.Host == "" {
+		return "", errors.New("chaos: the PostgreSQL DSN must be a URL with a host (postgres://user@host:port/db)")
+	}
+	return u.Host, nil
+}
+
+// WithAddr returns the DSN pointed at addr (a proxy) instead.
+func (d DB) WithAddr(addr string) (string, error) {
+	if d.Driver == "mysql" {
+		c, err := mysql.ParseDSN(d.DSN)
+		if err != nil {
+			return "", err
+		}
+		c.Addr = addr
+		c.InterpolateParams = true
+		return c.FormatDSN(), nil
+	}
+	u, err := url.Parse(d.DSN)
+	if err != nil {
+		return "", err
+	}
+	u.Host = addr
+	return u.String(), nil
+}
+
+// Open opens a pool of at most conns connections to addr ("" for the
+// DSN's own address).
+func (d DB) Open(addr string, conns int) (*sqlx.DB, error) {
+	if addr == "" {
+		var err error
+		if addr, err = d.Addr(); err != nil {
+			return nil, err
+		}
+	}
+	dsn, err := d.WithAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlx.Open(d.Driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return db, nil
+}
+
+// StackConfig is how one application node is wired.
+type StackConfig struct {
+	RedisAddr      string   // the gate's Redis (or a proxy in front of it)
+	SentinelMaster string   // with SentinelAddrs: a go-redis failover client
+	SentinelAddrs  []string // instead of RedisAddr
+	DB             DB
+	DBAddr         string // where the record's pool connects ("" the DSN's address)
+	Table, Ledger  string
+	Prefix         string // the gate's key prefix
+	Hold, Grace    time.Duration
+	LockWait       time.Duration // sqlstock Config.LockWait; 0 its default
+	Faulty         bool          // wrap both tiers in stocktest.Faulty
+	Degrade        bool          // put degrade in front of the tiered flow
+	History        *History      `json:"-"` // receives the record's refusals
+}
+
+// Stack is one application node: the gate, the record, the tiered flow,
+// a reconciler and, when configured, fault wrappers and degrade.
+type Stack struct {
+	RDB     redis.UniversalClient
+	Gate    *redisstock.Store
+	DB      *sqlx.DB
+	Record  *sqlstock.Store
+	GateF   *stocktest.Faulty // nil unless Faulty
+	RecordF *stocktest.Faulty
+	Tiered  *tiered.Manager
+	Degrade *degrade.Manager
+	Rec     *reconcile.Reconciler
+	// Top is what buyers call: the tiered flow, or degrade in front of it.
+	Top interface {
+		stock.Manager
+		stock.Reclaimer
+	}
+}
+
+// recordTap forwards every interface of the record and reports the
+// record's refusals (sold out, limit) of orders the gate admitted.
+type recordTap struct {
+	tiered.RecordStore
+	h *History
+}
+
+func (t recordTap) Deduct(ctx context.Context, o stock.Order) error {
+	err := t.RecordStore.Deduct(ctx, o)
+	if t.h != nil && (errors.Is(err, stock.ErrSoldOut) || errors.Is(err, stock.ErrLimitReached)) {
+		t.h.Add(Event{Op: "record-refused", ID: o.ID, Err: err.Error()})
+	}
+	return err
+}
+
+// Build wires a node. It does no I/O.
+func Build(cfg StackConfig) (*Stack, error) {
+	s := &Stack{}
+	if len(cfg.SentinelAddrs) > 0 {
+		s.RDB = redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: cfg.SentinelMaster, SentinelAddrs: cfg.SentinelAddrs,
+			DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
+			PoolSize: 24,
+		})
+	} else {
+		s.RDB = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr,
+			DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
+			PoolSize: 24,
+		})
+	}
+	var err error
+	if s.Gate, err = redisstock.New(s.RDB, redisstock.Config{Prefix: cfg.Prefix}); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	if s.DB, err = cfg.DB.Open(cfg.DBAddr, 16); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	if s.Record, err = sqlstock.New(s.DB, sqlstock.Config{Dialect: cfg.DB.Dialect, Table: cfg.Table, Ledger: cfg.Ledger, LockWait: cfg.LockWait}); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	var gate tiered.GateStore = s.Gate
+	var record tiered.RecordStore = recordTap{RecordStore: s.Record, h: cfg.History}
+	if cfg.Faulty {
+		s.GateF, s.RecordF = stocktest.NewFaulty(gate), stocktest.NewFaulty(record)
+		gate, record = s.GateF, s.RecordF
+	}
+	s.Tiered = tiered.New(gate, record, tiered.Config{RecordGrace: cfg.Grace})
+	if s.Rec, err = reconcile.New(s.Gate, s.Record, reconcile.Config{
+		Interval: time.Second, WatchInterval: 200 * time.Millisecond, GateHold: s.Tiered.GateHold,
+		MaxAutoFix: -1,
+	}); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	s.Top = s.Tiered
+	if cfg.Degrade {
+		s.Degrade = degrade.New(s.Tiered, s.Record, degrade.Config{
+			OpenFor: 400 * time.Millisecond, Recalibrate: s.Rec.Recalibrate, RecalibrateTimeout: 2 * time.Second,
+			RampSteps: []float64{0.5}, RampInterval: 300 * time.Millisecond,
+			FallbackLimit: 300, FallbackBurst: 30,
+		})
+		s.Top = s.Degrade
+	}
+	return s, nil
+}
+
+// Close releases the node's clients and goroutines.
+func (s *Stack) Close() error {
+	var errs []error
+	if s.Degrade != nil {
+		s.Degrade.Close()
+	}
+	if s.RDB != nil {
+		errs = append(errs, s.RDB.Close())
+	}
+	if s.DB != nil {
+		errs = append(errs, s.DB.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// dropTables removes a run's tables through a direct pool.
+func dropTables(ctx context.Context, db *sqlx.DB, tables []string) error {
+	var errs []error
+	for i := len(tables) - 1; i >= 0; i-- {
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+tables[i]); err != nil {
+			errs = append(errs, fmt.Errorf("drop %s: %w", tables[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// envDBs returns the databases named by the environment.
+func envDBs(getenv func(string) string) []DB {
+	var dbs []DB
+	if dsn := getenv(MySQLEnv); dsn != "" {
+		if !strings.Contains(dsn, "interpolateParams") {
+			dsn += map[bool]string{true: "&", false: "?"}[strings.Contains(dsn, "?")] + "interpolateParams=true"
+		}
+		dbs = append(dbs, DB{Name: "mariadb", Driver: "mysql", DSN: dsn, Dialect: sqlstock.MariaDB})
+	}
+	if dsn := getenv(PostgresEnv); dsn != "" {
+		dbs = append(dbs, DB{Name: "postgres", Driver: "pgx", DSN: dsn, Dialect: sqlstock.Postgres})
+	}
+	return dbs
+}
+
+// The variables that name the databases (those of the project's tests).
+const (
+	MySQLEnv    = "STOCKGUARD_MYSQL_DSN"
+	PostgresEnv = "STOCKGUARD_POSTGRES_DSN"
+)
