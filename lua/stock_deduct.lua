@@ -14,13 +14,15 @@
 -- ARGV[6]  the order's deadline so far (ms, from the groups taken before
 --          this one), or 0 for none
 -- ARGV[6+i] qty of line i
--- Reply    {'ok', deadline, held} when every line is held (newly or
+-- Reply    {'ok', deadline, new, found} when every line is held (newly or
 --          already) or confirmed: deadline is the order's deadline after
---          this group (0 if every line is confirmed), held the number of
---          held lines; otherwise {code, i} naming the first failing line,
---          with nothing written: 'unknown_sku', 'sold_out', 'limit',
+--          this group (0 if every line is confirmed), new the lines taken
+--          now, found the lines that had a record of the order already;
+--          otherwise {code, i, found} naming the first failing line, with
+--          nothing written: 'unknown_sku', 'sold_out', 'limit',
 --          'need_user', 'conflict' (the ID holds other items), 'expired',
---          'closed' (reverted).
+--          'closed' (reverted); found is 1 if a line before it had a
+--          record of the order.
 --
 -- One order, one deadline: new lines get the earliest of ARGV[6], the
 -- deadlines of the order's held lines here, and now + the shortest hold
@@ -49,17 +51,19 @@ if dl <= 0 then dl = nil end
 local n = #KEYS / 4
 local take, held = {}, {}
 local minhold = nil
+local found = 0
 
 for i = 1, n do
   local b = 4 * (i - 1)
   local qty = tonumber(ARGV[6 + i])
   local r = redis.call('HMGET', KEYS[b + 4], 'st', 'id', 'dl', 'at')
   if r[1] then
-    if r[2] ~= ident then return {'conflict', i} end
+    if r[2] ~= ident then return {'conflict', i, math.min(found, 1)} end
     local d = tonumber(r[3])
-    if r[1] == 'held' and d <= now then return {'expired', i} end
-    if r[1] == 'expired' then return {'expired', i} end
-    if r[1] == 'reverted' or r[1] == 'refunded' then return {'closed', i} end
+    if r[1] == 'held' and d <= now then return {'expired', i, 1} end
+    if r[1] == 'expired' then return {'expired', i, 1} end
+    if r[1] == 'reverted' or r[1] == 'refunded' then return {'closed', i, 1} end
+    found = found + 1
     if r[1] == 'held' then
       held[#held + 1] = {b, d, r[4]}
       if not dl or d < dl then dl = d end
@@ -67,13 +71,13 @@ for i = 1, n do
   else
     local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold_ms', 'held', 'ver')
     -- A state without hold_ms is not a SKU on sale (only PutOnSale writes it).
-    if not s[1] or not s[3] then return {'unknown_sku', i} end
-    if tonumber(s[1]) < qty then return {'sold_out', i} end
+    if not s[1] or not s[3] then return {'unknown_sku', i, math.min(found, 1)} end
+    if tonumber(s[1]) < qty then return {'sold_out', i, math.min(found, 1)} end
     local limit = tonumber(s[2] or '0')
     if limit > 0 then
-      if user == '' then return {'need_user', i} end
+      if user == '' then return {'need_user', i, math.min(found, 1)} end
       local had = tonumber(redis.call('HGET', KEYS[b + 3], user) or '0')
-      if had + qty > limit then return {'limit', i} end
+      if had + qty > limit then return {'limit', i, math.min(found, 1)} end
     end
     local h = tonumber(s[3])
     if not minhold or h < minhold then minhold = h end
@@ -104,4 +108,4 @@ for _, h in ipairs(held) do
     redis.call('HSET', KEYS[b + 4], 'at', at .. ' ' .. token)
   end
 end
-return {'ok', dl or 0, #take + #held}
+return {'ok', dl or 0, #take, found}

@@ -6,6 +6,11 @@
 -- KEYS[2]  <p>:bind:{<id>}       set: the attempts on the entry
 -- ARGV[1]  the identity the attempt bound
 -- ARGV[2]  the attempt's token
+-- ARGV[3]  lease ms, or 0: when other attempts are left on an entry without
+--          a TTL, give it this one (the leaving attempt found no record of
+--          the order, so those attempts may have ended without taking
+--          anything, their outcome unknown: the entry must not outlive them
+--          forever)
 -- Reply    1 if the entry was deleted, 0 otherwise (another identity, or
 --          other attempts still on it, or a successful one).
 --
@@ -13,6 +18,13 @@
 -- Deduct counts on is never deleted here. Running it twice is safe.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SREM', KEYS[2], ARGV[2])
-if redis.call('SCARD', KEYS[2]) > 0 then return 0 end
+if redis.call('SCARD', KEYS[2]) > 0 then
+  local lease = tonumber(ARGV[3])
+  if lease > 0 and redis.call('PTTL', KEYS[1]) == -1 then
+    redis.call('PEXPIRE', KEYS[1], lease)
+    redis.call('PEXPIRE', KEYS[2], lease)
+  end
+  return 0
+end
 redis.call('DEL', KEYS[1], KEYS[2])
 return 1

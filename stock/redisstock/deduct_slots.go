@@ -54,7 +54,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		if word != "conflict" && !errors.Is(err, stock.ErrUnknownOutcome) {
 			// The group refused for certain (a server error): leave the
 			// directory entry as a refused order does.
-			return s.unbind(ctx, a, err)
+			return s.unbind(ctx, a, false, err)
 		}
 		return err
 	}
@@ -69,6 +69,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 
 	deadline := int64(0)
 	dls := make([]int64, len(a.groups))
+	seen := false // a record of the order was found
 	for i, g := range a.groups {
 		res := first
 		if i > 0 {
@@ -80,9 +81,10 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 				return s.writeErr(ctx, "deduct", err)
 			}
 		}
-		dl, err := s.groupResult(ctx, res, g)
+		dl, found, err := s.groupResult(ctx, res, g)
+		seen = seen || found
 		if err != nil {
-			return s.unbind(ctx, a, s.undo(ctx, a, a.groups[:i], err))
+			return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err))
 		}
 		dls[i] = dl
 		if dl > 0 && (deadline == 0 || dl < deadline) {
@@ -94,9 +96,17 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 
 // unbind takes the attempt off the order's directory entry after a refusal
 // (the last attempt to leave deletes it, freeing the order ID) and returns
-// cause, joined with the unbind's own failure if it had one.
-func (s *Store) unbind(ctx context.Context, a *attempt, cause error) error {
-	err := dirReleaseScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.ident, a.token).Err()
+// cause, joined with the unbind's own failure if it had one. An attempt
+// that found no record of the order (seen false) gives an entry other
+// attempts are still on a lease instead: they may have ended, their outcome
+// unknown, without taking anything, and then nothing would ever end the
+// entry. An order with records keeps its entry untouched: its holds end it.
+func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) error {
+	lease := int64(0)
+	if !seen {
+		lease = (stock.DefaultHoldTTL + s.keep).Milliseconds()
+	}
+	err := dirReleaseScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.ident, a.token, lease).Err()
 	if err == nil {
 		return cause
 	}
@@ -152,27 +162,32 @@ func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g
 
 // groupResult reads a deduct script's reply: the order's deadline after
 // the group (0 when every line of it is confirmed), or the error naming the
-// failed line. A SKU the script found not on
+// failed line; and whether the group found a record of the order. A SKU the script found not on
 // sale is told apart (stock.ErrUnknownSKU, or stock.ErrUnavailable for a
 // gate that lost it) with a read of the registry.
-func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item) (int64, error) {
+func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item) (int64, bool, error) {
 	res, err := cmd.Slice()
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	code, n := replyCode(res)
-	if code == "ok" && len(res) == 3 {
-		return n, nil
+	found := false
+	if len(res) > 2 {
+		k, _ := res[len(res)-1].(int64)
+		found = k > 0
+	}
+	if code == "ok" && len(res) == 4 {
+		return n, found, nil
 	}
 	if n >= 1 && int(n) <= len(g) {
 		if code == "unknown_sku" {
-			return 0, s.notOnSale(ctx, g[n-1].SKU)
+			return 0, found, s.notOnSale(ctx, g[n-1].SKU)
 		}
 		if err := lineErr(code, g[n-1].SKU); err != nil {
-			return 0, err
+			return 0, found, err
 		}
 	}
-	return 0, badReply("deduct", res)
+	return 0, found, badReply("deduct", res)
 }
 
 // undo takes this attempt off the holds of groups it took or counted on,

@@ -9,8 +9,7 @@
 // Every key of one SKU carries the hash tag {sku}, so every script touches
 // one slot and is legal on Redis Cluster:
 //
-//	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold_ms, ver,
-//	                           epoch, gen
+//	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold_ms, ver, epoch
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:users     hash user -> units held + bought
 //	<prefix>:{<sku>}:o:<order> hash record of one order line: st (held,
@@ -23,19 +22,11 @@
 //	                           identity, user + "\n" + canonical items
 //	<prefix>:bind:{<order>}    set (Redis Cluster only), the Deduct attempts
 //	                           bound to the directory entry
-//	<prefix>:{<sku>}:rs:<op>   string, marker of a restock operation applied
-//	                           to the SKU (its units; "r": counted by a
-//	                           rebuild), kept Retention
-//	<prefix>:restock:{<op>}    string, a restock operation ID's binding to
-//	                           its SKU and units, kept Retention
 //	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's map)
 //
 // ver counts every write to a SKU; epoch counts only the administrative ones
-// (PutOnSale, Restock, Adjust, Rebuild, Relist); gen is drawn at random when
-// the state is created. gen and epoch make the SKU's [Fence], which never
-// repeats across flushes and rebuilds and is what a reconciler compares
-// before it corrects a count ([Store.Adjust], [Store.Relist]). A state is
-// restored from the record only where none exists ([Store.Rebuild]).
+// (PutOnSale, Restock, Adjust), which is what a reconciler compares before it
+// corrects a count (see [Store.Adjust]).
 //
 // # Deduct: one script call, shared
 //
@@ -86,7 +77,9 @@
 // command the client resends after a lost reply carries the same token and
 // is recognised as the attempt's own. Only an attempt that ends in
 // stock.ErrUnknownOutcome (or a process that dies) leaves its holds to the
-// caller's retry or to the reclaimer.
+// caller's retry or to the reclaimer; a refused attempt that found no record
+// of the order gives an entry such attempts are still on a lease (the
+// default hold time plus Retention) rather than leaving it bound forever.
 //
 // An order has one deadline: now plus the shortest hold time of its SKUs,
 // on every line, whatever the path (on a Cluster, a later slot group with a

@@ -481,3 +481,27 @@ func TestClusterConcurrentAttemptsExactCounts(t *testing.T) {
 		fx.want(hi, 10+restocks-n, 0, n)
 	})
 }
+
+// An attempt whose reply was lost after it bound the order ID and took
+// nothing, then a refused retry: the ID is not bound forever.
+func TestClusterAbandonedAttemptDoesNotBindTheIDForever(t *testing.T) {
+	for _, b := range backends() {
+		if b.name != "miniredis-cluster" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			fx := newFixture(t, b)
+			fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Hour})
+			fx.sale("a", 10, 0, time.Minute)
+			fx.sale("b", 10, 0, time.Minute)
+			o := ord("o1", "u1", it("a", 11))
+			fx.hook.arm(0, 1, false)
+			unknown(t, fx.s.Deduct(fx.ctx(), o), "Deduct with a lost reply")
+			is(t, fx.s.Deduct(fx.ctx(), o), stock.ErrSoldOut, "the retry")
+			fx.mini.FastForward(stock.DefaultHoldTTL + time.Hour + time.Second)
+			is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("b", 1))), nil, "the ID reused for other items")
+			fx.want("a", 10, 0, 0)
+			fx.want("b", 9, 1, 0)
+		})
+	}
+}
