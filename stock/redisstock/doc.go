@@ -9,7 +9,8 @@
 // Every key of one SKU carries the hash tag {sku}, so every script touches
 // one slot and is legal on Redis Cluster:
 //
-//	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold_ms, ver, epoch
+//	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold_ms, ver,
+//	                           epoch, gen
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:users     hash user -> units held + bought
 //	<prefix>:{<sku>}:o:<order> hash record of one order line: st (held,
@@ -22,11 +23,19 @@
 //	                           identity, user + "\n" + canonical items
 //	<prefix>:bind:{<order>}    set (Redis Cluster only), the Deduct attempts
 //	                           bound to the directory entry
+//	<prefix>:{<sku>}:rs:<op>   string, marker of a restock operation applied
+//	                           to the SKU (its units; "r": counted by a
+//	                           rebuild), kept Retention
+//	<prefix>:restock:{<op>}    string, a restock operation ID's binding to
+//	                           its SKU and units, kept Retention
 //	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's map)
 //
 // ver counts every write to a SKU; epoch counts only the administrative ones
-// (PutOnSale, Restock, Adjust), which is what a reconciler compares before it
-// corrects a count (see [Store.Adjust]).
+// (PutOnSale, Restock, Adjust, Rebuild, Relist); gen is drawn at random when
+// the state is created. gen and epoch make the SKU's [Fence], which never
+// repeats across flushes and rebuilds and is what a reconciler compares
+// before it corrects a count ([Store.Adjust], [Store.Relist]). A state is
+// restored from the record only where none exists ([Store.Rebuild]).
 //
 // # Deduct: one script call, shared
 //
