@@ -56,44 +56,40 @@
 //   - record-oversold, conservation: the record's held + sold never
 //     exceed the units put on sale plus restocked, and available + held +
 //     sold equals them (up to restocks whose answer was lost);
-//
 //   - exactly-once: the record's held and sold units are the sums of its
 //     held and confirmed orders, each order's lines are the ones asked;
-//     gate-holds: the gate's held units belong to orders it reports held;
-//
-//   - gate-bound (invariant 6): for every SKU the gate has a state for,
-//
-//     gate available <= record available - in flight + returning
-//
-//     where in flight is the units of orders the gate holds and the record
-//     neither holds nor confirmed (holds at the gate not yet in the
-//     record), and returning is the units the record still holds or sold
-//     for orders a call is half-way through (parked, died, or answered
-//     with an infrastructure error not yet retried, or a failed reclaim
-//     that may have returned their holds at the gate only): the one
-//     window in which the gate may count a unit before the record gets it
-//     back. Both terms count only orders the checker knows to be settled
-//     for in flight, and only half-way ones for returning, so the bound is
-//     never loosened by a settled order;
-//
+//   - gate-holds: the gate's held units belong to orders it reports held;
+//   - gate-bound (design invariant 6), below;
 //   - user-limit: no user holds or bought more of a SKU than its limit, at
 //     the record, nor (settled orders) at the gate;
-//
 //   - told-yes: an order told nil is in the record (held or confirmed)
 //     with its lines; a Confirm told nil is confirmed there; a Revert told
-//     nil is held by neither tier; a buyer told yes who pays or repeats
-//     the Deduct before the deadline is not refused;
-//
+//     nil is held by neither tier; a buyer told yes who then pays, or
+//     repeats the Deduct, before the deadline is not refused;
 //   - refusal-took-stock: an order refused for good (sold out, limit,
 //     conflict) on its only attempt holds nothing at either tier;
-//
 //   - contract: no ErrUnknownSKU for a SKU on sale, no ErrInvalid for a
 //     valid call;
-//
 //   - held-past-deadline: after a reclaim that returned nil and left
 //     nothing due, no order whose deadline (at the latest: its last Deduct
 //     plus its shortest hold time) passed before the reclaim began is held
 //     at either tier.
+//
+// The gate bound is checked for every SKU the gate has a state for (one
+// that lost it admits nothing):
+//
+//	gate available <= record available - in flight + returning
+//
+// In flight is the units of settled orders the gate holds and the record
+// neither holds nor confirmed: holds at the gate not yet in the record.
+// Returning is the units the record still holds or sold for orders a call
+// is half-way through: parked, died, answered with an infrastructure
+// error and not yet retried, or past their deadline while the latest
+// reclaim failed (it may have returned their holds at the gate only).
+// That is the one window in which the gate may count a unit before the
+// record has it back; a settled order never loosens the bound. An order
+// is settled when no call about it is parked and its latest call got a
+// definitive answer (nil or a business error).
 //
 // At rest it checks again, and exactly: nothing is held at either tier,
 // every restock is applied once (record available + held + sold = units

@@ -86,13 +86,13 @@ func (r *runner) answered(c *call, err error) {
 		case errors.Is(err, stock.ErrInvalid):
 			r.violate(CheckContract, "%s: %v for a valid order", c.desc, err)
 		case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrLimitReached), errors.Is(err, stock.ErrConflict):
-			if o.yes && !o.revertSent && beforeDue {
+			if c.toldYes && beforeDue {
 				r.violate(CheckToldYes, "%s: %v on a repeat of an order told yes (a repeat takes nothing and returns nil)", c.desc, err)
 			} else if o.attempts == 1 && o.parked == 0 && (gate.State.Takes() || rec.State.Takes()) {
 				r.violate(CheckRefusal, "%s: %v, yet the gate has it %v and the record %v", c.desc, err, gate.State, rec.State)
 			}
 		case errors.Is(err, stock.ErrHoldExpired), errors.Is(err, stock.ErrOrderClosed):
-			if o.yes && !o.revertSent && beforeDue {
+			if c.toldYes && beforeDue {
 				r.violate(CheckToldYes, "%s: %v before the deadline of an order told yes", c.desc, err)
 			}
 		}
@@ -103,7 +103,7 @@ func (r *runner) answered(c *call, err error) {
 			if rec.State != stock.StateConfirmed {
 				r.violate(CheckToldYes, "%s was told nil, the record has it %v", c.desc, rec.State)
 			}
-		case o.yes && !o.revertSent && beforeDue && o.parked == 0:
+		case c.toldYes && !o.revertSent && beforeDue && o.parked == 0:
 			r.violate(CheckToldYes, "%s: %v: a buyer told yes paid before the deadline and was refused", c.desc, err)
 		}
 	case "revert":

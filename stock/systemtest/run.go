@@ -26,6 +26,9 @@ type call struct {
 	// wasParked: the call parked at some point, so the clock may have
 	// moved while it ran.
 	wasParked bool
+	// toldYes: when the call was sent, the order had been told yes and
+	// no Revert was sent (an earlier call's answer may still arrive late).
+	toldYes bool
 }
 
 type result struct {
@@ -154,6 +157,9 @@ func (r *runner) launch(c *call, fn func(ctx context.Context) result) {
 	ctx = context.WithValue(ctx, ctlKey{}, c.ctl)
 	c.done = make(chan result, 1)
 	c.start, c.step = r.now(), r.step
+	if c.o != nil {
+		c.toldYes = c.o.yes && !c.o.revertSent
+	}
 	if c.ctl.faulty() {
 		r.res.Counts["faults"]++
 	}

@@ -13,7 +13,11 @@ import (
 func TestSystem(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			for _, seed := range systemtest.Seeds(1, b.seeds) {
+			n := b.seeds
+			if testing.Short() {
+				n = max(1, n/4)
+			}
+			for _, seed := range systemtest.Seeds(1, n) {
 				t.Run(fmt.Sprint(seed), func(t *testing.T) {
 					systemtest.Check(t, wire(t, b, seed))
 				})

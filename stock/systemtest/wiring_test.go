@@ -39,21 +39,21 @@ type backend struct {
 // backends returns miniredis + SQLite always, and the real servers the
 // STOCKGUARD_* variables name.
 func backends() []backend {
-	bs := []backend{{name: "miniredis+sqlite", redis: miniRedis, record: sqlite, seeds: 6}}
+	bs := []backend{{name: "miniredis+sqlite", redis: miniRedis, record: sqlite, seeds: 12}}
 	addr, cluster := os.Getenv("STOCKGUARD_REDIS_ADDR"), os.Getenv("STOCKGUARD_REDIS_CLUSTER")
 	mysql, pg := os.Getenv(testdb.MySQLEnv), os.Getenv(testdb.PostgresEnv)
 	if addr != "" && mysql != "" {
-		bs = append(bs, backend{name: "redis+mariadb", redis: sharedRedis(addr), seeds: 2, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+		bs = append(bs, backend{name: "redis+mariadb", redis: sharedRedis(addr), seeds: 4, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
 			return testdb.Open(t, "mysql", testdb.WithParam(mysql, "interpolateParams=true"), 16), sqlstock.MariaDB
 		}})
 	}
 	if addr != "" && pg != "" {
 		if _, err := exec.LookPath("redis-server"); err == nil {
-			bs = append(bs, backend{name: "own-redis+postgres", redis: ownRedis, seeds: 2, record: postgres(pg)})
+			bs = append(bs, backend{name: "own-redis+postgres", redis: ownRedis, seeds: 4, record: postgres(pg)})
 		}
 	}
 	if cluster != "" && pg != "" {
-		bs = append(bs, backend{name: "cluster+postgres", redis: clusterRedis(strings.Split(cluster, ",")), seeds: 2, record: postgres(pg)})
+		bs = append(bs, backend{name: "cluster+postgres", redis: clusterRedis(strings.Split(cluster, ",")), seeds: 4, record: postgres(pg)})
 	}
 	return bs
 }
@@ -259,7 +259,7 @@ func wire(t testing.TB, b backend, seed uint64) systemtest.Config {
 		Restart: restart,
 	}
 	if testing.Short() {
-		cfg.Steps = 80
+		cfg.Steps = 60
 	}
 	if os.Getenv("STOCKGUARD_SYSTEMTEST_TRACE") != "" {
 		cfg.Logf = t.Logf
