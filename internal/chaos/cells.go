@@ -267,11 +267,17 @@ func setupSQLCut(e *Env) error {
 
 func cutSQL(ctx context.Context, e *Env) {
 	commit := []byte("commit")
+	commits, any := 0.2, 0.01
+	if e.Config.StripUnknown {
+		// Enough cuts that the record's re-reads fail too and it has to
+		// answer ErrUnknownOutcome (which the strip then hides).
+		commits, any = 0.4, 0.15
+	}
 	e.DBProxy.DropReplies(func(b []byte) bool {
 		if bytes.Contains(bytes.ToLower(b), commit) {
-			return mrand.Float64() < 0.2
+			return mrand.Float64() < commits
 		}
-		return mrand.Float64() < 0.01
+		return mrand.Float64() < any
 	})
 	<-ctx.Done()
 	e.DBProxy.DropReplies(nil)

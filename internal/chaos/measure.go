@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/redisstock"
-	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
 // Measures are the figures of one cell, computed at quiescence (every
@@ -66,7 +64,8 @@ func (m *Measures) note(format string, args ...any) {
 type orderLog struct {
 	user    string
 	items   []stock.Item
-	final   map[string]string // op -> class of its last answer
+	final   map[string]string // op -> what the caller knows after its last answer
+	unknown map[string]bool   // op -> some attempt answered ErrUnknownOutcome
 	errs    map[string]string // op -> text of its last error
 	refused bool              // the record refused it
 }
@@ -78,7 +77,7 @@ func fold(events []Event, m *Measures) ([]string, map[string]*orderLog) {
 	get := func(id string) *orderLog {
 		o := orders[id]
 		if o == nil {
-			o = &orderLog{final: map[string]string{}, errs: map[string]string{}}
+			o = &orderLog{final: map[string]string{}, errs: map[string]string{}, unknown: map[string]bool{}}
 			orders[id] = o
 			ids = append(ids, id)
 		}
@@ -98,6 +97,14 @@ func fold(events []Event, m *Measures) ([]string, map[string]*orderLog) {
 			o.final[e.Op] = ClassInFlight
 		default:
 			o.final[e.Op], o.errs[e.Op] = e.Class, e.Err
+			switch {
+			case e.Class == ClassUnknown || e.Class == ClassMixed:
+				o.unknown[e.Op] = true
+			case o.unknown[e.Op] && nothingApplied(e.Class):
+				// A retry that applied nothing leaves the earlier
+				// attempt's outcome unknown.
+				o.final[e.Op] = ClassUnknown
+			}
 			if e.Class == ClassMixed {
 				m.Mixed++
 			}
@@ -118,9 +125,15 @@ func nothingApplied(c string) bool {
 	return c == ClassPlain || c == ClassContention || c == ClassUnavailable || c == ClassBusy
 }
 
+// Tier is what Measure reads of a tier: its levels and its orders.
+type Tier interface {
+	stock.Manager
+	stock.OrderReader
+}
+
 // Measure computes the figures of a sale over skus from its history, the
 // record and the gate. Drift is left to the caller.
-func Measure(ctx context.Context, events []Event, sale SaleConfig, record *sqlstock.Store, gate *redisstock.Store) (Measures, error) {
+func Measure(ctx context.Context, events []Event, sale SaleConfig, record, gate Tier) (Measures, error) {
 	var m Measures
 	ids, orders := fold(events, &m)
 	var placed []string
@@ -222,6 +235,11 @@ func (m *Measures) classify(id string, o *orderLog, rs, gs stock.State) {
 	}
 	if d == ClassBusiness && o.refused {
 		m.RecordRefusals++
+	}
+	for _, op := range []string{"confirm", "revert"} {
+		if c := o.final[op]; c != "" {
+			m.Finals[op+" "+c]++
+		}
 	}
 	switch c := o.final["confirm"]; {
 	case c == "":

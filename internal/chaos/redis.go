@@ -52,7 +52,7 @@ func StartRedis(dir string, extra ...string) (*Server, error) {
 	s := &Server{Port: port, dir: d, args: append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", d, "--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning",
-		"--maxmemory-policy", "noeviction",
+		"--maxmemory-policy", "noeviction", "--repl-diskless-sync-delay", "0",
 	}, extra...)}
 	return s, s.Start()
 }

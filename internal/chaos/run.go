@@ -7,10 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	mrand "math/rand/v2"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
@@ -26,6 +31,8 @@ type Options struct {
 	// (it must call ChildMain when ChildEnv is set); "" is os.Executable.
 	Self string
 	Logf func(format string, args ...any)
+	// StripUnknown wires every cell's record with StackConfig.StripUnknown.
+	StripUnknown bool
 }
 
 // Result is one cell of the matrix on one database.
@@ -85,11 +92,26 @@ func token(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// discard silences go-redis's log of dial failures (and the MySQL
+// driver's of cut connections), which the faults cause by the hundred.
+type discard struct{}
+
+func (discard) Printf(context.Context, string, ...any) {}
+
+var quiet sync.Once
+
 // RunCell plays one cell on opts.DB.
 func RunCell(c Cell, opts Options) (res Result) {
+	quiet.Do(func() {
+		redis.SetLogger(discard{})
+		_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	})
 	start := time.Now()
 	res = Result{Cell: c.Name, DB: opts.DB.Name}
 	env, err := newEnv(c, opts)
+	if env != nil {
+		env.logf("%s/%s: set up in %v", c.Name, opts.DB.Name, time.Since(start).Round(10*time.Millisecond))
+	}
 	if env != nil {
 		defer func() {
 			for i := len(env.cleanup) - 1; i >= 0; i-- {
@@ -133,6 +155,7 @@ func newEnv(c Cell, opts Options) (*Env, error) {
 		return env, err
 	}
 	env.Config.History = env.History
+	env.Config.StripUnknown = opts.StripUnknown
 	if c.Setup != nil {
 		if err := c.Setup(env); err != nil {
 			return env, fmt.Errorf("setup: %w", err)

@@ -104,6 +104,10 @@ type StackConfig struct {
 	Faulty         bool          // wrap both tiers in stocktest.Faulty
 	Degrade        bool          // put degrade in front of the tiered flow
 	History        *History      `json:"-"` // receives the record's refusals
+	// StripUnknown makes the record report every ErrUnknownOutcome as a
+	// plain error, as a record without the outcome rule would: the matrix
+	// must then fail (its own check is checked this way).
+	StripUnknown bool
 }
 
 // Stack is one application node: the gate, the record, the tiered flow,
@@ -129,13 +133,30 @@ type Stack struct {
 // record's refusals (sold out, limit) of orders the gate admitted.
 type recordTap struct {
 	tiered.RecordStore
-	h *History
+	h     *History
+	strip bool
 }
 
 func (t recordTap) Deduct(ctx context.Context, o stock.Order) error {
 	err := t.RecordStore.Deduct(ctx, o)
 	if t.h != nil && (errors.Is(err, stock.ErrSoldOut) || errors.Is(err, stock.ErrLimitReached)) {
 		t.h.Add(Event{Op: "record-refused", ID: o.ID, Err: err.Error()})
+	}
+	return t.plain(err)
+}
+
+func (t recordTap) Confirm(ctx context.Context, id string) error {
+	return t.plain(t.RecordStore.Confirm(ctx, id))
+}
+
+func (t recordTap) Revert(ctx context.Context, id string) error {
+	return t.plain(t.RecordStore.Revert(ctx, id))
+}
+
+// plain drops ErrUnknownOutcome from err when the tap strips it.
+func (t recordTap) plain(err error) error {
+	if t.strip && errors.Is(err, stock.ErrUnknownOutcome) {
+		return errors.New(err.Error())
 	}
 	return err
 }
@@ -166,7 +187,7 @@ func Build(cfg StackConfig) (*Stack, error) {
 		return nil, errors.Join(err, s.Close())
 	}
 	var gate tiered.GateStore = s.Gate
-	var record tiered.RecordStore = recordTap{RecordStore: s.Record, h: cfg.History}
+	var record tiered.RecordStore = recordTap{RecordStore: s.Record, h: cfg.History, strip: cfg.StripUnknown}
 	if cfg.Faulty {
 		s.GateF, s.RecordF = stocktest.NewFaulty(gate), stocktest.NewFaulty(record)
 		gate, record = s.GateF, s.RecordF
