@@ -63,7 +63,12 @@ func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager,
 		return err
 	}
 	ferr := op(d.fallback, ctx, id)
-	if errors.Is(ferr, stock.ErrUnknownOrder) {
+	switch {
+	case errors.Is(ferr, stock.ErrUnknownOrder):
+		return err
+	case ferr != nil && !stock.IsBusiness(ferr) && errors.Is(err, stock.ErrUnknownOutcome):
+		// The primary may have applied the call: the fallback's failure
+		// must not hide that (an answer from the fallback would settle it).
 		return err
 	}
 	return ferr
