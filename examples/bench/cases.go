@@ -230,11 +230,11 @@ func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(
 	}}
 	for _, st := range []sqlstock.Strategy{sqlstock.Atomic, sqlstock.Optimistic, sqlstock.Pessimistic} {
 		table, ledger := tag+"_"+st.String(), tag+"_"+st.String()+"_ledger"
-		dropped = append(dropped, ledger, table)
 		s, err := sqlstock.New(db, sqlstock.Config{Strategy: st, Dialect: dialect, Table: table, Ledger: ledger, MaxAttempts: 3})
 		if err != nil {
 			return group{}, drop, err
 		}
+		dropped = append(dropped, s.Tables()...)
 		if err := s.CreateTables(ctx); err != nil {
 			return group{}, drop, err
 		}

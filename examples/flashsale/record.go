@@ -76,8 +76,9 @@ func openRecord(ctx context.Context, cfg config, s *system) (*sqlstock.Store, st
 		s.cleanup = append(s.cleanup, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_, _ = db.ExecContext(ctx, "DROP TABLE IF EXISTS "+sc.Ledger)
-			_, _ = db.ExecContext(ctx, "DROP TABLE IF EXISTS "+sc.Table)
+			for _, t := range st.Tables() {
+				_, _ = db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t)
+			}
 		})
 	}
 	s.recordDB, s.recordTables = db, sc
