@@ -101,7 +101,7 @@ func (r *runner) readOne(id string) ([2]stock.OrderInfo, bool) {
 // latest call got no definitive answer, or a reclaim that may have
 // returned its hold failed.
 func (r *runner) unsure(o *order) bool {
-	if o.parked > 0 || o.doubt {
+	if o.parked > 0 || o.doubtful() {
 		return true
 	}
 	if !r.reclaimBad {
@@ -159,6 +159,7 @@ func (r *runner) checkView(v view) {
 			r.violate(CheckConservation, "%s: record available+held+sold = %d, want %d (+ up to %d in doubt)", sku, total, low, doubt)
 		}
 		var held, sold, gLow, gHigh, inFlight, excused int64
+		var oneSided []string // orders only one tier takes, for the report
 		for _, o := range r.orders {
 			q := o.qty(sku)
 			if q == 0 {
@@ -184,6 +185,13 @@ func (r *runner) checkView(v view) {
 			case !sure && ro.State.Takes():
 				excused += q
 			}
+			if go_.State.Takes() != ro.State.Takes() && len(oneSided) < 6 {
+				settled := "settled"
+				if !sure {
+					settled = "half-way"
+				}
+				oneSided = append(oneSided, fmt.Sprintf("%s×%d gate %v record %v (%s)", o.id, q, go_.State, ro.State, settled))
+			}
 		}
 		if rec.Held != held || rec.Sold != sold {
 			r.violate(CheckExactlyOnce, "%s: record held %d sold %d, its orders hold %d and bought %d", sku, rec.Held, rec.Sold, held, sold)
@@ -195,8 +203,8 @@ func (r *runner) checkView(v view) {
 			r.violate(CheckGateHolds, "%s: gate held %d, its held orders hold %d (%d of them settled)", sku, g.Held, gHigh, gLow)
 		}
 		if bound := rec.Available - inFlight + excused; g.Available < 0 || g.Available > bound {
-			r.violate(CheckGateBound, "%s: gate available %d > record available %d - in flight %d + returning %d (calls half-way) = %d",
-				sku, g.Available, rec.Available, inFlight, excused, bound)
+			r.violate(CheckGateBound, "%s: gate available %d > record available %d - in flight %d + returning %d (calls half-way) = %d; orders one tier takes: %v",
+				sku, g.Available, rec.Available, inFlight, excused, bound, oneSided)
 		}
 	}
 	for _, o := range r.orders {

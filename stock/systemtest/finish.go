@@ -35,7 +35,7 @@ func (r *runner) finish(c *call, res result) {
 				o.lastEnd = end
 			}
 		}
-		o.doubt = !definitive
+		o.settle(c.kind, definitive)
 		if definitive {
 			r.answered(c, res.err)
 		}

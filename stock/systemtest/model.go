@@ -20,14 +20,37 @@ type order struct {
 	// deadline lies between firstSent+hold and lastEnd+hold.
 	firstSent, lastEnd time.Time
 	attempts           int
-	parked             int    // calls about the order that are parked
-	doubt              bool   // the latest call about it ended without a definitive answer
-	last               string // the kind of that call, for a retry
-	yes                bool   // a Deduct returned nil
-	paid               bool   // a Confirm returned nil
-	revertSent         bool   // a Revert was sent
-	reverted           bool   // a Revert returned nil
-	scripted           bool   // bought by a Config.Script step
+	parked             int // calls about the order that are parked
+	// doubt holds the kinds of call (deduct, confirm, revert) whose latest
+	// attempt ended without a definitive answer: a later definitive answer
+	// to the same kind settles it (a Revert settles a Confirm too), an
+	// answer to another kind does not.
+	doubt      map[string]bool
+	yes        bool // a Deduct returned nil
+	paid       bool // a Confirm returned nil
+	revertSent bool // a Revert was sent
+	reverted   bool // a Revert returned nil
+	scripted   bool // bought by a Config.Script step
+}
+
+// doubtful reports whether some call about the order awaits a definitive
+// answer.
+func (o *order) doubtful() bool { return len(o.doubt) > 0 }
+
+// settle books the end of a call of kind about the order.
+func (o *order) settle(kind string, definitive bool) {
+	if o.doubt == nil {
+		o.doubt = map[string]bool{}
+	}
+	switch {
+	case !definitive:
+		o.doubt[kind] = true
+	case kind == "revert":
+		delete(o.doubt, "revert")
+		delete(o.doubt, "confirm")
+	default:
+		delete(o.doubt, kind)
+	}
 }
 
 func (o *order) deadlineMin() time.Time { return o.firstSent.Add(o.hold) }

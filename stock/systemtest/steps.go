@@ -88,7 +88,6 @@ func (r *runner) deduct(o *order, node int) {
 	c.desc = fmt.Sprintf("n%d deduct %v", node, o)
 	r.line += " " + c.desc + faultText(c.ctl)
 	o.attempts++
-	o.last = "deduct"
 	so := o.stockOrder()
 	r.launch(c, func(ctx context.Context) result { return result{err: r.flows[node].Deduct(ctx, so)} })
 }
@@ -109,7 +108,7 @@ func (r *runner) pick(ok func(o *order) bool) *order {
 
 // pay confirms an order that was told yes.
 func (r *runner) pay() bool {
-	o := r.pick(func(o *order) bool { return o.yes && !o.paid && !o.revertSent && !o.doubt && o.parked == 0 })
+	o := r.pick(func(o *order) bool { return o.yes && !o.paid && !o.revertSent && !o.doubtful() && o.parked == 0 })
 	if o == nil {
 		return false
 	}
@@ -121,7 +120,6 @@ func (r *runner) confirm(o *order, node int) {
 	c := &call{kind: "confirm", node: node, o: o, ctl: r.pickFault(flowFaults)}
 	c.desc = fmt.Sprintf("n%d confirm %s", node, o.id)
 	r.line += " " + c.desc + faultText(c.ctl)
-	o.last = "confirm"
 	r.launch(c, func(ctx context.Context) result { return result{err: r.flows[node].Confirm(ctx, o.id)} })
 }
 
@@ -139,7 +137,6 @@ func (r *runner) revert(o *order, node int) {
 	c := &call{kind: "revert", node: node, o: o, ctl: r.pickFault(flowFaults)}
 	c.desc = fmt.Sprintf("n%d revert %s", node, o.id)
 	r.line += " " + c.desc + faultText(c.ctl)
-	o.last = "revert"
 	o.revertSent = true
 	r.launch(c, func(ctx context.Context) result { return result{err: r.flows[node].Revert(ctx, o.id)} })
 }
@@ -152,7 +149,7 @@ func (r *runner) retry() bool {
 		r.sendRestock(rs)
 		return true
 	}
-	o := r.pick(func(o *order) bool { return o.doubt && o.parked == 0 })
+	o := r.pick(func(o *order) bool { return o.doubtful() && o.parked == 0 })
 	if o == nil || r.rng.IntN(5) == 0 {
 		o = r.pick(func(o *order) bool { return o.yes && o.parked == 0 })
 		if o == nil {
@@ -161,11 +158,11 @@ func (r *runner) retry() bool {
 		r.deduct(o, r.node())
 		return true
 	}
-	switch o.last {
-	case "confirm":
-		r.confirm(o, r.node())
-	case "revert":
+	switch {
+	case o.doubt["revert"]:
 		r.revert(o, r.node())
+	case o.doubt["confirm"]:
+		r.confirm(o, r.node())
 	default:
 		r.deduct(o, r.node())
 	}
