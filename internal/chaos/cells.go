@@ -7,8 +7,11 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
@@ -129,12 +132,33 @@ func failover(ctx context.Context, e *Env) {
 	time.Sleep(300 * time.Millisecond)
 	c := e.Replica.Client()
 	defer c.Close()
+	m := e.Redis.Client()
+	mo, merr := offset(m, "master_repl_offset")
+	ro, rerr := offset(c, "master_repl_offset")
+	_ = m.Close()
+	if merr == nil && rerr == nil {
+		e.logf("lagging-failover: the replica is %d bytes of writes behind when promoted", mo-ro)
+	}
 	if err := c.Do(context.Background(), "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		e.logf("promote: %v", err)
 	}
 	e.Proxy.SetUpstream(e.Replica.Addr())
 	e.Proxy.CutAll()
 	e.Redis.Kill()
+}
+
+// offset reads a replication offset from INFO replication.
+func offset(c *redis.Client, field string) (int64, error) {
+	info, err := c.Info(context.Background(), "replication").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("chaos: no " + field + " in INFO")
 }
 
 func setupSentinel(e *Env) error {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -28,6 +29,7 @@ type Measures struct {
 	// Allowed, but reported.
 	UnknownNotApplied int     // answered ErrUnknownOutcome, provably not applied
 	RecordRefusals    int     // orders the gate admitted and the record refused for good
+	RefusedLimit      int     // of which for the per-user limit (a gate that lost its per-user counts)
 	DriftBefore       int64   // the same as DriftAfter, before the final reconcile
 	Mixed             int     // ErrUnknownOutcome together with ErrContention or ErrUnavailable
 	MaxMs             float64 // the slowest call
@@ -67,7 +69,7 @@ type orderLog struct {
 	final   map[string]string // op -> what the caller knows after its last answer
 	unknown map[string]bool   // op -> some attempt answered ErrUnknownOutcome
 	errs    map[string]string // op -> text of its last error
-	refused bool              // the record refused it
+	refused string            // the record refused it: its error
 }
 
 // fold reads a history into orders, in the order IDs were first seen.
@@ -88,7 +90,7 @@ func fold(events []Event, m *Measures) ([]string, map[string]*orderLog) {
 		o := get(e.ID)
 		switch {
 		case e.Op == "record-refused":
-			o.refused = true
+			o.refused = e.Err
 		case e.Class == "":
 			m.Calls++
 			if e.Items != nil {
@@ -233,8 +235,11 @@ func (m *Measures) classify(id string, o *orderLog, rs, gs stock.State) {
 	case (d == ClassUnknown || d == ClassMixed) && !applied:
 		m.UnknownNotApplied++
 	}
-	if d == ClassBusiness && o.refused {
+	if d == ClassBusiness && o.refused != "" {
 		m.RecordRefusals++
+		if strings.Contains(o.refused, stock.ErrLimitReached.Error()) {
+			m.RefusedLimit++
+		}
 	}
 	for _, op := range []string{"confirm", "revert"} {
 		if c := o.final[op]; c != "" {
