@@ -58,12 +58,32 @@
 //
 // Business outcomes are sentinel errors compared with errors.Is: [ErrSoldOut],
 // [ErrLimitReached], [ErrUnknownSKU], [ErrUnknownOrder], [ErrConflict],
-// [ErrHoldExpired], [ErrOrderClosed] and [ErrInvalid]. A multi-line order
+// [ErrHoldExpired], [ErrOrderClosed] and [ErrInvalid]. [ErrConflict] also
+// answers an order ID reused by another user, and an operation ID reused for
+// another restock. A multi-line order
 // reports which line failed with a [*SKUError]. [IsBusiness] tells these
 // apart from infrastructure failures (timeouts, refused connections), which
-// is what a circuit breaker should count. [ErrUnknownOutcome] marks a failure
-// after which the write may or may not have happened: retry with the same
-// order ID to learn which.
+// is what a circuit breaker should count.
+//
+// One rule classifies failures, on every backend and in every composition
+// (package stock/tiered, package degrade). An error from before any request
+// that could write was sent (bad input, a context already over, a refused
+// dial) is returned as it is: nothing was applied, and a context error
+// matches the context's. Once such a request was sent, every error matches
+// [ErrUnknownOutcome] until a read proves what happened: retry the same call
+// with the same order ID (or the same [Restock], whose OpID makes it apply
+// once) to learn which; never retry under a new ID. [ErrContention] and
+// [ErrUnavailable] say nothing was applied and never come together with
+// ErrUnknownOutcome.
+//
+// # Wrapping a Manager
+//
+// A wrapper (metrics, tracing, fault injection) must forward the optional
+// interfaces of the Manager it wraps: [Reclaimer], [OrderReader] and
+// [HoldLister]. The tiered flow and reconciliation take them in their
+// constructors' parameter types, so a wrapper that drops one does not
+// compile there rather than misbehave at run time. stocktest.Faulty is such
+// a wrapper.
 //
 // # Backends
 //
