@@ -21,7 +21,7 @@ type Step struct {
 	//	deduct   Deduct of that order again (a retry, or a redelivery)
 	//	tick     the clock moves by Tick
 	//	reclaim  Node's ReclaimExpired
-	//	repair   a reconcile pass over every SKU
+	//	repair   a reconcile pass over SKUs (default: every SKU)
 	//	restock  Units more of SKU under a new operation ID, on Node
 	//	restock-again  the Restock-th restock (1-based) again, same ID
 	//	flush    the gate loses its data (Config.Flush)
@@ -39,6 +39,8 @@ type Step struct {
 	SKU     string
 	Units   int64
 	Restock int
+	// SKUs are the SKUs a repair passes over; nil means all of them.
+	SKUs []string
 	// Tick is how far a tick moves the clock.
 	Tick time.Duration
 	// Call names the step that sent the call to resume or kill.
@@ -106,7 +108,7 @@ func (r *runner) scripted(s Step) error {
 	case "reclaim":
 		r.reclaimOn(s.Node)
 	case "repair":
-		r.repair()
+		r.repairOf(s.SKUs)
 	case "restock":
 		r.nextID++
 		rs := &restockOp{r: stock.Restock{OpID: fmt.Sprintf("op%d", r.nextID), SKU: s.SKU, Units: s.Units}}

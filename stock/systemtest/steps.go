@@ -204,12 +204,20 @@ func (r *runner) reclaimOn(node int) {
 }
 
 // repair runs one reconciliation pass over every SKU.
-func (r *runner) repair() {
+func (r *runner) repair() { r.repairOf(nil) }
+
+// repairOf runs a reconciliation pass over skus (nil: every SKU).
+func (r *runner) repairOf(skus []string) {
+	if skus == nil {
+		skus = slices.Clone(r.skus)
+	}
 	c := &call{kind: "repair", node: -1, ctl: r.pickFault(repairFaults)}
 	c.desc = "repair"
+	if len(skus) < len(r.skus) {
+		c.desc += fmt.Sprint(skus)
+	}
 	r.line += " " + c.desc + faultText(c.ctl)
 	r.res.Counts["repairs"]++
-	skus := slices.Clone(r.skus)
 	r.launch(c, func(ctx context.Context) result { return result{err: r.cfg.Repair(ctx, skus)} })
 }
 
