@@ -62,20 +62,24 @@ func Summary(r Result) string {
 // allowed and reported.
 func WriteTable(w io.Writer, rs []Result) error {
 	var b strings.Builder
-	b.WriteString("| cell | db | orders | told yes | oversold | over limit | leaked | double | lost acks | misclassified | late | drift after | unknown, not applied | record refusals | drift before | max ms | s |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| cell | db | orders | told yes | oversold | over limit | leaked | double | lost acks | misclassified | late | drift after | unknown, not applied | record refusals | drift before | max ms | s | result |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rs {
 		if r.Err != nil {
-			fmt.Fprintf(&b, "| %s | %s | not run: %s |||||||||||||||\n", r.Cell, r.DB, strings.ReplaceAll(r.Err.Error(), "|", "/"))
+			fmt.Fprintf(&b, "| %s | %s | not run: %s ||||||||||||||||\n", r.Cell, r.DB, strings.ReplaceAll(r.Err.Error(), "|", "/"))
 			continue
 		}
 		m := r.M
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %.0f | %.0f |\n",
+		result := "ok"
+		if f := m.Failed(); len(f) > 0 {
+			result = "FAIL " + strings.Join(f, " ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %.0f | %.0f | %s |\n",
 			r.Cell, r.DB, m.Attempts, m.ToldYes, m.Oversold, m.OverLimit, m.Leaked, m.Double, m.LostAcks,
 			m.Misclassified, m.Late, m.DriftAfter, m.UnknownNotApplied, m.RecordRefusals, m.DriftBefore, m.MaxMs,
-			r.Took.Seconds())
+			r.Took.Seconds(), result)
 	}
-	b.WriteString("\nCells:\n\n")
+	b.WriteString("\nRerun with `go run ./internal/chaos/cmd/chaos` (`-long` for 30 s per cell) with STOCKGUARD_MYSQL_DSN and STOCKGUARD_POSTGRES_DSN set. Cells:\n\n")
 	for _, c := range Cells() {
 		fmt.Fprintf(&b, "- `%s`: %s\n", c.Name, c.About)
 	}
