@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/stockguard/stockguard/stock"
 )
 
 // ChildEnv is the variable that makes a process the application of the
@@ -26,6 +28,9 @@ type childConfig struct {
 	TimeoutMs int64
 	Journal   string
 	RunMs     int64
+	// Resume are the orders whose Deduct the killed process left without
+	// an answer: the process taking over repeats them with the same IDs.
+	Resume []stock.Order
 }
 
 // ChildMain runs the application of the app-kill cell as ChildEnv says:
@@ -56,8 +61,20 @@ func ChildMain() int {
 	background(bg, &wg, s)
 	d := time.Duration(cfg.TimeoutMs) * time.Millisecond
 	cfg.Sale.Timeout = func(*mrand.Rand) time.Duration { return d }
+	r := mrand.New(mrand.NewPCG(cfg.Sale.Seed, 99))
+	var resumed sync.WaitGroup
+	for _, o := range cfg.Resume {
+		if Call(r, cfg.Sale, h, "deduct", o, func(c context.Context) error { return s.Top.Deduct(c, o) }) == ClassOK {
+			resumed.Add(1)
+			go func(seed uint64) {
+				defer resumed.Done()
+				after(mrand.New(mrand.NewPCG(seed, 1)), s.Top, cfg.Sale, h, o)
+			}(r.Uint64())
+		}
+	}
 	sale, end := context.WithTimeout(context.Background(), time.Duration(cfg.RunMs)*time.Millisecond)
 	Play(sale, s.Top, cfg.Sale, h)
+	resumed.Wait()
 	end()
 	stop()
 	wg.Wait()
@@ -76,9 +93,10 @@ func playAppKill(e *Env) ([]Event, error) {
 		}
 	}
 	var events []Event
+	var resume []stock.Order
 	for i := range 4 {
 		cfg := childConfig{Stack: e.Config, Sale: e.Sale, TimeoutMs: 500,
-			Journal: filepath.Join(e.Dir, "journal-"+strconv.Itoa(i)+".jsonl"), RunMs: 3600_000}
+			Journal: filepath.Join(e.Dir, "journal-"+strconv.Itoa(i)+".jsonl"), RunMs: 3600_000, Resume: resume}
 		cfg.Stack.History = nil
 		cfg.Sale.Timeout = nil
 		cfg.Sale.IDPrefix += "p" + strconv.Itoa(i)
@@ -121,10 +139,35 @@ func playAppKill(e *Env) ([]Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.logf("app process %d: %d events", i, len(got))
+		resume = inFlight(got)
+		e.logf("app process %d: %d events, %d orders left without an answer", i, len(got), len(resume))
 		events = append(events, got...)
 	}
 	return events, nil
+}
+
+// inFlight returns the orders whose Deduct has no answer in events.
+func inFlight(events []Event) []stock.Order {
+	placed := map[string]stock.Order{}
+	open := map[string]bool{}
+	var ids []string
+	for _, e := range events {
+		if e.Op != "deduct" {
+			continue
+		}
+		if e.Items != nil {
+			placed[e.ID] = stock.Order{ID: e.ID, UserID: e.User, Items: e.Items}
+			ids = append(ids, e.ID)
+		}
+		open[e.ID] = e.Class == ""
+	}
+	var out []stock.Order
+	for _, id := range ids {
+		if open[id] {
+			out = append(out, placed[id])
+		}
+	}
+	return out
 }
 
 // waitJournal waits until path has some bytes, or d passes.

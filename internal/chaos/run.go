@@ -151,6 +151,12 @@ func newEnv(c Cell, opts Options) (*Env, error) {
 	env.Sale = SaleConfig{SKUs: []string{"hot", "b", "c", "d"}, Units: 100, Limit: 2, Hold: time.Second,
 		Workers: 6, Users: 80, IDPrefix: tag, PayShare: 0.6, RevertShare: 0.2, Think: 10 * time.Millisecond,
 		Timeout: func(*mrand.Rand) time.Duration { return 500 * time.Millisecond }, Seed: env.Rand.Uint64()}
+	if f := int64(env.SaleFor / (3 * time.Second)); f > 1 {
+		// A longer sale gets as much more stock and as many more buyers,
+		// so it is not sold out after the first seconds.
+		env.Sale.Units *= f
+		env.Sale.Users *= int(f)
+	}
 	if env.History, err = NewHistory(""); err != nil {
 		return env, err
 	}
