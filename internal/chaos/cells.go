@@ -26,6 +26,9 @@ type Cell struct {
 	Fault func(ctx context.Context, e *Env)
 	// Heal undoes what is left of the fault after the sale.
 	Heal func(e *Env)
+	// NeedsTCP: the cell hurts the database's connections or locks, so
+	// it runs on MariaDB and PostgreSQL, not SQLite.
+	NeedsTCP bool
 	// Play replaces the in-process sale (the app-kill cell plays it in
 	// child processes) and returns its history.
 	Play func(e *Env) ([]Event, error)
@@ -66,9 +69,9 @@ func Cells() []Cell {
 			}},
 		{Name: "app-kill", About: "the application killed with -9 three times, a fresh process taking over", Play: playAppKill},
 		{Name: "sql-cut", About: "SQL replies dropped after the request went through (20% of COMMITs, 1% of all)",
-			Setup: setupSQLCut, Fault: cutSQL},
+			Setup: setupSQLCut, Fault: cutSQL, NeedsTCP: true},
 		{Name: "lock-storm", About: "2 transactions hold the hot rows FOR UPDATE 1.5s at a time; bound 1s per call (LockWait 250ms)",
-			Setup: setupLockStorm, Fault: lockStorm},
+			Setup: setupLockStorm, Fault: lockStorm, NeedsTCP: true},
 	}
 }
 
@@ -277,7 +280,7 @@ func handoffFaults(ctx context.Context, e *Env) {
 }
 
 func setupSQLCut(e *Env) error {
-	addr, err := e.Opts.DB.Addr()
+	addr, err := e.Config.DB.Addr()
 	if err != nil {
 		return err
 	}
@@ -317,7 +320,7 @@ func setupLockStorm(e *Env) error {
 
 // lockStorm runs two adversaries that lock the hot rows in turn.
 func lockStorm(ctx context.Context, e *Env) {
-	db, err := e.Opts.DB.Open("", 2)
+	db, err := e.Config.DB.Open("", 2)
 	if err != nil {
 		e.logf("lock storm: %v", err)
 		return

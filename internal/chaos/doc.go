@@ -36,8 +36,11 @@
 //	go test ./internal/chaos/
 //
 // runs a short version of every cell (3 s of sale each) on each database
-// named; STOCKGUARD_CHAOS_LONG=1 runs 30 s per cell, and
-// STOCKGUARD_CHAOS_CELLS=flushall,sql-cut only those cells.
+// named (about 80 s per database); STOCKGUARD_CHAOS_LONG=1 runs 30 s per
+// cell (give go test -timeout 30m), STOCKGUARD_CHAOS_CELLS=flushall,sql-cut
+// only those cells, and STOCKGUARD_CHAOS_TABLE=path writes the table there.
+// With neither variable set, the control, redis-kill and flushall cells run
+// on SQLite (the cells that hurt the database's connections need a server).
 // go run ./internal/chaos/cmd/chaos prints the matrix as a Markdown table.
 // It needs redis-server on the PATH (Sentinel runs as redis-server
 // --sentinel).

@@ -11,6 +11,7 @@ import (
 	"log"
 	mrand "math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -108,6 +109,10 @@ func RunCell(c Cell, opts Options) (res Result) {
 	})
 	start := time.Now()
 	res = Result{Cell: c.Name, DB: opts.DB.Name}
+	if c.NeedsTCP && opts.DB.Driver == "sqlite" {
+		res.Err = errors.New("needs a database behind TCP")
+		return res
+	}
 	env, err := newEnv(c, opts)
 	if env != nil {
 		env.logf("%s/%s: set up in %v", c.Name, opts.DB.Name, time.Since(start).Round(10*time.Millisecond))
@@ -146,7 +151,11 @@ func newEnv(c Cell, opts Options) (*Env, error) {
 	}
 	env.Defer(func() { env.Redis.Kill() })
 	tag := "cx" + token(5)
-	env.Config = StackConfig{RedisAddr: env.Redis.Addr(), DB: opts.DB, Table: tag + "_s", Ledger: tag + "_l",
+	db := opts.DB
+	if db.Driver == "sqlite" {
+		db.DSN = filepath.Join(dir, "stock.db") // one file per cell
+	}
+	env.Config = StackConfig{RedisAddr: env.Redis.Addr(), DB: db, Table: tag + "_s", Ledger: tag + "_l",
 		Prefix: tag, Hold: time.Second, Grace: time.Second}
 	env.Sale = SaleConfig{SKUs: []string{"hot", "b", "c", "d"}, Units: 100, Limit: 2, Hold: time.Second,
 		Workers: 6, Users: 80, IDPrefix: tag, PayShare: 0.6, RevertShare: 0.2, Think: 10 * time.Millisecond,
@@ -173,7 +182,7 @@ func newEnv(c Cell, opts Options) (*Env, error) {
 // direct opens the run's record on a pool that no proxy cuts: the
 // harness's own reads, table creation and the final reconcile.
 func (e *Env) direct() (*sqlstock.Store, error) {
-	db, err := e.Opts.DB.Open("", 4)
+	db, err := e.Config.DB.Open("", 4)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +200,7 @@ func (e *Env) run(c Cell) (Measures, error) {
 		return Measures{}, err
 	}
 	e.Defer(func() {
-		db, err := e.Opts.DB.Open("", 1)
+		db, err := e.Config.DB.Open("", 1)
 		if err == nil {
 			_ = dropTables(context.Background(), db, rec.Tables())
 			_ = db.Close()

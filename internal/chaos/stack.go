@@ -12,6 +12,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite" // registers "sqlite"
 
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/reconcile"
@@ -24,15 +25,18 @@ import (
 
 // DB names a database the matrix runs on.
 type DB struct {
-	Name    string // "mariadb" or "postgres"
-	Driver  string // "mysql" or "pgx"
-	DSN     string // a go-sql-driver DSN, or a postgres:// URL
+	Name    string // "mariadb", "postgres" or "sqlite"
+	Driver  string // "mysql", "pgx" or "sqlite"
+	DSN     string // a go-sql-driver DSN, a postgres:// URL; for SQLite set per cell
 	Dialect sqlstock.Dialect
 }
 
 // Addr is the host:port the DSN points at.
 func (d DB) Addr() (string, error) {
-	if d.Driver == "mysql" {
+	switch d.Driver {
+	case "sqlite":
+		return "", errors.New("chaos: SQLite has no address")
+	case "mysql":
 		c, err := mysql.ParseDSN(d.DSN)
 		if err != nil {
 			return "", err
@@ -71,6 +75,14 @@ func (d DB) WithAddr(addr string) (string, error) {
 // Open opens a pool of at most conns connections to addr ("" for the
 // DSN's own address).
 func (d DB) Open(addr string, conns int) (*sqlx.DB, error) {
+	if d.Driver == "sqlite" {
+		db, err := sqlx.Open("sqlite", "file:"+d.DSN+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)")
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(min(conns, 4))
+		return db, nil
+	}
 	if addr == "" {
 		var err error
 		if addr, err = d.Addr(); err != nil {
@@ -236,6 +248,10 @@ func dropTables(ctx context.Context, db *sqlx.DB, tables []string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// SQLite is a database in a file of each cell's own directory: the cells
+// that hurt only Redis or the application run on it without servers.
+var SQLite = DB{Name: "sqlite", Driver: "sqlite", Dialect: sqlstock.SQLite}
 
 // envDBs returns the databases named by the environment.
 func envDBs(getenv func(string) string) []DB {

@@ -14,7 +14,7 @@ func Matrix(dbs []DB, only []string, opts Options) []Result {
 	var out []Result
 	for _, db := range dbs {
 		for _, c := range Cells() {
-			if len(only) > 0 && !contains(only, c.Name) {
+			if (len(only) > 0 && !contains(only, c.Name)) || (c.NeedsTCP && db.Driver == "sqlite") {
 				continue
 			}
 			o := opts
