@@ -92,6 +92,17 @@ type Config struct {
 	// checked again against the row, so a stale one costs a read, never a
 	// wrong deadline or limit and never a refusal.
 	SettingsCache int
+
+	// MaxGroup bounds how many concurrent Deducts of the Atomic strategy
+	// one Store writes in one transaction (group commit); default 64, and
+	// 1 turns grouping off. Deducts of the same SKUs that arrive while
+	// such a transaction is in flight wait for it and then go together:
+	// one multi-row ledger INSERT and one conditional UPDATE per SKU for
+	// the group's sum. A caller that finds nothing in flight goes at once,
+	// alone, so an idle Store adds no latency. Every order of a group is
+	// still all-or-nothing, exactly once by its ID and checked against its
+	// per-user limit; see the package doc.
+	MaxGroup int
 }
 
 // Columns names the columns of the application's stock table. Every
@@ -122,6 +133,8 @@ const (
 	maxRetryWait         = 100 * time.Millisecond
 	defaultLockWait      = 5 * time.Second
 	defaultSettingsCache = 4096
+	defaultMaxGroup      = 64
+	maxMaxGroup          = 1024
 	maxLedgerName        = 54 // + "_sku_user" stays within the 63 bytes PostgreSQL keeps
 )
 
@@ -161,6 +174,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.SettingsCache <= 0 {
 		cfg.SettingsCache = defaultSettingsCache
+	}
+	if cfg.MaxGroup <= 0 {
+		cfg.MaxGroup = defaultMaxGroup
+	}
+	if cfg.MaxGroup > maxMaxGroup {
+		return cfg, &stock.InvalidError{Field: "sqlstock.Config.MaxGroup", Reason: "more than " + itoa(maxMaxGroup)}
 	}
 	if cfg.Strategy < Atomic || cfg.Strategy > Pessimistic {
 		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Strategy", Reason: cfg.Strategy.String() + " is not a strategy"}

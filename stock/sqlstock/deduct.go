@@ -23,33 +23,49 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
 		return err
 	}
 	items := canon.Sorted(o.Items)
-	return s.retry(ctx, "deduct", true, func() error {
-		var (
-			err      error
-			inserted bool // this attempt's ledger INSERT went through
-		)
-		switch s.cfg.Strategy {
-		case Optimistic:
-			err = s.deductOptimistic(ctx, o, items, &inserted)
-		case Pessimistic:
-			err = s.deductPessimistic(ctx, o, items, &inserted)
-		default:
-			err = s.deductAtomic(ctx, o, items, &inserted)
+	if s.group != nil {
+		return s.group.do(ctx, o, items)
+	}
+	return s.deductOne(ctx, o, items)
+}
+
+// deductOne deducts the order in a transaction of its own.
+func (s *Store) deductOne(ctx context.Context, o stock.Order, items []stock.Item) error {
+	return s.retry(ctx, "deduct", true, func() error { return s.attemptOne(ctx, o, items) })
+}
+
+// attemptOne is one attempt of deductOne.
+func (s *Store) attemptOne(ctx context.Context, o stock.Order, items []stock.Item) error {
+	var (
+		err      error
+		inserted bool // this attempt's ledger INSERT went through
+	)
+	switch s.cfg.Strategy {
+	case Optimistic:
+		err = s.deductOptimistic(ctx, o, items, &inserted)
+	case Pessimistic:
+		err = s.deductPessimistic(ctx, o, items, &inserted)
+	default:
+		err = s.deductAtomic(ctx, o, items, &inserted)
+	}
+	return s.answer(ctx, o, items, err, inserted)
+}
+
+// answer turns an attempt's refusal into the ledger's answer when the
+// order ID is already there: a repeated call answers from the ledger,
+// whatever the stock says now. (After an INSERT of the order went
+// through, it was not.)
+func (s *Store) answer(ctx context.Context, o stock.Order, items []stock.Item, err error, inserted bool) error {
+	if errors.Is(err, errOrderExists) || (!inserted && stock.IsBusiness(err) && !errors.Is(err, stock.ErrConflict)) {
+		if prev, found, rerr := s.existing(ctx, s.db, o, items); rerr != nil {
+			return rerr
+		} else if found {
+			return prev
+		} else if errors.Is(err, errOrderExists) {
+			return errRetry // the row went away again (cannot happen: ledger rows are never deleted)
 		}
-		if errors.Is(err, errOrderExists) || (!inserted && stock.IsBusiness(err) && !errors.Is(err, stock.ErrConflict)) {
-			// The order ID may already be in the ledger: a repeated call
-			// answers from there, whatever the stock says now. (After an
-			// INSERT of the order went through, it was not.)
-			if prev, found, rerr := s.existing(ctx, s.db, o, items); rerr != nil {
-				return rerr
-			} else if found {
-				return prev
-			} else if errors.Is(err, errOrderExists) {
-				return errRetry // the row went away again (cannot happen: ledger rows are never deleted)
-			}
-		}
-		return err
-	})
+	}
+	return err
 }
 
 // errOrderExists: the ledger's primary key refused the order's first line.

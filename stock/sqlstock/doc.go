@@ -45,6 +45,29 @@
 //     autocommit statement (UPDATE ... RETURNING feeding the INSERT): one
 //     round trip instead of four, but the row stays locked while the
 //     ledger row is written, so a hot SKU takes the transaction.
+//     Concurrent Atomic Deducts of the same SKUs are grouped (group
+//     commit; Config.MaxGroup, default 64, 1 turns it off). A caller that
+//     finds fewer than two transactions of its SKUs in flight in the
+//     Store goes at once, alone, as above; the others queue, and when one
+//     ends up to MaxGroup queued orders go in one transaction: one
+//     multi-row ledger INSERT, then one conditional UPDATE per SKU for
+//     the group's sum, then COMMIT. A hot row is locked once per group
+//     instead of once per order; orders spread over many SKUs rarely
+//     queue and run as they would alone. When the sum does not fit, or a
+//     SKU has a per-user limit, the group is decided against its rows
+//     read FOR UPDATE: orders in arrival order, each all-or-nothing
+//     against what the orders before it took, so an order that fits on
+//     its own is never refused because a bigger one before it did not;
+//     per-user limits count the user's earlier orders of the group. A
+//     refused order gets the answer it would get alone (sold out, limit,
+//     invalid). An order ID that appears twice in a group is written
+//     once; the second call runs when the group ends and gets the repeat
+//     answer. A failure that proves the group applied nothing (an ID
+//     already in the ledger, a deadlock) splits it: each order runs
+//     again alone, so one bad order never fails the others. A group whose
+//     COMMIT may have applied leaves each caller to learn its own
+//     order's outcome by its ID, under the outcome rule below. A caller
+//     whose context ends while it is queued leaves with nothing sent.
 //   - Optimistic: read the row, then "UPDATE ... WHERE version = ?";
 //     a lost race is retried with jittered exponential backoff
 //     (github.com/cenkalti/backoff/v5) up to Config.MaxAttempts, then

@@ -33,6 +33,7 @@ type queries struct {
 	due, heldBefore                 string
 	beginLockWait, sqliteBusy       string
 	insertOne                       string // insertLedger(1), built once
+	lockHint, lockSuffix            string // around a SELECT that locks stock rows
 }
 
 func newQueries(d Dialect, cfg Config) *queries {
@@ -46,6 +47,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 	)
 	q := &queries{d: d, r: r}
 	hint, lockSuffix := d.lockRow(cfg.LockWait)
+	q.lockHint, q.lockSuffix = hint, lockSuffix
 	orderLock := " FOR UPDATE"
 	if d == SQLite {
 		orderLock = ""
@@ -112,6 +114,19 @@ func opsTable(cfg Config) string { return cfg.Ledger + "_ops" }
 // readStock reads the settings, count and version of n SKUs.
 func (q *queries) readStock(n int) string {
 	return q.sql("SELECT {sku}, {avail}, {ver}, {limit}, {ttl} FROM {T} WHERE {sku} IN (" + params(n) + ")")
+}
+
+// lockStockIn locks and reads the rows of n SKUs, in SKU order.
+func (q *queries) lockStockIn(n int) string {
+	return q.sql("SELECT" + q.lockHint + " {sku}, {avail}, {limit}, {ttl} FROM {T} WHERE {sku} IN (" + params(n) +
+		") ORDER BY {sku}" + q.lockSuffix)
+}
+
+// userTotals sums, for one SKU and n users, the units each holds or
+// bought.
+func (q *queries) userTotals(n int) string {
+	return q.sql("SELECT user_id, COALESCE(SUM(qty), 0) FROM {L} WHERE sku = ? AND state IN (1, 2) AND user_id IN (" +
+		params(n) + ") GROUP BY user_id")
 }
 
 // insertLedger writes n held lines.

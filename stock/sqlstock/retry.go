@@ -32,7 +32,11 @@ func (s *Store) retry(ctx context.Context, op string, rerun bool, fn func() erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := fn()
+	return s.retryFrom(ctx, op, rerun, fn(), fn)
+}
+
+// retryFrom is retry when the first attempt's result, err, is known.
+func (s *Store) retryFrom(ctx context.Context, op string, rerun bool, err error, fn func() error) error {
 	if err == nil {
 		return nil // the common case: no backoff to set up
 	}

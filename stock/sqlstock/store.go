@@ -24,6 +24,7 @@ type Store struct {
 	q        *queries
 	settings *lru.Cache[string, settings]
 	inFlight stripes
+	group    *grouper // nil unless Atomic with MaxGroup > 1
 }
 
 // stripes counts deducts in flight per SKU, hashed onto a fixed array: a
@@ -82,7 +83,11 @@ func New(db *sqlx.DB, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, cfg: cfg, d: cfg.Dialect, q: newQueries(cfg.Dialect, cfg), settings: cache}, nil
+	s := &Store{db: db, cfg: cfg, d: cfg.Dialect, q: newQueries(cfg.Dialect, cfg), settings: cache}
+	if cfg.Strategy == Atomic && cfg.MaxGroup > 1 {
+		s.group = &grouper{s: s, max: cfg.MaxGroup, lanes: map[string]*lane{}}
+	}
+	return s, nil
 }
 
 // Strategy returns the strategy the Store deducts with.

@@ -1,0 +1,201 @@
+package sqlstock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// maxFlying is how many transactions one lane of a Store keeps in flight
+// at once. Two let the next group write its ledger lines while the other
+// holds the stock row until its COMMIT returns.
+const maxFlying = 2
+
+// grouper coalesces concurrent Atomic Deducts of the same SKUs into one
+// transaction (group commit). Orders are sorted into lanes by their SKU
+// set. A caller that finds fewer than maxFlying transactions in flight in
+// its lane goes at once, alone, in a transaction of its own; the others
+// queue, and when a transaction ends the oldest queued callers (up to
+// max) go together in the next one. So an idle Store, or one whose
+// orders spread over many SKUs, adds no latency and writes as it did
+// without grouping; a hot SKU gets one transaction per group instead of
+// one per order.
+type grouper struct {
+	s   *Store
+	max int // orders per group
+
+	mu    sync.Mutex
+	lanes map[string]*lane
+
+	groups atomic.Int64 // transactions of more than one order (for tests)
+}
+
+// lane is the queue of one SKU set.
+type lane struct {
+	queue  []*gcall
+	flying int
+}
+
+// gcall is one order waiting for, or inside, a group.
+type gcall struct {
+	ctx   context.Context
+	o     stock.Order
+	items []stock.Item  // sorted
+	sent  bool          // taken into a group; guarded by grouper.mu
+	done  chan struct{} // closed when res is set
+	res   error         // what the group says; see settleCall
+}
+
+// errSplit is a group's answer to an order it did not decide: the order
+// runs again in a transaction of its own.
+var errSplit = errors.New("sqlstock: group split")
+
+// laneKey names the lane of sorted items: their SKUs.
+func laneKey(items []stock.Item) string {
+	if len(items) == 1 {
+		return items[0].SKU
+	}
+	var b strings.Builder
+	for _, it := range items {
+		b.WriteString(it.SKU)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// do deducts o in a group and returns its outcome. A caller whose ctx
+// ends while it is queued leaves with nothing sent; once its order is
+// sent it gets the order's outcome, or stock.ErrUnknownOutcome if ctx
+// ends first.
+func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	key := laneKey(items)
+	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{})}
+	g.mu.Lock()
+	l := g.lanes[key]
+	if l == nil {
+		l = &lane{}
+		g.lanes[key] = l
+	}
+	if l.flying < maxFlying {
+		l.flying++
+		c.sent = true
+		g.mu.Unlock()
+		err := g.s.deductOne(ctx, o, items)
+		g.next(key, l)
+		return err
+	}
+	l.queue = append(l.queue, c)
+	g.mu.Unlock()
+
+	select {
+	case <-c.done:
+		return g.s.settleCall(c)
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if !c.sent {
+		l.queue = slices.DeleteFunc(l.queue, func(q *gcall) bool { return q == c })
+		g.mu.Unlock()
+		return ctx.Err()
+	}
+	g.mu.Unlock()
+	select {
+	case <-c.done:
+		return g.s.settleCall(c)
+	default:
+		return &UnknownOutcomeError{Op: "deduct", Attempts: 1, Last: ctx.Err(), Ctx: ctx.Err()}
+	}
+}
+
+// next hands the lane's queue, if any, to a new goroutine that sends it
+// group after group until it is empty, or gives back the in-flight slot.
+func (g *grouper) next(key string, l *lane) {
+	g.mu.Lock()
+	batch := g.take(key, l)
+	g.mu.Unlock()
+	if batch != nil {
+		go g.drain(key, l, batch)
+	}
+}
+
+func (g *grouper) drain(key string, l *lane, batch []*gcall) {
+	for batch != nil {
+		ctx, cancel := groupContext(batch)
+		g.s.deductGroup(ctx, batch)
+		cancel()
+		g.mu.Lock()
+		batch = g.take(key, l)
+		g.mu.Unlock()
+	}
+}
+
+// take removes up to max queued calls of the lane and marks them sent;
+// with none queued it releases the caller's in-flight slot (and forgets an
+// idle lane) and returns nil. g.mu is held.
+func (g *grouper) take(key string, l *lane) []*gcall {
+	n := min(len(l.queue), g.max)
+	if n == 0 {
+		if l.flying--; l.flying == 0 {
+			delete(g.lanes, key)
+		}
+		return nil
+	}
+	batch := slices.Clone(l.queue[:n])
+	for _, c := range batch {
+		c.sent = true
+	}
+	rest := copy(l.queue, l.queue[n:])
+	clear(l.queue[rest:])
+	l.queue = l.queue[:rest]
+	return batch
+}
+
+// settleCall turns what the group said of c into c's outcome, in c's own
+// goroutine and context. A refusal is checked against the ledger, as a
+// refusal of a lone Deduct is (a repeated ID answers from there); an
+// order the group did not decide runs again alone; an order whose
+// group's COMMIT may have applied is run again to learn its outcome from
+// the ledger by its own ID, and stays stock.ErrUnknownOutcome until that
+// answers.
+func (s *Store) settleCall(c *gcall) error {
+	ctx, o, items := c.ctx, c.o, c.items
+	again := func() error { return s.attemptOne(ctx, o, items) }
+	switch err := c.res; {
+	case err == nil:
+		return nil
+	case errors.Is(err, errSplit):
+		return s.deductOne(ctx, o, items)
+	case stock.IsBusiness(err):
+		return s.retryFrom(ctx, "deduct", true, s.answer(ctx, o, items, err, false), again)
+	default: // *maybeApplied
+		return s.retryFrom(ctx, "deduct", true, err, again)
+	}
+}
+
+// groupContext is the context of one group's transaction: it carries the
+// values of the first caller's context but not its cancellation (one
+// caller leaving must not fail the others), and ends at the latest
+// deadline of the callers when all of them have one.
+func groupContext(batch []*gcall) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(batch[0].ctx)
+	var latest time.Time
+	for _, c := range batch {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return ctx, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(ctx, latest)
+}
