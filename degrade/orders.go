@@ -3,6 +3,7 @@ package degrade
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -111,12 +112,32 @@ func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Lev
 
 // PutOnSale goes to the primary unless its breaker is open, then to the
 // fallback (not rate limited). With the fallback the primary's record, the
-// primary's fast tier is brought up to date by recalibration.
+// primary's fast tier is brought up to date by recalibration. A primary
+// that gives its record a longer hold time than the listing's (a
+// stock/tiered Manager: RecordHold) has the fallback's listing written
+// with that hold time, as it writes its record itself, so the reclaimer
+// still finds each order's deadline from the record's.
 func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	return d.write(ctx, l.SKU, func(m stock.Manager) error { return m.PutOnSale(ctx, l) })
+	fl := l
+	if rh, ok := d.primary.(recordHolder); ok {
+		fl.HoldTTL = rh.RecordHold(l.EffectiveHoldTTL())
+	}
+	r := d.route(false, l.SKU)
+	if !r.primary {
+		return d.fallback.PutOnSale(ctx, fl)
+	}
+	err := d.primary.PutOnSale(ctx, l)
+	r.finish(ctx, err)
+	return err
+}
+
+// recordHolder is a primary that writes its record's listings with a hold
+// time of its own (stock/tiered's Manager).
+type recordHolder interface {
+	RecordHold(gate time.Duration) time.Duration
 }
 
 // Restock goes where PutOnSale goes.

@@ -1,0 +1,44 @@
+package degrade_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/memstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// A SKU put on sale while the traffic goes to the fallback (the tiered
+// primary's record) keeps the hold time it was given: an order the
+// fallback takes can be confirmed until the listing's hold time has
+// passed, though the tiered reclaimer's follow-up returns it at the gate
+// deadline it reads off the record.
+func TestFallbackListingKeepsItsHoldTime(t *testing.T) {
+	for _, grace := range []time.Duration{0, 5 * time.Minute} {
+		t.Run("grace "+grace.String(), func(t *testing.T) {
+			clock := stocktest.NewClock(stocktest.Epoch)
+			record := memstock.New(clock)
+			tm := tiered.New(memstock.New(clock), record, tiered.Config{Clock: clock, RecordGrace: grace})
+			d := degrade.New(tm, record, degrade.Config{Clock: clock})
+			t.Cleanup(d.Close)
+			ctx := t.Context()
+			d.SetMode(degrade.ForceFallback)
+			if err := d.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(40 * time.Second)
+			if _, err := tm.ReclaimExpired(ctx, 10); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Confirm(ctx, "o1"); err != nil {
+				t.Fatalf("Confirm 40s into a 1-minute hold: %v, want nil", err)
+			}
+		})
+	}
+}
