@@ -1,6 +1,7 @@
 package degrade_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -40,5 +41,36 @@ func TestFallbackListingKeepsItsHoldTime(t *testing.T) {
 				t.Fatalf("Confirm 40s into a 1-minute hold: %v, want nil", err)
 			}
 		})
+	}
+}
+
+// A fallback order the reclaimer returned after the listing's hold time is
+// answered as expired, on the node that took it as on any other: the
+// record alone says only that the order was closed.
+func TestLatePayerOfAFallbackOrderGetsHoldExpired(t *testing.T) {
+	clock := stocktest.NewClock(stocktest.Epoch)
+	record := memstock.New(clock)
+	tm := tiered.New(memstock.New(clock), record, tiered.Config{Clock: clock})
+	d := degrade.New(tm, record, degrade.Config{Clock: clock})
+	t.Cleanup(d.Close)
+	ctx := t.Context()
+	d.SetMode(degrade.ForceFallback)
+	if err := d.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	d.SetMode(degrade.Auto)
+	clock.Advance(61 * time.Second)
+	if _, err := tm.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	other := degrade.New(tm, record, degrade.Config{Clock: clock})
+	t.Cleanup(other.Close)
+	for name, n := range map[string]*degrade.Manager{"taker": d, "other node": other} {
+		if err := n.Confirm(ctx, "o1"); !errors.Is(err, stock.ErrHoldExpired) {
+			t.Errorf("%s: Confirm past the hold time: %v, want ErrHoldExpired", name, err)
+		}
 	}
 }

@@ -14,7 +14,10 @@ import (
 // there", so the other tier is asked next (and an infrastructure failure of
 // the first is answered by the second if it has the order); the answer is
 // ErrUnknownOrder only when both tiers say so. This rule needs no state
-// shared between nodes.
+// shared between nodes. A fallback's stock.ErrOrderClosed is asked of the
+// primary too (outside ForceFallback): an order the primary's reclaimer
+// returned at the record reads as closed there, and the primary tells an
+// expired hold (stock.ErrHoldExpired) from a cancel.
 //
 // Confirm and Revert are not new traffic: they reach the primary even
 // while its breaker is open, when the order is, or may be, there. Only in
@@ -54,10 +57,18 @@ func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager,
 		r.skip()
 		r = route{}
 		err := op(d.fallback, ctx, id)
-		if !errors.Is(err, stock.ErrUnknownOrder) {
-			return err
+		switch {
+		case errors.Is(err, stock.ErrUnknownOrder):
+			return callPrimary()
+		case errors.Is(err, stock.ErrOrderClosed) && d.Mode() != ForceFallback:
+			// A record copy the primary's reclaimer returned reads as
+			// closed at the record alone; the primary tells an expired
+			// hold from a cancel (and makes its tiers agree).
+			if perr := callPrimary(); stock.IsBusiness(perr) && !errors.Is(perr, stock.ErrUnknownOrder) {
+				return perr
+			}
 		}
-		return callPrimary()
+		return err
 	}
 	err := callPrimary()
 	if err == nil || (stock.IsBusiness(err) && !errors.Is(err, stock.ErrUnknownOrder)) {
