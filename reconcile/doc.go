@@ -43,8 +43,6 @@
 //	t2  Redis, one atomic script per SKU: the available count and fence,
 //	    the holds zset, the Redis state of each line the database listed
 //	    as held, and which of those restocks Redis applied
-//	t3  the same database view, so still as of t1: the state of the orders
-//	    Redis holds that the database did not list as held
 //	t4  Adjust(sku, fence read at t0, delta), then Restock at Redis, by
 //	    operation ID, of each restock the database had and Redis had not
 //
@@ -58,18 +56,25 @@
 //     < g). The correction is a delta, so the units it takes later are not
 //     overwritten.
 //   - g between t1 and t2: Redis counts it at t2; the database did not have
-//     it at t1, whatever it has by t3, because t3 reads the view of t1. It
-//     is InFlight: counted on the Redis side only, subtracted once. This is
-//     the race a naive design gets wrong: reading the order's state after
-//     the database recorded it would count it on both sides.
-//   - g before t1: both readings see it as they are; a hold the record has
-//     at t1 is counted by both (held there and held or confirmed in Redis),
-//     one it has not recorded yet is InFlight.
+//     it at t1, whatever it has by the time it is asked, since the view is
+//     of t1. It is InFlight: counted on the Redis side only, subtracted
+//     once. This is the race a naive design gets wrong: reading the order's
+//     state after the database recorded it would count it on both sides.
+//   - g before t1: both readings see it as they are; a hold the record
+//     holds at t1 is counted by both (held there and held or confirmed in
+//     Redis). A hold the record does not hold at t1 is InFlight, whatever
+//     the record says of the order: not recorded yet, returned there, or
+//     sold there. The last is the moment between a Confirm's two steps, or
+//     a hold a gate that lost the order took again on a repeat Deduct after
+//     a rebuild that had counted the sale; the hold may still end either
+//     way, so it is counted once, on the safe side (Redis is corrected
+//     down, and a Confirm that lands is brought back by the next pass).
 //
 // Confirm, Revert and the reclaimers move an order's units between counts
 // on each side; the one-sided moments they pass through are the two
-// in-transit terms: Redis holds, database does not (recording pending, or
-// the database already returned it: Redis will return it too) is InFlight;
+// in-transit terms: Redis holds, database does not (recording pending, the
+// database already returned it: Redis will return it too, or sold it) is
+// InFlight;
 // database holds, Redis returned it (a Revert between its two steps, a hold
 // the gate reclaimed first) is Returning. Anything between t2 and t4 moves
 // units on both sides without changing the delta they should differ by,

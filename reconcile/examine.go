@@ -38,8 +38,6 @@ type finding struct {
 //	t2  Redis: each SKU's count and fence, its holds, the Redis state of
 //	    the database's held lines and whether Redis applied those
 //	    restocks, atomically per SKU
-//	t3  the same database view (still as of t1): the state of the orders
-//	    Redis holds that the database did not list as held
 func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, error) {
 	pre, err := r.gate.Inspect(ctx, skus)
 	if err != nil {
@@ -87,10 +85,6 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read Redis: %w", err)
 	}
-	states, err := r.recordStates(ctx, view, snaps, inDB)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]finding, len(skus))
 	for i, sku := range skus {
 		f := &out[i]
@@ -99,37 +93,9 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 		// A hold whose line record is gone (a flush or a hand-deleted key)
 		// will never be returned by Redis: its units are not in flight,
 		// so Snapshot's Holds leaving it out is what the target needs.
-		f.compute(held[sku], inDB, states)
+		f.compute(held[sku], inDB)
 	}
 	return out, nil
-}
-
-// recordStates returns, as of the view's instant, the state of every order
-// Redis holds that the view did not list as held for that SKU.
-func (r *Reconciler) recordStates(ctx context.Context, view *sqlstock.View, snaps []redisstock.Snapshot,
-	inDB lineSet) (map[string]stock.State, error) {
-	var ask []string
-	seen := map[string]bool{}
-	for _, sn := range snaps {
-		for _, h := range sn.Holds {
-			if !seen[h.OrderID] && !inDB[lineKey{sn.SKU, h.OrderID}] {
-				seen[h.OrderID] = true
-				ask = append(ask, h.OrderID)
-			}
-		}
-	}
-	states := make(map[string]stock.State, len(ask))
-	if len(ask) == 0 {
-		return states, nil
-	}
-	infos, err := view.Orders(ctx, ask)
-	if err != nil {
-		return nil, fmt.Errorf("reconcile: read order states: %w", err)
-	}
-	for _, o := range infos {
-		states[o.ID] = o.State
-	}
-	return states, nil
 }
 
 // lineKey names one order line: the SKU and the order.
@@ -139,13 +105,21 @@ type lineKey struct{ sku, order string }
 type lineSet map[lineKey]bool
 
 // compute sets f's in-transit units and target from the lines the
-// database held at t1 and the other orders' states at t1.
-func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet, states map[string]stock.State) {
+// database held at t1.
+func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet) {
+	// A hold Redis has for an order the database has confirmed is in
+	// flight too, not counted by both: the database sold the units, and
+	// whether Redis counts them is up to that hold, which may end either
+	// way (its Confirm lands, or it is returned at its deadline: a hold a
+	// gate that lost the order took again on a repeat Deduct, after a
+	// rebuild that already counted the sale). Counting it once errs on the
+	// safe side: Redis is corrected down, never above what the database can
+	// take, and a confirmed hold is brought back by the next pass.
 	for _, h := range f.gate.Holds {
-		if inDB[lineKey{f.sku, h.OrderID}] || states[h.OrderID] == stock.StateConfirmed {
+		if inDB[lineKey{f.sku, h.OrderID}] {
 			continue // both sides count it
 		}
-		f.inFlight += h.Qty // not recorded yet, or already returned there
+		f.inFlight += h.Qty // not recorded yet, returned there, or sold there
 	}
 	for i, l := range dbHeld {
 		switch f.gate.Lines[i] {
