@@ -18,6 +18,9 @@ var (
 	dirBindScript  = redis.NewScript(lua.Source("stock_dir_bind.lua"))
 	dirKeepScript  = redis.NewScript(lua.Source("stock_dir_keep.lua"))
 	deadlineScript = redis.NewScript(lua.Source("stock_deadline.lua"))
+	// dirTakeoverScript binds an order ID over a stale entry; see its
+	// header.
+	dirTakeoverScript = redis.NewScript(lua.Source("stock_dir_takeover.lua"))
 )
 
 // dirKeys are the order's directory entry and the set of the attempts

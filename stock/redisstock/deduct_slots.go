@@ -48,7 +48,15 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	if err := bind.Err(); err != nil {
 		return s.writeErr(ctx, "deduct", err)
 	}
-	word, _ := bind.Text()
+	word, stale := bindReply(bind)
+	if word == "stale" {
+		// Another order's entry that no attempt has bound for a lease:
+		// take it over if that order holds nothing.
+		var err error
+		if word, err = s.takeOver(ctx, a, stale); err != nil {
+			return err
+		}
+	}
 	if err := first.Err(); err != nil {
 		err = s.writeErr(ctx, "deduct", err)
 		if word != "conflict" && !errors.Is(err, stock.ErrUnknownOutcome) {
@@ -94,13 +102,58 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	return s.oneDeadline(ctx, a, dls, deadline)
 }
 
+// bindReply reads the bind script's reply: its word, and for "stale" the
+// identity the entry holds.
+func bindReply(cmd *redis.Cmd) (word, stale string) {
+	if w, err := cmd.Text(); err == nil {
+		return w, ""
+	}
+	res, _ := cmd.Slice()
+	if len(res) == 2 {
+		w, _ := res[0].(string)
+		id, _ := res[1].(string)
+		return w, id
+	}
+	return "", ""
+}
+
+// takeOver binds the order ID over a stale directory entry of another
+// order (no TTL, and no attempt bound to it for a lease) if that order
+// holds nothing: an order that holds anything holds its first line (slot
+// groups are taken in order), so no record of that line means nothing is
+// held under the other identity. It returns "new", or "conflict" when the
+// other order has a record or the entry changed meanwhile. The first
+// pipeline was sent, so its errors are unknown outcomes.
+func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string, error) {
+	items, err := parseIdent(stale)
+	if err != nil {
+		return "conflict", nil
+	}
+	first := s.groups(items)[0][0]
+	id, err := s.c.HGet(ctx, s.recordKey(first.SKU, a.o.ID), "id").Result()
+	switch {
+	case err == nil && id == stale:
+		return "conflict", nil
+	case err != nil && err != redis.Nil:
+		return "", &outcomeError{op: "deduct", err: err}
+	}
+	word, err := dirTakeoverScript.Run(ctx, s.c, s.dirKeys(a.o.ID), stale, a.ident, a.token).Text()
+	if err != nil {
+		return "", &outcomeError{op: "deduct", err: err}
+	}
+	return word, nil
+}
+
 // unbind takes the attempt off the order's directory entry after a refusal
 // (the last attempt to leave deletes it, freeing the order ID) and returns
 // cause, joined with the unbind's own failure if it had one. An attempt
-// that found no record of the order (seen false) gives an entry other
-// attempts are still on a lease instead: they may have ended, their outcome
-// unknown, without taking anything, and then nothing would ever end the
-// entry. An order with records keeps its entry untouched: its holds end it.
+// that found no record of the order (seen false) gives the attempt set of
+// an entry other attempts are still on a lease instead: they may have
+// ended, their outcome unknown, without taking anything. The entry itself
+// keeps no TTL (one of them may have succeeded); once the set has expired,
+// another order under the same ID may take the entry over, if the order it
+// names holds nothing (takeOver). An order with records keeps its entry
+// untouched: its holds end it.
 func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) error {
 	lease := int64(0)
 	if !seen {

@@ -87,8 +87,12 @@
 // is recognised as the attempt's own. Only an attempt that ends in
 // stock.ErrUnknownOutcome (or a process that dies) leaves its holds to the
 // caller's retry or to the reclaimer; a refused attempt that found no record
-// of the order gives an entry such attempts are still on a lease (the
-// default hold time plus Retention) rather than leaving it bound forever.
+// of the order gives the attempt set of an entry such attempts are still on
+// a lease (the default hold time plus Retention), never the entry itself
+// (one of them may have succeeded, and a live order keeps its entry). Once
+// that set has expired, a Deduct of other items under the same ID takes
+// the entry over if the order it names holds nothing (no record of its
+// first line), so such an entry does not bind the ID forever.
 //
 // An order has one deadline: now plus the shortest hold time of its SKUs,
 // on every line, whatever the path (on a Cluster, a later slot group with a

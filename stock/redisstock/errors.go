@@ -138,7 +138,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 var allScripts = []*redis.Script{
 	deductScript, confirmScript, releaseScript, reclaimScript,
 	putScript, restockScript, adjustScript, dirReleaseScript, batchScript,
-	snapshotScript, dirBindScript, dirKeepScript, deadlineScript,
+	snapshotScript, dirBindScript, dirKeepScript, deadlineScript, dirTakeoverScript,
 }
 
 // replyCode returns the leading status word of a script reply and the
