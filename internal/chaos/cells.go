@@ -298,7 +298,7 @@ func cutSQL(ctx context.Context, e *Env) {
 	if e.Config.StripUnknown {
 		// Enough cuts that the record's re-reads fail too and it has to
 		// answer ErrUnknownOutcome (which the strip then hides).
-		commits, any = 0.4, 0.15
+		commits, any = 0.5, 0.2
 	}
 	e.DBProxy.DropReplies(func(b []byte) bool {
 		if bytes.Contains(bytes.ToLower(b), commit) {
