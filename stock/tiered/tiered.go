@@ -93,7 +93,11 @@ type Config struct {
 	// follow-up lists only record copies whose gate deadline has passed;
 	// with zero (a grace that differs per SKU) it lists up to the pass's
 	// limit of the record's earliest copies and reads the hold time of
-	// their SKUs to find those.
+	// their SKUs to find those. That reading is today's hold time, so with
+	// zero a SKU relisted with a longer hold time has the copies the gate
+	// does not know (a gate that lost its data, a fallback's orders)
+	// returned before their deadline: set RecordGrace where hold times
+	// change while orders are held.
 	RecordGrace time.Duration
 	// RecheckAfter is how long Settle waits before asking the record once
 	// more when it refuses an order as sold out or over the per-user limit,
