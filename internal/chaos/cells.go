@@ -8,7 +8,6 @@ import (
 	mrand "math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,7 +69,7 @@ func Cells() []Cell {
 		{Name: "app-kill", About: "the application killed with -9 three times, a fresh process taking over", Play: playAppKill},
 		{Name: "sql-cut", About: "SQL replies dropped after the request went through (20% of COMMITs, 1% of all)",
 			Setup: setupSQLCut, Fault: cutSQL, NeedsTCP: true},
-		{Name: "lock-storm", About: "2 transactions hold the hot rows FOR UPDATE 1.5s at a time; bound 1s per call (LockWait 250ms)",
+		{Name: "lock-storm", About: "a transaction holds the hot rows FOR UPDATE 3s at a time (200ms gaps); sqlstock LockWait 1s, caller deadline 5s, bound 2s per call",
 			Setup: setupLockStorm, Fault: lockStorm, NeedsTCP: true},
 	}
 }
@@ -312,44 +311,38 @@ func cutSQL(ctx context.Context, e *Env) {
 }
 
 func setupLockStorm(e *Env) error {
-	e.Config.LockWait = 250 * time.Millisecond
-	e.Sale.Timeout = func(*mrand.Rand) time.Duration { return 3 * time.Second }
-	e.Sale.Bound = time.Second
+	// Whole seconds: MySQL and MariaDB take no less. A call must answer
+	// (ErrContention is an answer) well before the adversary lets go.
+	e.Config.LockWait = time.Second
+	e.Sale.Timeout = func(*mrand.Rand) time.Duration { return 5 * time.Second }
+	e.Sale.Bound = 2 * time.Second
 	return nil
 }
 
-// lockStorm runs two adversaries that lock the hot rows in turn.
+// lockStorm runs an adversary that holds the hot rows' locks for 3s at a
+// time, letting go for 200ms in between.
 func lockStorm(ctx context.Context, e *Env) {
-	db, err := e.Config.DB.Open("", 2)
+	db, err := e.Config.DB.Open("", 1)
 	if err != nil {
 		e.logf("lock storm: %v", err)
 		return
 	}
 	defer db.Close()
 	q := fmt.Sprintf("SELECT sku FROM %s WHERE sku IN ('hot', 'b') FOR UPDATE", e.Config.Table)
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sleep(ctx, time.Duration(i)*800*time.Millisecond)
-			for ctx.Err() == nil {
-				c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				tx, err := db.BeginTx(c, nil)
-				if err == nil {
-					rows, qerr := tx.QueryContext(c, q)
-					if qerr == nil {
-						_ = rows.Close()
-					}
-					sleep(ctx, 1500*time.Millisecond)
-					_ = tx.Commit()
-				}
-				cancel()
-				sleep(ctx, 300*time.Millisecond)
+	for ctx.Err() == nil {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		tx, err := db.BeginTx(c, nil)
+		if err == nil {
+			rows, qerr := tx.QueryContext(c, q)
+			if qerr == nil {
+				_ = rows.Close()
 			}
-		}()
+			sleep(ctx, 3*time.Second)
+			_ = tx.Commit()
+		}
+		cancel()
+		sleep(ctx, 200*time.Millisecond)
 	}
-	wg.Wait()
 }
 
 func splitPort(addr string) (host, port string, err error) {
