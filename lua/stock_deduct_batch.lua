@@ -79,7 +79,8 @@ local function sku(b)
     -- a gate that lost its data, not a SKU never on sale.
     local sku = string.match(KEYS[b], '{([^}]*)}:state$')
     local lost = redis.call('EXISTS', registry) == 0 or
-      redis.call('SISMEMBER', registry, sku) == 1
+      redis.call('SISMEMBER', registry, sku) == 1 or
+      redis.call('SISMEMBER', registry, '{lost}') == 1
     skus[KEYS[b]] = lost and 'unavailable' or 'unknown_sku'
     return skus[KEYS[b]]
   end

@@ -119,6 +119,13 @@ func (r *Reconciler) RepairAll(ctx context.Context) (Report, error) {
 	if err == nil {
 		err = fail
 	}
+	if err == nil && !r.cfg.DryRun {
+		// Every SKU of the record was visited: one Redis has no state for
+		// now is unknown, no longer lost (see redisstock Store.Calibrated).
+		if cerr := r.gate.Calibrated(ctx); cerr != nil {
+			err = fmt.Errorf("reconcile: %w", cerr)
+		}
+	}
 	if err != nil {
 		return rep, err
 	}

@@ -21,6 +21,10 @@ type Gate interface {
 	Snapshot(ctx context.Context, reqs []redisstock.SnapshotRequest) ([]redisstock.Snapshot, error)
 	// Adjust applies a correction if the SKU's fence is still f.
 	Adjust(ctx context.Context, sku string, f redisstock.Fence, delta int64) (bool, error)
+	// ClaimRebuild claims SKUs the gate has no state for before the record
+	// is read, so that a rebuild from a reading a flush made stale is
+	// refused.
+	ClaimRebuild(ctx context.Context, skus []string) ([]string, error)
 	// Rebuild creates the state of SKUs that have none, never overwriting.
 	Rebuild(ctx context.Context, rs []redisstock.Rebuild) ([]redisstock.Outcome, error)
 	// Relist is WarmUp's fenced write of a SKU on sale.
@@ -30,6 +34,9 @@ type Gate interface {
 	Restock(ctx context.Context, r stock.Restock) error
 	// Mark and Servers tell a pass that Redis lost its data.
 	Mark(ctx context.Context) error
+	// Calibrated says a full pass visited every SKU of the record: a SKU
+	// Redis still has no state for is unknown, no longer lost.
+	Calibrated(ctx context.Context) error
 	Servers(ctx context.Context) (redisstock.Servers, error)
 	// Retention is how long the gate remembers a restock operation.
 	Retention() time.Duration

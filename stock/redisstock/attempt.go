@@ -49,15 +49,16 @@ func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident
 // cannot answer for the SKU now, which is stock.ErrUnavailable too.
 func (s *Store) notOnSale(ctx context.Context, sku string) error {
 	var exists *redis.IntCmd
-	var member *redis.BoolCmd
+	var member, lost *redis.BoolCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		exists = p.Exists(ctx, s.registryKey())
 		member = p.SIsMember(ctx, s.registryKey(), sku)
+		lost = p.SIsMember(ctx, s.registryKey(), lostMark)
 	})
-	if err := firstErr(exists, member); err != nil {
+	if err := firstErr(exists, member, lost); err != nil {
 		return withCtx(ctx, fmt.Errorf("redisstock: SKU %s: %w (reading the registry: %w)", strconv.Quote(sku), stock.ErrUnavailable, err))
 	}
-	if exists.Val() == 0 || member.Val() {
+	if exists.Val() == 0 || member.Val() || lost.Val() {
 		return &stock.SKUError{SKU: sku, Err: stock.ErrUnavailable}
 	}
 	return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
@@ -67,11 +68,16 @@ func (s *Store) notOnSale(ctx context.Context, sku string) error {
 // stock.ErrUnknownOrder, unless the SKU registry is gone too (the Redis
 // lost everything), which is stock.ErrUnavailable.
 func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
-	n, err := s.c.Exists(ctx, s.registryKey()).Result()
-	if err != nil {
+	var exists *redis.IntCmd
+	var lost *redis.BoolCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		exists = p.Exists(ctx, s.registryKey())
+		lost = p.SIsMember(ctx, s.registryKey(), lostMark)
+	})
+	if err := firstErr(exists, lost); err != nil {
 		return withCtx(ctx, fmt.Errorf("redisstock: order %s: %w (reading the registry: %w)", strconv.Quote(orderID), stock.ErrUnavailable, err))
 	}
-	if n == 0 {
+	if exists.Val() == 0 || lost.Val() {
 		return fmt.Errorf("redisstock: order %s: the gate lost its data: %w", strconv.Quote(orderID), stock.ErrUnavailable)
 	}
 	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)

@@ -3,6 +3,7 @@ package redisstock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -41,6 +42,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 	if err != nil {
 		return nil, s.readErr(ctx, "reclaim", err)
 	}
+	skus = slices.DeleteFunc(skus, func(sku string) bool { return sku == lostMark })
 	now := s.nowMs()
 	var out []stock.Reclaimed
 	for start := 0; start < len(skus) && len(out) < limit; start += peekBatch {

@@ -217,7 +217,7 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 			cmds = cmds[:0]
 			for i, l := range batch {
 				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU),
-					putScript.Run(ctx, p, []string{s.stateKey(l.SKU)},
+					putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
 						l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i]))
 			}
 		})
@@ -247,12 +247,51 @@ type Rebuild struct {
 	// counts: they are marked applied on the new state, so that a Restock
 	// of one of them still on its way to the gate adds nothing.
 	Ops []string
+	// Claim, if set, is a token from [Store.ClaimRebuild] taken before the
+	// record was read: the state is created only if the SKU's claim is
+	// still this one (otherwise Moved: read again). A flush, another
+	// claim, or any creation of the SKU's state since (a rebuild, a
+	// PutOnSale, even one whose state was lost again) voids it, so a count
+	// read before orders were taken from a state that was lost since is
+	// never written.
+	Claim string
+}
+
+// ClaimRebuild takes a rebuild claim on each SKU, before the caller reads
+// the record for a [Store.Rebuild] of SKUs the gate has no state for, in
+// one round trip per 1024 SKUs, and returns the tokens in input order. The
+// latest claim on a SKU wins; a claim lives for the Store's Retention. A
+// context already done returns its error with nothing sent.
+func (s *Store) ClaimRebuild(ctx context.Context, skus []string) ([]string, error) {
+	for i, sku := range skus {
+		if err := stock.ValidateID("skus["+strconv.Itoa(i)+"]", sku); err != nil {
+			return nil, err
+		}
+	}
+	tokens, err := newGens(ctx, "claim rebuild", len(skus))
+	if err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(skus); start += snapshotBatch {
+		batch := skus[start:min(start+snapshotBatch, len(skus))]
+		cmds := make([]redis.Cmder, len(batch))
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			for i, sku := range batch {
+				cmds[i] = p.Set(ctx, s.claimKey(sku), tokens[start+i], s.keep)
+			}
+		})
+		if err := firstErr(cmds...); err != nil {
+			return nil, s.batchErr(ctx, "claim rebuild", err, start, len(batch))
+		}
+	}
+	return tokens, nil
 }
 
 // Rebuild creates each SKU's state from its Listing, only where the SKU
 // has no state (create-if-absent), in one round trip per 1024 SKUs: a
 // state that exists, with whatever live holds it counts, is never
-// overwritten, and is reported as Exists (read it again). A created state
+// overwritten, and is reported as Exists (read it again); one whose Claim
+// is void is reported as Moved (read it again). A created state
 // gets a new Fence generation, is added to the Store's registry and has
 // its Ops marked applied (for Retention). Each SKU is written atomically
 // and on its own; the outcomes are in input order. On error some may have
@@ -281,13 +320,13 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			for i, r := range batch {
 				l := r.Listing
-				keys := []string{s.stateKey(l.SKU)}
+				keys := []string{s.stateKey(l.SKU), s.claimKey(l.SKU)}
 				for _, op := range r.Ops {
 					keys = append(keys, s.opMarkerKey(l.SKU, op))
 				}
-				regs[i] = p.SAdd(ctx, s.registryKey(), l.SKU)
+				regs[i] = s.rebuildRegistry(ctx, p, l.SKU)
 				cmds[i] = rebuildScript.Run(ctx, p, keys, l.Units, l.PerUserLimit,
-					l.EffectiveHoldTTL().Milliseconds(), gens[i], s.keep.Milliseconds())
+					l.EffectiveHoldTTL().Milliseconds(), gens[i], s.keep.Milliseconds(), r.Claim)
 			}
 		})
 		if err := firstErr(regs...); err != nil {
@@ -304,6 +343,8 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 				out = append(out, Applied)
 			case "exists":
 				out = append(out, Exists)
+			case "stale":
+				out = append(out, Moved)
 			default:
 				return out, badReply("rebuild", res)
 			}

@@ -136,6 +136,7 @@ func (s *Store) recordKey(sku, order string) string {
 }
 func (s *Store) dirKey(order string) string { return s.prefix + ":order:{" + order + "}" }
 func (s *Store) registryKey() string        { return s.prefix + ":skus" }
+func (s *Store) claimKey(sku string) string { return s.prefix + ":{" + sku + "}:rb" }
 
 // lineKeys appends the four keys a line script needs for sku.
 func (s *Store) lineKeys(keys []string, sku, order string) []string {
@@ -164,7 +165,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 	var put *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		reg = p.SAdd(ctx, s.registryKey(), l.SKU)
-		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU)},
+		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
 			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen)
 	})
 	if err := firstErr(reg, put); err != nil {
@@ -260,16 +261,17 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
 // that never wrote to it).
 func (s *Store) missingErr(ctx context.Context, sku string) error {
 	var has *redis.IntCmd
-	var member *redis.BoolCmd
+	var member, lost *redis.BoolCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		has = p.Exists(ctx, s.registryKey())
 		member = p.SIsMember(ctx, s.registryKey(), sku)
+		lost = p.SIsMember(ctx, s.registryKey(), lostMark)
 		return nil
 	})
 	if err != nil {
 		return s.readErr(ctx, "read the SKU registry", err)
 	}
-	if !member.Val() && (has.Val() == 1 || !s.listed.Load()) {
+	if !member.Val() && !lost.Val() && (has.Val() == 1 || !s.listed.Load()) {
 		return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
 	}
 	return fmt.Errorf("redisstock: SKU %q: %w: its state is gone (Redis lost its data)", sku, stock.ErrUnavailable)
