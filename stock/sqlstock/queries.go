@@ -28,7 +28,7 @@ type queries struct {
 	lockStock                       string
 	userTotal                       string
 	readOrder, lockOrder            string
-	setState, expire                string
+	setState                        string
 	release, refund, confirm        string
 	due, heldBefore                 string
 	beginLockWait, sqliteBusy       string
@@ -80,7 +80,6 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.readOrder = q.sql(order)
 	q.lockOrder = q.sql(order + orderLock)
 	q.setState = q.sql("UPDATE {L} SET state = ? WHERE order_id = ? AND state = ?")
-	q.expire = q.sql("UPDATE {L} SET state = 5 WHERE order_id = ? AND state = 1 AND deadline_ms <= ?")
 
 	q.release = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {held} = {held} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
 	q.refund = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {sold} = {sold} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")

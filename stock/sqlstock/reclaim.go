@@ -2,7 +2,9 @@ package sqlstock
 
 import (
 	"context"
+	"database/sql"
 	"slices"
+	"strings"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -10,12 +12,15 @@ import (
 // ReclaimExpired implements stock.Reclaimer. It reads up to limit due
 // held lines through the ledger's (state, deadline) index, so a pass costs
 // in proportion to what is due, not to the ledger's size. Then, in one
-// transaction, each of their orders is moved from held to expired by a
-// conditional UPDATE (RowsAffected says whether this reclaimer won it),
-// and the won units go back with one UPDATE per SKU, in sorted order.
-// Several reclaimers may run at once: each order is returned by exactly
-// one. An order's lines are reclaimed together, so the result may hold
-// more than limit lines when an order has lines beyond the limit.
+// transaction, their orders are moved from held to expired in batches:
+// on PostgreSQL and SQLite one conditional UPDATE ... RETURNING per batch
+// of orders, on MySQL and MariaDB a SELECT ... FOR UPDATE of their held
+// lines then one conditional UPDATE. Only lines still held and due move,
+// so several reclaimers may run at once and each order is returned by
+// exactly one; the won units go back with one UPDATE per SKU, in sorted
+// order. An order's lines are reclaimed together, so the result may hold
+// more than limit lines when an order has lines beyond the limit. The
+// result is sorted by order ID, then line.
 //
 // A COMMIT whose outcome is unknown is reported as stock.ErrUnknownOutcome
 // at once, never run again (a second run would report nothing for the
@@ -35,25 +40,28 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 	}
 	var out []stock.Reclaimed
 	err = s.retry(ctx, "reclaim", false, func() error {
-		out = out[:0]
+		out = nil
 		return s.inTx(ctx, func(q querier) error {
+			var lines []expiredLine
+			for rest := ids; len(rest) > 0; {
+				chunk := rest[:min(len(rest), maxReclaimBatch)]
+				rest = rest[len(chunk):]
+				got, err := s.expireOrders(ctx, q, chunk, now)
+				if err != nil {
+					return err
+				}
+				lines = append(lines, got...)
+			}
+			slices.SortFunc(lines, func(a, b expiredLine) int {
+				if c := strings.Compare(a.OrderID, b.OrderID); c != 0 {
+					return c
+				}
+				return a.line - b.line
+			})
 			totals := map[string]int64{}
-			for _, id := range ids {
-				n, err := affected(q.ExecContext(ctx, s.q.expire, id, now))
-				if err != nil {
-					return err
-				}
-				if n == 0 {
-					continue // confirmed, reverted or reclaimed by another
-				}
-				lines, err := s.readOrder(ctx, q, s.q.readOrder, id)
-				if err != nil {
-					return err
-				}
-				for _, l := range lines {
-					out = append(out, stock.Reclaimed{OrderID: id, UserID: l.user, SKU: l.sku, Qty: l.qty})
-					totals[l.sku] += l.qty
-				}
+			for _, l := range lines {
+				out = append(out, l.Reclaimed)
+				totals[l.SKU] += l.Qty
 			}
 			skus := make([]string, 0, len(totals))
 			for sku := range totals {
@@ -72,6 +80,59 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 		return nil, err
 	}
 	return out, nil
+}
+
+// maxReclaimBatch is how many orders one reclaim statement moves.
+const maxReclaimBatch = 500
+
+// expiredLine is a reclaimed line and its position in its order.
+type expiredLine struct {
+	stock.Reclaimed
+	line int
+}
+
+// expireOrders moves the lines of ids that are still held and due at now
+// to expired, and returns them.
+func (s *Store) expireOrders(ctx context.Context, q querier, ids []string, now int64) ([]expiredLine, error) {
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, now)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	where := " WHERE state = 1 AND deadline_ms <= ? AND order_id IN (" + params(len(ids)) + ")"
+	cols := "order_id, line, sku, qty, user_id"
+	if s.d.mysqlLike() {
+		// No UPDATE ... RETURNING: lock the lines, then move exactly them.
+		lines, err := s.scanExpired(q.QueryContext(ctx, s.q.sql("SELECT "+cols+" FROM {L}"+where+" FOR UPDATE"), args...))
+		if err != nil || len(lines) == 0 {
+			return nil, err
+		}
+		n, err := affected(q.ExecContext(ctx, s.q.sql("UPDATE {L} SET state = 5"+where), args...))
+		if err != nil {
+			return nil, err
+		}
+		if n != int64(len(lines)) {
+			return nil, errRetry // cannot happen under the lock: never return units twice
+		}
+		return lines, nil
+	}
+	return s.scanExpired(q.QueryContext(ctx, s.q.sql("UPDATE {L} SET state = 5"+where+" RETURNING "+cols), args...))
+}
+
+func (s *Store) scanExpired(rs *sql.Rows, err error) ([]expiredLine, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var lines []expiredLine
+	for rs.Next() {
+		var l expiredLine
+		if err := rs.Scan(&l.OrderID, &l.line, &l.SKU, &l.Qty, &l.UserID); err != nil {
+			return nil, err
+		}
+		lines = append(lines, l)
+	}
+	return lines, rs.Err()
 }
 
 // dueOrders returns the sorted IDs of the orders of up to limit held lines
