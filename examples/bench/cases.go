@@ -50,25 +50,13 @@ func setup(ctx context.Context, opt options) ([]group, func(), error) {
 	}
 	var groups []group
 
-	addr, store := opt.redis, "Redis"
-	if addr == "" {
-		mr, err := miniredis.Run()
+	if opt.redis != "none" {
+		g, err := redisSetup(ctx, opt.redis, tag, &cleanups)
 		if err != nil {
 			return nil, cleanup, err
 		}
-		cleanups = append(cleanups, mr.Close)
-		addr, store = mr.Addr(), "miniredis"
+		groups = append(groups, g)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
-	cleanups = append(cleanups, func() { dropRedis(rdb, tag); rdb.Close() })
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, cleanup, fmt.Errorf("redis %s: %w", addr, err)
-	}
-	g, err := redisGroup(rdb, store, tag)
-	if err != nil {
-		return nil, cleanup, err
-	}
-	groups = append(groups, g)
 
 	type sqlTarget struct{ store, driver, dsn string }
 	var targets []sqlTarget
@@ -105,6 +93,26 @@ func setup(ctx context.Context, opt options) ([]group, func(), error) {
 	return groups, cleanup, nil
 }
 
+// redisSetup connects to addr, or to an in-process miniredis when addr is
+// empty, and returns its cases.
+func redisSetup(ctx context.Context, addr, tag string, cleanups *[]func()) (group, error) {
+	store := "Redis"
+	if addr == "" {
+		mr, err := miniredis.Run()
+		if err != nil {
+			return group{}, err
+		}
+		*cleanups = append(*cleanups, mr.Close)
+		addr, store = mr.Addr(), "miniredis"
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
+	*cleanups = append(*cleanups, func() { dropRedis(rdb, tag); rdb.Close() })
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return group{}, fmt.Errorf("redis %s: %w", addr, err)
+	}
+	return redisGroup(rdb, store, tag)
+}
+
 func redisGroup(rdb *redis.Client, store, tag string) (group, error) {
 	raw := tag + ":{hot}:raw"
 	s, err := redisstock.New(rdb, redisstock.Config{Prefix: tag})
@@ -123,22 +131,36 @@ func redisGroup(rdb *redis.Client, store, tag string) (group, error) {
 				return err
 			},
 		},
-		managerCase("redisstock Deduct", s),
+		managerCase("redisstock Deduct", s, 1),
 	}}, nil
 }
 
-// managerCase deducts one unit per call through a stock.Manager.
-func managerCase(name string, m stock.Manager) benchCase {
+// managerCase deducts one unit per call through a stock.Manager, of one
+// hot SKU, or of skus SKUs in turn.
+func managerCase(name string, m stock.Manager, skus int) benchCase {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	names := make([]string, skus)
+	for i := range names {
+		names[i] = "hot"
+		if skus > 1 {
+			names[i] = "sku-" + strconv.Itoa(i)
+		}
+	}
 	return benchCase{
 		name: name,
 		prep: func(ctx context.Context) error {
 			run = strconv.FormatInt(time.Now().UnixNano(), 36)
-			return m.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: units, HoldTTL: time.Hour})
+			for _, sku := range names {
+				if err := m.PutOnSale(ctx, stock.Listing{SKU: sku, Units: units, HoldTTL: time.Hour}); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		op: func(ctx context.Context, seq int64) error {
 			id := run + "-" + strconv.FormatInt(seq, 10)
-			return m.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: "hot", Qty: 1}}})
+			sku := names[seq%int64(len(names))]
+			return m.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: sku, Qty: 1}}})
 		},
 	}
 }
@@ -228,9 +250,29 @@ func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(
 			return tx.Commit()
 		}},
 	}}
-	for _, st := range []sqlstock.Strategy{sqlstock.Atomic, sqlstock.Optimistic, sqlstock.Pessimistic} {
-		table, ledger := tag+"_"+st.String(), tag+"_"+st.String()+"_ledger"
-		s, err := sqlstock.New(db, sqlstock.Config{Strategy: st, Dialect: dialect, Table: table, Ledger: ledger, MaxAttempts: 3})
+	const (
+		rawUpdate   = "raw UPDATE … WHERE available >= 1"
+		ungrouped   = "sqlstock atomic ungrouped"
+		ungrouped1k = "sqlstock atomic ungrouped, 1,000 SKUs"
+		grouped1k   = "sqlstock atomic grouped, 1,000 SKUs"
+	)
+	variants := []struct {
+		name           string
+		st             sqlstock.Strategy
+		maxGroup, skus int
+		vs             []string
+	}{
+		{"sqlstock atomic grouped", sqlstock.Atomic, 0, 1, []string{rawUpdate, ungrouped}},
+		{ungrouped, sqlstock.Atomic, 1, 1, []string{rawUpdate}},
+		{"sqlstock optimistic", sqlstock.Optimistic, 0, 1, nil},
+		{"sqlstock pessimistic", sqlstock.Pessimistic, 0, 1, nil},
+		{grouped1k, sqlstock.Atomic, 0, 1000, []string{ungrouped1k}},
+		{ungrouped1k, sqlstock.Atomic, 1, 1000, nil},
+	}
+	for i, v := range variants {
+		table, ledger := tag+"_"+strconv.Itoa(i), tag+"_"+strconv.Itoa(i)+"_ledger"
+		s, err := sqlstock.New(db, sqlstock.Config{Strategy: v.st, Dialect: dialect, Table: table, Ledger: ledger,
+			MaxAttempts: 3, MaxGroup: v.maxGroup})
 		if err != nil {
 			return group{}, drop, err
 		}
@@ -238,7 +280,9 @@ func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(
 		if err := s.CreateTables(ctx); err != nil {
 			return group{}, drop, err
 		}
-		g.cases = append(g.cases, managerCase("sqlstock "+st.String(), s))
+		c := managerCase(v.name, s, v.skus)
+		c.vs = v.vs
+		g.cases = append(g.cases, c)
 	}
 	return g, drop, nil
 }

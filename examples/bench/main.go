@@ -3,12 +3,17 @@
 // deducts per second, p50/p99 latency, failed calls, and the ratio to the
 // raw baseline measured in the same run.
 //
-//	go run ./examples/bench -redis 127.0.0.1:6379 \
+//	go run ./examples/bench -rounds 3 -redis 127.0.0.1:6379 \
 //	    -mysql 'root@tcp(127.0.0.1:3306)/test?interpolateParams=true' \
 //	    -postgres 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
 //
-// Every case loops "deduct one unit of one hot SKU" from -clients
-// goroutines for -duration, with a fresh order ID per call. With no server
+// Every case loops "deduct one unit of one hot SKU" (or, where the case
+// says so, of one of 1,000 SKUs in turn) from -clients goroutines for
+// -duration, with a fresh order ID per call. With -rounds n every case of
+// a store runs n times, the cases interleaved round after round, and the
+// table gives the median of each figure. A case may also be compared with
+// another of its store (the last column: grouped vs ungrouped, or vs the
+// raw single UPDATE). With no server
 // flags it runs on miniredis and SQLite in-process, which shows the shape of
 // the table but not production figures.
 package main
@@ -36,6 +41,7 @@ type options struct {
 	redis, mysql, postgres string
 	clients                []int
 	duration               time.Duration
+	rounds                 int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -53,17 +59,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, "| store | case | clients | deducts/s | p50 ms | p99 ms | failed | vs baseline |")
-	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(stdout, "| store | case | clients | deducts/s | p50 ms | p99 ms | failed | vs baseline | vs |")
+	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, g := range groups {
 		for _, n := range opt.clients {
-			results := make([]result, len(g.cases))
-			for i, c := range g.cases {
-				fmt.Fprintf(stderr, "bench: %s / %s / %d clients\n", g.store, c.name, n)
-				if results[i], err = measure(ctx, c, n, opt.duration); err != nil {
-					fmt.Fprintf(stderr, "bench: %s %s: %v\n", g.store, c.name, err)
-					return 1
+			rounds := make([][]result, len(g.cases))
+			for r := range opt.rounds {
+				for i, c := range g.cases {
+					fmt.Fprintf(stderr, "bench: %s / %s / %d clients / round %d\n", g.store, c.name, n, r+1)
+					res, err := measure(ctx, c, n, opt.duration)
+					if err != nil {
+						fmt.Fprintf(stderr, "bench: %s %s: %v\n", g.store, c.name, err)
+						return 1
+					}
+					rounds[i] = append(rounds[i], res)
 				}
+			}
+			results := make([]result, len(g.cases))
+			for i := range rounds {
+				results[i] = median(rounds[i])
 			}
 			base := results[g.baseline].perSec
 			for i, r := range results {
@@ -71,8 +85,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				if i != g.baseline {
 					ratio = fmt.Sprintf("%.2fx", r.perSec/base)
 				}
-				fmt.Fprintf(stdout, "| %s | %s | %d | %.0f | %.2f | %.2f | %.1f%% | %s |\n",
-					g.store, g.cases[i].name, n, r.perSec, r.p50, r.p99, r.failedPct, ratio)
+				var vs []string
+				for _, name := range g.cases[i].vs {
+					for j, o := range g.cases {
+						if o.name == name {
+							vs = append(vs, fmt.Sprintf("%.2fx %s (p99 %.2fx)", r.perSec/results[j].perSec, o.name, r.p99/results[j].p99))
+						}
+					}
+				}
+				fmt.Fprintf(stdout, "| %s | %s | %d | %.0f | %.2f | %.2f | %.1f%% | %s | %s |\n",
+					g.store, g.cases[i].name, n, r.perSec, r.p50, r.p99, r.failedPct, ratio, strings.Join(vs, "; "))
 			}
 		}
 	}
@@ -84,10 +106,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var opt options
 	clients := fs.String("clients", "8,64", "comma-separated numbers of concurrent clients")
-	fs.StringVar(&opt.redis, "redis", "", "Redis address (default: in-process miniredis)")
+	fs.StringVar(&opt.redis, "redis", "", `Redis address (default: in-process miniredis; "none": no Redis cases)`)
 	fs.StringVar(&opt.mysql, "mysql", "", "MySQL/MariaDB DSN")
 	fs.StringVar(&opt.postgres, "postgres", "", "PostgreSQL DSN (pgx)")
 	fs.DurationVar(&opt.duration, "duration", 3*time.Second, "how long each case runs")
+	fs.IntVar(&opt.rounds, "rounds", 1, "interleaved rounds per case; the table gives the medians")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench [flags]\n\nMeasures every backend beside its raw Redis or SQL baseline, one hot SKU,\nand prints one Markdown table (deducts/s, p50, p99, failures, ratio to the\nbaseline measured in the same run). Without -redis, -mysql or -postgres it\nmeasures the embedded defaults (miniredis, SQLite).\n\nflags:")
 		fs.PrintDefaults()
@@ -100,6 +123,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if opt.duration < 100*time.Millisecond || opt.duration > time.Hour {
 		return opt, fmt.Errorf("-duration %v is outside [100ms, 1h]", opt.duration)
+	}
+	if opt.rounds < 1 || opt.rounds > 99 {
+		return opt, fmt.Errorf("-rounds %d is outside [1, 99]", opt.rounds)
 	}
 	for _, f := range strings.Split(*clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -122,12 +148,31 @@ type group struct {
 // A benchCase deducts one unit per call; seq is unique per call.
 type benchCase struct {
 	name string
+	vs   []string                        // names of cases of the same store to compare with
 	prep func(ctx context.Context) error // fresh stock before each run
 	op   func(ctx context.Context, seq int64) error
 }
 
 type result struct {
 	perSec, p50, p99, failedPct float64
+}
+
+// median is the median of each figure over rounds.
+func median(rounds []result) result {
+	pick := func(f func(result) float64) float64 {
+		v := make([]float64, len(rounds))
+		for i, r := range rounds {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return result{
+		perSec:    pick(func(r result) float64 { return r.perSec }),
+		p50:       pick(func(r result) float64 { return r.p50 }),
+		p99:       pick(func(r result) float64 { return r.p99 }),
+		failedPct: pick(func(r result) float64 { return r.failedPct }),
+	}
 }
 
 // seq numbers every call of the process, so order IDs never repeat across
