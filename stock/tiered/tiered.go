@@ -96,8 +96,11 @@ type Config struct {
 	// their SKUs to find those. That reading is today's hold time, so with
 	// zero a SKU relisted with a longer hold time has the copies the gate
 	// does not know (a gate that lost its data, a fallback's orders)
-	// returned before their deadline: set RecordGrace where hold times
-	// change while orders are held.
+	// returned before their deadline; and with SKUs of different hold
+	// times, more than limit live holds of shorter ones, listed first,
+	// keep the pass from reaching a copy of a longer one that it should
+	// return (it stays until the record's deadline). Set RecordGrace where
+	// hold times differ or change while orders are held.
 	RecordGrace time.Duration
 	// RecheckAfter is how long Settle waits before asking the record once
 	// more when it refuses an order as sold out or over the per-user limit,
