@@ -14,7 +14,8 @@ import (
 
 // maxFlying is how many transactions one lane of a Store keeps in flight
 // at once. Two let the next group write its ledger lines while the other
-// holds the stock row until its COMMIT returns.
+// holds the stock row until its COMMIT returns. SQLite has one writer: a
+// second transaction would only wait for the write lock, so it keeps one.
 const maxFlying = 2
 
 // grouper coalesces concurrent Atomic Deducts of the same SKUs into one
@@ -27,8 +28,9 @@ const maxFlying = 2
 // without grouping; a hot SKU gets one transaction per group instead of
 // one per order.
 type grouper struct {
-	s   *Store
-	max int // orders per group
+	s      *Store
+	max    int // orders per group
+	flying int // transactions in flight per lane: maxFlying, or 1 on SQLite
 
 	mu    sync.Mutex
 	lanes map[string]*lane
@@ -85,7 +87,7 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 		l = &lane{}
 		g.lanes[key] = l
 	}
-	if l.flying < maxFlying {
+	if l.flying < g.flying {
 		l.flying++
 		c.sent = true
 		g.mu.Unlock()

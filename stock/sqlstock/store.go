@@ -85,7 +85,10 @@ func New(db *sqlx.DB, cfg Config) (*Store, error) {
 	}
 	s := &Store{db: db, cfg: cfg, d: cfg.Dialect, q: newQueries(cfg.Dialect, cfg), settings: cache}
 	if cfg.Strategy == Atomic && cfg.MaxGroup > 1 {
-		s.group = &grouper{s: s, max: cfg.MaxGroup, lanes: map[string]*lane{}}
+		s.group = &grouper{s: s, max: cfg.MaxGroup, flying: maxFlying, lanes: map[string]*lane{}}
+		if cfg.Dialect == SQLite {
+			s.group.flying = 1
+		}
 	}
 	return s, nil
 }
