@@ -7,59 +7,160 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// Confirm makes the sale final at the record (the truth), then at the gate.
+// Confirm makes the sale final at both tiers. It reads the order at the
+// record first (the truth; one read by order ID), and what it finds
+// decides:
 //
-//   - The record does not know the order: stock.ErrUnknownOrder, nothing
-//     changes (with a Recorder, the order may still be pending: confirm
-//     after Settle returned nil).
-//   - The record says the hold expired or the order was reverted: the gate
-//     says why and is made to agree (see closedAtRecord). When the gate
-//     no longer knows the order, the record's deadline gives the reason:
-//     stock.ErrHoldExpired once the order's gate deadline has passed (a
-//     copy returned by the reclaimer), stock.ErrOrderClosed before.
-//   - The record confirmed: the gate is confirmed. The hold began at the
-//     gate, so the gate's deadline decides: if the gate says the hold
-//     expired (or a Revert closed it there first), the record's confirm is
-//     undone and the gate's error returned. If the gate does not know the
-//     order at all (it was flushed, or a fallback took the order while the
-//     gate was down), the sale stands, Confirm returns nil and the
-//     disagreement goes to Config.OnDrift.
+//   - Held: the gate is asked first, since the hold began there and its
+//     deadline decides. The gate confirmed: the record is confirmed. The
+//     gate says the hold expired or was reverted: the record's copy is
+//     returned and the gate's error given; the record never confirms an
+//     order its gate closed. The gate does not know the order (it lost
+//     its data, or a fallback took the order while it was down) or
+//     cannot be asked: the record decides by the order's gate deadline
+//     (its own deadline less the grace RecordHold added), as
+//     ReclaimExpired's follow-up does: before it, the record is confirmed
+//     and the sale stands (an unknown order goes to Config.OnDrift; a
+//     gate that could not be asked makes the answer a *TierError: call
+//     again to tell it); once it has passed, stock.ErrHoldExpired and the
+//     copy is returned.
+//   - Confirmed: a repeat. It returns nil whatever the gate says now: a
+//     sale confirmed at the record (by this Manager, or by a fallback
+//     while the gate was down) is never undone by a later Confirm. The
+//     gate is told if it can be; a gate that says the hold ended goes to
+//     Config.OnDrift.
+//   - Not recorded (with a Recorder, the order may still be pending):
+//     stock.ErrUnknownOrder, nothing changes: confirm after Settle.
+//   - Ended at the record: the gate says why and is made to agree (see
+//     closedAtRecord). When the gate no longer knows the order, the
+//     record's deadline says whether it had expired: stock.ErrHoldExpired
+//     once the order's gate deadline has passed (a copy returned by the
+//     reclaimer), stock.ErrOrderClosed before.
 //
-// After an infrastructure error call Confirm again. Once the record has
-// confirmed, every error is a *TierError matching stock.ErrUnknownOutcome
-// (the gate could not be asked, or the record's confirm could not be
-// undone): the retry finishes the job and gives the final answer.
+// After an infrastructure error call Confirm again. Once a tier may have
+// confirmed, every error is a *TierError matching stock.ErrUnknownOutcome:
+// the retry finishes the job and gives the final answer.
 func (m *Manager) Confirm(ctx context.Context, orderID string) error {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	err := m.record.Confirm(ctx, orderID)
+	infos, err := m.record.Orders(ctx, []string{orderID})
+	if err != nil {
+		return err // a read: nothing written
+	}
+	if len(infos) == 1 {
+		switch infos[0].State {
+		case stock.StateHeld:
+			return m.confirmHeld(ctx, infos[0])
+		case stock.StateConfirmed:
+			if gerr := m.gate.Confirm(ctx, orderID); gerr != nil && stock.IsBusiness(gerr) {
+				m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm", Err: gerr})
+			}
+			return nil
+		}
+	}
+	err = m.record.Confirm(ctx, orderID)
 	switch {
 	case err == nil:
+		// Recorded since the read (a Settle racing this call).
+		return m.confirmHeld(ctx, stock.OrderInfo{ID: orderID, State: stock.StateHeld})
 	case ended(err):
 		return m.closedAtRecord(ctx, orderID, err)
-	default:
-		return err
 	}
-	gerr := m.gate.Confirm(ctx, orderID)
+	return err
+}
+
+// confirmHeld confirms an order the record holds (see Confirm). The record
+// may have confirmed it already when in.Deadline is zero (a Settle that
+// recorded it after Confirm's read; its gate deadline is then read again).
+func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
+	id := in.ID
+	gerr := m.gate.Confirm(ctx, id)
 	switch {
 	case gerr == nil:
-		return nil
+		rerr := m.record.Confirm(ctx, id)
+		switch {
+		case rerr == nil:
+			return nil
+		case stock.IsBusiness(rerr):
+			// The record's copy ended since it was read (a cancel done
+			// at the record alone): the gate's confirm is undone.
+			if err := m.gate.Revert(ctx, id); err != nil {
+				return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: rerr}
+			}
+			return m.closedReason(ctx, id, rerr)
+		default:
+			return &TierError{Tier: Record, Op: "confirm", Err: rerr}
+		}
 	case ended(gerr):
-		// The hold began at the gate, so the gate's deadline (and a revert
-		// that reached the gate first) decides: undo the record's confirm.
-		if rerr := m.record.Revert(ctx, orderID); rerr != nil {
-			return &TierError{Tier: Record, Op: "revert after the gate closed", Err: rerr, Outcome: gerr}
+		// The hold began at the gate and ended there: the record's copy
+		// goes too, and is never confirmed.
+		if rerr := m.revertRecord(ctx, id); rerr != nil {
+			rerr.Outcome = gerr
+			return rerr
 		}
 		return gerr
-	case stock.IsBusiness(gerr):
-		// The gate never saw the order (flushed, or taken by a fallback
-		// while it was down): the record's sale stands.
-		m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm", Err: gerr})
-		return nil
-	default:
+	case stock.IsBusiness(gerr), unavailable(gerr):
+		return m.confirmByRecord(ctx, in, gerr, nil)
+	case errors.Is(gerr, stock.ErrUnknownOutcome):
 		return &TierError{Tier: Gate, Op: "confirm", Err: gerr}
+	default:
+		return m.confirmByRecord(ctx, in, gerr, &TierError{Tier: Gate, Op: "confirm", Err: gerr})
 	}
+}
+
+// confirmByRecord confirms a held order that the gate cannot decide about
+// (gerr: it does not know the order, or could not be asked and applied
+// nothing), by the order's gate deadline, as ReclaimExpired's follow-up
+// returns such copies: once that deadline has passed the order expired,
+// before it the record confirms. The clock is read again after the
+// record's confirm, so a follow-up that reads the copy at or after the
+// deadline finds it confirmed, or this call undoes its confirm and answers
+// that the hold expired. done is the answer once the sale stands (nil,
+// or the *TierError that has the gate told on a retry); a nil done
+// reports gerr to Config.OnDrift.
+func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr error, done *TierError) error {
+	id := in.ID
+	if in.Deadline.IsZero() {
+		infos, err := m.record.Orders(ctx, []string{id})
+		if err != nil {
+			return &TierError{Tier: Record, Op: "read", Err: err, Outcome: gerr}
+		}
+		in = infos[0]
+	}
+	due, err := m.gateDeadline(ctx, in, nil)
+	if err != nil {
+		return &TierError{Tier: Record, Op: "read hold times", Err: err, Outcome: gerr}
+	}
+	if !due.After(m.cfg.Clock.Now()) {
+		if rerr := m.revertRecord(ctx, id); rerr != nil {
+			rerr.Outcome = stock.ErrHoldExpired
+			return rerr
+		}
+		return stock.ErrHoldExpired
+	}
+	if rerr := m.record.Confirm(ctx, id); rerr != nil {
+		if ended(rerr) {
+			return m.closedReason(ctx, id, rerr)
+		}
+		if stock.IsBusiness(rerr) {
+			return rerr
+		}
+		return &TierError{Tier: Record, Op: "confirm", Err: rerr}
+	}
+	if !due.After(m.cfg.Clock.Now()) {
+		// The deadline passed while the record confirmed: a follow-up may
+		// be returning the copy. Undo, so the answer agrees with it.
+		if rerr := m.record.Revert(ctx, id); rerr != nil {
+			return &TierError{Tier: Record, Op: "revert after the gate deadline", Err: rerr, Outcome: stock.ErrHoldExpired}
+		}
+		return stock.ErrHoldExpired
+	}
+	if done != nil {
+		return done
+	}
+	m.drift(Drift{OrderID: id, Tier: Gate, Op: "confirm", Err: gerr})
+	return nil
 }
 
 // Revert returns what the order took at the gate, then at the record. It

@@ -113,17 +113,17 @@
 //
 // # Confirm, Revert and the reclaimer
 //
-//   - Confirm asks the record first (it is the truth), then the gate. An
-//     order the record does not know (still pending) gets
-//     stock.ErrUnknownOrder and nothing changes: confirm after Settle. When
-//     the record says the order's copy ended, the gate says why (its hold
-//     expired, or it was reverted) and is made to agree; when the gate no
-//     longer knows the order, the record's deadline says whether it had
-//     expired. The hold began at the gate, so its deadline decides: when
-//     the gate says the hold expired, the record's confirm is undone. When
-//     the gate does not know the order at all (flushed, or taken by a
-//     fallback while the gate was down) the record's sale stands and the
-//     disagreement is reported to Config.OnDrift.
+//   - Confirm reads the order at the record first (it is the truth). A
+//     held order is confirmed at the gate, then at the record: the hold
+//     began at the gate, so its deadline decides, and when the gate says
+//     the hold expired (or a Revert closed it there first) the record's
+//     copy is returned, never confirmed. When the gate does not know the
+//     order at all (flushed, or taken by a fallback while the gate was
+//     down) the record decides by the order's gate deadline, as the
+//     follow-up does, and a sale before it is reported to
+//     Config.OnDrift. An order the record has confirmed is a sale: a
+//     repeated Confirm returns nil whatever the gate says (a fallback's
+//     Confirm while the gate was down included).
 //   - Revert reverts at the gate, then at the record. It returns nil when
 //     either tier reverted, stock.ErrUnknownOrder only when neither knew the
 //     order.

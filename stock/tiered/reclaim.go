@@ -39,12 +39,11 @@ const reclaimChunk = 4
 // while the gate could not be told (a degraded Confirm), it stands, and
 // the units the gate returned are reported to Config.OnDrift for
 // reconciliation to take back (Drift.SKUs names the SKUs). A Confirm in
-// progress at the deadline (record confirmed, gate not yet asked) is
-// reported the same way, and undoes the record's confirm itself when the
-// gate answers that the hold expired: a drift report is a cue to
-// reconcile, not proof. Step 2 leaves alone every copy the gate holds or
-// has confirmed, and reads the record again just before reverting, so a
-// copy confirmed meanwhile is not refunded.
+// progress at the deadline is reported the same way (a drift report is a
+// cue to reconcile, not proof). Step 2 leaves alone every copy the gate
+// holds or has confirmed, and reads the record again just before
+// reverting, so a copy confirmed meanwhile is not refunded (a Confirm of
+// a copy the gate does not know reads the same deadline: see Confirm).
 //
 // Orders taken at the record alone (a fallback while the gate was down)
 // are unknown to the gate, so step 2 returns them once their gate deadline

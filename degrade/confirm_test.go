@@ -1,0 +1,57 @@
+package degrade_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/memstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// A Confirm answered nil while the gate could not be told (the fallback,
+// the tiered primary's record, confirmed it) is a final sale: a repeat of
+// the same Confirm after the gate's deadline, as a payment webhook sends,
+// returns nil and refunds nothing, whether or not the reclaimer has run.
+func TestRepeatOfADegradedConfirmKeepsTheSale(t *testing.T) {
+	for _, reclaim := range []bool{false, true} {
+		name := "before the reclaimer"
+		if reclaim {
+			name = "after the reclaimer"
+		}
+		t.Run(name, func(t *testing.T) {
+			clock := stocktest.NewClock(stocktest.Epoch)
+			gate := stocktest.NewFaulty(memstock.New(clock))
+			record := memstock.New(clock)
+			tm := tiered.New(gate, record, tiered.Config{Clock: clock})
+			d := degrade.New(tm, record, degrade.Config{Clock: clock})
+			t.Cleanup(d.Close)
+			ctx := t.Context()
+			if err := d.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			gate.SetFaultFor(stocktest.Down, stocktest.OnMethod("Confirm"))
+			if err := d.Confirm(ctx, "o1"); err != nil {
+				t.Fatalf("Confirm with the gate down: %v, want nil (confirmed at the fallback)", err)
+			}
+			gate.SetFault(stocktest.Healthy)
+			clock.Advance(2 * time.Minute)
+			if reclaim {
+				if _, err := tm.ReclaimExpired(ctx, 10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Confirm(ctx, "o1"); err != nil {
+				t.Errorf("repeat of a Confirm that returned nil: %v, want nil", err)
+			}
+			if lv, err := record.Levels(ctx, "a"); err != nil || lv.Sold != 1 {
+				t.Fatalf("record levels %+v, %v; want the sale (1 sold)", lv, err)
+			}
+		})
+	}
+}
