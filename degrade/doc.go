@@ -19,7 +19,10 @@
 //
 // An order the fallback takes is unknown to the gate, so the tiered
 // reclaimer returns it once the listing's hold time has passed (the gate
-// deadline it would have had), not at the record's longer deadline.
+// deadline it would have had), not at the record's longer deadline. For
+// that the record must hold the listing with the tiered primary's record
+// hold time: PutOnSale while degraded writes the fallback's listing with
+// it (tiered's Manager.RecordHold), as the primary writes its record.
 //
 // With a queued hand-off (a tiered.Recorder), orders the gate admitted and
 // that still wait in the queue are not in the record yet: while the breaker
