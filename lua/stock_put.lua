@@ -3,6 +3,9 @@
 --
 -- KEYS[1]  <p>:{sku}:state   hash avail, held, sold, limit, hold_ms, ver,
 --                            epoch, gen
+-- KEYS[2]  <p>:{sku}:rb      string: the SKU's rebuild claim, voided when
+--                            this call creates the state (see
+--                            stock_rebuild.lua)
 -- ARGV[1]  available units
 -- ARGV[2]  per-user limit (0: none)
 -- ARGV[3]  hold time ms
@@ -14,6 +17,7 @@
 -- Running it twice leaves the same state, with ver and epoch bumped twice.
 if redis.call('HEXISTS', KEYS[1], 'hold_ms') == 0 or redis.call('HEXISTS', KEYS[1], 'gen') == 0 then
   redis.call('HSET', KEYS[1], 'gen', ARGV[4])
+  redis.call('DEL', KEYS[2])
 end
 redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'limit', ARGV[2], 'hold_ms', ARGV[3])
 redis.call('HSETNX', KEYS[1], 'held', 0)

@@ -182,7 +182,7 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, la
 // record's settings, and every restock of the window the view saw.
 func (r *Reconciler) rebuildOf(f *finding) redisstock.Rebuild {
 	b := redisstock.Rebuild{Listing: stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit,
-		HoldTTL: r.cfg.GateHold(f.rec.HoldTTL)}}
+		HoldTTL: r.cfg.GateHold(f.rec.HoldTTL)}, Claim: f.claim}
 	for _, op := range f.ops {
 		b.Ops = append(b.Ops, op.ID)
 	}

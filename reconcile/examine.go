@@ -16,6 +16,9 @@ type finding struct {
 	// fence is the SKU's fence in Redis read before the database was read;
 	// Adjust applies only if it is still the same.
 	fence redisstock.Fence
+	// claim is the rebuild claim taken before the database was read, for
+	// a SKU Redis had no state for ("" otherwise, and in a dry run).
+	claim string
 	gate  redisstock.Snapshot
 	rec   sqlstock.SKULevels
 	// ops are the SKU's restocks the database applied within the window;
@@ -42,6 +45,10 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 	pre, err := r.gate.Inspect(ctx, skus)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read Redis fences: %w", err)
+	}
+	claims, err := r.claim(ctx, pre)
+	if err != nil {
+		return nil, err
 	}
 	view, err := r.record.View(ctx)
 	if err != nil {
@@ -89,11 +96,40 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 	for i, sku := range skus {
 		f := &out[i]
 		f.sku, f.fence, f.gate, f.rec, f.ops = sku, pre[i].Fence, snaps[i], levels[i], ops[sku]
+		f.claim = claims[sku]
 		f.stale = snaps[i].Fence != pre[i].Fence
 		// A hold whose line record is gone (a flush or a hand-deleted key)
 		// will never be returned by Redis: its units are not in flight,
 		// so Snapshot's Holds leaving it out is what the target needs.
 		f.compute(held[sku], inDB)
+	}
+	return out, nil
+}
+
+// claim takes a rebuild claim on every SKU the gate had no state for at
+// t0, before the database is read (none in a dry run): a rebuild computed
+// from this reading is then refused if the SKU's state was created (and
+// perhaps sold from and lost again) since.
+func (r *Reconciler) claim(ctx context.Context, pre []redisstock.SKUState) (map[string]string, error) {
+	if r.cfg.DryRun {
+		return nil, nil
+	}
+	var missing []string
+	for _, st := range pre {
+		if !st.Exists {
+			missing = append(missing, st.SKU)
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	tokens, err := r.gate.ClaimRebuild(ctx, missing)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: claim rebuilds: %w", err)
+	}
+	out := make(map[string]string, len(missing))
+	for i, sku := range missing {
+		out[sku] = tokens[i]
 	}
 	return out, nil
 }

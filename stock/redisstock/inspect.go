@@ -163,7 +163,7 @@ const (
 	// Absent: Relist found no state for the SKU (never on sale, or lost).
 	Absent
 	// Moved: Relist found another Fence (an administrative write, a
-	// flush or a rebuild since the read).
+	// flush or a rebuild since the read), or Rebuild found its Claim void.
 	Moved
 	// HasHolds: Relist without Force found units held.
 	HasHolds
