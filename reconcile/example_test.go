@@ -38,7 +38,7 @@ func Example() {
 	gate, _ := redisstock.New(rc, redisstock.Config{Clock: clock})
 	record, _ := sqlstock.New(db, sqlstock.Config{Clock: clock})
 	_ = record.CreateTables(ctx)
-	flow := tiered.New(gate, record, tiered.Config{})
+	flow := tiered.New(gate, record, tiered.Config{Clock: clock})
 	rec, _ := reconcile.New(gate, record, reconcile.Config{
 		GateHold: flow.GateHold, // the record holds longer than the gate
 		OnCorrection: func(c reconcile.Correction) {

@@ -123,7 +123,7 @@ func newWorld(t testing.TB, p pair, cfg reconcile.Config) *world {
 			w.deleteKeys()
 		}
 	})
-	w.flow = tiered.New(w.gate, w.record, tiered.Config{})
+	w.flow = tiered.New(w.gate, w.record, tiered.Config{Clock: w.clock})
 	hook := cfg.OnCorrection
 	cfg.OnCorrection = func(c reconcile.Correction) {
 		w.mu.Lock()
