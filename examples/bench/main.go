@@ -10,8 +10,9 @@
 // Every case loops "deduct one unit of one hot SKU" (or, where the case
 // says so, of one of 1,000 SKUs in turn) from -clients goroutines for
 // -duration, with a fresh order ID per call. With -rounds n every case of
-// a store runs n times, the cases interleaved round after round, and the
-// table gives the median of each figure. A case may also be compared with
+// a store runs n times, the cases interleaved round after round (every
+// other round in reverse order), and the table gives the median of each
+// figure. A case may also be compared with
 // another of its store (the last column: grouped vs ungrouped, or vs the
 // raw single UPDATE). With no server
 // flags it runs on miniredis and SQLite in-process, which shows the shape of
@@ -65,7 +66,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, n := range opt.clients {
 			rounds := make([][]result, len(g.cases))
 			for r := range opt.rounds {
-				for i, c := range g.cases {
+				for k := range g.cases {
+					i := k
+					if r%2 == 1 { // every other round backwards: no case always runs after the same one
+						i = len(g.cases) - 1 - k
+					}
+					c := g.cases[i]
 					fmt.Fprintf(stderr, "bench: %s / %s / %d clients / round %d\n", g.store, c.name, n, r+1)
 					res, err := measure(ctx, c, n, opt.duration)
 					if err != nil {

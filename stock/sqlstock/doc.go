@@ -68,6 +68,11 @@
 //     COMMIT may have applied leaves each caller to learn its own
 //     order's outcome by its ID, under the outcome rule below. A caller
 //     whose context ends while it is queued leaves with nothing sent.
+//     Grouping pays where many callers of one process buy the same SKUs at
+//     once (a flash sale on the database alone, or the degraded path when
+//     Redis is down); with few callers, or orders spread over many SKUs,
+//     callers rarely queue and it costs nothing. Orders are grouped per
+//     Store: Stores in other processes still contend for the row.
 //   - Optimistic: read the row, then "UPDATE ... WHERE version = ?";
 //     a lost race is retried with jittered exponential backoff
 //     (github.com/cenkalti/backoff/v5) up to Config.MaxAttempts, then
@@ -90,9 +95,12 @@
 // ErrHoldExpired once its deadline passed (reclaimed or not yet; it takes
 // nothing), ErrOrderClosed once it was reverted. An order has one
 // deadline, now plus the shortest hold time of its SKUs, on all its lines.
-// Confirm, Revert and the reclaimer lock the order's lines, change their
-// state only from the state they read (RowsAffected decides), and then move
-// the units, all in one transaction. A per-user limit is counted from the
+// Confirm and Revert lock the order's lines, change their state only from
+// the state they read (RowsAffected decides), and then move the units,
+// all in one transaction. The reclaimer does the same for many orders at
+// once: one UPDATE ... RETURNING of the held, due lines per batch of
+// orders on PostgreSQL and SQLite, a SELECT ... FOR UPDATE of them then
+// one UPDATE on MySQL and MariaDB, then one UPDATE per SKU. A per-user limit is counted from the
 // ledger's held and confirmed lines of that user and SKU, in the Deduct's
 // transaction, after the stock row is locked: one user's concurrent orders
 // are counted one after the other.

@@ -20,7 +20,7 @@ const maxFlying = 2
 
 // grouper coalesces concurrent Atomic Deducts of the same SKUs into one
 // transaction (group commit). Orders are sorted into lanes by their SKU
-// set. A caller that finds fewer than maxFlying transactions in flight in
+// set (on SQLite, which has one writer, all share one lane). A caller that finds fewer than maxFlying transactions in flight in
 // its lane goes at once, alone, in a transaction of its own; the others
 // queue, and when a transaction ends the oldest queued callers (up to
 // max) go together in the next one. So an idle Store, or one whose
@@ -58,9 +58,13 @@ type gcall struct {
 // runs again in a transaction of its own.
 var errSplit = errors.New("sqlstock: group split")
 
-// laneKey names the lane of sorted items: their SKUs.
-func laneKey(items []stock.Item) string {
-	if len(items) == 1 {
+// laneKey names the lane of sorted items: their SKUs, or on SQLite, which
+// has one writer whatever the SKUs, one lane for all.
+func (g *grouper) laneKey(items []stock.Item) string {
+	switch {
+	case g.s.d == SQLite:
+		return ""
+	case len(items) == 1:
 		return items[0].SKU
 	}
 	var b strings.Builder
@@ -79,7 +83,7 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	key := laneKey(items)
+	key := g.laneKey(items)
 	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{})}
 	g.mu.Lock()
 	l := g.lanes[key]

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -231,4 +233,102 @@ func TestGroupConcurrentDuplicates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Callers queue while a lane is busy and go together when it frees; a
+// caller whose context ends while it is queued leaves with its context's
+// error and nothing sent, and the others of the group are unaffected.
+func TestGroupQueuedCallerLeaves(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			s := groupStore(t, b, stock.Listing{SKU: "a", Units: 10})
+			release := s.HoldLane("a")
+			ctx, cancel := context.WithCancel(t.Context())
+			left := make(chan error, 1)
+			go func() { left <- s.Deduct(ctx, one("leaves", "", 1)) }()
+			var wg sync.WaitGroup
+			errs := make([]error, 3)
+			for i := range errs {
+				wg.Go(func() { errs[i] = s.Deduct(t.Context(), one(fmt.Sprintf("o%d", i), "", 2)) })
+			}
+			for s.Queued("a") < 4 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			if err := <-left; !errors.Is(err, context.Canceled) || errors.Is(err, stock.ErrUnknownOutcome) {
+				t.Fatalf("queued caller canceled: %v, want context.Canceled alone", err)
+			}
+			release()
+			wg.Wait()
+			wantErrs(t, errs, []error{nil, nil, nil})
+			wantLedger(t, s, map[string]int64{"leaves": 0, "o0": 2, "o1": 2, "o2": 2}, 4, 6)
+			if s.Groups() != 1 {
+				t.Errorf("%d groups written, want 1", s.Groups())
+			}
+		})
+	}
+}
+
+// A group may mix SKUs (on SQLite all orders share one lane): each order
+// is decided against its own SKUs, an unknown SKU or a missing user
+// refuses only the orders that name it, and the ledger holds exactly the
+// admitted orders.
+func TestGroupMixedSKUs(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			s := newStore(t, b.open(t), sqlstock.Config{Dialect: b.dialect})
+			ctx := t.Context()
+			for _, l := range []stock.Listing{{SKU: "a", Units: 5}, {SKU: "b", Units: 5}, {SKU: "c", Units: 10, PerUserLimit: 2}} {
+				if err := s.PutOnSale(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			it := func(sku string, qty int64) stock.Item { return stock.Item{SKU: sku, Qty: qty} }
+			orders := []stock.Order{
+				{ID: "m1", Items: []stock.Item{it("a", 3)}},
+				{ID: "m2", Items: []stock.Item{it("b", 2), it("a", 1)}},
+				{ID: "m3", Items: []stock.Item{it("a", 2), it("b", 1)}},
+				{ID: "m4", Items: []stock.Item{it("zz", 1)}},
+				{ID: "m5", Items: []stock.Item{it("b", 3), it("zz", 1)}},
+				{ID: "m6", Items: []stock.Item{it("b", 3)}},
+				{ID: "m7", Items: []stock.Item{it("c", 1)}},
+				{ID: "m8", UserID: "u1", Items: []stock.Item{it("c", 2)}},
+				{ID: "m9", UserID: "u1", Items: []stock.Item{it("a", 1), it("c", 1)}},
+				{ID: "m10", UserID: "u1", Items: []stock.Item{it("a", 1)}},
+			}
+			wantErrs(t, s.DeductGroup(ctx, orders), []error{nil, nil, stock.ErrSoldOut, stock.ErrUnknownSKU,
+				stock.ErrUnknownSKU, nil, stock.ErrInvalid, nil, stock.ErrLimitReached, nil})
+			took := map[string]bool{"m1": true, "m2": true, "m6": true, "m8": true, "m10": true}
+			ids := make([]string, len(orders))
+			for i, o := range orders {
+				ids[i] = o.ID
+			}
+			infos, err := s.Orders(ctx, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, info := range infos {
+				want := orders[i]
+				switch {
+				case info.ID != want.ID:
+					t.Fatalf("Orders gave %s in place %d, want %s", info.ID, i, want.ID)
+				case !took[want.ID] && info.State != stock.StateUnknown:
+					t.Errorf("%s: %+v, want none in the ledger", want.ID, info)
+				case took[want.ID] && (info.State != stock.StateHeld || fmt.Sprint(info.Items) != fmt.Sprint(sorted(want.Items))):
+					t.Errorf("%s: %+v, want held %v", want.ID, info, sorted(want.Items))
+				}
+			}
+			for sku, want := range map[string][2]int64{"a": {0, 5}, "b": {0, 5}, "c": {8, 2}} {
+				if lv, err := s.Levels(ctx, sku); err != nil || lv.Available != want[0] || lv.Held != want[1] {
+					t.Errorf("%s: %+v, %v; want available %d, held %d", sku, lv, err, want[0], want[1])
+				}
+			}
+		})
+	}
+}
+
+func sorted(items []stock.Item) []stock.Item {
+	out := slices.Clone(items)
+	slices.SortFunc(out, func(x, y stock.Item) int { return strings.Compare(x.SKU, y.SKU) })
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -17,8 +18,7 @@ var errNoFit = fmt.Errorf("%w: group does not fit", errRetry)
 // each), well within every dialect's parameter limit.
 const maxLinesPerInsert = 1000
 
-// deductGroup writes the orders of batch, which share one SKU set, in one
-// transaction, and sets every call's res and closes its done. A later
+// deductGroup writes the orders of batch in one transaction, and sets every call's res and closes its done. A later
 // order with the ID of an earlier one in the batch is not written by the
 // group: it runs alone once the group has ended, and gets the ledger's
 // answer. A group of one order runs alone too.
@@ -48,28 +48,60 @@ func (s *Store) deductGroup(ctx context.Context, batch []*gcall) {
 	s.groupTx(ctx, calls)
 }
 
+// batchSKUs are the SKUs a group names, sorted, and for each order the
+// index in skus of each of its (sorted) items.
+type batchSKUs struct {
+	skus []string
+	idx  [][]int
+}
+
+func skusOf(calls []*gcall) batchSKUs {
+	pos := map[string]int{}
+	var b batchSKUs
+	for _, c := range calls {
+		for _, it := range c.items {
+			if _, ok := pos[it.SKU]; !ok {
+				pos[it.SKU] = 0
+				b.skus = append(b.skus, it.SKU)
+			}
+		}
+	}
+	slices.Sort(b.skus)
+	for i, sku := range b.skus {
+		pos[sku] = i
+	}
+	b.idx = make([][]int, len(calls))
+	for ci, c := range calls {
+		b.idx[ci] = make([]int, len(c.items))
+		for i, it := range c.items {
+			b.idx[ci][i] = pos[it.SKU]
+		}
+	}
+	return b
+}
+
 // groupTx decides and writes calls in one transaction. The first try
 // assumes the group fits: it writes every order's lines, then takes each
-// SKU's sum with one conditional UPDATE that also checks the remembered
-// settings (no per-user limit, the hold time used for the deadlines). If
-// an UPDATE changes nothing, or a SKU has a limit or unremembered
-// settings, the group is decided against the rows locked FOR UPDATE
-// instead: orders in arrival order, each all-or-nothing against what the
-// orders before it took. A failure that proves nothing applied (a
-// duplicate ID, a deadlock) splits the group: every order runs again
-// alone. A failure after which the COMMIT may have applied leaves every
-// written order to learn its outcome by its own ID.
+// SKU's sum with one conditional UPDATE, in SKU order, that also checks
+// the remembered settings (no per-user limit, the hold time used for the
+// deadlines). If an UPDATE changes nothing, or a SKU has a limit or
+// unremembered settings, the group is decided against the rows locked
+// FOR UPDATE instead: orders in arrival order, each all-or-nothing
+// against what the orders before it took. A failure that proves nothing
+// applied (a duplicate ID, a deadlock) splits the group: every order runs
+// again alone. A failure after which the COMMIT may have applied leaves
+// every written order to learn its outcome by its own ID.
 func (s *Store) groupTx(ctx context.Context, calls []*gcall) {
-	items := calls[0].items
-	if set, ok := s.cachedSettings(items); ok && !anyLimit(set) {
+	b := skusOf(calls)
+	if set, ok := s.cachedSettings(b.skus); ok && !anyLimit(set) {
 		now := s.nowMS()
-		sums := groupSums(calls, nil)
+		sums := groupSums(calls, b, nil)
 		err := s.inTx(ctx, func(q querier) error {
-			if err := s.insertGroup(ctx, q, calls, nil, now+minTTL(set), now); err != nil {
+			if err := s.insertGroup(ctx, q, calls, nil, deadlines(b, set, now), now); err != nil {
 				return err
 			}
-			for i, it := range items {
-				n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], it.SKU, sums[i], 0, set[i].ttlMS))
+			for i, sku := range b.skus {
+				n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], sku, sums[i], 0, set[i].ttlMS))
 				if err != nil {
 					return err
 				}
@@ -87,10 +119,24 @@ func (s *Store) groupTx(ctx context.Context, calls []*gcall) {
 	var refused []error
 	err := s.inTx(ctx, func(q querier) error {
 		var err error
-		refused, err = s.admitLocked(ctx, q, calls)
+		refused, err = s.admitLocked(ctx, q, calls, b)
 		return err
 	})
 	s.groupDone(calls, refused, err)
+}
+
+// deadlines gives each order its deadline: now plus the shortest hold
+// time of its SKUs.
+func deadlines(b batchSKUs, set []settings, now int64) []int64 {
+	out := make([]int64, len(b.idx))
+	for ci, idx := range b.idx {
+		ttl := set[idx[0]].ttlMS
+		for _, i := range idx[1:] {
+			ttl = min(ttl, set[i].ttlMS)
+		}
+		out[ci] = now + ttl
+	}
+	return out
 }
 
 // groupDone sets each call's res from the transaction's err and the
@@ -116,36 +162,26 @@ func (s *Store) groupDone(calls []*gcall, refused []error, err error) {
 // arrival order, then writes the admitted ones: their ledger lines and
 // one UPDATE per SKU for their sum. It returns the refusals, indexed as
 // calls.
-func (s *Store) admitLocked(ctx context.Context, q querier, calls []*gcall) ([]error, error) {
-	items := calls[0].items
-	refused := make([]error, len(calls))
-	rows, err := s.lockRows(ctx, q, items)
+func (s *Store) admitLocked(ctx context.Context, q querier, calls []*gcall, b batchSKUs) ([]error, error) {
+	rows, err := s.lockRows(ctx, q, b.skus)
 	if err != nil {
-		if stock.IsBusiness(err) { // a SKU is gone: every order names it
-			for i := range refused {
-				refused[i] = err
-			}
-			return refused, nil
-		}
 		return nil, err
 	}
-	set := settingsOfRows(rows)
-	used := make([]map[string]int64, len(items)) // per limited SKU: units of each user
-	for i, it := range items {
-		if set[i].limit == 0 {
-			continue
-		}
-		if used[i], err = s.userTotals(ctx, q, it.SKU, calls); err != nil {
-			return nil, err
+	set := make([]settings, len(rows))
+	left := make([]int64, len(rows))
+	used := make([]map[string]int64, len(rows)) // per limited SKU: units of each user
+	for i, r := range rows {
+		set[i], left[i] = settings{limit: r.limit, ttlMS: r.ttlMS}, r.avail
+		if r.found && r.limit > 0 {
+			if used[i], err = s.userTotals(ctx, q, b.skus[i], calls, b, i); err != nil {
+				return nil, err
+			}
 		}
 	}
-	left := make([]int64, len(items))
-	for i := range rows {
-		left[i] = rows[i].avail
-	}
+	refused := make([]error, len(calls))
 	admitted := 0
 	for ci, c := range calls {
-		if refused[ci] = admit(c, set, left, used); refused[ci] == nil {
+		if refused[ci] = admit(c, b.idx[ci], rows, set, left, used); refused[ci] == nil {
 			admitted++
 		}
 	}
@@ -153,15 +189,15 @@ func (s *Store) admitLocked(ctx context.Context, q querier, calls []*gcall) ([]e
 		return refused, nil
 	}
 	now := s.nowMS()
-	if err := s.insertGroup(ctx, q, calls, refused, now+minTTL(set), now); err != nil {
+	if err := s.insertGroup(ctx, q, calls, refused, deadlines(b, set, now), now); err != nil {
 		return nil, err
 	}
-	sums := groupSums(calls, refused)
-	for i, it := range items {
+	sums := groupSums(calls, b, refused)
+	for i, sku := range b.skus {
 		if sums[i] == 0 {
 			continue
 		}
-		n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], it.SKU, sums[i], set[i].limit, set[i].ttlMS))
+		n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], sku, sums[i], set[i].limit, set[i].ttlMS))
 		if err != nil {
 			return nil, err
 		}
@@ -172,47 +208,58 @@ func (s *Store) admitLocked(ctx context.Context, q querier, calls []*gcall) ([]e
 	return refused, nil
 }
 
-// admit decides one order against what is left of each SKU and what each
-// user holds or bought, and takes its units from both if it fits. Its
-// refusal is the one a lone Deduct would get: no user for a limited SKU,
-// then the first line sold out, then the first line over its limit.
-func admit(c *gcall, set []settings, left []int64, used []map[string]int64) error {
-	if err := needUser(c.o, c.items, set); err != nil {
+// admit decides one order, whose items are the SKUs idx, against what is
+// left of each SKU and what each user holds or bought, and takes its
+// units from both if it fits. Its refusal is the one a lone Deduct would
+// get: an unknown SKU, no user for a limited SKU, then the first line
+// sold out, then the first line over its limit.
+func admit(c *gcall, idx []int, rows []lockedRow, set []settings, left []int64, used []map[string]int64) error {
+	mine := make([]settings, len(idx))
+	for i, k := range idx {
+		if !rows[k].found {
+			return &stock.SKUError{SKU: c.items[i].SKU, Err: stock.ErrUnknownSKU}
+		}
+		mine[i] = set[k]
+	}
+	if err := needUser(c.o, c.items, mine); err != nil {
 		return err
 	}
 	for i, it := range c.items {
-		if left[i] < it.Qty {
+		if left[idx[i]] < it.Qty {
 			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrSoldOut}
 		}
 	}
 	for i, it := range c.items {
-		if set[i].limit > 0 && used[i][c.o.UserID]+it.Qty > set[i].limit {
+		if k := idx[i]; set[k].limit > 0 && used[k][c.o.UserID]+it.Qty > set[k].limit {
 			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrLimitReached}
 		}
 	}
 	for i, it := range c.items {
-		left[i] -= it.Qty
-		if set[i].limit > 0 {
-			used[i][c.o.UserID] += it.Qty
+		k := idx[i]
+		left[k] -= it.Qty
+		if set[k].limit > 0 {
+			used[k][c.o.UserID] += it.Qty
 		}
 	}
 	return nil
 }
 
-// lockRows locks the stock rows of the sorted items, in SKU order, and
-// reads them (and remembers their settings); a missing row is
-// stock.ErrUnknownSKU.
-func (s *Store) lockRows(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
-	args := make([]any, len(items))
-	for i, it := range items {
-		args[i] = it.SKU
-	}
-	rs, err := q.QueryContext(ctx, s.q.lockStockIn(len(items)), args...)
+// lockedRow is a stock row as a group reads it under its lock.
+type lockedRow struct {
+	stockRow
+	found bool
+}
+
+// lockRows locks the stock rows of the sorted skus, in SKU order, and
+// reads them (and remembers their settings); a SKU without a row comes
+// back not found.
+func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]lockedRow, error) {
+	rs, err := q.QueryContext(ctx, s.q.lockStockIn(len(skus)), anys(skus)...)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	found := make(map[string]stockRow, len(items))
+	found := make(map[string]stockRow, len(skus))
 	for rs.Next() {
 		var (
 			sku string
@@ -226,25 +273,26 @@ func (s *Store) lockRows(ctx context.Context, q querier, items []stock.Item) ([]
 	if err := rs.Err(); err != nil {
 		return nil, err
 	}
-	rows := make([]stockRow, len(items))
-	for i, it := range items {
-		r, ok := found[it.SKU]
+	rows := make([]lockedRow, len(skus))
+	for i, sku := range skus {
+		r, ok := found[sku]
 		if !ok {
-			s.settings.Remove(it.SKU)
-			return nil, &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
+			s.settings.Remove(sku)
+			continue
 		}
-		s.settings.Add(it.SKU, settings{limit: r.limit, ttlMS: r.ttlMS})
-		rows[i] = r
+		s.settings.Add(sku, settings{limit: r.limit, ttlMS: r.ttlMS})
+		rows[i] = lockedRow{r, true}
 	}
 	return rows, nil
 }
 
-// userTotals reads what each user of calls holds or bought of sku.
-func (s *Store) userTotals(ctx context.Context, q querier, sku string, calls []*gcall) (map[string]int64, error) {
+// userTotals reads what each user of the calls that name sku (the k-th
+// SKU of b) holds or bought of it.
+func (s *Store) userTotals(ctx context.Context, q querier, sku string, calls []*gcall, b batchSKUs, k int) (map[string]int64, error) {
 	used := map[string]int64{}
 	args := []any{sku}
-	for _, c := range calls {
-		if _, ok := used[c.o.UserID]; !ok && c.o.UserID != "" {
+	for ci, c := range calls {
+		if _, ok := used[c.o.UserID]; !ok && c.o.UserID != "" && slices.Contains(b.idx[ci], k) {
 			used[c.o.UserID] = 0
 			args = append(args, c.o.UserID)
 		}
@@ -270,12 +318,12 @@ func (s *Store) userTotals(ctx context.Context, q querier, sku string, calls []*
 	return used, rs.Err()
 }
 
-// insertGroup writes the held lines of every order not refused, in as
+// insertGroup writes the held lines of every order not refused, each
+// with its deadline, in as
 // few statements as maxLinesPerInsert allows; a duplicate order ID comes
 // back as errOrderExists.
-func (s *Store) insertGroup(ctx context.Context, q querier, calls []*gcall, refused []error, deadline, now int64) error {
-	per := len(calls[0].items)
-	args := make([]any, 0, 7*min(len(calls)*per, maxLinesPerInsert))
+func (s *Store) insertGroup(ctx context.Context, q querier, calls []*gcall, refused []error, deadline []int64, now int64) error {
+	args := make([]any, 0, 7*min(len(calls)*len(calls[0].items), maxLinesPerInsert))
 	flush := func() error {
 		if len(args) == 0 {
 			return nil
@@ -291,38 +339,38 @@ func (s *Store) insertGroup(ctx context.Context, q querier, calls []*gcall, refu
 		if refused != nil && refused[ci] != nil {
 			continue
 		}
-		if len(args)/7+per > maxLinesPerInsert {
+		if len(args)/7+len(c.items) > maxLinesPerInsert {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
 		for i, it := range c.items {
-			args = append(args, c.o.ID, i, it.SKU, it.Qty, c.o.UserID, deadline, now)
+			args = append(args, c.o.ID, i, it.SKU, it.Qty, c.o.UserID, deadline[ci], now)
 		}
 	}
 	return flush()
 }
 
-// groupSums adds up, per SKU, the units of the orders not refused.
-func groupSums(calls []*gcall, refused []error) []int64 {
-	sums := make([]int64, len(calls[0].items))
+// groupSums adds up, per SKU of b, the units of the orders not refused.
+func groupSums(calls []*gcall, b batchSKUs, refused []error) []int64 {
+	sums := make([]int64, len(b.skus))
 	for ci, c := range calls {
 		if refused != nil && refused[ci] != nil {
 			continue
 		}
 		for i, it := range c.items {
-			sums[i] += it.Qty
+			sums[b.idx[ci][i]] += it.Qty
 		}
 	}
 	return sums
 }
 
-// cachedSettings returns the remembered settings of the sorted items, if
-// all are remembered.
-func (s *Store) cachedSettings(items []stock.Item) ([]settings, bool) {
-	set := make([]settings, len(items))
-	for i, it := range items {
-		v, ok := s.settings.Get(it.SKU)
+// cachedSettings returns the remembered settings of skus, if all are
+// remembered.
+func (s *Store) cachedSettings(skus []string) ([]settings, bool) {
+	set := make([]settings, len(skus))
+	for i, sku := range skus {
+		v, ok := s.settings.Get(sku)
 		if !ok {
 			return nil, false
 		}
