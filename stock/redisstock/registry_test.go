@@ -17,8 +17,10 @@ func TestPartialRebuildKeepsOtherSKUsLost(t *testing.T) {
 	each(t, func(t *testing.T, fx *fixture) {
 		fx.sale("a", 10, 0, time.Minute)
 		fx.sale("b", 10, 0, time.Minute)
-		if err := fx.c.Del(fx.ctx(), fx.cfg.Prefix+":{a}:state", fx.cfg.Prefix+":{b}:state", fx.cfg.Prefix+":skus").Err(); err != nil {
-			t.Fatal(err)
+		for _, k := range []string{":{a}:state", ":{b}:state", ":skus"} { // one slot each
+			if err := fx.c.Del(fx.ctx(), fx.cfg.Prefix+k).Err(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := fx.s.Mark(fx.ctx()); err != nil {
 			t.Fatal(err)
