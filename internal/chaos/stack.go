@@ -116,9 +116,12 @@ type StackConfig struct {
 	Faulty         bool          // wrap both tiers in stocktest.Faulty
 	Degrade        bool          // put degrade in front of the tiered flow
 	History        *History      `json:"-"` // receives the record's refusals
-	// StripUnknown makes the record report every ErrUnknownOutcome as a
-	// plain error, as a record without the outcome rule would: the matrix
-	// must then fail (its own check is checked this way).
+	// StripUnknown makes the flow (the node's top Manager) report every
+	// ErrUnknownOutcome as a plain error, as a library without the outcome
+	// rule would: the matrix must then fail (its own check is checked this
+	// way). It is applied at the top, not at the record, because the tiered
+	// flow reads the record again after a record error and so recovers
+	// from a record that breaks the rule.
 	StripUnknown bool
 }
 
@@ -145,30 +148,13 @@ type Stack struct {
 // record's refusals (sold out, limit) of orders the gate admitted.
 type recordTap struct {
 	tiered.RecordStore
-	h     *History
-	strip bool
+	h *History
 }
 
 func (t recordTap) Deduct(ctx context.Context, o stock.Order) error {
 	err := t.RecordStore.Deduct(ctx, o)
 	if t.h != nil && (errors.Is(err, stock.ErrSoldOut) || errors.Is(err, stock.ErrLimitReached)) {
 		t.h.Add(Event{Op: "record-refused", ID: o.ID, Err: err.Error()})
-	}
-	return t.plain(err)
-}
-
-func (t recordTap) Confirm(ctx context.Context, id string) error {
-	return t.plain(t.RecordStore.Confirm(ctx, id))
-}
-
-func (t recordTap) Revert(ctx context.Context, id string) error {
-	return t.plain(t.RecordStore.Revert(ctx, id))
-}
-
-// plain drops ErrUnknownOutcome from err when the tap strips it.
-func (t recordTap) plain(err error) error {
-	if t.strip && errors.Is(err, stock.ErrUnknownOutcome) {
-		return errors.New(err.Error())
 	}
 	return err
 }
@@ -199,7 +185,7 @@ func Build(cfg StackConfig) (*Stack, error) {
 		return nil, errors.Join(err, s.Close())
 	}
 	var gate tiered.GateStore = s.Gate
-	var record tiered.RecordStore = recordTap{RecordStore: s.Record, h: cfg.History, strip: cfg.StripUnknown}
+	var record tiered.RecordStore = recordTap{RecordStore: s.Record, h: cfg.History}
 	if cfg.Faulty {
 		s.GateF, s.RecordF = stocktest.NewFaulty(gate), stocktest.NewFaulty(record)
 		gate, record = s.GateF, s.RecordF
@@ -220,7 +206,58 @@ func Build(cfg StackConfig) (*Stack, error) {
 		})
 		s.Top = s.Degrade
 	}
+	if cfg.StripUnknown {
+		s.Top = stripUnknown{Top: s.Top}
+	}
 	return s, nil
+}
+
+// stripUnknown reports every ErrUnknownOutcome of the Manager it wraps as
+// a plain error (see StackConfig.StripUnknown).
+type stripUnknown struct {
+	Top interface {
+		stock.Manager
+		stock.Reclaimer
+	}
+}
+
+func (m stripUnknown) Deduct(ctx context.Context, o stock.Order) error {
+	return plainErr(m.Top.Deduct(ctx, o))
+}
+
+func (m stripUnknown) Confirm(ctx context.Context, id string) error {
+	return plainErr(m.Top.Confirm(ctx, id))
+}
+
+func (m stripUnknown) Revert(ctx context.Context, id string) error {
+	return plainErr(m.Top.Revert(ctx, id))
+}
+
+func (m stripUnknown) PutOnSale(ctx context.Context, l stock.Listing) error {
+	return m.Top.PutOnSale(ctx, l)
+}
+
+func (m stripUnknown) Restock(ctx context.Context, r stock.Restock) error {
+	return m.Top.Restock(ctx, r)
+}
+
+func (m stripUnknown) Available(ctx context.Context, sku string) (int64, error) {
+	return m.Top.Available(ctx, sku)
+}
+
+func (m stripUnknown) Levels(ctx context.Context, sku string) (stock.Levels, error) {
+	return m.Top.Levels(ctx, sku)
+}
+
+func (m stripUnknown) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+	return m.Top.ReclaimExpired(ctx, limit)
+}
+
+func plainErr(err error) error {
+	if errors.Is(err, stock.ErrUnknownOutcome) {
+		return errors.New(err.Error())
+	}
+	return err
 }
 
 // Close releases the node's clients and goroutines.
