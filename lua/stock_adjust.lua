@@ -11,14 +11,21 @@
 -- ARGV[2]  expected epoch
 -- ARGV[3]  delta (may be negative)
 -- ARGV[4]  the most units a SKU may have available
+-- ARGV[5]  the call's token (random, one per Adjust call)
 -- Reply    {'ok', new epoch} | {'unknown_sku'} | {'stale', epoch} |
 --          {'range', avail} (avail + delta outside [0, max]: nothing written)
-local s = redis.call('HMGET', KEYS[1], 'avail', 'epoch', 'gen', 'hold_ms')
+--
+-- The applying run records the call's token (field adj), so a resend of
+-- the same call (a client retrying after a lost reply) finds its own
+-- correction applied, answers 'ok' and adds nothing more.
+local s = redis.call('HMGET', KEYS[1], 'avail', 'epoch', 'gen', 'hold_ms', 'adj')
 if not s[1] or not s[4] then return {'unknown_sku'} end
 local epoch = tonumber(s[2] or '0')
+if s[5] == ARGV[5] then return {'ok', epoch} end
 if (s[3] or '') ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return {'stale', epoch} end
 local a = tonumber(s[1]) + tonumber(ARGV[3])
 if a < 0 or a > tonumber(ARGV[4]) then return {'range', tonumber(s[1])} end
 redis.call('HINCRBY', KEYS[1], 'avail', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
+redis.call('HSET', KEYS[1], 'adj', ARGV[5])
 return {'ok', redis.call('HINCRBY', KEYS[1], 'epoch', 1)}

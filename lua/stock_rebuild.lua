@@ -5,33 +5,58 @@
 -- since the caller read the record (a count read before a state was
 -- created, sold from and lost again is stale).
 --
--- KEYS[1]    <p>:{sku}:state      hash avail, held, sold, limit, hold_ms,
---                                 ver, epoch, gen
--- KEYS[2]    <p>:{sku}:rb         string: the SKU's rebuild claim (the
---                                 token of the reader that claimed last)
--- KEYS[2+j]  <p>:{sku}:rs:<op>    marker of restock operation j, which the
---                                 available units already include
--- ARGV[1]    available units
--- ARGV[2]    per-user limit (0: none)
--- ARGV[3]    hold time ms
--- ARGV[4]    a new random generation (the new state's fence never repeats)
--- ARGV[5]    marker lifetime ms (the Store's retention)
--- ARGV[6]    the caller's claim token, or '' to rebuild without a claim
--- Reply      {'ok', epoch} (created; every claim is void) |
---            {'exists', epoch} | {'stale'} (the claim is gone or another
---            reader's); nothing written but for 'ok'
+-- KEYS[1]      <p>:{sku}:state      hash avail, held, sold, limit, hold_ms,
+--                                   ver, epoch, gen
+-- KEYS[2]      <p>:{sku}:rb         string: the SKU's rebuild claim (the
+--                                   token of the reader that claimed last)
+-- KEYS[3]      <p>:{sku}:holds      zset order ID -> deadline ms
+-- KEYS[3+j]    <p>:{sku}:rs:<op>    marker of restock operation j (1..m),
+--                                   which the available units already
+--                                   include
+-- KEYS[3+m+i]  <p>:{sku}:o:<id_i>   record of hold i the caller found in
+--                                   the holds zset
+-- ARGV[1]      available units
+-- ARGV[2]      per-user limit (0: none)
+-- ARGV[3]      hold time ms
+-- ARGV[4]      a new random generation (the new state's fence never
+--              repeats)
+-- ARGV[5]      marker lifetime ms (the Store's retention)
+-- ARGV[6]      the caller's claim token, or '' to rebuild without a claim
+-- ARGV[7]      m, the number of restock markers
+-- ARGV[7+i]    order ID of hold i
+-- Reply        {'ok', epoch} (created, now or by a first run of this
+--              call whose reply was lost; every claim is void) |
+--              {'exists', epoch} | {'stale'} (the claim is gone or another
+--              reader's); nothing written but for 'ok'
+--
+-- The new state's held count is the units of the holds the gate still has
+-- (a state hash lost alone keeps its holds zset and records): their
+-- Confirm, Revert or reclaim moves them out of it again. No hold is added
+-- to a SKU without a state, so the caller's list of holds is complete.
 if redis.call('HEXISTS', KEYS[1], 'hold_ms') == 1 then
-  return {'exists', tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')}
+  local e = redis.call('HMGET', KEYS[1], 'epoch', 'gen')
+  -- The generation is drawn per call: a state that has it is this call's
+  -- own, created by a first run whose reply was lost.
+  if e[2] == ARGV[4] then return {'ok', tonumber(e[1] or '0')} end
+  return {'exists', tonumber(e[1] or '0')}
 end
 if ARGV[6] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[6] then
   return {'stale'}
 end
+local m = tonumber(ARGV[7])
+local held = 0
+for i = 4 + m, #KEYS do
+  if redis.call('ZSCORE', KEYS[3], ARGV[4 + i - m]) then
+    local r = redis.call('HMGET', KEYS[i], 'st', 'qty')
+    if r[1] == 'held' then held = held + tonumber(r[2]) end
+  end
+end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'limit', ARGV[2], 'hold_ms', ARGV[3], 'gen', ARGV[4])
-redis.call('HSETNX', KEYS[1], 'held', 0)
+redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'limit', ARGV[2], 'hold_ms', ARGV[3], 'gen', ARGV[4],
+  'held', string.format('%d', held))
 redis.call('HSETNX', KEYS[1], 'sold', 0)
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-for i = 3, #KEYS do
+for i = 4, 3 + m do
   redis.call('SET', KEYS[i], 'r', 'PX', ARGV[5], 'NX')
 end
 return {'ok', redis.call('HINCRBY', KEYS[1], 'epoch', 1)}

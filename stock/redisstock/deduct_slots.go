@@ -83,10 +83,17 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		if i > 0 {
 			res = s.deductGroup(ctx, s.c, a, g, deadline)
 			if err := res.Err(); err != nil {
+				err = s.writeErr(ctx, "deduct", err)
+				if !errors.Is(err, stock.ErrUnknownOutcome) {
+					// The server refused the group for certain: undo the
+					// groups taken before it, as a refused order does, so
+					// a plain error means nothing is held.
+					return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err))
+				}
 				// The group may have been taken: the caller retries with
 				// the same order ID, and the reclaimer returns whatever a
 				// caller who gives up leaves held.
-				return s.writeErr(ctx, "deduct", err)
+				return err
 			}
 		}
 		dl, found, err := s.groupResult(ctx, res, g)

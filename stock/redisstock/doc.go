@@ -10,7 +10,8 @@
 // one slot and is legal on Redis Cluster:
 //
 //	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold_ms, ver,
-//	                           epoch, gen
+//	                           epoch, gen, adj (the token of the last
+//	                           Adjust call applied)
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:users     hash user -> units held + bought
 //	<prefix>:{<sku>}:o:<order> hash record of one order line: st (held,
@@ -26,6 +27,8 @@
 //	<prefix>:{<sku>}:rs:<op>   string, marker of a restock operation applied
 //	                           to the SKU (its units; "r": counted by a
 //	                           rebuild), kept Retention
+//	<prefix>:{<sku>}:rb        string, the SKU's rebuild claim (the token
+//	                           of the last ClaimRebuild), kept Retention
 //	<prefix>:restock:{<op>}    string, a restock operation ID's binding to
 //	                           its SKU and units, kept Retention
 //	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's map)
@@ -35,7 +38,10 @@
 // the state is created. gen and epoch make the SKU's [Fence], which never
 // repeats across flushes and rebuilds and is what a reconciler compares
 // before it corrects a count ([Store.Adjust], [Store.Relist]). A state is
-// restored from the record only where none exists ([Store.Rebuild]).
+// restored from the record only where none exists ([Store.Rebuild]), and,
+// with a claim taken before the record was read ([Store.ClaimRebuild]),
+// only if no flush and no other creation of the state came in between;
+// the restored state counts as held the holds the gate still has.
 //
 // # Deduct: one script call, shared
 //

@@ -115,8 +115,10 @@ func parseState(sku string, v []any) (SKUState, error) {
 // available units below 0 or above stock.MaxUnits: such a delta fails with
 // stock.ErrInvalid. A SKU with no state fails with stock.ErrUnknownSKU.
 //
-// After stock.ErrUnknownOutcome, Inspect again: an applied correction has
-// moved the fence.
+// A resend of the call by the client after a lost reply reports the
+// correction applied (the applying run records the call's token). After
+// stock.ErrUnknownOutcome, Inspect again: an applied correction has moved
+// the fence.
 func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (applied bool, err error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return false, err
@@ -127,7 +129,11 @@ func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (a
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("redisstock: adjust: %w", err)
 	}
-	res, err := adjustScript.Run(ctx, s.c, []string{s.stateKey(sku)}, f.Gen, f.Epoch, delta, int64(stock.MaxUnits)).Slice()
+	token, err := randomToken()
+	if err != nil {
+		return false, fmt.Errorf("redisstock: adjust: %w", err)
+	}
+	res, err := adjustScript.Run(ctx, s.c, []string{s.stateKey(sku)}, f.Gen, f.Epoch, delta, int64(stock.MaxUnits), token).Slice()
 	if err != nil {
 		return false, s.writeErr(ctx, "adjust", err)
 	}

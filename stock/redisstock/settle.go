@@ -49,8 +49,13 @@ func (s *Store) Confirm(ctx context.Context, orderID string) error {
 		res, err := cmd.Slice()
 		if err != nil {
 			// Groups before this one may be confirmed: the caller retries
-			// and the retry confirms the rest, or expires them all.
-			return s.writeErr(ctx, "confirm", err)
+			// and the retry confirms the rest, or expires them all. Even a
+			// certain refusal of this group leaves them confirmed.
+			err = s.writeErr(ctx, "confirm", err)
+			if i > 0 && !errors.Is(err, stock.ErrUnknownOutcome) {
+				return &outcomeError{op: "confirm", err: err}
+			}
+			return err
 		}
 		code, n := replyCode(res)
 		switch {

@@ -293,7 +293,10 @@ func (s *Store) ClaimRebuild(ctx context.Context, skus []string) ([]string, erro
 // overwritten, and is reported as Exists (read it again); one whose Claim
 // is void is reported as Moved (read it again). A created state
 // gets a new Fence generation, is added to the Store's registry and has
-// its Ops marked applied (for Retention). Each SKU is written atomically
+// its Ops marked applied (for Retention); its held count is the units of
+// the holds the gate still has for it (a state lost alone keeps its holds
+// and their records), so their Confirm, Revert or reclaim after the
+// rebuild keeps the counts whole. Each SKU is written atomically
 // and on its own; the outcomes are in input order. On error some may have
 // been applied, and running the same Rebuild again is safe.
 func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
@@ -315,18 +318,27 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 	for start := 0; start < len(rs); start += snapshotBatch {
 		batch := rs[start:min(start+snapshotBatch, len(rs))]
 		gens := all[start:]
+		holds, err := s.rebuildHolds(ctx, batch, start)
+		if err != nil {
+			return out, err
+		}
 		regs := make([]redis.Cmder, len(batch))
 		cmds := make([]*redis.Cmd, len(batch))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			for i, r := range batch {
 				l := r.Listing
-				keys := []string{s.stateKey(l.SKU), s.claimKey(l.SKU)}
+				keys := []string{s.stateKey(l.SKU), s.claimKey(l.SKU), s.holdsKey(l.SKU)}
 				for _, op := range r.Ops {
 					keys = append(keys, s.opMarkerKey(l.SKU, op))
 				}
+				args := []any{l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i],
+					s.keep.Milliseconds(), r.Claim, len(r.Ops)}
+				for _, id := range holds[i] {
+					keys = append(keys, s.recordKey(l.SKU, id))
+					args = append(args, id)
+				}
 				regs[i] = s.rebuildRegistry(ctx, p, l.SKU)
-				cmds[i] = rebuildScript.Run(ctx, p, keys, l.Units, l.PerUserLimit,
-					l.EffectiveHoldTTL().Milliseconds(), gens[i], s.keep.Milliseconds(), r.Claim)
+				cmds[i] = rebuildScript.Run(ctx, p, keys, args...)
 			}
 		})
 		if err := firstErr(regs...); err != nil {
