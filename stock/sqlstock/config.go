@@ -79,11 +79,15 @@ type Config struct {
 	// pause is 1.5 times the last, jittered by ±50%, capped at 100ms.
 	RetryWait time.Duration
 
-	// LockWait bounds how long the Pessimistic strategy waits for a row
-	// lock (PostgreSQL lock_timeout, MariaDB FOR UPDATE WAIT, MySQL
-	// innodb_lock_wait_timeout as a SET_VAR hint), and how long SQLite
-	// waits for its write lock (busy_timeout) under every strategy;
-	// default 5s. MySQL and MariaDB take whole seconds (rounded up).
+	// LockWait bounds how long a write waits for a row lock, under every
+	// strategy (PostgreSQL lock_timeout per transaction, and a canceled
+	// one-statement deduct; MariaDB SET STATEMENT innodb_lock_wait_timeout
+	// and FOR UPDATE WAIT; MySQL SET_VAR hints), and how long SQLite waits
+	// for its write lock (busy_timeout); default 5s. A wait that runs out
+	// is stock.ErrContention (nothing applied), not retried: a call answers
+	// within LockWait per transaction, and a grouped Deduct, which may wait
+	// for the group ahead of it, within two. MySQL and MariaDB take whole
+	// seconds (rounded up).
 	LockWait time.Duration
 
 	// SettingsCache is how many SKUs' per-user limit and hold time a Store
@@ -95,8 +99,9 @@ type Config struct {
 
 	// MaxGroup bounds how many concurrent Deducts of the Atomic strategy
 	// one Store writes in one transaction (group commit); default 64, and
-	// 1 turns grouping off. Deducts of the same SKUs that arrive while
-	// such a transaction is in flight wait for it and then go together:
+	// 1 turns grouping off. Deducts of the same SKUs (on SQLite, which
+	// has one writer, of any SKUs) that arrive while such a transaction
+	// is in flight wait for it and then go together:
 	// one multi-row ledger INSERT and one conditional UPDATE per SKU for
 	// the group's sum. A caller that finds nothing in flight goes at once,
 	// alone, so an idle Store adds no latency. Every order of a group is

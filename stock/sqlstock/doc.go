@@ -48,10 +48,11 @@
 //     Concurrent Atomic Deducts of the same SKUs are grouped (group
 //     commit; Config.MaxGroup, default 64, 1 turns it off). A caller that
 //     finds fewer than two transactions of its SKUs in flight in the
-//     Store goes at once, alone, as above; the others queue, and when one
-//     ends up to MaxGroup queued orders go in one transaction: one
-//     multi-row ledger INSERT, then one conditional UPDATE per SKU for
-//     the group's sum, then COMMIT. A hot row is locked once per group
+//     Store (on SQLite, fewer than one of any SKUs) goes at once, alone,
+//     as above; the others queue, and when one ends up to MaxGroup
+//     queued orders go in one transaction: one multi-row ledger INSERT,
+//     then one conditional UPDATE per SKU for the group's sum, then
+//     COMMIT. A hot row is locked once per group
 //     instead of once per order; orders spread over many SKUs rarely
 //     queue and run as they would alone. When the sum does not fit, or a
 //     SKU has a per-user limit, the group is decided against its rows
@@ -71,7 +72,8 @@
 //     Grouping pays where many callers of one process buy the same SKUs at
 //     once (a flash sale on the database alone, or the degraded path when
 //     Redis is down); with few callers, or orders spread over many SKUs,
-//     callers rarely queue and it costs nothing. Orders are grouped per
+//     callers rarely queue and it costs nothing (on SQLite they share the
+//     one writer, so groups mix SKUs). Orders are grouped per
 //     Store: Stores in other processes still contend for the row.
 //   - Optimistic: read the row, then "UPDATE ... WHERE version = ?";
 //     a lost race is retried with jittered exponential backoff
