@@ -145,7 +145,14 @@ func (s *Store) takeAtomic(ctx context.Context, o stock.Order, items []stock.Ite
 // written, longer than in the transaction (which writes it first), so it
 // is used only when no other deduct of the SKU is in flight in this Store:
 // on a hot SKU the transaction goes faster.
+//
+// An autocommit statement cannot carry lock_timeout, so its wait for the
+// row lock is bounded by Config.LockWait through its context: past it the
+// statement is canceled and the answer is stock.ErrUnknownOutcome (the
+// retry tells), never a wait as long as the caller's.
 func (s *Store) takeOnePG(ctx context.Context, o stock.Order, it stock.Item, now int64) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.LockWait)
+	defer cancel()
 	n, err := s.execWrite(ctx, s.q.takeOnePG,
 		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now)
 	switch {

@@ -107,6 +107,26 @@ func (d Dialect) lockRow(wait time.Duration) (hint, suffix string) {
 	return "", "" // SQLite: the IMMEDIATE transaction already excludes writers.
 }
 
+// boundWrite makes a write statement (UPDATE or INSERT) wait at most wait
+// for a row lock on MySQL and MariaDB, without a round trip of its own: a
+// SET STATEMENT prefix on MariaDB, a SET_VAR hint on MySQL. PostgreSQL
+// bounds a transaction's waits with SET LOCAL lock_timeout (see inTx);
+// SQLite's writers never wait for row locks.
+func (d Dialect) boundWrite(stmt string, wait time.Duration) string {
+	secs := strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)
+	switch d {
+	case MariaDB:
+		return "SET STATEMENT innodb_lock_wait_timeout=" + secs + " FOR " + stmt
+	case MySQL:
+		for _, verb := range []string{"UPDATE ", "INSERT "} {
+			if strings.HasPrefix(stmt, verb) {
+				return verb + "/*+ SET_VAR(innodb_lock_wait_timeout=" + secs + ") */ " + stmt[len(verb):]
+			}
+		}
+	}
+	return stmt
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func lower(s string) string { return strings.ToLower(s) }

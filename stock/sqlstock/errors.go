@@ -15,8 +15,9 @@ type errClass int
 
 const (
 	errOther     errClass = iota
-	errTransient          // deadlock, lock wait timeout, serialization failure, busy: nothing applied, retry
+	errTransient          // deadlock, serialization failure, busy: nothing applied, retry
 	errDuplicate          // unique key violation: the order ID is already in the ledger
+	errLockWait           // a row lock waited Config.LockWait: nothing applied, give up (ErrContention)
 )
 
 // classify reads the driver's error code without importing any driver:
@@ -29,8 +30,10 @@ func classify(err error) errClass {
 		switch v := e.(type) {
 		case interface{ SQLState() string }:
 			switch v.SQLState() {
-			case "40P01", "40001", "55P03": // deadlock, serialization failure, lock not available
+			case "40P01", "40001": // deadlock, serialization failure
 				return errTransient
+			case "55P03": // lock not available (lock_timeout)
+				return errLockWait
 			case "23505": // unique violation
 				return errDuplicate
 			}
@@ -43,8 +46,10 @@ func classify(err error) errClass {
 		}
 		if n, ok := mysqlNumber(e); ok {
 			switch n {
-			case 1213, 1205, 3572, 1020: // deadlock, lock wait timeout, NOWAIT, record changed
+			case 1213, 1020: // deadlock, record changed
 				return errTransient
+			case 1205, 3572: // lock wait timeout, NOWAIT
+				return errLockWait
 			case 1062: // duplicate entry
 				return errDuplicate
 			}

@@ -21,13 +21,13 @@ func TestClassifyDriverErrors(t *testing.T) {
 		want errClass
 	}{
 		{&mysql.MySQLError{Number: 1213, SQLState: [5]byte{'4', '0', '0', '0', '1'}}, errTransient},
-		{&mysql.MySQLError{Number: 1205}, errTransient},
-		{&mysql.MySQLError{Number: 3572}, errTransient},
+		{&mysql.MySQLError{Number: 1205}, errLockWait},
+		{&mysql.MySQLError{Number: 3572}, errLockWait},
 		{&mysql.MySQLError{Number: 1062}, errDuplicate},
 		{&mysql.MySQLError{Number: 1146}, errOther}, // no such table
 		{&pgconn.PgError{Code: "40P01"}, errTransient},
 		{&pgconn.PgError{Code: "40001"}, errTransient},
-		{&pgconn.PgError{Code: "55P03"}, errTransient},
+		{&pgconn.PgError{Code: "55P03"}, errLockWait},
 		{&pgconn.PgError{Code: "23505"}, errDuplicate},
 		{&pgconn.PgError{Code: "42P01"}, errOther},
 		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "40P01"}), errTransient},

@@ -98,7 +98,7 @@ func (c *flakyConn) ExecContext(ctx context.Context, query string, args []driver
 	if err == nil && strings.HasPrefix(query, "WITH") && c.f.fire(faultAfterWithExec) {
 		return nil, errCut
 	}
-	if p := c.f.prefix.Load(); err == nil && p != nil && strings.HasPrefix(query, *p) && c.f.fire(faultAfterExec) {
+	if p := c.f.prefix.Load(); err == nil && p != nil && strings.HasPrefix(stripBound(query), *p) && c.f.fire(faultAfterExec) {
 		return nil, errCut
 	}
 	return res, err
@@ -172,4 +172,15 @@ func openFlaky(t *testing.T, b backend) (*sqlx.DB, *flaky) {
 	db.SetMaxOpenConns(4)
 	t.Cleanup(func() { _ = db.Close() })
 	return db, f
+}
+
+// stripBound drops MariaDB's SET STATEMENT prefix (the statement's lock
+// wait bound), so faults match the statement it runs.
+func stripBound(query string) string {
+	if strings.HasPrefix(query, "SET STATEMENT ") {
+		if i := strings.Index(query, " FOR "); i >= 0 {
+			return query[i+len(" FOR "):]
+		}
+	}
+	return query
 }

@@ -152,6 +152,10 @@ func (s *Store) groupDone(calls []*gcall, refused []error, err error) {
 			c.res = nil
 		case unknown:
 			c.res = err
+		case classify(err) == errLockWait:
+			// The group waited Config.LockWait for a row lock: running
+			// each order again alone would wait as long again, each.
+			c.res = &ContentionError{Op: "deduct", Attempts: 1, Last: err}
 		default:
 			c.res = errSplit
 		}

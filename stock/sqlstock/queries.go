@@ -2,6 +2,7 @@ package sqlstock
 
 import (
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -18,8 +19,9 @@ const (
 // queries holds every fixed statement of a Store, built once by New from
 // quoted, validated names and written with the dialect's parameters.
 type queries struct {
-	d Dialect
-	r *strings.Replacer // {T}, {L} and the column placeholders
+	d        Dialect
+	r        *strings.Replacer // {T}, {L} and the column placeholders
+	lockWait time.Duration     // Config.LockWait
 
 	putOnSale, restock, levels      string
 	insertOp, readOp                string
@@ -45,7 +47,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 		"{ver}", d.quote(c.Version), "{limit}", d.quote(c.PerUserLimit),
 		"{ttl}", d.quote(c.HoldTTL),
 	)
-	q := &queries{d: d, r: r}
+	q := &queries{d: d, r: r, lockWait: cfg.LockWait}
 	hint, lockSuffix := d.lockRow(cfg.LockWait)
 	q.lockHint, q.lockSuffix = hint, lockSuffix
 	orderLock := " FOR UPDATE"
@@ -59,16 +61,16 @@ func newQueries(d Dialect, cfg Config) *queries {
 	} else {
 		put += " ON CONFLICT ({sku}) DO UPDATE SET {avail} = excluded.{avail}, {limit} = excluded.{limit}, {ttl} = excluded.{ttl}, {ver} = {T}.{ver} + 1"
 	}
-	q.putOnSale = q.sql(put)
-	q.restock = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {ver} = {ver} + 1 WHERE {sku} = ? AND {avail} <= ?")
+	q.putOnSale = q.write(put)
+	q.restock = q.write("UPDATE {T} SET {avail} = {avail} + ?, {ver} = {ver} + 1 WHERE {sku} = ? AND {avail} <= ?")
 	q.insertOp = q.sql("INSERT INTO {O} (op_id, sku, units, created_ms) VALUES (?, ?, ?, ?)")
 	q.readOp = q.sql("SELECT sku, units FROM {O} WHERE op_id = ?")
 	q.levels = q.sql("SELECT {avail}, {held}, {sold}, {limit}, {ttl} FROM {T} WHERE {sku} = ?")
 
 	const takeSet = "UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1 WHERE {sku} = ?"
-	q.take = q.sql(takeSet + " AND {avail} >= ? AND {limit} = ? AND {ttl} = ?")
-	q.takeIfVersion = q.sql(takeSet + " AND {ver} = ?")
-	q.takeLocked = q.sql(takeSet)
+	q.take = q.write(takeSet + " AND {avail} >= ? AND {limit} = ? AND {ttl} = ?")
+	q.takeIfVersion = q.write(takeSet + " AND {ver} = ?")
+	q.takeLocked = q.write(takeSet)
 	q.takeOnePG = q.sql("WITH u AS (UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1" +
 		" WHERE {sku} = ? AND {avail} >= ? AND {limit} = 0 RETURNING {ttl})" +
 		" INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, created_ms)" +
@@ -79,11 +81,11 @@ func newQueries(d Dialect, cfg Config) *queries {
 	const order = "SELECT line, sku, qty, user_id, state, deadline_ms FROM {L} WHERE order_id = ? ORDER BY line"
 	q.readOrder = q.sql(order)
 	q.lockOrder = q.sql(order + orderLock)
-	q.setState = q.sql("UPDATE {L} SET state = ? WHERE order_id = ? AND state = ?")
+	q.setState = q.write("UPDATE {L} SET state = ? WHERE order_id = ? AND state = ?")
 
-	q.release = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {held} = {held} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
-	q.refund = q.sql("UPDATE {T} SET {avail} = {avail} + ?, {sold} = {sold} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
-	q.confirm = q.sql("UPDATE {T} SET {held} = {held} - ?, {sold} = {sold} + ?, {ver} = {ver} + 1 WHERE {sku} = ?")
+	q.release = q.write("UPDATE {T} SET {avail} = {avail} + ?, {held} = {held} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
+	q.refund = q.write("UPDATE {T} SET {avail} = {avail} + ?, {sold} = {sold} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
+	q.confirm = q.write("UPDATE {T} SET {held} = {held} - ?, {sold} = {sold} + ?, {ver} = {ver} + 1 WHERE {sku} = ?")
 	q.due = q.sql("SELECT order_id FROM {L} WHERE state = 1 AND deadline_ms <= ? ORDER BY deadline_ms LIMIT ?")
 	// Line 0 stands for its order: every order has one, and all its lines
 	// share the state and the deadline.
@@ -100,6 +102,10 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.insertOne = q.insertLedger(1)
 	return q
 }
+
+// write is sql for a write statement that may wait for a row lock: the
+// wait is bounded by Config.LockWait on every strategy (see boundWrite).
+func (q *queries) write(s string) string { return q.sql(q.d.boundWrite(s, q.lockWait)) }
 
 // sql expands the name placeholders of s and rewrites its parameters for
 // the dialect.

@@ -64,6 +64,11 @@ func (s *Store) retryFrom(ctx context.Context, op string, rerun bool, err error,
 			}
 			return err
 		}
+		if !unknown && classify(err) == errLockWait {
+			// The lock wait already took Config.LockWait: another attempt
+			// would wait as long again, past the bound the caller was given.
+			return &ContentionError{Op: op, Attempts: attempt, Last: err}
+		}
 		if b == nil {
 			b = &backoff.ExponentialBackOff{
 				InitialInterval:     s.cfg.RetryWait,
@@ -89,7 +94,8 @@ func (s *Store) retryFrom(ctx context.Context, op string, rerun bool, err error,
 // transient reports whether err leaves nothing applied and is worth
 // another attempt.
 func transient(err error) bool {
-	return errors.Is(err, errRetry) || classify(err) == errTransient || isBadConn(err)
+	c := classify(err)
+	return errors.Is(err, errRetry) || c == errTransient || c == errLockWait || isBadConn(err)
 }
 
 // sleep waits d, or until ctx ends (false).

@@ -39,7 +39,7 @@ func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
 	if err != nil {
 		return err
 	}
-	if s.q.beginLockWait != "" && s.cfg.Strategy == Pessimistic {
+	if s.q.beginLockWait != "" {
 		if _, err := tx.ExecContext(ctx, s.q.beginLockWait); err != nil {
 			_ = tx.Rollback()
 			return sent(err)
