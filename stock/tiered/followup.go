@@ -39,7 +39,20 @@ func (m *Manager) followUp(ctx context.Context, limit int) error {
 	}
 	ids = ids[:0]
 	for _, g := range at {
-		if g.State != stock.StateHeld && g.State != stock.StateConfirmed {
+		switch g.State {
+		case stock.StateHeld:
+		case stock.StateConfirmed:
+			// A Confirm that stopped between the gate and the record: the
+			// buyer paid, so the record's copy is confirmed too (its own
+			// deadline is later than the gate's).
+			if err := m.record.Confirm(ctx, g.ID); err != nil {
+				if stock.IsBusiness(err) {
+					m.drift(Drift{OrderID: g.ID, Tier: Record, Op: "finish confirm", Err: err})
+				} else {
+					errs = append(errs, &TierError{Tier: Record, Op: "finish confirm", Err: err})
+				}
+			}
+		default:
 			ids = append(ids, g.ID)
 		}
 	}

@@ -29,7 +29,9 @@ const reclaimChunk = 4
 //     reverted at the record. This returns the copies whose end step 1
 //     never reported: a revert at the record that failed, a reclaim reply
 //     that was lost, a node that stopped between the two. One failure
-//     costs a pass, not the copy's whole record hold time.
+//     costs a pass, not the copy's whole record hold time. A copy the
+//     gate has confirmed (a Confirm that stopped between the gate and the
+//     record) is confirmed at the record: the buyer paid.
 //  3. The record's own reclaimer is drained: with the record's longer
 //     hold time (Config.RecordGrace) it finds only what the first two
 //     steps could not return (the gate down for long, say).
