@@ -150,14 +150,18 @@ func (s *Store) takeAtomic(ctx context.Context, o stock.Order, items []stock.Ite
 // row lock is bounded by Config.LockWait through its context: past it the
 // statement is canceled and the answer is stock.ErrUnknownOutcome (the
 // retry tells), never a wait as long as the caller's.
-func (s *Store) takeOnePG(ctx context.Context, o stock.Order, it stock.Item, now int64) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.LockWait)
+func (s *Store) takeOnePG(parent context.Context, o stock.Order, it stock.Item, now int64) error {
+	ctx, cancel := context.WithTimeout(parent, s.cfg.LockWait)
 	defer cancel()
 	n, err := s.execWrite(ctx, s.q.takeOnePG,
 		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now)
 	switch {
 	case err != nil && classify(err) == errDuplicate:
 		return errOrderExists
+	case err != nil && ctx.Err() != nil && parent.Err() == nil:
+		// Canceled at LockWait: answered now, not run again here (a re-run
+		// would wait as long again); the caller's retry tells.
+		return &UnknownOutcomeError{Op: "deduct", Attempts: 1, Last: err}
 	case err != nil:
 		return err
 	case n == 1:
