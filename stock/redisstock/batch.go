@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
+
+	"github.com/stockguard/stockguard/internal/callctx"
 )
 
 // maxFlying is how many batches one Store keeps in flight at once. Two let
@@ -137,21 +138,12 @@ func (b *batcher) queued() int {
 	return len(b.queue)
 }
 
-// batchContext is the context of one batch's script call: it carries the
-// values of the first caller's context but not its cancellation (one
-// caller leaving must not fail the others), and ends at the latest
-// deadline of the callers when all of them have one.
+// batchContext is the context of one call made for every caller in batch
+// (see callctx.Shared).
 func batchContext(batch []*call) (context.Context, context.CancelFunc) {
-	ctx := context.WithoutCancel(batch[0].ctx)
-	var latest time.Time
-	for _, c := range batch {
-		d, ok := c.ctx.Deadline()
-		if !ok {
-			return ctx, func() {}
-		}
-		if d.After(latest) {
-			latest = d
-		}
+	ctxs := make([]context.Context, len(batch))
+	for i, c := range batch {
+		ctxs[i] = c.ctx
 	}
-	return context.WithDeadline(ctx, latest)
+	return callctx.Shared(ctxs)
 }

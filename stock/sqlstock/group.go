@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/stockguard/stockguard/internal/callctx"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -187,21 +187,12 @@ func (s *Store) settleCall(c *gcall) error {
 	}
 }
 
-// groupContext is the context of one group's transaction: it carries the
-// values of the first caller's context but not its cancellation (one
-// caller leaving must not fail the others), and ends at the latest
-// deadline of the callers when all of them have one.
+// groupContext is the context of one call made for every caller in batch
+// (see callctx.Shared).
 func groupContext(batch []*gcall) (context.Context, context.CancelFunc) {
-	ctx := context.WithoutCancel(batch[0].ctx)
-	var latest time.Time
-	for _, c := range batch {
-		d, ok := c.ctx.Deadline()
-		if !ok {
-			return ctx, func() {}
-		}
-		if d.After(latest) {
-			latest = d
-		}
+	ctxs := make([]context.Context, len(batch))
+	for i, c := range batch {
+		ctxs[i] = c.ctx
 	}
-	return context.WithDeadline(ctx, latest)
+	return callctx.Shared(ctxs)
 }
