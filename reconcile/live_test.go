@@ -31,8 +31,10 @@ func liveSale(t *testing.T, p pair, flushAt int64) {
 		_ = w.rec.Run(ctx)
 	}()
 	var passes atomic.Int64
+	repairing := make(chan struct{})
 	go func() { // a second one, on demand, in a loop
 		defer loops.Done()
+		defer close(repairing)
 		for ctx.Err() == nil {
 			if rep, err := w.rec.Repair(ctx, []string{"hot", "cold"}); err != nil && ctx.Err() == nil {
 				t.Errorf("Repair: %v: %+v", err, rep.Corrections)
@@ -94,7 +96,12 @@ func liveSale(t *testing.T, p pair, flushAt int64) {
 	// At least one whole pass after the last order (the one running now may
 	// have read before it).
 	for start := passes.Load(); passes.Load() < start+2; {
-		time.Sleep(time.Millisecond)
+		select {
+		case <-repairing: // it failed and said why; waiting for it would hang
+		case <-time.After(time.Millisecond):
+			continue
+		}
+		break
 	}
 	cancel()
 	loops.Wait()
