@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/reconcile"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// session is one command's connection to the shop: the gate, the record
+// and the order flow over them, as a shop node builds them, and where the
+// command prints.
+type session struct {
+	out, log io.Writer // stdout: tables and JSON; stderr: messages
+	opts     options
+	clock    stock.Clock
+	gate     *redisstock.Store
+	record   *sqlstock.Store
+	flow     *tiered.Manager
+	closers  []func()
+}
+
+// close releases the connections.
+func (s *session) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}
+
+// reconciler returns a Reconciler over the session's tiers that rebuilds
+// the gate with the hold times the shop's flow gives it.
+func (s *session) reconciler(cfg reconcile.Config) (*reconcile.Reconciler, error) {
+	cfg.GateHold = s.flow.GateHold
+	cfg.Clock = s.clock
+	return reconcile.New(s.gate, s.record, cfg)
+}
+
+// connect checks every setting that can be checked without I/O (usage
+// errors), then reaches Redis and the database and checks that the tables
+// are there (their absence is a usage error too: wrong names).
+func (p program) connect(ctx context.Context, o options, stdout, stderr io.Writer) (_ *session, err error) {
+	s := &session{out: stdout, log: stderr, opts: o, clock: p.clock}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+
+	rdb, raddr, err := newRedis(o.redis, o.redisPassword)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() { _ = rdb.Close() })
+	gate, err := redisstock.New(rdb, redisstock.Config{Prefix: o.prefix, Clock: p.clock})
+	if err != nil {
+		return nil, usagef("--prefix %q: %v", o.prefix, err)
+	}
+	s.gate = gate
+
+	kind, dsn, err := databaseOf(o.driver, o.dsn)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := parseColumns(o.columns)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	db, err := sqlx.Open(kind.driver, dsn)
+	if err != nil {
+		return nil, usagef("--dsn: %v", err)
+	}
+	s.closers = append(s.closers, func() { _ = db.Close() })
+	db.SetMaxOpenConns(4)
+	cfg := sqlstock.Config{Dialect: kind.dialect, Table: o.table, Ledger: o.ledger, Columns: cols, Clock: p.clock}
+	if _, err := sqlstock.New(db, cfg); err != nil {
+		return nil, usagef("--table, --ledger or --columns: %v", err)
+	}
+
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redis %s: %w", raddr, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", kind.name, err)
+	}
+	if cfg.Dialect == sqlstock.MySQL {
+		var version string
+		if db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version) == nil && strings.Contains(version, "MariaDB") {
+			cfg.Dialect = sqlstock.MariaDB // a bounded FOR UPDATE WAIT instead of MySQL's hints
+		}
+	}
+	if s.record, err = sqlstock.New(db, cfg); err != nil {
+		return nil, usagef("--table, --ledger or --columns: %v", err)
+	}
+	if err := checkTables(ctx, db, s.record, kind.name); err != nil {
+		return nil, err
+	}
+	s.flow = tiered.New(s.gate, s.record, tiered.Config{RecordGrace: o.recordGrace, Clock: p.clock})
+	return s, nil
+}
+
+// newRedis returns a client for addr (host:port, a redis:// URL, or a
+// comma-separated list of Cluster nodes), without connecting, and the
+// address to name in errors (never the password).
+func newRedis(addr, password string) (redis.UniversalClient, string, error) {
+	addr = strings.TrimSpace(addr)
+	const (
+		dial = 3 * time.Second
+		rw   = 5 * time.Second
+	)
+	switch {
+	case addr == "":
+		return nil, "", usagef("no Redis address: give --redis or set STOCKCTL_REDIS")
+	case strings.HasPrefix(addr, "redis://") || strings.HasPrefix(addr, "rediss://"):
+		opt, err := redis.ParseURL(addr)
+		if err != nil {
+			return nil, "", usagef("--redis: %v", err)
+		}
+		if opt.Password == "" {
+			opt.Password = password
+		}
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.DialerRetries, opt.ContextTimeoutEnabled = dial, rw, rw, 2, true
+		return redis.NewClient(opt), opt.Addr, nil
+	case strings.Contains(addr, ","):
+		var nodes []string
+		for _, n := range strings.Split(addr, ",") {
+			if n = strings.TrimSpace(n); n == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(n); err != nil {
+				return nil, "", usagef("--redis: Cluster node %q: want host:port", n)
+			}
+			nodes = append(nodes, n)
+		}
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: nodes, Password: password,
+			DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, ContextTimeoutEnabled: true})
+		return c, "cluster " + strings.Join(nodes, ","), nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, "", usagef("--redis %q: want host:port, a redis:// URL or a comma-separated list of Cluster nodes", addr)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: password,
+		DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, DialerRetries: 2, ContextTimeoutEnabled: true})
+	return c, addr, nil
+}
+
+// probeSKU is a SKU no shop has, read to check that the ledger and the
+// operations table are there.
+const probeSKU = "stockctl.probe"
+
+// checkTables reads each of the record's tables once. A table that cannot
+// be read from a database that answers is a wrong name (or a missing
+// migration): a usage error that names it.
+func checkTables(ctx context.Context, db *sqlx.DB, record *sqlstock.Store, name string) error {
+	tables := record.Tables() // stock, ledger, operations
+	steps := []func() error{
+		func() error { _, err := record.SKUs(ctx, "", 1); return err },
+		func() error {
+			v, err := record.View(ctx)
+			if err != nil {
+				return err
+			}
+			defer v.Close()
+			_, err = v.HeldLines(ctx, []string{probeSKU})
+			return err
+		},
+		func() error {
+			v, err := record.View(ctx)
+			if err != nil {
+				return err
+			}
+			defer v.Close()
+			_, err = v.Restocks(ctx, []string{probeSKU}, 0)
+			return err
+		},
+	}
+	for i, step := range steps {
+		err := step()
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil || db.PingContext(ctx) != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		flag := "--table or --columns"
+		if i > 0 {
+			flag = "--ledger"
+		}
+		return usagef("%s: table %s cannot be read (check %s against the shop's sqlstock.Config): %v",
+			name, tables[min(i, len(tables)-1)], flag, err)
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+)
+
+var inspectCommand = command{
+	name:     "inspect",
+	synopsis: "inspect SKU...",
+	summary:  "both tiers' levels and settings, side by side",
+	help: `Reads each SKU from both tiers, the way a reconcile pass reads them: the
+record first, in one consistent view, then the gate, each SKU in one atomic
+read. One row per tier:
+
+  AVAILABLE HELD SOLD  the units as that tier counts them
+  HOLDS                live holds: order lines neither confirmed nor returned
+  IN FLIGHT            units of live holds this tier has and the other has not:
+                       on the gate, orders not recorded yet (or already ended at
+                       the record); on the record, orders whose gate hold ended,
+                       whose copy the next reclaim pass returns
+  LIMIT                the per-user limit ("none": no limit)
+  HOLD                 the hold time; the record's is longer by --record-grace
+
+A tier that does not have the SKU shows "-". The tiers' available counts
+differ by the units in flight; 'stockctl reconcile --dry-run' tells whether
+they differ by more.
+`,
+	setup: func(*flag.FlagSet) func([]string) (work, error) {
+		return func(args []string) (work, error) {
+			if len(args) == 0 {
+				return nil, errors.New("name at least one SKU")
+			}
+			if err := skuArgs(args); err != nil {
+				return nil, err
+			}
+			skus := dedupe(args)
+			return func(ctx context.Context, s *session) error { return inspect(ctx, s, skus) }, nil
+		}
+	},
+}
+
+// inspect prints the SKUs' levels on both tiers. A SKU neither tier has is
+// unknown (exit 3); one on one tier only is left unresolved (exit 1).
+func inspect(ctx context.Context, s *session, skus []string) error {
+	r, err := s.read(ctx, skus)
+	if err != nil {
+		return err
+	}
+	known, unknown := []skuLevels{}, []string{}
+	var oneSided []string
+	for i := range skus {
+		l := r.levels(i)
+		switch {
+		case !l.Gate.OnSale && !l.Record.OnSale:
+			unknown = append(unknown, l.SKU)
+			continue
+		case !l.Gate.OnSale:
+			oneSided = append(oneSided, fmt.Sprintf("%q is on the record only (the gate lost it or was never warmed up: 'stockctl reconcile --apply %s' rebuilds it)", l.SKU, l.SKU))
+		case !l.Record.OnSale:
+			oneSided = append(oneSided, fmt.Sprintf("%q is on the gate only (not in table %s: check --table)", l.SKU, s.record.Tables()[0]))
+		}
+		s.noteSettings(l)
+		if l.Gate.LostHolds > 0 {
+			fmt.Fprintf(s.log, "note: the gate has %s of %q whose line records are gone (quantity unknown): see 'stockctl holds %s'\n",
+				plural(l.Gate.LostHolds, "hold"), l.SKU, l.SKU)
+		}
+		known = append(known, l)
+	}
+	if s.opts.json {
+		err = writeJSON(s.out, struct {
+			SKUs    []skuLevels `json:"skus"`
+			Unknown []string    `json:"unknown"`
+		}{known, unknown})
+	} else if len(known) > 0 {
+		err = writeLevels(s.out, known)
+	}
+	switch {
+	case err != nil:
+		return err
+	case len(unknown) > 0:
+		return unknownSKUs(unknown, s)
+	case len(oneSided) > 0:
+		return unresolvedf("%s", strings.Join(oneSided, "; "))
+	}
+	return nil
+}
+
+// noteSettings says so on stderr when a SKU's settings at the gate are not
+// the ones the flow derives from the record's: a listing written to one
+// tier only, or a --record-grace that is not the shop's.
+func (s *session) noteSettings(l skuLevels) {
+	if !l.Gate.OnSale || !l.Record.OnSale {
+		return
+	}
+	hold := time.Duration(l.Gate.HoldMs) * time.Millisecond
+	want := s.flow.GateHold(time.Duration(l.Record.HoldMs) * time.Millisecond)
+	if hold == want && l.Gate.PerUserLimit == l.Record.PerUserLimit {
+		return
+	}
+	fmt.Fprintf(s.log, "note: %q has limit %s and hold %s at the gate, where the record's settings give limit %s and hold %s"+
+		" ('stockctl warmup' sets the gate's from the record; is --record-grace the shop's?)\n",
+		l.SKU, limitText(l.Gate.PerUserLimit), hold, limitText(l.Record.PerUserLimit), want)
+}
+
+// skuLevels is one SKU on both tiers.
+type skuLevels struct {
+	SKU    string     `json:"sku"`
+	Gate   tierLevels `json:"gate"`
+	Record tierLevels `json:"record"`
+}
+
+// tierLevels is one SKU on one tier; all zero when the tier does not have
+// it (OnSale false).
+type tierLevels struct {
+	OnSale       bool  `json:"on_sale"`
+	Available    int64 `json:"available"`
+	Held         int64 `json:"held"`
+	Sold         int64 `json:"sold"`
+	Holds        int   `json:"holds"`
+	InFlight     int64 `json:"in_flight"`
+	PerUserLimit int64 `json:"per_user_limit"`
+	HoldMs       int64 `json:"hold_ms"`
+	Version      int64 `json:"version"`
+	// LostHolds are gate holds whose line record is gone.
+	LostHolds int `json:"lost_holds,omitempty"`
+}
+
+// writeLevels prints two rows per SKU, the gate's and the record's.
+func writeLevels(w io.Writer, ls []skuLevels) error {
+	t := newTable(w, "SKU", "TIER", "AVAILABLE", "HELD", "SOLD", "HOLDS", "IN FLIGHT", "LIMIT", "HOLD")
+	for _, l := range ls {
+		t.row(append([]string{l.SKU, "gate"}, l.Gate.cells()...)...)
+		t.row(append([]string{l.SKU, "record"}, l.Record.cells()...)...)
+	}
+	return t.flush()
+}
+
+func (l tierLevels) cells() []string {
+	if !l.OnSale {
+		return []string{"-", "-", "-", "-", "-", "-", "-"}
+	}
+	return []string{itoa(l.Available), itoa(l.Held), itoa(l.Sold), itoa(int64(l.Holds)), itoa(l.InFlight),
+		limitText(l.PerUserLimit), (time.Duration(l.HoldMs) * time.Millisecond).String()}
+}
+
+// reading is what both tiers hold for some SKUs.
+type reading struct {
+	skus   []string
+	record []sqlstock.SKULevels
+	lines  map[string][]sqlstock.Line // the record's held lines, by SKU
+	gate   []redisstock.Snapshot
+}
+
+// read reads the SKUs as a reconcile pass does: the record in one
+// consistent view (its rows and held lines), then the gate, each SKU in one
+// atomic script. The gate takes an order before the record does, so an
+// order placed between the two readings shows on the gate only: in
+// flight, as it is.
+func (s *session) read(ctx context.Context, skus []string) (reading, error) {
+	r := reading{skus: skus, lines: map[string][]sqlstock.Line{}}
+	v, err := s.record.View(ctx)
+	if err != nil {
+		return r, fmt.Errorf("read the record: %w", err)
+	}
+	defer v.Close()
+	if r.record, err = v.Levels(ctx, skus); err != nil {
+		return r, fmt.Errorf("read the record: %w", err)
+	}
+	lines, err := v.HeldLines(ctx, skus)
+	if err != nil {
+		return r, fmt.Errorf("read the record's holds: %w", err)
+	}
+	for _, l := range lines {
+		r.lines[l.SKU] = append(r.lines[l.SKU], l)
+	}
+	reqs := make([]redisstock.SnapshotRequest, len(skus))
+	for i, sku := range skus {
+		reqs[i].SKU = sku
+	}
+	if r.gate, err = s.gate.Snapshot(ctx, reqs); err != nil {
+		return r, fmt.Errorf("read the gate: %w", err)
+	}
+	return r, nil
+}
+
+// levels returns the i-th SKU's levels on both tiers.
+func (r reading) levels(i int) skuLevels {
+	sku, g, rec := r.skus[i], r.gate[i], r.record[i]
+	atRecord := map[string]bool{}
+	for _, l := range r.lines[sku] {
+		atRecord[l.OrderID] = true
+	}
+	atGate := map[string]bool{}
+	for _, id := range g.Lost {
+		atGate[id] = true
+	}
+	out := skuLevels{SKU: sku}
+	if g.Exists {
+		out.Gate = tierLevels{OnSale: true, Available: g.Available, Held: g.Held, Sold: g.Sold, Holds: len(g.Holds),
+			PerUserLimit: g.PerUserLimit, HoldMs: g.HoldTTL.Milliseconds(), Version: g.Version, LostHolds: len(g.Lost)}
+	}
+	for _, h := range g.Holds {
+		atGate[h.OrderID] = true
+		if g.Exists && !atRecord[h.OrderID] {
+			out.Gate.InFlight += h.Qty
+		}
+	}
+	if rec.Exists {
+		out.Record = tierLevels{OnSale: true, Available: rec.Available, Held: rec.Held, Sold: rec.Sold, Holds: len(r.lines[sku]),
+			PerUserLimit: rec.PerUserLimit, HoldMs: rec.HoldTTL.Milliseconds(), Version: rec.Version}
+		for _, l := range r.lines[sku] {
+			if !atGate[l.OrderID] {
+				out.Record.InFlight += l.Qty
+			}
+		}
+	}
+	return out
+}
