@@ -95,6 +95,8 @@ type shop struct {
 	conn   []string // --redis ... --ledger: where the shop is
 	env    map[string]string
 	mini   *miniredis.Miniredis
+	rc     redis.UniversalClient // the gate's Redis
+	prefix string                // the gate's key prefix
 	gate   *redisstock.Store
 	record *sqlstock.Store
 	flow   *tiered.Manager
@@ -123,8 +125,9 @@ func newShop(t *testing.T, b backend) *shop {
 	}
 	s := &shop{t: t, ctx: context.Background(), clock: stocktest.NewClock(stocktest.Epoch)}
 	addr, rc, mini := b.redis(t)
-	s.mini = mini
+	s.mini, s.rc = mini, rc
 	prefix := testdb.Unique("sgctl")
+	s.prefix = prefix
 	var err error
 	if s.gate, err = redisstock.New(rc, redisstock.Config{Prefix: prefix, Clock: s.clock}); err != nil {
 		t.Fatal(err)

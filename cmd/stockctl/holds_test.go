@@ -66,6 +66,36 @@ func TestHoldsListsBothTiersOldestFirst(t *testing.T) {
 	})
 }
 
+func TestHoldsWithoutTheirLineRecord(t *testing.T) {
+	forEach(t, func(t *testing.T, s *shop) {
+		s.putOnSale("phone", 10, 0, 0)
+		s.deduct(s.gate, "o-1", "", "phone", 2)
+		s.deduct(s.gate, "o-2", "", "phone", 1)
+		// The line record deleted by hand (redisstock's key layout): the
+		// hold stays in the SKU's holds, its quantity unknown.
+		if err := s.rc.Del(s.ctx, s.prefix+":{phone}:o:o-1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		r := s.run("holds", "phone", "-json")
+		r.exits(t, exitOK, `note: the gate holds 1 order of "phone" whose line records are gone (quantity unknown, never returned by Redis): o-1`)
+		var got struct {
+			SKU        string   `json:"sku"`
+			Total      int      `json:"total"`
+			Both       int      `json:"both"`
+			GateOnly   int      `json:"gate_only"`
+			RecordOnly int      `json:"record_only"`
+			Holds      []hold   `json:"holds"`
+			Lost       []string `json:"lost"`
+		}
+		r.decode(t, &got)
+		if got.Total != 1 || got.GateOnly != 1 || len(got.Holds) != 1 || got.Holds[0].Order != "o-2" ||
+			len(got.Lost) != 1 || got.Lost[0] != "o-1" {
+			t.Fatalf("holds %+v: want o-2 listed and o-1 lost", got)
+		}
+		s.run("inspect", "phone").exits(t, exitOK, `note: the gate has 1 hold of "phone" whose line records are gone`)
+	})
+}
+
 func TestHoldsUnknownSKU(t *testing.T) {
 	forEach(t, func(t *testing.T, s *shop) {
 		r := s.run("holds", "nosuch")
