@@ -10,6 +10,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -91,6 +92,9 @@ func (c *circuit) to(s State, now time.Time, err error) {
 	}
 	if from != s || s == Ramping {
 		c.d.emit(Event{Key: c.key, From: from, To: s, Share: share, Err: err, At: now})
+		if c.d.obs.Breaker != nil {
+			c.d.obs.Breaker(observe.Breaker{Name: c.key, From: from.String(), To: s.String(), Share: share, Err: err})
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/time/rate"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -84,6 +85,11 @@ type Config struct {
 	// Clock reads time for OpenFor, the ramp and the fallback limiter;
 	// default stock.SystemClock.
 	Clock stock.Clock
+
+	// Observer receives the Manager's calls and its breakers' state
+	// changes (package observe), synchronously; the zero value reports
+	// nothing.
+	Observer observe.Observer
 }
 
 func (c Config) withDefaults() Config {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -19,6 +20,7 @@ import (
 type Manager struct {
 	primary, fallback stock.Manager
 	cfg               Config
+	obs               *observe.Observer // &cfg.Observer
 
 	mode  atomic.Int32
 	epoch atomic.Uint64 // bumped when ForceFallback ends
@@ -61,6 +63,7 @@ func New(primary, fallback stock.Manager, cfg Config) *Manager {
 		events:  make(chan Event, cfg.EventBuffer),
 		quit:    make(chan struct{}),
 	}
+	d.obs = &d.cfg.Observer
 	d.orders, _ = lru.New[string, tier](cfg.Orders)
 	if cfg.PerSKU > 0 {
 		d.circuits, _ = lru.New[string, *circuit](cfg.PerSKU)
@@ -259,7 +262,9 @@ func nothingApplied(err error) bool {
 // stock.ErrContention) is returned as it is: it counts as a failure for
 // the breaker, and the caller retries. A context that is done before the
 // call gets its own error, and nothing is sent anywhere.
-func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
+func (d *Manager) Deduct(ctx context.Context, o stock.Order) (err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpDeduct, len(o.Items))
+	defer func() { tr.Done(err) }()
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -294,7 +299,7 @@ func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
 	if !d.limiter.AllowN(d.cfg.Clock.Now(), 1) {
 		return ErrBusy
 	}
-	err := d.fallback.Deduct(ctx, o)
+	err = d.fallback.Deduct(ctx, o)
 	if err == nil {
 		d.orders.Add(o.ID, atFallback)
 	}

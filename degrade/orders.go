@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -24,7 +25,9 @@ import (
 // ForceFallback mode is the primary left alone; an order the fallback does
 // not know then gets an error matching stock.ErrUnknownOutcome and
 // ErrPrimaryDown: retry later.
-func (d *Manager) Confirm(ctx context.Context, orderID string) error {
+func (d *Manager) Confirm(ctx context.Context, orderID string) (err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpConfirm, 0)
+	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
@@ -33,7 +36,9 @@ func (d *Manager) Confirm(ctx context.Context, orderID string) error {
 
 // Revert reverts the order on the tier that took it, by the same rule as
 // Confirm.
-func (d *Manager) Revert(ctx context.Context, orderID string) error {
+func (d *Manager) Revert(ctx context.Context, orderID string) (err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRevert, 0)
+	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
@@ -128,7 +133,9 @@ func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Lev
 // stock/tiered Manager: RecordHold) has the fallback's listing written
 // with that hold time, as it writes its record itself, so the reclaimer
 // still finds each order's deadline from the record's.
-func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) error {
+func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpPutOnSale, 1)
+	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -140,7 +147,7 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) error {
 	if !r.primary {
 		return d.fallback.PutOnSale(ctx, fl)
 	}
-	err := d.primary.PutOnSale(ctx, l)
+	err = d.primary.PutOnSale(ctx, l)
 	r.finish(ctx, err)
 	return err
 }
@@ -152,7 +159,9 @@ type recordHolder interface {
 }
 
 // Restock goes where PutOnSale goes.
-func (d *Manager) Restock(ctx context.Context, r stock.Restock) error {
+func (d *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRestock, 1)
+	defer func() { tr.Done(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}

@@ -5,10 +5,12 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/internal/keyslot"
+	"github.com/stockguard/stockguard/observe"
 )
 
 // MaxDimensions is the most dimensions a Composite may have.
@@ -40,6 +42,9 @@ type CompositeConfig struct {
 	AllowCrossSlot bool
 	// Policy handles allowlisted values and Redis failures.
 	Policy Policy
+	// Observer receives every decision (package observe), synchronously;
+	// the zero value reports nothing.
+	Observer observe.Observer
 }
 
 // Request names the values a call is counted against, one per Dimension.
@@ -71,6 +76,7 @@ type Composite struct {
 	e      engine
 	prefix string
 	dims   []Dimension // limits resolved
+	obs    observe.Observer
 }
 
 // NewComposite returns a Composite over rdb, or an error wrapping ErrInvalid
@@ -100,7 +106,7 @@ func NewComposite(rdb redis.Scripter, cfg CompositeConfig) (*Composite, error) {
 		}
 		dims[i] = d
 	}
-	c := &Composite{e: e, prefix: prefix, dims: dims}
+	c := &Composite{e: e, prefix: prefix, dims: dims, obs: cfg.Observer}
 	if cfg.AllowCrossSlot {
 		c.e.crossSlotOK = true
 	}
@@ -118,6 +124,16 @@ func (c *Composite) Allow(ctx context.Context, req Request) (Decision, error) {
 // the longest of the named dimensions'. Values and Tag must pass
 // ValidateKey; 1 <= n <= every named dimension's capacity.
 func (c *Composite) AllowN(ctx context.Context, req Request, n int) (Decision, error) {
+	if c.obs.Limit == nil {
+		return c.allowN(ctx, req, n)
+	}
+	start := time.Now()
+	d, err := c.allowN(ctx, req, n)
+	c.obs.Limit(ctx, observe.Limit{Limiter: "composite", N: n, Allowed: d.Allowed, Err: err, Duration: time.Since(start)})
+	return d, err
+}
+
+func (c *Composite) allowN(ctx context.Context, req Request, n int) (Decision, error) {
 	k, err := c.keys(req)
 	if err != nil {
 		return Decision{}, err

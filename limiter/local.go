@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/time/rate"
+
+	"github.com/stockguard/stockguard/observe"
 )
 
 // LocalConfig configures a Local limiter. The zero value of every field but
@@ -29,6 +31,9 @@ type LocalConfig struct {
 	Shards int
 	// Clock tells the time; default the wall clock.
 	Clock Clock
+	// Observer receives every decision (package observe), synchronously;
+	// the zero value reports nothing.
+	Observer observe.Observer
 }
 
 // Local is an in-process keyed token bucket (golang.org/x/time/rate), with
@@ -43,6 +48,7 @@ type Local struct {
 	seed   maphash.Seed
 	mask   uint64
 	shards []localShard
+	obs    observe.Observer
 }
 
 type localShard struct {
@@ -75,6 +81,7 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	shards = min(shards, maxKeys)
 	shards = 1 << (bits.Len(uint(shards)) - 1) // power of two, <= shards
 	l := &Local{
+		obs:    cfg.Observer,
 		limit:  rate.Limit(float64(lim.Rate) / lim.Period.Seconds()),
 		burst:  int(min(lim.Burst, math.MaxInt32)),
 		clock:  cfg.Clock,
@@ -110,7 +117,17 @@ func (l *Local) Allow(ctx context.Context, key string) (Decision, error) {
 // time until the bucket is full again). An allowed call's ResetAfter is
 // computed from the rate alone, so as not to slow the hot path, and may be
 // off by a few nanoseconds of float rounding.
-func (l *Local) AllowN(_ context.Context, key string, n int) (Decision, error) {
+func (l *Local) AllowN(ctx context.Context, key string, n int) (Decision, error) {
+	if l.obs.Limit == nil {
+		return l.allowN(ctx, key, n)
+	}
+	start := time.Now()
+	d, err := l.allowN(ctx, key, n)
+	l.obs.Limit(ctx, observe.Limit{Limiter: "local", N: n, Allowed: d.Allowed, Err: err, Duration: time.Since(start)})
+	return d, err
+}
+
+func (l *Local) allowN(_ context.Context, key string, n int) (Decision, error) {
 	if key == "" || len(key) > MaxKeyLen {
 		return Decision{}, invalid("key", "must be 1 to 256 bytes")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/lua"
+	"github.com/stockguard/stockguard/observe"
 )
 
 // One script per algorithm; each decides one or more keys all-or-nothing,
@@ -35,6 +36,9 @@ type RedisConfig struct {
 	Prefix string
 	// Policy handles allowlisted keys and Redis failures.
 	Policy Policy
+	// Observer receives every decision (package observe), synchronously;
+	// the zero value reports nothing.
+	Observer observe.Observer
 }
 
 // Redis is a distributed limiter: every node sharing the Redis shares the
@@ -45,6 +49,7 @@ type Redis struct {
 	e      engine
 	prefix string // "<Prefix>:<algorithm>:"
 	limit  Limit
+	obs    observe.Observer
 }
 
 // NewRedis returns a Redis limiter over rdb (a *redis.Client,
@@ -59,7 +64,7 @@ func NewRedis(rdb redis.Scripter, cfg RedisConfig) (*Redis, error) {
 	if err := lim.validate("RedisConfig.Limit", cfg.Algorithm); err != nil {
 		return nil, err
 	}
-	return &Redis{e: e, prefix: prefix, limit: lim}, nil
+	return &Redis{e: e, prefix: prefix, limit: lim, obs: cfg.Observer}, nil
 }
 
 // Allow is AllowN(ctx, key, 1).
@@ -71,6 +76,16 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 // them, in one round trip. key must pass ValidateKey; 1 <= n <= the limit's
 // Burst (GCRA) or Rate (windows). Redis failures are handled by the Policy.
 func (r *Redis) AllowN(ctx context.Context, key string, n int) (Decision, error) {
+	if r.obs.Limit == nil {
+		return r.allowN(ctx, key, n)
+	}
+	start := time.Now()
+	d, err := r.allowN(ctx, key, n)
+	r.obs.Limit(ctx, observe.Limit{Limiter: "redis", N: n, Allowed: d.Allowed, Err: err, Duration: time.Since(start)})
+	return d, err
+}
+
+func (r *Redis) allowN(ctx context.Context, key string, n int) (Decision, error) {
 	if err := ValidateKey("key", key); err != nil {
 		return Decision{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	// agreement, whatever it did about it (see Action), synchronously, from
 	// the goroutine running the pass.
 	OnCorrection func(Correction)
+	// Observer receives every Correction OnCorrection does (package
+	// observe), synchronously; the zero value reports nothing.
+	Observer observe.Observer
 	// Interval is how often Run makes a full pass; default 1 minute.
 	Interval time.Duration
 	// WatchInterval is how often Run checks whether Redis restarted, was

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -159,6 +160,9 @@ func (r *Reconciler) eachPage(ctx context.Context, fn func(skus []string) error)
 // note records c in rep and reports it to the hook.
 func (r *Reconciler) note(rep *Report, c Correction) {
 	rep.Corrections = append(rep.Corrections, c)
+	if r.cfg.Observer.Correction != nil {
+		r.cfg.Observer.Correction(observe.Correction{SKU: c.SKU, Action: c.Action.String(), Delta: c.Delta, Err: c.Err})
+	}
 	if r.cfg.OnCorrection != nil {
 		r.cfg.OnCorrection(c)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -25,6 +26,7 @@ type Store struct {
 	skus   map[string]*sku
 	orders map[string]*order
 	ops    map[string]stock.Restock // restocks applied, by operation ID
+	obs    *observe.Observer
 }
 
 type sku struct {
@@ -59,17 +61,32 @@ var (
 	_ stock.HoldLister  = (*Store)(nil)
 )
 
+// Option configures a Store.
+type Option func(*Store)
+
+// WithObserver makes the Store report its calls and reclaim passes to o
+// (package observe).
+func WithObserver(o observe.Observer) Option {
+	return func(s *Store) { s.obs = &o }
+}
+
 // New returns an empty Store reading time from clock (stock.SystemClock if
 // nil).
-func New(clock stock.Clock) *Store {
+func New(clock stock.Clock, opts ...Option) *Store {
 	if clock == nil {
 		clock = stock.SystemClock
 	}
-	return &Store{clock: clock, skus: map[string]*sku{}, orders: map[string]*order{}, ops: map[string]stock.Restock{}}
+	s := &Store{clock: clock, skus: map[string]*sku{}, orders: map[string]*order{}, ops: map[string]stock.Restock{}, obs: &observe.Observer{}}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
 }
 
 // PutOnSale implements stock.Manager.
-func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
+func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpPutOnSale, 1)
+	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -89,7 +106,9 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
 
 // Restock implements stock.Manager. Operation IDs are remembered for the
 // Store's life.
-func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
+func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpRestock, 1)
+	defer func() { tr.Done(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -117,7 +136,9 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
 }
 
 // Deduct implements stock.Manager.
-func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
+func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpDeduct, len(o.Items))
+	defer func() { tr.Done(err) }()
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -184,7 +205,9 @@ func (s *Store) lock(ctx context.Context, field, id string) error {
 }
 
 // Confirm implements stock.Manager.
-func (s *Store) Confirm(ctx context.Context, orderID string) error {
+func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpConfirm, 0)
+	defer func() { tr.Done(err) }()
 	if err := s.lock(ctx, "orderID", orderID); err != nil {
 		return err
 	}
@@ -215,7 +238,9 @@ func (s *Store) Confirm(ctx context.Context, orderID string) error {
 }
 
 // Revert implements stock.Manager.
-func (s *Store) Revert(ctx context.Context, orderID string) error {
+func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpRevert, 0)
+	defer func() { tr.Done(err) }()
 	if err := s.lock(ctx, "orderID", orderID); err != nil {
 		return err
 	}
@@ -328,7 +353,12 @@ var stateOf = [...]stock.State{
 // ReclaimExpired implements stock.Reclaimer. It scans every order, so its
 // cost grows with the orders kept, not with the due ones: fine for tests and
 // small shops, which is what this backend is for.
-func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
+	var start, oldest, now time.Time
+	if s.obs.Reclaiming() {
+		start = time.Now()
+		defer func() { s.obs.PassDone(ctx, "memstock", start, out, oldest, now, err) }()
+	}
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
 	}
@@ -337,14 +367,16 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
-	var out []stock.Reclaimed
+	now = s.clock.Now()
 	for id, o := range s.orders {
 		if len(out) >= limit {
 			break
 		}
 		if o.state != held || now.Before(o.deadline) {
 			continue
+		}
+		if oldest.IsZero() || o.deadline.Before(oldest) {
+			oldest = o.deadline
 		}
 		s.release(o, expired)
 		for _, it := range o.items {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/stockguard/stockguard/internal/callctx"
+	"github.com/stockguard/stockguard/observe"
 )
 
 // maxFlying is how many batches one Store keeps in flight at once. Two let
@@ -34,6 +36,7 @@ type call struct {
 	ctx  context.Context
 	o    *prepared
 	sent bool          // taken into a batch; guarded by batcher.mu
+	at   time.Time     // when it was queued, if batches are observed
 	done chan struct{} // closed when err is set
 	err  error
 }
@@ -46,12 +49,15 @@ func (b *batcher) do(ctx context.Context, p *prepared) error {
 		return withCtx(ctx, fmt.Errorf("redisstock: deduct: not sent: %w", err))
 	}
 	c := &call{ctx: ctx, o: p, done: make(chan struct{})}
+	if b.s.obs.Batching() {
+		c.at = time.Now()
+	}
 	b.mu.Lock()
 	if b.flying < maxFlying {
 		b.flying++
 		c.sent = true
 		b.mu.Unlock()
-		b.s.deductBatch(ctx, []*call{c})
+		b.send(ctx, []*call{c})
 		b.next()
 		return c.err
 	}
@@ -78,6 +84,22 @@ func (b *batcher) do(ctx context.Context, p *prepared) error {
 	}
 }
 
+// send runs batch as one script call, and reports it to the Observer.
+func (b *batcher) send(ctx context.Context, batch []*call) {
+	if !b.s.obs.Batching() {
+		b.s.deductBatch(ctx, batch)
+		return
+	}
+	start := time.Now()
+	b.s.deductBatch(ctx, batch)
+	ob := observe.Batch{Component: "redisstock", Op: observe.OpDeduct, Size: len(batch),
+		Wait: start.Sub(batch[0].at), Duration: time.Since(start)}
+	if o := observe.Classify(batch[0].err); o != observe.OK && !o.Business() {
+		ob.Err = batch[0].err
+	}
+	b.s.obs.SendBatch(ctx, ob)
+}
+
 // next hands the queue, if any, to a new goroutine that sends it batch
 // after batch until it is empty, or gives back the in-flight slot.
 func (b *batcher) next() {
@@ -93,7 +115,7 @@ func (b *batcher) next() {
 func (b *batcher) drain(batch []*call) {
 	for batch != nil {
 		ctx, cancel := batchContext(batch)
-		b.s.deductBatch(ctx, batch)
+		b.send(ctx, batch)
 		cancel()
 		b.mu.Lock()
 		batch = b.take()

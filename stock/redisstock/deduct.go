@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -21,7 +22,9 @@ import (
 // the registry itself is gone) fails with stock.ErrUnavailable, not
 // stock.ErrUnknownSKU. A context already done fails with its error before
 // anything is sent.
-func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
+func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpDeduct, len(o.Items))
+	defer func() { tr.Done(err) }()
 	if err := o.Validate(); err != nil {
 		return err
 	}

@@ -30,7 +30,12 @@ const peekBatch = 256
 // returned holds reports them, or fails. An error after holds were returned
 // may hide them from the report (the error then matches
 // stock.ErrUnknownOutcome); their units are back all the same.
-func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
+	var start, oldest time.Time
+	if s.obs.Reclaiming() {
+		start = time.Now()
+		defer func() { s.obs.PassDone(ctx, "redisstock", start, out, oldest, s.clock.Now(), err) }()
+	}
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: strconv.Itoa(limit) + " is below 1"}
 	}
@@ -44,12 +49,16 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 	}
 	skus = slices.DeleteFunc(skus, func(sku string) bool { return sku == lostMark })
 	now := s.nowMs()
-	var out []stock.Reclaimed
 	for start := 0; start < len(skus) && len(out) < limit; start += peekBatch {
 		batch := skus[start:min(start+peekBatch, len(skus))]
 		due, err := s.peekDue(ctx, batch, now, limit-len(out))
 		if err != nil {
 			return out, err
+		}
+		for _, d := range due {
+			if oldest.IsZero() || d.oldest.Before(oldest) {
+				oldest = d.oldest
+			}
 		}
 		got, err := s.reclaimDue(ctx, due, now, pass)
 		out = append(out, got...)
@@ -64,31 +73,36 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 type dueHolds struct {
 	sku    string
 	orders []string
+	oldest time.Time // the earliest deadline of orders
 }
 
 // peekDue lists, in one round trip, up to budget due holds across skus.
 func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget int) ([]dueHolds, error) {
-	var cmds []*redis.StringSliceCmd
+	var cmds []*redis.ZSliceCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		cmds = cmds[:0]
 		for _, sku := range skus {
-			cmds = append(cmds, p.ZRangeByScore(ctx, s.holdsKey(sku), &redis.ZRangeBy{
+			cmds = append(cmds, p.ZRangeByScoreWithScores(ctx, s.holdsKey(sku), &redis.ZRangeBy{
 				Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(budget),
 			}))
 		}
 	})
 	var due []dueHolds
 	for i, c := range cmds {
-		ids, err := c.Result()
+		zs, err := c.Result()
 		if err != nil {
 			return nil, s.readErr(ctx, "reclaim", err)
 		}
-		if len(ids) == 0 {
+		if len(zs) == 0 {
 			continue
 		}
-		ids = ids[:min(len(ids), budget)]
-		budget -= len(ids)
-		due = append(due, dueHolds{sku: skus[i], orders: ids})
+		zs = zs[:min(len(zs), budget)]
+		budget -= len(zs)
+		ids := make([]string, len(zs))
+		for j, z := range zs {
+			ids[j], _ = z.Member.(string)
+		}
+		due = append(due, dueHolds{sku: skus[i], orders: ids, oldest: time.UnixMilli(int64(zs[0].Score))})
 		if budget == 0 {
 			break
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -17,7 +18,9 @@ import (
 // stock.ErrHoldExpired. A confirmed order confirms again with nil. A line
 // whose SKU state the gate lost fails the call with stock.ErrUnavailable
 // before anything is written.
-func (s *Store) Confirm(ctx context.Context, orderID string) error {
+func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpConfirm, 0)
+	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
@@ -178,7 +181,9 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 // lost is left as it is, with stock.ErrUnavailable (or, when other lines
 // were returned in the same call, an error matching
 // stock.ErrUnknownOutcome: retry later).
-func (s *Store) Revert(ctx context.Context, orderID string) error {
+func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevert, 0)
+	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/lua"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -35,6 +36,10 @@ type Config struct {
 	// and taken on its own; a lone caller is sent at once. 1 sends every
 	// Deduct on its own. At most MaxMaxBatch. Ignored on a Redis Cluster.
 	MaxBatch int
+
+	// Observer receives the Store's calls, batches and reclaim passes
+	// (package observe); the zero value reports nothing.
+	Observer observe.Observer
 }
 
 // DefaultMaxBatch is the MaxBatch of a Config that does not set one.
@@ -63,6 +68,7 @@ type Store struct {
 	// listed is set once this Store put a SKU on sale (or rebuilt one): a
 	// registry missing after that means Redis lost its data, not a new gate.
 	listed atomic.Bool
+	obs    *observe.Observer
 }
 
 var (
@@ -120,7 +126,7 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	_, single := c.(*redis.Client)
 	_, slotted := c.(*redis.ClusterClient)
 	cluster := !single
-	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster, perSKU: cluster && !slotted}
+	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster, perSKU: cluster && !slotted, obs: &cfg.Observer}
 	if !cluster && cfg.MaxBatch > 1 {
 		s.batch = &batcher{s: s, max: cfg.MaxBatch}
 	}
@@ -153,7 +159,9 @@ func (s *Store) Retention() time.Duration { return s.keep }
 // and hold time; units held and sold are kept. A SKU that has no state gets
 // a new one with a new Fence generation. A context already done returns its
 // error with nothing sent.
-func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
+func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpPutOnSale, 1)
+	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -209,7 +217,9 @@ func (s *Store) opMarkerKey(sku, op string) string { return s.prefix + ":{" + sk
 // gone too): the gate lost its data and is not rebuilt yet. A refused
 // restock frees the operation ID again. A context already done returns its
 // error with nothing sent.
-func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
+func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRestock, 1)
+	defer func() { tr.Done(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -108,6 +109,10 @@ type Config struct {
 	// still all-or-nothing, exactly once by its ID and checked against its
 	// per-user limit; see the package doc.
 	MaxGroup int
+
+	// Observer receives the Store's calls, groups and reclaim passes
+	// (package observe); the zero value reports nothing.
+	Observer observe.Observer
 }
 
 // Columns names the columns of the application's stock table. Every

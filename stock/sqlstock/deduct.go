@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -18,7 +19,9 @@ import (
 // reported as stock.ErrContention, never as sold out. A write whose
 // outcome is unknown is run again to learn it from the ledger; if that
 // fails too the error matches stock.ErrUnknownOutcome.
-func (s *Store) Deduct(ctx context.Context, o stock.Order) error {
+func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
+	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpDeduct, len(o.Items))
+	defer func() { tr.Done(err) }()
 	if err := o.Validate(); err != nil {
 		return err
 	}

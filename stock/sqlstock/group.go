@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stockguard/stockguard/internal/callctx"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -50,6 +52,7 @@ type gcall struct {
 	o     stock.Order
 	items []stock.Item  // sorted
 	sent  bool          // taken into a group; guarded by grouper.mu
+	at    time.Time     // when it was queued, if groups are observed
 	done  chan struct{} // closed when res is set
 	res   error         // what the group says; see settleCall
 }
@@ -85,6 +88,9 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 	}
 	key := g.laneKey(items)
 	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{})}
+	if g.s.obs.Batching() {
+		c.at = time.Now()
+	}
 	g.mu.Lock()
 	l := g.lanes[key]
 	if l == nil {
@@ -95,7 +101,14 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 		l.flying++
 		c.sent = true
 		g.mu.Unlock()
+		var start time.Time
+		if g.s.obs.Batching() {
+			start = time.Now()
+		}
 		err := g.s.deductOne(ctx, o, items)
+		if g.s.obs.Batching() {
+			g.report(ctx, 1, start.Sub(c.at), start, err)
+		}
 		g.next(key, l)
 		return err
 	}
@@ -136,12 +149,29 @@ func (g *grouper) next(key string, l *lane) {
 func (g *grouper) drain(key string, l *lane, batch []*gcall) {
 	for batch != nil {
 		ctx, cancel := groupContext(batch)
-		g.s.deductGroup(ctx, batch)
+		if g.s.obs.Batching() {
+			start := time.Now()
+			g.s.deductGroup(ctx, batch)
+			g.report(ctx, len(batch), start.Sub(batch[0].at), start, batch[0].res)
+		} else {
+			g.s.deductGroup(ctx, batch)
+		}
 		cancel()
 		g.mu.Lock()
 		batch = g.take(key, l)
 		g.mu.Unlock()
 	}
+}
+
+// report tells the Observer of a transaction of size orders that started
+// at start after its oldest order waited wait; err is its first order's
+// result, reported as the group's error when it is an infrastructure one.
+func (g *grouper) report(ctx context.Context, size int, wait time.Duration, start time.Time, err error) {
+	ob := observe.Batch{Component: "sqlstock", Op: observe.OpDeduct, Size: size, Wait: wait, Duration: time.Since(start)}
+	if o := observe.Classify(err); o != observe.OK && !o.Business() && !errors.Is(err, errSplit) {
+		ob.Err = err
+	}
+	g.s.obs.SendBatch(ctx, ob)
 }
 
 // take removes up to max queued calls of the lane and marks them sent;

@@ -3,6 +3,7 @@ package sqlstock
 import (
 	"context"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -10,7 +11,9 @@ import (
 // order's ledger lines, moves them from held to confirmed and the units
 // from held to sold; past the deadline it moves them to expired and
 // returns the units instead, and reports stock.ErrHoldExpired.
-func (s *Store) Confirm(ctx context.Context, orderID string) error {
+func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
+	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpConfirm, 0)
+	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
@@ -33,7 +36,9 @@ func (s *Store) Confirm(ctx context.Context, orderID string) error {
 // order's ledger lines and moves them from held to reverted (or from
 // confirmed to refunded), returning the units; the per-user quota comes
 // back with them, since it is counted from held and confirmed lines.
-func (s *Store) Revert(ctx context.Context, orderID string) error {
+func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
+	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpRevert, 0)
+	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -26,7 +27,21 @@ import (
 // at once, never run again (a second run would report nothing for the
 // orders the first may have returned); the next pass returns whatever is
 // still due.
-func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
+	var (
+		start  time.Time
+		oldest int64 // ms; 0: none due
+	)
+	if s.obs.Reclaiming() {
+		start = time.Now()
+		defer func() {
+			var at time.Time
+			if oldest > 0 {
+				at = time.UnixMilli(oldest)
+			}
+			s.obs.PassDone(ctx, "sqlstock", start, out, at, s.cfg.Clock.Now(), err)
+		}()
+	}
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
 	}
@@ -34,11 +49,10 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaime
 		return nil, err
 	}
 	now := s.nowMS()
-	ids, err := s.dueOrders(ctx, now, limit)
+	ids, oldest, err := s.dueOrders(ctx, now, limit)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	var out []stock.Reclaimed
 	err = s.retry(ctx, "reclaim", false, func() error {
 		out = nil
 		return s.inTx(ctx, func(q querier) error {
@@ -137,23 +151,28 @@ func (s *Store) scanExpired(rs *sql.Rows, err error) ([]expiredLine, error) {
 
 // dueOrders returns the sorted IDs of the orders of up to limit held lines
 // whose deadline is at or before now, earliest deadline first.
-func (s *Store) dueOrders(ctx context.Context, now int64, limit int) ([]string, error) {
+func (s *Store) dueOrders(ctx context.Context, now int64, limit int) (ids []string, oldestMs int64, err error) {
 	rs, err := s.db.QueryContext(ctx, s.q.due, now, limit)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rs.Close()
-	var ids []string
 	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			return nil, err
+		var (
+			id string
+			dl int64
+		)
+		if err := rs.Scan(&id, &dl); err != nil {
+			return nil, 0, err
+		}
+		if len(ids) == 0 {
+			oldestMs = dl // earliest deadline first
 		}
 		ids = append(ids, id)
 	}
 	if err := rs.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	return slices.Compact(ids), oldestMs, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -35,7 +36,9 @@ var errOpExists = errors.New("sqlstock: operation ID already applied")
 // it applied; if that cannot be learned the error matches
 // stock.ErrUnknownOutcome. Operation IDs are kept for as long as the table
 // keeps their rows.
-func (s *Store) Restock(ctx context.Context, r stock.Restock) error {
+func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
+	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpRestock, 1)
+	defer func() { tr.Done(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}

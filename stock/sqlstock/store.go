@@ -10,6 +10,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -24,7 +25,8 @@ type Store struct {
 	q        *queries
 	settings *lru.Cache[string, settings]
 	inFlight stripes
-	group    *grouper // nil unless Atomic with MaxGroup > 1
+	group    *grouper          // nil unless Atomic with MaxGroup > 1
+	obs      *observe.Observer // &cfg.Observer
 }
 
 // stripes counts deducts in flight per SKU, hashed onto a fixed array: a
@@ -84,6 +86,7 @@ func New(db *sqlx.DB, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, cfg: cfg, d: cfg.Dialect, q: newQueries(cfg.Dialect, cfg), settings: cache}
+	s.obs = &s.cfg.Observer
 	if cfg.Strategy == Atomic && cfg.MaxGroup > 1 {
 		s.group = &grouper{s: s, max: cfg.MaxGroup, flying: maxFlying, lanes: map[string]*lane{}}
 		if cfg.Dialect == SQLite {
@@ -103,12 +106,14 @@ func (s *Store) Dialect() Dialect { return s.d }
 // overwrites its available count, limit and hold time, keeping its held and
 // sold counts. It is one statement, never sent twice: a failure after it
 // was sent whose outcome is unknown matches stock.ErrUnknownOutcome.
-func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) error {
+func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
+	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpPutOnSale, 1)
+	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
 	}
 	ttl := l.EffectiveHoldTTL().Milliseconds()
-	err := s.retry(ctx, "put on sale", false, func() error {
+	err = s.retry(ctx, "put on sale", false, func() error {
 		_, err := s.execWrite(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, ttl)
 		return err
 	})

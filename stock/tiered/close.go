@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -40,7 +41,9 @@ import (
 // After an infrastructure error call Confirm again. Once a tier may have
 // confirmed, every error is a *TierError matching stock.ErrUnknownOutcome:
 // the retry finishes the job and gives the final answer.
-func (m *Manager) Confirm(ctx context.Context, orderID string) error {
+func (m *Manager) Confirm(ctx context.Context, orderID string) (err error) {
+	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpConfirm, 0)
+	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
@@ -176,7 +179,9 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // stop the revert at the record: the order is cancelled there, and the
 // answer is the gate's error only when the record did not know the order
 // either.
-func (m *Manager) Revert(ctx context.Context, orderID string) error {
+func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
+	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevert, 0)
+	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -11,7 +12,9 @@ import (
 // gets the listing as it is; the record gets it with a longer hold time
 // (RecordHold), so that the gate's deadline always comes first. It is
 // idempotent: after a *TierError naming the gate, call it again.
-func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) error {
+func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
+	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpPutOnSale, 1)
+	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -60,7 +63,9 @@ func (m *Manager) GateHold(record time.Duration) time.Duration {
 // Retention). Until then reconciliation counts the record's operation as
 // in flight rather than as drift, and may finish it at the gate under the
 // same ID.
-func (m *Manager) Restock(ctx context.Context, r stock.Restock) error {
+func (m *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
+	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRestock, 1)
+	defer func() { tr.Done(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}

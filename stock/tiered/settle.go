@@ -6,14 +6,17 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
 // Deduct places the order at the gate and hands it to the record: see
 // Place. It returns nil when the gate holds the order and it is recorded
 // (synchronous hand-off) or queued (with a Recorder).
-func (m *Manager) Deduct(ctx context.Context, o stock.Order) error {
-	_, err := m.Place(ctx, o)
+func (m *Manager) Deduct(ctx context.Context, o stock.Order) (err error) {
+	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpDeduct, len(o.Items))
+	defer func() { tr.Done(err) }()
+	_, err = m.Place(ctx, o)
 	return err
 }
 

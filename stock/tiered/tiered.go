@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -72,6 +73,9 @@ type Drift struct {
 // Config configures a Manager. The zero value means a synchronous hand-off,
 // no drift reports and the wall clock.
 type Config struct {
+	// Observer receives the Manager's calls (package observe); the zero
+	// value reports nothing.
+	Observer observe.Observer
 	// Recorder, if set, makes the hand-off asynchronous: Deduct queues the
 	// order through it and returns once the gate holds it. Nil means
 	// synchronous: Deduct records the order before it returns.
@@ -156,6 +160,7 @@ type Manager struct {
 	gate   GateStore
 	record RecordStore
 	cfg    Config
+	obs    *observe.Observer // &cfg.Observer
 }
 
 var (
@@ -171,7 +176,9 @@ func New(gate GateStore, record RecordStore, cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = stock.SystemClock
 	}
-	return &Manager{gate: gate, record: record, cfg: cfg}
+	m := &Manager{gate: gate, record: record, cfg: cfg}
+	m.obs = &m.cfg.Observer
+	return m
 }
 
 // Gate returns the gate tier.

@@ -1,0 +1,32 @@
+// Package observe is how stockguard reports what it does, for metrics,
+// traces and logs, without depending on any of them.
+//
+// Every part of the library takes an [Observer] in its Config (memstock,
+// redisstock, sqlstock, tiered, degrade, reconcile, limiter). An Observer
+// is a struct of optional funcs; the zero value reports nothing and costs
+// one nil check per call. Set only the funcs you need:
+//
+//   - Begin and End bracket each call of a Manager method (Deduct, Confirm,
+//     Revert, Restock, PutOnSale, ReclaimExpired), with the component that
+//     ran it, the number of order lines, the outcome class ([Classify]) and
+//     the latency. Begin may return a derived context: a tracer starts its
+//     span there, so the calls a tiered Manager makes to its gate and record
+//     become the span's children.
+//   - Batch reports each group of calls sent together: a redisstock batch
+//     (one script call for many orders) and a sqlstock group (one
+//     transaction), with its size and how long its oldest call waited.
+//   - Reclaim reports each reclaim pass: orders, lines and units returned,
+//     and the reclaimer's lag (how long past its deadline the oldest hold
+//     it returned was).
+//   - Breaker reports degrade's breaker state changes.
+//   - Correction reports each reconcile finding that changed or was refused
+//     a change (corrections, rebuilds, restocks completed, SKUs left).
+//   - Limit reports each limiter decision.
+//
+// The funcs are called on the caller's goroutine, synchronously: keep them
+// fast and never block in them. Events carry no user IDs and no order IDs;
+// SKUs appear only in Correction, where an operator needs them.
+//
+// The OpenTelemetry adapter (module github.com/stockguard/stockguard/otelstock)
+// turns an Observer into OTel metrics and spans.
+package observe
