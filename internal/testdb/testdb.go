@@ -1,13 +1,14 @@
 // Package testdb opens the databases stockguard's tests run on: SQLite in a
 // temporary file always, MariaDB and PostgreSQL when STOCKGUARD_MYSQL_DSN
-// and STOCKGUARD_POSTGRES_DSN name them. It is imported by tests only, so
+// and STOCKGUARD_POSTGRES_DSN name them. Need skips a test whose real
+// server is not given, naming the variable that enables it, so the suites
+// on real servers are always registered. It is imported by tests only, so
 // the drivers it registers never reach an importer of the library.
 package testdb
 
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,35 +21,42 @@ import (
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
-// Env names the variables that point the tests at real servers.
-const (
-	MySQLEnv    = "STOCKGUARD_MYSQL_DSN"
-	PostgresEnv = "STOCKGUARD_POSTGRES_DSN"
-)
-
 // DB is one database the tests run on; Open returns a pool closed when the
-// test ends, with at most conns connections.
+// test ends, with at most conns connections, and skips the test (Need)
+// when the server it lives on is not given.
 type DB struct {
 	Name    string
 	Dialect sqlstock.Dialect
-	Open    func(t testing.TB, conns int) *sqlx.DB
+	// Needs are the real servers the database lives on: none for SQLite.
+	// Call Need(t, db.Needs...) in a backend's subtest before the cases
+	// that open it, so it skips once.
+	Needs []Server
+	Open  func(t testing.TB, conns int) *sqlx.DB
 }
 
-// All returns SQLite, then MariaDB and PostgreSQL when their variables
-// are set.
+// All returns SQLite, MariaDB and PostgreSQL, always: the last two open
+// the databases STOCKGUARD_MYSQL_DSN and STOCKGUARD_POSTGRES_DSN name, and
+// skip the test when the variable is not set.
 func All() []DB {
-	dbs := []DB{{Name: "sqlite", Dialect: sqlstock.SQLite, Open: SQLite}}
-	if dsn := os.Getenv(MySQLEnv); dsn != "" {
-		dbs = append(dbs, DB{Name: "mariadb", Dialect: sqlstock.MariaDB, Open: func(t testing.TB, conns int) *sqlx.DB {
-			return Open(t, "mysql", WithParam(dsn, "interpolateParams=true"), conns)
-		}})
+	return []DB{
+		{Name: "sqlite", Dialect: sqlstock.SQLite, Open: SQLite},
+		{Name: "mariadb", Dialect: sqlstock.MariaDB, Needs: []Server{MySQL}, Open: MariaDB},
+		{Name: "postgres", Dialect: sqlstock.Postgres, Needs: []Server{Postgres}, Open: PostgreSQL},
 	}
-	if dsn := os.Getenv(PostgresEnv); dsn != "" {
-		dbs = append(dbs, DB{Name: "postgres", Dialect: sqlstock.Postgres, Open: func(t testing.TB, conns int) *sqlx.DB {
-			return Open(t, "pgx", dsn, conns)
-		}})
-	}
-	return dbs
+}
+
+// MariaDB opens the database STOCKGUARD_MYSQL_DSN names (with
+// interpolateParams=true), or skips t when it is not set.
+func MariaDB(t testing.TB, conns int) *sqlx.DB {
+	t.Helper()
+	return Open(t, "mysql", WithParam(Need(t, MySQL), "interpolateParams=true"), conns)
+}
+
+// PostgreSQL opens the database STOCKGUARD_POSTGRES_DSN names, or skips t
+// when it is not set.
+func PostgreSQL(t testing.TB, conns int) *sqlx.DB {
+	t.Helper()
+	return Open(t, "pgx", Need(t, Postgres), conns)
 }
 
 // SQLite opens a fresh file database in WAL mode. It allows at most
