@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
@@ -160,14 +161,7 @@ func serverBackends() []backend {
 // openFlaky opens b's database through a flaky connector.
 func openFlaky(t *testing.T, b backend) (*sqlx.DB, *flaky) {
 	real := b.open(t)
-	dsn := ""
-	switch b.dialect {
-	case sqlstock.Postgres:
-		dsn = envDSN("STOCKGUARD_POSTGRES_DSN")
-	default:
-		dsn = envDSN("STOCKGUARD_MYSQL_DSN")
-	}
-	f := &flaky{drv: real.Driver(), dsn: dsn}
+	f := &flaky{drv: real.Driver(), dsn: testdb.Need(t, b.needs...)}
 	db := sqlx.NewDb(sql.OpenDB(f), real.DriverName())
 	db.SetMaxOpenConns(4)
 	t.Cleanup(func() { _ = db.Close() })

@@ -2,7 +2,6 @@ package sqlstock_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -19,20 +18,33 @@ import (
 type backend struct {
 	name    string
 	dialect sqlstock.Dialect
-	open    func(t testing.TB) *sqlx.DB
+	// needs are the real servers the database lives on: none for SQLite.
+	needs []testdb.Server
+	// open opens the database, or skips the test without its server.
+	open func(t testing.TB) *sqlx.DB
 }
 
-// backends returns SQLite always, on both drivers (modernc.org/sqlite and
-// mattn/go-sqlite3), and MariaDB and PostgreSQL when STOCKGUARD_MYSQL_DSN
-// and STOCKGUARD_POSTGRES_DSN are set.
+// backends returns SQLite on both drivers (modernc.org/sqlite and
+// mattn/go-sqlite3), MariaDB and PostgreSQL. The last two skip, naming
+// STOCKGUARD_MYSQL_DSN or STOCKGUARD_POSTGRES_DSN, when it is not set.
 func backends() []backend {
 	var bs []backend
 	dbs := testdb.All()
 	dbs = append(dbs[:1:1], append([]testdb.DB{mattn.DB}, dbs[1:]...)...)
 	for _, d := range dbs {
-		bs = append(bs, backend{name: d.Name, dialect: d.Dialect, open: func(t testing.TB) *sqlx.DB { return d.Open(t, 8) }})
+		bs = append(bs, backend{name: d.Name, dialect: d.Dialect, needs: d.Needs, open: func(t testing.TB) *sqlx.DB {
+			t.Helper()
+			return d.Open(t, 8)
+		}})
 	}
 	return bs
+}
+
+// need skips t when b's server is not given: call it in b's subtest before
+// the cases under it, so that it skips once.
+func (b backend) need(t testing.TB) {
+	t.Helper()
+	testdb.Need(t, b.needs...)
 }
 
 // newStore builds a Store over fresh tables of its own, dropped when the
@@ -78,7 +90,10 @@ var strategies = []sqlstock.Strategy{sqlstock.Atomic, sqlstock.Optimistic, sqlst
 func forEach(t *testing.T, f func(t *testing.T, b backend, st sqlstock.Strategy)) {
 	for _, b := range backends() {
 		for _, st := range strategies {
-			t.Run(b.name+"/"+st.String(), func(t *testing.T) { f(t, b, st) })
+			t.Run(b.name+"/"+st.String(), func(t *testing.T) {
+				b.need(t)
+				f(t, b, st)
+			})
 		}
 	}
 }
@@ -100,5 +115,3 @@ func managerFor(b backend, st sqlstock.Strategy) func(t *testing.T, clock stock.
 		return newStore(t, b.open(t), cfg)
 	}
 }
-
-func envDSN(name string) string { return os.Getenv(name) }
