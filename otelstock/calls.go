@@ -1,0 +1,85 @@
+package otelstock
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/stockguard/stockguard/observe"
+)
+
+// begin starts the call's span; the context it returns carries it, so the
+// calls the component makes on the call's behalf are its children.
+func (a *Adapter) begin(ctx context.Context, c observe.Call) context.Context {
+	attrs := make([]attribute.KeyValue, 0, 3+len(a.base))
+	attrs = append(attrs, KeyComponent.String(c.Component), KeyOperation.String(string(c.Op)), KeyItems.Int(c.Items))
+	ctx, _ = a.tracer.Start(ctx, c.Component+"."+string(c.Op),
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(c.Start),
+		trace.WithAttributes(append(attrs, a.base...)...))
+	return ctx
+}
+
+// end counts the call, records its duration and ends its span.
+func (a *Adapter) end(ctx context.Context, c observe.Call, r observe.Result) {
+	outcome := r.Outcome.String()
+	opt := a.opt(setKey{kindCall, c.Component, string(c.Op), outcome})
+	a.calls.Add(ctx, 1, opt)
+	a.callDuration.Record(ctx, r.Duration.Seconds(), opt)
+
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(KeyOutcome.String(outcome))
+	if r.Outcome != observe.OK {
+		a.fail(span, r.Outcome, r.Err)
+	}
+	span.End(trace.WithTimestamp(c.Start.Add(r.Duration)))
+}
+
+// fail marks span as ended by err, of class o: error.type always, the
+// status Error for an infrastructure failure (and a business outcome when
+// the Config asks).
+func (a *Adapter) fail(span trace.Span, o observe.Outcome, err error) {
+	span.SetAttributes(KeyErrorType.String(o.String()))
+	if o.Business() && !a.cfg.BusinessErrors {
+		return
+	}
+	msg := o.String()
+	if err != nil {
+		span.RecordError(err)
+		msg = err.Error()
+	}
+	span.SetStatus(codes.Error, msg)
+}
+
+// batch records a batch's size, wait and duration, and, under a traced
+// call, a span for it: the child of the oldest call's span, whose context
+// the batch carries.
+func (a *Adapter) batch(ctx context.Context, b observe.Batch) {
+	op := string(b.Op)
+	opt := a.opt(setKey{kindBatch, b.Component, op, ""})
+	outcome := observe.Classify(b.Err)
+	oopt := a.opt(setKey{kindBatchOutcome, b.Component, op, outcome.String()})
+	a.batchSize.Record(ctx, int64(b.Size), opt)
+	a.batchWait.Record(ctx, b.Wait.Seconds(), opt)
+	a.batchDuration.Record(ctx, b.Duration.Seconds(), oopt)
+
+	if !trace.SpanFromContext(ctx).SpanContext().IsValid() {
+		return
+	}
+	end := time.Now()
+	_, span := a.tracer.Start(ctx, b.Component+".batch",
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(end.Add(-b.Duration)),
+		trace.WithAttributes(append([]attribute.KeyValue{KeyComponent.String(b.Component), KeyOperation.String(op),
+			KeyBatchSize.Int(b.Size), KeyBatchWait.Float64(b.Wait.Seconds())}, a.base...)...))
+	if b.Err != nil {
+		a.fail(span, outcome, b.Err)
+	}
+	span.End(trace.WithTimestamp(end))
+}

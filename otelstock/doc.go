@@ -1,0 +1,76 @@
+// Package otelstock turns stockguard's observation hook (package observe)
+// into OpenTelemetry metrics and spans.
+//
+// It lives in a module of its own, github.com/stockguard/stockguard/otelstock,
+// so that a program importing stockguard's core never pulls in
+// OpenTelemetry. Wire it by passing one Adapter's Observer into the Config
+// of every part you run:
+//
+//	a, err := otelstock.New(otelstock.Config{MeterProvider: mp, TracerProvider: tp})
+//	obs := a.Observer()
+//	gate, _ := redisstock.New(rdb, redisstock.Config{Observer: obs})
+//	record, _ := sqlstock.New(db, sqlstock.Config{Observer: obs})
+//	flow := tiered.New(gate, record, tiered.Config{Observer: obs})
+//	_, _ = a.RegisterLevels(otelstock.Levels{Source: record, Store: "record", SKUs: skus})
+//
+// # Metrics
+//
+// Names are dotted and lower-case, units UCUM, as OpenTelemetry's semantic
+// conventions ask; the Prometheus exporter turns stockguard.call.duration
+// ("s") into stockguard_call_duration_seconds and stockguard.calls into
+// stockguard_calls_total.
+//
+//	stockguard.calls                  counter    {call}        component, operation, outcome
+//	stockguard.call.duration          histogram  s             component, operation, outcome
+//	stockguard.batch.size             histogram  {call}        component, operation
+//	stockguard.batch.wait             histogram  s             component, operation
+//	stockguard.batch.duration         histogram  s             component, operation, outcome
+//	stockguard.reclaim.passes         counter    {pass}        component, outcome
+//	stockguard.reclaim.orders         counter    {order}       component
+//	stockguard.reclaim.units          counter    {unit}        component
+//	stockguard.reclaim.lag            gauge      s             component
+//	stockguard.breaker.state          gauge      {state}       breaker
+//	stockguard.breaker.share          gauge      1             breaker
+//	stockguard.breaker.transitions    counter    {transition}  breaker, from, to
+//	stockguard.reconcile.corrections  counter    {correction}  action
+//	stockguard.reconcile.units        counter    {unit}        action
+//	stockguard.limiter.decisions      counter    {decision}    limiter, allowed, outcome
+//	stockguard.limiter.duration       histogram  s             limiter
+//	stockguard.stock.available        gauge      {unit}        store, sku
+//	stockguard.stock.held             gauge      {unit}        store, sku
+//	stockguard.stock.sold             gauge      {unit}        store, sku
+//
+// Every attribute is namespaced: stockguard.component, stockguard.operation,
+// stockguard.outcome (observe.Outcome's names: "ok", "sold_out", ...),
+// stockguard.breaker, stockguard.breaker.from, stockguard.breaker.to,
+// stockguard.reconcile.action, stockguard.limiter, stockguard.limiter.allowed,
+// stockguard.store and stockguard.sku. Their values come from small fixed
+// sets, except stockguard.breaker (a SKU for per-SKU breakers, "" for the
+// shared one) and stockguard.sku, which name only the SKUs you list in
+// RegisterLevels. No metric carries a user ID or an order ID, nor a SKU
+// outside those two.
+//
+// stockguard.breaker.state is 0 primary, 1 degraded, 2 recalibrating,
+// 3 ramping (BreakerState), recorded at each change of each breaker. The
+// reclaim lag is the last pass's: how long past its deadline the oldest
+// hold the pass found due was, 0 when none was.
+//
+// # Spans
+//
+// Each Manager call (Deduct, Confirm, Revert, Restock, PutOnSale) is a span
+// named "<component>.<operation>", e.g. "tiered.deduct", with the
+// attributes stockguard.component, stockguard.operation, stockguard.items
+// (the order's lines) and, at its end, stockguard.outcome. The calls a
+// tiered or degrade Manager makes to its tiers run in the span's context,
+// so they are its children. A redisstock batch or a sqlstock group is a
+// span "<component>.batch" with stockguard.batch.size and
+// stockguard.batch.wait, the child of the span of the oldest call in it
+// (whose context the batch carries). An infrastructure failure (unknown
+// outcome, contention, unavailable, canceled, any other error) sets the
+// span's status to Error and records the error; a business outcome (sold
+// out, limit, ...) sets error.type and leaves the status unset unless
+// Config.BusinessErrors says otherwise. Spans carry no user or order IDs.
+//
+// An Adapter is safe for concurrent use, and its Observer may be shared by
+// every part of a program.
+package otelstock

@@ -1,0 +1,101 @@
+package otelstock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/stockguard/stockguard/limiter"
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/otelstock"
+)
+
+// The breaker gauges hold each breaker's last state and share; every
+// change is counted with its states.
+func TestBreakerGauges(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, otelstock.Config{})
+	o := h.a.Observer()
+	for _, b := range []observe.Breaker{
+		{Name: "", From: "primary", To: "degraded"},
+		{Name: "sku-1", From: "primary", To: "degraded"},
+		{Name: "", From: "degraded", To: "recalibrating"},
+		{Name: "", From: "recalibrating", To: "ramping", Share: 0.25},
+		{Name: "", From: "ramping", To: "ramping", Share: 0.5},
+		{Name: "sku-1", From: "degraded", To: "recalibrating"},
+	} {
+		o.Breaker(b)
+	}
+	ms := h.collect(t)
+	shared, sku := otelstock.KeyBreaker.String(""), otelstock.KeyBreaker.String("sku-1")
+	state := metric(t, ms, "stockguard.breaker.state", "{state}")
+	if s, k := gauge[int64](t, state, shared), gauge[int64](t, state, sku); s != 3 || k != 2 {
+		t.Errorf("breaker.state shared %d, sku-1 %d; want 3 (ramping) and 2 (recalibrating)", s, k)
+	}
+	if v := gauge[float64](t, metric(t, ms, "stockguard.breaker.share", "1"), shared); v != 0.5 {
+		t.Errorf("breaker.share = %g, want 0.5", v)
+	}
+	tr := metric(t, ms, "stockguard.breaker.transitions", "{transition}")
+	if n := sum(t, tr, shared); n != 4 {
+		t.Errorf("shared transitions %d, want 4", n)
+	}
+	if n := sum(t, tr, otelstock.KeyBreakerFrom.String("primary"), otelstock.KeyBreakerTo.String("degraded")); n != 2 {
+		t.Errorf("primary->degraded %d, want 2", n)
+	}
+	for name, want := range map[string]int64{"primary": 0, "degraded": 1, "recalibrating": 2, "ramping": 3, "open": -1} {
+		if got := otelstock.BreakerState(name); got != want {
+			t.Errorf("BreakerState(%q) = %d, want %d", name, got, want)
+		}
+	}
+}
+
+// Reconcile findings are counted by action, with the size of each change;
+// no point names a SKU.
+func TestCorrections(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, otelstock.Config{})
+	o := h.a.Observer()
+	o.Correction(observe.Correction{SKU: "a", Action: "corrected", Delta: -3})
+	o.Correction(observe.Correction{SKU: "b", Action: "corrected", Delta: 2})
+	o.Correction(observe.Correction{SKU: "c", Action: "left", Delta: 500})
+	ms := h.collect(t)
+	act := func(a string) attribute.KeyValue { return otelstock.KeyAction.String(a) }
+	c, u := metric(t, ms, "stockguard.reconcile.corrections", "{correction}"), metric(t, ms, "stockguard.reconcile.units", "{unit}")
+	if n, m := sum(t, c, act("corrected")), sum(t, c, act("left")); n != 2 || m != 1 {
+		t.Errorf("corrections: corrected %d, left %d; want 2, 1", n, m)
+	}
+	if n, m := sum(t, u, act("corrected")), sum(t, u, act("left")); n != 5 || m != 500 {
+		t.Errorf("units: corrected %d, left %d; want 5, 500", n, m)
+	}
+	for _, m := range []string{"stockguard.reconcile.corrections", "stockguard.reconcile.units"} {
+		if sum(t, ms[m], otelstock.KeySKU.String("a")) != 0 {
+			t.Errorf("%s carries a SKU", m)
+		}
+	}
+}
+
+// A real limiter's decisions: a burst of 2 allows 2 of 5 at once.
+func TestLimiterDecisions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, otelstock.Config{})
+	l, err := limiter.NewLocal(limiter.LocalConfig{Limit: limiter.Limit{Rate: 2, Period: time.Hour, Burst: 2}, Observer: h.a.Observer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := l.Allow(context.Background(), "u1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := h.collect(t)
+	d := metric(t, ms, "stockguard.limiter.decisions", "{decision}")
+	local := otelstock.KeyLimiter.String("local")
+	if y, n := sum(t, d, local, otelstock.KeyAllowed.Bool(true), ok), sum(t, d, local, otelstock.KeyAllowed.Bool(false), ok); y != 2 || n != 3 {
+		t.Errorf("decisions: allowed %d, refused %d; want 2, 3", y, n)
+	}
+	if n, _ := hist[float64](t, metric(t, ms, "stockguard.limiter.duration", "s"), local); n != 5 {
+		t.Errorf("limiter.duration count %d, want 5", n)
+	}
+}
