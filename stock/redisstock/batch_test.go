@@ -304,6 +304,7 @@ func TestConformanceUnbatched(t *testing.T) {
 			continue
 		}
 		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
 			stocktest.Run(t, func(t *testing.T, clock stock.Clock) stock.Manager {
 				c, _ := b.client(t)
 				return newStore(t, c, redisstock.Config{Clock: clock, MaxBatch: 1})

@@ -3,7 +3,6 @@ package redisstock_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
@@ -50,10 +50,7 @@ func BenchmarkDeduct3Items(b *testing.B) {
 }
 
 func benchAgainstRaw(b *testing.B, skus []string) {
-	addr := os.Getenv("STOCKGUARD_REDIS_ADDR")
-	if addr == "" {
-		b.Skip("STOCKGUARD_REDIS_ADDR is not set")
-	}
+	addr := testdb.Need(b, testdb.Redis)
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: benchClients})
 	defer c.Close()

@@ -3,29 +3,31 @@ package redisstock_test
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 // backend is a Redis to test against: miniredis always, a real Redis and a
-// Redis Cluster when their addresses are set.
+// Redis Cluster when their addresses are set (without them, they skip).
 type backend struct {
 	name string
-	// client returns a client for one test; mini is the miniredis behind
-	// it, or nil on a real server.
+	// needs is the real server the backend runs on: none for miniredis.
+	needs []testdb.Server
+	// client returns a client for one test, or skips it without the
+	// server; mini is the miniredis behind it, or nil on a real server.
 	client func(t *testing.T) (redis.UniversalClient, *miniredis.Miniredis)
 }
 
 func backends() []backend {
-	bs := []backend{{name: "miniredis", client: func(t *testing.T) (redis.UniversalClient, *miniredis.Miniredis) {
+	return []backend{{name: "miniredis", client: func(t *testing.T) (redis.UniversalClient, *miniredis.Miniredis) {
 		m := miniredis.RunT(t)
 		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 		t.Cleanup(func() { c.Close() })
@@ -37,22 +39,22 @@ func backends() []backend {
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
 		t.Cleanup(func() { c.Close() })
 		return c, m
+	}}, {name: "redis", needs: []testdb.Server{testdb.Redis}, client: func(t *testing.T) (redis.UniversalClient, *miniredis.Miniredis) {
+		c := redis.NewClient(&redis.Options{Addr: testdb.Need(t, testdb.Redis)})
+		t.Cleanup(func() { c.Close() })
+		return c, nil
+	}}, {name: "cluster", needs: []testdb.Server{testdb.Cluster}, client: func(t *testing.T) (redis.UniversalClient, *miniredis.Miniredis) {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(testdb.Need(t, testdb.Cluster), ",")})
+		t.Cleanup(func() { c.Close() })
+		return c, nil
 	}}}
-	if addr := os.Getenv("STOCKGUARD_REDIS_ADDR"); addr != "" {
-		bs = append(bs, backend{name: "redis", client: func(t *testing.T) (redis.UniversalClient, *miniredis.Miniredis) {
-			c := redis.NewClient(&redis.Options{Addr: addr})
-			t.Cleanup(func() { c.Close() })
-			return c, nil
-		}})
-	}
-	if addrs := os.Getenv("STOCKGUARD_REDIS_CLUSTER"); addrs != "" {
-		bs = append(bs, backend{name: "cluster", client: func(t *testing.T) (redis.UniversalClient, *miniredis.Miniredis) {
-			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
-			t.Cleanup(func() { c.Close() })
-			return c, nil
-		}})
-	}
-	return bs
+}
+
+// need skips t when b's server is not given: call it in b's subtest before
+// the cases under it, so that it skips once.
+func (b backend) need(t *testing.T) {
+	t.Helper()
+	testdb.Need(t, b.needs...)
 }
 
 // uniquePrefix isolates a test's keys on a shared server.
@@ -79,6 +81,7 @@ func newStore(t *testing.T, c redis.UniversalClient, cfg redisstock.Config) *red
 func TestConformance(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
 			stocktest.Run(t, func(t *testing.T, clock stock.Clock) stock.Manager {
 				c, _ := b.client(t)
 				return newStore(t, c, redisstock.Config{Clock: clock})
