@@ -2,7 +2,6 @@ package limiter_test
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/limiter"
 )
 
@@ -97,10 +97,7 @@ func runParallel(b *testing.B, n, g int, fn func(i int) error) time.Duration {
 //
 // STOCKGUARD_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench BenchmarkGCRAVsRedisRate -benchtime 20000x ./limiter
 func BenchmarkGCRAVsRedisRate(b *testing.B) {
-	addr := os.Getenv("STOCKGUARD_REDIS_ADDR")
-	if addr == "" {
-		b.Skip("STOCKGUARD_REDIS_ADDR not set")
-	}
+	addr := testdb.Need(b, testdb.Redis)
 	const callers = 64
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: callers})
 	defer rdb.Close()

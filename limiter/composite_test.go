@@ -39,7 +39,7 @@ func TestCompositeAllOrNothing(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
-				c := newComposite(t, b.rdb, userSKU(alg))
+				c := newComposite(t, b.client(t), userSKU(alg))
 				call := func(user, sku string) limiter.Decision {
 					t.Helper()
 					d, err := c.Allow(bg, limiter.Request{Tag: "sale", Values: []string{user, sku}})
@@ -85,7 +85,7 @@ func TestCompositeConcurrentExact(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
-				c := newComposite(t, b.rdb, limiter.CompositeConfig{
+				c := newComposite(t, b.client(t), limiter.CompositeConfig{
 					Algorithm: alg,
 					Dimensions: []limiter.Dimension{
 						{Name: "user", Limit: limiter.Limit{Rate: 4, Period: time.Hour}},
@@ -114,7 +114,7 @@ func TestCompositeConcurrentExact(t *testing.T) {
 func TestCompositeCrossSlot(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := newComposite(t, b.rdb, userSKU(limiter.GCRA))
+			c := newComposite(t, b.client(t), userSKU(limiter.GCRA))
 			req := limiter.Request{Values: []string{"alice", "sku-1"}} // no tag: two slots
 			if _, err := c.Allow(bg, req); !errors.Is(err, limiter.ErrCrossSlot) {
 				t.Fatalf("untagged call over two slots: error = %v, want ErrCrossSlot", err)

@@ -2,7 +2,6 @@ package limiter_test
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/testdb"
 )
 
 // manualClock is a Clock tests move by hand.
@@ -63,27 +64,30 @@ func (m *miniTime) advance(d time.Duration) {
 // backend is a Redis the shared suites run against.
 type backend struct {
 	name string
-	rdb  redis.UniversalClient
+	// client returns the backend's client for one subtest, or skips it
+	// when the backend's server is not given.
+	client func(t *testing.T) redis.UniversalClient
 }
 
-// backends returns miniredis (time frozen), plus the real Redis and the
-// real Cluster when STOCKGUARD_REDIS_ADDR / STOCKGUARD_REDIS_CLUSTER are
-// set.
+// backends returns miniredis (time frozen, one per test t), the real Redis
+// and the real Cluster. The last two skip, naming STOCKGUARD_REDIS_ADDR or
+// STOCKGUARD_REDIS_CLUSTER, when it is not set.
 func backends(t *testing.T) []backend {
 	t.Helper()
 	_, mini := newMini(t)
-	bs := []backend{{"miniredis", mini}}
-	if addr := os.Getenv("STOCKGUARD_REDIS_ADDR"); addr != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-		t.Cleanup(func() { _ = rdb.Close() })
-		bs = append(bs, backend{"redis", rdb})
+	return []backend{
+		{"miniredis", func(*testing.T) redis.UniversalClient { return mini }},
+		{"redis", func(t *testing.T) redis.UniversalClient {
+			rdb := redis.NewClient(&redis.Options{Addr: testdb.Need(t, testdb.Redis), PoolSize: 64})
+			t.Cleanup(func() { _ = rdb.Close() })
+			return rdb
+		}},
+		{"cluster", func(t *testing.T) redis.UniversalClient {
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(testdb.Need(t, testdb.Cluster), ","), PoolSize: 64})
+			t.Cleanup(func() { _ = rdb.Close() })
+			return rdb
+		}},
 	}
-	if addrs := os.Getenv("STOCKGUARD_REDIS_CLUSTER"); addrs != "" {
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), PoolSize: 64})
-		t.Cleanup(func() { _ = rdb.Close() })
-		bs = append(bs, backend{"cluster", rdb})
-	}
-	return bs
 }
 
 var prefixSeq atomic.Int64

@@ -137,7 +137,7 @@ func TestPolicyFallbackLimits(t *testing.T) {
 func TestPolicyBypassCountsNothing(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := newComposite(t, b.rdb, limiter.CompositeConfig{
+			c := newComposite(t, b.client(t), limiter.CompositeConfig{
 				Dimensions: []limiter.Dimension{{Name: "user", Limit: limiter.PerMinute(1)}, {Name: "ip", Limit: limiter.PerMinute(1)}},
 				Policy:     limiter.Policy{Bypass: func(k string) bool { return k == "user:staff" }},
 			})

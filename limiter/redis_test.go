@@ -32,7 +32,7 @@ func TestRedisConcurrentExact(t *testing.T) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
 				const limit, calls = 20, 150
-				l := newRedis(t, b.rdb, limiter.RedisConfig{Algorithm: alg, Limit: limiter.Limit{Rate: limit, Period: time.Hour}})
+				l := newRedis(t, b.client(t), limiter.RedisConfig{Algorithm: alg, Limit: limiter.Limit{Rate: limit, Period: time.Hour}})
 				got := countAllowed(t, calls, func(i int) (bool, error) {
 					d, err := l.Allow(bg, "user:"+strconv.Itoa(i%3))
 					return d.Allowed, err
@@ -49,7 +49,7 @@ func TestRedisAllowNCountsAndRemaining(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
-				l := newRedis(t, b.rdb, limiter.RedisConfig{Algorithm: alg, Limit: limiter.Limit{Rate: 5, Period: time.Hour}})
+				l := newRedis(t, b.client(t), limiter.RedisConfig{Algorithm: alg, Limit: limiter.Limit{Rate: 5, Period: time.Hour}})
 				d, err := l.AllowN(bg, "k", 3)
 				if err != nil || !d.Allowed || d.Remaining != 2 {
 					t.Fatalf("AllowN(3) of 5 = %+v, %v; want allowed, 2 remaining", d, err)
@@ -157,13 +157,13 @@ func TestRedisKeysExpire(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
-				p := prefix(t)
-				l := newRedis(t, b.rdb, limiter.RedisConfig{Prefix: p, Algorithm: alg, Limit: limiter.PerMinute(10)})
+				p, rdb := prefix(t), b.client(t)
+				l := newRedis(t, rdb, limiter.RedisConfig{Prefix: p, Algorithm: alg, Limit: limiter.PerMinute(10)})
 				if d, err := l.Allow(bg, "user:7"); err != nil || !d.Allowed {
 					t.Fatalf("Allow = %+v, %v", d, err)
 				}
 				key := p + ":" + alg.String() + ":{user:7}"
-				ttl, err := b.rdb.PTTL(bg, key).Result()
+				ttl, err := rdb.PTTL(bg, key).Result()
 				if err != nil || ttl <= 0 || ttl > time.Minute+2*time.Millisecond {
 					t.Fatalf("PTTL %s = %v, %v; want (0, 1m]", key, ttl, err)
 				}

@@ -15,8 +15,8 @@ func TestRedisReset(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
-				p := prefix(t)
-				l := newRedis(t, b.rdb, limiter.RedisConfig{Prefix: p, Algorithm: alg, Limit: limiter.Limit{Rate: 3, Period: time.Hour}})
+				p, rdb := prefix(t), b.client(t)
+				l := newRedis(t, rdb, limiter.RedisConfig{Prefix: p, Algorithm: alg, Limit: limiter.Limit{Rate: 3, Period: time.Hour}})
 				for _, k := range []string{"a", "b"} {
 					if d, err := l.AllowN(bg, k, 3); err != nil || !d.Allowed {
 						t.Fatalf("AllowN(%s, 3) = %+v, %v", k, d, err)
@@ -28,7 +28,7 @@ func TestRedisReset(t *testing.T) {
 				if err := l.Reset(bg, "a"); err != nil {
 					t.Fatal(err)
 				}
-				if n, err := b.rdb.Exists(bg, p+":"+alg.String()+":{a}").Result(); err != nil || n != 0 {
+				if n, err := rdb.Exists(bg, p+":"+alg.String()+":{a}").Result(); err != nil || n != 0 {
 					t.Fatalf("a's Redis key after Reset: exists %d, %v; want gone", n, err)
 				}
 				d, err := l.AllowN(bg, "a", 3)
@@ -51,7 +51,7 @@ func TestCompositeReset(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
-				c := newComposite(t, b.rdb, userSKU(alg)) // user 3/h, sku 1/h
+				c := newComposite(t, b.client(t), userSKU(alg)) // user 3/h, sku 1/h
 				call := func(user, sku string, n int) limiter.Decision {
 					t.Helper()
 					d, err := c.AllowN(bg, limiter.Request{Tag: "sale", Values: []string{user, sku}}, n)
@@ -99,7 +99,7 @@ func TestCompositeReset(t *testing.T) {
 func TestCompositeResetAcrossSlots(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := newComposite(t, b.rdb, userSKU(limiter.GCRA))
+			c := newComposite(t, b.client(t), userSKU(limiter.GCRA))
 			alice, sku := limiter.Request{Values: []string{"alice", ""}}, limiter.Request{Values: []string{"", "sku-1"}}
 			for _, req := range []limiter.Request{alice, sku} {
 				if d, err := c.Allow(bg, req); err != nil || !d.Allowed {

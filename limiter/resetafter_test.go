@@ -137,7 +137,7 @@ func TestRedisResetAfterOnServers(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
-				l := newRedis(t, b.rdb, limiter.RedisConfig{Algorithm: alg, Limit: limiter.Limit{Rate: 4, Period: time.Hour}})
+				l := newRedis(t, b.client(t), limiter.RedisConfig{Algorithm: alg, Limit: limiter.Limit{Rate: 4, Period: time.Hour}})
 				// Per call: {RetryAfter, ResetAfter}. A GCRA token takes 15 minutes.
 				quarter := 15 * time.Minute
 				want := map[limiter.Algorithm][3][2]time.Duration{
@@ -168,7 +168,7 @@ func TestCompositeResetAfterOnServers(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, alg := range algorithms {
 			t.Run(b.name+"/"+alg.String(), func(t *testing.T) {
-				c := newComposite(t, b.rdb, limiter.CompositeConfig{Algorithm: alg, Dimensions: []limiter.Dimension{
+				c := newComposite(t, b.client(t), limiter.CompositeConfig{Algorithm: alg, Dimensions: []limiter.Dimension{
 					{Name: "user", Limit: limiter.Limit{Rate: 2, Period: time.Second}},
 					{Name: "sku", Limit: limiter.Limit{Rate: 100, Period: time.Hour}},
 				}})
