@@ -13,6 +13,7 @@ import (
 func TestSystem(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
 			n := b.seeds
 			if testing.Short() {
 				n = max(1, n/4)

@@ -29,6 +29,10 @@ import (
 // backend is one gate + record pairing the checker runs on.
 type backend struct {
 	name string
+	// needs are the real servers the pairing runs on, and commands the
+	// programs it starts: none for miniredis + SQLite.
+	needs    []testdb.Server
+	commands []string
 	// redis returns the client of the flow (with systemtest.RedisHook
 	// installed), a flush and, if the test owns the server, a restart.
 	redis  func(t testing.TB, prefix string) (rc redis.UniversalClient, flush, restart func(context.Context) error, mini *miniredis.Miniredis)
@@ -36,34 +40,39 @@ type backend struct {
 	seeds  int
 }
 
-// backends returns miniredis + SQLite always, and the real servers the
-// STOCKGUARD_* variables name.
+// backends returns miniredis + SQLite, and the pairings on the real
+// servers the STOCKGUARD_* variables name, which skip (need) when a
+// variable is not set.
 func backends() []backend {
-	bs := []backend{{name: "miniredis+sqlite", redis: miniRedis, record: sqlite, seeds: 12}}
-	addr, cluster := os.Getenv("STOCKGUARD_REDIS_ADDR"), os.Getenv("STOCKGUARD_REDIS_CLUSTER")
-	mysql, pg := os.Getenv(testdb.MySQLEnv), os.Getenv(testdb.PostgresEnv)
-	if addr != "" && mysql != "" {
-		bs = append(bs, backend{name: "redis+mariadb", redis: sharedRedis(addr), seeds: 4, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-			return testdb.Open(t, "mysql", testdb.WithParam(mysql, "interpolateParams=true"), 16), sqlstock.MariaDB
-		}})
+	return []backend{
+		{name: "miniredis+sqlite", redis: miniRedis, record: sqlite, seeds: 12},
+		{name: "redis+mariadb", needs: []testdb.Server{testdb.Redis, testdb.MySQL}, redis: sharedRedis, record: mariadb, seeds: 4},
+		{name: "own-redis+postgres", needs: []testdb.Server{testdb.Postgres}, commands: []string{"redis-server"}, redis: ownRedis, record: postgres, seeds: 4},
+		{name: "cluster+postgres", needs: []testdb.Server{testdb.Cluster, testdb.Postgres}, redis: clusterRedis, record: postgres, seeds: 4},
 	}
-	if addr != "" && pg != "" {
-		if _, err := exec.LookPath("redis-server"); err == nil {
-			bs = append(bs, backend{name: "own-redis+postgres", redis: ownRedis, seeds: 4, record: postgres(pg)})
+}
+
+// need skips t when b's servers are not given or its programs are not on
+// the PATH: call it in b's subtest before the cases under it, so that it
+// skips once.
+func (b backend) need(t testing.TB) {
+	t.Helper()
+	testdb.Need(t, b.needs...)
+	for _, c := range b.commands {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("%s: %s is not on the PATH", b.name, c)
 		}
 	}
-	if cluster != "" && pg != "" {
-		bs = append(bs, backend{name: "cluster+postgres", redis: clusterRedis(strings.Split(cluster, ",")), seeds: 4, record: postgres(pg)})
-	}
-	return bs
 }
 
 func sqlite(t testing.TB) (*sqlx.DB, sqlstock.Dialect) { return testdb.SQLite(t, 16), sqlstock.SQLite }
 
-func postgres(dsn string) func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-	return func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-		return testdb.Open(t, "pgx", dsn, 16), sqlstock.Postgres
-	}
+func mariadb(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+	return testdb.MariaDB(t, 16), sqlstock.MariaDB
+}
+
+func postgres(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
+	return testdb.PostgreSQL(t, 16), sqlstock.Postgres
 }
 
 func miniRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
@@ -80,27 +89,26 @@ func miniRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Cont
 	return c, flush, restart, m
 }
 
-// sharedRedis is a server other tests use too: a flush deletes the flow's
-// keys only, and it is never restarted.
-func sharedRedis(addr string) func(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
-	return func(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
-		c := redis.NewClient(&redis.Options{Addr: addr})
-		c.AddHook(systemtest.RedisHook{})
-		t.Cleanup(func() { _ = deleteKeys(context.Background(), c, prefix); c.Close() })
-		return c, func(ctx context.Context) error { return deleteKeys(ctx, c, prefix) }, nil, nil
-	}
+// sharedRedis is the server STOCKGUARD_REDIS_ADDR names, which other
+// tests use too: a flush deletes the flow's keys only, and it is never
+// restarted.
+func sharedRedis(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+	c := redis.NewClient(&redis.Options{Addr: testdb.Need(t, testdb.Redis)})
+	c.AddHook(systemtest.RedisHook{})
+	t.Cleanup(func() { _ = deleteKeys(context.Background(), c, prefix); c.Close() })
+	return c, func(ctx context.Context) error { return deleteKeys(ctx, c, prefix) }, nil, nil
 }
 
-func clusterRedis(addrs []string) func(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
-	return func(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-		c.AddHook(systemtest.RedisHook{})
-		flush := func(ctx context.Context) error {
-			return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return deleteKeys(ctx, m, prefix) })
-		}
-		t.Cleanup(func() { _ = flush(context.Background()); c.Close() })
-		return c, flush, nil, nil
+// clusterRedis is the Cluster STOCKGUARD_REDIS_CLUSTER names: a flush
+// deletes the flow's keys on every master.
+func clusterRedis(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(testdb.Need(t, testdb.Cluster), ",")})
+	c.AddHook(systemtest.RedisHook{})
+	flush := func(ctx context.Context) error {
+		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return deleteKeys(ctx, m, prefix) })
 	}
+	t.Cleanup(func() { _ = flush(context.Background()); c.Close() })
+	return c, flush, nil, nil
 }
 
 // deleteKeys deletes the flow's keys from one server in one command.
