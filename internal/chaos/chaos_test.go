@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stockguard/stockguard/internal/chaos"
+	"github.com/stockguard/stockguard/internal/testdb"
 )
 
 func TestMain(m *testing.M) {
@@ -30,24 +31,27 @@ func TestMatrix(t *testing.T) {
 	if s := os.Getenv("STOCKGUARD_CHAOS_CELLS"); s != "" {
 		only = strings.Split(s, ",")
 	}
-	dbs := chaos.DBsFromEnv()
-	if len(dbs) == 0 {
-		t.Logf("%s and %s are not set: a few cells on SQLite only", chaos.MySQLEnv, chaos.PostgresEnv)
-		dbs = []chaos.DB{chaos.SQLite}
+	// MariaDB and PostgreSQL always, skipped without their variables; a
+	// few cells on SQLite when neither is set.
+	dbs := []matrixDB{{name: "mariadb", needs: []testdb.Server{testdb.MySQL}}, {name: "postgres", needs: []testdb.Server{testdb.Postgres}}}
+	if testdb.MySQL.Value() == "" && testdb.Postgres.Value() == "" {
+		t.Logf("%s and %s are not set: a few cells on SQLite only", testdb.MySQLEnv, testdb.PostgresEnv)
+		dbs = append([]matrixDB{{name: chaos.SQLite.Name}}, dbs...)
 		if only == nil {
 			only = []string{"control", "redis-kill", "flushall"}
 		}
 	}
 	var results []chaos.Result
-	for _, db := range dbs {
-		t.Run(db.Name, func(t *testing.T) {
+	for _, m := range dbs {
+		t.Run(m.name, func(t *testing.T) {
+			db := m.db(t)
 			for _, c := range chaos.Cells() {
 				if len(only) > 0 && !contains(only, c.Name) {
 					continue
 				}
 				t.Run(c.Name, func(t *testing.T) {
 					if c.NeedsTCP && db.Driver == "sqlite" {
-						t.Skipf("%s needs MariaDB or PostgreSQL: set %s or %s", c.Name, chaos.MySQLEnv, chaos.PostgresEnv)
+						testdb.NeedAny(t, testdb.MySQL, testdb.Postgres)
 					}
 					o := opts
 					o.DB, o.Logf = db, t.Logf
@@ -74,6 +78,29 @@ func TestMatrix(t *testing.T) {
 	}
 }
 
+// matrixDB is a database the matrix runs on: SQLite, or the server a
+// variable names.
+type matrixDB struct {
+	name  string
+	needs []testdb.Server // none for SQLite
+}
+
+// db returns the cells' database, or skips t when its variable is not set.
+func (m matrixDB) db(t *testing.T) chaos.DB {
+	t.Helper()
+	testdb.Need(t, m.needs...)
+	if m.name == chaos.SQLite.Name {
+		return chaos.SQLite
+	}
+	for _, db := range chaos.DBsFromEnv() {
+		if db.Name == m.name {
+			return db
+		}
+	}
+	t.Fatalf("%s is set, but chaos.DBsFromEnv has no %s", m.needs[0].Env, m.name)
+	return chaos.DB{}
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
@@ -88,10 +115,8 @@ func contains(xs []string, x string) bool {
 // sql-cut cell then fails on misclassified outcomes: the matrix's own check
 // works.
 func TestMatrixCatchesPlainErrors(t *testing.T) {
+	testdb.NeedAny(t, testdb.MySQL, testdb.Postgres)
 	dbs := chaos.DBsFromEnv()
-	if len(dbs) == 0 {
-		t.Skipf("set %s or %s to run the fault matrix", chaos.MySQLEnv, chaos.PostgresEnv)
-	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not on the PATH")
 	}
