@@ -3,6 +3,7 @@ package degrade
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stockguard/stockguard/observe"
@@ -201,4 +202,76 @@ func (d *Manager) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclai
 		return r.ReclaimExpired(ctx, limit)
 	}
 	return nil, nil
+}
+
+// Orders implements stock.OrderReader: the primary answers, and the
+// orders it does not know are asked of the fallback. When the primary
+// cannot be asked, the fallback answers alone, and the call fails with the
+// primary's error if the fallback did not know some order (the primary
+// may have it). Both tiers must be stock.OrderReaders: otherwise the call
+// fails with an error wrapping errors.ErrUnsupported.
+func (d *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+	p, f, err := d.readers()
+	if err != nil {
+		return nil, err
+	}
+	out, perr := p.Orders(ctx, ids)
+	if perr != nil && stock.IsBusiness(perr) {
+		return nil, perr
+	}
+	var missing []string
+	var at []int
+	if perr != nil {
+		out = make([]stock.OrderInfo, len(ids))
+	}
+	for i := range out {
+		if out[i].State == stock.StateUnknown {
+			missing = append(missing, ids[i])
+			at = append(at, i)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	got, ferr := f.Orders(ctx, missing)
+	if ferr != nil {
+		if perr != nil {
+			return nil, perr
+		}
+		return nil, ferr
+	}
+	for j, i := range at {
+		out[i] = got[j]
+		if perr != nil && got[j].State == stock.StateUnknown {
+			return nil, perr
+		}
+	}
+	return out, nil
+}
+
+// UserUnits implements stock.OrderReader: the primary's count, or the
+// fallback's when the primary cannot answer (an infrastructure error).
+// With the usual wiring (a tiered primary whose record is the fallback)
+// both count every order of the record; with a fallback of its own, the
+// orders it took while degraded are counted there only.
+func (d *Manager) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
+	p, f, err := d.readers()
+	if err != nil {
+		return 0, err
+	}
+	n, perr := p.UserUnits(ctx, sku, userID)
+	if perr == nil || stock.IsBusiness(perr) {
+		return n, perr
+	}
+	return f.UserUnits(ctx, sku, userID)
+}
+
+// readers returns both tiers as stock.OrderReaders.
+func (d *Manager) readers() (p, f stock.OrderReader, err error) {
+	p, ok1 := d.primary.(stock.OrderReader)
+	f, ok2 := d.fallback.(stock.OrderReader)
+	if !ok1 || !ok2 {
+		return nil, nil, fmt.Errorf("degrade: both tiers must be stock.OrderReaders to read orders: %w", errors.ErrUnsupported)
+	}
+	return p, f, nil
 }

@@ -45,12 +45,20 @@ type OrderInfo struct {
 	Deadline time.Time
 }
 
-// OrderReader is implemented by backends that can report their orders: the
-// tiered flow asks it whether an order is recorded yet, and reconciliation
-// asks it which of the gate's holds the record has not seen.
+// OrderReader is implemented by backends that can report their orders and
+// what each user has taken: a caller asks it, after any failure, whether a
+// call wrote (what order X holds, in what state, until when; how many
+// units of SKU S user U has); the tiered flow asks it whether an order is
+// recorded yet, and reconciliation which of the gate's holds the record
+// has not seen. Every shipped backend implements it.
 type OrderReader interface {
 	// Orders returns what the backend knows of each ID, in the order
 	// given; IDs it does not know come back with StateUnknown. Invalid
 	// IDs fail the whole call with ErrInvalid.
 	Orders(ctx context.Context, ids []string) ([]OrderInfo, error)
+	// UserUnits returns the units of sku that userID's orders hold or
+	// have bought and not returned: what the SKU's per-user limit counts
+	// (0 for a user with none). It fails with ErrUnknownSKU for a SKU
+	// that is not on sale and ErrInvalid for a bad SKU or user ID.
+	UserUnits(ctx context.Context, sku, userID string) (int64, error)
 }

@@ -316,6 +316,31 @@ func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, er
 	return out, nil
 }
 
+// UserUnits implements stock.OrderReader.
+func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
+	if err := validUser(sku, userID); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.skus[sku]
+	if k == nil {
+		return 0, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	}
+	return k.users[userID], nil
+}
+
+// validUser checks UserUnits' arguments.
+func validUser(sku, userID string) error {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return err
+	}
+	return stock.ValidateID("userID", userID)
+}
+
 // HeldBefore implements stock.HoldLister.
 func (s *Store) HeldBefore(ctx context.Context, t time.Time, limit int) ([]stock.OrderInfo, error) {
 	if limit < 1 {

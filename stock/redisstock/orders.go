@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -14,6 +15,42 @@ var _ stock.OrderReader = (*Store)(nil)
 
 // ordersBatch is how many orders one pipelined read of Orders covers.
 const ordersBatch = 512
+
+// UserUnits implements stock.OrderReader: the SKU's per-user count, read
+// with the SKU's state in one round trip. A rebuilt SKU (after Redis lost
+// its data) counts from zero again; the record's count stays exact.
+func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return 0, err
+	}
+	if err := stock.ValidateID("userID", userID); err != nil {
+		return 0, err
+	}
+	var on *redis.BoolCmd
+	var n *redis.StringCmd
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		on = p.HExists(ctx, s.stateKey(sku), "hold_ms")
+		n = p.HGet(ctx, s.usersKey(sku), userID)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, s.readErr(ctx, "user units", err)
+	}
+	if err := on.Err(); err != nil {
+		return 0, s.readErr(ctx, "user units", err)
+	}
+	if !on.Val() {
+		return 0, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	}
+	units, err := n.Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, badReply("user units", n.Val())
+	}
+	return units, nil
+}
 
 // Orders implements stock.OrderReader: what Redis knows of each order, in
 // two round trips per 512 IDs (the directory entries, then the line

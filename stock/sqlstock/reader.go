@@ -2,6 +2,8 @@ package sqlstock
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strconv"
 	"time"
 
@@ -13,6 +15,25 @@ var _ stock.OrderReader = (*Store)(nil)
 // readBatch is how many IDs or SKUs one statement of the read methods
 // (Orders, Snapshot and the View's reads) names.
 const readBatch = 1000
+
+// UserUnits implements stock.OrderReader: the units of the user's held and
+// confirmed ledger lines of sku, read with the SKU's row in one statement.
+func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
+	if err := stock.ValidateID("sku", sku); err != nil {
+		return 0, err
+	}
+	if err := stock.ValidateID("userID", userID); err != nil {
+		return 0, err
+	}
+	q := s.q.sql("SELECT COALESCE((SELECT SUM(qty) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)), 0)" +
+		" FROM {T} WHERE {sku} = ?")
+	var units int64
+	err := s.db.QueryRowContext(ctx, q, sku, userID, sku).Scan(&units)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+	}
+	return units, err
+}
 
 // Orders implements stock.OrderReader: the ledger's view of each order, in
 // one statement per 1000 IDs. The lines of an order always share a state;

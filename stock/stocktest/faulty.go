@@ -56,11 +56,11 @@ var ErrInjected = errors.New("stocktest: injected fault")
 type Call struct {
 	// Method is the name of the called method: "PutOnSale", "Restock",
 	// "Deduct", "Confirm", "Revert", "Available", "Levels",
-	// "ReclaimExpired", "Orders" or "HeldBefore".
+	// "ReclaimExpired", "Orders", "UserUnits" or "HeldBefore".
 	Method string
 	// SKUs are the SKUs the call names: the order's lines for Deduct
-	// (in item order), the one SKU of PutOnSale, Restock, Available and
-	// Levels; nil otherwise.
+	// (in item order), the one SKU of PutOnSale, Restock, Available,
+	// Levels and UserUnits; nil otherwise.
 	SKUs []string
 	// OrderID is the order of Deduct, Confirm or Revert; empty otherwise.
 	OrderID string
@@ -285,6 +285,21 @@ func (f *Faulty) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, e
 			return fmt.Errorf("stocktest: %T is not a stock.OrderReader: %w", f.Manager, errors.ErrUnsupported)
 		}
 		got, err = rd.Orders(ctx, ids)
+		return err
+	})
+	return got, err
+}
+
+// UserUnits calls the wrapped Manager's UserUnits through the fault, or
+// fails with errors.ErrUnsupported if it is not a stock.OrderReader.
+func (f *Faulty) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
+	var got int64
+	err := f.do(Call{Method: "UserUnits", SKUs: []string{sku}}, func() (err error) {
+		rd, ok := f.Manager.(stock.OrderReader)
+		if !ok {
+			return fmt.Errorf("stocktest: %T is not a stock.OrderReader: %w", f.Manager, errors.ErrUnsupported)
+		}
+		got, err = rd.UserUnits(ctx, sku, userID)
 		return err
 	})
 	return got, err

@@ -51,4 +51,56 @@ func init() {
 		_, err = rd.Orders(e.ctx(), []string{"ok", "bad}"})
 		e.is(err, stock.ErrInvalid, "Orders with an invalid ID")
 	})
+
+	register("OrderReaderCountsUserUnits", func(e *env) {
+		rd, ok := e.m.(stock.OrderReader)
+		if !ok {
+			e.t.Logf("%T does not implement stock.OrderReader; nothing to check", e.m)
+			return
+		}
+		units := func(sku, user string) int64 {
+			e.t.Helper()
+			n, err := rd.UserUnits(e.ctx(), sku, user)
+			if err != nil {
+				e.t.Fatalf("UserUnits(%s, %s): %v", sku, user, err)
+			}
+			return n
+		}
+		e.sale("a", 10, 5, time.Minute)
+		e.sale("b", 10, 0, time.Minute)
+		e.mustDeduct(order("expired", "u1", item("a", 1)))
+		e.clock.Advance(2 * time.Minute)
+		e.reclaimAll()
+		e.mustDeduct(order("held", "u1", item("a", 2)))
+		e.mustDeduct(order("paid", "u1", item("a", 1)))
+		e.mustDeduct(order("gone", "u1", item("a", 1)))
+		e.mustDeduct(order("other", "u1", item("b", 2)))
+		e.mustDeduct(order("theirs", "u2", item("a", 1)))
+		e.is(e.m.Confirm(e.ctx(), "paid"), nil, "Confirm")
+		e.is(e.m.Revert(e.ctx(), "gone"), nil, "Revert")
+		if n := units("a", "u1"); n != 3 {
+			e.t.Errorf("u1 has %d units of a, want 3 (2 held + 1 bought; the expired and reverted orders returned theirs)", n)
+		}
+		e.is(e.deduct(order("over", "u1", item("a", 3))), stock.ErrLimitReached, "Deduct over the limit")
+		if n := units("a", "u1"); n != 3 {
+			e.t.Errorf("after a refused order u1 has %d units of a, want 3", n)
+		}
+		if n := units("b", "u1"); n != 2 {
+			e.t.Errorf("u1 has %d units of b (no per-user limit), want 2", n)
+		}
+		if n := units("a", "u2"); n != 1 {
+			e.t.Errorf("u2 has %d units of a, want 1", n)
+		}
+		if n := units("a", "nobody"); n != 0 {
+			e.t.Errorf("a user without orders has %d units, want 0", n)
+		}
+		e.is(e.m.Revert(e.ctx(), "paid"), nil, "Revert (refund)")
+		if n := units("a", "u1"); n != 2 {
+			e.t.Errorf("after a refund u1 has %d units of a, want 2", n)
+		}
+		_, err := rd.UserUnits(e.ctx(), "nope", "u1")
+		e.is(err, stock.ErrUnknownSKU, "UserUnits of a SKU not on sale")
+		_, err = rd.UserUnits(e.ctx(), "a", "bad}")
+		e.is(err, stock.ErrInvalid, "UserUnits with an invalid user ID")
+	})
 }

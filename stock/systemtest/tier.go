@@ -153,6 +153,14 @@ func (t *tier) Orders(ctx context.Context, ids []string) (got []stock.OrderInfo,
 	return got, err
 }
 
+func (t *tier) UserUnits(ctx context.Context, sku, userID string) (got int64, err error) {
+	err = t.do(ctx, "UserUnits", nil, false, func() (err error) {
+		got, err = t.m.(stock.OrderReader).UserUnits(ctx, sku, userID)
+		return err
+	})
+	return got, err
+}
+
 func (t *tier) HeldBefore(ctx context.Context, at time.Time, limit int) (got []stock.OrderInfo, err error) {
 	err = t.do(ctx, "HeldBefore", nil, false, func() (err error) {
 		got, err = t.m.(stock.HoldLister).HeldBefore(ctx, at, limit)

@@ -1,0 +1,57 @@
+package tiered
+
+import (
+	"context"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+var _ stock.OrderReader = (*Manager)(nil)
+
+// Orders implements stock.OrderReader: each order as the flow sees it,
+// from one read of each tier. The record says whether an order is recorded
+// and what it holds (the truth); the gate, where holds begin and end, says
+// until when a held order holds (its deadline, without the grace the
+// record adds) and why an ended hold ended (the record reverts the copy of
+// a hold the gate expired: the order is reported expired). An order the
+// record does not know is reported as the gate sees it: one whose hand-off
+// is pending or failed half-way is held at the gate alone. Either tier
+// failing fails the call.
+func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+	out, err := m.record.Orders(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	gate, err := m.gate.Orders(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	holds := map[string]time.Duration{}
+	for i, r := range out {
+		g := gate[i]
+		switch {
+		case r.State == stock.StateUnknown:
+			out[i] = g
+		case r.State == stock.StateHeld && g.State == stock.StateHeld:
+			out[i].Deadline = g.Deadline
+		case r.State == stock.StateHeld:
+			// The gate lost the hold (or has not got it back since a
+			// rebuild): its deadline is the record's less the grace.
+			if out[i].Deadline, err = m.gateDeadline(ctx, r, holds); err != nil {
+				return nil, err
+			}
+		case r.State == stock.StateReverted && (g.State == stock.StateExpired || g.State == stock.StateRefunded):
+			out[i].State = g.State
+		}
+	}
+	return out, nil
+}
+
+// UserUnits implements stock.OrderReader with the record's count: the
+// units of the user's recorded orders that are held or bought. An order
+// held at the gate alone (its hand-off pending) is not in it; Orders
+// reports such an order.
+func (m *Manager) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
+	return m.record.UserUnits(ctx, sku, userID)
+}
