@@ -60,7 +60,7 @@ func (s *Store) attemptOne(ctx context.Context, o stock.Order, items []stock.Ite
 // through, it was not.)
 func (s *Store) answer(ctx context.Context, o stock.Order, items []stock.Item, err error, inserted bool) error {
 	if errors.Is(err, errOrderExists) || (!inserted && stock.IsBusiness(err) && !errors.Is(err, stock.ErrConflict)) {
-		if prev, found, rerr := s.existing(ctx, s.db, o, items); rerr != nil {
+		if prev, found, rerr := s.existing(ctx, s.db, s.q.readOrder, o, items); rerr != nil {
 			return rerr
 		} else if found {
 			return prev
@@ -121,25 +121,35 @@ func (s *Store) takeAtomic(ctx context.Context, o stock.Order, items []stock.Ite
 	}
 	failed := -1
 	err := s.inTx(ctx, func(q querier) error {
-		if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
-			return err
-		}
-		for i, it := range items {
-			n, err := affected(q.ExecContext(ctx, s.q.take, it.Qty, it.Qty, it.SKU, it.Qty, set[i].limit, set[i].ttlMS))
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				failed = i
-				return errRetry
-			}
-		}
-		return s.checkLimits(ctx, q, o, items, set)
+		var err error
+		failed, err = s.takeLines(ctx, q, s.q.userTotal, o, items, set, now, inserted)
+		return err
 	})
 	if failed >= 0 && errors.Is(err, errRetry) {
-		return s.whyNotTaken(ctx, items[failed], set[failed], true)
+		return s.whyNotTaken(ctx, s.db, s.q.levels, items[failed], set[failed], true)
 	}
 	return err
+}
+
+// takeLines is the Atomic strategy's statements on q: the ledger lines,
+// one conditional UPDATE per line, then the per-user limits (counted with
+// userTotal). A line whose UPDATE changed nothing fails with errRetry and
+// its index as failed (else -1).
+func (s *Store) takeLines(ctx context.Context, q querier, userTotal string, o stock.Order, items []stock.Item,
+	set []settings, now int64, inserted *bool) (failed int, err error) {
+	if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
+		return -1, err
+	}
+	for i, it := range items {
+		n, err := affected(q.ExecContext(ctx, s.q.take, it.Qty, it.Qty, it.SKU, it.Qty, set[i].limit, set[i].ttlMS))
+		if err != nil {
+			return -1, err
+		}
+		if n == 0 {
+			return i, errRetry
+		}
+	}
+	return -1, s.checkLimits(ctx, q, userTotal, o, items, set)
 }
 
 // takeOnePG deducts a one-line order of a SKU without a per-user limit in
@@ -170,19 +180,20 @@ func (s *Store) takeOnePG(parent context.Context, o stock.Order, it stock.Item, 
 	case n == 1:
 		return nil
 	}
-	return s.whyNotTaken(ctx, it, settings{limit: 0}, false)
+	return s.whyNotTaken(ctx, s.db, s.q.levels, it, settings{limit: 0}, false)
 }
 
 // whyNotTaken tells why a conditional UPDATE of it's row changed nothing:
 // the SKU is gone, its settings changed (errSettingsChanged), or it has
 // too few units. The UPDATE checked the limit it used, and the hold time
-// too if checkedTTL.
-func (s *Store) whyNotTaken(ctx context.Context, it stock.Item, used settings, checkedTTL bool) error {
+// too if checkedTTL. The row is read through q with levels (or
+// levelsLocked).
+func (s *Store) whyNotTaken(ctx context.Context, q querier, levels string, it stock.Item, used settings, checkedTTL bool) error {
 	var (
 		avail int64
 		now   settings
 	)
-	err := s.db.QueryRowContext(ctx, s.q.levels, it.SKU).Scan(&avail, new(int64), new(int64), &now.limit, &now.ttlMS)
+	err := q.QueryRowContext(ctx, levels, it.SKU).Scan(&avail, new(int64), new(int64), &now.limit, &now.ttlMS)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		s.settings.Remove(it.SKU)
@@ -237,7 +248,7 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 				return errRetry
 			}
 		}
-		return s.checkLimits(ctx, q, o, items, settingsOfRows(rows))
+		return s.checkLimits(ctx, q, s.q.userTotal, o, items, settingsOfRows(rows))
 	})
 }
 
@@ -245,35 +256,41 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 // wait, checks them, then writes the ledger and the rows.
 func (s *Store) deductPessimistic(ctx context.Context, o stock.Order, items []stock.Item, inserted *bool) error {
 	return s.inTx(ctx, func(q querier) error {
-		rows := make([]stockRow, len(items))
-		for i, it := range items {
-			r := &rows[i]
-			err := q.QueryRowContext(ctx, s.q.lockStock, it.SKU).Scan(&r.avail, &r.limit, &r.ttlMS)
-			if errors.Is(err, sql.ErrNoRows) {
-				return &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if err := checkRows(o, items, rows); err != nil {
-			return err
-		}
-		now := s.nowMS()
-		set := settingsOfRows(rows)
-		if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
-			return err
-		}
-		if err := s.checkLimits(ctx, q, o, items, set); err != nil {
-			return err
-		}
-		for _, it := range items {
-			if _, err := q.ExecContext(ctx, s.q.takeLocked, it.Qty, it.Qty, it.SKU); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.lockAndTake(ctx, q, s.q.userTotal, o, items, inserted)
 	})
+}
+
+// lockAndTake is the Pessimistic strategy's statements on q; per-user
+// limits are counted with userTotal.
+func (s *Store) lockAndTake(ctx context.Context, q querier, userTotal string, o stock.Order, items []stock.Item, inserted *bool) error {
+	rows := make([]stockRow, len(items))
+	for i, it := range items {
+		r := &rows[i]
+		err := q.QueryRowContext(ctx, s.q.lockStock, it.SKU).Scan(&r.avail, &r.limit, &r.ttlMS)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := checkRows(o, items, rows); err != nil {
+		return err
+	}
+	now := s.nowMS()
+	set := settingsOfRows(rows)
+	if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
+		return err
+	}
+	if err := s.checkLimits(ctx, q, userTotal, o, items, set); err != nil {
+		return err
+	}
+	for _, it := range items {
+		if _, err := q.ExecContext(ctx, s.q.takeLocked, it.Qty, it.Qty, it.SKU); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // insertLines writes the order's held lines in one statement; a duplicate
@@ -292,16 +309,16 @@ func (s *Store) insertLines(ctx context.Context, q querier, inserted *bool, o st
 }
 
 // checkLimits counts, for every line of a SKU with a per-user limit, what
-// the user holds or bought including this order. It runs after the stock
-// row is locked, so concurrent orders of one user are counted one after
-// the other.
-func (s *Store) checkLimits(ctx context.Context, q querier, o stock.Order, items []stock.Item, set []settings) error {
+// the user holds or bought including this order, with userTotal (or
+// userTotalLocked). It runs after the stock row is locked, so concurrent
+// orders of one user are counted one after the other.
+func (s *Store) checkLimits(ctx context.Context, q querier, userTotal string, o stock.Order, items []stock.Item, set []settings) error {
 	for i, it := range items {
 		if set[i].limit == 0 {
 			continue
 		}
 		var total int64
-		if err := q.QueryRowContext(ctx, s.q.userTotal, it.SKU, o.UserID).Scan(&total); err != nil {
+		if err := q.QueryRowContext(ctx, userTotal, it.SKU, o.UserID).Scan(&total); err != nil {
 			return err
 		}
 		if total > set[i].limit {

@@ -115,6 +115,20 @@
 // Time comes from Config.Clock, never from the database's clock; deadlines
 // are stored in Unix milliseconds.
 //
+// # In the caller's transaction
+//
+// Store.InTx returns a TxStore whose Deduct, Confirm and Revert run in a
+// transaction the caller opened (*sql.Tx, *sqlx.Tx: any Execer), so the
+// caller's own rows (the order, an idempotency row) and the stock commit
+// or roll back together. Each call runs in a savepoint of its own and
+// never begins, commits, rolls back or runs again, and bypasses group
+// commit. A business refusal undoes only the call and leaves the
+// transaction usable on every dialect; any other error is a *TxError
+// matching ErrTxFailed (and stock.ErrContention when running the whole
+// transaction again may succeed): roll back. Nothing is final until the
+// caller commits; a COMMIT whose reply was lost is resolved by running the
+// whole transaction again with the same order IDs. See TxStore.
+//
 // # Errors
 //
 // Business outcomes are the stock sentinels, wrapped with the SKU

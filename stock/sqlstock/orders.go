@@ -17,19 +17,23 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	return s.settle(ctx, "confirm", orderID, func(state int64, pastDeadline bool) (to int64, move string, answer error) {
-		switch {
-		case state == stateConfirmed:
-			return 0, "", nil
-		case state == stateExpired:
-			return 0, "", stock.ErrHoldExpired
-		case state != stateHeld:
-			return 0, "", stock.ErrOrderClosed
-		case pastDeadline:
-			return stateExpired, s.q.release, stock.ErrHoldExpired
-		}
-		return stateConfirmed, s.q.confirm, nil
-	})
+	return s.settle(ctx, "confirm", orderID, s.confirmTo)
+}
+
+// confirmTo decides a Confirm of an order in state: the state it moves
+// to (0 for none), the statement that moves its units, and its answer.
+func (s *Store) confirmTo(state int64, pastDeadline bool) (to int64, move string, answer error) {
+	switch {
+	case state == stateConfirmed:
+		return 0, "", nil
+	case state == stateExpired:
+		return 0, "", stock.ErrHoldExpired
+	case state != stateHeld:
+		return 0, "", stock.ErrOrderClosed
+	case pastDeadline:
+		return stateExpired, s.q.release, stock.ErrHoldExpired
+	}
+	return stateConfirmed, s.q.confirm, nil
 }
 
 // Revert implements stock.Manager. In one transaction it locks the
@@ -42,15 +46,18 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	return s.settle(ctx, "revert", orderID, func(state int64, _ bool) (to int64, move string, answer error) {
-		switch state {
-		case stateHeld:
-			return stateReverted, s.q.release, nil
-		case stateConfirmed:
-			return stateRefunded, s.q.refund, nil
-		}
-		return 0, "", nil // reverted, refunded or expired: already returned
-	})
+	return s.settle(ctx, "revert", orderID, s.revertTo)
+}
+
+// revertTo decides a Revert of an order in state, as confirmTo does.
+func (s *Store) revertTo(state int64, _ bool) (to int64, move string, answer error) {
+	switch state {
+	case stateHeld:
+		return stateReverted, s.q.release, nil
+	case stateConfirmed:
+		return stateRefunded, s.q.refund, nil
+	}
+	return 0, "", nil // reverted, refunded or expired: already returned
 }
 
 // settle runs one state transition of an order: lock its lines, decide,
@@ -65,39 +72,47 @@ func (s *Store) settle(ctx context.Context, op, orderID string,
 	err := s.retry(ctx, op, true, func() error {
 		answer = nil
 		return s.inTx(ctx, func(q querier) error {
-			lines, err := s.readOrder(ctx, q, s.q.lockOrder, orderID)
-			if err != nil {
-				return err
-			}
-			if len(lines) == 0 {
-				answer = &orderError{ID: orderID, Err: stock.ErrUnknownOrder}
-				return nil
-			}
-			from := lines[0].state
-			to, move, ans := decide(from, lines[0].deadline <= s.nowMS())
-			if ans != nil {
-				answer = &orderError{ID: orderID, Err: ans}
-			}
-			if to == 0 {
-				return nil
-			}
-			n, err := affected(q.ExecContext(ctx, s.q.setState, to, orderID, from))
-			if err != nil {
-				return err
-			}
-			if n != int64(len(lines)) {
-				return errRetry // changed since read: cannot happen under the lock, but never move units twice
-			}
-			for _, l := range lines { // line order is sorted SKU order
-				if _, err := q.ExecContext(ctx, move, l.qty, l.qty, l.sku); err != nil {
-					return err
-				}
-			}
-			return nil
+			var err error
+			answer, err = s.settleLines(ctx, q, orderID, decide)
+			return err
 		})
 	})
 	if err != nil {
 		return err
 	}
 	return answer
+}
+
+// settleLines is settle's statements on q. The answer (nil, or a
+// business outcome) comes with the writes made, which stand.
+func (s *Store) settleLines(ctx context.Context, q querier, orderID string,
+	decide func(state int64, pastDeadline bool) (to int64, move string, answer error)) (answer, err error) {
+	lines, err := s.readOrder(ctx, q, s.q.lockOrder, orderID)
+	if err != nil {
+		return nil, err
+	}
+	if len(lines) == 0 {
+		return &orderError{ID: orderID, Err: stock.ErrUnknownOrder}, nil
+	}
+	from := lines[0].state
+	to, move, ans := decide(from, lines[0].deadline <= s.nowMS())
+	if ans != nil {
+		answer = &orderError{ID: orderID, Err: ans}
+	}
+	if to == 0 {
+		return answer, nil
+	}
+	n, err := affected(q.ExecContext(ctx, s.q.setState, to, orderID, from))
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(lines)) {
+		return nil, errRetry // changed since read: cannot happen under the lock, but never move units twice
+	}
+	for _, l := range lines { // line order is sorted SKU order
+		if _, err := q.ExecContext(ctx, move, l.qty, l.qty, l.sku); err != nil {
+			return nil, err
+		}
+	}
+	return answer, nil
 }

@@ -29,6 +29,7 @@ type queries struct {
 	takeOnePG                       string // Postgres: one statement for a one-line order
 	lockStock                       string
 	userTotal                       string
+	userTotalLocked, levelsLocked   string // in a caller's transaction: read the newest rows (see intx.go)
 	readOrder, lockOrder            string
 	setState                        string
 	release, refund, confirm        string
@@ -78,6 +79,11 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.lockStock = q.sql("SELECT" + hint + " {avail}, {limit}, {ttl} FROM {T} WHERE {sku} = ?" + lockSuffix)
 
 	q.userTotal = q.sql("SELECT COALESCE(SUM(qty), 0) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)")
+	q.userTotalLocked = q.userTotal
+	if d.mysqlLike() { // PostgreSQL refuses FOR UPDATE with an aggregate, and needs none (see intx.go)
+		q.userTotalLocked = q.sql("SELECT" + hint + " COALESCE(SUM(qty), 0) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)" + lockSuffix)
+	}
+	q.levelsLocked = q.sql("SELECT" + hint + " {avail}, {held}, {sold}, {limit}, {ttl} FROM {T} WHERE {sku} = ?" + lockSuffix)
 	const order = "SELECT line, sku, qty, user_id, state, deadline_ms FROM {L} WHERE order_id = ? ORDER BY line"
 	q.readOrder = q.sql(order)
 	q.lockOrder = q.sql(order + orderLock)

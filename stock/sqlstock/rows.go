@@ -123,14 +123,15 @@ func (s *Store) readOrder(ctx context.Context, q querier, query, orderID string)
 	return lines, rs.Err()
 }
 
-// existing answers a Deduct of an order ID already in the ledger: ErrConflict
-// for other items or another user (or none where there was one, and the
-// other way round); nil if it holds or bought the same items before its
-// deadline; ErrHoldExpired once its deadline passed (reclaimed or not
-// yet); ErrOrderClosed once it was reverted. found is false if the ledger
-// has no such order.
-func (s *Store) existing(ctx context.Context, q querier, o stock.Order, items []stock.Item) (answer error, found bool, err error) {
-	lines, err := s.readOrder(ctx, q, s.q.readOrder, o.ID)
+// existing answers a Deduct of an order ID already in the ledger, read
+// through q with readOrder (or lockOrder): ErrConflict for other items or
+// another user (or none where there was one, and the other way round);
+// nil if it holds or bought the same items before its deadline;
+// ErrHoldExpired once its deadline passed (reclaimed or not yet);
+// ErrOrderClosed once it was reverted. found is false if the ledger has
+// no such order.
+func (s *Store) existing(ctx context.Context, q querier, readOrder string, o stock.Order, items []stock.Item) (answer error, found bool, err error) {
+	lines, err := s.readOrder(ctx, q, readOrder, o.ID)
 	if err != nil || len(lines) == 0 {
 		return nil, false, err
 	}

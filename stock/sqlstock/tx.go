@@ -8,11 +8,14 @@ import (
 )
 
 // querier is what a transaction body runs its statements on: a *sql.Tx,
-// or a *sql.Conn pinned for SQLite's BEGIN IMMEDIATE.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// a *sql.Conn pinned for SQLite's BEGIN IMMEDIATE, or a caller's
+// transaction (Execer).
+type querier = Execer
+
+// pool is what a Store begins its transactions on: a *sqlx.DB or *sql.DB.
+type pool interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+	Conn(ctx context.Context) (*sql.Conn, error)
 }
 
 // inTx runs fn in one write transaction and commits it. Once BEGIN went
@@ -28,14 +31,19 @@ type querier interface {
 // read, so it sees them too). SQLite transactions are BEGIN IMMEDIATE:
 // they take the write lock first, so no two writers ever interleave.
 func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
+	return s.inTxOn(ctx, s.db, fn)
+}
+
+// inTxOn is inTx on db.
+func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) error {
 	if s.d == SQLite {
-		return s.inImmediateTx(ctx, fn)
+		return s.inImmediateTx(ctx, db, fn)
 	}
 	var opts *sql.TxOptions
 	if s.d == Postgres {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	tx, err := s.db.BeginTx(ctx, opts)
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -72,8 +80,8 @@ func sent(err error) error {
 // never half-known, so its errors are definite. After any failure the
 // transaction is rolled back, and a connection that may still hold one
 // (a canceled BEGIN, a failed ROLLBACK) is discarded, never pooled.
-func (s *Store) inImmediateTx(ctx context.Context, fn func(q querier) error) error {
-	conn, err := s.db.Conn(ctx)
+func (s *Store) inImmediateTx(ctx context.Context, db pool, fn func(q querier) error) error {
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,176 @@
+package sqlstock_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/stockguard/stockguard/internal/testdb"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+)
+
+// What a lostReply connector does to the next COMMIT, once.
+const (
+	keepReply      int32 = iota
+	commitLoseIt         // COMMIT is applied, its reply is lost
+	rollbackLoseIt       // the connection drops before COMMIT: rolled back, and no reply
+)
+
+var errReplyLost = errors.New("lostReply: connection reset by peer")
+
+// lostReply opens connections of a real driver and, when armed, loses
+// the reply of one COMMIT: the caller cannot tell whether its
+// transaction committed.
+type lostReply struct {
+	drv   driver.Driver
+	dsn   string
+	fault atomic.Int32
+}
+
+func (l *lostReply) Connect(context.Context) (driver.Conn, error) {
+	c, err := l.drv.Open(l.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &lostReplyConn{Conn: c, l: l}, nil
+}
+
+func (l *lostReply) Driver() driver.Driver { return l.drv }
+
+type lostReplyConn struct {
+	driver.Conn
+	l *lostReply
+}
+
+func (c *lostReplyConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &lostReplyTx{Tx: tx, l: c.l}, nil
+}
+
+func (c *lostReplyConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+}
+
+func (c *lostReplyConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+}
+
+func (c *lostReplyConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if nc, ok := c.Conn.(driver.NamedValueChecker); ok {
+		return nc.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+type lostReplyTx struct {
+	driver.Tx
+	l *lostReply
+}
+
+func (t *lostReplyTx) Commit() error {
+	switch t.l.fault.Swap(keepReply) {
+	case commitLoseIt:
+		if err := t.Tx.Commit(); err != nil {
+			return err
+		}
+		return errReplyLost
+	case rollbackLoseIt:
+		_ = t.Tx.Rollback()
+		return errReplyLost
+	}
+	return t.Tx.Commit()
+}
+
+// openLostReply returns a pool on b's database for the Store, and one on
+// the same database, through a lostReply connector, for the caller.
+func openLostReply(t *testing.T, b backend) (store, callers *sqlx.DB, l *lostReply) {
+	t.Helper()
+	var driverName, dsn string
+	switch b.dialect {
+	case sqlstock.MariaDB, sqlstock.MySQL:
+		driverName, dsn = "mysql", testdb.WithParam(testdb.Need(t, testdb.MySQL), "interpolateParams=true")
+	case sqlstock.Postgres:
+		driverName, dsn = "pgx", testdb.Need(t, testdb.Postgres)
+	default:
+		path := filepath.Join(t.TempDir(), "stock.db")
+		driverName, dsn = "sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)"
+		if b.name == "sqlite-mattn" {
+			driverName, dsn = "sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000"
+		}
+	}
+	store = testdb.Open(t, driverName, dsn, 4)
+	l = &lostReply{drv: store.Driver(), dsn: dsn}
+	callers = sqlx.NewDb(sql.OpenDB(l), driverName)
+	callers.SetMaxOpenConns(4)
+	t.Cleanup(func() { _ = callers.Close() })
+	return store, callers, l
+}
+
+// The caller's COMMIT whose reply is lost is resolved by running the
+// whole transaction again with the same order ID: if the first COMMIT
+// applied, Deduct answers nil and takes nothing more; if it did not, the
+// units are taken once.
+func TestInTxLostCommitIsResolvedByRunningTheTransactionAgain(t *testing.T) {
+	forEachTx(t, []sqlstock.Strategy{sqlstock.Atomic, sqlstock.Pessimistic}, func(t *testing.T, b backend, st sqlstock.Strategy) {
+		storeDB, callers, l := openLostReply(t, b)
+		c := newCaller(t, b, storeDB, sqlstock.Config{Strategy: st})
+		ctx := t.Context()
+		c.put(stock.Listing{SKU: "a", Units: 10, PerUserLimit: 2})
+
+		// place is the caller's transaction: its order row, if not there
+		// yet, and the order's stock.
+		place := func(o stock.Order) error {
+			tx, err := callers.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tx.Rollback() }()
+			var n int64
+			if err := tx.QueryRowContext(ctx, callers.Rebind("SELECT COUNT(*) FROM "+quote(c.d, c.orders)+" WHERE id = ?"), o.ID).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				c.insert(tx, o.ID, "placed")
+			}
+			if err := c.s.InTx(tx).Deduct(ctx, o); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}
+		steps := []struct {
+			fault       int32
+			o           stock.Order
+			avail, held int64 // after the lost COMMIT
+			rows        int64
+		}{
+			{commitLoseIt, mkOrder("o1", "u1", mkItem("a", 2)), 8, 2, 1},
+			{rollbackLoseIt, mkOrder("o2", "u2", mkItem("a", 2)), 8, 2, 1},
+		}
+		for _, s := range steps {
+			l.fault.Store(s.fault)
+			if err := place(s.o); !errors.Is(err, errReplyLost) {
+				t.Fatalf("%s: COMMIT answered %v, want its reply lost", s.o.ID, err)
+			}
+			c.want(s.o.ID+" after the lost COMMIT", "a", s.avail, s.held, 0)
+			c.wantRows(s.o.ID+" after the lost COMMIT", s.rows, s.rows)
+			mustOK(t, s.o.ID+" run again", place(s.o))
+			mustOK(t, s.o.ID+" run once more", place(s.o))
+		}
+		c.want("after both", "a", 6, 4, 0)
+		c.wantRows("after both", 2, 2)
+		// The limit saw each order once: u1 may take 2 - 2 = 0 more.
+		if err := place(mkOrder("o3", "u1", mkItem("a", 1))); !errors.Is(err, stock.ErrLimitReached) {
+			t.Fatalf("o3: %v, want limit reached", err)
+		}
+	})
+}
