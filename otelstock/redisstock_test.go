@@ -2,6 +2,9 @@ package otelstock_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,12 +17,35 @@ import (
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
-func newRedisStore(t *testing.T, h *harness, clk *fakeClock) *redisstock.Store {
+// redisServers are the Redis servers the tests run on: an in-process
+// miniredis, and the Redis STOCKGUARD_REDIS_ADDR names when it is set.
+func redisServers(t *testing.T) []string {
 	t.Helper()
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	s, err := redisstock.New(rdb, redisstock.Config{Clock: clk, Observer: h.a.Observer()})
+	out := []string{"miniredis"}
+	if os.Getenv("STOCKGUARD_REDIS_ADDR") != "" {
+		out = append(out, "redis")
+	}
+	return out
+}
+
+// newRedisStore returns a redisstock Store reporting to h on server (see
+// redisServers), under a prefix of its own that is removed afterwards.
+func newRedisStore(t *testing.T, h *harness, clk *fakeClock, server string) *redisstock.Store {
+	t.Helper()
+	addr := os.Getenv("STOCKGUARD_REDIS_ADDR")
+	if server == "miniredis" {
+		addr = miniredis.RunT(t).Addr()
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	prefix := fmt.Sprintf("otel%d", rand.Uint64())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for it := rdb.Scan(ctx, 0, prefix+"*", 500).Iterator(); it.Next(ctx); {
+			rdb.Del(ctx, it.Val())
+		}
+		_ = rdb.Close()
+	})
+	s, err := redisstock.New(rdb, redisstock.Config{Prefix: prefix, Clock: clk, Observer: h.a.Observer()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +54,18 @@ func newRedisStore(t *testing.T, h *harness, clk *fakeClock) *redisstock.Store {
 
 func TestRedisstockScript(t *testing.T) {
 	t.Parallel()
+	for _, server := range redisServers(t) {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			redisScript(t, server)
+		})
+	}
+}
+
+func redisScript(t *testing.T, server string) {
 	h := newHarness(t, otelstock.Config{})
 	clk := newClock()
-	s := newRedisStore(t, h, clk)
+	s := newRedisStore(t, h, clk, server)
 	if _, err := h.a.RegisterLevels(otelstock.Levels{Source: s, Store: "s", SKUs: []string{"a", "b"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +90,17 @@ func TestRedisstockScript(t *testing.T) {
 // Deducts, and each batch span is the child of a Deduct span.
 func TestRedisstockBatches(t *testing.T) {
 	t.Parallel()
+	for _, server := range redisServers(t) {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			redisBatches(t, server)
+		})
+	}
+}
+
+func redisBatches(t *testing.T, server string) {
 	h := newHarness(t, otelstock.Config{})
-	s := newRedisStore(t, h, newClock())
+	s := newRedisStore(t, h, newClock(), server)
 	ctx := context.Background()
 	if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: 1000}); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func TestTieredSpansNest(t *testing.T) {
 	h := newHarness(t, otelstock.Config{})
 	obs := h.a.Observer()
 	clk := newClock()
-	gate := newRedisStore(t, h, clk)
+	gate := newRedisStore(t, h, clk, "miniredis")
 	record := memstock.New(clk, memstock.WithObserver(obs))
 	flow := tiered.New(gate, record, tiered.Config{Observer: obs, Clock: clk})
 	ctx := context.Background()

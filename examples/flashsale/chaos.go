@@ -108,11 +108,13 @@ func chaos(sw redisSwitch, log *breakerLog, sale, down time.Duration, done <-cha
 		}
 		t0 := time.Now()
 		log.event("redis stopped")
+		log.redisDown.Store(true)
 		sw.stop()
 		time.Sleep(down)
 		for sw.start() != nil {
 			time.Sleep(50 * time.Millisecond)
 		}
+		log.redisDown.Store(false)
 		rep.RedisDownS = round(time.Since(t0).Seconds(), 2)
 		log.event("redis back")
 	}()

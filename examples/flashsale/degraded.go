@@ -26,11 +26,12 @@ func (s *system) wireBreaker(cfg config) error {
 	if s.recal, err = reconcile.New(s.gate, s.record, reconcile.Config{
 		GateHold:     s.flow.GateHold,
 		MaxAutoFix:   -1, // the sale's own figures: fix any size, and report it
+		Observer:     s.obs,
 		OnCorrection: func(c reconcile.Correction) { s.breaker.recalibrated.Add(abs(c.Delta)) },
 	}); err != nil {
 		return err
 	}
-	if s.final, err = reconcile.New(s.gate, s.record, reconcile.Config{GateHold: s.flow.GateHold, MaxAutoFix: -1}); err != nil {
+	if s.final, err = reconcile.New(s.gate, s.record, reconcile.Config{GateHold: s.flow.GateHold, MaxAutoFix: -1, Observer: s.obs}); err != nil {
 		return err
 	}
 	s.repairs = newRepairer()
@@ -38,6 +39,7 @@ func (s *system) wireBreaker(cfg config) error {
 		GateHold:     s.flow.GateHold,
 		MaxAutoFix:   -1,
 		OnCorrection: func(c reconcile.Correction) { s.repairs.corrected.Add(abs(c.Delta)) },
+		Observer:     s.obs,
 	}); err != nil {
 		return err
 	}
@@ -53,6 +55,7 @@ func (s *system) wireBreaker(cfg config) error {
 		},
 		RecalibrateTimeout: 10 * time.Second,
 		OnStateChange:      s.breaker.note,
+		Observer:           s.obs,
 	})
 	s.cleanup = append(s.cleanup, s.orders.Close)
 	return nil
@@ -105,12 +108,15 @@ type breakerLog struct {
 	trips          atomic.Int64
 	recalibrations atomic.Int64
 	recalibrated   atomic.Int64 // units the recalibrations corrected
+	state          atomic.Int64 // the breaker's degrade.State now
+	redisDown      atomic.Bool  // -chaos has Redis stopped
 
 	mu     sync.Mutex
 	states []string
 }
 
 func (b *breakerLog) note(e degrade.Event) {
+	b.state.Store(int64(e.To))
 	if e.To == degrade.Degraded && (e.From == degrade.Primary || e.From == degrade.Ramping) {
 		b.trips.Add(1)
 	}

@@ -17,6 +17,18 @@
 // It prints a progress bar on stderr and a report on stdout (-json: one JSON
 // object), and exits 1 if anything was oversold or Redis and the database
 // disagree at the end, 2 on bad flags.
+//
+// -metrics ADDR serves /metrics on ADDR while the sale runs: every part
+// reports to the OpenTelemetry adapter (module otelstock), read by
+// OpenTelemetry's Prometheus exporter, with both tiers' levels of every
+// SKU and the queue's depth. -plot FILE.png draws the sale over time: the
+// database's available units per SKU, attempts per second by outcome, the
+// queue's depth, the units reclaimed, and the breaker's state, with the
+// spells Redis was down and the breaker was not primary shaded.
+//
+// This directory is a module of its own (it needs OpenTelemetry and
+// gonum/plot, which stockguard's core does not); the repository's go.work
+// lets `go run ./examples/flashsale` work from the repository root.
 package main
 
 import (
@@ -27,6 +39,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 )
 
@@ -49,6 +62,7 @@ type config struct {
 
 	redisAddr, mysqlDSN, postgresDSN string
 	chaos, json, quiet               bool
+	metricsAddr, plotFile            string
 }
 
 // Exit codes.
@@ -114,6 +128,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.chaos, "chaos", false, "stop Redis midway (with -redis: cut a proxy in front of it) and bring it back")
 	fs.BoolVar(&c.json, "json", false, "print the report as one JSON object")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&c.metricsAddr, "metrics", "", "serve Prometheus metrics (OpenTelemetry, package otelstock) on this address while the sale runs, e.g. 127.0.0.1:9464")
+	fs.StringVar(&c.plotFile, "plot", "", "draw the sale over time into this PNG file")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: flashsale [flags]\n\nPlays a flash sale through stockguard and checks that nothing was oversold.\n\nflags:")
 		fs.PrintDefaults()
@@ -164,6 +180,8 @@ func (c config) validate(rest []string) error {
 		return fmt.Errorf("-fallback-rate %d: want at least 1", c.fallbackRate)
 	case c.mysqlDSN != "" && c.postgresDSN != "":
 		return errors.New("-mysql and -postgres: pick one database")
+	case c.plotFile != "" && !strings.HasSuffix(strings.ToLower(c.plotFile), ".png"):
+		return fmt.Errorf("-plot %s: want a file name ending in .png", c.plotFile)
 	}
 	return nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -13,13 +15,39 @@ import (
 
 // sell runs the whole sale on the stores cfg names and reports it.
 func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) {
-	sys, err := build(ctx, cfg)
+	// The plot's file is created first, so a path that cannot be written
+	// fails before the sale rather than after it.
+	var plotFile *os.File
+	if cfg.plotFile != "" {
+		f, err := os.Create(cfg.plotFile)
+		if err != nil {
+			return nil, fmt.Errorf("-plot: %w", err)
+		}
+		defer f.Close()
+		plotFile = f
+	}
+	tel, err := startTelemetry(cfg, progress)
+	if err != nil {
+		return nil, err
+	}
+	defer tel.close()
+	// -plot counts the units the reclaim passes return as each store
+	// reports them (see countReclaimed).
+	obs, reclaimed := tel.observer(), &reclaimCounts{}
+	if cfg.plotFile != "" {
+		obs = reclaimed.observer(obs)
+	}
+	sys, err := build(ctx, cfg, obs)
 	if err != nil {
 		return nil, err
 	}
 	defer sys.close()
 
 	listings := split(cfg)
+	skus := make([]string, len(listings))
+	for i, l := range listings {
+		skus[i] = l.SKU
+	}
 	if err := putOnSale(ctx, sys, listings); err != nil {
 		return nil, err
 	}
@@ -31,6 +59,9 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	}
 	sh := &shop{sys: sys, q: q, st: st, cfg: cfg}
 	q.handle, q.onDead, sys.enqueue = sh.record, sh.deadLettered, sh.enqueue
+	if err := tel.watch(sys, q, skus); err != nil {
+		return nil, err
+	}
 
 	// The background: queue consumers, redelivery, and both reclaimers.
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
@@ -56,9 +87,10 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 
 	start := time.Now()
 	sys.breaker.start = start // before any traffic: the log's times are from here
-	skus := make([]string, len(listings))
-	for i, l := range listings {
-		skus[i] = l.SKU
+	var tl *timeline
+	if cfg.plotFile != "" {
+		tl = &timeline{sys: sys, st: st, q: q, reclaimed: reclaimed, skus: skus, start: start}
+		tl.run(bg, sampleEvery(cfg.duration))
 	}
 	var chaosDone <-chan chaosReport
 	selling := make(chan struct{})
@@ -87,6 +119,10 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	sh.payers.Wait()
 	settle(drainCtx, sys, listings, cfg.hold+time.Second)
 	reclaimer.stop()
+	var samples []sample
+	if tl != nil {
+		samples = tl.stop(drainCtx)
+	}
 
 	rep := &report{Backend: sys.name, SKUs: len(listings), OnSale: cfg.units, Attempts: cfg.attempts,
 		Orders: st.orders.Load(), LatePay: st.latePay.Load(),
@@ -112,6 +148,15 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	}
 	if err := check(ctx, sys, listings, st, rep); err != nil {
 		return nil, err
+	}
+	if tl != nil {
+		err := drawTimeline(plotFile, samples, skus, plotTitle(rep, cfg))
+		if err = errors.Join(err, plotFile.Close()); err != nil {
+			return nil, fmt.Errorf("-plot: %w", err)
+		}
+		if !cfg.quiet {
+			fmt.Fprintf(progress, "flashsale: plot in %s\n", cfg.plotFile)
+		}
 	}
 	return rep, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/limiter"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -51,6 +52,10 @@ type system struct {
 	users limiter.Limiter       // per-user attempts
 	redis redisSwitch           // stops and restarts Redis for -chaos
 
+	// obs is what every part reports to: the OpenTelemetry adapter with
+	// -metrics, nothing otherwise.
+	obs observe.Observer
+
 	cleanup []func()
 }
 
@@ -60,10 +65,10 @@ type redisSwitch interface {
 	start() error
 }
 
-// build connects (or starts) the stores named by cfg and puts nothing on
-// sale yet.
-func build(ctx context.Context, cfg config) (*system, error) {
-	s := &system{prefix: "fs" + randomHex(4)}
+// build connects (or starts) the stores named by cfg, each reporting to
+// obs, and puts nothing on sale yet.
+func build(ctx context.Context, cfg config, obs observe.Observer) (*system, error) {
+	s := &system{prefix: "fs" + randomHex(4), obs: obs}
 	ok := false
 	defer func() {
 		if !ok {
@@ -106,7 +111,7 @@ func build(ctx context.Context, cfg config) (*system, error) {
 		s.cleanup = append(s.cleanup, func() { deletePrefix(rdb, s.prefix) })
 	}
 
-	gate, err := redisstock.New(rdb, redisstock.Config{Prefix: s.prefix})
+	gate, err := redisstock.New(rdb, redisstock.Config{Prefix: s.prefix, Observer: obs})
 	if err != nil {
 		return nil, err
 	}
@@ -121,12 +126,13 @@ func build(ctx context.Context, cfg config) (*system, error) {
 	s.flow = tiered.New(gate, rec, tiered.Config{
 		Recorder: tiered.RecorderFunc(func(ctx context.Context, o stock.Order) error { return s.enqueue(ctx, o) }),
 		OnDrift:  func(d tiered.Drift) { s.repairs.mark(d.SKUs...) },
+		Observer: obs,
 	})
 	if err := s.wireBreaker(cfg); err != nil {
 		return nil, err
 	}
 
-	if s.users, err = newUserLimiter(rdb, cfg, s.prefix, cfg.redisAddr != ""); err != nil {
+	if s.users, err = newUserLimiter(rdb, cfg, s.prefix, cfg.redisAddr != "", obs); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -138,19 +144,20 @@ func build(ctx context.Context, cfg config) (*system, error) {
 // Redis is down. The embedded sale is one process, where an in-process
 // limiter is exact and spares miniredis (whose scripts are slow) a script
 // per attempt.
-func newUserLimiter(rdb redis.Scripter, cfg config, prefix string, shared bool) (limiter.Limiter, error) {
+func newUserLimiter(rdb redis.Scripter, cfg config, prefix string, shared bool, obs observe.Observer) (limiter.Limiter, error) {
 	local := limiter.Limit{Rate: cfg.userRate, Period: time.Second, Burst: cfg.userRate}
 	if !shared {
-		return limiter.NewLocal(limiter.LocalConfig{Limit: local})
+		return limiter.NewLocal(limiter.LocalConfig{Limit: local, Observer: obs})
 	}
-	fallback, err := limiter.NewLocal(limiter.LocalConfig{Limit: limiter.Limit{Rate: max(1, cfg.userRate/2), Period: time.Second}})
+	fallback, err := limiter.NewLocal(limiter.LocalConfig{Limit: limiter.Limit{Rate: max(1, cfg.userRate/2), Period: time.Second}, Observer: obs})
 	if err != nil {
 		return nil, err
 	}
 	return limiter.NewRedis(rdb, limiter.RedisConfig{
-		Limit:  limiter.Limit{Rate: cfg.userRate, Period: time.Second, Burst: cfg.userRate},
-		Prefix: prefix + ":rl",
-		Policy: limiter.Policy{Fallback: fallback, Backoff: 50 * time.Millisecond},
+		Limit:    limiter.Limit{Rate: cfg.userRate, Period: time.Second, Burst: cfg.userRate},
+		Prefix:   prefix + ":rl",
+		Policy:   limiter.Policy{Fallback: fallback, Backoff: 50 * time.Millisecond},
+		Observer: obs,
 	})
 }
 
