@@ -14,8 +14,9 @@ import (
 
 var (
 	// ErrBusy: the call was routed to the fallback and the fallback's rate
-	// limit refused it. Nothing was written; retry later.
-	ErrBusy = errors.New("degrade: busy, retry later")
+	// limit refused it. Nothing was written; retry later. It matches
+	// stock.ErrContention, the contract's "nothing applied, retry later".
+	ErrBusy error = busyError{}
 	// ErrPrimaryDown: the call needed the primary (the order may be held
 	// there) and the primary is not taking traffic. It comes joined with
 	// stock.ErrUnknownOutcome: retry with the same order ID later.
@@ -192,3 +193,11 @@ func (m Mode) String() string {
 	}
 	return "auto"
 }
+
+// busyError is ErrBusy.
+type busyError struct{}
+
+func (busyError) Error() string { return "degrade: busy, retry later" }
+
+// Is makes ErrBusy match stock.ErrContention.
+func (busyError) Is(target error) bool { return target == stock.ErrContention }

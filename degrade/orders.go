@@ -183,7 +183,9 @@ func (d *Manager) write(ctx context.Context, sku string, op func(stock.Manager) 
 // limit of the primary's and reports those (a tiered primary reclaims its
 // record, which is the fallback, too: the second pass finds nothing). A
 // tier that is not a stock.Reclaimer is skipped.
-func (d *Manager) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+func (d *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Reclaimed, err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpReclaim, 0)
+	defer func() { tr.Done(err) }()
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
 	}

@@ -379,6 +379,8 @@ var stateOf = [...]stock.State{
 // cost grows with the orders kept, not with the due ones: fine for tests and
 // small shops, which is what this backend is for.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpReclaim, 0)
+	defer func() { tr.Done(err) }()
 	var start, oldest, now time.Time
 	if s.obs.Reclaiming() {
 		start = time.Now()

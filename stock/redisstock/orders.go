@@ -17,8 +17,9 @@ var _ stock.OrderReader = (*Store)(nil)
 const ordersBatch = 512
 
 // UserUnits implements stock.OrderReader: the SKU's per-user count, read
-// with the SKU's state in one round trip. A rebuilt SKU (after Redis lost
-// its data) counts from zero again; the record's count stays exact.
+// with the SKU's state in one round trip. A SKU whose state Redis lost is
+// stock.ErrUnavailable, as for Deduct; a rebuilt one counts from zero
+// again (the record's count stays exact).
 func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return 0, err
@@ -40,7 +41,7 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 		return 0, s.readErr(ctx, "user units", err)
 	}
 	if !on.Val() {
-		return 0, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+		return 0, s.missingErr(ctx, sku) // unknown, or lost with Redis's data
 	}
 	units, err := n.Int64()
 	if errors.Is(err, redis.Nil) {

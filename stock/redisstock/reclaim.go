@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -31,10 +32,13 @@ const peekBatch = 256
 // may hide them from the report (the error then matches
 // stock.ErrUnknownOutcome); their units are back all the same.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpReclaim, 0)
+	defer func() { tr.Done(err) }()
 	var start, oldest time.Time
+	var now int64 // the pass's time, ms
 	if s.obs.Reclaiming() {
 		start = time.Now()
-		defer func() { s.obs.PassDone(ctx, "redisstock", start, out, oldest, s.clock.Now(), err) }()
+		defer func() { s.obs.PassDone(ctx, "redisstock", start, out, oldest, time.UnixMilli(now), err) }()
 	}
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: strconv.Itoa(limit) + " is below 1"}
@@ -48,7 +52,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		return nil, s.readErr(ctx, "reclaim", err)
 	}
 	skus = slices.DeleteFunc(skus, func(sku string) bool { return sku == lostMark })
-	now := s.nowMs()
+	now = s.nowMs()
 	for start := 0; start < len(skus) && len(out) < limit; start += peekBatch {
 		batch := skus[start:min(start+peekBatch, len(skus))]
 		due, err := s.peekDue(ctx, batch, now, limit-len(out))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -28,9 +29,11 @@ import (
 // orders the first may have returned); the next pass returns whatever is
 // still due.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
+	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpReclaim, 0)
+	defer func() { tr.Done(err) }()
 	var (
-		start  time.Time
-		oldest int64 // ms; 0: none due
+		start       time.Time
+		oldest, now int64 // ms; oldest 0: none due
 	)
 	if s.obs.Reclaiming() {
 		start = time.Now()
@@ -39,7 +42,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 			if oldest > 0 {
 				at = time.UnixMilli(oldest)
 			}
-			s.obs.PassDone(ctx, "sqlstock", start, out, at, s.cfg.Clock.Now(), err)
+			s.obs.PassDone(ctx, "sqlstock", start, out, at, time.UnixMilli(now), err)
 		}()
 	}
 	if limit < 1 {
@@ -48,7 +51,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	now := s.nowMS()
+	now = s.nowMS()
 	ids, oldest, err := s.dueOrders(ctx, now, limit)
 	if err != nil || len(ids) == 0 {
 		return nil, err

@@ -13,8 +13,9 @@ var _ stock.OrderReader = (*Manager)(nil)
 // from one read of each tier. The record says whether an order is recorded
 // and what it holds (the truth); the gate, where holds begin and end, says
 // until when a held order holds (its deadline, without the grace the
-// record adds) and why an ended hold ended (the record reverts the copy of
-// a hold the gate expired: the order is reported expired). An order the
+// record adds) and whether and why a hold ended (a hold the gate ended is
+// reported as the gate says, though the record's copy is still held or
+// was reverted after it). An order the
 // record does not know is reported as the gate sees it: one whose hand-off
 // is pending or failed half-way is held at the gate alone. Either tier
 // failing fails the call.
@@ -35,6 +36,11 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 			out[i] = g
 		case r.State == stock.StateHeld && g.State == stock.StateHeld:
 			out[i].Deadline = g.Deadline
+		case r.State == stock.StateHeld && g.State != stock.StateUnknown && g.State != stock.StateConfirmed:
+			// The hold ended at the gate (reverted, expired or refunded)
+			// and the record's copy has not followed yet: the gate decides,
+			// as Confirm would answer.
+			out[i].State, out[i].Deadline = g.State, g.Deadline
 		case r.State == stock.StateHeld:
 			// The gate lost the hold (or has not got it back since a
 			// rebuild): its deadline is the record's less the grace.

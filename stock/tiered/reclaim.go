@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -56,7 +57,9 @@ const reclaimChunk = 4
 // failed. When the gate fails, the record is still swept (step 3), so
 // holds taken at the record alone keep expiring while the gate is down.
 // RunReclaimer drives it like any reclaimer, on as many nodes as you like.
-func (m *Manager) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+func (m *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Reclaimed, err error) {
+	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpReclaim, 0)
+	defer func() { tr.Done(err) }()
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
 	}
