@@ -49,8 +49,19 @@ const snapshotBatch = 1024
 // Snapshot reads each SKU's state, its holds and the states of the
 // requested order lines, each SKU in one atomic script call, in two round
 // trips per 1024 SKUs (the scripts, then the quantities of the holds: a
-// line's quantity never changes, so reading it later is exact). Different
-// SKUs are read at slightly different moments.
+// line's quantity never changes, so reading it later is exact). A SKU one
+// of whose holds ended with its record deleted between the two (an undone
+// Deduct attempt drops its holds so) is read again, so that every hold of
+// the instant read has its quantity or is Lost. Different SKUs are read at
+// slightly different moments.
+//
+// Its one write keeps the Store's registry of SKUs on sale whole: a SKU
+// read with a state that the registry no longer names (the registry's key
+// was lost alone: its Cluster master lost its data, or it was evicted) is
+// added back, marking a recreated registry incomplete as a rebuild does
+// (see [Store.Calibrated]), so that ReclaimExpired, which walks the
+// registry, returns that SKU's holds again. That costs one more round trip,
+// on that path only.
 func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) ([]Snapshot, error) {
 	for i, r := range reqs {
 		if err := stock.ValidateID("reqs["+strconv.Itoa(i)+"].SKU", r.SKU); err != nil {
@@ -78,10 +89,52 @@ func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) ([]Snapsho
 	return out, nil
 }
 
+// snapshotRereads bounds how often Snapshot reads a SKU again whose holds
+// keep ending, records deleted, between its two round trips.
+const snapshotRereads = 8
+
+// errHoldsEnding: a SKU's holds kept ending between Snapshot's two round
+// trips.
+var errHoldsEnding = errors.New("redisstock: snapshot: holds kept ending, their records deleted, while read")
+
 func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Snapshot, error) {
-	cmds := make([]*redis.Cmd, len(reqs))
+	out := make([]Snapshot, len(reqs))
+	todo := make([]int, len(reqs)) // the requests still to read
+	for i := range todo {
+		todo[i] = i
+	}
+	for read := 0; len(todo) > 0; read++ {
+		if read == snapshotRereads {
+			return nil, withCtx(ctx, errHoldsEnding)
+		}
+		got, ended, err := s.snapshotOnce(ctx, reqs, todo)
+		if err != nil {
+			return nil, err
+		}
+		var again []int
+		for k, i := range todo {
+			if ended[k] {
+				again = append(again, i)
+			} else {
+				out[i] = got[k]
+			}
+		}
+		todo = again
+	}
+	return out, nil
+}
+
+// snapshotOnce reads the requests numbered todo, and reports for each
+// whether a hold of the instant read ended, its record deleted, before
+// its quantity was read (read it again).
+func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo []int) ([]Snapshot, []bool, error) {
+	cmds := make([]*redis.Cmd, len(todo))
+	skus := make([]any, len(todo))
+	var listed *redis.BoolSliceCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for i, r := range reqs {
+		for k, i := range todo {
+			r := reqs[i]
+			skus[k] = r.SKU
 			keys := make([]string, 0, 2+len(r.Orders)+len(r.Ops))
 			keys = append(keys, s.stateKey(r.SKU), s.holdsKey(r.SKU))
 			for _, id := range r.Orders {
@@ -90,21 +143,61 @@ func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Sn
 			for _, op := range r.Ops {
 				keys = append(keys, s.opMarkerKey(r.SKU, op))
 			}
-			cmds[i] = snapshotScript.Run(ctx, p, keys, len(r.Orders))
+			cmds[k] = snapshotScript.Run(ctx, p, keys, len(r.Orders))
 		}
+		listed = p.SMIsMember(ctx, s.registryKey(), skus...)
 	})
-	out := make([]Snapshot, len(reqs))
-	ids := make([][]string, len(reqs))
-	for i, c := range cmds {
+	out := make([]Snapshot, len(todo))
+	ids := make([][]string, len(todo))
+	for k, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
-			return nil, s.readErr(ctx, "snapshot", err)
+			return nil, nil, s.readErr(ctx, "snapshot", err)
 		}
-		if err := parseSnapshot(&out[i], reqs[i], res, &ids[i]); err != nil {
-			return nil, err
+		if err := parseSnapshot(&out[k], reqs[todo[k]], res, &ids[k]); err != nil {
+			return nil, nil, err
 		}
 	}
-	return out, s.holdQtys(ctx, out, ids)
+	in, err := listed.Result()
+	if err != nil {
+		return nil, nil, s.readErr(ctx, "snapshot: read the registry", err)
+	}
+	if len(in) != len(todo) {
+		return nil, nil, badReply("snapshot: read the registry", in)
+	}
+	if err := s.relist(ctx, out, in); err != nil {
+		return nil, nil, err
+	}
+	ended, err := s.holdQtys(ctx, out, ids)
+	return out, ended, err
+}
+
+// relist adds to the registry, in one round trip, the SKUs of out that
+// have a state and that it does not name (in[i]: it names out[i]). Only a
+// loss of the registry's own key does that (its server lost its data,
+// alone of a Cluster's, or the key was evicted), and ReclaimExpired, which
+// finds SKUs there, would never return those SKUs' holds. A registry
+// recreated so is marked incomplete, as by a rebuild (see Calibrated).
+func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
+	var skus []string
+	for i := range out {
+		if out[i].Exists && !in[i] {
+			skus = append(skus, out[i].SKU)
+		}
+	}
+	if len(skus) == 0 {
+		return nil
+	}
+	cmds := make([]redis.Cmder, len(skus))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, sku := range skus {
+			cmds[i] = s.rebuildRegistry(ctx, p, sku)
+		}
+	})
+	if err := firstErr(cmds...); err != nil {
+		return s.writeErr(ctx, "snapshot: relist in the registry", err)
+	}
+	return nil
 }
 
 // parseSnapshot decodes one stock_snapshot.lua reply into sn, and the holds'
@@ -152,46 +245,65 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string) er
 }
 
 // holdQtys reads the quantity and user of every hold in out, in one round
-// trip, and moves holds without a record to Lost.
-func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) error {
+// trip, and moves holds without a record to Lost. A record is missing
+// either for good (a partial flush, a hand-deleted key: the hold is still
+// in the holds zset) or because the hold ended since the script read it
+// (an undone Deduct attempt deletes the record it drops, in the step that
+// takes it out of the zset): the hold's quantity is then unknown, and
+// ended reports the snapshot to be read again. The zset is read after the
+// record, on the same server, so a missing record and a hold still in the
+// zset mean the former.
+func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) (ended []bool, err error) {
+	ended = make([]bool, len(out))
 	n := 0
 	for _, x := range ids {
 		n += len(x)
 	}
 	if n == 0 {
-		return nil
+		return ended, nil
 	}
-	cmds := make([][]*redis.SliceCmd, len(out))
+	type qtyCmds struct {
+		rec *redis.SliceCmd
+		in  *redis.FloatCmd
+	}
+	cmds := make([][]qtyCmds, len(out))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i := range out {
 			cmds[i] = cmds[i][:0]
 			for _, id := range ids[i] {
-				cmds[i] = append(cmds[i], p.HMGet(ctx, s.recordKey(out[i].SKU, id), "qty", "user"))
+				cmds[i] = append(cmds[i], qtyCmds{p.HMGet(ctx, s.recordKey(out[i].SKU, id), "qty", "user"),
+					p.ZScore(ctx, s.holdsKey(out[i].SKU), id)})
 			}
 		}
 	})
 	for i := range out {
 		kept := out[i].Holds[:0]
 		for j, c := range cmds[i] {
-			v, err := c.Result()
+			v, err := c.rec.Result()
 			if err != nil {
-				return s.readErr(ctx, "snapshot", err)
+				return nil, s.readErr(ctx, "snapshot", err)
 			}
 			h := out[i].Holds[j]
 			q, _ := v[0].(string)
 			if q == "" {
+				switch err := c.in.Err(); {
+				case err == redis.Nil:
+					ended[i] = true // it ended meanwhile: its quantity is gone
+				case err != nil:
+					return nil, s.readErr(ctx, "snapshot", err)
+				}
 				out[i].Lost = append(out[i].Lost, h.OrderID)
 				continue
 			}
 			if h.Qty, err = strconv.ParseInt(q, 10, 64); err != nil {
-				return badReply("snapshot", v)
+				return nil, badReply("snapshot", v)
 			}
 			h.UserID, _ = v[1].(string)
 			kept = append(kept, h)
 		}
 		out[i].Holds = kept
 	}
-	return nil
+	return ended, nil
 }
 
 // PutOnSaleMany is PutOnSale for many listings in one round trip per 1024
