@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -15,6 +16,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 	rep := Report{Checked: len(skus)}
 	for attempt := 1; len(skus) > 0; attempt++ {
 		last := attempt >= r.cfg.MaxAttempts
+		began := time.Now()
 		fs, again, err := r.examineTwice(ctx, skus, attempt)
 		if err != nil {
 			return rep, err
@@ -71,11 +73,16 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				}
 			}
 		}
-		more, err := r.rebuild(ctx, &rep, rebuild, last)
+		more, claimed, err := r.rebuild(ctx, &rep, rebuild, last)
 		if err != nil {
 			return rep, err
 		}
-		skus = append(again, more...)
+		if len(claimed) > 0 {
+			if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {
+				return rep, err
+			}
+		}
+		skus = append(append(again, more...), claimed...)
 	}
 	return rep, nil
 }
@@ -109,7 +116,10 @@ func (r *Reconciler) settle(ctx context.Context, rep *Report, f *finding, a Acti
 // the same one: a one-sided moment no single reading can see (see the
 // package doc) does not last from one reading to the next. SKUs whose two
 // readings differ are returned in again, to be read anew, unless this is
-// the last attempt (then the second reading stands).
+// the last attempt (then the second reading stands). On a busy SKU two
+// readings can each catch such a moment, though, so the second reading
+// also reads the database after Redis (examineBounded), and a correction
+// upward is at most what that reading shows.
 func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt int) (fs []finding, again []string, err error) {
 	fs, err = r.examine(ctx, skus)
 	if err != nil {
@@ -124,7 +134,7 @@ func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt in
 	if len(recheck) == 0 {
 		return fs, nil, nil
 	}
-	second, err := r.examine(ctx, recheck)
+	second, err := r.examineBounded(ctx, recheck)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,7 +148,7 @@ func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt in
 		}
 		s := second[j]
 		j++
-		if s.delta() != f.delta() && attempt < r.cfg.MaxAttempts {
+		if s.readDelta() != f.readDelta() && attempt < r.cfg.MaxAttempts {
 			again = append(again, f.sku)
 			continue
 		}
@@ -151,11 +161,13 @@ func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt in
 // state for, only where it still has none (redisstock Store.Rebuild): the
 // new count includes every restock the view saw, so those are marked
 // applied. A SKU that got a state meanwhile (another reconciler rebuilt
-// it, orders may already hold it) is left alone and returned, to be read
-// again, unless this is the last attempt (ActionStale).
-func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last bool) (again []string, err error) {
+// it, orders may already hold it) is left alone and returned in again, to
+// be read again; one whose claim another reader took since is returned in
+// claimed (that reader is rebuilding it: see awaitRebuild). On the last
+// attempt either is ActionStale.
+func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last bool) (again, claimed []string, err error) {
 	if len(fs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	rs := make([]redisstock.Rebuild, len(fs))
 	for i, f := range fs {
@@ -163,19 +175,56 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, la
 	}
 	got, err := r.gate.Rebuild(ctx, rs)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: rebuild: %w", err)
+		return nil, nil, fmt.Errorf("reconcile: rebuild: %w", err)
 	}
 	for i, f := range fs {
 		switch {
 		case got[i] == redisstock.Applied:
 			r.note(rep, f.correction(ActionRebuilt, nil))
-		case !last:
-			again = append(again, f.sku)
-		default:
+		case last:
 			r.note(rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q got a Redis state while it was rebuilt", f.sku)))
+		case got[i] == redisstock.Moved:
+			claimed = append(claimed, f.sku)
+		default:
+			again = append(again, f.sku)
 		}
 	}
-	return again, nil
+	return again, claimed, nil
+}
+
+// awaitRebuild waits, up to twice took (how long this attempt read and
+// rebuilt), for the SKUs whose rebuild claim another reader took since
+// this one's to get a state, polling their fences, before they are read
+// again. Reading them again at once would claim them again, voiding the
+// claim of the reader about to rebuild them; two passes doing that to
+// each other never rebuild (each one's claim lands while the other reads
+// the database). The other reader usually takes no longer than this one:
+// after the wait a SKU still without a state is claimed again (that reader
+// may have stopped). Only ctx ending is an error.
+func (r *Reconciler) awaitRebuild(ctx context.Context, skus []string, took time.Duration) error {
+	until := time.Now().Add(2 * took)
+	step := min(max(took/8, time.Millisecond), 50*time.Millisecond)
+	t := time.NewTimer(step)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reconcile: wait for another reader's rebuild: %w", ctx.Err())
+		case <-t.C:
+		}
+		sts, err := r.gate.Inspect(ctx, skus)
+		if err != nil {
+			return nil // the reading again will say
+		}
+		done := true
+		for _, st := range sts {
+			done = done && st.Exists
+		}
+		if done || time.Now().After(until) {
+			return nil
+		}
+		t.Reset(step)
+	}
 }
 
 // rebuildOf is the Rebuild of a SKU Redis has no state for: its target, the

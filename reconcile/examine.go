@@ -25,11 +25,12 @@ type finding struct {
 	// pending are those Redis had not applied at t2.
 	ops, pending []sqlstock.Op
 	// inFlight, returning and restocking are the in-transit units (see
-	// Correction); target = rec.Available - inFlight + returning -
-	// restocking, never below 0.
-	inFlight, returning, restocking, target int64
-	stale                                   bool  // the SKU moved between the reads: read it again
-	err                                     error // the SKU cannot be computed
+	// Correction); read = rec.Available - inFlight + returning -
+	// restocking, never below 0, and target is read, or less where a
+	// second view of the database proves less (clip).
+	inFlight, returning, restocking, read, target int64
+	stale                                         bool  // the SKU moved between the reads: read it again
+	err                                           error // the SKU cannot be computed
 }
 
 // examine reads the SKUs from both sides in the order the package doc
@@ -41,7 +42,26 @@ type finding struct {
 //	t2  Redis: each SKU's count and fence, its holds, the Redis state of
 //	    the database's held lines and whether Redis applied those
 //	    restocks, atomically per SKU
+//
+// examineBounded reads the database again after t2 (t3, a second view).
+// Orders that move between the readings make the reading of t1 and t2
+// count too many units only for an order recorded after t1 and confirmed
+// at the gate before t2 (sold in Redis, unknown to the view of t1), and
+// the reading of t2 and t3 too many only for an order sold at the gate at
+// t2 and refunded at both tiers before t3; it counts too few for any
+// order taken at the gate after t2 and recorded before t3. A target above
+// what Redis has is the lower of the two (see finding.clip): an order
+// between t1 and t2 no longer raises Redis.
 func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, error) {
+	return r.reading(ctx, skus, false)
+}
+
+// examineBounded is examine with the second view of the database (t3).
+func (r *Reconciler) examineBounded(ctx context.Context, skus []string) ([]finding, error) {
+	return r.reading(ctx, skus, true)
+}
+
+func (r *Reconciler) reading(ctx context.Context, skus []string, bound bool) ([]finding, error) {
 	pre, err := r.gate.Inspect(ctx, skus)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read Redis fences: %w", err)
@@ -50,6 +70,59 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 	if err != nil {
 		return nil, err
 	}
+	since := r.cfg.Clock.Now().Add(-r.cfg.RestockWindow).UnixMilli()
+	at1, err := r.readRecord(ctx, skus, since)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]redisstock.SnapshotRequest, len(skus))
+	for i, sku := range skus {
+		reqs[i].SKU = sku
+		for _, l := range at1.held[sku] {
+			reqs[i].Orders = append(reqs[i].Orders, l.OrderID)
+		}
+		for _, op := range at1.ops[sku] {
+			reqs[i].Ops = append(reqs[i].Ops, op.ID)
+		}
+	}
+	snaps, err := r.gate.Snapshot(ctx, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read Redis: %w", err)
+	}
+	var at3 *recordRead
+	if bound {
+		if at3, err = r.readRecord(ctx, skus, since); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]finding, len(skus))
+	for i, sku := range skus {
+		f := &out[i]
+		f.sku, f.fence, f.gate, f.rec, f.ops = sku, pre[i].Fence, snaps[i], at1.levels[i], at1.ops[sku]
+		f.claim = claims[sku]
+		f.stale = snaps[i].Fence != pre[i].Fence
+		// A hold whose line record is gone (a flush or a hand-deleted key)
+		// will never be returned by Redis: its units are not in flight,
+		// so Snapshot's Holds leaving it out is what the target needs.
+		f.compute(at1.held[sku], at1.inDB)
+		if at3 != nil {
+			f.clip(at1.held[sku], at3.levels[i], at3.held[sku], at3.inDB, at3.ops[sku])
+		}
+	}
+	return out, nil
+}
+
+// recordRead is what one consistent view of the database said of a batch.
+type recordRead struct {
+	levels []sqlstock.SKULevels       // in the batch's order
+	held   map[string][]sqlstock.Line // by SKU
+	inDB   lineSet                    // the held lines
+	ops    map[string][]sqlstock.Op   // restocks of the window, by SKU
+}
+
+// readRecord reads the SKUs' rows, held lines and restocks applied since
+// (Unix ms) in one consistent view of the database.
+func (r *Reconciler) readRecord(ctx context.Context, skus []string, since int64) (*recordRead, error) {
 	view, err := r.record.View(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: open a database view: %w", err)
@@ -63,47 +136,20 @@ func (r *Reconciler) examine(ctx context.Context, skus []string) ([]finding, err
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read the held ledger lines: %w", err)
 	}
-	since := r.cfg.Clock.Now().Add(-r.cfg.RestockWindow).UnixMilli()
 	restocks, err := view.Restocks(ctx, skus, since)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read the restocks: %w", err)
 	}
-	ops := make(map[string][]sqlstock.Op, len(restocks))
+	rd := &recordRead{levels: levels, held: make(map[string][]sqlstock.Line, len(skus)),
+		inDB: make(lineSet, len(lines)), ops: make(map[string][]sqlstock.Op, len(restocks))}
 	for _, op := range restocks {
-		ops[op.SKU] = append(ops[op.SKU], op)
+		rd.ops[op.SKU] = append(rd.ops[op.SKU], op)
 	}
-	held := make(map[string][]sqlstock.Line, len(lines))
-	inDB := make(lineSet, len(lines))
 	for _, l := range lines {
-		held[l.SKU] = append(held[l.SKU], l)
-		inDB[lineKey{l.SKU, l.OrderID}] = true
+		rd.held[l.SKU] = append(rd.held[l.SKU], l)
+		rd.inDB[lineKey{l.SKU, l.OrderID}] = true
 	}
-	reqs := make([]redisstock.SnapshotRequest, len(skus))
-	for i, sku := range skus {
-		reqs[i].SKU = sku
-		for _, l := range held[sku] {
-			reqs[i].Orders = append(reqs[i].Orders, l.OrderID)
-		}
-		for _, op := range ops[sku] {
-			reqs[i].Ops = append(reqs[i].Ops, op.ID)
-		}
-	}
-	snaps, err := r.gate.Snapshot(ctx, reqs)
-	if err != nil {
-		return nil, fmt.Errorf("reconcile: read Redis: %w", err)
-	}
-	out := make([]finding, len(skus))
-	for i, sku := range skus {
-		f := &out[i]
-		f.sku, f.fence, f.gate, f.rec, f.ops = sku, pre[i].Fence, snaps[i], levels[i], ops[sku]
-		f.claim = claims[sku]
-		f.stale = snaps[i].Fence != pre[i].Fence
-		// A hold whose line record is gone (a flush or a hand-deleted key)
-		// will never be returned by Redis: its units are not in flight,
-		// so Snapshot's Holds leaving it out is what the target needs.
-		f.compute(held[sku], inDB)
-	}
-	return out, nil
+	return rd, nil
 }
 
 // claim takes a rebuild claim on every SKU the gate had no state for at
@@ -171,7 +217,56 @@ func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet) {
 			f.restocking += op.Units
 		}
 	}
-	f.target = max(0, f.rec.Available-f.inFlight+f.returning-f.restocking)
+	f.read = max(0, f.rec.Available-f.inFlight+f.returning-f.restocking)
+	f.target = f.read
+}
+
+// clip lowers a target above what Redis has to the one that the Redis
+// reading of t2 and the database's view of t3 give, when that is lower;
+// held1 are the held lines of the view of t1, whose Redis states f.gate
+// has. In that reading an order sold in Redis by t2 and recorded after t1
+// is held or sold in the view of t3 too: both sides count it, as they
+// must. Its terms are taken so that it errs low: a hold Redis had at t2
+// that the view of t3 does not hold is in flight, whatever the view says
+// of it; a line the view of t3 holds is returning only if Redis said at t2
+// that it returned it (Redis was not asked about lines recorded after t1);
+// a restock of the window Redis did not report applied is on its way, one
+// newer than t1 included (had it reached Redis by t2 it would have moved
+// the fence, and the SKU would be stale).
+func (f *finding) clip(held1 []sqlstock.Line, rec3 sqlstock.SKULevels, held3 []sqlstock.Line, in3 lineSet, ops3 []sqlstock.Op) {
+	if !f.gate.Exists || f.target <= f.gate.Available {
+		return
+	}
+	seen := make(map[string]stock.State, len(held1))
+	for i, l := range held1 {
+		seen[l.OrderID] = f.gate.Lines[i]
+	}
+	var inFlight, returning, restocking int64
+	for _, h := range f.gate.Holds {
+		if !in3[lineKey{f.sku, h.OrderID}] {
+			inFlight += h.Qty
+		}
+	}
+	for _, l := range held3 {
+		switch seen[l.OrderID] {
+		case stock.StateReverted, stock.StateRefunded, stock.StateExpired:
+			returning += l.Qty
+		}
+	}
+	applied := make(map[string]bool, len(f.ops))
+	for i, op := range f.ops {
+		applied[op.ID] = f.gate.OpsApplied[i]
+	}
+	for _, op := range ops3 {
+		if !applied[op.ID] {
+			restocking += op.Units
+		}
+	}
+	low := int64(0)
+	if rec3.Exists {
+		low = max(0, rec3.Available-inFlight+returning-restocking)
+	}
+	f.target = max(f.gate.Available, min(f.target, low))
 }
 
 // needsCorrection reports whether f is a readable SKU on sale on both
@@ -182,6 +277,9 @@ func (f *finding) needsCorrection() bool {
 
 // delta is the correction Redis needs.
 func (f *finding) delta() int64 { return f.target - f.gate.Available }
+
+// readDelta is the correction the reading of t1 and t2 alone computes.
+func (f *finding) readDelta() int64 { return f.read - f.gate.Available }
 
 func (f *finding) correction(a Action, err error) Correction {
 	return Correction{SKU: f.sku, Action: a, Before: f.gate.Available, After: f.target, Delta: f.delta(),
