@@ -8,7 +8,7 @@ const (
 	// "redisstock", "sqlstock", "tiered" or "degrade".
 	KeyComponent = attribute.Key("stockguard.component")
 	// KeyOperation is the call's operation: "deduct", "confirm", "revert",
-	// "restock", "put_on_sale" (observe.Op).
+	// "restock", "put_on_sale", "reclaim" (observe.Op).
 	KeyOperation = attribute.Key("stockguard.operation")
 	// KeyOutcome is the outcome class of a call, batch, reclaim pass or
 	// limiter decision (observe.Outcome's names: "ok", "sold_out", ...).

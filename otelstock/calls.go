@@ -14,13 +14,27 @@ import (
 // begin starts the call's span; the context it returns carries it, so the
 // calls the component makes on the call's behalf are its children.
 func (a *Adapter) begin(ctx context.Context, c observe.Call) context.Context {
-	attrs := make([]attribute.KeyValue, 0, 3+len(a.base))
-	attrs = append(attrs, KeyComponent.String(c.Component), KeyOperation.String(string(c.Op)), KeyItems.Int(c.Items))
-	ctx, _ = a.tracer.Start(ctx, c.Component+"."+string(c.Op),
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(c.Start),
-		trace.WithAttributes(append(attrs, a.base...)...))
+	k := setKey{kind: kindSpan, a: c.Component, b: string(c.Op)}
+	st, ok := a.sets.Load(k)
+	if !ok {
+		attrs := append([]attribute.KeyValue{KeyComponent.String(c.Component), KeyOperation.String(string(c.Op))}, a.base...)
+		st = spanStart{name: c.Component + "." + string(c.Op),
+			attrs: trace.WithAttributes(attrs...), kind: trace.WithSpanKind(trace.SpanKindInternal)}
+		a.sets.Store(k, st)
+	}
+	s := st.(spanStart)
+	ctx, span := a.tracer.Start(ctx, s.name, s.kind, s.attrs, trace.WithTimestamp(c.Start))
+	if span.IsRecording() {
+		span.SetAttributes(KeyItems.Int(c.Items))
+	}
 	return ctx
+}
+
+// spanStart is what every span of one component and operation starts with.
+type spanStart struct {
+	name  string
+	attrs trace.SpanStartEventOption
+	kind  trace.SpanStartOption
 }
 
 // end counts the call, records its duration and ends its span.

@@ -52,15 +52,17 @@
 //
 // stockguard.breaker.state is 0 primary, 1 degraded, 2 recalibrating,
 // 3 ramping (BreakerState), recorded at each change of each breaker. The
-// reclaim lag is the last pass's: how long past its deadline the oldest
-// hold the pass found due was, 0 when none was.
+// reclaim lag is that of the last pass that did not fail: how long past
+// its deadline the oldest hold the pass found due was, 0 when none was.
 //
 // # Spans
 //
-// Each Manager call (Deduct, Confirm, Revert, Restock, PutOnSale) is a span
-// named "<component>.<operation>", e.g. "tiered.deduct", with the
-// attributes stockguard.component, stockguard.operation, stockguard.items
-// (the order's lines) and, at its end, stockguard.outcome. The calls a
+// Each Manager call (Deduct, Confirm, Revert, Restock, PutOnSale, and
+// ReclaimExpired as "reclaim") is a span named "<component>.<operation>",
+// e.g. "tiered.deduct", with the attributes stockguard.component,
+// stockguard.operation, stockguard.items (the order's lines) and, at its
+// end, stockguard.outcome. With a noop TracerProvider the Adapter makes no
+// spans and leaves Observer.Begin unset. The calls a
 // tiered or degrade Manager makes to its tiers run in the span's context,
 // so they are its children. A redisstock batch or a sqlstock group is a
 // span "<component>.batch" with stockguard.batch.size and

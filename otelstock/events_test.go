@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/stockguard/stockguard/limiter"
 	"github.com/stockguard/stockguard/observe"
@@ -97,5 +98,20 @@ func TestLimiterDecisions(t *testing.T) {
 	}
 	if n, _ := hist[float64](t, metric(t, ms, "stockguard.limiter.duration", "s"), local); n != 5 {
 		t.Errorf("limiter.duration count %d, want 5", n)
+	}
+}
+
+// A noop TracerProvider leaves Begin unset: no span, no derived context.
+func TestNoopTracerLeavesBeginUnset(t *testing.T) {
+	t.Parallel()
+	a, err := otelstock.New(otelstock.Config{TracerProvider: noop.NewTracerProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := a.Observer(); o.Begin != nil || o.End == nil {
+		t.Errorf("noop tracer: Begin set %v, End set %v; want only End", o.Begin != nil, o.End != nil)
+	}
+	if o := newHarness(t, otelstock.Config{}).a.Observer(); o.Begin == nil {
+		t.Errorf("SDK tracer: Begin unset")
 	}
 }

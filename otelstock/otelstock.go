@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/stockguard/stockguard/observe"
 )
@@ -147,10 +148,15 @@ func (a *Adapter) instruments() error {
 }
 
 // Observer returns the observe.Observer to put in every part's Config. It
-// sets every hook.
+// sets every hook, except Begin when the TracerProvider is the noop one
+// (then calls run in their own context, and cost a little less).
 func (a *Adapter) Observer() observe.Observer {
+	begin := a.begin
+	if _, ok := a.cfg.TracerProvider.(noop.TracerProvider); ok {
+		begin = nil
+	}
 	return observe.Observer{
-		Begin:      a.begin,
+		Begin:      begin,
 		End:        a.end,
 		Batch:      a.batch,
 		Reclaim:    a.reclaim,
@@ -175,6 +181,7 @@ const (
 	kindReclaimPass
 	kindLimit
 	kindLimitDecision
+	kindSpan // a spanStart, not a measurement option
 )
 
 // opt returns the cached measurement option of k, making it on first use.

@@ -20,8 +20,8 @@ type store interface {
 
 // script plays one fixed sequence on m: two listings, a restock, five
 // Deducts (three taken, one sold out, one unknown SKU), a Confirm, a
-// Revert of an unknown order, then a reclaim pass 30s past the deadline of
-// the one unpaid order (2 lines, 3 units).
+// Revert of an unknown order, then a reclaim pass (a call too) 30s past the
+// deadline of the one unpaid order (2 lines, 3 units).
 func script(t *testing.T, m store, clk *fakeClock) {
 	t.Helper()
 	ctx := context.Background()
@@ -69,21 +69,21 @@ func checkScript(t *testing.T, h *harness, comp string) {
 	}{
 		{"put_on_sale", "ok", 2}, {"restock", "ok", 1},
 		{"deduct", "ok", 3}, {"deduct", "sold_out", 1}, {"deduct", "unknown_sku", 1},
-		{"confirm", "ok", 1}, {"revert", "unknown_order", 1},
+		{"confirm", "ok", 1}, {"revert", "unknown_order", 1}, {"reclaim", "ok", 1},
 	} {
 		if n := sum(t, calls, c, otelstock.KeyOperation.String(w.op), outcome(w.outcome)); n != w.n {
 			t.Errorf("stockguard.calls{%s %s %s} = %d, want %d", comp, w.op, w.outcome, n, w.n)
 		}
 	}
-	if n := sum(t, calls); n != 10 {
-		t.Errorf("stockguard.calls in all = %d, want 10", n)
+	if n := sum(t, calls); n != 11 {
+		t.Errorf("stockguard.calls in all = %d, want 11", n)
 	}
 	dur := metric(t, ms, "stockguard.call.duration", "s")
 	if n, s := hist[float64](t, dur, c, deduct, ok); n != 3 || s <= 0 || s > 10 {
 		t.Errorf("stockguard.call.duration{deduct ok}: count %d sum %gs, want 3 calls of a positive duration", n, s)
 	}
-	if n, _ := hist[float64](t, dur); n != 10 {
-		t.Errorf("stockguard.call.duration: count %d, want 10", n)
+	if n, _ := hist[float64](t, dur); n != 11 {
+		t.Errorf("stockguard.call.duration: count %d, want 11", n)
 	}
 
 	if n := sum(t, metric(t, ms, "stockguard.reclaim.units", "{unit}"), c); n != 3 {
@@ -152,7 +152,7 @@ func checkScript(t *testing.T, h *harness, comp string) {
 			}
 		}
 	}
-	if calls0 != 10 || errs != 3 {
-		t.Errorf("%d call spans (%d with error.type), want 10 (3: sold out, unknown SKU, unknown order)", calls0, errs)
+	if calls0 != 11 || errs != 3 {
+		t.Errorf("%d call spans (%d with error.type), want 11 (3: sold out, unknown SKU, unknown order)", calls0, errs)
 	}
 }
