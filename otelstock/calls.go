@@ -44,6 +44,9 @@ func (a *Adapter) end(ctx context.Context, c observe.Call, r observe.Result) {
 	a.calls.Add(ctx, 1, opt)
 	a.callDuration.Record(ctx, r.Duration.Seconds(), opt)
 
+	if !a.spans {
+		return // no Begin: the span in ctx, if any, is the caller's
+	}
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
@@ -83,7 +86,7 @@ func (a *Adapter) batch(ctx context.Context, b observe.Batch) {
 	a.batchWait.Record(ctx, b.Wait.Seconds(), opt)
 	a.batchDuration.Record(ctx, b.Duration.Seconds(), oopt)
 
-	if !trace.SpanFromContext(ctx).SpanContext().IsValid() {
+	if !a.spans || !trace.SpanFromContext(ctx).SpanContext().IsValid() {
 		return
 	}
 	end := time.Now()

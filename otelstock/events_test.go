@@ -6,11 +6,16 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/stockguard/stockguard/limiter"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/otelstock"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/memstock"
 )
 
 // The breaker gauges hold each breaker's last state and share; every
@@ -113,5 +118,20 @@ func TestNoopTracerLeavesBeginUnset(t *testing.T) {
 	}
 	if o := newHarness(t, otelstock.Config{}).a.Observer(); o.Begin == nil {
 		t.Errorf("SDK tracer: Begin unset")
+	}
+
+	// The application's own span around a call is left alone: not ended,
+	// no attribute added.
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	ctx, parent := tp.Tracer("app").Start(context.Background(), "checkout")
+	m := memstock.New(stock.SystemClock, memstock.WithObserver(a.Observer()))
+	_ = m.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "none", Qty: 1}}})
+	if !parent.IsRecording() || len(rec.Ended()) != 0 {
+		t.Fatalf("the application's span was ended by the adapter")
+	}
+	parent.End()
+	if got := rec.Ended(); len(got) != 1 || len(got[0].Attributes()) != 0 || got[0].Status().Code != codes.Unset {
+		t.Errorf("the application's span was changed: %v %v", got[0].Attributes(), got[0].Status())
 	}
 }

@@ -56,6 +56,7 @@ type Adapter struct {
 	cfg    Config
 	meter  metric.Meter
 	tracer trace.Tracer
+	spans  bool // false for a noop TracerProvider: Begin unset, no span touched
 	base   []attribute.KeyValue
 
 	calls        metric.Int64Counter
@@ -100,6 +101,8 @@ func New(cfg Config) (*Adapter, error) {
 		tracer: cfg.TracerProvider.Tracer(ScopeName),
 		base:   append([]attribute.KeyValue(nil), cfg.Attributes...),
 	}
+	_, isNoop := cfg.TracerProvider.(noop.TracerProvider)
+	a.spans = !isNoop
 	if err := a.instruments(); err != nil {
 		return nil, err
 	}
@@ -152,7 +155,7 @@ func (a *Adapter) instruments() error {
 // (then calls run in their own context, and cost a little less).
 func (a *Adapter) Observer() observe.Observer {
 	begin := a.begin
-	if _, ok := a.cfg.TracerProvider.(noop.TracerProvider); ok {
+	if !a.spans {
 		begin = nil
 	}
 	return observe.Observer{
