@@ -149,3 +149,19 @@ type HoldLister interface {
 	// deadline at or before t, earliest deadline first.
 	HeldBefore(ctx context.Context, t time.Time, limit int) ([]OrderInfo, error)
 }
+
+// HoldReverter is implemented by backends that can return a hold without
+// ever refunding a sale. The tiered flow returns a record copy whose gate
+// hold ended with it: a Confirm that confirmed the copy a moment after the
+// flow read it as held keeps its sale.
+type HoldReverter interface {
+	// RevertHeld returns what a held order took, and the user's quota, as
+	// Revert does, and changes nothing for an order in any other state;
+	// the check and the revert are one atomic step. It reports the state
+	// it found the order in: StateHeld for an order it reverted,
+	// StateConfirmed for a sale it left alone, StateReverted,
+	// StateRefunded or StateExpired for one already returned (a repeat,
+	// or a retry whose first reply was lost, finds StateReverted), and
+	// StateUnknown, with a nil error, for an order that took nothing.
+	RevertHeld(ctx context.Context, orderID string) (State, error)
+}

@@ -55,10 +55,11 @@ type order struct {
 }
 
 var (
-	_ stock.Manager     = (*Store)(nil)
-	_ stock.Reclaimer   = (*Store)(nil)
-	_ stock.OrderReader = (*Store)(nil)
-	_ stock.HoldLister  = (*Store)(nil)
+	_ stock.Manager      = (*Store)(nil)
+	_ stock.Reclaimer    = (*Store)(nil)
+	_ stock.OrderReader  = (*Store)(nil)
+	_ stock.HoldLister   = (*Store)(nil)
+	_ stock.HoldReverter = (*Store)(nil)
 )
 
 // Option configures a Store.
@@ -255,6 +256,25 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 		s.release(o, refunded)
 	}
 	return nil
+}
+
+// RevertHeld implements stock.HoldReverter.
+func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.State, err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpRevert, 0)
+	defer func() { tr.Done(err) }()
+	if err := s.lock(ctx, "orderID", orderID); err != nil {
+		return stock.StateUnknown, err
+	}
+	defer s.mu.Unlock()
+	o := s.orders[orderID]
+	if o == nil {
+		return stock.StateUnknown, nil
+	}
+	found = stateOf[o.state]
+	if o.state == held {
+		s.release(o, reverted)
+	}
+	return found, nil
 }
 
 // release returns the units and quota of a held or confirmed order.

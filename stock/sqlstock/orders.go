@@ -2,6 +2,7 @@ package sqlstock
 
 import (
 	"context"
+	"errors"
 
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
@@ -58,6 +59,32 @@ func (s *Store) revertTo(state int64, _ bool) (to int64, move string, answer err
 		return stateRefunded, s.q.refund, nil
 	}
 	return 0, "", nil // reverted, refunded or expired: already returned
+}
+
+var _ stock.HoldReverter = (*Store)(nil)
+
+// RevertHeld implements stock.HoldReverter: Revert of a held order only,
+// decided under the same lock, so a confirmed sale is never refunded.
+func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.State, err error) {
+	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpRevert, 0)
+	defer func() { tr.Done(err) }()
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return stock.StateUnknown, err
+	}
+	err = s.settle(ctx, "revert held", orderID, func(state int64, _ bool) (int64, string, error) {
+		found = ledgerState(state)
+		if state == stateHeld {
+			return stateReverted, s.q.release, nil
+		}
+		return 0, "", nil
+	})
+	switch {
+	case errors.Is(err, stock.ErrUnknownOrder):
+		return stock.StateUnknown, nil
+	case err != nil:
+		return stock.StateUnknown, err
+	}
+	return found, nil
 }
 
 // settle runs one state transition of an order: lock its lines, decide,

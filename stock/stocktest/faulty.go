@@ -56,7 +56,9 @@ var ErrInjected = errors.New("stocktest: injected fault")
 type Call struct {
 	// Method is the name of the called method: "PutOnSale", "Restock",
 	// "Deduct", "Confirm", "Revert", "Available", "Levels",
-	// "ReclaimExpired", "Orders", "UserUnits" or "HeldBefore".
+	// "ReclaimExpired", "Orders", "UserUnits" or "HeldBefore". A call of
+	// RevertHeld (stock.HoldReverter) is a "Revert": a fault, hook or
+	// count aimed at the store's reverts meets both.
 	Method string
 	// SKUs are the SKUs the call names: the order's lines for Deduct
 	// (in item order), the one SKU of PutOnSale, Restock, Available,
@@ -101,8 +103,8 @@ func OnSKU(sku string) func(Call) bool {
 // counters and hook. A Faulty is safe for concurrent use; it starts
 // Healthy.
 //
-// Every method of stock.Manager, stock.Reclaimer, stock.OrderReader and
-// stock.HoldLister goes through the fault: the optional interfaces are
+// Every method of stock.Manager, stock.Reclaimer, stock.OrderReader,
+// stock.HoldLister and stock.HoldReverter goes through the fault: the optional interfaces are
 // forwarded to the wrapped Manager, and fail with an error wrapping
 // errors.ErrUnsupported when it does not implement them. That is the rule
 // for any wrapper of a store (metrics, tracing, faults): forward every
@@ -124,6 +126,7 @@ var _ interface {
 	stock.Reclaimer
 	stock.OrderReader
 	stock.HoldLister
+	stock.HoldReverter
 } = (*Faulty)(nil)
 
 // NewFaulty returns a Healthy Faulty wrapping m.
@@ -320,15 +323,44 @@ func (f *Faulty) HeldBefore(ctx context.Context, t time.Time, limit int) ([]stoc
 	return got, err
 }
 
+// RevertHeld calls the wrapped Manager's RevertHeld through the fault (as
+// a "Revert" call, see Call.Method), or fails with errors.ErrUnsupported
+// if it is not a stock.HoldReverter.
+func (f *Faulty) RevertHeld(ctx context.Context, orderID string) (stock.State, error) {
+	var got stock.State
+	err := f.do(Call{Method: "Revert", OrderID: orderID}, func() (err error) {
+		hr, ok := f.Manager.(stock.HoldReverter)
+		if !ok {
+			return fmt.Errorf("stocktest: %T is not a stock.HoldReverter: %w", f.Manager, errors.ErrUnsupported)
+		}
+		got, err = hr.RevertHeld(ctx, orderID)
+		return err
+	})
+	if err != nil {
+		got = stock.StateUnknown
+	}
+	return got, err
+}
+
 // Narrow returns f as a stock.Manager that implements stock.Reclaimer,
 // stock.OrderReader and stock.HoldLister exactly when the wrapped Manager
-// does, for code that checks those interfaces with a type assertion. Its
-// calls go through f.
+// does, for code that checks those interfaces with a type assertion, and
+// stock.HoldReverter too when the wrapped Manager implements all four.
+// Its calls go through f.
 func (f *Faulty) Narrow() stock.Manager {
 	_, rc := f.Manager.(stock.Reclaimer)
 	_, rd := f.Manager.(stock.OrderReader)
 	_, hl := f.Manager.(stock.HoldLister)
+	_, hr := f.Manager.(stock.HoldReverter)
 	switch {
+	case rc && rd && hl && hr:
+		return struct {
+			stock.Manager
+			stock.Reclaimer
+			stock.OrderReader
+			stock.HoldLister
+			stock.HoldReverter
+		}{f, f, f, f, f}
 	case rc && rd && hl:
 		return struct {
 			stock.Manager

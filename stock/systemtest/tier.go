@@ -18,19 +18,31 @@ type tier struct {
 
 // wrap returns m behind the checker's hand-off points, implementing
 // stock.Reclaimer, stock.OrderReader and stock.HoldLister exactly when m
-// does, so that code choosing by type assertion sees the same tier.
+// does (and stock.HoldReverter when m implements all four, as a
+// tiered.RecordStore does), so that code choosing by type assertion sees
+// the same tier.
 func wrap(name string, m stock.Manager) stock.Manager {
 	t := &tier{name: name, m: m}
 	_, rc := m.(stock.Reclaimer)
 	_, rd := m.(stock.OrderReader)
 	_, hl := m.(stock.HoldLister)
+	_, hr := m.(stock.HoldReverter)
 	type (
 		M  = stock.Manager
 		RC = stock.Reclaimer
 		RD = stock.OrderReader
 		HL = stock.HoldLister
+		HR = stock.HoldReverter
 	)
 	switch {
+	case rc && rd && hl && hr:
+		return struct {
+			M
+			RC
+			RD
+			HL
+			HR
+		}{t, t, t, t, t}
 	case rc && rd && hl:
 		return struct {
 			M
@@ -168,6 +180,17 @@ func (t *tier) HeldBefore(ctx context.Context, at time.Time, limit int) (got []s
 	})
 	if err != nil {
 		got = nil
+	}
+	return got, err
+}
+
+func (t *tier) RevertHeld(ctx context.Context, id string) (got stock.State, err error) {
+	err = t.do(ctx, "RevertHeld", nil, true, func() (err error) {
+		got, err = t.m.(stock.HoldReverter).RevertHeld(ctx, id)
+		return err
+	})
+	if err != nil {
+		got = stock.StateUnknown
 	}
 	return got, err
 }

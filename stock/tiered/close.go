@@ -98,9 +98,13 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 	case ended(gerr):
 		// The hold began at the gate and ended there: the record's copy
 		// goes too, and is never confirmed.
-		if rerr := m.revertRecord(ctx, id); rerr != nil {
+		sold, rerr := m.revertRecord(ctx, id, "confirm")
+		if rerr != nil {
 			rerr.Outcome = gerr
 			return rerr
+		}
+		if sold {
+			return nil // a Confirm decided by the record sold it meanwhile
 		}
 		return gerr
 	case stock.IsBusiness(gerr), unavailable(gerr):
@@ -136,9 +140,13 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 		return &TierError{Tier: Record, Op: "read hold times", Err: err, Outcome: gerr}
 	}
 	if !due.After(m.cfg.Clock.Now()) {
-		if rerr := m.revertRecord(ctx, id); rerr != nil {
+		sold, rerr := m.revertRecord(ctx, id, "confirm")
+		if rerr != nil {
 			rerr.Outcome = stock.ErrHoldExpired
 			return rerr
+		}
+		if sold {
+			return nil // confirmed since the read, before its deadline: a repeat
 		}
 		return stock.ErrHoldExpired
 	}

@@ -56,22 +56,10 @@ func (m *Manager) followUp(ctx context.Context, limit int) error {
 			ids = append(ids, g.ID)
 		}
 	}
-	if len(ids) > 0 {
-		// Read the record again just before the revert: a copy confirmed
-		// since the listing is a sale (its Confirm asked the gate too).
-		again, err := m.record.Orders(ctx, ids)
-		if err != nil {
-			return errors.Join(append(errs, &TierError{Tier: Record, Op: "read held copies", Err: err})...)
-		}
-		ids = ids[:0]
-		for _, in := range again {
-			if in.State == stock.StateHeld {
-				ids = append(ids, in.ID)
-			}
-		}
-		if err := m.revertAll(ctx, ids, "revert held copies"); err != nil {
-			errs = append(errs, err)
-		}
+	// Each copy is returned only while it is held: one confirmed since
+	// the listing is a sale (its Confirm asked the gate too), and is kept.
+	if err := m.revertAll(ctx, ids, nil, "revert held copies"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

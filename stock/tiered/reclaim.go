@@ -126,22 +126,27 @@ func (m *Manager) revertCopies(ctx context.Context, lines []stock.Reclaimed) err
 		case stock.StateHeld:
 			ids = append(ids, in.ID)
 		case stock.StateConfirmed:
-			m.drift(Drift{OrderID: in.ID, Tier: Record, Op: "reclaim", SKUs: skus[in.ID],
-				Err: errors.New("tiered: confirmed at the record, hold returned at the gate")})
+			m.drift(Drift{OrderID: in.ID, Tier: Record, Op: "reclaim", SKUs: skus[in.ID], Err: errConfirmedCopy})
 		}
 		// Unknown: not recorded (yet); a racing Settle's recheck
 		// reverts it. Reverted, refunded, expired: nothing to return.
 	}
-	return m.revertAll(ctx, ids, "revert reclaimed")
+	return m.revertAll(ctx, ids, skus, "revert reclaimed")
 }
 
-// revertAll reverts each order at the record; the failures are one
-// *TierError naming op.
-func (m *Manager) revertAll(ctx context.Context, ids []string, op string) error {
+// revertAll returns each order's copy at the record while it is held (see
+// revertHeld); a copy confirmed since the caller read it is a sale, kept
+// and reported to Config.OnDrift with its SKUs from skus (nil: unknown).
+// The failures are one *TierError naming op.
+func (m *Manager) revertAll(ctx context.Context, ids []string, skus map[string][]string, op string) error {
 	var errs []error
 	for _, id := range ids {
-		if err := m.record.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
+		found, err := m.revertHeld(ctx, id)
+		switch {
+		case err != nil:
 			errs = append(errs, err)
+		case found == stock.StateConfirmed:
+			m.drift(Drift{OrderID: id, Tier: Record, Op: "reclaim", SKUs: skus[id], Err: errConfirmedCopy})
 		}
 	}
 	if len(errs) > 0 {

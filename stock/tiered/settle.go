@@ -73,8 +73,12 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 			// The hold ended at the gate. An earlier Settle of the same
 			// order may have written the record and stopped before its
 			// recheck: return that copy too.
-			if rerr := m.returnCopy(ctx, o.ID); rerr != nil {
+			sold, rerr := m.returnCopy(ctx, o.ID)
+			if rerr != nil {
 				return rerr
+			}
+			if sold {
+				return nil // a Confirm decided by the record sold it
 			}
 		case refusal(err):
 			return m.refused(ctx, o, err)
@@ -111,11 +115,12 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 	// the order (it lost it, and the re-Deduct was refused as a new order:
 	// unknown SKU, sold out, conflict). The gate holds nothing for it, so
 	// the record's copy is returned before the answer is given.
-	if rerr := m.revertRecord(ctx, o.ID); rerr != nil {
+	sold, rerr := m.revertRecord(ctx, o.ID, "recheck")
+	if rerr != nil {
 		rerr.Outcome = err
 		return rerr
 	}
-	if errors.Is(err, stock.ErrHoldExpired) {
+	if sold || errors.Is(err, stock.ErrHoldExpired) {
 		return nil
 	}
 	return err
@@ -202,9 +207,13 @@ func (m *Manager) refused(ctx context.Context, o stock.Order, gerr error) error 
 	if due.After(m.cfg.Clock.Now()) {
 		return nil
 	}
-	if rerr := m.revertRecord(ctx, o.ID); rerr != nil {
+	sold, rerr := m.revertRecord(ctx, o.ID, "repeat")
+	if rerr != nil {
 		rerr.Outcome = stock.ErrHoldExpired
 		return rerr
+	}
+	if sold {
+		return nil // confirmed since the read: a repeat of a sale
 	}
 	return stock.ErrHoldExpired
 }
@@ -212,29 +221,79 @@ func (m *Manager) refused(ctx context.Context, o stock.Order, gerr error) error 
 // returnCopy reverts the order's copy at the record, if it holds one, after
 // the gate ended the hold. The record is read first (cheaper than a revert
 // that finds nothing, the usual case: an order that expired in the queue
-// never reached the record), and a copy it has confirmed is left alone, as
-// by ReclaimExpired.
-func (m *Manager) returnCopy(ctx context.Context, id string) error {
+// never reached the record). A copy the record has confirmed is a sale
+// (a Confirm decided by the record, the gate having lost the order): it is
+// left alone, as by ReclaimExpired, reported to Config.OnDrift, and sold
+// says so.
+func (m *Manager) returnCopy(ctx context.Context, id string) (sold bool, _ error) {
 	infos, err := m.record.Orders(ctx, []string{id})
 	if err != nil {
-		return &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
+		return false, &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
 	}
-	if len(infos) != 1 || infos[0].State != stock.StateHeld {
-		return nil
+	if len(infos) != 1 || !infos[0].State.Takes() {
+		return false, nil
 	}
-	if rerr := m.revertRecord(ctx, id); rerr != nil {
-		return rerr
+	if infos[0].State == stock.StateConfirmed {
+		m.drift(Drift{OrderID: id, Tier: Record, Op: "settle", Err: errConfirmedCopy})
+		return true, nil
 	}
-	return nil
+	sold, rerr := m.revertRecord(ctx, id, "settle")
+	if rerr != nil {
+		return false, rerr
+	}
+	return sold, nil
 }
 
-// revertRecord reverts the order's copy at the record after the gate ended
-// the hold. A failure is a *TierError (so the caller calls Settle again and
-// this is retried); until then ReclaimExpired's follow-up, or at the latest
-// the record's own deadline, bounds the copy's life.
-func (m *Manager) revertRecord(ctx context.Context, id string) *TierError {
-	if err := m.record.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
-		return &TierError{Tier: Record, Op: "revert after the gate closed", Err: err}
+// errConfirmedCopy is the drift of a record copy found confirmed where the
+// gate's hold had ended.
+var errConfirmedCopy = errors.New("tiered: confirmed at the record, hold returned at the gate")
+
+// revertRecord returns the order's copy at the record after the gate ended
+// the hold, only while the copy is held (see revertHeld). A copy found
+// confirmed is a sale (a Confirm decided by the record landed between the
+// caller's read and this step): it is kept, reported to Config.OnDrift as
+// op, and sold says so. A failure is a *TierError (so the caller calls
+// Settle again and this is retried); until then ReclaimExpired's
+// follow-up, or at the latest the record's own deadline, bounds the copy's
+// life.
+func (m *Manager) revertRecord(ctx context.Context, id, op string) (sold bool, _ *TierError) {
+	found, err := m.revertHeld(ctx, id)
+	if err != nil {
+		return false, &TierError{Tier: Record, Op: "revert after the gate closed", Err: err}
 	}
-	return nil
+	if found == stock.StateConfirmed {
+		m.drift(Drift{OrderID: id, Tier: Record, Op: op, Err: errConfirmedCopy})
+		return true, nil
+	}
+	return false, nil
+}
+
+// revertHeld reverts the record's copy of id only if it is held, and says
+// in what state it found the copy. With a record that is a
+// stock.HoldReverter the check and the revert are one step at the record,
+// so a Confirm racing the flow keeps its sale. Otherwise (or when a
+// wrapper answers errors.ErrUnsupported) the record is read, then a held
+// copy reverted: a Confirm between the two is refunded, so give the flow
+// a record that implements stock.HoldReverter (sqlstock and memstock do).
+func (m *Manager) revertHeld(ctx context.Context, id string) (stock.State, error) {
+	if hr, ok := m.record.(stock.HoldReverter); ok {
+		found, err := hr.RevertHeld(ctx, id)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return found, err
+		}
+	}
+	infos, err := m.record.Orders(ctx, []string{id})
+	if err != nil {
+		return stock.StateUnknown, err
+	}
+	if len(infos) != 1 || infos[0].State != stock.StateHeld {
+		if len(infos) == 1 {
+			return infos[0].State, nil
+		}
+		return stock.StateUnknown, nil
+	}
+	if err := m.record.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
+		return stock.StateUnknown, err
+	}
+	return stock.StateHeld, nil
 }
