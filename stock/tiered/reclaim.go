@@ -44,9 +44,10 @@ const reclaimChunk = 4
 // reconciliation to take back (Drift.SKUs names the SKUs). A Confirm in
 // progress at the deadline is reported the same way (a drift report is a
 // cue to reconcile, not proof). Step 2 leaves alone every copy the gate
-// holds or has confirmed, and reads the record again just before
-// reverting, so a copy confirmed meanwhile is not refunded (a Confirm of
-// a copy the gate does not know reads the same deadline: see Confirm).
+// holds or has confirmed. Both steps return a copy only while the record
+// still holds it (stock.HoldReverter: one step at the record), so a copy
+// confirmed meanwhile is kept, not refunded, and reported to
+// Config.OnDrift.
 //
 // Orders taken at the record alone (a fallback while the gate was down)
 // are unknown to the gate, so step 2 returns them once their gate deadline
