@@ -79,8 +79,8 @@
 // # Wrapping a Manager
 //
 // A wrapper (metrics, tracing, fault injection) must forward the optional
-// interfaces of the Manager it wraps: [Reclaimer], [OrderReader] and
-// [HoldLister]. The tiered flow and reconciliation take them in their
+// interfaces of the Manager it wraps: [Reclaimer], [OrderReader],
+// [HoldLister] and [HoldReverter]. The tiered flow and reconciliation take them in their
 // constructors' parameter types, so a wrapper that drops one does not
 // compile there rather than misbehave at run time. stocktest.Faulty is such
 // a wrapper.

@@ -144,7 +144,10 @@ type GateStore interface {
 // behind), that reports its orders (stock.OrderReader: a sale confirmed
 // at the record is never refunded by the reclaimer) and lists its holds by
 // deadline (stock.HoldLister: the follow-up that returns copies whose gate
-// hold ended unreported). package stock/sqlstock's Store is one.
+// hold ended unreported), and returns a copy only while it is held
+// (stock.HoldReverter: a copy a Confirm made a sale a moment before is
+// never refunded by the flow). package stock/sqlstock's Store is one, and
+// so is stock/memstock's.
 //
 // The wrapping rule of GateStore applies: forward every interface.
 type RecordStore interface {
@@ -152,6 +155,7 @@ type RecordStore interface {
 	stock.Reclaimer
 	stock.OrderReader
 	stock.HoldLister
+	stock.HoldReverter
 }
 
 // Manager is a stock.Manager and stock.Reclaimer over a gate and a record.
