@@ -109,13 +109,23 @@
 // repairs: a restock's second step must reach Redis within the window (the
 // window is well under the gate's Retention, which New checks).
 //
-// One interleaving escapes a single reading: an order recorded and
-// confirmed at the database and confirmed at the gate, all between t1 and
-// t2 (Redis counts it sold; the view of t1 does not know it, and it is in
-// neither the holds nor the held lines). So a correction is applied only
-// when a second reading, made right after the first, computes the same one;
-// a SKU whose two readings differ is read again (Config.MaxAttempts). Such
-// a moment does not recur identically, while real drift does. A hold
+// One interleaving escapes a single reading: an order recorded at the
+// database after t1 and confirmed at the gate before t2 (Redis counts it
+// sold; the view of t1 does not know it, and it is in neither the holds
+// nor the held lines), which raises the target by its units. So a
+// correction is applied only when a second reading, made right after the
+// first, computes the same one; a SKU whose two readings differ is read
+// again (Config.MaxAttempts). On a busy SKU under load each reading can
+// catch another such order, and two readings then agree on a rise that
+// live traffic alone explains; so the second reading also reads the
+// database again after Redis (t3), in a second view. From t2 and t3 the
+// error runs the other way (an order taken at the gate after t2 and
+// recorded before t3 is counted by the database alone), and an order sold
+// at the gate by t2 is known to the view of t3: a correction upward is at
+// most what that reading shows, so no order between t1 and t2 raises
+// Redis. (Only an order refunded at both tiers between t2 and t3 raises
+// that reading; both readings must be raised at once for a rise to pass.)
+// A correction downward is the second reading of t1 and t2. A hold
 // whose line record is gone (a flush that kept the holds zset) is not in
 // flight: Redis can never return it. What no reading can see is a step the
 // flows have not taken yet, e.g. a sale confirmed by the database after the
@@ -143,7 +153,16 @@
 //     fails over on its own) and for the marker key each full pass sets
 //     (FLUSHALL keeps the run_id). A SKU whose Redis state is missing while
 //     the database has it is rebuilt from the database by any pass, only
-//     if it still has no state when the rebuild runs.
+//     if it still has no state when the rebuild runs. A pass whose rebuild
+//     was refused because another pass claimed the SKU since waits for
+//     that pass's rebuild (up to twice as long as its own attempt took)
+//     before reading the SKU again: claiming it again at once would void
+//     the other pass's claim, and two passes doing so to each other never
+//     rebuild. A pass also puts a SKU whose Redis state it read back in
+//     the gate's registry if a loss of the registry's key alone (its
+//     Cluster master lost its data) dropped it, so that the gate's
+//     reclaimer returns that SKU's holds again (redisstock
+//     Store.Snapshot).
 //   - Before a breaker closes: Recalibrate has the signature of
 //     degrade.Config.Recalibrate.
 //
@@ -152,8 +171,9 @@
 // A batch of Config.BatchSize SKUs costs a few Redis round trips (fences,
 // the atomic snapshots, the hold quantities) and one short read-only
 // database transaction of four or five statements, whatever the batch
-// size; SKUs that need a correction are read a second time and corrected
-// with one Adjust each, and each restock in flight costs one Restock.
+// size; SKUs that need a correction are read a second time (with a second
+// read-only transaction after the Redis reading) and corrected with one
+// Adjust each, and each restock in flight costs one Restock.
 // RepairAll works on Config.Workers batches at once. Any number of
 // Reconcilers may run at once; they are safe for concurrent use.
 //
