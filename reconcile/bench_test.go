@@ -3,14 +3,13 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -24,22 +23,14 @@ import (
 //
 //	go test -run '^$' -bench RepairAll100k -benchtime 3x ./reconcile/
 func BenchmarkRepairAll100k(b *testing.B) {
-	addr, dsn := os.Getenv("STOCKGUARD_REDIS_ADDR"), os.Getenv("STOCKGUARD_MYSQL_DSN")
-	if addr == "" || dsn == "" {
-		b.Skip("STOCKGUARD_REDIS_ADDR and STOCKGUARD_MYSQL_DSN not set")
-	}
 	const n = 100_000
-	p := pair{name: "redis+mariadb",
-		redis: func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis) {
-			c := redis.NewClient(&redis.Options{Addr: addr})
-			t.Cleanup(func() { c.Close() })
-			return c, nil
-		}, record: nil}
+	var p pair
 	for _, q := range pairs() {
 		if q.name == "redis+mariadb" {
-			p.record = q.record
+			p = q
 		}
 	}
+	testdb.Need(b, p.needs...)
 	w := newWorld(b, p, reconcile.Config{MaxAutoFix: -1})
 	ctx := context.Background()
 	skus := make([]string, n)

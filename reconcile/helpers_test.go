@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,13 +21,16 @@ import (
 
 // pair is one gate + record combination the tests run on.
 type pair struct {
-	name   string
+	name string
+	// needs are the real servers the pair runs on (it skips without them).
+	needs  []testdb.Server
 	redis  func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis)
 	record func(t testing.TB) (*sqlx.DB, sqlstock.Dialect)
 }
 
-// pairs returns miniredis + SQLite always, and real Redis with MariaDB,
-// PostgreSQL and the Cluster when their variables are set.
+// pairs returns miniredis + SQLite, and real Redis with MariaDB and
+// PostgreSQL and the Cluster with PostgreSQL: those skip, naming the
+// variables they need, when the servers are not given.
 func pairs() []pair {
 	mini := func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis) {
 		m := miniredis.RunT(t)
@@ -36,38 +38,25 @@ func pairs() []pair {
 		t.Cleanup(func() { c.Close() })
 		return c, m
 	}
-	ps := []pair{{name: "miniredis+sqlite", redis: mini, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-		return testdb.SQLite(t, 16), sqlstock.SQLite
-	}}}
-	addr, cluster := os.Getenv("STOCKGUARD_REDIS_ADDR"), os.Getenv("STOCKGUARD_REDIS_CLUSTER")
 	real := func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis) {
-		c := redis.NewClient(&redis.Options{Addr: addr})
+		c := redis.NewClient(&redis.Options{Addr: testdb.Need(t, testdb.Redis)})
 		t.Cleanup(func() { c.Close() })
 		return c, nil
 	}
 	clu := func(t testing.TB) (redis.UniversalClient, *miniredis.Miniredis) {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(cluster, ",")})
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(testdb.Need(t, testdb.Cluster), ",")})
 		t.Cleanup(func() { c.Close() })
 		return c, nil
 	}
-	if dsn := os.Getenv("STOCKGUARD_MYSQL_DSN"); dsn != "" && addr != "" {
-		ps = append(ps, pair{name: "redis+mariadb", redis: real, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-			return testdb.Open(t, "mysql", testdb.WithParam(dsn, "interpolateParams=true"), 16), sqlstock.MariaDB
-		}})
+	sqlite := func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) { return testdb.SQLite(t, 16), sqlstock.SQLite }
+	mariadb := func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) { return testdb.MariaDB(t, 16), sqlstock.MariaDB }
+	postgres := func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) { return testdb.PostgreSQL(t, 16), sqlstock.Postgres }
+	return []pair{
+		{name: "miniredis+sqlite", redis: mini, record: sqlite},
+		{name: "redis+mariadb", needs: []testdb.Server{testdb.Redis, testdb.MySQL}, redis: real, record: mariadb},
+		{name: "redis+postgres", needs: []testdb.Server{testdb.Redis, testdb.Postgres}, redis: real, record: postgres},
+		{name: "cluster+postgres", needs: []testdb.Server{testdb.Cluster, testdb.Postgres}, redis: clu, record: postgres},
 	}
-	if dsn := os.Getenv("STOCKGUARD_POSTGRES_DSN"); dsn != "" {
-		if addr != "" {
-			ps = append(ps, pair{name: "redis+postgres", redis: real, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-				return testdb.Open(t, "pgx", dsn, 16), sqlstock.Postgres
-			}})
-		}
-		if cluster != "" {
-			ps = append(ps, pair{name: "cluster+postgres", redis: clu, record: func(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
-				return testdb.Open(t, "pgx", dsn, 16), sqlstock.Postgres
-			}})
-		}
-	}
-	return ps
 }
 
 // world is one test's gate, record, tiered flow and reconciler.
@@ -216,7 +205,7 @@ func (w *world) levels(sku string) (gate, rec stock.Levels) {
 // forEach runs f on every pair.
 func forEach(t *testing.T, f func(t *testing.T, p pair)) {
 	for _, p := range pairs() {
-		t.Run(p.name, func(t *testing.T) { f(t, p) })
+		t.Run(p.name, func(t *testing.T) { testdb.Need(t, p.needs...); f(t, p) })
 	}
 }
 
