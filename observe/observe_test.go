@@ -416,4 +416,17 @@ func TestLimitersReportDecisions(t *testing.T) {
 	if len(got) != 2 || !got[0].Allowed || got[0].N != 2 || got[1].Allowed || got[0].Limiter != "redis" {
 		t.Fatalf("redis limit events %+v", got)
 	}
+	co, err := limiter.NewComposite(c, limiter.CompositeConfig{Observer: rec.Observer(), Dimensions: []limiter.Dimension{
+		{Name: "user", Limit: limiter.Limit{Rate: 1, Burst: 1}}, {Name: "sku", Limit: limiter.Limit{Rate: 1, Burst: 5}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Reset()
+	req := limiter.Request{Values: []string{"u1", "phone"}, Tag: "u1"}
+	_, _ = co.Allow(ctx, req)
+	_, _ = co.Allow(ctx, req)
+	got = rec.Limits()
+	if len(got) != 2 || !got[0].Allowed || got[1].Allowed || got[1].Err != nil || got[0].Limiter != "composite" || got[1].N != 1 {
+		t.Fatalf("composite limit events %+v; want allowed, then refused by the user dimension", got)
+	}
 }
