@@ -103,4 +103,38 @@ func init() {
 		_, err = rd.UserUnits(e.ctx(), "a", "bad}")
 		e.is(err, stock.ErrInvalid, "UserUnits with an invalid user ID")
 	})
+
+	register("HoldReverterReturnsOnlyHeldOrders", func(e *env) {
+		hr, ok := e.m.(stock.HoldReverter)
+		if !ok {
+			e.t.Logf("%T does not implement stock.HoldReverter; nothing to check", e.m)
+			return
+		}
+		revert := func(id string, want stock.State) {
+			e.t.Helper()
+			got, err := hr.RevertHeld(e.ctx(), id)
+			if err != nil || got != want {
+				e.t.Fatalf("RevertHeld(%s) = %v, %v; want %v, nil", id, got, err, want)
+			}
+		}
+		e.sale("a", 10, 3, time.Minute)
+		e.mustDeduct(order("held", "u1", item("a", 2)))
+		e.mustDeduct(order("paid", "u1", item("a", 1)))
+		e.is(e.m.Confirm(e.ctx(), "paid"), nil, "Confirm")
+		e.want("a", 7, 2, 1)
+		revert("held", stock.StateHeld) // returned: units and quota
+		e.want("a", 9, 0, 1)
+		revert("held", stock.StateReverted) // a repeat changes nothing
+		revert("paid", stock.StateConfirmed) // a sale is never refunded by it
+		e.want("a", 9, 0, 1)
+		revert("never", stock.StateUnknown)
+		// The quota came back with the units: u1 has 1 (bought), so 2 more fit.
+		e.mustDeduct(order("again", "u1", item("a", 2)))
+		e.clock.Advance(2 * time.Minute)
+		e.reclaimAll()
+		revert("again", stock.StateExpired)
+		e.want("a", 9, 0, 1)
+		_, err := hr.RevertHeld(e.ctx(), "bad}")
+		e.is(err, stock.ErrInvalid, "RevertHeld with an invalid ID")
+	})
 }
