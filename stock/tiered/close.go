@@ -120,10 +120,11 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 // (gerr: it does not know the order, or could not be asked and applied
 // nothing), by the order's gate deadline, as ReclaimExpired's follow-up
 // returns such copies: once that deadline has passed the order expired,
-// before it the record confirms. The clock is read again after the
-// record's confirm, so a follow-up that reads the copy at or after the
-// deadline finds it confirmed, or this call undoes its confirm and answers
-// that the hold expired. done is the answer once the sale stands (nil,
+// before it the record confirms, and the sale stands even if the deadline
+// passes while it does (a follow-up returning the copy meanwhile finds it
+// confirmed and keeps it: it returns copies only while they are held; an
+// undo here could refund a sale a concurrent Confirm of the same order
+// has answered). done is the answer once the sale stands (nil,
 // or the *TierError that has the gate told on a retry); a nil done
 // reports gerr to Config.OnDrift.
 func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr error, done *TierError) error {
@@ -158,14 +159,6 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 			return rerr
 		}
 		return &TierError{Tier: Record, Op: "confirm", Err: rerr}
-	}
-	if !due.After(m.cfg.Clock.Now()) {
-		// The deadline passed while the record confirmed: a follow-up may
-		// be returning the copy. Undo, so the answer agrees with it.
-		if rerr := m.record.Revert(ctx, id); rerr != nil {
-			return &TierError{Tier: Record, Op: "revert after the gate deadline", Err: rerr, Outcome: stock.ErrHoldExpired}
-		}
-		return stock.ErrHoldExpired
 	}
 	if done != nil {
 		return done

@@ -144,6 +144,20 @@ func TestInternalRevertNeverRefundsAConfirmedSale(t *testing.T) {
 			confirmAt(r, reverting, func() { r.f.loseGateData(7, "a") }, nil)
 		},
 		act: func(r *race) error { return r.f.m.Settle(r.f.t.Context(), ord("o1", 3)) },
+	}, {
+		// Two Confirms of an order the gate lost, both decided by the
+		// record: the second one's confirm lands inside the first one's,
+		// just before the gate deadline, and the deadline passes before
+		// the first one looks at the clock again. The first must not undo
+		// the sale the second answered.
+		name:   "confirm decided by the record while the deadline passes",
+		placed: true,
+		arm: func(r *race) {
+			r.f.loseGateData(7, "a")
+			r.f.clock.Advance(59 * time.Second)
+			confirmAt(r, stocktest.OnMethod("Confirm"), nil, func() { r.f.clock.Advance(2 * time.Second) })
+		},
+		act: func(r *race) error { return r.f.m.Confirm(r.f.t.Context(), "o1") },
 	}}
 	for _, backend := range []string{"memstock", "sqlite"} {
 		for _, c := range cases {
