@@ -136,13 +136,13 @@ func (m *Manager) revertCopies(ctx context.Context, lines []stock.Reclaimed) err
 }
 
 // revertAll returns each order's copy at the record while it is held (see
-// revertHeld); a copy confirmed since the caller read it is a sale, kept
+// stock.HoldReverter); a copy confirmed since the caller read it is a sale, kept
 // and reported to Config.OnDrift with its SKUs from skus (nil: unknown).
 // The failures are one *TierError naming op.
 func (m *Manager) revertAll(ctx context.Context, ids []string, skus map[string][]string, op string) error {
 	var errs []error
 	for _, id := range ids {
-		found, err := m.revertHeld(ctx, id)
+		found, err := m.record.RevertHeld(ctx, id)
 		switch {
 		case err != nil:
 			errs = append(errs, err)

@@ -249,7 +249,7 @@ func (m *Manager) returnCopy(ctx context.Context, id string) (sold bool, _ error
 var errConfirmedCopy = errors.New("tiered: confirmed at the record, hold returned at the gate")
 
 // revertRecord returns the order's copy at the record after the gate ended
-// the hold, only while the copy is held (see revertHeld). A copy found
+// the hold, only while the copy is held (stock.HoldReverter: one step at the record). A copy found
 // confirmed is a sale (a Confirm decided by the record landed between the
 // caller's read and this step): it is kept, reported to Config.OnDrift as
 // op, and sold says so. A failure is a *TierError (so the caller calls
@@ -257,7 +257,7 @@ var errConfirmedCopy = errors.New("tiered: confirmed at the record, hold returne
 // follow-up, or at the latest the record's own deadline, bounds the copy's
 // life.
 func (m *Manager) revertRecord(ctx context.Context, id, op string) (sold bool, _ *TierError) {
-	found, err := m.revertHeld(ctx, id)
+	found, err := m.record.RevertHeld(ctx, id)
 	if err != nil {
 		return false, &TierError{Tier: Record, Op: "revert after the gate closed", Err: err}
 	}
@@ -266,34 +266,4 @@ func (m *Manager) revertRecord(ctx context.Context, id, op string) (sold bool, _
 		return true, nil
 	}
 	return false, nil
-}
-
-// revertHeld reverts the record's copy of id only if it is held, and says
-// in what state it found the copy. With a record that is a
-// stock.HoldReverter the check and the revert are one step at the record,
-// so a Confirm racing the flow keeps its sale. Otherwise (or when a
-// wrapper answers errors.ErrUnsupported) the record is read, then a held
-// copy reverted: a Confirm between the two is refunded, so give the flow
-// a record that implements stock.HoldReverter (sqlstock and memstock do).
-func (m *Manager) revertHeld(ctx context.Context, id string) (stock.State, error) {
-	if hr, ok := m.record.(stock.HoldReverter); ok {
-		found, err := hr.RevertHeld(ctx, id)
-		if !errors.Is(err, errors.ErrUnsupported) {
-			return found, err
-		}
-	}
-	infos, err := m.record.Orders(ctx, []string{id})
-	if err != nil {
-		return stock.StateUnknown, err
-	}
-	if len(infos) != 1 || infos[0].State != stock.StateHeld {
-		if len(infos) == 1 {
-			return infos[0].State, nil
-		}
-		return stock.StateUnknown, nil
-	}
-	if err := m.record.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
-		return stock.StateUnknown, err
-	}
-	return stock.StateHeld, nil
 }
