@@ -1,12 +1,9 @@
 package sqlstock_test
 
 import (
-	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -16,84 +13,9 @@ import (
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
-// What a lostReply connector does to the next COMMIT, once.
-const (
-	keepReply      int32 = iota
-	commitLoseIt         // COMMIT is applied, its reply is lost
-	rollbackLoseIt       // the connection drops before COMMIT: rolled back, and no reply
-)
-
-var errReplyLost = errors.New("lostReply: connection reset by peer")
-
-// lostReply opens connections of a real driver and, when armed, loses
-// the reply of one COMMIT: the caller cannot tell whether its
-// transaction committed.
-type lostReply struct {
-	drv   driver.Driver
-	dsn   string
-	fault atomic.Int32
-}
-
-func (l *lostReply) Connect(context.Context) (driver.Conn, error) {
-	c, err := l.drv.Open(l.dsn)
-	if err != nil {
-		return nil, err
-	}
-	return &lostReplyConn{Conn: c, l: l}, nil
-}
-
-func (l *lostReply) Driver() driver.Driver { return l.drv }
-
-type lostReplyConn struct {
-	driver.Conn
-	l *lostReply
-}
-
-func (c *lostReplyConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &lostReplyTx{Tx: tx, l: c.l}, nil
-}
-
-func (c *lostReplyConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
-}
-
-func (c *lostReplyConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
-}
-
-func (c *lostReplyConn) CheckNamedValue(nv *driver.NamedValue) error {
-	if nc, ok := c.Conn.(driver.NamedValueChecker); ok {
-		return nc.CheckNamedValue(nv)
-	}
-	return driver.ErrSkip
-}
-
-type lostReplyTx struct {
-	driver.Tx
-	l *lostReply
-}
-
-func (t *lostReplyTx) Commit() error {
-	switch t.l.fault.Swap(keepReply) {
-	case commitLoseIt:
-		if err := t.Tx.Commit(); err != nil {
-			return err
-		}
-		return errReplyLost
-	case rollbackLoseIt:
-		_ = t.Tx.Rollback()
-		return errReplyLost
-	}
-	return t.Tx.Commit()
-}
-
 // openLostReply returns a pool on b's database for the Store, and one on
-// the same database, through a lostReply connector, for the caller.
-func openLostReply(t *testing.T, b backend) (store, callers *sqlx.DB, l *lostReply) {
+// the same database, through a flaky connector, for the caller.
+func openLostReply(t *testing.T, b backend) (store, callers *sqlx.DB, l *flaky) {
 	t.Helper()
 	var driverName, dsn string
 	switch b.dialect {
@@ -109,7 +31,7 @@ func openLostReply(t *testing.T, b backend) (store, callers *sqlx.DB, l *lostRep
 		}
 	}
 	store = testdb.Open(t, driverName, dsn, 4)
-	l = &lostReply{drv: store.Driver(), dsn: dsn}
+	l = &flaky{drv: store.Driver(), dsn: dsn}
 	callers = sqlx.NewDb(sql.OpenDB(l), driverName)
 	callers.SetMaxOpenConns(4)
 	t.Cleanup(func() { _ = callers.Close() })
@@ -153,12 +75,12 @@ func TestInTxLostCommitIsResolvedByRunningTheTransactionAgain(t *testing.T) {
 			avail, held int64 // after the lost COMMIT
 			rows        int64
 		}{
-			{commitLoseIt, mkOrder("o1", "u1", mkItem("a", 2)), 8, 2, 1},
-			{rollbackLoseIt, mkOrder("o2", "u2", mkItem("a", 2)), 8, 2, 1},
+			{faultAfterCommit, mkOrder("o1", "u1", mkItem("a", 2)), 8, 2, 1},
+			{faultBeforeCommit, mkOrder("o2", "u2", mkItem("a", 2)), 8, 2, 1},
 		}
 		for _, s := range steps {
 			l.fault.Store(s.fault)
-			if err := place(s.o); !errors.Is(err, errReplyLost) {
+			if err := place(s.o); !errors.Is(err, errCut) {
 				t.Fatalf("%s: COMMIT answered %v, want its reply lost", s.o.ID, err)
 			}
 			c.want(s.o.ID+" after the lost COMMIT", "a", s.avail, s.held, 0)
