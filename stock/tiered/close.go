@@ -25,11 +25,13 @@ import (
 //     gate that could not be asked makes the answer a *TierError: call
 //     again to tell it); once it has passed, stock.ErrHoldExpired and the
 //     copy is returned.
-//   - Confirmed: a repeat. It returns nil whatever the gate says now: a
+//   - Confirmed: a repeat. The sale stands whatever the gate says now: a
 //     sale confirmed at the record (by this Manager, or by a fallback
 //     while the gate was down) is never undone by a later Confirm. The
-//     gate is told if it can be; a gate that says the hold ended goes to
-//     Config.OnDrift.
+//     gate is told: a gate that says the hold ended goes to
+//     Config.OnDrift; one that cannot be asked makes the answer a
+//     *TierError (the gate may still hold the order: call again to tell
+//     it); one that lost its data (stock.ErrUnavailable) holds nothing.
 //   - Not recorded (with a Recorder, the order may still be pending):
 //     stock.ErrUnknownOrder, nothing changes: confirm after Settle.
 //   - Ended at the record: the gate says why and is made to agree (see
@@ -51,31 +53,41 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) (err error) {
 	if err != nil {
 		return err // a read: nothing written
 	}
+	state := stock.StateUnknown
 	if len(infos) == 1 {
-		switch infos[0].State {
-		case stock.StateHeld:
-			return m.confirmHeld(ctx, infos[0])
-		case stock.StateConfirmed:
-			if gerr := m.gate.Confirm(ctx, orderID); gerr != nil && stock.IsBusiness(gerr) {
-				m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm", Err: gerr})
-			}
-			return nil
+		state = infos[0].State
+	}
+	switch state {
+	case stock.StateHeld:
+		return m.confirmHeld(ctx, infos[0])
+	case stock.StateConfirmed:
+		gerr := m.gate.Confirm(ctx, orderID)
+		switch {
+		case gerr == nil, unavailable(gerr):
+			// Told, or a gate that lost its data and holds nothing.
+		case stock.IsBusiness(gerr):
+			m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm", Err: gerr})
+		default:
+			// The gate may still hold the order and would return it at
+			// its deadline: the sale stands, and a retry tells the gate.
+			return &TierError{Tier: Gate, Op: "confirm", Err: gerr}
 		}
+		return nil
+	case stock.StateUnknown:
+		// Not recorded (yet): nothing changes. A Confirm at the record
+		// now could sell a hold whose hand-off lands meanwhile after its
+		// gate deadline passed; confirm after Settle.
+		return stock.ErrUnknownOrder
 	}
 	err = m.record.Confirm(ctx, orderID)
-	switch {
-	case err == nil:
-		// Recorded since the read (a Settle racing this call).
-		return m.confirmHeld(ctx, stock.OrderInfo{ID: orderID, State: stock.StateHeld})
-	case ended(err):
+	if ended(err) {
 		return m.closedAtRecord(ctx, orderID, err)
 	}
 	return err
 }
 
-// confirmHeld confirms an order the record holds (see Confirm). The record
-// may have confirmed it already when in.Deadline is zero (a Settle that
-// recorded it after Confirm's read; its gate deadline is then read again).
+// confirmHeld confirms an order the record holds, as Confirm's read found
+// it (see Confirm).
 func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 	id := in.ID
 	gerr := m.gate.Confirm(ctx, id)
@@ -129,13 +141,6 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 // reports gerr to Config.OnDrift.
 func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr error, done *TierError) error {
 	id := in.ID
-	if in.Deadline.IsZero() {
-		infos, err := m.record.Orders(ctx, []string{id})
-		if err != nil {
-			return &TierError{Tier: Record, Op: "read", Err: err, Outcome: gerr}
-		}
-		in = infos[0]
-	}
 	due, err := m.gateDeadline(ctx, in, nil)
 	if err != nil {
 		return &TierError{Tier: Record, Op: "read hold times", Err: err, Outcome: gerr}

@@ -1,0 +1,82 @@
+package tiered_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+)
+
+// A Confirm that finds the order not yet recorded (its hand-off queued)
+// must not sell it when a Settle records it meanwhile and the gate
+// deadline passes: the gate returned the units, so a nil answer would
+// count them twice.
+func TestConfirmOfAnOrderRecordedMeanwhileDoesNotSellAnExpiredHold(t *testing.T) {
+	f := newFixture(t, true)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(50 * time.Second) // in the queue
+	// The Settle lands right after Confirm's first read of the record
+	// (which finds the order not recorded), before whatever Confirm does
+	// next at the record, and the gate deadline passes meanwhile.
+	reads, fired := 0, false
+	f.record.SetBefore(func(c stocktest.Call) {
+		if c.Method == "Orders" && reads == 0 {
+			reads++
+			return
+		}
+		if reads == 1 && !fired {
+			fired = true
+			if err := f.m.Settle(ctx, f.queue[0]); err != nil {
+				t.Errorf("Settle: %v", err)
+			}
+			f.clock.Advance(11 * time.Second) // past the gate deadline
+		}
+	})
+	err := f.m.Confirm(ctx, "o1")
+	f.record.SetBefore(nil)
+	if !fired && !errors.Is(err, stock.ErrUnknownOrder) {
+		t.Fatalf("Confirm of an order the record did not have: %v, want ErrUnknownOrder", err)
+	}
+	ga, _ := f.gate.Available(ctx, "a")
+	ra, _ := f.record.Available(ctx, "a")
+	t.Logf("Confirm=%v gate avail=%d record avail=%d record state=%v drift=%v", err, ga, ra, f.recordState("o1"), f.drift)
+	if err == nil && ga > ra {
+		t.Fatalf("Confirm answered nil for an order whose gate hold expired and was returned: gate available %d > record available %d", ga, ra)
+	}
+}
+
+// A Confirm whose gate cannot be reached (dial refused) is decided by the
+// record and answered with a *TierError "call again to tell the gate". The
+// retry, with the gate still unreachable, answers nil: the gate still holds
+// the order, and its reclaimer returns the units at its deadline.
+func TestConfirmRetryTellsTheGateBeforeAnsweringNil(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.gate.SetFault(stocktest.Down)
+	err1 := f.m.Confirm(ctx, "o1")
+	err2 := f.m.Confirm(ctx, "o1")
+	f.gate.SetFault(stocktest.Healthy)
+	t.Logf("first=%v retry=%v", err1, err2)
+	f.clock.Advance(61 * time.Second)
+	_, _ = f.m.ReclaimExpired(ctx, 10)
+	ga, _ := f.gate.Available(ctx, "a")
+	ra, _ := f.record.Available(ctx, "a")
+	t.Logf("gate avail=%d record avail=%d record=%v drift=%v", ga, ra, f.recordState("o1"), f.drift)
+	if err2 == nil && ga > ra {
+		t.Fatalf("retry answered nil while the gate was never told: gate available %d > record available %d after reclaim", ga, ra)
+	}
+}
