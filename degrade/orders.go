@@ -70,7 +70,11 @@ func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager,
 			// A record copy the primary's reclaimer returned reads as
 			// closed at the record alone; the primary tells an expired
 			// hold from a cancel (and makes its tiers agree).
-			if perr := callPrimary(); stock.IsBusiness(perr) && !errors.Is(perr, stock.ErrUnknownOrder) {
+			perr := callPrimary()
+			if errors.Is(perr, stock.ErrUnknownOutcome) {
+				return perr // the primary may have applied it: a retry settles it
+			}
+			if stock.IsBusiness(perr) && !errors.Is(perr, stock.ErrUnknownOrder) {
 				return perr
 			}
 		}
