@@ -73,7 +73,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				}
 			}
 		}
-		more, claimed, err := r.rebuild(ctx, &rep, rebuild, last)
+		_, more, claimed, err := r.rebuild(ctx, &rep, rebuild, last)
 		if err != nil {
 			return rep, err
 		}
@@ -164,10 +164,11 @@ func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt in
 // it, orders may already hold it) is left alone and returned in again, to
 // be read again; one whose claim another reader took since is returned in
 // claimed (that reader is rebuilding it: see awaitRebuild). On the last
-// attempt either is ActionStale.
-func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last bool) (again, claimed []string, err error) {
+// attempt either is ActionStale. The SKUs it created are returned in
+// applied.
+func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last bool) (applied []*finding, again, claimed []string, err error) {
 	if len(fs) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	rs := make([]redisstock.Rebuild, len(fs))
 	for i, f := range fs {
@@ -175,11 +176,12 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, la
 	}
 	got, err := r.gate.Rebuild(ctx, rs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reconcile: rebuild: %w", err)
+		return nil, nil, nil, fmt.Errorf("reconcile: rebuild: %w", err)
 	}
 	for i, f := range fs {
 		switch {
 		case got[i] == redisstock.Applied:
+			applied = append(applied, f)
 			r.note(rep, f.correction(ActionRebuilt, nil))
 		case last:
 			r.note(rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q got a Redis state while it was rebuilt", f.sku)))
@@ -189,7 +191,7 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, la
 			again = append(again, f.sku)
 		}
 	}
-	return again, claimed, nil
+	return applied, again, claimed, nil
 }
 
 // awaitRebuild waits, up to twice took (how long this attempt read and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -60,6 +61,7 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 		var put []*finding
 		for attempt := 1; len(batch) > 0; attempt++ {
 			last := attempt >= r.cfg.MaxAttempts
+			began := time.Now()
 			fs, err := r.examine(ctx, batch)
 			if err != nil {
 				return rep, err
@@ -88,7 +90,7 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 					relist = append(relist, f)
 				}
 			}
-			more, err := r.rebuildWarm(ctx, &rep, rebuild, &put)
+			more, err := r.rebuildWarm(ctx, &rep, rebuild, &put, last, began)
 			if err != nil {
 				return rep, err
 			}
@@ -119,30 +121,23 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 	return rep, errors.Join(errs...)
 }
 
-// rebuildWarm creates the gate state of SKUs Redis has none for (never
-// overwriting one another writer created meanwhile: those are returned, to
-// be read again) and appends the created ones to put.
-func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding) (again []string, err error) {
-	if len(fs) == 0 {
-		return nil, nil
-	}
-	rs := make([]redisstock.Rebuild, len(fs))
-	for i, f := range fs {
-		rs[i] = r.rebuildOf(f)
-	}
-	got, err := r.gate.Rebuild(ctx, rs)
+// rebuildWarm creates the gate state of SKUs Redis has none for, as a
+// repair pass does (rebuild: never overwriting a state another writer
+// created meanwhile; waiting for the rebuild of another reader that took
+// the claim since, rather than claiming again at once), and appends the
+// created ones to put. It returns the SKUs to read again.
+func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding, last bool, began time.Time) ([]string, error) {
+	applied, again, claimed, err := r.rebuild(ctx, rep, fs, last)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: warm up: %w", err)
+		return nil, err
 	}
-	for i, f := range fs {
-		if got[i] != redisstock.Applied {
-			again = append(again, f.sku)
-			continue
+	*put = append(*put, applied...)
+	if len(claimed) > 0 {
+		if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {
+			return nil, err
 		}
-		*put = append(*put, f)
-		r.note(rep, f.correction(ActionRebuilt, nil))
 	}
-	return again, nil
+	return append(again, claimed...), nil
 }
 
 // relist writes the record's count and settings over SKUs on sale in
