@@ -154,8 +154,9 @@ func (s *Store) groupDone(calls []*gcall, refused []error, err error) {
 			c.res = err
 		case classify(err) == errLockWait:
 			// The group waited Config.LockWait for a row lock: running
-			// each order again alone would wait as long again, each.
-			c.res = &ContentionError{Op: "deduct", Attempts: 1, Last: err}
+			// each order again alone would wait as long again, each. The
+			// retry loop answers it as contention without running it again.
+			c.res = err
 		default:
 			c.res = errSplit
 		}

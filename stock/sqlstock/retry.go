@@ -45,6 +45,10 @@ func (s *Store) retryFrom(ctx context.Context, op string, rerun bool, err error,
 		unknown bool
 	)
 	for attempt := 1; ; attempt++ {
+		var final *UnknownOutcomeError
+		if errors.As(err, &final) {
+			return err // answered already, not to be run again (see takeOnePG)
+		}
 		var ma *maybeApplied
 		if errors.As(err, &ma) {
 			unknown = true

@@ -50,7 +50,7 @@ func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) e
 	if s.q.beginLockWait != "" {
 		if _, err := tx.ExecContext(ctx, s.q.beginLockWait); err != nil {
 			_ = tx.Rollback()
-			return sent(err)
+			return err // a setting: nothing written yet
 		}
 	}
 	if err := fn(tx); err != nil {
