@@ -48,17 +48,11 @@ func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident
 // gate not rebuilt yet). A failed read leaves the answer open: the gate
 // cannot answer for the SKU now, which is stock.ErrUnavailable too.
 func (s *Store) notOnSale(ctx context.Context, sku string) error {
-	var exists *redis.IntCmd
-	var member, lost *redis.BoolCmd
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		exists = p.Exists(ctx, s.registryKey())
-		member = p.SIsMember(ctx, s.registryKey(), sku)
-		lost = p.SIsMember(ctx, s.registryKey(), lostMark)
-	})
-	if err := firstErr(exists, member, lost); err != nil {
+	reg, err := s.readRegistry(ctx, sku)
+	if err != nil {
 		return withCtx(ctx, fmt.Errorf("redisstock: SKU %s: %w (reading the registry: %w)", strconv.Quote(sku), stock.ErrUnavailable, err))
 	}
-	if exists.Val() == 0 || member.Val() || lost.Val() {
+	if !reg.exists || reg.member || reg.lost {
 		return &stock.SKUError{SKU: sku, Err: stock.ErrUnavailable}
 	}
 	return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
@@ -68,16 +62,11 @@ func (s *Store) notOnSale(ctx context.Context, sku string) error {
 // stock.ErrUnknownOrder, unless the SKU registry is gone too (the Redis
 // lost everything), which is stock.ErrUnavailable.
 func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
-	var exists *redis.IntCmd
-	var lost *redis.BoolCmd
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		exists = p.Exists(ctx, s.registryKey())
-		lost = p.SIsMember(ctx, s.registryKey(), lostMark)
-	})
-	if err := firstErr(exists, lost); err != nil {
+	reg, err := s.readRegistry(ctx, "")
+	if err != nil {
 		return withCtx(ctx, fmt.Errorf("redisstock: order %s: %w (reading the registry: %w)", strconv.Quote(orderID), stock.ErrUnavailable, err))
 	}
-	if exists.Val() == 0 || lost.Val() {
+	if !reg.exists || reg.lost {
 		return fmt.Errorf("redisstock: order %s: the gate lost its data: %w", strconv.Quote(orderID), stock.ErrUnavailable)
 	}
 	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)

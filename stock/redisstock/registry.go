@@ -47,3 +47,36 @@ func (s *Store) Calibrated(ctx context.Context) error {
 	}
 	return s.writeErr(ctx, "calibrated", s.c.SRem(ctx, s.registryKey(), lostMark).Err())
 }
+
+// registry is what one read of the SKU registry says.
+type registry struct {
+	exists bool // the registry's key exists
+	member bool // it names the SKU asked about
+	lost   bool // it was recreated after Redis lost its data (lostMark)
+}
+
+// readRegistry reads, in one round trip, whether the registry exists,
+// names sku ("" asks about no SKU) and carries the lost mark.
+func (s *Store) readRegistry(ctx context.Context, sku string) (registry, error) {
+	var exists *redis.IntCmd
+	var member, lost *redis.BoolCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		exists = p.Exists(ctx, s.registryKey())
+		if sku != "" {
+			member = p.SIsMember(ctx, s.registryKey(), sku)
+		}
+		lost = p.SIsMember(ctx, s.registryKey(), lostMark)
+	})
+	cmds := []redis.Cmder{exists, lost}
+	if member != nil {
+		cmds = append(cmds, member)
+	}
+	if err := firstErr(cmds...); err != nil {
+		return registry{}, err
+	}
+	reg := registry{exists: exists.Val() == 1, lost: lost.Val()}
+	if member != nil {
+		reg.member = member.Val()
+	}
+	return reg, nil
+}

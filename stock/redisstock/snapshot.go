@@ -195,7 +195,8 @@ func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 		}
 	})
 	if err := firstErr(cmds...); err != nil {
-		return s.writeErr(ctx, "snapshot: relist in the registry", err)
+		// One failed reply among several sent may leave the others applied.
+		return s.batchErr(ctx, "snapshot: relist in the registry", err, 0, len(skus))
 	}
 	return nil
 }

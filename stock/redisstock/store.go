@@ -270,18 +270,11 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 // SKU (a Redis that lost everything and a new one look the same to a Store
 // that never wrote to it).
 func (s *Store) missingErr(ctx context.Context, sku string) error {
-	var has *redis.IntCmd
-	var member, lost *redis.BoolCmd
-	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		has = p.Exists(ctx, s.registryKey())
-		member = p.SIsMember(ctx, s.registryKey(), sku)
-		lost = p.SIsMember(ctx, s.registryKey(), lostMark)
-		return nil
-	})
+	reg, err := s.readRegistry(ctx, sku)
 	if err != nil {
 		return s.readErr(ctx, "read the SKU registry", err)
 	}
-	if !member.Val() && !lost.Val() && (has.Val() == 1 || !s.listed.Load()) {
+	if !reg.member && !reg.lost && (reg.exists || !s.listed.Load()) {
 		return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
 	}
 	return fmt.Errorf("redisstock: SKU %q: %w: its state is gone (Redis lost its data)", sku, stock.ErrUnavailable)
