@@ -263,16 +263,9 @@ func (s *Store) deductPessimistic(ctx context.Context, o stock.Order, items []st
 // lockAndTake is the Pessimistic strategy's statements on q; per-user
 // limits are counted with userTotal.
 func (s *Store) lockAndTake(ctx context.Context, q querier, userTotal string, o stock.Order, items []stock.Item, inserted *bool) error {
-	rows := make([]stockRow, len(items))
-	for i, it := range items {
-		r := &rows[i]
-		err := q.QueryRowContext(ctx, s.q.lockStock, it.SKU).Scan(&r.avail, &r.limit, &r.ttlMS)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
-		}
-		if err != nil {
-			return err
-		}
+	rows, err := s.lockItems(ctx, q, items)
+	if err != nil {
+		return err
 	}
 	if err := checkRows(o, items, rows); err != nil {
 		return err

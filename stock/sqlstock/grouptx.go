@@ -291,6 +291,28 @@ func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]locke
 	return rows, nil
 }
 
+// lockItems locks the stock rows of the sorted items in one statement, in
+// SKU order, and reads them, or fails with stock.ErrUnknownSKU naming the
+// first SKU without a row.
+func (s *Store) lockItems(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
+	skus := make([]string, len(items))
+	for i, it := range items {
+		skus[i] = it.SKU
+	}
+	locked, err := s.lockRows(ctx, q, skus)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]stockRow, len(locked))
+	for i, r := range locked {
+		if !r.found {
+			return nil, &stock.SKUError{SKU: skus[i], Err: stock.ErrUnknownSKU}
+		}
+		rows[i] = r.stockRow
+	}
+	return rows, nil
+}
+
 // userTotals reads what each user of the calls that name sku (the k-th
 // SKU of b) holds or bought of it.
 func (s *Store) userTotals(ctx context.Context, q querier, sku string, calls []*gcall, b batchSKUs, k int) (map[string]int64, error) {

@@ -333,38 +333,13 @@ func (s *Store) atomicIn(ctx context.Context, q querier, undo func() error, o st
 	}
 }
 
-// remembered returns the remembered settings of the sorted items, or nil
-// if one is not remembered.
-func (s *Store) remembered(items []stock.Item) []settings {
-	set := make([]settings, len(items))
-	for i, it := range items {
-		v, ok := s.settings.Get(it.SKU)
-		if !ok {
-			return nil
-		}
-		set[i] = v
-	}
-	return set
-}
-
 // lockSettings reads the settings of the sorted items from their rows,
 // locked FOR UPDATE in SKU order, or fails with stock.ErrUnknownSKU
 // naming the first SKU without a row.
 func (s *Store) lockSettings(ctx context.Context, q querier, items []stock.Item) ([]settings, error) {
-	skus := make([]string, len(items))
-	for i, it := range items {
-		skus[i] = it.SKU
-	}
-	rows, err := s.lockRows(ctx, q, skus)
+	rows, err := s.lockItems(ctx, q, items)
 	if err != nil {
 		return nil, err
 	}
-	set := make([]settings, len(rows))
-	for i, r := range rows {
-		if !r.found {
-			return nil, &stock.SKUError{SKU: skus[i], Err: stock.ErrUnknownSKU}
-		}
-		set[i] = settings{limit: r.limit, ttlMS: r.ttlMS}
-	}
-	return set, nil
+	return settingsOfRows(rows), nil
 }

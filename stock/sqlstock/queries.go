@@ -27,7 +27,6 @@ type queries struct {
 	insertOp, readOp                string
 	take, takeIfVersion, takeLocked string
 	takeOnePG                       string // Postgres: one statement for a one-line order
-	lockStock                       string
 	userTotal                       string
 	userTotalLocked, levelsLocked   string // in a caller's transaction: read the newest rows (see intx.go)
 	readOrder, lockOrder            string
@@ -76,7 +75,6 @@ func newQueries(d Dialect, cfg Config) *queries {
 		" WHERE {sku} = ? AND {avail} >= ? AND {limit} = 0 RETURNING {ttl})" +
 		" INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, created_ms)" +
 		" SELECT ?, 0, ?, CAST(? AS BIGINT), ?, 1, CAST(? AS BIGINT) + u.{ttl}, CAST(? AS BIGINT) FROM u")
-	q.lockStock = q.sql("SELECT" + hint + " {avail}, {limit}, {ttl} FROM {T} WHERE {sku} = ?" + lockSuffix)
 
 	q.userTotal = q.sql("SELECT COALESCE(SUM(qty), 0) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)")
 	q.userTotalLocked = q.userTotal

@@ -75,16 +75,25 @@ func settingsOfRows(rows []stockRow) []settings {
 // settingsOf returns the remembered settings of the sorted items, or,
 // when one is not remembered, reads them all (fresh).
 func (s *Store) settingsOf(ctx context.Context, items []stock.Item) (set []settings, fresh bool, err error) {
-	set = make([]settings, len(items))
+	if set := s.remembered(items); set != nil {
+		return set, false, nil
+	}
+	set, err = s.readSettings(ctx, items)
+	return set, true, err
+}
+
+// remembered returns the remembered settings of the sorted items, or nil
+// if one is not remembered.
+func (s *Store) remembered(items []stock.Item) []settings {
+	set := make([]settings, len(items))
 	for i, it := range items {
 		v, ok := s.settings.Get(it.SKU)
 		if !ok {
-			set, err = s.readSettings(ctx, items)
-			return set, true, err
+			return nil
 		}
 		set[i] = v
 	}
-	return set, false, nil
+	return set
 }
 
 // readSettings reads the settings of the sorted items from their rows
