@@ -233,11 +233,7 @@ func (m *Manager) returnCopy(ctx context.Context, id string) (sold bool, _ error
 	if len(infos) != 1 || !infos[0].State.Takes() {
 		return false, nil
 	}
-	if infos[0].State == stock.StateConfirmed {
-		m.drift(Drift{OrderID: id, Tier: Record, Op: "settle", Err: errConfirmedCopy})
-		return true, nil
-	}
-	sold, rerr := m.revertRecord(ctx, id, "settle")
+	sold, rerr := m.revertRecord(ctx, id, "settle") // a confirmed copy is kept there
 	if rerr != nil {
 		return false, rerr
 	}
