@@ -170,7 +170,7 @@
 //
 // A batch of Config.BatchSize SKUs costs a few Redis round trips (fences,
 // the atomic snapshots, the hold quantities) and one short read-only
-// database transaction of four or five statements, whatever the batch
+// database transaction of three statements (the stock rows, the held lines, the restocks), whatever the batch
 // size; SKUs that need a correction are read a second time (with a second
 // read-only transaction after the Redis reading) and corrected with one
 // Adjust each, and each restock in flight costs one Restock.
