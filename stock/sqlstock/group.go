@@ -52,7 +52,7 @@ type gcall struct {
 	o     stock.Order
 	items []stock.Item  // sorted
 	sent  bool          // taken into a group; guarded by grouper.mu
-	at    time.Time     // when it was queued, if groups are observed
+	at    time.Time     // when it was queued
 	done  chan struct{} // closed when res is set
 	res   error         // what the group says; see settleCall
 }
@@ -87,10 +87,7 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 		return err
 	}
 	key := g.laneKey(items)
-	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{})}
-	if g.s.obs.Batching() {
-		c.at = time.Now()
-	}
+	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{}), at: time.Now()}
 	g.mu.Lock()
 	l := g.lanes[key]
 	if l == nil {
@@ -209,7 +206,19 @@ func (s *Store) settleCall(c *gcall) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, errSplit):
-		return s.deductOne(ctx, o, items)
+		// The call may have waited for the group ahead of it and in its
+		// own: run alone, it gets what is left of the two LockWaits a
+		// grouped Deduct answers within.
+		budget, cancel := ctx, context.CancelFunc(func() {})
+		if !c.at.IsZero() {
+			budget, cancel = context.WithDeadline(ctx, c.at.Add(2*s.cfg.LockWait))
+		}
+		defer cancel()
+		err := s.deductOne(budget, o, items)
+		if budget.Err() != nil && ctx.Err() == nil && errors.Is(err, budget.Err()) && !errors.Is(err, stock.ErrUnknownOutcome) {
+			return &ContentionError{Op: "deduct", Attempts: 1, Last: err} // nothing sent
+		}
+		return err
 	case stock.IsBusiness(err):
 		return s.retryFrom(ctx, "deduct", true, s.answer(ctx, o, items, err, false), again)
 	default: // *maybeApplied
