@@ -43,6 +43,10 @@ const (
 	OpRestock   Op = "restock"
 	OpPutOnSale Op = "put_on_sale"
 	OpReclaim   Op = "reclaim"
+	// OpRevertItems is a partial revert (stock.PartialReverter).
+	OpRevertItems Op = "revert_items"
+	// OpExtendHold is a hold's extension (stock.HoldExtender).
+	OpExtendHold Op = "extend_hold"
 )
 
 // Call is one call of a Manager method, as it starts.
@@ -147,6 +151,9 @@ const (
 	Conflict               // stock.ErrConflict
 	Expired                // stock.ErrHoldExpired
 	Closed                 // stock.ErrOrderClosed
+	Confirmed              // stock.ErrOrderConfirmed
+	HoldTooLong            // stock.ErrHoldTooLong
+	ExceedsOrder           // stock.ErrExceedsOrder
 	Invalid                // stock.ErrInvalid
 	UnknownOutcome         // stock.ErrUnknownOutcome: the call may have applied
 	Contention             // stock.ErrContention
@@ -158,13 +165,14 @@ const (
 var outcomeNames = [...]string{
 	OK: "ok", SoldOut: "sold_out", LimitReached: "limit", UnknownSKU: "unknown_sku",
 	UnknownOrder: "unknown_order", Conflict: "conflict", Expired: "expired", Closed: "closed",
+	Confirmed: "confirmed", HoldTooLong: "hold_too_long", ExceedsOrder: "exceeds_order",
 	Invalid: "invalid", UnknownOutcome: "unknown_outcome", Contention: "contention",
 	Unavailable: "unavailable", Canceled: "canceled", Failed: "error",
 }
 
 // String is the outcome's name as metrics label it: "ok", "sold_out",
 // "limit", "unknown_sku", "unknown_order", "conflict", "expired", "closed",
-// "invalid", "unknown_outcome", "contention", "unavailable", "canceled",
+// "confirmed", "hold_too_long", "exceeds_order", "invalid", "unknown_outcome", "contention", "unavailable", "canceled",
 // "error".
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -175,7 +183,7 @@ func (o Outcome) String() string {
 
 // Business reports whether the outcome is a final answer about the order
 // (sold out, limit, unknown SKU or order, conflict, expired, closed,
-// invalid) rather than success or a failure to answer.
+// confirmed, hold too long, exceeds order, invalid) rather than success or a failure to answer.
 func (o Outcome) Business() bool { return o >= SoldOut && o <= Invalid }
 
 // classes maps stock's errors to their classes, in the order Classify
@@ -194,6 +202,9 @@ var classes = []struct {
 	{stock.ErrConflict, Conflict},
 	{stock.ErrHoldExpired, Expired},
 	{stock.ErrOrderClosed, Closed},
+	{stock.ErrOrderConfirmed, Confirmed},
+	{stock.ErrHoldTooLong, HoldTooLong},
+	{stock.ErrExceedsOrder, ExceedsOrder},
 	{stock.ErrInvalid, Invalid},
 	{context.Canceled, Canceled},
 	{context.DeadlineExceeded, Canceled},

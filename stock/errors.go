@@ -26,6 +26,15 @@ var (
 	ErrHoldExpired = errors.New("stock: hold expired")
 	// ErrOrderClosed: the order was reverted; its ID cannot take stock again.
 	ErrOrderClosed = errors.New("stock: order already reverted")
+	// ErrOrderConfirmed: the order is confirmed, so its hold cannot be
+	// extended.
+	ErrOrderConfirmed = errors.New("stock: order already confirmed")
+	// ErrHoldTooLong: the hold asked for (an order's own hold time, an
+	// extended deadline) passes the SKU's MaxHoldTTL.
+	ErrHoldTooLong = errors.New("stock: hold longer than the SKU allows")
+	// ErrExceedsOrder: a partial revert asks for more units of a line than
+	// the order still has on it, or names a SKU the order does not have.
+	ErrExceedsOrder = errors.New("stock: return exceeds what the order holds")
 	// ErrInvalid: the input was refused before anything was written. The
 	// error wrapping it says what was wrong (see *InvalidError).
 	ErrInvalid = errors.New("stock: invalid input")
@@ -83,7 +92,8 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // IsBusiness reports whether err is a business outcome of a call that
 // reached the store: sold out, limit, unknown SKU or order, conflict,
-// expired, closed or invalid input. A circuit breaker should count failures
+// expired, closed, confirmed, a hold too long, a return past the order or
+// invalid input. A circuit breaker should count failures
 // for which IsBusiness and context cancellation are both false.
 func IsBusiness(err error) bool {
 	for _, b := range businessErrors {
@@ -97,6 +107,7 @@ func IsBusiness(err error) bool {
 var businessErrors = []error{
 	ErrSoldOut, ErrLimitReached, ErrUnknownSKU, ErrUnknownOrder,
 	ErrConflict, ErrHoldExpired, ErrOrderClosed, ErrInvalid,
+	ErrOrderConfirmed, ErrHoldTooLong, ErrExceedsOrder,
 }
 
 // IsCanceled reports whether err comes from the caller's context being

@@ -43,6 +43,10 @@ type OrderInfo struct {
 	State State
 	// Deadline is when a held order's units return; zero when unknown.
 	Deadline time.Time
+	// Returned are the units partial reverts gave back, per line, sorted
+	// by SKU (only lines with some); nil when none were. What the order
+	// still takes is Items less Returned.
+	Returned []Item
 }
 
 // OrderReader is implemented by backends that can report their orders and

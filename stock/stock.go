@@ -20,6 +20,13 @@ type Order struct {
 	ID     string
 	UserID string
 	Items  []Item
+	// HoldTTL, if not zero, is the order's own hold time, in place of the
+	// shortest hold time of its SKUs (for example a payment method with a
+	// shorter or longer window): at least a millisecond, and at most the
+	// shortest MaxHoldTTL of its SKUs, or Deduct fails with ErrHoldTooLong.
+	// It is not part of the order's identity: a repeated Deduct with
+	// another HoldTTL is the same order, and the first deadline stands.
+	HoldTTL time.Duration
 }
 
 // Listing puts a SKU on sale. The zero values of PerUserLimit and HoldTTL
@@ -36,6 +43,12 @@ type Listing struct {
 	// HoldTTL is how long a deduction waits for Confirm before its units
 	// are returned; 0 means DefaultHoldTTL.
 	HoldTTL time.Duration
+	// MaxHoldTTL is the longest a hold of this SKU may last, counted from
+	// its Deduct: the bound of an order's own Order.HoldTTL and of
+	// HoldExtender.ExtendHold. 0 means the hold time itself (orders may
+	// ask for shorter holds only, and holds cannot be extended); otherwise
+	// it lies between the hold time and stock.MaxHoldTTL.
+	MaxHoldTTL time.Duration
 }
 
 // DefaultHoldTTL is the hold time of a Listing that does not set one.
@@ -49,9 +62,11 @@ type Levels struct {
 	Held int64
 	// Sold units are taken by confirmed orders (refunds subtract them).
 	Sold int64
-	// PerUserLimit and HoldTTL are the SKU's current settings.
+	// PerUserLimit, HoldTTL and MaxHoldTTL are the SKU's current
+	// settings (HoldTTL and MaxHoldTTL with their defaults filled in).
 	PerUserLimit int64
 	HoldTTL      time.Duration
+	MaxHoldTTL   time.Duration
 }
 
 // Manager is the contract every stockguard backend keeps. All methods are
@@ -81,8 +96,10 @@ type Manager interface {
 	// nil and takes nothing more; of an order whose hold passed its
 	// deadline (reclaimed or not yet) it returns ErrHoldExpired.
 	//
-	// The order has one deadline: now plus the shortest hold time of its
-	// SKUs. All its lines expire together.
+	// The order has one deadline: now plus o.HoldTTL if it is set, else
+	// plus the shortest hold time of its SKUs. All its lines expire
+	// together. An o.HoldTTL past the shortest MaxHoldTTL of its SKUs is
+	// ErrHoldTooLong (as a *SKUError naming that SKU's line).
 	Deduct(ctx context.Context, o Order) error
 
 	// Confirm makes a held order's sale final: its units no longer expire.
@@ -164,4 +181,58 @@ type HoldReverter interface {
 	// or a retry whose first reply was lost, finds StateReverted), and
 	// StateUnknown, with a nil error, for an order that took nothing.
 	RevertHeld(ctx context.Context, orderID string) (State, error)
+}
+
+// Return gives back part of an order: some units of some of its lines (a
+// partial cancel of a held order, a partial refund of a confirmed one).
+type Return struct {
+	// OpID names this return within its order: choose a new one for each
+	// return (for example the refund's number) and reuse it on every
+	// retry.
+	OpID string
+	// OrderID names the order.
+	OrderID string
+	// Items are the units to give back, one line per SKU of the order,
+	// each at most what that line still has.
+	Items []Item
+}
+
+// PartialReverter is implemented by backends that can return part of an
+// order. Every shipped backend implements it.
+type PartialReverter interface {
+	// RevertItems gives back r.Items of order r.OrderID, and the user's
+	// quota for them, once per r.OpID within the order: units of a held
+	// order return to the available count as a cancel's do, units of a
+	// confirmed order as a refund's. All of r's lines or none. The rest of
+	// the order keeps its state and its deadline; once every unit of the
+	// order has been given back it is reverted (refunded, if it was
+	// confirmed), and a later Revert returns only what is left.
+	//
+	// A repeat of r returns nil and changes nothing (for as long as the
+	// backend keeps the order, see each backend's Retention); the same
+	// OpID with other items is ErrConflict. It returns ErrExceedsOrder (as
+	// a *SKUError naming the line) for a line that asks more than the
+	// order line still has or names a SKU the order does not have,
+	// ErrHoldExpired for a held order past its deadline, ErrOrderClosed for
+	// a reverted order and ErrUnknownOrder for an order that took nothing.
+	// After ErrUnknownOutcome, call it again with the same r.
+	RevertItems(ctx context.Context, r Return) error
+}
+
+// HoldExtender is implemented by backends whose holds can be extended.
+// Every shipped backend implements it.
+type HoldExtender interface {
+	// ExtendHold moves a held order's deadline, for all its lines, out to
+	// deadline (kept to the millisecond, as every deadline is). The
+	// deadline only grows: one at or before the current deadline changes
+	// nothing and returns nil, so a repeat, or a late retry of an earlier
+	// extension, is harmless. The reclaimer and reconciliation honour the
+	// new deadline.
+	//
+	// It returns ErrHoldTooLong for a deadline past the order's bound (the
+	// Deduct's time plus the shortest MaxHoldTTL its SKUs had then),
+	// ErrHoldExpired once the current deadline has passed, ErrOrderConfirmed
+	// for a confirmed order, ErrOrderClosed for a reverted one and
+	// ErrUnknownOrder for an order that took nothing.
+	ExtendHold(ctx context.Context, orderID string, deadline time.Time) error
 }

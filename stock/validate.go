@@ -58,9 +58,9 @@ func ValidateQty(field string, n, max int64) error {
 }
 
 // Validate checks the order: a valid ID, a valid UserID if one is given,
-// 1 to MaxItems lines, each with a valid SKU and 1 <= Qty <= MaxQty, and no
+// 1 to MaxItems lines, each with a valid SKU and 1 <= Qty <= MaxQty, no
 // SKU on two lines (duplicate lines are refused, not merged, so the order's
-// identity is never ambiguous).
+// identity is never ambiguous), and a HoldTTL of zero or 1ms..MaxHoldTTL.
 func (o Order) Validate() error {
 	if err := ValidateID("order.ID", o.ID); err != nil {
 		return err
@@ -70,32 +70,50 @@ func (o Order) Validate() error {
 			return err
 		}
 	}
-	if len(o.Items) == 0 {
-		return &InvalidError{Field: "order.Items", Reason: "no items"}
+	if err := validItems("order.Items", o.Items); err != nil {
+		return err
 	}
-	if len(o.Items) > MaxItems {
-		return &InvalidError{Field: "order.Items", Reason: "more than " + strconv.Itoa(MaxItems) + " items"}
+	return validHold("order.HoldTTL", o.HoldTTL)
+}
+
+// validItems checks an order's or a return's lines.
+func validItems(field string, items []Item) error {
+	if len(items) == 0 {
+		return &InvalidError{Field: field, Reason: "no items"}
 	}
-	seen := make(map[string]struct{}, len(o.Items))
-	for i, it := range o.Items {
-		field := "order.Items[" + strconv.Itoa(i) + "]"
-		if err := ValidateID(field+".SKU", it.SKU); err != nil {
+	if len(items) > MaxItems {
+		return &InvalidError{Field: field, Reason: "more than " + strconv.Itoa(MaxItems) + " items"}
+	}
+	seen := make(map[string]struct{}, len(items))
+	for i, it := range items {
+		f := field + "[" + strconv.Itoa(i) + "]"
+		if err := ValidateID(f+".SKU", it.SKU); err != nil {
 			return err
 		}
-		if err := ValidateQty(field+".Qty", it.Qty, MaxQty); err != nil {
+		if err := ValidateQty(f+".Qty", it.Qty, MaxQty); err != nil {
 			return err
 		}
 		if _, dup := seen[it.SKU]; dup {
-			return &InvalidError{Field: field + ".SKU", Reason: "SKU " + quote(it.SKU) + " appears on two lines"}
+			return &InvalidError{Field: f + ".SKU", Reason: "SKU " + quote(it.SKU) + " appears on two lines"}
 		}
 		seen[it.SKU] = struct{}{}
 	}
 	return nil
 }
 
+// validHold checks a hold time: zero (the default) or between a
+// millisecond and MaxHoldTTL.
+func validHold(field string, d time.Duration) error {
+	if d < 0 || d > MaxHoldTTL || (d > 0 && d < time.Millisecond) {
+		return &InvalidError{Field: field, Reason: d.String() + " is outside [1ms, " + MaxHoldTTL.String() + "]"}
+	}
+	return nil
+}
+
 // Validate checks the listing: a valid SKU, 0 <= Units <= MaxUnits,
-// 0 <= PerUserLimit <= MaxUnits and 0 <= HoldTTL <= MaxHoldTTL, with a
-// non-zero HoldTTL of at least one millisecond.
+// 0 <= PerUserLimit <= MaxUnits, HoldTTL and MaxHoldTTL each zero or
+// 1ms..MaxHoldTTL, and a non-zero MaxHoldTTL no shorter than the
+// effective hold time.
 func (l Listing) Validate() error {
 	if err := ValidateID("listing.SKU", l.SKU); err != nil {
 		return err
@@ -106,8 +124,14 @@ func (l Listing) Validate() error {
 	if l.PerUserLimit < 0 || l.PerUserLimit > MaxUnits {
 		return &InvalidError{Field: "listing.PerUserLimit", Reason: fmt.Sprintf("%d is outside [0, %d]", l.PerUserLimit, int64(MaxUnits))}
 	}
-	if l.HoldTTL < 0 || l.HoldTTL > MaxHoldTTL || (l.HoldTTL > 0 && l.HoldTTL < time.Millisecond) {
-		return &InvalidError{Field: "listing.HoldTTL", Reason: l.HoldTTL.String() + " is outside [1ms, " + MaxHoldTTL.String() + "]"}
+	if err := validHold("listing.HoldTTL", l.HoldTTL); err != nil {
+		return err
+	}
+	if err := validHold("listing.MaxHoldTTL", l.MaxHoldTTL); err != nil {
+		return err
+	}
+	if l.MaxHoldTTL != 0 && l.MaxHoldTTL < l.EffectiveHoldTTL() {
+		return &InvalidError{Field: "listing.MaxHoldTTL", Reason: l.MaxHoldTTL.String() + " is shorter than the hold time " + l.EffectiveHoldTTL().String()}
 	}
 	return nil
 }
@@ -130,6 +154,28 @@ func (l Listing) EffectiveHoldTTL() time.Duration {
 		return DefaultHoldTTL
 	}
 	return l.HoldTTL
+}
+
+// EffectiveMaxHoldTTL returns l.MaxHoldTTL, or the effective hold time
+// when it is zero.
+func (l Listing) EffectiveMaxHoldTTL() time.Duration {
+	if l.MaxHoldTTL == 0 {
+		return l.EffectiveHoldTTL()
+	}
+	return l.MaxHoldTTL
+}
+
+// Validate checks the return: a valid OpID and OrderID and 1 to MaxItems
+// lines, each with a valid SKU and 1 <= Qty <= MaxQty, no SKU on two
+// lines.
+func (r Return) Validate() error {
+	if err := ValidateID("return.OpID", r.OpID); err != nil {
+		return err
+	}
+	if err := ValidateID("return.OrderID", r.OrderID); err != nil {
+		return err
+	}
+	return validItems("return.Items", r.Items)
 }
 
 func quote(s string) string { return strconv.Quote(s) }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -30,4 +31,45 @@ func Signature(sorted []stock.Item) string {
 		b.WriteByte(0x1e)
 	}
 	return b.String()
+}
+
+// Hold returns an order's hold time and the bound of its deadline, both
+// counted from its Deduct: own (the order's HoldTTL) if it is set, else
+// the shortest of its SKUs' hold times, and the shortest of their maximum
+// hold times. holds and maxes are the SKUs' settings, line by line. bad is
+// the index of the line whose maximum an own hold time passes, or -1.
+func Hold(own time.Duration, holds, maxes []time.Duration) (hold, bound time.Duration, bad int) {
+	hold, bound, bad = stock.MaxHoldTTL, stock.MaxHoldTTL, -1
+	for i := range holds {
+		hold = min(hold, holds[i])
+		if maxes[i] < bound {
+			bound = maxes[i]
+			if own > bound {
+				bad = i
+			}
+		}
+	}
+	if own == 0 {
+		return hold, bound, -1
+	}
+	return own, bound, bad
+}
+
+// Returned merges the units partial reverts gave back into a sorted,
+// OrderInfo-shaped list: nil when none were.
+func Returned(by map[string]int64) []stock.Item {
+	if len(by) == 0 {
+		return nil
+	}
+	out := make([]stock.Item, 0, len(by))
+	for sku, n := range by {
+		if n > 0 {
+			out = append(out, stock.Item{SKU: sku, Qty: n})
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.SortFunc(out, func(a, b stock.Item) int { return strings.Compare(a.SKU, b.SKU) })
+	return out
 }

@@ -17,8 +17,9 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// Store is an in-memory stock.Manager, stock.Reclaimer, stock.OrderReader
-// and stock.HoldLister. The zero value is
+// Store is an in-memory stock.Manager, stock.Reclaimer, stock.OrderReader,
+// stock.HoldLister, stock.HoldReverter, stock.PartialReverter and
+// stock.HoldExtender. The zero value is
 // not usable; call New. It is safe for concurrent use.
 type Store struct {
 	clock  stock.Clock
@@ -32,7 +33,7 @@ type Store struct {
 type sku struct {
 	avail, held, sold int64
 	limit             int64
-	hold              time.Duration
+	hold, maxHold     time.Duration
 	users             map[string]int64
 }
 
@@ -52,14 +53,22 @@ type order struct {
 	items    []stock.Item
 	state    state
 	deadline time.Time
+	bound    time.Time         // the latest deadline ExtendHold may set
+	returned map[string]int64  // units given back by RevertItems, per SKU
+	returns  map[string]string // RevertItems applied, by OpID: their signature
 }
 
+// left returns what the order still takes of line it.
+func (o *order) left(it stock.Item) int64 { return it.Qty - o.returned[it.SKU] }
+
 var (
-	_ stock.Manager      = (*Store)(nil)
-	_ stock.Reclaimer    = (*Store)(nil)
-	_ stock.OrderReader  = (*Store)(nil)
-	_ stock.HoldLister   = (*Store)(nil)
-	_ stock.HoldReverter = (*Store)(nil)
+	_ stock.Manager         = (*Store)(nil)
+	_ stock.Reclaimer       = (*Store)(nil)
+	_ stock.OrderReader     = (*Store)(nil)
+	_ stock.HoldLister      = (*Store)(nil)
+	_ stock.HoldReverter    = (*Store)(nil)
+	_ stock.PartialReverter = (*Store)(nil)
+	_ stock.HoldExtender    = (*Store)(nil)
 )
 
 // Option configures a Store.
@@ -101,7 +110,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 		k = &sku{users: map[string]int64{}}
 		s.skus[l.SKU] = k
 	}
-	k.avail, k.limit, k.hold = l.Units, l.PerUserLimit, l.EffectiveHoldTTL()
+	k.avail, k.limit, k.hold, k.maxHold = l.Units, l.PerUserLimit, l.EffectiveHoldTTL(), l.EffectiveMaxHoldTTL()
 	return nil
 }
 
@@ -165,8 +174,8 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 			return stock.ErrOrderClosed
 		}
 	}
-	hold := stock.MaxHoldTTL
-	for _, it := range items {
+	holds, maxes := make([]time.Duration, len(items)), make([]time.Duration, len(items))
+	for i, it := range items {
 		k := s.skus[it.SKU]
 		switch {
 		case k == nil:
@@ -178,7 +187,11 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 		case k.limit > 0 && k.users[o.UserID]+it.Qty > k.limit:
 			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrLimitReached}
 		}
-		hold = min(hold, k.hold)
+		holds[i], maxes[i] = k.hold, k.maxHold
+	}
+	hold, bound, bad := canon.Hold(o.HoldTTL, holds, maxes)
+	if bad >= 0 {
+		return &stock.SKUError{SKU: items[bad].SKU, Err: stock.ErrHoldTooLong}
 	}
 	for _, it := range items {
 		k := s.skus[it.SKU]
@@ -188,7 +201,8 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 			k.users[o.UserID] += it.Qty
 		}
 	}
-	s.orders[o.ID] = &order{sig: sig, user: o.UserID, items: items, deadline: now.Add(hold)}
+	now = ms(now)
+	s.orders[o.ID] = &order{sig: sig, user: o.UserID, items: items, deadline: now.Add(hold), bound: now.Add(bound)}
 	return nil
 }
 
@@ -277,22 +291,120 @@ func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.Sta
 	return found, nil
 }
 
-// release returns the units and quota of a held or confirmed order.
+// release returns the units and quota of a held or confirmed order (what
+// partial reverts left of it).
 func (s *Store) release(o *order, to state) {
 	for _, it := range o.items {
-		k := s.skus[it.SKU]
-		if o.state == held {
-			k.held -= it.Qty
-		} else {
-			k.sold -= it.Qty
-		}
-		k.avail += it.Qty
-		if o.user != "" {
-			k.users[o.user] -= it.Qty
-		}
+		s.give(o, stock.Item{SKU: it.SKU, Qty: o.left(it)})
 	}
 	o.state = to
 }
+
+// give returns it.Qty units of a held or confirmed order's line, and the
+// quota for them.
+func (s *Store) give(o *order, it stock.Item) {
+	k := s.skus[it.SKU]
+	if o.state == held {
+		k.held -= it.Qty
+	} else {
+		k.sold -= it.Qty
+	}
+	k.avail += it.Qty
+	if o.user != "" {
+		k.users[o.user] -= it.Qty
+	}
+}
+
+// RevertItems implements stock.PartialReverter. Operation IDs are
+// remembered for the Store's life.
+func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpRevertItems, len(r.Items))
+	defer func() { tr.Done(err) }()
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	items := canon.Sorted(r.Items)
+	sig := canon.Signature(items)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.orders[r.OrderID]
+	if o == nil {
+		return stock.ErrUnknownOrder
+	}
+	if prev, ok := o.returns[r.OpID]; ok {
+		if prev != sig {
+			return stock.ErrConflict
+		}
+		return nil
+	}
+	switch {
+	case o.state == expired || (o.state == held && !s.clock.Now().Before(o.deadline)):
+		return stock.ErrHoldExpired
+	case o.state == reverted || o.state == refunded:
+		return stock.ErrOrderClosed
+	}
+	for _, it := range items {
+		i := slices.IndexFunc(o.items, func(l stock.Item) bool { return l.SKU == it.SKU })
+		if i < 0 || it.Qty > o.left(o.items[i]) {
+			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrExceedsOrder}
+		}
+	}
+	if o.returned == nil {
+		o.returned, o.returns = map[string]int64{}, map[string]string{}
+	}
+	for _, it := range items {
+		s.give(o, it)
+		o.returned[it.SKU] += it.Qty
+	}
+	o.returns[r.OpID] = sig
+	for _, it := range o.items {
+		if o.left(it) > 0 {
+			return nil
+		}
+	}
+	if o.state == held {
+		o.state = reverted
+	} else {
+		o.state = refunded
+	}
+	return nil
+}
+
+// ExtendHold implements stock.HoldExtender.
+func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
+	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpExtendHold, 0)
+	defer func() { tr.Done(err) }()
+	if err := s.lock(ctx, "orderID", orderID); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	o := s.orders[orderID]
+	switch {
+	case o == nil:
+		return stock.ErrUnknownOrder
+	case o.state == confirmed:
+		return stock.ErrOrderConfirmed
+	case o.state == reverted || o.state == refunded:
+		return stock.ErrOrderClosed
+	case o.state == expired || !s.clock.Now().Before(o.deadline):
+		return stock.ErrHoldExpired
+	}
+	deadline = ms(deadline)
+	switch {
+	case !deadline.After(o.deadline):
+		return nil
+	case deadline.After(o.bound):
+		return stock.ErrHoldTooLong
+	}
+	o.deadline = deadline
+	return nil
+}
+
+// ms truncates t to the millisecond, as the other backends keep deadlines.
+func ms(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).In(t.Location()) }
 
 // Available implements stock.Manager.
 func (s *Store) Available(ctx context.Context, skuID string) (int64, error) {
@@ -310,7 +422,8 @@ func (s *Store) Levels(ctx context.Context, skuID string) (stock.Levels, error) 
 	if k == nil {
 		return stock.Levels{}, &stock.SKUError{SKU: skuID, Err: stock.ErrUnknownSKU}
 	}
-	return stock.Levels{Available: k.avail, Held: k.held, Sold: k.sold, PerUserLimit: k.limit, HoldTTL: k.hold}, nil
+	return stock.Levels{Available: k.avail, Held: k.held, Sold: k.sold, PerUserLimit: k.limit,
+		HoldTTL: k.hold, MaxHoldTTL: k.maxHold}, nil
 }
 
 // Orders implements stock.OrderReader.
@@ -330,7 +443,7 @@ func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, er
 		out[i].ID = id
 		if o := s.orders[id]; o != nil {
 			out[i] = stock.OrderInfo{ID: id, UserID: o.user, Items: slices.Clone(o.items),
-				State: stateOf[o.state], Deadline: o.deadline}
+				State: stateOf[o.state], Deadline: o.deadline, Returned: canon.Returned(o.returned)}
 		}
 	}
 	return out, nil
@@ -375,7 +488,7 @@ func (s *Store) HeldBefore(ctx context.Context, t time.Time, limit int) ([]stock
 	for id, o := range s.orders {
 		if o.state == held && !o.deadline.After(t) {
 			out = append(out, stock.OrderInfo{ID: id, UserID: o.user, Items: slices.Clone(o.items),
-				State: stock.StateHeld, Deadline: o.deadline})
+				State: stock.StateHeld, Deadline: o.deadline, Returned: canon.Returned(o.returned)})
 		}
 	}
 	slices.SortFunc(out, func(a, b stock.OrderInfo) int {
@@ -425,10 +538,12 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		if oldest.IsZero() || o.deadline.Before(oldest) {
 			oldest = o.deadline
 		}
-		s.release(o, expired)
 		for _, it := range o.items {
-			out = append(out, stock.Reclaimed{OrderID: id, UserID: o.user, SKU: it.SKU, Qty: it.Qty})
+			if n := o.left(it); n > 0 {
+				out = append(out, stock.Reclaimed{OrderID: id, UserID: o.user, SKU: it.SKU, Qty: n})
+			}
 		}
+		s.release(o, expired)
 	}
 	return out, nil
 }
