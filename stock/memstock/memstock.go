@@ -245,8 +245,8 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 	}
 	for _, it := range o.items {
 		k := s.skus[it.SKU]
-		k.held -= it.Qty
-		k.sold += it.Qty
+		k.held -= o.left(it)
+		k.sold += o.left(it)
 	}
 	o.state = confirmed
 	return nil
