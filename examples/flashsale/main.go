@@ -56,6 +56,7 @@ type config struct {
 	skus, attempts, users        int
 	workers, consumers, queueMax int
 	fallbackRate                 int
+	maxGroup                     int
 	unpaid                       float64
 	duration, hold               time.Duration
 	maxDeliveries                int64
@@ -122,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.queueMax, "queue-max", 2000, "hand-offs in flight before new orders are turned away as busy")
 	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered")
 	fs.IntVar(&c.fallbackRate, "fallback-rate", 200, "orders per second the database takes directly while the breaker is open")
+	fs.IntVar(&c.maxGroup, "max-group", 0, "most orders the database record writes in one transaction (sqlstock Config.MaxGroup; 0: its default, 1: no grouping)")
 	fs.StringVar(&c.redisAddr, "redis", "", "Redis address (default: in-process miniredis)")
 	fs.StringVar(&c.mysqlDSN, "mysql", "", "MySQL/MariaDB DSN, e.g. 'root@tcp(127.0.0.1:3306)/test' (default: SQLite in a temp dir)")
 	fs.StringVar(&c.postgresDSN, "postgres", "", "PostgreSQL URL, e.g. 'postgres://postgres@127.0.0.1:5432/test'")
@@ -176,6 +178,8 @@ func (c config) validate(rest []string) error {
 		return fmt.Errorf("-queue-max %d: want at least 1", c.queueMax)
 	case c.maxDeliveries < 1:
 		return fmt.Errorf("-max-deliveries %d: want at least 1", c.maxDeliveries)
+	case c.maxGroup < 0 || c.maxGroup > 1024:
+		return fmt.Errorf("-max-group %d: want 0 (the default) to 1024", c.maxGroup)
 	case c.fallbackRate < 1:
 		return fmt.Errorf("-fallback-rate %d: want at least 1", c.fallbackRate)
 	case c.mysqlDSN != "" && c.postgresDSN != "":

@@ -24,7 +24,7 @@ func openRecord(ctx context.Context, cfg config, s *system) (*sqlstock.Store, st
 		db   *sqlx.DB
 		err  error
 		name string
-		sc   = sqlstock.Config{Table: s.prefix + "_stock", Ledger: s.prefix + "_ledger", Observer: s.obs}
+		sc   = sqlstock.Config{Table: s.prefix + "_stock", Ledger: s.prefix + "_ledger", Observer: s.obs, MaxGroup: cfg.maxGroup}
 	)
 	switch {
 	case cfg.mysqlDSN != "":

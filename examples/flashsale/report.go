@@ -101,7 +101,11 @@ type report struct {
 
 // chaosReport tells what -chaos did and what the breaker made of it.
 type chaosReport struct {
-	RedisDownS     float64  `json:"redis_down_s"`
+	RedisDownS float64 `json:"redis_down_s"`
+	// DegradedPerS is the orders the database took directly per second
+	// Redis was down: with a -fallback-rate above what the database can
+	// take, its throughput on the degraded path (compare -max-group 1).
+	DegradedPerS   float64  `json:"degraded_per_s"`
 	BreakerTrips   int64    `json:"breaker_trips"`
 	States         []string `json:"breaker_states"`
 	Recalibrations int64    `json:"recalibrations"`
@@ -177,6 +181,7 @@ func (r *report) writeTable(w io.Writer) error {
 	row("degraded orders (SQL)", r.Degraded)
 	if r.Chaos != nil {
 		row("Redis down (s)", r.Chaos.RedisDownS)
+		row("degraded orders/s while Redis was down", r.Chaos.DegradedPerS)
 		row("breaker trips", r.Chaos.BreakerTrips)
 		row("recalibrations", r.Chaos.Recalibrations)
 		row("units corrected by recalibration", r.Chaos.Recalibrated)

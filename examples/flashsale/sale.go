@@ -134,6 +134,9 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		chaosRep.States = sys.breaker.log()
 		chaosRep.Recalibrations = sys.breaker.recalibrations.Load()
 		chaosRep.Recalibrated = sys.breaker.recalibrated.Load()
+		if chaosRep.RedisDownS > 0 {
+			chaosRep.DegradedPerS = round(float64(rep.Degraded)/chaosRep.RedisDownS, 0)
+		}
 		rep.Chaos = chaosRep
 	}
 	rep.fill(st, elapsed)
