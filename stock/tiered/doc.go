@@ -111,6 +111,36 @@
 // package degrade) are unknown to the gate, so the follow-up returns them
 // at the gate deadline they would have had: the listing's hold time.
 //
+// # Own hold times and extended holds
+//
+// Every record deadline is its gate deadline plus one grace G (the
+// RecordGrace, or with zero the order's SKUs' gate hold time), and the
+// flow reads the gate deadline back from the record's by subtracting G.
+// So each way of setting a deadline keeps that distance:
+//
+//   - PutOnSale gives the record a MaxHoldTTL of the listing's plus G
+//     ([Manager.RecordListing]).
+//   - An order with its own hold time (stock.Order.HoldTTL) gets it at the
+//     gate and the same plus G at the record ([Manager.RecordOrder]; with
+//     RecordGrace zero, G is read from the record's hold times of the
+//     order's SKUs, one Levels per SKU, only for such orders).
+//   - [Manager.ExtendHold] extends at the gate, whose answer decides, then
+//     at the record to the new deadline plus G ([Manager.RecordDeadline]).
+//
+// Deadlines are capped at stock.MaxHoldTTL from the Deduct: near it the
+// record's deadline comes less than G after the gate's (at worst with
+// it), and a copy the gate does not know is returned that much early.
+//
+// # Partial reverts
+//
+// [Manager.RevertItems] reads the record first (an order it does not have
+// yet, pending with a Recorder, is stock.ErrUnknownOrder and nothing
+// changes: its hand-off would write the whole order after a return at the
+// gate alone), then gives the units back at the gate, then at the record,
+// with the same operation ID, so a retry after a record failure applies
+// nothing twice. Every later step (Confirm, Revert, the reclaimer) counts
+// what is left of the order at each tier.
+//
 // # Confirm, Revert and the reclaimer
 //
 //   - Confirm reads the order at the record first (it is the truth). A
@@ -145,7 +175,11 @@
 //
 // [New] takes a [GateStore] and a [RecordStore]: a stock.Manager with the
 // optional interfaces the flow relies on (stock.Reclaimer,
-// stock.OrderReader, and stock.HoldLister at the record). Asking for them
+// stock.OrderReader, and stock.HoldLister at the record). RevertItems and
+// ExtendHold also need stock.PartialReverter and stock.HoldExtender at both
+// tiers (every shipped backend has them); those are checked when called,
+// and a tier without one makes the call fail with errors.ErrUnsupported
+// before anything is written. Asking for them
 // in the types means a tier that lacks one, or a wrapper (metrics,
 // tracing, faults) that forwards only stock.Manager, is refused when the
 // program is built; found by a type assertion at run time, a missing

@@ -75,30 +75,18 @@ func (m *Manager) maxGrace() time.Duration {
 }
 
 // gateDeadline returns when the gate's hold of a record copy ends: the
-// record's deadline minus the grace RecordHold added to the order's hold
-// time. With Config.RecordGrace set that grace is RecordGrace; without, it
-// is the gate hold time itself, found from the record's hold time of the
-// order's SKUs (the shortest decides, as for the deadline), read once per
-// SKU through holds when it is not nil. The answer is early only for hold
-// times near stock.MaxHoldTTL, where RecordHold is capped.
+// record's deadline minus the grace (see grace) RecordHold added to the
+// order's hold time, which RecordOrder adds to an order's own hold time
+// and ExtendHold to an extended deadline as well. With Config.RecordGrace
+// set that grace is RecordGrace; without, it is found from the record's
+// hold time of the order's SKUs (the shortest decides, as for the
+// deadline), read once per SKU through holds when it is not nil. The
+// answer is early only for deadlines near stock.MaxHoldTTL from the
+// Deduct, where the record's deadline is capped.
 func (m *Manager) gateDeadline(ctx context.Context, in stock.OrderInfo, holds map[string]time.Duration) (time.Time, error) {
-	if m.cfg.RecordGrace > 0 {
-		return in.Deadline.Add(-m.cfg.RecordGrace), nil
+	g, err := m.grace(ctx, in.Items, holds)
+	if err != nil {
+		return time.Time{}, err
 	}
-	hold := stock.MaxHoldTTL
-	for _, it := range in.Items {
-		h, ok := holds[it.SKU]
-		if !ok {
-			lv, err := m.record.Levels(ctx, it.SKU)
-			if err != nil {
-				return time.Time{}, err
-			}
-			h = lv.HoldTTL
-			if holds != nil {
-				holds[it.SKU] = h
-			}
-		}
-		hold = min(hold, h)
-	}
-	return in.Deadline.Add(-(hold - m.GateHold(hold))), nil
+	return in.Deadline.Add(-g), nil
 }

@@ -10,17 +10,17 @@ import (
 
 // PutOnSale puts the SKU on sale at the record, then at the gate. The gate
 // gets the listing as it is; the record gets it with a longer hold time
-// (RecordHold), so that the gate's deadline always comes first. It is
-// idempotent: after a *TierError naming the gate, call it again.
+// (RecordHold) and, when the listing sets one, a MaxHoldTTL longer by the
+// same grace (RecordListing), so that the gate's deadline always comes
+// first, for orders with their own hold time and extended holds too. It
+// is idempotent: after a *TierError naming the gate, call it again.
 func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	rl := l
-	rl.HoldTTL = m.RecordHold(l.EffectiveHoldTTL())
-	if err := m.record.PutOnSale(ctx, rl); err != nil {
+	if err := m.record.PutOnSale(ctx, m.RecordListing(l)); err != nil {
 		return err
 	}
 	if err := m.gate.PutOnSale(ctx, l); err != nil {

@@ -131,8 +131,16 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 // the gate may have sold a unit whose previous hold it returned a moment
 // ago, and the reclaimer reverts the record's copy of that hold right
 // after the gate returns it, so the unit may still be on its way back.
+//
+// An order with its own hold time is written as RecordOrder gives it (with
+// Config.RecordGrace zero, its SKUs' hold times are read from the record
+// first).
 func (m *Manager) recordDeduct(ctx context.Context, o stock.Order) error {
-	err := m.record.Deduct(ctx, o)
+	o, err := m.RecordOrder(ctx, o)
+	if err != nil {
+		return err
+	}
+	err = m.record.Deduct(ctx, o)
 	if !errors.Is(err, stock.ErrSoldOut) && !errors.Is(err, stock.ErrLimitReached) {
 		return err
 	}

@@ -158,7 +158,8 @@ type RecordStore interface {
 	stock.HoldReverter
 }
 
-// Manager is a stock.Manager and stock.Reclaimer over a gate and a record.
+// Manager is a stock.Manager, stock.Reclaimer, stock.OrderReader,
+// stock.PartialReverter and stock.HoldExtender over a gate and a record.
 // It is safe for concurrent use and keeps no state besides its two tiers.
 type Manager struct {
 	gate   GateStore

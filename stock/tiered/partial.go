@@ -1,0 +1,109 @@
+package tiered
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/stock"
+)
+
+var _ stock.PartialReverter = (*Manager)(nil)
+
+// RevertItems implements stock.PartialReverter: it gives back r.Items of a
+// recorded order at the gate, then at the record, each once per r.OpID
+// (the record's copy with the same OpID, so a retry applies nothing twice
+// at either tier).
+//
+// The record is read first (one read by order ID, as Confirm does): an
+// order it does not have is stock.ErrUnknownOrder and nothing changes,
+// since the hand-off of a pending order (with a Recorder) would write the
+// whole order at the record after a return at the gate alone; return its
+// items after Settle. The gate's refusals (ErrExceedsOrder, ErrConflict,
+// ErrHoldExpired, ErrOrderClosed) are returned as they are, with nothing
+// written. An order the gate does not know (it lost its data, or a
+// fallback took the order: package degrade), or a gate that answers
+// stock.ErrUnavailable, is returned at the record alone, by the order's
+// gate deadline for a held one (stock.ErrHoldExpired once it has passed).
+//
+// Once the gate has given the units back, a record that fails is a
+// *TierError: call again with the same r, which finishes the job at the
+// record. A record that refuses (its copy ended since, say by a fallback's
+// Revert while the gate was down) is reported to Config.OnDrift, with the
+// SKUs, and its answer returned: the gate already sells the units again,
+// and reconciliation brings it back to what the record says.
+//
+// Both tiers must implement stock.PartialReverter (every shipped backend
+// does); otherwise it fails, before anything is written, with an error
+// wrapping errors.ErrUnsupported.
+func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
+	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevertItems, len(r.Items))
+	defer func() { tr.Done(err) }()
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	gate, rec, err := m.reverters()
+	if err != nil {
+		return err
+	}
+	infos, err := m.record.Orders(ctx, []string{r.OrderID})
+	if err != nil {
+		return err // a read: nothing written
+	}
+	if len(infos) != 1 || infos[0].State == stock.StateUnknown {
+		return stock.ErrUnknownOrder
+	}
+	gerr := gate.RevertItems(ctx, r)
+	switch {
+	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
+		return m.revertItemsByRecord(ctx, rec, infos[0], r)
+	case gerr != nil:
+		return gerr
+	}
+	rerr := rec.RevertItems(ctx, r)
+	switch {
+	case rerr == nil:
+		return nil
+	case stock.IsBusiness(rerr):
+		m.drift(Drift{OrderID: r.OrderID, Tier: Record, Op: "revert items", Err: rerr, SKUs: skusOf(r.Items)})
+		return rerr
+	default:
+		return &TierError{Tier: Record, Op: "revert items", Err: rerr}
+	}
+}
+
+// revertItemsByRecord returns r at the record alone, for an order the gate
+// cannot decide about (see RevertItems); in is the record's order as read.
+// Nothing was written at the gate, so the record's answer is the call's.
+func (m *Manager) revertItemsByRecord(ctx context.Context, rec stock.PartialReverter, in stock.OrderInfo, r stock.Return) error {
+	if in.State == stock.StateHeld {
+		due, err := m.gateDeadline(ctx, in, nil)
+		if err != nil {
+			return err
+		}
+		if !due.After(m.cfg.Clock.Now()) {
+			return stock.ErrHoldExpired
+		}
+	}
+	return rec.RevertItems(ctx, r)
+}
+
+// reverters returns both tiers as stock.PartialReverters.
+func (m *Manager) reverters() (gate, rec stock.PartialReverter, err error) {
+	gate, ok1 := m.gate.(stock.PartialReverter)
+	rec, ok2 := m.record.(stock.PartialReverter)
+	if !ok1 || !ok2 {
+		return nil, nil, fmt.Errorf("tiered: both tiers must be stock.PartialReverters to return part of an order: %w", errors.ErrUnsupported)
+	}
+	return gate, rec, nil
+}
+
+// skusOf returns the SKUs of items, in item order.
+func skusOf(items []stock.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.SKU
+	}
+	return out
+}
