@@ -290,20 +290,34 @@ func (d *Manager) Deduct(ctx context.Context, o stock.Order) (err error) {
 		return d.resolve(ctx, o, err)
 	case r.primary:
 		r.skip()
-		return d.fallback.Deduct(ctx, o)
+		return d.fallbackDeduct(ctx, o)
 	case known == atPrimary:
 		return d.resolve(ctx, o, ErrPrimaryDown)
 	case known == atFallback:
-		return d.fallback.Deduct(ctx, o) // a retry: it takes nothing more
+		return d.fallbackDeduct(ctx, o) // a retry: it takes nothing more
 	}
 	if !d.limiter.AllowN(d.cfg.Clock.Now(), 1) {
 		return ErrBusy
 	}
-	err = d.fallback.Deduct(ctx, o)
+	err = d.fallbackDeduct(ctx, o)
 	if err == nil {
 		d.orders.Add(o.ID, atFallback)
 	}
 	return err
+}
+
+// fallbackDeduct places the order on the fallback. An order with its own
+// hold time is given the hold time the primary would give its record
+// (stock/tiered's Manager.RecordOrder), so that its deadline there is the
+// one the primary reads back as a gate deadline plus the grace.
+func (d *Manager) fallbackDeduct(ctx context.Context, o stock.Order) error {
+	if ro, ok := d.primary.(recordOrderer); ok && o.HoldTTL != 0 {
+		var err error
+		if o, err = ro.RecordOrder(ctx, o); err != nil {
+			return err
+		}
+	}
+	return d.fallback.Deduct(ctx, o)
 }
 
 // resolve re-deducts an order whose primary outcome is unknown, once,

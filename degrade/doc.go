@@ -22,7 +22,11 @@
 // deadline it would have had), not at the record's longer deadline. For
 // that the record must hold the listing with the tiered primary's record
 // hold time: PutOnSale while degraded writes the fallback's listing with
-// it (tiered's Manager.RecordHold), as the primary writes its record.
+// it and with the record's MaxHoldTTL (tiered's Manager.RecordListing), as
+// the primary writes its record. An order with its own hold time that the
+// fallback takes gets the record's hold time for it (RecordOrder), and an
+// extension of such an order the record's deadline (RecordDeadline), so
+// the primary reads each back as the gate deadline it would have had.
 //
 // With a queued hand-off (a tiered.Recorder), orders the gate admitted and
 // that still wait in the queue are not in the record yet: while the breaker
@@ -59,6 +63,13 @@
 //     they reach the primary even while its breaker is open (not in
 //     ForceFallback mode, where they answer stock.ErrUnknownOutcome with
 //     ErrPrimaryDown instead of asking it).
+//   - RevertItems (stock.PartialReverter) goes where Revert goes.
+//     ExtendHold (stock.HoldExtender) goes to the fallback only for an
+//     order this node remembers the fallback took (or in ForceFallback
+//     mode), else to the primary, even while its breaker is open: a hold
+//     the gate may have is never extended at the record alone, where the
+//     gate would still end it at its old deadline. Both need the two
+//     tiers to implement the interface (errors.ErrUnsupported otherwise).
 //   - Breakers are one for the shop or one per SKU (Config.PerSKU, bounded
 //     by an LRU), so a failing hot SKU does not trip the rest. An operator
 //     can force either path (SetMode).

@@ -47,6 +47,11 @@ func (d *Manager) Revert(ctx context.Context, orderID string) (err error) {
 }
 
 func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager, context.Context, string) error) error {
+	return d.onTakerBy(ctx, id, func(m stock.Manager, _ bool) error { return op(m, ctx, id) })
+}
+
+// onTakerBy is onTaker with an op told whether it runs on the fallback.
+func (d *Manager) onTakerBy(ctx context.Context, id string, op func(m stock.Manager, fallback bool) error) error {
 	known, _ := d.orders.Get(id)
 	r := d.route(false, "")
 	primaryFirst := known == atPrimary || (known == 0 && r.primary)
@@ -54,7 +59,7 @@ func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager,
 		if d.Mode() == ForceFallback {
 			return unknown(ErrPrimaryDown)
 		}
-		err := op(d.primary, ctx, id)
+		err := op(d.primary, false)
 		r.finish(ctx, err)
 		r = route{}
 		return err
@@ -62,7 +67,7 @@ func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager,
 	if !primaryFirst {
 		r.skip()
 		r = route{}
-		err := op(d.fallback, ctx, id)
+		err := op(d.fallback, true)
 		switch {
 		case errors.Is(err, stock.ErrUnknownOrder):
 			return callPrimary()
@@ -84,7 +89,7 @@ func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager,
 	if err == nil || (stock.IsBusiness(err) && !errors.Is(err, stock.ErrUnknownOrder)) {
 		return err
 	}
-	ferr := op(d.fallback, ctx, id)
+	ferr := op(d.fallback, true)
 	switch {
 	case errors.Is(ferr, stock.ErrUnknownOrder):
 		return err
@@ -135,9 +140,9 @@ func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Lev
 // fallback (not rate limited). With the fallback the primary's record, the
 // primary's fast tier is brought up to date by recalibration. A primary
 // that gives its record a longer hold time than the listing's (a
-// stock/tiered Manager: RecordHold) has the fallback's listing written
-// with that hold time, as it writes its record itself, so the reclaimer
-// still finds each order's deadline from the record's.
+// stock/tiered Manager: RecordListing) has the fallback's listing written
+// with that hold time and MaxHoldTTL, as it writes its record itself, so
+// the reclaimer still finds each order's deadline from the record's.
 func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
@@ -145,8 +150,8 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 		return err
 	}
 	fl := l
-	if rh, ok := d.primary.(recordHolder); ok {
-		fl.HoldTTL = rh.RecordHold(l.EffectiveHoldTTL())
+	if rl, ok := d.primary.(recordLister); ok {
+		fl = rl.RecordListing(l)
 	}
 	r := d.route(false, l.SKU)
 	if !r.primary {
@@ -157,10 +162,22 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	return err
 }
 
-// recordHolder is a primary that writes its record's listings with a hold
-// time of its own (stock/tiered's Manager).
-type recordHolder interface {
-	RecordHold(gate time.Duration) time.Duration
+// recordLister is a primary that writes its record's listings with hold
+// times of its own (stock/tiered's Manager).
+type recordLister interface {
+	RecordListing(l stock.Listing) stock.Listing
+}
+
+// recordOrderer is a primary that writes an order with its own hold time
+// to its record with a longer one (stock/tiered's Manager).
+type recordOrderer interface {
+	RecordOrder(ctx context.Context, o stock.Order) (stock.Order, error)
+}
+
+// recordDeadliner is a primary whose record's deadlines are later than
+// the ones it reports (stock/tiered's Manager).
+type recordDeadliner interface {
+	RecordDeadline(ctx context.Context, orderID string, deadline time.Time) (time.Time, error)
 }
 
 // Restock goes where PutOnSale goes.

@@ -1,0 +1,105 @@
+package degrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/stock"
+)
+
+var (
+	_ stock.PartialReverter = (*Manager)(nil)
+	_ stock.HoldExtender    = (*Manager)(nil)
+)
+
+// RevertItems implements stock.PartialReverter on the tier that took the
+// order, by Revert's rule (see Confirm): the tier this node remembers, else
+// the primary while its breaker lets traffic through, else the fallback,
+// and on stock.ErrUnknownOrder the other tier. It is not new traffic and
+// not rate limited. A return applied at the fallback alone to an order the
+// primary took (the breaker open, on a node that does not remember the
+// order) gives the units back at the record first, which errs on the safe
+// side (the gate sells less until reconciliation); its retry through the
+// primary, with the same r, gives nothing back twice at the record.
+//
+// Both tiers must implement stock.PartialReverter; otherwise it fails,
+// before anything is sent, with an error wrapping errors.ErrUnsupported.
+func (d *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRevertItems, len(r.Items))
+	defer func() { tr.Done(err) }()
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	p, ok1 := d.primary.(stock.PartialReverter)
+	f, ok2 := d.fallback.(stock.PartialReverter)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("degrade: both tiers must be stock.PartialReverters to return part of an order: %w", errors.ErrUnsupported)
+	}
+	return d.onTakerBy(ctx, r.OrderID, func(_ stock.Manager, fallback bool) error {
+		if fallback {
+			return f.RevertItems(ctx, r)
+		}
+		return p.RevertItems(ctx, r)
+	})
+}
+
+// ExtendHold implements stock.HoldExtender. An order this node remembers
+// the fallback took is extended there (to the deadline the primary's
+// record would have: stock/tiered's Manager.RecordDeadline, so that the
+// primary's reclaimer reads the new deadline back); every other order is
+// extended through the primary, even while its breaker is open (it is not
+// new traffic), and the fallback is asked only when the primary does not
+// know the order. A stock/tiered primary extends at its record alone an
+// order its gate does not know (one a fallback took, on any node).
+//
+// Unlike Confirm, an order this node does not remember is never extended
+// at the fallback while the primary cannot answer: a hold the gate may
+// have would end at its old deadline there, whatever the record's copy
+// says, so the primary's error is returned (retry later). In
+// ForceFallback mode the fallback answers alone; an order it does not know
+// gets an error matching stock.ErrUnknownOutcome and ErrPrimaryDown.
+//
+// Both tiers must implement stock.HoldExtender; otherwise it fails, before
+// anything is sent, with an error wrapping errors.ErrUnsupported.
+func (d *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpExtendHold, 0)
+	defer func() { tr.Done(err) }()
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	p, ok1 := d.primary.(stock.HoldExtender)
+	f, ok2 := d.fallback.(stock.HoldExtender)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("degrade: both tiers must be stock.HoldExtenders to extend a hold: %w", errors.ErrUnsupported)
+	}
+	onFallback := func() error {
+		at := deadline
+		if rd, ok := d.primary.(recordDeadliner); ok {
+			var err error
+			if at, err = rd.RecordDeadline(ctx, orderID, deadline); err != nil {
+				return err
+			}
+		}
+		return f.ExtendHold(ctx, orderID, at)
+	}
+	known, _ := d.orders.Get(orderID)
+	if known == atFallback || d.Mode() == ForceFallback {
+		err := onFallback()
+		switch {
+		case !errors.Is(err, stock.ErrUnknownOrder):
+			return err
+		case d.Mode() == ForceFallback:
+			return unknown(ErrPrimaryDown)
+		}
+	}
+	r := d.route(false, "")
+	err = p.ExtendHold(ctx, orderID, deadline)
+	r.finish(ctx, err)
+	if errors.Is(err, stock.ErrUnknownOrder) && known != atFallback {
+		return onFallback()
+	}
+	return err
+}
