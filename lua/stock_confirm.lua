@@ -14,6 +14,9 @@
 --          hash is gone: flushed, evicted, not rebuilt yet): nothing
 --          written.
 --
+-- A line's units are its qty less what partial reverts gave back (field
+-- ret, stock_return.lua): only those move.
+--
 -- Running it twice is safe: confirmed and expired records are final here.
 local now = tonumber(ARGV[1])
 local id, ident = ARGV[2], ARGV[3]
@@ -24,7 +27,7 @@ local expired = false
 
 for i = 1, n do
   local b = 4 * (i - 1)
-  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'qty', 'user', 'dl', 'id')
+  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'qty', 'user', 'dl', 'id', 'ret')
   if not r[1] or r[5] ~= ident then return {'unknown', i} end
   if r[1] == 'reverted' or r[1] == 'refunded' then return {'closed', i} end
   if r[1] == 'expired' or (r[1] == 'held' and tonumber(r[4]) <= now) then
@@ -46,7 +49,7 @@ end
 for i = 1, n do
   local b = 4 * (i - 1)
   local r = recs[i]
-  local qty = tonumber(r[2])
+  local qty = tonumber(r[2]) - tonumber(r[6] or '0')
   -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
   -- database: the record changes, the missing counters are not recreated.
   local live = redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 1

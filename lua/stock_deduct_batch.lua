@@ -7,15 +7,17 @@
 -- KEYS     per order j, in order: 1 + 4*n_j keys
 --            <p>:order:{<id>}  string, the order's directory entry (identity)
 --          then 4 per line i, as in stock_deduct.lua:
---            <p>:{sku}:state   hash avail, held, sold, limit, hold_ms, ver
+--            <p>:{sku}:state   hash avail, held, sold, limit, hold_ms,
+--                              max_ms, ver
 --            <p>:{sku}:holds   zset order ID -> deadline ms
 --            <p>:{sku}:users   hash user -> units held + bought
---            <p>:{sku}:o:<id>  hash record st, qty, user, dl, id
+--            <p>:{sku}:o:<id>  hash record st, qty, user, dl, mx, id
 --          and last, once:
 --            <p>:skus          set of the SKUs put on sale (the registry)
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV     then per order j: order ID, user ID ('' for none), identity
---          (user + "\n" + canonical signature), n_j, then the n_j qtys
+--          (user + "\n" + canonical signature), the order's own hold time
+--          ms (Order.HoldTTL; 0 for none), n_j, then the n_j qtys
 -- Reply    flat, two per order j in order: 'ok', the order's deadline ms,
 --          when every line is held (newly or already) or confirmed;
 --          otherwise code, i naming its first failing line (i = 0: the
@@ -23,11 +25,16 @@
 --          (the SKU's state is gone but the registry says it was put on
 --          sale, or the registry itself is gone: the gate lost its data),
 --          'sold_out', 'limit', 'need_user', 'conflict' (the ID holds other
---          items), 'expired', 'closed'.
+--          items), 'expired', 'closed', 'hold_too_long' (the own hold
+--          time passes the shortest maximum hold time of the order's SKUs;
+--          i names the first line with that maximum).
 --
--- One order, one deadline: the new lines of an order get now + the
--- shortest hold time of its SKUs (or the deadline of its held lines, if
--- earlier).
+-- One order, one deadline: the new lines of an order get now + its own
+-- hold time, or + the shortest hold time of its SKUs without one (or the
+-- deadline of its held lines, if earlier). One bound (field mx, the
+-- latest deadline stock_extend.lua may set): now + the shortest maximum
+-- hold time of its SKUs (max_ms; hold_ms for a state written without it),
+-- or the bound of its held lines, if earlier.
 --
 -- Each order is all or nothing on its own, and is checked against the
 -- state left by the orders before it in the call. Its directory entry is
@@ -42,7 +49,8 @@
 -- may be left without its records; a retry of that order completes it.)
 --
 -- Per order it costs, besides the checks, SET NX GET of the entry and HSET
--- of each line's record (no TTL while held); per SKU and call, one HMGET of the
+-- of each line's record (no TTL while held; its fields st, qty, user, dl, mx,
+-- id); per SKU and call, one HMGET of the
 -- state, one of the users, and one HSET of each plus one ZADD.
 local now = tonumber(ARGV[1])
 local registry = KEYS[#KEYS]
@@ -53,7 +61,7 @@ local want = {}
 do
   local k, a = 1, first
   while a <= #ARGV do
-    local user, n = ARGV[a + 1], tonumber(ARGV[a + 3])
+    local user, n = ARGV[a + 1], tonumber(ARGV[a + 4])
     for i = 1, n do
       local b = k + 1 + 4 * (i - 1)
       local w = want[KEYS[b]]
@@ -63,7 +71,7 @@ do
         w.list[#w.list + 1] = user
       end
     end
-    k, a = k + 1 + 4 * n, a + 4 + n
+    k, a = k + 1 + 4 * n, a + 5 + n
   end
 end
 
@@ -73,7 +81,7 @@ local function sku(b)
   local c = skus[KEYS[b]]
   if c ~= nil then return c end
   -- c is the SKU's counters, or the code of a SKU that is not on sale.
-  local s = redis.call('HMGET', KEYS[b], 'avail', 'limit', 'hold_ms', 'held', 'ver')
+  local s = redis.call('HMGET', KEYS[b], 'avail', 'limit', 'hold_ms', 'held', 'ver', 'max_ms')
   if not s[1] or not s[3] then -- no hold_ms: not a SKU on sale
     -- Was it? A SKU the registry names, or a registry that is gone, is
     -- a gate that lost its data, not a SKU never on sale.
@@ -86,7 +94,8 @@ local function sku(b)
   end
   c = {b = b, avail = tonumber(s[1]), limit = tonumber(s[2] or '0'),
        hold = tonumber(s[3] or '0'), held = tonumber(s[4] or '0'),
-       ver = tonumber(s[5] or '0'), users = {}, changed = {}, holds = {}}
+       ver = tonumber(s[5] or '0'), max = tonumber(s[6] or s[3]),
+       users = {}, changed = {}, holds = {}}
   local list = want[KEYS[b]].list
   if #list > 0 then
     local had = redis.call('HMGET', KEYS[b + 2], unpack(list))
@@ -97,27 +106,32 @@ local function sku(b)
 end
 
 local dirs, recs = {}, {} -- directory entries and records as this call left them
-local writes = {}         -- records to write: {key, qty, deadline, user, identity}
+local writes = {}         -- records to write: {key, qty, deadline, user, identity, bound}
 local out = {}
 
 local k, a = 1, first
 while a <= #ARGV do
-  local id, user, ident, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  local id, user, ident = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  local own, n = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local code, at = nil, 0
   local take, deadline, minhold = {}, nil, nil
+  local bound, minmax, maxline = nil, nil, 0
   for i = 1, n do
     local b = k + 1 + 4 * (i - 1)
-    local qty = tonumber(ARGV[a + 3 + i])
+    local qty = tonumber(ARGV[a + 4 + i])
     local r = recs[KEYS[b + 3]]
     if r == nil then
-      local h = redis.call('HMGET', KEYS[b + 3], 'st', 'id', 'dl')
-      if h[1] then r = {st = h[1], id = h[2], dl = tonumber(h[3])} end
+      local h = redis.call('HMGET', KEYS[b + 3], 'st', 'id', 'dl', 'mx')
+      if h[1] then r = {st = h[1], id = h[2], dl = tonumber(h[3]), mx = tonumber(h[4] or h[3])} end
     end
     if r then
       if r.id ~= ident then code = 'conflict'
       elseif r.st == 'expired' or (r.st == 'held' and r.dl <= now) then code = 'expired'
       elseif r.st == 'reverted' or r.st == 'refunded' then code = 'closed'
-      elseif r.st == 'held' and (not deadline or r.dl < deadline) then deadline = r.dl end
+      elseif r.st == 'held' then
+        if not deadline or r.dl < deadline then deadline = r.dl end
+        if not bound or r.mx < bound then bound = r.mx end
+      end
     else
       local c = sku(b)
       if type(c) == 'string' then code = c
@@ -126,13 +140,21 @@ while a <= #ARGV do
       elseif c.limit > 0 and c.users[user] + qty > c.limit then code = 'limit'
       else
         if not minhold or c.hold < minhold then minhold = c.hold end
+        if not minmax or c.max < minmax then minmax, maxline = c.max, i end
         take[#take + 1] = {c, b, qty}
       end
     end
     if code then at = i; break end
   end
-  if not code and minhold and (not deadline or now + minhold < deadline) then
-    deadline = now + minhold
+  if not code and minhold then
+    if own > 0 and own > minmax then
+      code, at = 'hold_too_long', maxline
+    else
+      local hold = minhold
+      if own > 0 then hold = own end
+      if not deadline or now + hold < deadline then deadline = now + hold end
+      if not bound or now + minmax < bound then bound = now + minmax end
+    end
   end
   -- The directory entry last: a conflict outranks a failed line, and the
   -- entry is written (SET NX) only for an order that passed every check.
@@ -164,13 +186,13 @@ while a <= #ARGV do
       end
       c.holds[#c.holds + 1] = string.format('%d', deadline)
       c.holds[#c.holds + 1] = id
-      recs[KEYS[b + 3]] = {st = 'held', id = ident, dl = deadline}
-      writes[#writes + 1] = {KEYS[b + 3], qty, deadline, user, ident}
+      recs[KEYS[b + 3]] = {st = 'held', id = ident, dl = deadline, mx = bound}
+      writes[#writes + 1] = {KEYS[b + 3], qty, deadline, user, ident, bound}
     end
     out[#out + 1] = 'ok'
     out[#out + 1] = deadline or 0
   end
-  k, a = k + 1 + 4 * n, a + 4 + n
+  k, a = k + 1 + 4 * n, a + 5 + n
 end
 
 -- Writes: every SKU once, then each taking order's entry and records.
@@ -188,6 +210,6 @@ end
 for _, w in ipairs(writes) do
   -- A new record, with no TTL: a hold keeps its record until it is
   -- confirmed or returned, which gives it one.
-  redis.call('HSET', w[1], 'st', 'held', 'qty', int(w[2]), 'user', w[4], 'dl', int(w[3]), 'id', w[5])
+  redis.call('HSET', w[1], 'st', 'held', 'qty', int(w[2]), 'user', w[4], 'dl', int(w[3]), 'mx', int(w[6]), 'id', w[5])
 end
 return out

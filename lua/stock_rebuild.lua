@@ -6,7 +6,7 @@
 -- created, sold from and lost again is stale).
 --
 -- KEYS[1]      <p>:{sku}:state      hash avail, held, sold, limit, hold_ms,
---                                   ver, epoch, gen
+--                                   max_ms, ver, epoch, gen
 -- KEYS[2]      <p>:{sku}:rb         string: the SKU's rebuild claim (the
 --                                   token of the reader that claimed last)
 -- KEYS[3]      <p>:{sku}:holds      zset order ID -> deadline ms
@@ -23,13 +23,14 @@
 -- ARGV[5]      marker lifetime ms (the Store's retention)
 -- ARGV[6]      the caller's claim token, or '' to rebuild without a claim
 -- ARGV[7]      m, the number of restock markers
--- ARGV[7+i]    order ID of hold i
+-- ARGV[8]      maximum hold time ms (Listing.MaxHoldTTL, defaults filled)
+-- ARGV[8+i]    order ID of hold i
 -- Reply        {'ok', epoch} (created, now or by a first run of this
 --              call whose reply was lost; every claim is void) |
 --              {'exists', epoch} | {'stale'} (the claim is gone or another
 --              reader's); nothing written but for 'ok'
 --
--- The new state's held count is the units of the holds the gate still has
+-- The new state's held count is the units (qty less ret) of the holds the gate still has
 -- (a state hash lost alone keeps its holds zset and records): their
 -- Confirm, Revert or reclaim moves them out of it again. No hold is added
 -- to a SKU without a state, so the caller's list of holds is complete.
@@ -46,14 +47,14 @@ end
 local m = tonumber(ARGV[7])
 local held = 0
 for i = 4 + m, #KEYS do
-  if redis.call('ZSCORE', KEYS[3], ARGV[4 + i - m]) then
-    local r = redis.call('HMGET', KEYS[i], 'st', 'qty')
-    if r[1] == 'held' then held = held + tonumber(r[2]) end
+  if redis.call('ZSCORE', KEYS[3], ARGV[5 + i - m]) then
+    local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'ret')
+    if r[1] == 'held' then held = held + tonumber(r[2]) - tonumber(r[3] or '0') end
   end
 end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'limit', ARGV[2], 'hold_ms', ARGV[3], 'gen', ARGV[4],
-  'held', string.format('%d', held))
+  'max_ms', ARGV[8], 'held', string.format('%d', held))
 redis.call('HSETNX', KEYS[1], 'sold', 0)
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 for i = 4, 3 + m do

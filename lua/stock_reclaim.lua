@@ -12,7 +12,9 @@
 -- ARGV[3]  ms to keep this pass's reply (KEYS[4])
 -- ARGV[3+i] order ID of candidate i
 -- Reply    flat list {id, user, qty, identity, ...} (all strings) of the
---          holds returned by this pass.
+--          holds returned by this pass; qty is what the line still held
+--          (its qty less what partial reverts gave back, field ret), '0'
+--          for a line they emptied (ended too, not a unit returned).
 --
 -- A candidate is returned only if it is still in the holds zset with a
 -- deadline <= now and its record is still 'held'. Confirm and revert remove
@@ -41,15 +43,15 @@ for i = 5, #KEYS do
   local score = redis.call('ZSCORE', KEYS[2], id)
   if score and tonumber(score) <= now then
     redis.call('ZREM', KEYS[2], id)
-    local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'user', 'id')
+    local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'user', 'id', 'ret')
     if r[1] == 'held' then
-      local qty = tonumber(r[2])
-      if live then
+      local qty = tonumber(r[2]) - tonumber(r[5] or '0')
+      if live and qty > 0 then
         redis.call('HINCRBY', KEYS[1], 'held', -qty)
         redis.call('HINCRBY', KEYS[1], 'avail', qty)
         redis.call('HINCRBY', KEYS[1], 'ver', 1)
       end
-      if r[3] ~= '' and redis.call('HINCRBY', KEYS[3], r[3], -qty) <= 0 then
+      if r[3] ~= '' and qty > 0 and redis.call('HINCRBY', KEYS[3], r[3], -qty) <= 0 then
         redis.call('HDEL', KEYS[3], r[3])
       end
       redis.call('HSET', KEYS[i], 'st', 'expired')

@@ -20,6 +20,9 @@
 --          {'unavailable', i} with nothing written when line i would change
 --          but its SKU's state hash is gone (flushed, evicted, not rebuilt).
 --
+-- A line's units are its qty less what partial reverts gave back (field
+-- ret, stock_return.lua): only those return.
+--
 -- Final states are left alone, so running it twice returns units once.
 local now = tonumber(ARGV[1])
 local id, ident = ARGV[2], ARGV[3]
@@ -32,7 +35,7 @@ local found, changed = 0, 0
 local recs = {}
 for i = 1, n do
   local b = 4 * (i - 1)
-  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'qty', 'user', 'dl', 'id', 'at')
+  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'qty', 'user', 'dl', 'id', 'at', 'ret')
   recs[i] = r
   -- A revert counts on the SKU's state: a gate that lost it answers
   -- nothing until it is rebuilt.
@@ -73,7 +76,7 @@ for i = 1, n do
       to = (mode == 'revert') and 'refunded' or 'expired'
     end
     if to then
-      local qty = tonumber(r[2])
+      local qty = tonumber(r[2]) - tonumber(r[7] or '0')
       changed = changed + 1
       -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
       -- database; counting into it would make a partial state that sells.

@@ -12,6 +12,7 @@
 -- ARGV[5]  hold time ms
 -- ARGV[6]  the most units a SKU may have available
 -- ARGV[7]  '1' to apply even while units are held, '0' otherwise
+-- ARGV[8]  maximum hold time ms (defaults filled)
 -- Reply    {'ok', new epoch} | {'absent'} | {'stale', epoch} |
 --          {'held', units held} | {'range', avail}; only 'ok' writes
 local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'hold_ms', 'epoch', 'gen')
@@ -23,6 +24,6 @@ if held > 0 and ARGV[7] ~= '1' then return {'held', held} end
 local a = tonumber(s[1]) + tonumber(ARGV[3])
 if a < 0 or a > tonumber(ARGV[6]) then return {'range', tonumber(s[1])} end
 redis.call('HINCRBY', KEYS[1], 'avail', ARGV[3])
-redis.call('HSET', KEYS[1], 'limit', ARGV[4], 'hold_ms', ARGV[5])
+redis.call('HSET', KEYS[1], 'limit', ARGV[4], 'hold_ms', ARGV[5], 'max_ms', ARGV[8])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 return {'ok', redis.call('HINCRBY', KEYS[1], 'epoch', 1)}

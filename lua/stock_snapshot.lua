@@ -4,7 +4,7 @@
 -- of the same instant. Writes nothing.
 --
 -- KEYS[1]      <p>:{sku}:state      hash avail, held, sold, limit, hold_ms,
---                                   ver, epoch, gen
+--                                   ver, epoch, gen, max_ms
 -- KEYS[2]      <p>:{sku}:holds      zset order ID -> hold deadline ms
 -- KEYS[2+i]    <p>:{sku}:o:<id>     record of watched order line i (1..n)
 -- KEYS[2+n+j]  <p>:{sku}:rs:<op>    marker of watched restock operation j
@@ -12,7 +12,7 @@
 -- Reply        {state fields (HMGET, nil for missing), {id, deadline, ...}
 --              of every hold, {st of watched line i, '' when it has no
 --              record}, {1 if operation j's marker exists, else 0}}
-local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'sold', 'limit', 'hold_ms', 'ver', 'epoch', 'gen')
+local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'sold', 'limit', 'hold_ms', 'ver', 'epoch', 'gen', 'max_ms')
 local h = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
 local n = tonumber(ARGV[1])
 local w = {}

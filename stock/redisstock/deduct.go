@@ -17,8 +17,11 @@ import (
 // order returns nil and takes nothing more. A failed Deduct leaves its
 // order ID free.
 //
-// The order has one deadline: now plus the shortest hold time of its SKUs.
-// A SKU whose state the gate lost (the registry says it was put on sale, or
+// The order has one deadline: now plus o.HoldTTL if it is set, else plus
+// the shortest hold time of its SKUs; and one bound, the latest deadline
+// ExtendHold may give it: now plus the shortest MaxHoldTTL of its SKUs. An
+// o.HoldTTL past that maximum is stock.ErrHoldTooLong (a *stock.SKUError
+// naming the line with the shortest maximum), with nothing taken. A SKU whose state the gate lost (the registry says it was put on sale, or
 // the registry itself is gone) fails with stock.ErrUnavailable, not
 // stock.ErrUnknownSKU. A context already done fails with its error before
 // anything is sent.
@@ -50,15 +53,15 @@ type prepared struct {
 	id    string
 	items []stock.Item // sorted by SKU
 	keys  []string     // directory entry, then 4 per line
-	args  []any        // ID, user, identity, line count, quantities
+	args  []any        // ID, user, identity, own hold ms, line count, quantities
 }
 
 func (s *Store) prepare(o stock.Order, ident string, items []stock.Item) *prepared {
 	p := &prepared{id: o.ID, items: items}
 	p.keys = make([]string, 0, 1+4*len(items))
 	p.keys = append(p.keys, s.dirKey(o.ID))
-	p.args = make([]any, 0, 4+len(items))
-	p.args = append(p.args, o.ID, o.UserID, ident, len(items))
+	p.args = make([]any, 0, 5+len(items))
+	p.args = append(p.args, o.ID, o.UserID, ident, o.HoldTTL.Milliseconds(), len(items))
 	for _, it := range items {
 		p.keys = s.lineKeys(p.keys, it.SKU, o.ID)
 		p.args = append(p.args, it.Qty)

@@ -23,6 +23,7 @@ type attempt struct {
 	ident  string
 	token  string
 	now    int64
+	own    int64 // the order's own hold time ms (Order.HoldTTL), or 0
 	groups [][]stock.Item
 }
 
@@ -36,14 +37,14 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	if err != nil {
 		return fmt.Errorf("redisstock: deduct: %w", err)
 	}
-	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), groups: s.groups(items)}
+	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), own: o.HoldTTL.Milliseconds(), groups: s.groups(items)}
 
 	// One round trip: bind the order ID to its items, and take the first
 	// slot group.
 	var bind, first *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		bind = dirBindScript.Run(ctx, p, s.dirKeys(o.ID), ident, token)
-		first = s.deductGroup(ctx, p, a, a.groups[0], 0)
+		first = s.deductGroup(ctx, p, a, a.groups[0], 0, 0)
 	})
 	if err := bind.Err(); err != nil {
 		return s.writeErr(ctx, "deduct", err)
@@ -75,13 +76,13 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 			fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict))
 	}
 
-	deadline := int64(0)
-	dls := make([]int64, len(a.groups))
+	deadline, bound := int64(0), int64(0)
+	got := make([]groupTaken, len(a.groups))
 	seen := false // a record of the order was found
 	for i, g := range a.groups {
 		res := first
 		if i > 0 {
-			res = s.deductGroup(ctx, s.c, a, g, deadline)
+			res = s.deductGroup(ctx, s.c, a, g, deadline, bound)
 			if err := res.Err(); err != nil {
 				err = s.writeErr(ctx, "deduct", err)
 				if !errors.Is(err, stock.ErrUnknownOutcome) {
@@ -96,17 +97,58 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 				return err
 			}
 		}
-		dl, found, err := s.groupResult(ctx, res, g)
+		gt, found, err := s.groupResult(ctx, res, g)
 		seen = seen || found
 		if err != nil {
 			return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err))
 		}
-		dls[i] = dl
-		if dl > 0 && (deadline == 0 || dl < deadline) {
-			deadline = dl
+		got[i] = gt
+		if gt.deadline > 0 && (deadline == 0 || gt.deadline < deadline) {
+			deadline = gt.deadline
+		}
+		if gt.bound > 0 && (bound == 0 || gt.bound < bound) {
+			bound = gt.bound
 		}
 	}
-	return s.oneDeadline(ctx, a, dls, deadline)
+	if err := a.tooLong(got, seen); err != nil {
+		// Every other check passed, as memstock checks the hold time last:
+		// undo every group, as for any refusal.
+		return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups, err))
+	}
+	return s.oneDeadline(ctx, a, got, deadline, bound)
+}
+
+// groupTaken is what a slot group's deduct script reports: the order's
+// deadline and bound after it, and the shortest maximum hold time of the
+// lines it took now with the SKU of the first line that has it.
+type groupTaken struct {
+	deadline, bound int64
+	maxHold         int64  // ms; 0 when the group took no new line
+	maxSKU          string // the first line with maxHold
+}
+
+// tooLong checks an order of several slot groups against its own hold
+// time, once every group passed its other checks (a one-group order's
+// script checks it itself): past the shortest maximum hold time of the
+// lines taken it is stock.ErrHoldTooLong, naming the first line (by SKU)
+// with that maximum, as memstock does. An order that found records of
+// itself is a repeat: its first deadline stands, as its HoldTTL is not
+// part of its identity.
+func (a *attempt) tooLong(got []groupTaken, seen bool) error {
+	if a.own == 0 || seen || len(a.groups) == 1 {
+		return nil
+	}
+	var best groupTaken
+	for _, g := range got {
+		if g.maxHold > 0 && (best.maxHold == 0 || g.maxHold < best.maxHold ||
+			g.maxHold == best.maxHold && g.maxSKU < best.maxSKU) {
+			best = g
+		}
+	}
+	if best.maxHold == 0 || a.own <= best.maxHold {
+		return nil
+	}
+	return &stock.SKUError{SKU: best.maxSKU, Err: stock.ErrHoldTooLong}
 }
 
 // bindReply reads the bind script's reply: its word, and for "stale" the
@@ -177,12 +219,15 @@ func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) 
 }
 
 // oneDeadline moves the held lines of the groups taken before a group with
-// a shorter hold time to the order's deadline, in one round trip (only
-// for an order whose SKUs' hold times differ).
-func (s *Store) oneDeadline(ctx context.Context, a *attempt, dls []int64, deadline int64) error {
+// a shorter hold time, or a shorter maximum hold time, to the order's
+// deadline and bound, in one round trip (only for an order whose SKUs'
+// hold times, or maximum hold times, differ between its slot groups; with
+// an own hold time every group has the same deadline, so only bounds may
+// move).
+func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, deadline, bound int64) error {
 	var late [][]stock.Item
-	for i, dl := range dls {
-		if dl > deadline {
+	for i, g := range got {
+		if g.deadline > deadline || g.bound > bound {
 			late = append(late, a.groups[i])
 		}
 	}
@@ -196,7 +241,7 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, dls []int64, deadli
 			for _, it := range g {
 				keys = s.lineKeys(keys, it.SKU, a.o.ID)
 			}
-			cmds[i] = deadlineScript.Run(ctx, p, keys, a.o.ID, a.ident, deadline)
+			cmds[i] = deadlineScript.Run(ctx, p, keys, a.o.ID, a.ident, deadline, bound)
 		}
 	})
 	for _, c := range cmds {
@@ -208,11 +253,16 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, dls []int64, deadli
 }
 
 // deductGroup queues (on a pipeline) or runs the deduct script for the
-// lines of one slot group, with the order's deadline so far (0: none).
-func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g []stock.Item, deadline int64) *redis.Cmd {
+// lines of one slot group, with the order's deadline and bound so far (0:
+// none).
+func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g []stock.Item, deadline, bound int64) *redis.Cmd {
 	keys := make([]string, 0, 4*len(g))
-	args := make([]any, 0, 6+len(g))
-	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline)
+	args := make([]any, 0, 9+len(g))
+	check := "0"
+	if len(a.groups) == 1 {
+		check = "1"
+	}
+	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline, a.own, bound, check)
 	for _, it := range g {
 		keys = s.lineKeys(keys, it.SKU, a.o.ID)
 		args = append(args, it.Qty)
@@ -220,34 +270,47 @@ func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g
 	return deductScript.Run(ctx, c, keys, args...)
 }
 
-// groupResult reads a deduct script's reply: the order's deadline after
-// the group (0 when every line of it is confirmed), or the error naming the
-// failed line; and whether the group found a record of the order. A SKU the script found not on
-// sale is told apart (stock.ErrUnknownSKU, or stock.ErrUnavailable for a
-// gate that lost it) with a read of the registry.
-func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item) (int64, bool, error) {
+// groupResult reads a deduct script's reply: the order's deadline and
+// bound after the group (0 when every line of it is confirmed) and the
+// shortest maximum hold time of the lines it took, or the error naming the
+// failed line; and whether the group found a record of the order. A SKU
+// the script found not on sale is told apart (stock.ErrUnknownSKU, or
+// stock.ErrUnavailable for a gate that lost it) with a read of the
+// registry.
+func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item) (groupTaken, bool, error) {
 	res, err := cmd.Slice()
 	if err != nil {
-		return 0, false, err
+		return groupTaken{}, false, err
 	}
 	code, n := replyCode(res)
-	found := false
-	if len(res) > 2 {
-		k, _ := res[len(res)-1].(int64)
-		found = k > 0
+	if code == "ok" && len(res) == 7 {
+		found, _ := res[3].(int64)
+		bound, ok1 := res[4].(int64)
+		maxHold, ok2 := res[5].(int64)
+		line, ok3 := res[6].(int64)
+		if ok1 && ok2 && ok3 && line >= 0 && int(line) <= len(g) {
+			gt := groupTaken{deadline: n, bound: bound, maxHold: maxHold}
+			if line > 0 {
+				gt.maxSKU = g[line-1].SKU
+			}
+			return gt, found > 0, nil
+		}
+		return groupTaken{}, found > 0, badReply("deduct", res)
 	}
-	if code == "ok" && len(res) == 4 {
-		return n, found, nil
+	found := false
+	if len(res) == 3 {
+		k, _ := res[2].(int64)
+		found = k > 0
 	}
 	if n >= 1 && int(n) <= len(g) {
 		if code == "unknown_sku" {
-			return 0, found, s.notOnSale(ctx, g[n-1].SKU)
+			return groupTaken{}, found, s.notOnSale(ctx, g[n-1].SKU)
 		}
 		if err := lineErr(code, g[n-1].SKU); err != nil {
-			return 0, found, err
+			return groupTaken{}, found, err
 		}
 	}
-	return 0, found, badReply("deduct", res)
+	return groupTaken{}, found, badReply("deduct", res)
 }
 
 // undo takes this attempt off the holds of groups it took or counted on,

@@ -183,6 +183,8 @@ func lineErr(code, sku string) error {
 		err = stock.ErrOrderClosed
 	case "unknown":
 		err = stock.ErrUnknownOrder
+	case "hold_too_long":
+		err = stock.ErrHoldTooLong
 	default:
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // stateFields are read from a SKU's state hash, in parseState's order.
-var stateFields = []string{"avail", "held", "sold", "limit", "hold_ms", "ver", "epoch", "gen"}
+var stateFields = []string{"avail", "held", "sold", "limit", "hold_ms", "ver", "epoch", "gen", "max_ms"}
 
 // Fence names one administrative state of a SKU's gate state, for a
 // compare-and-set ([Store.Adjust], [Store.Relist]). Gen is drawn at random
@@ -100,6 +100,15 @@ func parseState(sku string, v []any) (SKUState, error) {
 	st.Exists = true
 	st.Levels = stock.Levels{Available: n[0], Held: n[1], Sold: n[2], PerUserLimit: n[3],
 		HoldTTL: time.Duration(n[4]) * time.Millisecond}
+	// A state written before max_ms existed: the maximum is the hold time.
+	st.MaxHoldTTL = st.HoldTTL
+	if str, _ := v[8].(string); str != "" {
+		ms, err := strconv.ParseInt(str, 10, 64)
+		if err != nil {
+			return st, badReply("state", v)
+		}
+		st.MaxHoldTTL = time.Duration(ms) * time.Millisecond
+	}
 	gen, _ := v[7].(string)
 	st.Version, st.Fence = n[5], Fence{Gen: gen, Epoch: n[6]}
 	return st, nil
@@ -196,10 +205,11 @@ type Relist struct {
 	Fence Fence
 	// Delta is added to the available units.
 	Delta int64
-	// PerUserLimit and HoldTTL replace the SKU's settings, as in
-	// stock.Listing.
+	// PerUserLimit, HoldTTL and MaxHoldTTL replace the SKU's settings, as
+	// in stock.Listing (a zero MaxHoldTTL is the hold time).
 	PerUserLimit int64
 	HoldTTL      time.Duration
+	MaxHoldTTL   time.Duration
 	// Force applies the write even while units are held; without it, a SKU
 	// with live holds at the instant of the write is left alone (HasHolds).
 	Force bool
@@ -212,7 +222,7 @@ type Relist struct {
 // an applied Relist moved the fence.
 func (s *Store) Relist(ctx context.Context, rls []Relist) ([]Outcome, error) {
 	for i, rl := range rls {
-		l := stock.Listing{SKU: rl.SKU, PerUserLimit: rl.PerUserLimit, HoldTTL: rl.HoldTTL}
+		l := stock.Listing{SKU: rl.SKU, PerUserLimit: rl.PerUserLimit, HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
 		if err := l.Validate(); err != nil {
 			return nil, err
 		}
@@ -233,9 +243,10 @@ func (s *Store) Relist(ctx context.Context, rls []Relist) ([]Outcome, error) {
 				if rl.Force {
 					force = "1"
 				}
-				hold := stock.Listing{HoldTTL: rl.HoldTTL}.EffectiveHoldTTL()
+				l := stock.Listing{HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
 				cmds[i] = relistScript.Run(ctx, p, []string{s.stateKey(rl.SKU)}, rl.Fence.Gen, rl.Fence.Epoch,
-					rl.Delta, rl.PerUserLimit, hold.Milliseconds(), int64(stock.MaxUnits), force)
+					rl.Delta, rl.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), int64(stock.MaxUnits), force,
+					l.EffectiveMaxHoldTTL().Milliseconds())
 			}
 		})
 		for _, c := range cmds {

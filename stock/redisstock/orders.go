@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -61,7 +62,8 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 // The lines of a multi-slot order change state one slot after another; when
 // they disagree, Orders reports StateHeld if any line is still held, else
 // the first line's state. Deadline is the order's deadline (its lines share
-// one; the earliest, should they differ).
+// one; the earliest, should they differ). Items are the order's lines as
+// ordered, Returned what partial reverts gave back (stock.PartialReverter).
 func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
 	for i, id := range ids {
 		if err := stock.ValidateID("ids["+strconv.Itoa(i)+"]", id); err != nil {
@@ -88,6 +90,7 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 	})
 	type line struct {
 		order int
+		sku   string
 		cmd   *redis.SliceCmd
 	}
 	var lines []line
@@ -112,11 +115,12 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 		lines = lines[:0]
 		for i, its := range items {
 			for _, it := range its {
-				lines = append(lines, line{order: i, cmd: p.HMGet(ctx, s.recordKey(it.SKU, ids[i]), "st", "dl")})
+				lines = append(lines, line{order: i, sku: it.SKU, cmd: p.HMGet(ctx, s.recordKey(it.SKU, ids[i]), "st", "dl", "ret")})
 			}
 		}
 	})
 	states := make([][]stock.State, len(ids))
+	returned := make([]map[string]int64, len(ids))
 	for _, l := range lines {
 		v, err := l.cmd.Result()
 		if err != nil {
@@ -124,6 +128,16 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 		}
 		st, _ := v[0].(string)
 		states[l.order] = append(states[l.order], stateNamed(st))
+		if r, _ := v[2].(string); r != "" {
+			n, err := strconv.ParseInt(r, 10, 64)
+			if err != nil {
+				return badReply("orders", v)
+			}
+			if returned[l.order] == nil {
+				returned[l.order] = map[string]int64{}
+			}
+			returned[l.order][l.sku] = n
+		}
 		if dl, _ := v[1].(string); dl != "" {
 			ms, err := strconv.ParseInt(dl, 10, 64)
 			if err != nil {
@@ -140,7 +154,7 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 			out[i] = stock.OrderInfo{ID: ids[i]}
 			continue
 		}
-		out[i].State, out[i].Items = st, items[i]
+		out[i].State, out[i].Items, out[i].Returned = st, items[i], canon.Returned(returned[i])
 	}
 	return nil
 }

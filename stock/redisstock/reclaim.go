@@ -135,7 +135,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 			cmds[i] = reclaimScript.Run(ctx, p, keys, args...)
 		}
 	})
-	var out []stock.Reclaimed
+	var out, ended []stock.Reclaimed // ended: every line ended, emptied ones too
 	var idents []string
 	var firstErr error
 	for i, c := range cmds {
@@ -158,11 +158,17 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 			if !ok1 || !ok2 || !ok3 || !ok4 || err != nil {
 				return out, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
 			}
-			out = append(out, stock.Reclaimed{OrderID: id, UserID: user, SKU: due[i].sku, Qty: qty})
+			r := stock.Reclaimed{OrderID: id, UserID: user, SKU: due[i].sku, Qty: qty}
+			if qty > 0 {
+				// A line partial reverts emptied ends with its order but
+				// returns nothing: it is not reported.
+				out = append(out, r)
+			}
+			ended = append(ended, r)
 			idents = append(idents, ident)
 		}
 	}
-	if err := s.endDirectories(ctx, out, idents); err != nil && firstErr == nil {
+	if err := s.endDirectories(ctx, ended, idents); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	return out, firstErr
@@ -250,7 +256,8 @@ type Hold struct {
 
 // HeldOrders lists the SKU's live holds (including those past their
 // deadline that no reclaimer has returned yet), in deadline order, in two
-// round trips. A reconciler uses it to find holds the database has not
+// round trips. A hold's Qty is what it still holds: its line less what
+// partial reverts gave back; a line they emptied is not listed. A reconciler uses it to find holds the database has not
 // recorded. The list is a snapshot: holds may change while it is read.
 func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
@@ -267,7 +274,7 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, z := range zs {
 			id, _ := z.Member.(string)
-			cmds[i] = p.HMGet(ctx, s.recordKey(sku, id), "st", "qty", "user")
+			cmds[i] = p.HMGet(ctx, s.recordKey(sku, id), "st", "qty", "user", "ret")
 		}
 	})
 	out := make([]Hold, 0, len(zs))
@@ -279,10 +286,12 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
 		if st, _ := v[0].(string); st != "held" {
 			continue
 		}
-		q, _ := v[1].(string)
-		qty, err := strconv.ParseInt(q, 10, 64)
+		qty, err := leftOf(v[1], v[3])
 		if err != nil {
 			return nil, badReply("held orders", v)
+		}
+		if qty == 0 {
+			continue // partial reverts gave it all back: it holds nothing
 		}
 		id, _ := zs[i].Member.(string)
 		user, _ := v[2].(string)
@@ -290,4 +299,22 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
 			Deadline: time.UnixMilli(int64(zs[i].Score))})
 	}
 	return out, nil
+}
+
+// leftOf parses a line record's qty and ret fields (HMGET values) into the
+// units the line still takes: qty less what partial reverts gave back.
+func leftOf(qty, ret any) (int64, error) {
+	q, _ := qty.(string)
+	n, err := strconv.ParseInt(q, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if r, _ := ret.(string); r != "" {
+		back, err := strconv.ParseInt(r, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		n -= back
+	}
+	return n, nil
 }

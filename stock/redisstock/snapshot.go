@@ -29,7 +29,8 @@ type SnapshotRequest struct {
 type Snapshot struct {
 	SKUState
 	// Holds are the SKU's live holds at that instant (those Held counts),
-	// in deadline order.
+	// in deadline order, each with what it still holds (its line less
+	// what partial reverts gave back; a line they emptied is left out).
 	Holds []Hold
 	// Lines are the states of the requested orders' lines of this SKU,
 	// in request order; StateUnknown for a line Redis has no record of.
@@ -272,7 +273,7 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) (e
 		for i := range out {
 			cmds[i] = cmds[i][:0]
 			for _, id := range ids[i] {
-				cmds[i] = append(cmds[i], qtyCmds{p.HMGet(ctx, s.recordKey(out[i].SKU, id), "qty", "user"),
+				cmds[i] = append(cmds[i], qtyCmds{p.HMGet(ctx, s.recordKey(out[i].SKU, id), "qty", "user", "ret"),
 					p.ZScore(ctx, s.holdsKey(out[i].SKU), id)})
 			}
 		}
@@ -296,8 +297,11 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) (e
 				out[i].Lost = append(out[i].Lost, h.OrderID)
 				continue
 			}
-			if h.Qty, err = strconv.ParseInt(q, 10, 64); err != nil {
+			if h.Qty, err = leftOf(v[0], v[2]); err != nil {
 				return nil, badReply("snapshot", v)
+			}
+			if h.Qty == 0 {
+				continue // partial reverts gave it all back: it holds nothing
 			}
 			h.UserID, _ = v[1].(string)
 			kept = append(kept, h)
@@ -331,7 +335,7 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 			for i, l := range batch {
 				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU),
 					putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
-						l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i]))
+						l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i], l.EffectiveMaxHoldTTL().Milliseconds()))
 			}
 		})
 		if err := firstErr(cmds...); err != nil {
@@ -445,7 +449,7 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 					keys = append(keys, s.opMarkerKey(l.SKU, op))
 				}
 				args := []any{l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i],
-					s.keep.Milliseconds(), r.Claim, len(r.Ops)}
+					s.keep.Milliseconds(), r.Claim, len(r.Ops), l.EffectiveMaxHoldTTL().Milliseconds()}
 				for _, id := range holds[i] {
 					keys = append(keys, s.recordKey(l.SKU, id))
 					args = append(args, id)

@@ -155,8 +155,8 @@ func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
 // and a restock operation's marker (Config.Retention, defaults resolved).
 func (s *Store) Retention() time.Duration { return s.keep }
 
-// PutOnSale overwrites the SKU's available units and sets its per-user limit
-// and hold time; units held and sold are kept. A SKU that has no state gets
+// PutOnSale overwrites the SKU's available units and sets its per-user
+// limit, hold time and maximum hold time; units held and sold are kept. A SKU that has no state gets
 // a new one with a new Fence generation. A context already done returns its
 // error with nothing sent.
 func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
@@ -174,7 +174,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		reg = p.SAdd(ctx, s.registryKey(), l.SKU)
 		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
-			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen)
+			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen, l.EffectiveMaxHoldTTL().Milliseconds())
 	})
 	if err := firstErr(reg, put); err != nil {
 		return s.writeErr(ctx, "put on sale", err)

@@ -1,0 +1,156 @@
+package redisstock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// ExtendHold implements stock.HoldExtender. The order's bound (the
+// Deduct's time plus the shortest MaxHoldTTL its SKUs had then) is kept
+// on each line record (field mx); an order taken before the field existed
+// has its deadline as its bound, so it cannot be extended. Each line's
+// deadline and its score in the SKU's holds zset move together, so the
+// reclaimer returns the hold at the new deadline.
+//
+// It costs a read of the order's directory entry and one script call over
+// the order's lines on a client without hash slots, or on a Cluster when
+// they share a slot: checked and applied in one atomic step. On a Cluster
+// (or a Ring) an order on several slots is read and checked whole first,
+// then each slot group moves its lines in one step of its own, in one
+// pipeline; deadlines only grow, so a retry completes a call that failed
+// midway. A Confirm racing it may confirm some lines first (they need no
+// deadline); a reclaimer whose clock passed the old deadline before the
+// call's may expire some lines first: the call then returns
+// stock.ErrHoldExpired, and the lines it moved are returned at the new
+// deadline (a Confirm, meanwhile, finds the expired line and expires the
+// order whole).
+func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpExtendHold, 0)
+	defer func() { tr.Done(err) }()
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstock: extend hold: not sent: %w", err)
+	}
+	ident, groups, err := s.lookup(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	now, want := s.nowMs(), deadline.UnixMilli()
+	if len(groups) > 1 {
+		lines, err := s.readLines(ctx, "extend hold", orderID, groups, "st")
+		if err != nil {
+			return err
+		}
+		if done, err := extendCheck(orderID, ident, lines, now, want); done || err != nil {
+			return err
+		}
+	}
+	mode := "all"
+	if len(groups) > 1 {
+		mode = "part"
+	}
+	cmds := make([]*redis.Cmd, len(groups))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, g := range groups {
+			cmds[i] = s.lineScript(ctx, p, extendScript, orderID, g, now, ident, want, mode)
+		}
+	})
+	expired := false
+	for i, c := range cmds {
+		res, err := c.Slice()
+		if err != nil {
+			err = s.writeErr(ctx, "extend hold", err)
+			if len(cmds) > 1 {
+				err = &outcomeError{op: "extend hold", err: err}
+			}
+			return err
+		}
+		code, n := replyCode(res)
+		if code == "ok" && len(res) == 3 {
+			due, _ := res[2].(int64)
+			expired = expired || due > 0
+			continue
+		}
+		if mode == "all" {
+			if err := extendErr(orderID, code, n, groups[i]); err != nil {
+				return err
+			}
+		}
+		return badReply("extend hold", res)
+	}
+	if expired {
+		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrHoldExpired)
+	}
+	return nil
+}
+
+// extendErr maps a refusal of stock_extend.lua to its error, or nil for an
+// unknown code.
+func extendErr(orderID, code string, n int64, g []stock.Item) error {
+	var err error
+	switch code {
+	case "unknown":
+		err = stock.ErrUnknownOrder
+	case "confirmed":
+		err = stock.ErrOrderConfirmed
+	case "closed":
+		err = stock.ErrOrderClosed
+	case "expired":
+		err = stock.ErrHoldExpired
+	case "too_long":
+		err = fmt.Errorf("%w: the order's deadline may not pass %s", stock.ErrHoldTooLong, time.UnixMilli(n).UTC().Format(time.RFC3339Nano))
+	default:
+		return nil
+	}
+	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
+}
+
+// extendCheck checks an extension of an order on several slots against
+// every line, in the order of the one-script path: done with its error for
+// a refusal, done with nil for a deadline at or before the current one.
+func extendCheck(orderID, ident string, lines []lineState, now, want int64) (bool, error) {
+	code := func(c string, n int64) (bool, error) { return true, extendErr(orderID, c, n, nil) }
+	for _, l := range lines {
+		if l.st == "" || l.id != ident {
+			return code("unknown", 0)
+		}
+	}
+	for _, l := range lines {
+		if l.st == "confirmed" {
+			return code("confirmed", 0)
+		}
+	}
+	for _, l := range lines {
+		if l.st == "reverted" || l.st == "refunded" {
+			return code("closed", 0)
+		}
+	}
+	cur, bound := int64(0), int64(0)
+	for i, l := range lines {
+		if l.st == "expired" || l.dl <= now {
+			return code("expired", 0)
+		}
+		if i == 0 || l.dl < cur {
+			cur = l.dl
+		}
+		if i == 0 || l.mx < bound {
+			bound = l.mx
+		}
+	}
+	switch {
+	case want <= cur:
+		return true, nil
+	case want > bound:
+		return code("too_long", bound)
+	}
+	return false, nil
+}

@@ -1,0 +1,403 @@
+package redisstock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/lua"
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/stock"
+)
+
+var (
+	_ stock.PartialReverter = (*Store)(nil)
+	_ stock.HoldExtender    = (*Store)(nil)
+)
+
+// The scripts of partial returns and hold extensions; see their headers in
+// package lua.
+var (
+	returnScript     = redis.NewScript(lua.Source("stock_return.lua"))
+	returnLockScript = redis.NewScript(lua.Source("stock_return_lock.lua"))
+	extendScript     = redis.NewScript(lua.Source("stock_extend.lua"))
+)
+
+// They run in pipelines, so a server that lacks them gets them loaded (see
+// pipelined).
+func init() { allScripts = append(allScripts, returnScript, returnLockScript, extendScript) }
+
+// ReturnLease is how long a partial return of an order on several slots of
+// a Redis Cluster keeps the order's return lock: other returns of the
+// order (other operation IDs) meanwhile get stock.ErrContention. A call
+// that ends in stock.ErrUnknownOutcome leaves the lock to its retry (same
+// operation ID) or to the lease.
+const ReturnLease = 30 * time.Second
+
+// returnLockKey is the lock of one order's returns on a Redis Cluster, in
+// the slot of its directory entry.
+func (s *Store) returnLockKey(order string) string { return s.prefix + ":rl:{" + order + "}" }
+
+// opField is the record field that remembers a return applied to a line.
+func opField(op string) string { return "r:" + op }
+
+// RevertItems implements stock.PartialReverter. It costs a read of the
+// order's directory entry and one script call over the order's lines on a
+// client without hash slots, or on a Cluster when they share a slot:
+// checked and applied in one atomic step, all or nothing. Each line record
+// counts the units given back (field ret) and remembers the operation ID
+// with the return's items, for as long as the record lives (no TTL while
+// the order holds stock, Config.Retention once it ends).
+//
+// On a Cluster (or a Ring) an order on several slots cannot be one script.
+// The call then takes the order's return lock (ReturnLease; another
+// return of the order meanwhile is stock.ErrContention), reads every line
+// and makes every check against them (so a refusal writes nothing), then
+// applies the return slot group by slot group in one pipeline: each
+// group's apply is atomic and runs once per operation ID. What is not
+// atomic there is the whole: a Confirm, Revert or reclaim of the order
+// running at the same time may land between the groups (each group then
+// gives back what its lines still allow: a line confirmed meanwhile is
+// refunded, a line returned meanwhile gives nothing more, never more than
+// a line has), and a call that fails midway leaves some groups applied,
+// with stock.ErrUnknownOutcome: its retry (same r) applies the rest.
+func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevertItems, len(r.Items))
+	defer func() { tr.Done(err) }()
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstock: revert items: not sent: %w", err)
+	}
+	items := canon.Sorted(r.Items)
+	rt := &giveBack{op: r.OpID, order: r.OrderID, items: items, sig: canon.Signature(items)}
+	ident, groups, err := s.lookup(ctx, r.OrderID)
+	if err != nil {
+		return err
+	}
+	rt.ident, rt.now = ident, s.nowMs()
+	if len(groups) == 1 {
+		return s.returnOne(ctx, rt, groups[0])
+	}
+	return s.returnSlots(ctx, rt, groups)
+}
+
+// giveBack is one RevertItems call.
+type giveBack struct {
+	op, order, ident, sig string
+	items                 []stock.Item // sorted by SKU
+	now                   int64
+}
+
+// args are the arguments of stock_return.lua after now and the order ID,
+// for the return's lines within g (indexes into g).
+func (rt *giveBack) args(s *Store, g []stock.Item, mode string, lines []stock.Item) []any {
+	args := []any{rt.ident, s.keep.Milliseconds(), opField(rt.op), rt.sig, mode, len(lines)}
+	for _, it := range lines {
+		at := 0
+		for i, l := range g {
+			if l.SKU == it.SKU {
+				at = i + 1
+			}
+		}
+		args = append(args, at, it.Qty)
+	}
+	return args
+}
+
+// returnOne returns part of an order whose lines share one server or slot:
+// one script checks and applies it all.
+func (s *Store) returnOne(ctx context.Context, rt *giveBack, g []stock.Item) error {
+	res, err := s.lineScript(ctx, s.c, returnScript, rt.order, g, rt.now, rt.args(s, g, "all", rt.items)...).Slice()
+	if err != nil {
+		return s.writeErr(ctx, "revert items", err)
+	}
+	code, n := replyCode(res)
+	switch code {
+	case "ok", "dup":
+		if n == 1 {
+			return s.endReturned(ctx, rt)
+		}
+		return nil
+	case "exceeds":
+		if n >= 1 && int(n) <= len(rt.items) {
+			return &stock.SKUError{SKU: rt.items[n-1].SKU, Err: stock.ErrExceedsOrder}
+		}
+	case "unavailable":
+		if n >= 1 && int(n) <= len(g) {
+			return lineErr(code, g[n-1].SKU)
+		}
+	default:
+		if err := rt.refusal(code); err != nil {
+			return err
+		}
+	}
+	return badReply("revert items", res)
+}
+
+// refusal maps an order-wide refusal code of stock_return.lua to its
+// error, or nil for another code.
+func (rt *giveBack) refusal(code string) error {
+	var err error
+	switch code {
+	case "unknown":
+		err = stock.ErrUnknownOrder
+	case "conflict":
+		err = fmt.Errorf("%w: return %s was applied with other items", stock.ErrConflict, strconv.Quote(rt.op))
+	case "expired":
+		err = stock.ErrHoldExpired
+	case "closed":
+		err = stock.ErrOrderClosed
+	default:
+		return nil
+	}
+	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(rt.order), err)
+}
+
+// endReturned gives the directory entry of an order a return ended the
+// Retention of its records. The return is applied: a failure here is an
+// unknown outcome, which the retry (answered as a repeat) completes.
+func (s *Store) endReturned(ctx context.Context, rt *giveBack) error {
+	if err := s.endDirectory(ctx, s.c, rt.order, rt.ident).Err(); err != nil {
+		return &outcomeError{op: "revert items", err: err}
+	}
+	return nil
+}
+
+// lineState is one line record as returnSlots and extendSlots read it.
+type lineState struct {
+	sku          string
+	group        int
+	st, id, done string // done: the return's signature, if applied to the line
+	qty, ret, dl int64
+	mx           int64 // the order's bound (dl for a record without mx)
+	live         bool  // the SKU's state exists
+}
+
+// readLines reads every line record of an order on several slots, and
+// whether each SKU's state exists, in one round trip.
+func (s *Store) readLines(ctx context.Context, op, order string, groups [][]stock.Item, field string) ([]lineState, error) {
+	type cmds struct {
+		rec  *redis.SliceCmd
+		live *redis.BoolCmd
+	}
+	var cs []cmds
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cs = cs[:0]
+		for _, g := range groups {
+			for _, it := range g {
+				cs = append(cs, cmds{p.HMGet(ctx, s.recordKey(it.SKU, order), "st", "id", field, "qty", "ret", "dl", "mx"),
+					p.HExists(ctx, s.stateKey(it.SKU), "hold_ms")})
+			}
+		}
+	})
+	out := make([]lineState, 0, len(cs))
+	k := 0
+	for gi, g := range groups {
+		for _, it := range g {
+			c := cs[k]
+			k++
+			v, err := c.rec.Result()
+			if err == nil {
+				err = c.live.Err()
+			}
+			if err != nil {
+				return nil, s.readErr(ctx, op, err)
+			}
+			l := lineState{sku: it.SKU, group: gi, live: c.live.Val()}
+			l.st, _ = v[0].(string)
+			l.id, _ = v[1].(string)
+			l.done, _ = v[2].(string)
+			var n [4]int64
+			for i, x := range v[3:] {
+				if str, _ := x.(string); str != "" {
+					if n[i], err = strconv.ParseInt(str, 10, 64); err != nil {
+						return nil, badReply(op, v)
+					}
+				}
+			}
+			l.qty, l.ret, l.dl, l.mx = n[0], n[1], n[2], n[3]
+			if v[6] == nil {
+				l.mx = l.dl // a record written before mx: no extension
+			}
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// returnSlots returns part of an order on several slots: under the
+// order's return lock, every line is read and checked, then each slot
+// group that has something to do applies its part, in one pipeline.
+func (s *Store) returnSlots(ctx context.Context, rt *giveBack, groups [][]stock.Item) error {
+	lock := []string{s.returnLockKey(rt.order)}
+	got, err := returnLockScript.Run(ctx, s.c, lock, rt.op, ReturnLease.Milliseconds()).Int64()
+	if err != nil {
+		return s.writeErr(ctx, "revert items", err)
+	}
+	if got != 1 {
+		return fmt.Errorf("redisstock: order %s: %w: another return of the order is running", strconv.Quote(rt.order), stock.ErrContention)
+	}
+	unlock := func(cause error) error {
+		// The lock only keeps other returns out while this one runs: if
+		// giving it up fails, its lease ends it.
+		_ = returnLockScript.Run(ctx, s.c, lock, rt.op, 0).Err()
+		return cause
+	}
+	lines, err := s.readLines(ctx, "revert items", rt.order, groups, opField(rt.op))
+	if err != nil {
+		return unlock(err)
+	}
+	plan, err := rt.plan(lines, len(groups))
+	if err != nil || plan == nil {
+		return unlock(err)
+	}
+	mode := "part"
+	if plan.close {
+		mode = "close"
+	}
+	type sent struct {
+		g   int
+		cmd *redis.Cmd
+	}
+	var cmds []sent
+	if len(plan.run) > 0 {
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			cmds = cmds[:0]
+			for _, gi := range plan.run {
+				g := groups[gi]
+				cmds = append(cmds, sent{gi, s.lineScript(ctx, p, returnScript, rt.order, g, rt.now,
+					rt.args(s, g, mode, plan.lines[gi])...)})
+			}
+		})
+	}
+	ended := plan.ended
+	for _, c := range cmds {
+		res, err := c.cmd.Slice()
+		if err != nil {
+			err = s.writeErr(ctx, "revert items", err)
+			if len(cmds) == 1 && !errors.Is(err, stock.ErrUnknownOutcome) {
+				return unlock(err) // refused for certain, and nothing else sent
+			}
+			if !errors.Is(err, stock.ErrUnknownOutcome) {
+				err = &outcomeError{op: "revert items", err: err}
+			}
+			return err // the lock stays for the retry
+		}
+		code, n := replyCode(res)
+		if code != "ok" && code != "dup" {
+			// Only a race with the end of the order's records, or a SKU
+			// state lost meanwhile, gets here.
+			cause := rt.refusal(code)
+			if g := groups[c.g]; cause == nil && code == "unavailable" && n >= 1 && int(n) <= len(g) {
+				cause = lineErr(code, g[n-1].SKU)
+			}
+			if cause == nil {
+				cause = badReply("revert items", res)
+			}
+			if len(cmds) == 1 {
+				return unlock(cause)
+			}
+			return &outcomeError{op: "revert items", err: detached(cause)}
+		}
+		ended[c.g] = n == 1
+	}
+	for _, e := range ended {
+		if !e {
+			return unlock(nil)
+		}
+	}
+	return unlock(s.endReturned(ctx, rt))
+}
+
+// returnPlan is what a return of an order on several slots does after its
+// checks: the groups to run (with their lines of the return), whether it
+// ends the order, and which groups are ended already.
+type returnPlan struct {
+	run   []int
+	lines [][]stock.Item // per group: the return's lines in it
+	close bool
+	ended []bool
+}
+
+// plan checks a return against every line of its order, in memstock's
+// order: a missing line (stock.ErrUnknownOrder), the operation applied
+// already (nil: the retry applies the groups it did not reach; other items
+// are stock.ErrConflict), an expired hold, a closed order, a line that
+// asks too much or names a SKU the order lacks, a SKU whose state is gone.
+// A nil plan with a nil error means there is nothing left to do.
+func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
+	orderErr := func(err error) error {
+		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(rt.order), err)
+	}
+	applied := make([]bool, groups)
+	repeat := false
+	for _, l := range lines {
+		if l.st == "" || l.id != rt.ident {
+			return nil, orderErr(stock.ErrUnknownOrder)
+		}
+		if l.done != "" {
+			if l.done != rt.sig {
+				return nil, rt.refusal("conflict")
+			}
+			applied[l.group], repeat = true, true
+		}
+	}
+	if !repeat {
+		for _, l := range lines {
+			if l.st == "expired" || (l.st == "held" && l.dl <= rt.now) {
+				return nil, orderErr(stock.ErrHoldExpired)
+			}
+		}
+		for _, l := range lines {
+			if l.st == "reverted" || l.st == "refunded" {
+				return nil, orderErr(stock.ErrOrderClosed)
+			}
+		}
+	}
+	p := &returnPlan{lines: make([][]stock.Item, groups), ended: make([]bool, groups)}
+	left := int64(0)
+	for _, l := range lines {
+		left += l.qty - l.ret
+	}
+	for _, it := range rt.items {
+		var line *lineState
+		for i := range lines {
+			if lines[i].sku == it.SKU {
+				line = &lines[i]
+			}
+		}
+		switch {
+		case line == nil || !repeat && it.Qty > line.qty-line.ret:
+			return nil, &stock.SKUError{SKU: it.SKU, Err: stock.ErrExceedsOrder}
+		case applied[line.group]:
+			continue // given back already (ret counts it)
+		case !line.live && (line.st == "held" || line.st == "confirmed"):
+			return nil, &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnavailable}
+		}
+		p.lines[line.group] = append(p.lines[line.group], it)
+		left -= min(it.Qty, line.qty-line.ret)
+	}
+	p.close = left <= 0
+	for gi := range groups {
+		p.ended[gi] = true
+		for _, l := range lines {
+			if l.group == gi && l.st != "reverted" && l.st != "refunded" {
+				p.ended[gi] = false
+			}
+		}
+		if !applied[gi] && (len(p.lines[gi]) > 0 || p.close) {
+			p.run = append(p.run, gi)
+		}
+	}
+	if repeat && len(p.run) == 0 && !p.close {
+		return nil, nil
+	}
+	return p, nil
+}
