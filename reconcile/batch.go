@@ -233,7 +233,7 @@ func (r *Reconciler) awaitRebuild(ctx context.Context, skus []string, took time.
 // record's settings, and every restock of the window the view saw.
 func (r *Reconciler) rebuildOf(f *finding) redisstock.Rebuild {
 	b := redisstock.Rebuild{Listing: stock.Listing{SKU: f.sku, Units: f.target, PerUserLimit: f.rec.PerUserLimit,
-		HoldTTL: r.cfg.GateHold(f.rec.HoldTTL)}, Claim: f.claim}
+		HoldTTL: r.cfg.GateHold(f.rec.HoldTTL), MaxHoldTTL: r.gateMaxHold(f.rec.Levels)}, Claim: f.claim}
 	for _, op := range f.ops {
 		b.Ops = append(b.Ops, op.ID)
 	}
@@ -242,4 +242,27 @@ func (r *Reconciler) rebuildOf(f *finding) redisstock.Rebuild {
 
 func errStale(sku string) error {
 	return fmt.Errorf("reconcile: SKU %q kept changing under administrative writes", sku)
+}
+
+// gateMaxHold maps the record's MaxHoldTTL of a SKU to the gate's: the
+// record's less the grace Config.GateHold takes off the hold time (a
+// stock/tiered record holds every deadline that grace longer, its
+// MaxHoldTTL included), between the gate's hold time and
+// stock.MaxHoldTTL. Zero, the hold time, when the record's is its hold
+// time. A record MaxHoldTTL that tiered capped at stock.MaxHoldTTL gives
+// a gate maximum up to the grace shorter than the listing's: extensions
+// are bounded a little early, never late.
+func (r *Reconciler) gateMaxHold(rec stock.Levels) time.Duration {
+	if rec.MaxHoldTTL <= rec.HoldTTL {
+		return 0
+	}
+	hold := stock.Listing{HoldTTL: r.cfg.GateHold(rec.HoldTTL)}.EffectiveHoldTTL()
+	return min(max(rec.MaxHoldTTL-(rec.HoldTTL-hold), hold), stock.MaxHoldTTL)
+}
+
+// gateEffectiveMaxHold is gateMaxHold with its zero filled in: the
+// MaxHoldTTL the gate reports (stock.Levels) once it has the record's
+// settings.
+func (r *Reconciler) gateEffectiveMaxHold(rec stock.Levels) time.Duration {
+	return stock.Listing{HoldTTL: r.cfg.GateHold(rec.HoldTTL), MaxHoldTTL: r.gateMaxHold(rec)}.EffectiveMaxHoldTTL()
 }

@@ -43,7 +43,9 @@ type Config struct {
 	// GateHold maps the record's hold time of a SKU to the hold time the
 	// gate gets when a pass puts the SKU on sale there (warm-up, rebuild
 	// after a flush); default: the same. With stock/tiered, whose record
-	// holds longer than the gate, pass the tiered Manager's GateHold.
+	// holds longer than the gate, pass the tiered Manager's GateHold. The
+	// gate's MaxHoldTTL is the record's less the same grace (the record
+	// time less GateHold of it).
 	GateHold func(record time.Duration) time.Duration
 	// RestockWindow is how far back a pass reads the record's restocks
 	// (by operation ID) to find those the gate has not applied yet: such a

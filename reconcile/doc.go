@@ -86,6 +86,28 @@
 // new generation: the Adjust, computed for the state the flush destroyed,
 // is refused, whatever epoch the new state has reached.
 //
+// # Partial reverts, own hold times and extended holds
+//
+// Both sides count what is left of each order line after partial reverts
+// (stock.PartialReverter): Redis's holds and the database's held lines
+// report the units less those given back. A partial revert reaches Redis
+// first (stock/tiered), so a held line Redis holds less of than the
+// database is Returning by the difference, and one it holds more of
+// (given back at the database alone, by a fallback) is InFlight by it. A
+// refund of a confirmed order between the two steps, and a line a partial
+// revert emptied at Redis alone, are not visible as in transit: a pass
+// then corrects Redis down by those units (never above what the database
+// can take), and the next pass, once the database has them, back up.
+//
+// A pass compares counts, not deadlines, so an order's own hold time or an
+// extended deadline changes nothing in the promise. A gate rebuilt from the
+// database gets the SKU's settings back through Config.GateHold: its hold
+// time and its MaxHoldTTL (the record's less the same grace), so the
+// bounds of own hold times and extensions hold again. The holds the
+// database kept are counted taken by the rebuilt state; stock/tiered's
+// reclaimer returns each record copy at the gate deadline it reads back
+// from the record's, extended or not.
+//
 // # Restocks in flight
 //
 // A restock (stock/tiered) reaches the database at r, then Redis at g > r,

@@ -147,7 +147,7 @@ func (r *Reconciler) readRecord(ctx context.Context, skus []string, since int64)
 	}
 	for _, l := range lines {
 		rd.held[l.SKU] = append(rd.held[l.SKU], l)
-		rd.inDB[lineKey{l.SKU, l.OrderID}] = true
+		rd.inDB[lineKey{l.SKU, l.OrderID}] = l.Qty
 	}
 	return rd, nil
 }
@@ -183,8 +183,9 @@ func (r *Reconciler) claim(ctx context.Context, pre []redisstock.SKUState) (map[
 // lineKey names one order line: the SKU and the order.
 type lineKey struct{ sku, order string }
 
-// lineSet is the set of lines the database held at t1.
-type lineSet map[lineKey]bool
+// lineSet is the set of lines the database held at a view, with what each
+// still held (its units less what partial reverts gave back).
+type lineSet map[lineKey]int64
 
 // compute sets f's in-transit units and target from the lines the
 // database held at t1.
@@ -197,16 +198,36 @@ func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet) {
 	// rebuild that already counted the sale). Counting it once errs on the
 	// safe side: Redis is corrected down, never above what the database can
 	// take, and a confirmed hold is brought back by the next pass.
+	//
+	// Both sides count what is left of a line after partial reverts. A
+	// partial revert lands at the gate first (stock/tiered), so a held
+	// line the gate holds less of than the database is returning by the
+	// difference; one the gate holds more of (given back at the database
+	// alone, by a fallback) is in flight by the difference. A line a
+	// partial revert emptied at the gate alone is not in Holds while the
+	// order is held there: it is not counted as returning (the pass errs
+	// low, and the next one, after the database caught up, raises Redis
+	// again). A refund of a confirmed order in flight between the tiers
+	// (no held line on either side) errs low the same way.
+	gateHeld := make(map[string]int64, len(f.gate.Holds))
 	for _, h := range f.gate.Holds {
-		if inDB[lineKey{f.sku, h.OrderID}] {
-			continue // both sides count it
+		gateHeld[h.OrderID] = h.Qty
+		q, both := inDB[lineKey{f.sku, h.OrderID}]
+		switch {
+		case !both:
+			f.inFlight += h.Qty // not recorded yet, returned there, or sold there
+		case h.Qty > q:
+			f.inFlight += h.Qty - q // given back at the database alone
 		}
-		f.inFlight += h.Qty // not recorded yet, returned there, or sold there
 	}
 	for i, l := range dbHeld {
 		switch f.gate.Lines[i] {
 		case stock.StateReverted, stock.StateRefunded, stock.StateExpired:
 			f.returning += l.Qty // Redis returned it; the database will
+		case stock.StateHeld:
+			if q, ok := gateHeld[l.OrderID]; ok && q < l.Qty {
+				f.returning += l.Qty - q // given back at Redis; the database will
+			}
 		}
 	}
 	// A restock the database applied and Redis has not is on its way
@@ -242,15 +263,25 @@ func (f *finding) clip(held1 []sqlstock.Line, rec3 sqlstock.SKULevels, held3 []s
 		seen[l.OrderID] = f.gate.Lines[i]
 	}
 	var inFlight, returning, restocking int64
+	gateHeld := make(map[string]int64, len(f.gate.Holds))
 	for _, h := range f.gate.Holds {
-		if !in3[lineKey{f.sku, h.OrderID}] {
+		gateHeld[h.OrderID] = h.Qty
+		q, both := in3[lineKey{f.sku, h.OrderID}]
+		switch {
+		case !both:
 			inFlight += h.Qty
+		case h.Qty > q:
+			inFlight += h.Qty - q
 		}
 	}
 	for _, l := range held3 {
 		switch seen[l.OrderID] {
 		case stock.StateReverted, stock.StateRefunded, stock.StateExpired:
 			returning += l.Qty
+		case stock.StateHeld:
+			if q, ok := gateHeld[l.OrderID]; ok && q < l.Qty {
+				returning += l.Qty - q
+			}
 		}
 	}
 	applied := make(map[string]bool, len(f.ops))

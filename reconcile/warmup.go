@@ -152,7 +152,7 @@ func (r *Reconciler) relist(ctx context.Context, rep *Report, fs []*finding, for
 	rls := make([]redisstock.Relist, len(fs))
 	for i, f := range fs {
 		rls[i] = redisstock.Relist{SKU: f.sku, Fence: f.fence, Delta: f.delta(), PerUserLimit: f.rec.PerUserLimit,
-			HoldTTL: r.cfg.GateHold(f.rec.HoldTTL), Force: force}
+			HoldTTL: r.cfg.GateHold(f.rec.HoldTTL), MaxHoldTTL: r.gateMaxHold(f.rec.Levels), Force: force}
 	}
 	got, err := r.gate.Relist(ctx, rls)
 	if err != nil {
@@ -197,7 +197,8 @@ func (r *Reconciler) verify(ctx context.Context, rep *Report, put []*finding) (i
 	n := 0
 	for i := range fs {
 		f := &fs[i]
-		settings := f.gate.PerUserLimit == f.rec.PerUserLimit && f.gate.HoldTTL == r.cfg.GateHold(f.rec.HoldTTL)
+		settings := f.gate.PerUserLimit == f.rec.PerUserLimit && f.gate.HoldTTL == r.cfg.GateHold(f.rec.HoldTTL) &&
+			f.gate.MaxHoldTTL == r.gateEffectiveMaxHold(f.rec.Levels)
 		if f.err == nil && f.gate.Exists && f.delta() == 0 && settings {
 			continue
 		}
