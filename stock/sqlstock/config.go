@@ -63,7 +63,8 @@ type Config struct {
 	Columns Columns
 
 	// Ledger names the library's ledger table; default "stockguard_ledger".
-	// The operations table of restocks is named Ledger + "_ops".
+	// The operations table of restocks is named Ledger + "_ops", the
+	// table of applied partial reverts Ledger + "_returns".
 	Ledger string
 
 	// Clock tells the time of holds and deadlines; default
@@ -133,6 +134,11 @@ type Columns struct {
 	PerUserLimit string
 	// HoldTTL is the hold time in milliseconds; default "hold_ttl_ms".
 	HoldTTL string
+	// MaxHoldTTL is the longest a hold may last (stock.Listing.MaxHoldTTL)
+	// in milliseconds, 0 for the hold time itself; default
+	// "max_hold_ttl_ms". CreateTables adds it to a stock table that lacks
+	// it (see Upgrade).
+	MaxHoldTTL string
 }
 
 const (
@@ -170,6 +176,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&c.Version, "version")
 	def(&c.PerUserLimit, "per_user_limit")
 	def(&c.HoldTTL, "hold_ttl_ms")
+	def(&c.MaxHoldTTL, "max_hold_ttl_ms")
 	if cfg.Clock == nil {
 		cfg.Clock = stock.SystemClock
 	}
@@ -199,7 +206,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		{"Columns.SKU", c.SKU}, {"Columns.Available", c.Available},
 		{"Columns.Held", c.Held}, {"Columns.Sold", c.Sold},
 		{"Columns.Version", c.Version}, {"Columns.PerUserLimit", c.PerUserLimit},
-		{"Columns.HoldTTL", c.HoldTTL},
+		{"Columns.HoldTTL", c.HoldTTL}, {"Columns.MaxHoldTTL", c.MaxHoldTTL},
 	}
 	seen := map[string]string{}
 	for _, n := range names {
@@ -224,6 +231,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if lower(cfg.Table) == lower(opsTable(cfg)) {
 		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Table", Reason: "same table as the operations table, Ledger + \"_ops\""}
+	}
+	if lower(cfg.Table) == lower(returnsTable(cfg)) {
+		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Table", Reason: "same table as the returns table, Ledger + \"_returns\""}
 	}
 	return cfg, nil
 }

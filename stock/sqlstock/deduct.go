@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/observe"
@@ -112,7 +113,7 @@ func (s *Store) deductAtomic(ctx context.Context, o stock.Order, items []stock.I
 // set's. The stock row is locked only from that UPDATE to COMMIT.
 func (s *Store) takeAtomic(ctx context.Context, o stock.Order, items []stock.Item, set []settings, inserted *bool) error {
 	now := s.nowMS()
-	if s.d == Postgres && len(items) == 1 && set[0].limit == 0 {
+	if s.d == Postgres && len(items) == 1 && set[0].limit == 0 && o.HoldTTL == 0 {
 		busy := s.inFlight.enter(items[0].SKU)
 		defer s.inFlight.leave(items[0].SKU)
 		if !busy {
@@ -133,15 +134,16 @@ func (s *Store) takeAtomic(ctx context.Context, o stock.Order, items []stock.Ite
 
 // takeLines is the Atomic strategy's statements on q: the ledger lines,
 // one conditional UPDATE per line, then the per-user limits (counted with
-// userTotal). A line whose UPDATE changed nothing fails with errRetry and
-// its index as failed (else -1).
+// userTotal), then the order's own hold time. A line whose UPDATE changed
+// nothing fails with errRetry and its index as failed (else -1).
 func (s *Store) takeLines(ctx context.Context, q querier, userTotal string, o stock.Order, items []stock.Item,
 	set []settings, now int64, inserted *bool) (failed int, err error) {
-	if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
+	h := holdOf(o, items, set, now)
+	if err := s.insertLines(ctx, q, inserted, o, items, h, now); err != nil {
 		return -1, err
 	}
 	for i, it := range items {
-		n, err := affected(q.ExecContext(ctx, s.q.take, it.Qty, it.Qty, it.SKU, it.Qty, set[i].limit, set[i].ttlMS))
+		n, err := affected(q.ExecContext(ctx, s.q.take, it.Qty, it.Qty, it.SKU, it.Qty, set[i].limit, set[i].ttlMS, set[i].maxMS))
 		if err != nil {
 			return -1, err
 		}
@@ -149,7 +151,10 @@ func (s *Store) takeLines(ctx context.Context, q querier, userTotal string, o st
 			return i, errRetry
 		}
 	}
-	return -1, s.checkLimits(ctx, q, userTotal, o, items, set)
+	if err := s.checkLimits(ctx, q, userTotal, o, items, set); err != nil {
+		return -1, err
+	}
+	return -1, h.err
 }
 
 // takeOnePG deducts a one-line order of a SKU without a per-user limit in
@@ -167,7 +172,7 @@ func (s *Store) takeOnePG(parent context.Context, o stock.Order, it stock.Item, 
 	ctx, cancel := context.WithTimeout(parent, s.cfg.LockWait)
 	defer cancel()
 	n, err := s.execWrite(ctx, s.q.takeOnePG,
-		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now)
+		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now, now)
 	switch {
 	case err != nil && classify(err) == errDuplicate:
 		return errOrderExists
@@ -193,7 +198,7 @@ func (s *Store) whyNotTaken(ctx context.Context, q querier, levels string, it st
 		avail int64
 		now   settings
 	)
-	err := q.QueryRowContext(ctx, levels, it.SKU).Scan(&avail, new(int64), new(int64), &now.limit, &now.ttlMS)
+	err := q.QueryRowContext(ctx, levels, it.SKU).Scan(&avail, new(int64), new(int64), &now.limit, &now.ttlMS, &now.maxMS)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		s.settings.Remove(it.SKU)
@@ -203,7 +208,7 @@ func (s *Store) whyNotTaken(ctx context.Context, q querier, levels string, it st
 	}
 	s.settings.Add(it.SKU, now)
 	switch {
-	case now.limit != used.limit || (checkedTTL && now.ttlMS != used.ttlMS):
+	case now.limit != used.limit || (checkedTTL && (now.ttlMS != used.ttlMS || now.maxMS != used.maxMS)):
 		return errSettingsChanged
 	case avail < it.Qty:
 		return &stock.SKUError{SKU: it.SKU, Err: stock.ErrSoldOut}
@@ -236,7 +241,9 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 			}
 		}
 		now := s.nowMS()
-		if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(settingsOfRows(rows)), now); err != nil {
+		set := settingsOfRows(rows)
+		h := holdOf(o, items, set, now)
+		if err := s.insertLines(ctx, q, inserted, o, items, h, now); err != nil {
 			return err
 		}
 		for i, it := range items {
@@ -248,7 +255,10 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 				return errRetry
 			}
 		}
-		return s.checkLimits(ctx, q, s.q.userTotal, o, items, settingsOfRows(rows))
+		if err := s.checkLimits(ctx, q, s.q.userTotal, o, items, set); err != nil {
+			return err
+		}
+		return h.err
 	})
 }
 
@@ -272,11 +282,15 @@ func (s *Store) lockAndTake(ctx context.Context, q querier, userTotal string, o 
 	}
 	now := s.nowMS()
 	set := settingsOfRows(rows)
-	if err := s.insertLines(ctx, q, inserted, o, items, now+minTTL(set), now); err != nil {
+	h := holdOf(o, items, set, now)
+	if err := s.insertLines(ctx, q, inserted, o, items, h, now); err != nil {
 		return err
 	}
 	if err := s.checkLimits(ctx, q, userTotal, o, items, set); err != nil {
 		return err
+	}
+	if h.err != nil {
+		return h.err
 	}
 	for _, it := range items {
 		if _, err := q.ExecContext(ctx, s.q.takeLocked, it.Qty, it.Qty, it.SKU); err != nil {
@@ -286,12 +300,13 @@ func (s *Store) lockAndTake(ctx context.Context, q querier, userTotal string, o 
 	return nil
 }
 
-// insertLines writes the order's held lines in one statement; a duplicate
-// order ID comes back as errOrderExists.
-func (s *Store) insertLines(ctx context.Context, q querier, inserted *bool, o stock.Order, items []stock.Item, deadline, now int64) error {
-	args := make([]any, 0, 7*len(items))
+// insertLines writes the order's held lines, with h's deadline and
+// bound, in one statement; a duplicate order ID comes back as
+// errOrderExists.
+func (s *Store) insertLines(ctx context.Context, q querier, inserted *bool, o stock.Order, items []stock.Item, h hold, now int64) error {
+	args := make([]any, 0, lineParams*len(items))
 	for i, it := range items {
-		args = append(args, o.ID, i, it.SKU, it.Qty, o.UserID, deadline, now)
+		args = append(args, o.ID, i, it.SKU, it.Qty, o.UserID, h.deadline, h.bound, now)
 	}
 	_, err := q.ExecContext(ctx, s.q.insertLedger(len(items)), args...)
 	if err != nil && classify(err) == errDuplicate {
@@ -335,11 +350,33 @@ func needUser(o stock.Order, items []stock.Item, set []settings) error {
 	return nil
 }
 
-// minTTL is an order's hold time: the shortest of its SKUs'.
-func minTTL(set []settings) int64 {
-	ttl := set[0].ttlMS
-	for _, s := range set[1:] {
-		ttl = min(ttl, s.ttlMS)
-	}
-	return ttl
+// hold is an order's deadline and the bound of its deadline, in Unix
+// milliseconds, as its Deduct at now sets them.
+type hold struct {
+	deadline, bound int64
+	// err refuses an own hold time (stock.Order.HoldTTL) past the
+	// shortest maximum of the order's SKUs: a *stock.SKUError naming that
+	// SKU's line, matching stock.ErrHoldTooLong; nil if none. Deducts
+	// return it after the stock and limit checks, as the reference does.
+	err error
 }
+
+// holdOf returns the hold of order o (whose sorted items have the
+// settings set) deducted at now: deadline now plus o.HoldTTL, or plus the
+// shortest hold time of its SKUs, and bound now plus the shortest
+// effective maximum (canon.Hold).
+func holdOf(o stock.Order, items []stock.Item, set []settings, now int64) hold {
+	holds, maxes := make([]time.Duration, len(set)), make([]time.Duration, len(set))
+	for i, v := range set {
+		holds[i], maxes[i] = ms(v.ttlMS), ms(v.effectiveMax())
+	}
+	ttl, bound, bad := canon.Hold(o.HoldTTL, holds, maxes)
+	h := hold{deadline: now + ttl.Milliseconds(), bound: now + bound.Milliseconds()}
+	if bad >= 0 {
+		h.err = &stock.SKUError{SKU: items[bad].SKU, Err: stock.ErrHoldTooLong}
+	}
+	return h
+}
+
+// ms is n milliseconds.
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

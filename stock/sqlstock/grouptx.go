@@ -14,8 +14,8 @@ import (
 // decided again order by order against the locked rows.
 var errNoFit = fmt.Errorf("%w: group does not fit", errRetry)
 
-// maxLinesPerInsert bounds the rows of one ledger INSERT (7 parameters
-// each), well within every dialect's parameter limit.
+// maxLinesPerInsert bounds the rows of one ledger INSERT (lineParams
+// parameters each), well within every dialect's parameter limit.
 const maxLinesPerInsert = 1000
 
 // deductGroup writes the orders of batch in one transaction, and sets every call's res and closes its done. A later
@@ -83,9 +83,10 @@ func skusOf(calls []*gcall) batchSKUs {
 // groupTx decides and writes calls in one transaction. The first try
 // assumes the group fits: it writes every order's lines, then takes each
 // SKU's sum with one conditional UPDATE, in SKU order, that also checks
-// the remembered settings (no per-user limit, the hold time used for the
-// deadlines). If an UPDATE changes nothing, or a SKU has a limit or
-// unremembered settings, the group is decided against the rows locked
+// the remembered settings (no per-user limit, the hold times used for the
+// deadlines and bounds). If an UPDATE changes nothing, or a SKU has a
+// limit or unremembered settings, or an order's own hold time passes its
+// SKUs' maximum, the group is decided against the rows locked
 // FOR UPDATE instead: orders in arrival order, each all-or-nothing
 // against what the orders before it took. A failure that proves nothing
 // applied (a duplicate ID, a deadlock) splits the group: every order runs
@@ -95,24 +96,7 @@ func (s *Store) groupTx(ctx context.Context, calls []*gcall) {
 	b := skusOf(calls)
 	if set, ok := s.cachedSettings(b.skus); ok && !anyLimit(set) {
 		now := s.nowMS()
-		sums := groupSums(calls, b, nil)
-		err := s.inTx(ctx, func(q querier) error {
-			if err := s.insertGroup(ctx, q, calls, nil, deadlines(b, set, now), now); err != nil {
-				return err
-			}
-			for i, sku := range b.skus {
-				n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], sku, sums[i], 0, set[i].ttlMS))
-				if err != nil {
-					return err
-				}
-				if n == 0 {
-					return errNoFit
-				}
-			}
-			return nil
-		})
-		if !errors.Is(err, errNoFit) {
-			s.groupDone(calls, nil, err)
+		if hs, ok := holds(calls, b, set, now); ok && s.groupFits(ctx, calls, b, set, hs, now) {
 			return
 		}
 	}
@@ -125,18 +109,48 @@ func (s *Store) groupTx(ctx context.Context, calls []*gcall) {
 	s.groupDone(calls, refused, err)
 }
 
-// deadlines gives each order its deadline: now plus the shortest hold
-// time of its SKUs.
-func deadlines(b batchSKUs, set []settings, now int64) []int64 {
-	out := make([]int64, len(b.idx))
-	for ci, idx := range b.idx {
-		ttl := set[idx[0]].ttlMS
-		for _, i := range idx[1:] {
-			ttl = min(ttl, set[i].ttlMS)
+// groupFits is groupTx's first try, with the remembered settings set and
+// the orders' holds hs: it reports false, with nothing written, when an
+// UPDATE changed nothing (the group does not fit, or the settings are not
+// the rows'), and otherwise sets every call's res.
+func (s *Store) groupFits(ctx context.Context, calls []*gcall, b batchSKUs, set []settings, hs []hold, now int64) bool {
+	sums := groupSums(calls, b, nil)
+	err := s.inTx(ctx, func(q querier) error {
+		if err := s.insertGroup(ctx, q, calls, nil, hs, now); err != nil {
+			return err
 		}
-		out[ci] = now + ttl
+		for i, sku := range b.skus {
+			n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], sku, sums[i], 0, set[i].ttlMS, set[i].maxMS))
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return errNoFit
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errNoFit) {
+		return false
 	}
-	return out
+	s.groupDone(calls, nil, err)
+	return true
+}
+
+// holds gives each order its hold (holdOf) with the settings set of the
+// group's SKUs, and reports false if an order's own hold time is refused.
+func holds(calls []*gcall, b batchSKUs, set []settings, now int64) ([]hold, bool) {
+	out := make([]hold, len(calls))
+	for ci, c := range calls {
+		mine := make([]settings, len(b.idx[ci]))
+		for i, k := range b.idx[ci] {
+			mine[i] = set[k]
+		}
+		if out[ci] = holdOf(c.o, c.items, mine, now); out[ci].err != nil {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // groupDone sets each call's res from the transaction's err and the
@@ -176,25 +190,26 @@ func (s *Store) admitLocked(ctx context.Context, q querier, calls []*gcall, b ba
 	left := make([]int64, len(rows))
 	used := make([]map[string]int64, len(rows)) // per limited SKU: units of each user
 	for i, r := range rows {
-		set[i], left[i] = settings{limit: r.limit, ttlMS: r.ttlMS}, r.avail
+		set[i], left[i] = r.settings(), r.avail
 		if r.found && r.limit > 0 {
 			if used[i], err = s.userTotals(ctx, q, b.skus[i], calls, b, i); err != nil {
 				return nil, err
 			}
 		}
 	}
+	now := s.nowMS()
 	refused := make([]error, len(calls))
+	hs := make([]hold, len(calls))
 	admitted := 0
 	for ci, c := range calls {
-		if refused[ci] = admit(c, b.idx[ci], rows, set, left, used); refused[ci] == nil {
+		if refused[ci] = admit(c, b.idx[ci], rows, set, left, used, now, &hs[ci]); refused[ci] == nil {
 			admitted++
 		}
 	}
 	if admitted == 0 {
 		return refused, nil
 	}
-	now := s.nowMS()
-	if err := s.insertGroup(ctx, q, calls, refused, deadlines(b, set, now), now); err != nil {
+	if err := s.insertGroup(ctx, q, calls, refused, hs, now); err != nil {
 		return nil, err
 	}
 	sums := groupSums(calls, b, refused)
@@ -202,7 +217,7 @@ func (s *Store) admitLocked(ctx context.Context, q querier, calls []*gcall, b ba
 		if sums[i] == 0 {
 			continue
 		}
-		n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], sku, sums[i], set[i].limit, set[i].ttlMS))
+		n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], sku, sums[i], set[i].limit, set[i].ttlMS, set[i].maxMS))
 		if err != nil {
 			return nil, err
 		}
@@ -215,10 +230,11 @@ func (s *Store) admitLocked(ctx context.Context, q querier, calls []*gcall, b ba
 
 // admit decides one order, whose items are the SKUs idx, against what is
 // left of each SKU and what each user holds or bought, and takes its
-// units from both if it fits. Its refusal is the one a lone Deduct would
-// get: an unknown SKU, no user for a limited SKU, then the first line
-// sold out, then the first line over its limit.
-func admit(c *gcall, idx []int, rows []lockedRow, set []settings, left []int64, used []map[string]int64) error {
+// units from both if it fits, setting its hold *h as a Deduct at now does.
+// Its refusal is the one a lone Deduct would get: an unknown SKU, no user
+// for a limited SKU, then the first line sold out, then the first line
+// over its limit, then an own hold time past its SKUs' maximum.
+func admit(c *gcall, idx []int, rows []lockedRow, set []settings, left []int64, used []map[string]int64, now int64, h *hold) error {
 	mine := make([]settings, len(idx))
 	for i, k := range idx {
 		if !rows[k].found {
@@ -238,6 +254,9 @@ func admit(c *gcall, idx []int, rows []lockedRow, set []settings, left []int64, 
 		if k := idx[i]; set[k].limit > 0 && used[k][c.o.UserID]+it.Qty > set[k].limit {
 			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrLimitReached}
 		}
+	}
+	if *h = holdOf(c.o, c.items, mine, now); h.err != nil {
+		return h.err
 	}
 	for i, it := range c.items {
 		k := idx[i]
@@ -270,7 +289,7 @@ func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]locke
 			sku string
 			r   stockRow
 		)
-		if err := rs.Scan(&sku, &r.avail, &r.limit, &r.ttlMS); err != nil {
+		if err := rs.Scan(&sku, &r.avail, &r.limit, &r.ttlMS, &r.maxMS); err != nil {
 			return nil, err
 		}
 		found[sku] = r
@@ -285,7 +304,7 @@ func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]locke
 			s.settings.Remove(sku)
 			continue
 		}
-		s.settings.Add(sku, settings{limit: r.limit, ttlMS: r.ttlMS})
+		s.settings.Add(sku, r.settings())
 		rows[i] = lockedRow{r, true}
 	}
 	return rows, nil
@@ -346,16 +365,15 @@ func (s *Store) userTotals(ctx context.Context, q querier, sku string, calls []*
 }
 
 // insertGroup writes the held lines of every order not refused, each
-// with its deadline, in as
-// few statements as maxLinesPerInsert allows; a duplicate order ID comes
-// back as errOrderExists.
-func (s *Store) insertGroup(ctx context.Context, q querier, calls []*gcall, refused []error, deadline []int64, now int64) error {
-	args := make([]any, 0, 7*min(len(calls)*len(calls[0].items), maxLinesPerInsert))
+// with its hold hs[i], in as few statements as maxLinesPerInsert allows; a
+// duplicate order ID comes back as errOrderExists.
+func (s *Store) insertGroup(ctx context.Context, q querier, calls []*gcall, refused []error, hs []hold, now int64) error {
+	args := make([]any, 0, lineParams*min(len(calls)*len(calls[0].items), maxLinesPerInsert))
 	flush := func() error {
 		if len(args) == 0 {
 			return nil
 		}
-		_, err := q.ExecContext(ctx, s.q.insertLedger(len(args)/7), args...)
+		_, err := q.ExecContext(ctx, s.q.insertLedger(len(args)/lineParams), args...)
 		args = args[:0]
 		if err != nil && classify(err) == errDuplicate {
 			return errOrderExists
@@ -366,13 +384,13 @@ func (s *Store) insertGroup(ctx context.Context, q querier, calls []*gcall, refu
 		if refused != nil && refused[ci] != nil {
 			continue
 		}
-		if len(args)/7+len(c.items) > maxLinesPerInsert {
+		if len(args)/lineParams+len(c.items) > maxLinesPerInsert {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
 		for i, it := range c.items {
-			args = append(args, c.o.ID, i, it.SKU, it.Qty, c.o.UserID, deadline[ci], now)
+			args = append(args, c.o.ID, i, it.SKU, it.Qty, c.o.UserID, hs[ci].deadline, hs[ci].bound, now)
 		}
 	}
 	return flush()

@@ -10,7 +10,7 @@ import (
 
 // Confirm implements stock.Manager. In one transaction it locks the
 // order's ledger lines, moves them from held to confirmed and the units
-// from held to sold; past the deadline it moves them to expired and
+// from held to sold (what partial reverts left of them); past the deadline it moves them to expired and
 // returns the units instead, and reports stock.ErrHoldExpired.
 func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpConfirm, 0)
@@ -39,7 +39,8 @@ func (s *Store) confirmTo(state int64, pastDeadline bool) (to int64, move string
 
 // Revert implements stock.Manager. In one transaction it locks the
 // order's ledger lines and moves them from held to reverted (or from
-// confirmed to refunded), returning the units; the per-user quota comes
+// confirmed to refunded), returning the units (what partial reverts left
+// of them); the per-user quota comes
 // back with them, since it is counted from held and confirmed lines.
 func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpRevert, 0)
@@ -137,7 +138,11 @@ func (s *Store) settleLines(ctx context.Context, q querier, orderID string,
 		return nil, errRetry // changed since read: cannot happen under the lock, but never move units twice
 	}
 	for _, l := range lines { // line order is sorted SKU order
-		if _, err := q.ExecContext(ctx, move, l.qty, l.qty, l.sku); err != nil {
+		n := l.left() // partial reverts returned the rest
+		if n == 0 {
+			continue
+		}
+		if _, err := q.ExecContext(ctx, move, n, n, l.sku); err != nil {
 			return nil, err
 		}
 	}

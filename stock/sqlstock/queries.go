@@ -33,6 +33,9 @@ type queries struct {
 	setState                        string
 	release, refund, confirm        string
 	due, heldBefore                 string
+	extend                          string // ExtendHold's conditional UPDATE
+	readReturn, insertReturn        string // the returns table
+	returnLine                      string // RevertItems' conditional UPDATE of one line
 	beginLockWait, sqliteBusy       string
 	insertOne                       string // insertLedger(1), built once
 	lockHint, lockSuffix            string // around a SELECT that locks stock rows
@@ -45,7 +48,8 @@ func newQueries(d Dialect, cfg Config) *queries {
 		"{sku}", d.quote(c.SKU), "{avail}", d.quote(c.Available),
 		"{held}", d.quote(c.Held), "{sold}", d.quote(c.Sold),
 		"{ver}", d.quote(c.Version), "{limit}", d.quote(c.PerUserLimit),
-		"{ttl}", d.quote(c.HoldTTL),
+		"{ttl}", d.quote(c.HoldTTL), "{maxttl}", d.quote(c.MaxHoldTTL),
+		"{R}", d.quote(returnsTable(cfg)),
 	)
 	q := &queries{d: d, r: r, lockWait: cfg.LockWait}
 	hint, lockSuffix := d.lockRow(cfg.LockWait)
@@ -55,34 +59,37 @@ func newQueries(d Dialect, cfg Config) *queries {
 		orderLock = ""
 	}
 
-	put := "INSERT INTO {T} ({sku}, {avail}, {held}, {sold}, {ver}, {limit}, {ttl}) VALUES (?, ?, 0, 0, 0, ?, ?)"
+	put := "INSERT INTO {T} ({sku}, {avail}, {held}, {sold}, {ver}, {limit}, {ttl}, {maxttl}) VALUES (?, ?, 0, 0, 0, ?, ?, ?)"
 	if d.mysqlLike() {
-		put += " ON DUPLICATE KEY UPDATE {avail} = VALUES({avail}), {limit} = VALUES({limit}), {ttl} = VALUES({ttl}), {ver} = {ver} + 1"
+		put += " ON DUPLICATE KEY UPDATE {avail} = VALUES({avail}), {limit} = VALUES({limit}), {ttl} = VALUES({ttl})," +
+			" {maxttl} = VALUES({maxttl}), {ver} = {ver} + 1"
 	} else {
-		put += " ON CONFLICT ({sku}) DO UPDATE SET {avail} = excluded.{avail}, {limit} = excluded.{limit}, {ttl} = excluded.{ttl}, {ver} = {T}.{ver} + 1"
+		put += " ON CONFLICT ({sku}) DO UPDATE SET {avail} = excluded.{avail}, {limit} = excluded.{limit}, {ttl} = excluded.{ttl}," +
+			" {maxttl} = excluded.{maxttl}, {ver} = {T}.{ver} + 1"
 	}
 	q.putOnSale = q.write(put)
 	q.restock = q.write("UPDATE {T} SET {avail} = {avail} + ?, {ver} = {ver} + 1 WHERE {sku} = ? AND {avail} <= ?")
 	q.insertOp = q.sql("INSERT INTO {O} (op_id, sku, units, created_ms) VALUES (?, ?, ?, ?)")
 	q.readOp = q.sql("SELECT sku, units FROM {O} WHERE op_id = ?")
-	q.levels = q.sql("SELECT {avail}, {held}, {sold}, {limit}, {ttl} FROM {T} WHERE {sku} = ?")
+	q.levels = q.sql("SELECT {avail}, {held}, {sold}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} = ?")
 
 	const takeSet = "UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1 WHERE {sku} = ?"
-	q.take = q.write(takeSet + " AND {avail} >= ? AND {limit} = ? AND {ttl} = ?")
+	q.take = q.write(takeSet + " AND {avail} >= ? AND {limit} = ? AND {ttl} = ? AND {maxttl} = ?")
 	q.takeIfVersion = q.write(takeSet + " AND {ver} = ?")
 	q.takeLocked = q.write(takeSet)
 	q.takeOnePG = q.sql("WITH u AS (UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1" +
-		" WHERE {sku} = ? AND {avail} >= ? AND {limit} = 0 RETURNING {ttl})" +
-		" INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, created_ms)" +
-		" SELECT ?, 0, ?, CAST(? AS BIGINT), ?, 1, CAST(? AS BIGINT) + u.{ttl}, CAST(? AS BIGINT) FROM u")
+		" WHERE {sku} = ? AND {avail} >= ? AND {limit} = 0 RETURNING {ttl}, {maxttl})" +
+		" INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, bound_ms, created_ms)" +
+		" SELECT ?, 0, ?, CAST(? AS BIGINT), ?, 1, CAST(? AS BIGINT) + u.{ttl}," +
+		" CAST(? AS BIGINT) + GREATEST(u.{ttl}, u.{maxttl}), CAST(? AS BIGINT) FROM u")
 
-	q.userTotal = q.sql("SELECT COALESCE(SUM(qty), 0) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)")
+	q.userTotal = q.sql("SELECT COALESCE(SUM(qty - returned), 0) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)")
 	q.userTotalLocked = q.userTotal
 	if d.mysqlLike() { // PostgreSQL refuses FOR UPDATE with an aggregate, and needs none (see intx.go)
-		q.userTotalLocked = q.sql("SELECT" + hint + " COALESCE(SUM(qty), 0) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)" + lockSuffix)
+		q.userTotalLocked = q.sql("SELECT" + hint + " COALESCE(SUM(qty - returned), 0) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)" + lockSuffix)
 	}
-	q.levelsLocked = q.sql("SELECT" + hint + " {avail}, {held}, {sold}, {limit}, {ttl} FROM {T} WHERE {sku} = ?" + lockSuffix)
-	const order = "SELECT line, sku, qty, user_id, state, deadline_ms FROM {L} WHERE order_id = ? ORDER BY line"
+	q.levelsLocked = q.sql("SELECT" + hint + " {avail}, {held}, {sold}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} = ?" + lockSuffix)
+	const order = "SELECT line, sku, qty, returned, user_id, state, deadline_ms, bound_ms FROM {L} WHERE order_id = ? ORDER BY line"
 	q.readOrder = q.sql(order)
 	q.lockOrder = q.sql(order + orderLock)
 	q.setState = q.write("UPDATE {L} SET state = ? WHERE order_id = ? AND state = ?")
@@ -93,11 +100,19 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.due = q.sql("SELECT order_id, deadline_ms FROM {L} WHERE state = 1 AND deadline_ms <= ? ORDER BY deadline_ms LIMIT ?")
 	// Line 0 stands for its order: every order has one, and all its lines
 	// share the state and the deadline.
-	q.heldBefore = q.sql("SELECT l.order_id, l.sku, l.qty, l.user_id, l.deadline_ms FROM" +
+	q.heldBefore = q.sql("SELECT l.order_id, l.sku, l.qty, l.returned, l.user_id, l.deadline_ms FROM" +
 		" (SELECT order_id, deadline_ms FROM {L} WHERE state = 1 AND deadline_ms <= ? AND line = 0" +
 		" ORDER BY deadline_ms, order_id LIMIT ?) d" +
 		" JOIN {L} l ON l.order_id = d.order_id WHERE l.state = 1" +
 		" ORDER BY d.deadline_ms, d.order_id, l.line")
+	// One statement moves every line of a held order, live at now, to a
+	// later deadline within its bound: the reclaimer reads the lines'
+	// deadline_ms, so it honours the new one at once.
+	q.extend = q.write("UPDATE {L} SET deadline_ms = ? WHERE order_id = ? AND state = 1" +
+		" AND deadline_ms > ? AND deadline_ms < ? AND bound_ms >= ?")
+	q.readReturn = q.sql("SELECT sig FROM {R} WHERE order_id = ? AND op_id = ?")
+	q.insertReturn = q.write("INSERT INTO {R} (order_id, op_id, sig, created_ms) VALUES (?, ?, ?, ?)")
+	q.returnLine = q.write("UPDATE {L} SET returned = returned + ? WHERE order_id = ? AND line = ? AND state = ? AND qty - returned >= ?")
 
 	if d == Postgres {
 		q.beginLockWait = "SET LOCAL lock_timeout = '" + itoa(cfg.LockWait.Milliseconds()) + "ms'"
@@ -120,39 +135,46 @@ func (q *queries) sql(s string) string {
 // opsTable names the table of applied restocks: the ledger's name + "_ops".
 func opsTable(cfg Config) string { return cfg.Ledger + "_ops" }
 
+// returnsTable names the table of applied partial reverts: the ledger's
+// name + "_returns".
+func returnsTable(cfg Config) string { return cfg.Ledger + "_returns" }
+
 // readStock reads the settings, count and version of n SKUs.
 func (q *queries) readStock(n int) string {
-	return q.sql("SELECT {sku}, {avail}, {ver}, {limit}, {ttl} FROM {T} WHERE {sku} IN (" + params(n) + ")")
+	return q.sql("SELECT {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} IN (" + params(n) + ")")
 }
 
 // lockStockIn locks and reads the rows of n SKUs, in SKU order.
 func (q *queries) lockStockIn(n int) string {
-	return q.sql("SELECT" + q.lockHint + " {sku}, {avail}, {limit}, {ttl} FROM {T} WHERE {sku} IN (" + params(n) +
+	return q.sql("SELECT" + q.lockHint + " {sku}, {avail}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} IN (" + params(n) +
 		") ORDER BY {sku}" + q.lockSuffix)
 }
 
 // userTotals sums, for one SKU and n users, the units each holds or
 // bought.
 func (q *queries) userTotals(n int) string {
-	return q.sql("SELECT user_id, COALESCE(SUM(qty), 0) FROM {L} WHERE sku = ? AND state IN (1, 2) AND user_id IN (" +
+	return q.sql("SELECT user_id, COALESCE(SUM(qty - returned), 0) FROM {L} WHERE sku = ? AND state IN (1, 2) AND user_id IN (" +
 		params(n) + ") GROUP BY user_id")
 }
 
-// insertLedger writes n held lines.
+// insertLedger writes n held lines (lineParams parameters each).
 func (q *queries) insertLedger(n int) string {
 	if n == 1 && q.insertOne != "" {
 		return q.insertOne
 	}
 	var b strings.Builder
-	b.WriteString("INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, created_ms) VALUES ")
+	b.WriteString("INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, bound_ms, created_ms) VALUES ")
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, 1, ?, ?)")
+		b.WriteString("(?, ?, ?, ?, ?, 1, ?, ?, ?)")
 	}
 	return q.sql(b.String())
 }
+
+// lineParams is how many parameters insertLedger takes per line.
+const lineParams = 8
 
 func params(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -17,7 +18,8 @@ var _ stock.OrderReader = (*Store)(nil)
 const readBatch = 1000
 
 // UserUnits implements stock.OrderReader: the units of the user's held and
-// confirmed ledger lines of sku, read with the SKU's row in one statement.
+// confirmed ledger lines of sku (less what partial reverts gave back),
+// read with the SKU's row in one statement.
 func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return 0, err
@@ -25,7 +27,7 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 	if err := stock.ValidateID("userID", userID); err != nil {
 		return 0, err
 	}
-	q := s.q.sql("SELECT COALESCE((SELECT SUM(qty) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)), 0)" +
+	q := s.q.sql("SELECT COALESCE((SELECT SUM(qty - returned) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)), 0)" +
 		" FROM {T} WHERE {sku} = ?")
 	var units int64
 	err := s.db.QueryRowContext(ctx, q, sku, userID, sku).Scan(&units)
@@ -37,7 +39,8 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 
 // Orders implements stock.OrderReader: the ledger's view of each order, in
 // one statement per 1000 IDs. The lines of an order always share a state;
-// Deadline is the latest deadline of its lines.
+// Deadline is the latest deadline of its lines. Items are the lines as
+// ordered, Returned what partial reverts gave back of them.
 func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
 	return s.orders(ctx, s.db, ids)
 }
@@ -49,9 +52,10 @@ func (s *Store) orders(ctx context.Context, q querier, ids []string) ([]stock.Or
 		}
 	}
 	found := make(map[string]*stock.OrderInfo, len(ids))
+	returned := map[string]map[string]int64{}
 	for start := 0; start < len(ids); start += readBatch {
 		batch := ids[start:min(start+readBatch, len(ids))]
-		if err := s.readOrders(ctx, q, batch, found); err != nil {
+		if err := s.readOrders(ctx, q, batch, found, returned); err != nil {
 			return nil, err
 		}
 	}
@@ -59,6 +63,7 @@ func (s *Store) orders(ctx context.Context, q querier, ids []string) ([]stock.Or
 	for i, id := range ids {
 		if o := found[id]; o != nil {
 			out[i] = *o
+			out[i].Returned = canon.Returned(returned[id])
 		} else {
 			out[i] = stock.OrderInfo{ID: id}
 		}
@@ -66,12 +71,14 @@ func (s *Store) orders(ctx context.Context, q querier, ids []string) ([]stock.Or
 	return out, nil
 }
 
-func (s *Store) readOrders(ctx context.Context, q querier, ids []string, found map[string]*stock.OrderInfo) error {
+// readOrders reads the orders ids into found, and the units partial
+// reverts gave back of their lines into returned (by order, then SKU).
+func (s *Store) readOrders(ctx context.Context, q querier, ids []string, found map[string]*stock.OrderInfo, returned map[string]map[string]int64) error {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
 	}
-	rs, err := q.QueryContext(ctx, s.q.sql("SELECT order_id, sku, qty, user_id, state, deadline_ms FROM {L}"+
+	rs, err := q.QueryContext(ctx, s.q.sql("SELECT order_id, sku, qty, returned, user_id, state, deadline_ms FROM {L}"+
 		" WHERE order_id IN ("+params(len(ids))+") ORDER BY order_id, line"), args...)
 	if err != nil {
 		return err
@@ -79,11 +86,17 @@ func (s *Store) readOrders(ctx context.Context, q querier, ids []string, found m
 	defer rs.Close()
 	for rs.Next() {
 		var (
-			id, sku, user string
-			qty, st, dl   int64
+			id, sku, user    string
+			qty, ret, st, dl int64
 		)
-		if err := rs.Scan(&id, &sku, &qty, &user, &st, &dl); err != nil {
+		if err := rs.Scan(&id, &sku, &qty, &ret, &user, &st, &dl); err != nil {
 			return err
+		}
+		if ret > 0 {
+			if returned[id] == nil {
+				returned[id] = map[string]int64{}
+			}
+			returned[id][sku] = ret
 		}
 		o := found[id]
 		if o == nil {

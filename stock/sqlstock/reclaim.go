@@ -21,8 +21,10 @@ import (
 // so several reclaimers may run at once and each order is returned by
 // exactly one; the won units go back with one UPDATE per SKU, in sorted
 // order. An order's lines are reclaimed together, so the result may hold
-// more than limit lines when an order has lines beyond the limit. The
-// result is sorted by order ID, then line.
+// more than limit lines when an order has lines beyond the limit. Each
+// line returns, and reports as its Qty, what partial reverts left of it;
+// a line they gave back whole is not reported. The result is sorted by
+// order ID, then line.
 //
 // A COMMIT whose outcome is unknown is reported as stock.ErrUnknownOutcome
 // at once, never run again (a second run would report nothing for the
@@ -77,6 +79,9 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 			})
 			totals := map[string]int64{}
 			for _, l := range lines {
+				if l.Qty == 0 {
+					continue // partial reverts gave the whole line back
+				}
 				out = append(out, l.Reclaimed)
 				totals[l.SKU] += l.Qty
 			}
@@ -109,7 +114,7 @@ type expiredLine struct {
 }
 
 // expireOrders moves the lines of ids that are still held and due at now
-// to expired, and returns them.
+// to expired, and returns them, each with what it still held as its Qty.
 func (s *Store) expireOrders(ctx context.Context, q querier, ids []string, now int64) ([]expiredLine, error) {
 	args := make([]any, 0, len(ids)+1)
 	args = append(args, now)
@@ -117,7 +122,7 @@ func (s *Store) expireOrders(ctx context.Context, q querier, ids []string, now i
 		args = append(args, id)
 	}
 	where := " WHERE state = 1 AND deadline_ms <= ? AND order_id IN (" + params(len(ids)) + ")"
-	cols := "order_id, line, sku, qty, user_id"
+	cols := "order_id, line, sku, qty - returned, user_id"
 	if s.d.mysqlLike() {
 		// No UPDATE ... RETURNING: lock the lines, then move exactly them.
 		lines, err := s.scanExpired(q.QueryContext(ctx, s.q.sql("SELECT "+cols+" FROM {L}"+where+" FOR UPDATE"), args...))

@@ -54,7 +54,7 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 			if err != nil || n == 1 {
 				return err
 			}
-			err = q.QueryRowContext(ctx, s.q.levels, r.SKU).Scan(new(int64), new(int64), new(int64), new(int64), new(int64))
+			err = q.QueryRowContext(ctx, s.q.levels, r.SKU).Scan(new(int64), new(int64), new(int64), new(int64), new(int64), new(int64))
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				return &stock.SKUError{SKU: r.SKU, Err: stock.ErrUnknownSKU}

@@ -8,7 +8,7 @@ import (
 
 // stockRow is what a Deduct reads of one SKU's row.
 type stockRow struct {
-	avail, version, limit, ttlMS int64
+	avail, version, limit, ttlMS, maxMS int64
 }
 
 // readRows reads the rows of the sorted items through q, or fails with
@@ -29,7 +29,7 @@ func (s *Store) readRows(ctx context.Context, q querier, items []stock.Item) ([]
 			sku string
 			r   stockRow
 		)
-		if err := rs.Scan(&sku, &r.avail, &r.version, &r.limit, &r.ttlMS); err != nil {
+		if err := rs.Scan(&sku, &r.avail, &r.version, &r.limit, &r.ttlMS, &r.maxMS); err != nil {
 			return nil, err
 		}
 		found[sku] = r
@@ -44,7 +44,7 @@ func (s *Store) readRows(ctx context.Context, q querier, items []stock.Item) ([]
 			s.settings.Remove(it.SKU)
 			return nil, &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
 		}
-		s.settings.Add(it.SKU, settings{limit: r.limit, ttlMS: r.ttlMS})
+		s.settings.Add(it.SKU, r.settings())
 		rows[i] = r
 	}
 	return rows, nil
@@ -64,10 +64,15 @@ func checkRows(o stock.Order, items []stock.Item, rows []stockRow) error {
 	return nil
 }
 
+// settings returns the row's settings.
+func (r stockRow) settings() settings {
+	return settings{limit: r.limit, ttlMS: r.ttlMS, maxMS: r.maxMS}
+}
+
 func settingsOfRows(rows []stockRow) []settings {
 	set := make([]settings, len(rows))
 	for i, r := range rows {
-		set[i] = settings{limit: r.limit, ttlMS: r.ttlMS}
+		set[i] = r.settings()
 	}
 	return set
 }
@@ -108,10 +113,15 @@ func (s *Store) readSettings(ctx context.Context, items []stock.Item) ([]setting
 
 // ledgerLine is one ledger row of an order.
 type ledgerLine struct {
+	line            int64 // position in SKU order
 	sku, user       string
-	qty             int64
+	qty, returned   int64 // ordered, and given back by partial reverts
 	state, deadline int64
+	bound           int64 // the latest deadline ExtendHold may set; 0 (a row of an older version): the deadline
 }
+
+// left is what the line still takes.
+func (l ledgerLine) left() int64 { return l.qty - l.returned }
 
 // readOrder returns the order's ledger lines in line order, through q,
 // with the given statement (readOrder, or lockOrder inside a transaction).
@@ -124,7 +134,7 @@ func (s *Store) readOrder(ctx context.Context, q querier, query, orderID string)
 	var lines []ledgerLine
 	for rs.Next() {
 		var l ledgerLine
-		if err := rs.Scan(new(int64), &l.sku, &l.qty, &l.user, &l.state, &l.deadline); err != nil {
+		if err := rs.Scan(&l.line, &l.sku, &l.qty, &l.returned, &l.user, &l.state, &l.deadline, &l.bound); err != nil {
 			return nil, err
 		}
 		lines = append(lines, l)

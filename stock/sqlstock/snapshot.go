@@ -21,9 +21,11 @@ type SKULevels struct {
 
 // Line is one held order line of the ledger.
 type Line struct {
-	OrderID  string
-	UserID   string
-	SKU      string
+	OrderID string
+	UserID  string
+	SKU     string
+	// Qty is what the line still holds: its units less those partial
+	// reverts (Store.RevertItems) gave back.
 	Qty      int64
 	Deadline time.Time
 }
@@ -97,7 +99,8 @@ func (v *View) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, err
 
 // HeldLines returns the held ledger lines of the SKUs (including those
 // past their deadline that no reclaimer has returned yet), in one
-// statement per 1000 SKUs.
+// statement per 1000 SKUs. A line partial reverts gave back whole is
+// left out: it holds nothing.
 func (v *View) HeldLines(ctx context.Context, skus []string) ([]Line, error) {
 	if err := validSKUs(skus); err != nil {
 		return nil, err
@@ -105,8 +108,8 @@ func (v *View) HeldLines(ctx context.Context, skus []string) ([]Line, error) {
 	var out []Line
 	for start := 0; start < len(skus); start += readBatch {
 		batch := skus[start:min(start+readBatch, len(skus))]
-		rs, err := v.tx.QueryContext(ctx, v.s.q.sql("SELECT order_id, sku, qty, user_id, deadline_ms FROM {L}"+
-			" WHERE state = 1 AND sku IN ("+params(len(batch))+")"), anys(batch)...)
+		rs, err := v.tx.QueryContext(ctx, v.s.q.sql("SELECT order_id, sku, qty - returned, user_id, deadline_ms FROM {L}"+
+			" WHERE state = 1 AND qty > returned AND sku IN ("+params(len(batch))+")"), anys(batch)...)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +141,7 @@ func (s *Store) levelsOf(ctx context.Context, q querier, skus []string) ([]SKULe
 	found := make(map[string]SKULevels, len(skus))
 	for start := 0; start < len(skus); start += readBatch {
 		batch := skus[start:min(start+readBatch, len(skus))]
-		rs, err := q.QueryContext(ctx, s.q.sql("SELECT {sku}, {avail}, {held}, {sold}, {limit}, {ttl}, {ver} FROM {T}"+
+		rs, err := q.QueryContext(ctx, s.q.sql("SELECT {sku}, {avail}, {held}, {sold}, {limit}, {ttl}, {maxttl}, {ver} FROM {T}"+
 			" WHERE {sku} IN ("+params(len(batch))+")"), anys(batch)...)
 		if err != nil {
 			return nil, err
@@ -146,13 +149,13 @@ func (s *Store) levelsOf(ctx context.Context, q querier, skus []string) ([]SKULe
 		for rs.Next() {
 			var (
 				l   = SKULevels{Exists: true}
-				ttl int64
+				set settings
 			)
-			if err := rs.Scan(&l.SKU, &l.Available, &l.Held, &l.Sold, &l.PerUserLimit, &ttl, &l.Version); err != nil {
+			if err := rs.Scan(&l.SKU, &l.Available, &l.Held, &l.Sold, &set.limit, &set.ttlMS, &set.maxMS, &l.Version); err != nil {
 				rs.Close()
 				return nil, err
 			}
-			l.HoldTTL = time.Duration(ttl) * time.Millisecond
+			set.levels(&l.Levels)
 			found[l.SKU] = l
 		}
 		if err := rs.Err(); err != nil {

@@ -47,11 +47,18 @@ func (c *stripes) enter(sku string) bool { return c.slot(sku).Add(1) > 1 }
 
 func (c *stripes) leave(sku string) { c.slot(sku).Add(-1) }
 
-// settings are a SKU's per-user limit and hold time, as last read.
+// settings are a SKU's per-user limit, hold time and maximum hold time
+// (the column's value: 0 means the hold time), as last read.
 type settings struct {
 	limit int64
 	ttlMS int64
+	maxMS int64
 }
+
+// effectiveMax is the SKU's maximum hold time in milliseconds: the
+// column's, or the hold time when that is longer (0 in a row written
+// before the column, or by PutOnSale without a MaxHoldTTL).
+func (v settings) effectiveMax() int64 { return max(v.maxMS, v.ttlMS) }
 
 var (
 	_ stock.Manager    = (*Store)(nil)
@@ -103,8 +110,8 @@ func (s *Store) Strategy() Strategy { return s.cfg.Strategy }
 func (s *Store) Dialect() Dialect { return s.d }
 
 // PutOnSale implements stock.Manager: it inserts the SKU's row or
-// overwrites its available count, limit and hold time, keeping its held and
-// sold counts. It is one statement, never sent twice: a failure after it
+// overwrites its available count, limit, hold time and maximum hold time,
+// keeping its held and sold counts. It is one statement, never sent twice: a failure after it
 // was sent whose outcome is unknown matches stock.ErrUnknownOutcome.
 func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpPutOnSale, 1)
@@ -112,13 +119,13 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	ttl := l.EffectiveHoldTTL().Milliseconds()
+	set := settings{limit: l.PerUserLimit, ttlMS: l.EffectiveHoldTTL().Milliseconds(), maxMS: l.MaxHoldTTL.Milliseconds()}
 	err = s.retry(ctx, "put on sale", false, func() error {
-		_, err := s.execWrite(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, ttl)
+		_, err := s.execWrite(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, set.ttlMS, set.maxMS)
 		return err
 	})
 	if err == nil {
-		s.settings.Add(l.SKU, settings{limit: l.PerUserLimit, ttlMS: ttl})
+		s.settings.Add(l.SKU, set)
 	} else {
 		s.settings.Remove(l.SKU)
 	}
@@ -138,19 +145,26 @@ func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
 		return stock.Levels{}, err
 	}
 	var (
-		lv    stock.Levels
-		ttlMS int64
+		lv  stock.Levels
+		set settings
 	)
-	err := s.db.QueryRowContext(ctx, s.q.levels, sku).Scan(&lv.Available, &lv.Held, &lv.Sold, &lv.PerUserLimit, &ttlMS)
+	err := s.db.QueryRowContext(ctx, s.q.levels, sku).Scan(&lv.Available, &lv.Held, &lv.Sold, &set.limit, &set.ttlMS, &set.maxMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return stock.Levels{}, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
 	}
 	if err != nil {
 		return stock.Levels{}, err
 	}
-	lv.HoldTTL = time.Duration(ttlMS) * time.Millisecond
-	s.settings.Add(sku, settings{limit: lv.PerUserLimit, ttlMS: ttlMS})
+	set.levels(&lv)
+	s.settings.Add(sku, set)
 	return lv, nil
+}
+
+// levels sets lv's settings fields from v.
+func (v settings) levels(lv *stock.Levels) {
+	lv.PerUserLimit = v.limit
+	lv.HoldTTL = time.Duration(v.ttlMS) * time.Millisecond
+	lv.MaxHoldTTL = time.Duration(v.effectiveMax()) * time.Millisecond
 }
 
 // nowMS is the Clock's time in Unix milliseconds, the unit of the

@@ -1,0 +1,71 @@
+package sqlstock
+
+import (
+	"context"
+	"time"
+
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/stock"
+)
+
+var _ stock.HoldExtender = (*Store)(nil)
+
+// ExtendHold implements stock.HoldExtender. It is one conditional UPDATE
+// of the order's ledger lines, which moves their deadline (the column the
+// reclaimer and HeldBefore read through the (state, deadline_ms) index)
+// only if the order is held, its deadline has not passed, the new
+// deadline is later than the current one and no later than the order's
+// bound, kept with the order since its Deduct. When it changes nothing,
+// a read of the order tells why, in the reference's order:
+// stock.ErrUnknownOrder, stock.ErrOrderConfirmed, stock.ErrOrderClosed,
+// stock.ErrHoldExpired, nil for a deadline at or before the current one,
+// stock.ErrHoldTooLong. An order placed by an earlier version of this
+// package, which kept no bound, cannot be extended (stock.ErrHoldTooLong).
+// A reply lost after the UPDATE was sent is run again: the order then
+// has the deadline, and the answer is nil.
+func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
+	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpExtendHold, 0)
+	defer func() { tr.Done(err) }()
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	to := deadline.UnixMilli()
+	return s.retry(ctx, "extend hold", true, func() error {
+		n, err := s.execWrite(ctx, s.q.extend, to, orderID, s.nowMS(), to, to)
+		if err != nil || n > 0 {
+			return err
+		}
+		return s.whyNotExtended(ctx, s.db, s.q.readOrder, orderID, to)
+	})
+}
+
+// whyNotExtended answers an extension of orderID to deadline to (Unix ms)
+// whose UPDATE changed nothing, from the order's lines read through q
+// with query (readOrder, or lockOrder in a caller's transaction).
+func (s *Store) whyNotExtended(ctx context.Context, q querier, query, orderID string, to int64) error {
+	lines, err := s.readOrder(ctx, q, query, orderID)
+	if err != nil {
+		return err
+	}
+	if len(lines) == 0 {
+		return &orderError{ID: orderID, Err: stock.ErrUnknownOrder}
+	}
+	l := lines[0] // the lines share state, deadline and bound
+	bound := l.bound
+	if bound == 0 {
+		bound = l.deadline // placed before bounds were kept
+	}
+	switch {
+	case l.state == stateConfirmed:
+		return &orderError{ID: orderID, Err: stock.ErrOrderConfirmed}
+	case l.state == stateReverted, l.state == stateRefunded:
+		return &orderError{ID: orderID, Err: stock.ErrOrderClosed}
+	case l.state == stateExpired, l.deadline <= s.nowMS():
+		return &orderError{ID: orderID, Err: stock.ErrHoldExpired}
+	case to <= l.deadline:
+		return nil
+	case to > bound:
+		return &orderError{ID: orderID, Err: stock.ErrHoldTooLong}
+	}
+	return errRetry // held, live and extendable: it changed between the UPDATE and the read
+}
