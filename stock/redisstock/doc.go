@@ -1,6 +1,7 @@
 // Package redisstock is the Redis+Lua backend of stock.Manager: the fast
-// gate a flash sale runs through. A *Store implements stock.Manager and
-// stock.Reclaimer on any redis.UniversalClient (standalone, Sentinel or
+// gate a flash sale runs through. A *Store implements stock.Manager,
+// stock.Reclaimer, stock.OrderReader, stock.PartialReverter and
+// stock.HoldExtender on any redis.UniversalClient (standalone, Sentinel or
 // Cluster). All its methods are safe for concurrent use by any number of
 // processes sharing one Redis.
 //
@@ -9,21 +10,33 @@
 // Every key of one SKU carries the hash tag {sku}, so every script touches
 // one slot and is legal on Redis Cluster:
 //
-//	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold_ms, ver,
-//	                           epoch, gen, adj (the token of the last
+//	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold_ms,
+//	                           max_ms (the longest hold, Listing.MaxHoldTTL;
+//	                           a state written without it reads as hold_ms),
+//	                           ver, epoch, gen, adj (the token of the last
 //	                           Adjust call applied)
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:users     hash user -> units held + bought
 //	<prefix>:{<sku>}:o:<order> hash record of one order line: st (held,
-//	                           confirmed, reverted, refunded, expired), qty,
-//	                           user, dl (deadline ms), id (the order's
-//	                           identity), at (on a Cluster: the Deduct
-//	                           attempts that count on the hold)
+//	                           confirmed, reverted, refunded, expired), qty
+//	                           (as ordered), user, dl (deadline ms), mx (the
+//	                           order's bound: the latest deadline ExtendHold
+//	                           may set, ms; a record written without it has
+//	                           dl as its bound), id (the order's identity),
+//	                           at (on a Cluster: the Deduct attempts that
+//	                           count on the hold); after partial reverts,
+//	                           ret (the units they gave back: the line
+//	                           takes qty - ret) and r:<op> (per return
+//	                           applied, its signature: its canonical items)
 //	<prefix>:{<sku>}:rc:<pass> list, one reclaim pass's reply, kept a minute
 //	<prefix>:order:{<order>}   string, the order's directory entry: its
 //	                           identity, user + "\n" + canonical items
 //	<prefix>:bind:{<order>}    set (Redis Cluster only), the Deduct attempts
 //	                           bound to the directory entry
+//	<prefix>:rl:{<order>}      string (Redis Cluster or Ring only), the
+//	                           operation ID of the partial revert of an
+//	                           order on several slots that is running,
+//	                           kept ReturnLease
 //	<prefix>:{<sku>}:rs:<op>   string, marker of a restock operation applied
 //	                           to the SKU (its units; "r": counted by a
 //	                           rebuild), kept Retention
@@ -100,12 +113,59 @@
 // the entry over if the order it names holds nothing (no record of its
 // first line), so such an entry does not bind the ID forever.
 //
-// An order has one deadline: now plus the shortest hold time of its SKUs,
-// on every line, whatever the path (on a Cluster, a later slot group with a
-// shorter hold time moves the lines taken before it, in one more round trip
-// for such orders only). The lines of an order expire together: Confirm
-// refuses at the deadline, a repeat Deduct past it is stock.ErrHoldExpired
-// and releases nothing, and the reclaimer returns every line.
+// An order has one deadline: now plus its own hold time (Order.HoldTTL) or,
+// without one, the shortest hold time of its SKUs; and one bound, the
+// latest deadline ExtendHold may give it: now plus the shortest maximum
+// hold time (max_ms) of its SKUs, fixed at the Deduct. Both are on every
+// line, whatever the path: on a Cluster, a later slot group with a shorter
+// hold time or a shorter maximum moves the lines taken before it, in one
+// more round trip for such orders only (with an own hold time every group
+// has the same deadline, so only a bound may move). An own hold time past
+// the bound is stock.ErrHoldTooLong, with nothing written: in the script on
+// a single server or a single slot; on several Cluster slots once every
+// group passed its other checks (as memstock checks it last), by undoing
+// the groups as for any refusal. The lines of an order expire together:
+// Confirm refuses at the deadline, a repeat Deduct past it is
+// stock.ErrHoldExpired and releases nothing, and the reclaimer returns
+// every line.
+//
+// # Partial reverts and hold extensions
+//
+// [Store.RevertItems] and [Store.ExtendHold] read the order's directory
+// entry, then run one script over all the order's lines when they share a
+// server (any client but a *redis.ClusterClient or a Ring) or a slot:
+// checked in the contract's order and applied in one atomic step, or
+// refused with nothing written. A return adds to each line's ret and
+// records r:<op> on every line it ran on, so its resend or retry answers
+// nil and changes nothing, and the same OpID with other items is
+// stock.ErrConflict. An extension moves each line's dl and its score in
+// the SKU's holds zset together, only later and never past mx, so the
+// reclaimer honours it and a repeat changes nothing. A return that leaves
+// nothing on any line ends the order (reverted, or refunded) as Revert
+// does, and its directory entry gets Retention.
+//
+// On a Cluster (or a Ring) an order on several slots cannot be one script.
+// RevertItems then takes the order's return lock (<prefix>:rl:{<order>},
+// for ReturnLease; another return of the order meanwhile is
+// stock.ErrContention, the same OpID takes it again), reads every line and
+// checks them all (a refusal writes nothing), and applies slot group by
+// slot group in one pipeline, each group atomic and applied once per OpID
+// (a retry after stock.ErrUnknownOutcome applies the groups the first call
+// did not reach). ExtendHold reads and checks every line, then moves each
+// slot group's lines in one step each; deadlines only grow, so a retry
+// completes it. What is atomic there is each slot group, not the order:
+// a Confirm, Revert or reclaim of the order running at the same time may
+// land between the groups. A return then gives back, per line, what the
+// line still allows (a line confirmed meanwhile is refunded, one returned
+// meanwhile gives nothing more; never more than a line has); an
+// extension that finds a line expired meanwhile answers
+// stock.ErrHoldExpired (Confirm then expires the order whole).
+//
+// After partial reverts every other path counts only what is left (qty -
+// ret): Confirm sells it, Revert and the reclaimer return it (the
+// reclaimer reports only lines with something left), Rebuild counts it as
+// held, Snapshot and HeldOrders report it (leaving out lines with nothing
+// left), and Orders reports the order's Items as ordered with Returned.
 //
 // An order whose SKUs share a slot (always, on a non-cluster client) is one
 // script: all lines or none, without a lock. On a Cluster the lines are
@@ -168,5 +228,7 @@
 //
 // A confirmed order can be refunded through Revert while its record lives
 // (Retention after confirmation); later refunds are the database's business.
-// Confirm and Revert take two round trips (the directory, then the lines).
+// Confirm and Revert take two round trips (the directory, then the lines);
+// RevertItems and ExtendHold two on one server or slot, four or five on
+// several Cluster slots.
 package redisstock

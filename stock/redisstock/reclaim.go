@@ -53,7 +53,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	}
 	skus = slices.DeleteFunc(skus, func(sku string) bool { return sku == lostMark })
 	now = s.nowMs()
-	for start := 0; start < len(skus) && len(out) < limit; start += peekBatch {
+	for start, round := 0, 0; start < len(skus) && len(out) < limit; round++ {
 		batch := skus[start:min(start+peekBatch, len(skus))]
 		due, err := s.peekDue(ctx, batch, now, limit-len(out))
 		if err != nil {
@@ -64,11 +64,19 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 				oldest = d.oldest
 			}
 		}
-		got, err := s.reclaimDue(ctx, due, now, pass)
+		// Each round's scripts record their replies under a token of
+		// their own: a SKU read again is a new script call, not a resend.
+		got, emptied, err := s.reclaimDue(ctx, due, now, pass+"."+strconv.Itoa(round))
 		out = append(out, got...)
 		if err != nil {
 			return out, err
 		}
+		if emptied == 0 {
+			start += peekBatch
+		}
+		// Lines partial reverts had emptied ended with their orders but
+		// are not reported: they took part of the budget, so peek the
+		// same SKUs again (they are out of the holds zsets now).
 	}
 	return out, nil
 }
@@ -118,10 +126,12 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget in
 const memoTTL = time.Minute
 
 // reclaimDue runs the reclaim script for every SKU in due, in one round
-// trip, then ends the directory entries of the orders it ended.
-func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass string) ([]stock.Reclaimed, error) {
+// trip, then ends the directory entries of the orders it ended. It also
+// reports how many of the lines it ended partial reverts had emptied
+// (ended, not reported).
+func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass string) ([]stock.Reclaimed, int, error) {
 	if len(due) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	cmds := make([]*redis.Cmd, len(due))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -147,7 +157,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 			continue
 		}
 		if len(res)%4 != 0 {
-			return out, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
+			return out, 0, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
 		}
 		for j := 0; j < len(res); j += 4 {
 			id, ok1 := res[j].(string)
@@ -156,7 +166,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 			ident, ok4 := res[j+3].(string)
 			qty, err := strconv.ParseInt(q, 10, 64)
 			if !ok1 || !ok2 || !ok3 || !ok4 || err != nil {
-				return out, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
+				return out, 0, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
 			}
 			r := stock.Reclaimed{OrderID: id, UserID: user, SKU: due[i].sku, Qty: qty}
 			if qty > 0 {
@@ -171,7 +181,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	if err := s.endDirectories(ctx, ended, idents); err != nil && firstErr == nil {
 		firstErr = err
 	}
-	return out, firstErr
+	return out, len(ended) - len(out), firstErr
 }
 
 // endDirectories gives the directory entries of the orders whose last held
