@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
@@ -32,6 +33,9 @@ lines are read in one view, then the gate's holds in one atomic read.
                    copy a crash left behind
   LEFT             the time to the first deadline; "due" once it has passed
                    and no reclaimer has returned the hold yet
+
+QTY is what the line still holds; units partial reverts gave back are shown
+after it ("2 (1 returned)", as the record says, else the gate).
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		limit := fs.Int("max", 100, "show at most `N` holds, the oldest (0: all)")
@@ -54,8 +58,9 @@ lines are read in one view, then the gate's holds in one atomic read.
 type hold struct {
 	Order          string     `json:"order"`
 	User           string     `json:"user"`
-	Qty            int64      `json:"qty"`
-	Tiers          string     `json:"tiers"` // "both", "gate" or "record"
+	Qty            int64      `json:"qty"`                // still held
+	Returned       int64      `json:"returned,omitempty"` // given back by partial reverts
+	Tiers          string     `json:"tiers"`              // "both", "gate" or "record"
 	GateDeadline   *time.Time `json:"gate_deadline,omitempty"`
 	RecordDeadline *time.Time `json:"record_deadline,omitempty"`
 }
@@ -87,6 +92,9 @@ func holds(ctx context.Context, s *session, sku string, limit int) error {
 	if limit > 0 && len(shown) > limit {
 		shown = shown[:limit]
 	}
+	if err := s.returned(ctx, sku, shown); err != nil {
+		return err
+	}
 	if len(g.Lost) > 0 {
 		fmt.Fprintf(s.log, "note: the gate holds %s of %q whose line records are gone (quantity unknown, never returned by Redis): %s\n",
 			plural(len(g.Lost), "order"), sku, strings.Join(g.Lost, ", "))
@@ -115,7 +123,11 @@ func holds(ctx context.Context, s *session, sku string, limit int) error {
 		if user == "" {
 			user = "-"
 		}
-		t.row(h.Order, user, itoa(h.Qty), tiers, deadlineText(deref(h.GateDeadline)), deadlineText(deref(h.RecordDeadline)), leftText(h.due(), now))
+		qty := itoa(h.Qty)
+		if h.Returned > 0 {
+			qty += " (" + itoa(h.Returned) + " returned)"
+		}
+		t.row(h.Order, user, qty, tiers, deadlineText(deref(h.GateDeadline)), deadlineText(deref(h.RecordDeadline)), leftText(h.due(), now))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -127,6 +139,55 @@ func holds(ctx context.Context, s *session, sku string, limit int) error {
 	}
 	_, err = fmt.Fprintln(s.out, line)
 	return err
+}
+
+// returned fills in the units partial reverts gave back of each hold's
+// line of sku: the record's count (one read of the shown orders), or the
+// gate's for orders the record does not have.
+func (s *session) returned(ctx context.Context, sku string, hs []hold) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(hs))
+	for i, h := range hs {
+		ids[i] = h.Order
+	}
+	infos, err := s.record.Orders(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("read the record's orders: %w", err)
+	}
+	var missing []int
+	for i, in := range infos {
+		if in.State == stock.StateUnknown {
+			missing = append(missing, i)
+		}
+		hs[i].Returned = returnedOf(in, sku)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	ids = ids[:0]
+	for _, i := range missing {
+		ids = append(ids, hs[i].Order)
+	}
+	if infos, err = s.gate.Orders(ctx, ids); err != nil {
+		return fmt.Errorf("read the gate's orders: %w", err)
+	}
+	for j, i := range missing {
+		hs[i].Returned = returnedOf(infos[j], sku)
+	}
+	return nil
+}
+
+// returnedOf returns the units of sku that partial reverts gave back of
+// the order.
+func returnedOf(in stock.OrderInfo, sku string) int64 {
+	for _, it := range in.Returned {
+		if it.SKU == sku {
+			return it.Qty
+		}
+	}
+	return 0
 }
 
 // mergeHolds joins the gate's holds and the record's held lines of one SKU

@@ -28,7 +28,9 @@ read. One row per tier:
                        the record); on the record, orders whose gate hold ended,
                        whose copy the next reclaim pass returns
   LIMIT                the per-user limit ("none": no limit)
-  HOLD                 the hold time; the record's is longer by --record-grace
+  HOLD                 the hold time; the record's is longer by --record-grace,
+                       and so is its maximum (", max ...": the longest an
+                       order's own hold time or an extension may make a hold)
 
 A tier that does not have the SKU shows "-". The tiers' available counts
 differ by the units in flight; 'stockctl reconcile --dry-run' tells whether
@@ -102,13 +104,25 @@ func (s *session) noteSettings(l skuLevels) {
 		return
 	}
 	hold := time.Duration(l.Gate.HoldMs) * time.Millisecond
-	want := s.flow.GateHold(time.Duration(l.Record.HoldMs) * time.Millisecond)
-	if hold == want && l.Gate.PerUserLimit == l.Record.PerUserLimit {
+	recHold := time.Duration(l.Record.HoldMs) * time.Millisecond
+	want := s.flow.GateHold(recHold)
+	// The record's maximum is the gate's plus the same grace (tiered
+	// RecordListing); a record that keeps none reports 0.
+	maxHold, wantMax := time.Duration(l.Gate.MaxHoldMs)*time.Millisecond, want
+	if recMax := time.Duration(l.Record.MaxHoldMs) * time.Millisecond; recMax > recHold {
+		wantMax = max(recMax-(recHold-want), want)
+	}
+	maxOK := maxHold == wantMax || maxHold == 0
+	if hold == want && l.Gate.PerUserLimit == l.Record.PerUserLimit && maxOK {
 		return
 	}
-	fmt.Fprintf(s.log, "note: %q has limit %s and hold %s at the gate, where the record's settings give limit %s and hold %s"+
+	maxNote := ""
+	if !maxOK {
+		maxNote = fmt.Sprintf(" (and max hold %s at the gate, %s from the record's)", maxHold, wantMax)
+	}
+	fmt.Fprintf(s.log, "note: %q has limit %s and hold %s at the gate, where the record's settings give limit %s and hold %s%s"+
 		" ('stockctl warmup' sets the gate's from the record; is --record-grace the shop's?)\n",
-		l.SKU, limitText(l.Gate.PerUserLimit), hold, limitText(l.Record.PerUserLimit), want)
+		l.SKU, limitText(l.Gate.PerUserLimit), hold, limitText(l.Record.PerUserLimit), want, maxNote)
 }
 
 // skuLevels is one SKU on both tiers.
@@ -129,6 +143,7 @@ type tierLevels struct {
 	InFlight     int64 `json:"in_flight"`
 	PerUserLimit int64 `json:"per_user_limit"`
 	HoldMs       int64 `json:"hold_ms"`
+	MaxHoldMs    int64 `json:"max_hold_ms"`
 	Version      int64 `json:"version"`
 	// LostHolds are gate holds whose line record is gone.
 	LostHolds int `json:"lost_holds,omitempty"`
@@ -148,8 +163,12 @@ func (l tierLevels) cells() []string {
 	if !l.OnSale {
 		return []string{"-", "-", "-", "-", "-", "-", "-"}
 	}
+	hold := (time.Duration(l.HoldMs) * time.Millisecond).String()
+	if l.MaxHoldMs > l.HoldMs {
+		hold += ", max " + (time.Duration(l.MaxHoldMs) * time.Millisecond).String()
+	}
 	return []string{itoa(l.Available), itoa(l.Held), itoa(l.Sold), itoa(int64(l.Holds)), itoa(l.InFlight),
-		limitText(l.PerUserLimit), (time.Duration(l.HoldMs) * time.Millisecond).String()}
+		limitText(l.PerUserLimit), hold}
 }
 
 // reading is what both tiers hold for some SKUs.
@@ -206,7 +225,8 @@ func (r reading) levels(i int) skuLevels {
 	out := skuLevels{SKU: sku}
 	if g.Exists {
 		out.Gate = tierLevels{OnSale: true, Available: g.Available, Held: g.Held, Sold: g.Sold, Holds: len(g.Holds),
-			PerUserLimit: g.PerUserLimit, HoldMs: g.HoldTTL.Milliseconds(), Version: g.Version, LostHolds: len(g.Lost)}
+			PerUserLimit: g.PerUserLimit, HoldMs: g.HoldTTL.Milliseconds(), MaxHoldMs: g.MaxHoldTTL.Milliseconds(),
+			Version: g.Version, LostHolds: len(g.Lost)}
 	}
 	for _, h := range g.Holds {
 		atGate[h.OrderID] = true
@@ -216,7 +236,8 @@ func (r reading) levels(i int) skuLevels {
 	}
 	if rec.Exists {
 		out.Record = tierLevels{OnSale: true, Available: rec.Available, Held: rec.Held, Sold: rec.Sold, Holds: len(r.lines[sku]),
-			PerUserLimit: rec.PerUserLimit, HoldMs: rec.HoldTTL.Milliseconds(), Version: rec.Version}
+			PerUserLimit: rec.PerUserLimit, HoldMs: rec.HoldTTL.Milliseconds(), MaxHoldMs: rec.MaxHoldTTL.Milliseconds(),
+			Version: rec.Version}
 		for _, l := range r.lines[sku] {
 			if !atGate[l.OrderID] {
 				out.Record.InFlight += l.Qty

@@ -64,8 +64,8 @@ func TestInspectJSON(t *testing.T) {
 		}
 		l.Gate.Version, l.Record.Version = 0, 0
 		want := skuLevels{SKU: "phone",
-			Gate:   tierLevels{OnSale: true, Available: 8, Held: 2, Holds: 1, InFlight: 2, PerUserLimit: 2, HoldMs: 900000},
-			Record: tierLevels{OnSale: true, Available: 10, PerUserLimit: 2, HoldMs: 1800000}}
+			Gate:   tierLevels{OnSale: true, Available: 8, Held: 2, Holds: 1, InFlight: 2, PerUserLimit: 2, HoldMs: 900000, MaxHoldMs: 900000},
+			Record: tierLevels{OnSale: true, Available: 10, PerUserLimit: 2, HoldMs: 1800000, MaxHoldMs: 1800000}}
 		if l != want {
 			t.Errorf("levels\n%+v\nwant\n%+v", l, want)
 		}
