@@ -223,6 +223,10 @@
 // scanned. Each script records its reply under a token drawn for the pass,
 // so when the client resends it after a lost reply, the resend returns the
 // recorded reply: the report of what a pass returned survives the retry.
+// A line partial reverts emptied ends with its order but is not reported
+// (it returns nothing); when such lines took part of a pass's limit, the
+// pass peeks the same SKUs again, so a pass reports fewer holds than its
+// limit only when no more are due.
 //
 // # Limits
 //

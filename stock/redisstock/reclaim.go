@@ -26,7 +26,9 @@ const peekBatch = 256
 //
 // The lines of one order share its deadline, so a pass returns them
 // together (unless limit ends the pass between them; the next pass returns
-// the rest). The report survives a client's resend of a pass's scripts
+// the rest). A line partial reverts emptied ends with its order unreported
+// (Qty would be 0); a pass reports fewer than limit holds only when no
+// more are due. The report survives a client's resend of a pass's scripts
 // (each pass records its reply under a token of its own): a pass that
 // returned holds reports them, or fails. An error after holds were returned
 // may hide them from the report (the error then matches
