@@ -55,8 +55,9 @@ const DefaultRetention = 24 * time.Hour
 // records it is meant to find.
 const MinRetention = time.Second
 
-// Store is the Redis+Lua stock.Manager and stock.Reclaimer. It is safe for
-// concurrent use.
+// Store is the Redis+Lua stock.Manager, stock.Reclaimer,
+// stock.OrderReader, stock.PartialReverter and stock.HoldExtender. It is
+// safe for concurrent use.
 type Store struct {
 	c       redis.UniversalClient
 	prefix  string
