@@ -26,6 +26,7 @@ type Order struct {
 	// shortest MaxHoldTTL of its SKUs, or Deduct fails with ErrHoldTooLong.
 	// It is not part of the order's identity: a repeated Deduct with
 	// another HoldTTL is the same order, and the first deadline stands.
+	// Like every hold time it counts in whole milliseconds (truncated).
 	HoldTTL time.Duration
 }
 
@@ -47,7 +48,8 @@ type Listing struct {
 	// its Deduct: the bound of an order's own Order.HoldTTL and of
 	// HoldExtender.ExtendHold. 0 means the hold time itself (orders may
 	// ask for shorter holds only, and holds cannot be extended); otherwise
-	// it lies between the hold time and stock.MaxHoldTTL.
+	// it lies between the hold time and stock.MaxHoldTTL. Backends keep
+	// both hold times in whole milliseconds (truncated).
 	MaxHoldTTL time.Duration
 }
 

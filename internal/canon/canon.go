@@ -44,11 +44,12 @@ func Hold(own time.Duration, holds, maxes []time.Duration) (hold, bound time.Dur
 		hold = min(hold, holds[i])
 		if maxes[i] < bound {
 			bound = maxes[i]
-			if own > bound {
+			if own.Truncate(time.Millisecond) > bound {
 				bad = i
 			}
 		}
 	}
+	own = own.Truncate(time.Millisecond) // backends keep hold times in whole milliseconds
 	if own == 0 {
 		return hold, bound, -1
 	}

@@ -110,7 +110,8 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 		k = &sku{users: map[string]int64{}}
 		s.skus[l.SKU] = k
 	}
-	k.avail, k.limit, k.hold, k.maxHold = l.Units, l.PerUserLimit, l.EffectiveHoldTTL(), l.EffectiveMaxHoldTTL()
+	k.avail, k.limit = l.Units, l.PerUserLimit
+	k.hold, k.maxHold = l.EffectiveHoldTTL().Truncate(time.Millisecond), l.EffectiveMaxHoldTTL().Truncate(time.Millisecond)
 	return nil
 }
 
