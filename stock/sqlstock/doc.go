@@ -1,9 +1,11 @@
 // Package sqlstock is the SQL record of sale: stock.Manager,
-// stock.Reclaimer, stock.OrderReader and stock.HoldLister over MySQL,
-// MariaDB, PostgreSQL or SQLite (modernc.org/sqlite or
+// stock.Reclaimer, stock.OrderReader, stock.HoldLister,
+// stock.HoldReverter, stock.PartialReverter and stock.HoldExtender over
+// MySQL, MariaDB, PostgreSQL or SQLite (modernc.org/sqlite or
 // github.com/mattn/go-sqlite3), with a ledger that makes every call
-// exactly-once by order ID and an operations table that makes every
-// restock exactly-once by operation ID. Use it alone for a shop
+// exactly-once by order ID, an operations table that makes every restock
+// exactly-once by operation ID and a returns table that does the same for
+// every partial revert. Use it alone for a shop
 // whose database can take its peak, behind the Redis gate (package
 // stock/redisstock) as the record that survives a Redis failover, or as
 // the degraded path when Redis is down.
@@ -15,14 +17,28 @@
 // # Tables
 //
 // The application's stock table has one row per SKU: available, held and
-// sold units, a version, the per-user limit and the hold time (names in
-// Config.Columns; New refuses any name that is not a plain identifier,
-// before it touches the database, and quotes every name it uses). The
-// library's ledger has one row per order line, keyed by (order ID, line
-// number in SKU order), with its user, state and deadline; its operations
-// table (the ledger's name + "_ops") has one row per applied restock; see
-// Schema. The counts are kept in the stock row, so Levels is one
-// primary-key read.
+// sold units, a version, the per-user limit, the hold time and the
+// maximum hold time (names in Config.Columns; New refuses any name that
+// is not a plain identifier, before it touches the database, and quotes
+// every name it uses). The library's ledger has one row per order line,
+// keyed by (order ID, line number in SKU order), with its user, state,
+// deadline, the bound of its deadline and the units partial reverts gave
+// back; its operations table (the ledger's name + "_ops") has one row per
+// applied restock, its returns table (the ledger's name + "_returns") one
+// per applied partial revert; see Schema. The counts are kept in the
+// stock row, so Levels is one primary-key read.
+//
+// Tables created by the version before partial reverts and hold
+// extensions lack the maximum hold time, the ledger's returned and
+// bound_ms columns and the returns table: CreateTables adds them (each
+// column is probed with a SELECT first, so it is safe to run again and
+// from many processes), and Upgrade gives the statements for a migration
+// tool. Rows written before mean: the SKU's maximum hold time is its hold
+// time, the order's hold cannot be extended, nothing was returned. Until
+// the tables are upgraded the Store's statements fail with the
+// database's own error naming the missing column or table. Do not run
+// processes of both versions on one set of tables: the older ones do not
+// count partial returns.
 //
 // # Strategies
 //
@@ -40,8 +56,8 @@
 //     A remembered value never refuses an order: an order it would refuse,
 //     or whose UPDATE found other settings, is tried again at once with
 //     the row's settings.
-//     On PostgreSQL a one-line order of a SKU without a per-user limit,
-//     when no other deduct of that SKU is in flight in the Store, is one
+//     On PostgreSQL a one-line order of a SKU without a per-user limit
+//     and without its own hold time, when no other deduct of that SKU is in flight in the Store, is one
 //     autocommit statement (UPDATE ... RETURNING feeding the INSERT): one
 //     round trip instead of four, but the row stays locked while the
 //     ledger row is written, so a hot SKU takes the transaction.
@@ -96,7 +112,14 @@
 // the same order still held before its deadline or confirmed,
 // ErrHoldExpired once its deadline passed (reclaimed or not yet; it takes
 // nothing), ErrOrderClosed once it was reverted. An order has one
-// deadline, now plus the shortest hold time of its SKUs, on all its lines.
+// deadline, now plus its own Order.HoldTTL or else the shortest hold time
+// of its SKUs, on all its lines, and one bound, now plus the shortest
+// maximum hold time of its SKUs, which ExtendHold never passes. The
+// Deduct's statements check the hold time and maximum they assumed (from
+// Config.SettingsCache) as they check the limit, so both are the rows'
+// own; an own hold time past the bound is refused (stock.ErrHoldTooLong)
+// after the stock and limit checks, with nothing written.
+//
 // Confirm and Revert lock the order's lines, change their state only from
 // the state they read (RowsAffected decides), and then move the units,
 // all in one transaction. The reclaimer does the same for many orders at
@@ -106,6 +129,23 @@
 // ledger's held and confirmed lines of that user and SKU, in the Deduct's
 // transaction, after the stock row is locked: one user's concurrent orders
 // are counted one after the other.
+//
+// RevertItems (a partial cancel or refund) locks the order's lines,
+// answers a repeat of its operation ID from the returns table (nil for
+// the same items, ErrConflict for others), checks every line against what
+// it still has, and in one transaction adds the units to the lines'
+// returned column with conditional UPDATEs, returns them to the stock
+// rows, records the operation ID with the return's canonical items, and
+// ends the order (reverted or refunded) once nothing is left. Everything
+// that counts an order's units afterwards counts qty - returned: Confirm,
+// Revert, RevertHeld, the reclaimer (which reports only lines with
+// something left), per-user limits, UserUnits, HeldBefore, Orders (whose
+// OrderInfo.Returned lists what was given back) and View.HeldLines.
+//
+// ExtendHold is one conditional UPDATE of the order's lines' deadline
+// (the column the reclaimer's index reads), WHERE the order is held, its
+// deadline has not passed, the new one is later and within the bound; a
+// read tells why when it changed nothing.
 //
 // Restock writes its operation ID to the operations table and adds the
 // units in one transaction: a repeat of the ID with the same SKU and Units
@@ -117,7 +157,8 @@
 //
 // # In the caller's transaction
 //
-// Store.InTx returns a TxStore whose Deduct, Confirm and Revert run in a
+// Store.InTx returns a TxStore whose Deduct, Confirm, Revert, RevertItems
+// and ExtendHold run in a
 // transaction the caller opened (*sql.Tx, *sqlx.Tx: any Execer), so the
 // caller's own rows (the order, an idempotency row) and the stock commit
 // or roll back together. Each call runs in a savepoint of its own and
@@ -149,9 +190,10 @@
 // stock.ErrContention. Once a write may have been applied (COMMIT or an
 // autocommit write was sent and its reply lost or interrupted, or a
 // statement of a write transaction was sent and the connection failed),
-// the Store never guesses: Deduct, Confirm, Revert and Restock run again,
-// and since each is idempotent by order or operation ID the ledger or the
-// operations table tells what happened (a committed Deduct is found by
+// the Store never guesses: Deduct, Confirm, Revert, RevertItems,
+// ExtendHold and Restock run again, and since each is idempotent by order
+// or operation ID the ledger, the returns table or the operations table
+// tells what happened (a committed Deduct is found by
 // its primary key and answers nil). Until such a read answers, every error
 // the caller sees is an *UnknownOutcomeError matching
 // stock.ErrUnknownOutcome, and the context's error if it ended, never

@@ -3,6 +3,8 @@ package sqlstock
 import (
 	"context"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -64,3 +66,6 @@ func (s *Store) Queued(sku string) int {
 	}
 	return 0
 }
+
+// DB returns the Store's database.
+func (s *Store) DB() *sqlx.DB { return s.db }

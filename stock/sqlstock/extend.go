@@ -69,3 +69,24 @@ func (s *Store) whyNotExtended(ctx context.Context, q querier, query, orderID st
 	}
 	return errRetry // held, live and extendable: it changed between the UPDATE and the read
 }
+
+// ExtendHold is Store.ExtendHold in the caller's transaction: the new
+// deadline is part of the transaction, and holds once the caller commits
+// (until then the reclaimer, waiting on the lines' row locks, cannot
+// return the order either way). See TxStore for what its answer means.
+func (t *TxStore) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
+	ctx, tr := t.s.obs.Track(ctx, "sqlstock", observe.OpExtendHold, 0)
+	defer func() { tr.Done(err) }()
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	to := deadline.UnixMilli()
+	s := t.s
+	return t.run(ctx, "extend hold", func(q querier, _ func() error) (error, error) {
+		n, err := affected(q.ExecContext(ctx, s.q.extend, to, orderID, s.nowMS(), to, to))
+		if err != nil || n > 0 {
+			return nil, err
+		}
+		return nil, s.whyNotExtended(ctx, q, s.q.lockOrder, orderID, to)
+	})
+}

@@ -30,7 +30,7 @@ var ErrTxFailed = errors.New("sqlstock: the caller's transaction must be rolled 
 // serialization failure, a lock wait that ran out, SQLITE_BUSY), and the
 // context's error when the context ended.
 type TxError struct {
-	Op  string // "deduct", "confirm" or "revert"
+	Op  string // "deduct", "confirm", "revert", "revert items" or "extend hold"
 	Err error
 }
 
@@ -48,9 +48,10 @@ func (e *TxError) Is(target error) bool { return target == ErrTxFailed }
 // Unwrap returns the failure.
 func (e *TxError) Unwrap() error { return e.Err }
 
-// TxStore runs a Store's Deduct, Confirm and Revert in a transaction the
-// caller opened, so that the caller's own rows (the order, an idempotency
-// row) and the stock commit or roll back together. Get one from
+// TxStore runs a Store's Deduct, Confirm, Revert, RevertItems and
+// ExtendHold in a transaction the caller opened, so that the caller's own
+// rows (the order, an idempotency row) and the stock commit or roll back
+// together. Get one from
 // Store.InTx; it is cheap, make one per transaction. Calls on one
 // transaction must not overlap.
 //
@@ -67,7 +68,8 @@ func (e *TxError) Unwrap() error { return e.Err }
 //
 //   - nil: the call's writes are in the transaction.
 //   - A business outcome (stock.IsBusiness: sold out, limit reached,
-//     unknown SKU or order, conflict, closed, expired, invalid): nothing of
+//     unknown SKU or order, conflict, closed, confirmed, expired, a hold
+//     too long, a return past the order, invalid): nothing of
 //     the call is in the transaction, except that Confirm's
 //     stock.ErrHoldExpired keeps the expiry and returns the units, as
 //     Store.Confirm does. The transaction is usable on every dialect

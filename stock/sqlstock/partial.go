@@ -147,3 +147,22 @@ func (e *returnError) Error() string {
 	return e.Err.Error() + ": return " + quoteName(e.OpID) + " of order " + quoteName(e.OrderID)
 }
 func (e *returnError) Unwrap() error { return e.Err }
+
+// RevertItems is Store.RevertItems in the caller's transaction: the
+// return is part of the transaction, and is applied once the caller
+// commits. See TxStore for what its answer means. On MySQL and MariaDB a
+// return of the same operation committed after the transaction's snapshot
+// was taken can fail the call with stock.ErrContention (a *TxError): run
+// the whole transaction again, and it answers nil.
+func (t *TxStore) RevertItems(ctx context.Context, r stock.Return) (err error) {
+	ctx, tr := t.s.obs.Track(ctx, "sqlstock", observe.OpRevertItems, len(r.Items))
+	defer func() { tr.Done(err) }()
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	items := canon.Sorted(r.Items)
+	sig := canon.Signature(items)
+	return t.run(ctx, "revert items", func(q querier, _ func() error) (error, error) {
+		return nil, t.s.returnLines(ctx, q, r, items, sig)
+	})
+}

@@ -210,7 +210,9 @@ func (s *Store) CreateTables(ctx context.Context) error {
 // An ALTER that fails because another process added the column meanwhile
 // is found by a second SELECT.
 func (s *Store) addMissing(ctx context.Context, c column) error {
-	probe := s.q.r.Replace("SELECT " + c.name + " FROM " + c.table + " WHERE 1 = 0")
+	// Qualified by its table: SQLite reads an unknown "name" alone as a
+	// string literal.
+	probe := s.q.r.Replace("SELECT " + c.table + "." + c.name + " FROM " + c.table + " WHERE 1 = 0")
 	has := func() error {
 		rs, err := s.db.QueryContext(ctx, probe)
 		if err == nil {

@@ -1,0 +1,240 @@
+package sqlstock_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+)
+
+func mkReturn(op, orderID string, items ...stock.Item) stock.Return {
+	return stock.Return{OpID: op, OrderID: orderID, Items: items}
+}
+
+// wantLevels fails the test unless sku has exactly these counts.
+func wantLevels(t *testing.T, s *sqlstock.Store, when, sku string, avail, held, sold int64) {
+	t.Helper()
+	lv, err := s.Levels(t.Context(), sku)
+	if err != nil || lv.Available != avail || lv.Held != held || lv.Sold != sold {
+		t.Fatalf("%s: %s is available/held/sold %d/%d/%d (%v), want %d/%d/%d",
+			when, sku, lv.Available, lv.Held, lv.Sold, err, avail, held, sold)
+	}
+}
+
+// countRows counts the rows of one of s's tables.
+func countRows(t *testing.T, s *sqlstock.Store, table string) int64 {
+	t.Helper()
+	var n int64
+	if err := s.DB().QueryRowContext(t.Context(), "SELECT COUNT(*) FROM "+quote(s.Dialect(), table)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// returnsTable is the name of s's table of applied partial reverts.
+func returnsTable(s *sqlstock.Store) string { return s.Tables()[3] }
+
+// A partial revert whose COMMIT reply is lost is run again and answers
+// from the returns table: nil, with the units returned once. With the
+// network down for the re-run too, the answer is an unknown outcome, and
+// the caller's retry answers nil, returning nothing more.
+func TestRevertItemsLostCommitIsResolvedByRetry(t *testing.T) {
+	for _, b := range serverBackends() {
+		for _, st := range strategies {
+			t.Run(b.name+"/"+st.String(), func(t *testing.T) {
+				db, f := openFlaky(t, b)
+				s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Strategy: st, RetryWait: time.Millisecond})
+				t.Cleanup(func() { f.down.Store(false) }) // before the tables are dropped
+				ctx := t.Context()
+				mustOK(t, "PutOnSale a", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, PerUserLimit: 5}))
+				mustOK(t, "PutOnSale b", s.PutOnSale(ctx, stock.Listing{SKU: "b", Units: 10}))
+				mustOK(t, "Deduct", s.Deduct(ctx, mkOrder("o1", "u1", mkItem("a", 3), mkItem("b", 2))))
+
+				steps := []struct {
+					name     string
+					fault    int32
+					down     bool // the network stays down after the fault: the re-run fails too
+					r        stock.Return
+					a, b     [3]int64 // available, held, sold once settled
+					returned int64    // rows of the returns table
+				}{
+					{"COMMIT reply lost", faultAfterCommit, false, mkReturn("r1", "o1", mkItem("a", 1)), [3]int64{8, 2, 0}, [3]int64{8, 2, 0}, 1},
+					{"connection lost before COMMIT", faultBeforeCommit, false, mkReturn("r2", "o1", mkItem("b", 1)), [3]int64{8, 2, 0}, [3]int64{9, 1, 0}, 2},
+					{"COMMIT reply lost, network down", faultAfterCommit, true, mkReturn("r3", "o1", mkItem("a", 1), mkItem("b", 1)), [3]int64{9, 1, 0}, [3]int64{10, 0, 0}, 3},
+				}
+				for _, step := range steps {
+					f.downOnFault.Store(step.down)
+					f.fault.Store(step.fault)
+					err := s.RevertItems(ctx, step.r)
+					if f.fault.Load() != faultNone {
+						t.Fatalf("%s: the fault was never hit (%v)", step.name, err)
+					}
+					if step.down {
+						unknownOnly(t, step.name, err)
+						f.down.Store(false)
+						err = s.RevertItems(ctx, step.r)
+					}
+					mustOK(t, step.name, err)
+					mustOK(t, step.name+", repeated", s.RevertItems(ctx, step.r))
+					wantLevels(t, s, step.name, "a", step.a[0], step.a[1], step.a[2])
+					wantLevels(t, s, step.name, "b", step.b[0], step.b[1], step.b[2])
+					if n := countRows(t, s, returnsTable(s)); n != step.returned {
+						t.Fatalf("%s: %d returns recorded, want %d", step.name, n, step.returned)
+					}
+				}
+				if n, err := s.UserUnits(ctx, "a", "u1"); err != nil || n != 1 {
+					t.Fatalf("UserUnits = %d, %v; want 1", n, err)
+				}
+				// The rest is refunded, its COMMIT reply lost too: the order
+				// ends refunded, every unit back once.
+				mustOK(t, "Confirm", s.Confirm(ctx, "o1"))
+				f.downOnFault.Store(false)
+				f.fault.Store(faultAfterCommit)
+				mustOK(t, "refund of the rest, COMMIT reply lost", s.RevertItems(ctx, mkReturn("r4", "o1", mkItem("a", 1))))
+				wantLevels(t, s, "refunded", "a", 10, 0, 0)
+				wantLevels(t, s, "refunded", "b", 10, 0, 0)
+				infos, err := s.Orders(ctx, []string{"o1"})
+				if err != nil || infos[0].State != stock.StateRefunded ||
+					!slices.Equal(infos[0].Returned, []stock.Item{mkItem("a", 3), mkItem("b", 2)}) {
+					t.Fatalf("Orders(o1) = %+v, %v; want refunded with a 3, b 2 returned", infos, err)
+				}
+			})
+		}
+	}
+}
+
+// Concurrent partial reverts of one order, each with its own operation
+// ID, never give back more than a line took: of 20 returns of a unit of
+// each line, exactly as many apply as the shorter line has units, and the
+// others are refused naming it; then exactly what is left of the longer
+// line applies, and the order ends returned whole. Held and confirmed
+// orders alike; the returns table has one row per applied return.
+func TestConcurrentRevertItemsNeverExceedTheLines(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
+		for _, confirmed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("confirmed=%v", confirmed), func(t *testing.T) {
+				s := newStore(t, b.open(t), sqlstock.Config{Dialect: b.dialect, Strategy: st})
+				ctx := t.Context()
+				mustOK(t, "PutOnSale a", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 20, PerUserLimit: 10}))
+				mustOK(t, "PutOnSale b", s.PutOnSale(ctx, stock.Listing{SKU: "b", Units: 5}))
+				mustOK(t, "Deduct", s.Deduct(ctx, mkOrder("o1", "u1", mkItem("a", 10), mkItem("b", 5))))
+				want, end := stock.StateHeld, stock.StateReverted
+				if confirmed {
+					mustOK(t, "Confirm", s.Confirm(ctx, "o1"))
+					want, end = stock.StateConfirmed, stock.StateRefunded
+				}
+				race := func(n int, prefix string, items ...stock.Item) (applied int, refused []error) {
+					var (
+						wg sync.WaitGroup
+						mu sync.Mutex
+					)
+					for i := range n {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							r := mkReturn(fmt.Sprintf("%s-%d", prefix, i), "o1", items...)
+							err := s.RevertItems(ctx, r)
+							for errors.Is(err, stock.ErrContention) {
+								err = s.RevertItems(ctx, r)
+							}
+							mu.Lock()
+							defer mu.Unlock()
+							if err == nil {
+								applied++
+							} else {
+								refused = append(refused, err)
+							}
+						}()
+					}
+					wg.Wait()
+					return applied, refused
+				}
+
+				applied, refused := race(20, "both", mkItem("a", 1), mkItem("b", 1))
+				if applied != 5 || len(refused) != 15 {
+					t.Fatalf("returns of both lines: %d applied, %d refused (%v); want 5 and 15", applied, len(refused), refused)
+				}
+				for _, err := range refused {
+					var se *stock.SKUError
+					if !errors.As(err, &se) || se.SKU != "b" || !errors.Is(err, stock.ErrExceedsOrder) {
+						t.Fatalf("a refused return: %v, want ErrExceedsOrder naming b", err)
+					}
+				}
+				infos, err := s.Orders(ctx, []string{"o1"})
+				if err != nil || infos[0].State != want || !slices.Equal(infos[0].Returned, []stock.Item{mkItem("a", 5), mkItem("b", 5)}) {
+					t.Fatalf("Orders(o1) = %+v, %v; want %v with a 5, b 5 returned", infos, err, want)
+				}
+				if n, err := s.UserUnits(ctx, "a", "u1"); err != nil || n != 5 {
+					t.Fatalf("UserUnits = %d, %v; want 5", n, err)
+				}
+
+				applied, refused = race(12, "a", mkItem("a", 1))
+				if applied != 5 || len(refused) != 7 {
+					t.Fatalf("returns of line a: %d applied, %d refused (%v); want 5 and 7", applied, len(refused), refused)
+				}
+				for _, err := range refused {
+					if !errors.Is(err, stock.ErrExceedsOrder) && !errors.Is(err, stock.ErrOrderClosed) {
+						t.Fatalf("a refused return: %v, want ErrExceedsOrder or ErrOrderClosed", err)
+					}
+				}
+				wantLevels(t, s, "all returned", "a", 20, 0, 0)
+				wantLevels(t, s, "all returned", "b", 5, 0, 0)
+				if n, err := s.UserUnits(ctx, "a", "u1"); err != nil || n != 0 {
+					t.Fatalf("UserUnits = %d, %v; want 0", n, err)
+				}
+				infos, err = s.Orders(ctx, []string{"o1"})
+				if err != nil || infos[0].State != end || !slices.Equal(infos[0].Returned, []stock.Item{mkItem("a", 10), mkItem("b", 5)}) {
+					t.Fatalf("Orders(o1) = %+v, %v; want %v with everything returned", infos, err, end)
+				}
+				if n := countRows(t, s, returnsTable(s)); n != 10 {
+					t.Fatalf("%d returns recorded, want 10", n)
+				}
+				mustOK(t, "Revert of the returned order", s.Revert(ctx, "o1"))
+				wantLevels(t, s, "after Revert", "a", 20, 0, 0)
+			})
+		}
+	})
+}
+
+// Returns in the caller's transaction apply when it commits and leave
+// nothing when it rolls back; a repeat in a later transaction is nil.
+func TestInTxRevertItems(t *testing.T) {
+	forEachTx(t, txStrategies, func(t *testing.T, b backend, st sqlstock.Strategy) {
+		c := newCaller(t, b, b.open(t), sqlstock.Config{Strategy: st})
+		ctx := t.Context()
+		c.put(stock.Listing{SKU: "a", Units: 10})
+		mustOK(t, "Deduct", c.s.Deduct(ctx, mkOrder("o1", "u1", mkItem("a", 4))))
+
+		tx := c.begin(nil)
+		mustOK(t, "RevertItems", c.s.InTx(tx).RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))))
+		mustOK(t, "Rollback", tx.Rollback())
+		c.want("after ROLLBACK", "a", 6, 4, 0)
+
+		tx = c.begin(nil)
+		ts := c.s.InTx(tx)
+		c.insert(tx, "refund-r1", "refund")
+		mustOK(t, "RevertItems", ts.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))))
+		mustOK(t, "RevertItems repeated", ts.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))))
+		if err := ts.RevertItems(ctx, mkReturn("r2", "o1", mkItem("a", 4))); !errors.Is(err, stock.ErrExceedsOrder) || errors.Is(err, sqlstock.ErrTxFailed) {
+			t.Fatalf("RevertItems past the line: %v, want ErrExceedsOrder alone", err)
+		}
+		if err := ts.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 2))); !errors.Is(err, stock.ErrConflict) || errors.Is(err, sqlstock.ErrTxFailed) {
+			t.Fatalf("RevertItems reusing r1: %v, want ErrConflict alone", err)
+		}
+		c.commit(tx)
+		c.want("after COMMIT", "a", 7, 3, 0)
+
+		tx = c.begin(nil)
+		mustOK(t, "RevertItems in a later transaction", c.s.InTx(tx).RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))))
+		c.commit(tx)
+		c.want("after the repeat", "a", 7, 3, 0)
+		if n := countRows(t, c.s, returnsTable(c.s)); n != 1 {
+			t.Fatalf("%d returns recorded, want 1", n)
+		}
+	})
+}
