@@ -92,11 +92,12 @@ type Config struct {
 	// seconds (rounded up).
 	LockWait time.Duration
 
-	// SettingsCache is how many SKUs' per-user limit and hold time a Store
-	// remembers; default 4096. A remembered value is checked by the same
-	// statement that takes the units, and an order it would refuse is
-	// checked again against the row, so a stale one costs a read, never a
-	// wrong deadline or limit and never a refusal.
+	// SettingsCache is how many SKUs' per-user limit, hold time and
+	// maximum hold time a Store remembers; default 4096. A remembered
+	// value is checked by the same statement that takes the units, and an
+	// order it would refuse is checked again against the row, so a stale
+	// one costs a read, never a wrong deadline, bound or limit and never a
+	// refusal.
 	SettingsCache int
 
 	// MaxGroup bounds how many concurrent Deducts of the Atomic strategy

@@ -22,7 +22,9 @@ var _ stock.HoldExtender = (*Store)(nil)
 // stock.ErrHoldTooLong. An order placed by an earlier version of this
 // package, which kept no bound, cannot be extended (stock.ErrHoldTooLong).
 // A reply lost after the UPDATE was sent is run again: the order then
-// has the deadline, and the answer is nil.
+// has the deadline, and the answer is nil. On SQLite the UPDATE and the
+// read run in one IMMEDIATE transaction, which waits for the write lock
+// as every write of the Store does.
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()
@@ -31,6 +33,17 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	}
 	to := deadline.UnixMilli()
 	return s.retry(ctx, "extend hold", true, func() error {
+		if s.d == SQLite {
+			// In the one writer's IMMEDIATE transaction, which waits for
+			// the write lock up to Config.LockWait (busy_timeout).
+			return s.inTx(ctx, func(q querier) error {
+				n, err := affected(q.ExecContext(ctx, s.q.extend, to, orderID, s.nowMS(), to, to))
+				if err != nil || n > 0 {
+					return err
+				}
+				return s.whyNotExtended(ctx, q, s.q.readOrder, orderID, to)
+			})
+		}
 		n, err := s.execWrite(ctx, s.q.extend, to, orderID, s.nowMS(), to, to)
 		if err != nil || n > 0 {
 			return err

@@ -14,9 +14,10 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// Store is a stock.Manager and stock.Reclaimer over a SQL database: the
-// application's stock table holds the counts, the ledger holds one row per
-// order line. It is safe for concurrent use, and any number of Stores in
+// Store is a stock.Manager, stock.Reclaimer, stock.OrderReader,
+// stock.HoldLister, stock.HoldReverter, stock.PartialReverter and
+// stock.HoldExtender over a SQL database: the application's stock table
+// holds the counts, the ledger holds one row per order line. It is safe for concurrent use, and any number of Stores in
 // any number of processes may share the tables.
 type Store struct {
 	db       *sqlx.DB
