@@ -10,6 +10,7 @@ import (
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 func mkReturn(op, orderID string, items ...stock.Item) stock.Return {
@@ -235,6 +236,33 @@ func TestInTxRevertItems(t *testing.T) {
 		c.want("after the repeat", "a", 7, 3, 0)
 		if n := countRows(t, c.s, returnsTable(c.s)); n != 1 {
 			t.Fatalf("%d returns recorded, want 1", n)
+		}
+	})
+}
+
+// A line partial reverts emptied takes none of a reclaim pass's limit:
+// with a limit of 2, the pass returns the rest of a partly returned order
+// and a second order, two lines in all.
+func TestReclaimSkipsEmptiedLines(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
+		clock := stocktest.NewClock(stocktest.Epoch)
+		s := newStore(t, b.open(t), sqlstock.Config{Dialect: b.dialect, Strategy: st, Clock: clock})
+		ctx := t.Context()
+		for _, sku := range []string{"a", "b", "c"} {
+			mustOK(t, "PutOnSale "+sku, s.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 10, HoldTTL: time.Minute}))
+		}
+		mustOK(t, "Deduct o1", s.Deduct(ctx, mkOrder("o1", "u1", mkItem("a", 2), mkItem("b", 1))))
+		mustOK(t, "RevertItems a", s.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 2))))
+		clock.Advance(time.Second)
+		mustOK(t, "Deduct o2", s.Deduct(ctx, mkOrder("o2", "u1", mkItem("c", 3))))
+		clock.Advance(time.Minute)
+		got, err := s.ReclaimExpired(ctx, 2)
+		want := []stock.Reclaimed{{OrderID: "o1", UserID: "u1", SKU: "b", Qty: 1}, {OrderID: "o2", UserID: "u1", SKU: "c", Qty: 3}}
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("ReclaimExpired(2) = %+v, %v; want %+v", got, err, want)
+		}
+		for _, sku := range []string{"a", "b", "c"} {
+			wantLevels(t, s, "after the pass", sku, 10, 0, 0)
 		}
 	})
 }

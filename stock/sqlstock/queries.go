@@ -97,7 +97,11 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.release = q.write("UPDATE {T} SET {avail} = {avail} + ?, {held} = {held} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
 	q.refund = q.write("UPDATE {T} SET {avail} = {avail} + ?, {sold} = {sold} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
 	q.confirm = q.write("UPDATE {T} SET {held} = {held} - ?, {sold} = {sold} + ?, {ver} = {ver} + 1 WHERE {sku} = ?")
-	q.due = q.sql("SELECT order_id, deadline_ms FROM {L} WHERE state = 1 AND deadline_ms <= ? ORDER BY deadline_ms LIMIT ?")
+	// A line partial reverts emptied is skipped: it returns nothing, so it
+	// takes none of a pass's limit (its order has another line, or it
+	// would be reverted).
+	q.due = q.sql("SELECT order_id, deadline_ms FROM {L} WHERE state = 1 AND deadline_ms <= ? AND qty > returned" +
+		" ORDER BY deadline_ms LIMIT ?")
 	// Line 0 stands for its order: every order has one, and all its lines
 	// share the state and the deadline.
 	q.heldBefore = q.sql("SELECT l.order_id, l.sku, l.qty, l.returned, l.user_id, l.deadline_ms FROM" +

@@ -12,7 +12,8 @@ import (
 )
 
 // ReclaimExpired implements stock.Reclaimer. It reads up to limit due
-// held lines through the ledger's (state, deadline) index, so a pass costs
+// held lines with units left (partial reverts may have emptied some)
+// through the ledger's (state, deadline) index, so a pass costs
 // in proportion to what is due, not to the ledger's size. Then, in one
 // transaction, their orders are moved from held to expired in batches:
 // on PostgreSQL and SQLite one conditional UPDATE ... RETURNING per batch
@@ -158,7 +159,8 @@ func (s *Store) scanExpired(rs *sql.Rows, err error) ([]expiredLine, error) {
 }
 
 // dueOrders returns the sorted IDs of the orders of up to limit held lines
-// whose deadline is at or before now, earliest deadline first.
+// with units left whose deadline is at or before now, earliest deadline
+// first.
 func (s *Store) dueOrders(ctx context.Context, now int64, limit int) (ids []string, oldestMs int64, err error) {
 	rs, err := s.db.QueryContext(ctx, s.q.due, now, limit)
 	if err != nil {

@@ -111,6 +111,70 @@ func (s *Store) readSettings(ctx context.Context, items []stock.Item) ([]setting
 	return settingsOfRows(rows), nil
 }
 
+// lockedRow is a stock row as a group reads it under its lock.
+type lockedRow struct {
+	stockRow
+	found bool
+}
+
+// lockRows locks the stock rows of the sorted skus, in SKU order, and
+// reads them (and remembers their settings); a SKU without a row comes
+// back not found.
+func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]lockedRow, error) {
+	rs, err := q.QueryContext(ctx, s.q.lockStockIn(len(skus)), anys(skus)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	found := make(map[string]stockRow, len(skus))
+	for rs.Next() {
+		var (
+			sku string
+			r   stockRow
+		)
+		if err := rs.Scan(&sku, &r.avail, &r.limit, &r.ttlMS, &r.maxMS); err != nil {
+			return nil, err
+		}
+		found[sku] = r
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	rows := make([]lockedRow, len(skus))
+	for i, sku := range skus {
+		r, ok := found[sku]
+		if !ok {
+			s.settings.Remove(sku)
+			continue
+		}
+		s.settings.Add(sku, r.settings())
+		rows[i] = lockedRow{r, true}
+	}
+	return rows, nil
+}
+
+// lockItems locks the stock rows of the sorted items in one statement, in
+// SKU order, and reads them, or fails with stock.ErrUnknownSKU naming the
+// first SKU without a row.
+func (s *Store) lockItems(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
+	skus := make([]string, len(items))
+	for i, it := range items {
+		skus[i] = it.SKU
+	}
+	locked, err := s.lockRows(ctx, q, skus)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]stockRow, len(locked))
+	for i, r := range locked {
+		if !r.found {
+			return nil, &stock.SKUError{SKU: skus[i], Err: stock.ErrUnknownSKU}
+		}
+		rows[i] = r.stockRow
+	}
+	return rows, nil
+}
+
 // ledgerLine is one ledger row of an order.
 type ledgerLine struct {
 	line            int64 // position in SKU order
