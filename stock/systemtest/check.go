@@ -166,24 +166,26 @@ func (r *runner) checkView(v view) {
 				continue
 			}
 			ro, go_ := v.recOrd[o.id], v.gateOrd[o.id]
+			// Each tier counts what partial reverts left of the line there.
+			qr, qg := leftAt(ro, sku, q), leftAt(go_, sku, q)
 			switch ro.State {
 			case stock.StateHeld:
-				held += q
+				held += qr
 			case stock.StateConfirmed:
-				sold += q
+				sold += qr
 			}
 			sure := !r.unsure(o)
 			if go_.State == stock.StateHeld {
-				gHigh += q
+				gHigh += qg
 				if sure {
-					gLow += q
+					gLow += qg
 				}
 			}
 			switch {
 			case sure && go_.State == stock.StateHeld && !ro.State.Takes():
-				inFlight += q
+				inFlight += qg
 			case !sure && ro.State.Takes():
-				excused += q
+				excused += qr
 			}
 			if go_.State.Takes() != ro.State.Takes() && len(oneSided) < 6 {
 				settled := "settled"
@@ -217,13 +219,14 @@ func (r *runner) checkView(v view) {
 		}
 		for _, it := range o.items {
 			if ro.State.Takes() {
-				recUser[key{o.user, it.SKU}] += it.Qty
+				recUser[key{o.user, it.SKU}] += leftAt(ro, it.SKU, it.Qty)
 			}
 			if go_.State.Takes() && !r.unsure(o) {
-				gateUser[key{o.user, it.SKU}] += it.Qty
+				gateUser[key{o.user, it.SKU}] += leftAt(go_, it.SKU, it.Qty)
 			}
 		}
 	}
+	r.checkReturns(v)
 	for _, tier := range []struct {
 		name string
 		sum  map[key]int64

@@ -91,15 +91,22 @@ type Config struct {
 	// StepTimeout bounds one step: a step that neither finishes nor parks
 	// in that time is reported as hung and ends the run; default 30s.
 	StepTimeout time.Duration
+	// NoPartial leaves out the steps of partial returns
+	// (stock.PartialReverter), hold extensions (stock.HoldExtender) and
+	// orders with their own hold time, which a run otherwise takes where
+	// the flows implement them; it also replays the seeds of runs from
+	// before those steps existed.
+	NoPartial bool
 	// Logf, if set, receives every step of the trace as it runs.
 	Logf func(format string, args ...any)
 }
 
 // DefaultListings are the SKUs of a Config that sets none: three SKUs
-// with different hold times, two of them with a per-user limit.
+// with different hold times, two of them with a per-user limit, two with
+// holds that may be extended (MaxHoldTTL).
 var DefaultListings = []stock.Listing{
-	{SKU: "sys-a", Units: 12, PerUserLimit: 4, HoldTTL: 4 * time.Second},
-	{SKU: "sys-b", Units: 8, HoldTTL: 6 * time.Second},
+	{SKU: "sys-a", Units: 12, PerUserLimit: 4, HoldTTL: 4 * time.Second, MaxHoldTTL: 10 * time.Second},
+	{SKU: "sys-b", Units: 8, HoldTTL: 6 * time.Second, MaxHoldTTL: 15 * time.Second},
 	{SKU: "sys-c", Units: 6, PerUserLimit: 3, HoldTTL: 3 * time.Second},
 }
 

@@ -15,7 +15,11 @@
 // never pay; callers retry calls whose answer was lost, with the same
 // order or operation ID, on any node, and now and then repeat a Deduct
 // already told yes (a redelivered message); the clock moves by up to
-// Config.MaxTick (hold times are seconds); nodes run the reclaimer
+// Config.MaxTick (hold times are seconds); where the flows implement
+// them, buyers give back some units of an order (stock.PartialReverter,
+// under a new operation ID, retried with it), extend a hold within its
+// bound (stock.HoldExtender) and place orders with their own hold time
+// (stock.Order.HoldTTL; Config.NoPartial leaves these out); nodes run the reclaimer
 // (tiered ReclaimExpired); a reconcile pass runs (Config.Repair); SKUs are
 // restocked under new operation IDs; the gate loses its data
 // (Config.Flush) or its server restarts (Config.Restart).
@@ -57,23 +61,30 @@
 //     exceed the units put on sale plus restocked, and available + held +
 //     sold equals them (up to restocks whose answer was lost);
 //   - exactly-once: the record's held and sold units are the sums of its
-//     held and confirmed orders, each order's lines are the ones asked;
+//     held and confirmed orders (what partial returns left of each line,
+//     as each tier reports it), each order's lines are the ones asked, and
+//     neither tier gave back more of a line than the returns sent for it;
 //   - gate-holds: the gate's held units belong to orders it reports held;
 //   - gate-bound (design invariant 6), below;
 //   - user-limit: no user holds or bought more of a SKU than its limit, at
 //     the record, nor (settled orders) at the gate;
 //   - told-yes: an order told nil is in the record (held or confirmed)
 //     with its lines; a Confirm told nil is confirmed there; a Revert told
-//     nil is held by neither tier; a buyer told yes who then pays, or
-//     repeats the Deduct, before the deadline is not refused;
+//     nil is held by neither tier; a return told nil is given back at the
+//     record; an extension told nil holds at each tier until at least its
+//     deadline; a buyer told yes who then pays, or repeats the Deduct,
+//     before the deadline (the latest extension told nil included) is not
+//     refused;
 //   - refusal-took-stock: an order refused for good (sold out, limit,
 //     conflict) on its only attempt holds nothing at either tier;
 //   - contract: no ErrUnknownSKU for a SKU on sale, no ErrInvalid for a
-//     valid call;
+//     valid call, no ErrExceedsOrder or ErrConflict for a return within
+//     what the order has left, no ErrHoldTooLong for an extension within
+//     the order's bound;
 //   - held-past-deadline: after a reclaim that returned nil and left
 //     nothing due, no order whose deadline (at the latest: its last Deduct
-//     plus its shortest hold time) passed before the reclaim began is held
-//     at either tier.
+//     plus its hold time, or the latest extension sent) passed before the
+//     reclaim began is held at either tier.
 //
 // The gate bound is checked for every SKU the gate has a state for (one
 // that lost it admits nothing):

@@ -39,6 +39,12 @@ func (r *runner) finish(c *call, res result) {
 		if definitive {
 			r.answered(c, res.err)
 		}
+	case "return", "extend":
+		c.o.settle(c.kind, definitive)
+		r.finishPartial(c, res.err, definitive)
+		if definitive {
+			r.answered(c, res.err)
+		}
 	case "restock":
 		switch {
 		case died:
@@ -106,6 +112,8 @@ func (r *runner) answered(c *call, err error) {
 		case c.toldYes && !o.revertSent && beforeDue && o.parked == 0:
 			r.violate(CheckToldYes, "%s: %v: a buyer told yes paid before the deadline and was refused", c.desc, err)
 		}
+	case "return", "extend":
+		r.answeredPartial(c, err, gate, rec)
 	case "revert":
 		if err == nil {
 			o.reverted = true

@@ -31,6 +31,49 @@ type order struct {
 	revertSent bool // a Revert was sent
 	reverted   bool // a Revert returned nil
 	scripted   bool // bought by a Config.Script step
+	// own is the order's own hold time (stock.Order.HoldTTL), 0 for none;
+	// maxHold the shortest MaxHoldTTL of its SKUs (the bound of its
+	// deadline, counted from its Deduct).
+	own, maxHold time.Duration
+	// returned are the units partial reverts told nil gave back, per SKU;
+	// maybe those of the partial reverts sent and not refused on a first,
+	// clean answer (an upper bound of what a tier may have given back).
+	returned, maybe map[string]int64
+	// ret is the partial revert in doubt (retried with its OpID), if any.
+	ret *stock.Return
+	// retAgain: ret had an answer that was not definitive, so a later
+	// refusal may come after a tier applied it.
+	retAgain bool
+	// extTold is the latest deadline an ExtendHold told nil asked for;
+	// extSent the latest any ExtendHold not refused asked for; ext the one
+	// in doubt (retried as it is).
+	extTold, extSent, ext time.Time
+}
+
+// left returns what the order still takes of sku as far as the checker
+// knows: its line less the units returned or being returned.
+func (o *order) left(sku string) int64 { return o.qty(sku) - o.maybe[sku] }
+
+// leftAt returns what a tier's report of the order says it still takes of
+// sku: the line less the units partial reverts gave back there.
+func leftAt(in stock.OrderInfo, sku string, ordered int64) int64 {
+	for _, it := range in.Returned {
+		if it.SKU == sku {
+			return ordered - it.Qty
+		}
+	}
+	return ordered
+}
+
+// returnedAt returns the units a tier's report says partial reverts gave
+// back of sku.
+func returnedAt(in stock.OrderInfo, sku string) int64 {
+	for _, it := range in.Returned {
+		if it.SKU == sku {
+			return it.Qty
+		}
+	}
+	return 0
 }
 
 // doubtful reports whether some call about the order awaits a definitive
@@ -53,19 +96,29 @@ func (o *order) settle(kind string, definitive bool) {
 	}
 }
 
-func (o *order) deadlineMin() time.Time { return o.firstSent.Add(o.hold) }
+// deadlineMin is the earliest the gate's deadline can be: its first
+// Deduct plus its hold time, or the latest extension told nil.
+func (o *order) deadlineMin() time.Time { return later(o.firstSent.Add(o.hold), o.extTold) }
 
 // deadlineMax is the latest the gate's deadline can be; false while a
-// Deduct of the order is parked (it may still write).
+// call about the order is parked (it may still write).
 func (o *order) deadlineMax() (time.Time, bool) {
 	if o.parked > 0 {
 		return time.Time{}, false
 	}
-	return o.lastEnd.Add(o.hold), true
+	return later(o.lastEnd.Add(o.hold), o.extSent), true
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (o *order) stockOrder() stock.Order {
-	return stock.Order{ID: o.id, UserID: o.user, Items: slices.Clone(o.items)}
+	return stock.Order{ID: o.id, UserID: o.user, Items: slices.Clone(o.items), HoldTTL: o.own}
 }
 
 func (o *order) qty(sku string) int64 {
@@ -82,6 +135,9 @@ func (o *order) String() string {
 	b.WriteString(o.id + " " + o.user)
 	for _, it := range o.items {
 		b.WriteString(" " + it.SKU + "×" + strconv.FormatInt(it.Qty, 10))
+	}
+	if o.own != 0 {
+		b.WriteString(" hold " + o.own.String())
 	}
 	return b.String()
 }

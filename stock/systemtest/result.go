@@ -81,7 +81,7 @@ func (r Result) Err() error {
 // Summary is a one-line account of the run.
 func (r Result) Summary() string {
 	c := r.Counts
-	return fmt.Sprintf("seed %d: %d steps in %v: %d orders (%d told yes), %d faults (%d parks, %d deaths), %d flushes, %d restarts, %d repairs, %d reclaims, %d restocks, %d violations",
-		r.Seed, r.Steps, r.Elapsed.Round(time.Millisecond), c["orders"], c["yes"], c["faults"], c["parks"], c["deaths"],
+	return fmt.Sprintf("seed %d: %d steps in %v: %d orders (%d told yes), %d partial returns, %d extensions, %d faults (%d parks, %d deaths), %d flushes, %d restarts, %d repairs, %d reclaims, %d restocks, %d violations",
+		r.Seed, r.Steps, r.Elapsed.Round(time.Millisecond), c["orders"], c["yes"], c["returns"], c["extensions"], c["faults"], c["parks"], c["deaths"],
 		c["flushes"], c["restarts"], c["repairs"], c["reclaims"], c["restocks"], len(r.Violations))
 }

@@ -14,10 +14,12 @@ import (
 // call is one call the checker made to the flow, running on its own
 // goroutine so that it can park at a hand-off while other steps run.
 type call struct {
-	kind  string // deduct, confirm, revert, reclaim, repair, restock
+	kind  string // deduct, confirm, revert, return, extend, reclaim, repair, restock
 	node  int
 	o     *order
 	rs    *restockOp
+	ret   stock.Return // a return's
+	ext   time.Time    // an extension's deadline
 	ctl   *ctl
 	start time.Time
 	step  int // the step that sent it

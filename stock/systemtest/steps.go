@@ -18,8 +18,16 @@ func (r *runner) randomStep() {
 	}
 	x := r.rng.IntN(100)
 	switch {
-	case x < 28:
+	case x < 20:
 		r.buy()
+	case x < 24:
+		if !r.partialReturn() {
+			r.buy()
+		}
+	case x < 28:
+		if !r.extend() {
+			r.buy()
+		}
 	case x < 40:
 		if !r.pay() {
 			r.buy()
@@ -68,13 +76,18 @@ func (r *runner) newOrder(user string, items []stock.Item, node int) {
 	r.nextID++
 	o := &order{id: fmt.Sprintf("o%d", r.nextID), user: user, items: slices.Clone(items), scripted: r.forced != nil}
 	for _, it := range items {
-		h := r.listing[it.SKU].HoldTTL
-		if h <= 0 {
-			h = stock.DefaultHoldTTL
-		}
-		if o.hold == 0 || h < o.hold {
+		l := r.listing[it.SKU]
+		if h := l.EffectiveHoldTTL(); o.hold == 0 || h < o.hold {
 			o.hold = h
 		}
+		if m := l.EffectiveMaxHoldTTL(); o.maxHold == 0 || m < o.maxHold {
+			o.maxHold = m
+		}
+	}
+	if r.cfg.Script == nil && !r.cfg.NoPartial && r.rng.IntN(4) == 0 {
+		// An order with its own hold time, up to its SKUs' maximum.
+		o.own = time.Duration(1+r.rng.Int64N(o.maxHold.Milliseconds())) * time.Millisecond
+		o.hold = o.own
 	}
 	slices.SortFunc(o.items, func(a, b stock.Item) int { return strings.Compare(a.SKU, b.SKU) })
 	o.firstSent = r.now()
@@ -163,6 +176,10 @@ func (r *runner) retry() bool {
 		r.revert(o, r.node())
 	case o.doubt["confirm"]:
 		r.confirm(o, r.node())
+	case o.doubt["return"] && o.ret != nil:
+		r.revertItems(o, *o.ret, r.node())
+	case o.doubt["extend"] && !o.ext.IsZero():
+		r.extendTo(o, o.ext, r.node())
 	default:
 		r.deduct(o, r.node())
 	}

@@ -19,22 +19,46 @@ type tier struct {
 // wrap returns m behind the checker's hand-off points, implementing
 // stock.Reclaimer, stock.OrderReader and stock.HoldLister exactly when m
 // does (and stock.HoldReverter when m implements all four, as a
-// tiered.RecordStore does), so that code choosing by type assertion sees
-// the same tier.
+// tiered.RecordStore does; stock.PartialReverter and stock.HoldExtender
+// too when m implements them besides those of a record, or besides
+// stock.Reclaimer and stock.OrderReader as a gate does), so that code
+// choosing by type assertion sees the same tier.
 func wrap(name string, m stock.Manager) stock.Manager {
 	t := &tier{name: name, m: m}
 	_, rc := m.(stock.Reclaimer)
 	_, rd := m.(stock.OrderReader)
 	_, hl := m.(stock.HoldLister)
 	_, hr := m.(stock.HoldReverter)
+	_, pr := m.(stock.PartialReverter)
+	_, he := m.(stock.HoldExtender)
 	type (
 		M  = stock.Manager
 		RC = stock.Reclaimer
 		RD = stock.OrderReader
 		HL = stock.HoldLister
 		HR = stock.HoldReverter
+		PR = stock.PartialReverter
+		HE = stock.HoldExtender
 	)
 	switch {
+	case rc && rd && hl && hr && pr && he: // a record: sqlstock, memstock
+		return struct {
+			M
+			RC
+			RD
+			HL
+			HR
+			PR
+			HE
+		}{t, t, t, t, t, t, t}
+	case rc && rd && pr && he && !hl: // a gate: redisstock
+		return struct {
+			M
+			RC
+			RD
+			PR
+			HE
+		}{t, t, t, t, t}
 	case rc && rd && hl && hr:
 		return struct {
 			M
@@ -193,4 +217,16 @@ func (t *tier) RevertHeld(ctx context.Context, id string) (got stock.State, err 
 		got = stock.StateUnknown
 	}
 	return got, err
+}
+
+func (t *tier) RevertItems(ctx context.Context, r stock.Return) error {
+	skus := make([]string, len(r.Items))
+	for i, it := range r.Items {
+		skus[i] = it.SKU
+	}
+	return t.do(ctx, "RevertItems", skus, true, func() error { return t.m.(stock.PartialReverter).RevertItems(ctx, r) })
+}
+
+func (t *tier) ExtendHold(ctx context.Context, id string, deadline time.Time) error {
+	return t.do(ctx, "ExtendHold", nil, true, func() error { return t.m.(stock.HoldExtender).ExtendHold(ctx, id, deadline) })
 }
