@@ -22,9 +22,13 @@ var _ stock.HoldExtender = (*Store)(nil)
 // stock.ErrHoldTooLong. An order placed by an earlier version of this
 // package, which kept no bound, cannot be extended (stock.ErrHoldTooLong).
 // A reply lost after the UPDATE was sent is run again: the order then
-// has the deadline, and the answer is nil. On SQLite the UPDATE and the
-// read run in one IMMEDIATE transaction, which waits for the write lock
-// as every write of the Store does.
+// has the deadline, and the answer is nil. The UPDATE waits at most
+// Config.LockWait for the lines' row locks (held by a Confirm or a
+// caller's transaction, say): on MySQL and MariaDB past it the answer is
+// stock.ErrContention, on PostgreSQL, where the statement is canceled,
+// stock.ErrUnknownOutcome (call again). On SQLite the UPDATE and the read
+// run in one IMMEDIATE transaction, which waits for the write lock as
+// every write of the Store does.
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()
@@ -32,24 +36,43 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		return err
 	}
 	to := deadline.UnixMilli()
-	return s.retry(ctx, "extend hold", true, func() error {
-		if s.d == SQLite {
-			// In the one writer's IMMEDIATE transaction, which waits for
-			// the write lock up to Config.LockWait (busy_timeout).
-			return s.inTx(ctx, func(q querier) error {
-				n, err := affected(q.ExecContext(ctx, s.q.extend, to, orderID, s.nowMS(), to, to))
-				if err != nil || n > 0 {
-					return err
-				}
-				return s.whyNotExtended(ctx, q, s.q.readOrder, orderID, to)
-			})
-		}
-		n, err := s.execWrite(ctx, s.q.extend, to, orderID, s.nowMS(), to, to)
-		if err != nil || n > 0 {
+	return s.retry(ctx, "extend hold", true, func() error { return s.extendOnce(ctx, orderID, to) })
+}
+
+// extendOnce is one attempt of ExtendHold.
+func (s *Store) extendOnce(ctx context.Context, orderID string, to int64) error {
+	switch s.d {
+	case SQLite:
+		// In the one writer's IMMEDIATE transaction, which waits for the
+		// write lock up to Config.LockWait (busy_timeout).
+		return s.inTx(ctx, func(q querier) error {
+			n, err := affected(q.ExecContext(ctx, s.q.extend, to, orderID, s.nowMS(), to, to))
+			if err != nil || n > 0 {
+				return err
+			}
+			return s.whyNotExtended(ctx, q, s.q.readOrder, orderID, to)
+		})
+	case Postgres:
+		// An autocommit statement cannot carry lock_timeout: its wait for
+		// the lines' row locks is bounded by Config.LockWait through its
+		// context, as the one-statement deduct's is (see takeOnePG).
+		wait, cancel := context.WithTimeout(ctx, s.cfg.LockWait)
+		n, err := s.execWrite(wait, s.q.extend, to, orderID, s.nowMS(), to, to)
+		timedOut := err != nil && wait.Err() != nil && ctx.Err() == nil
+		cancel()
+		switch {
+		case timedOut:
+			return &UnknownOutcomeError{Op: "extend hold", Attempts: 1, Last: err}
+		case err != nil || n > 0:
 			return err
 		}
 		return s.whyNotExtended(ctx, s.db, s.q.readOrder, orderID, to)
-	})
+	}
+	n, err := s.execWrite(ctx, s.q.extend, to, orderID, s.nowMS(), to, to)
+	if err != nil || n > 0 {
+		return err
+	}
+	return s.whyNotExtended(ctx, s.db, s.q.readOrder, orderID, to)
 }
 
 // whyNotExtended answers an extension of orderID to deadline to (Unix ms)

@@ -247,3 +247,53 @@ func TestExtendHoldLostReplyIsResolvedByRetry(t *testing.T) {
 		})
 	}
 }
+
+// An extension waits at most Config.LockWait for the order's lines, held
+// by another transaction: then it is contention (an unknown outcome on
+// PostgreSQL, whose statement is canceled), and once the lock goes a
+// retry extends the hold.
+func TestExtendHoldLockWaitIsBounded(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			db := b.open(t)
+			clock := stocktest.NewClock(stocktest.Epoch)
+			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: clock,
+				LockWait: 10 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
+			ctx := t.Context()
+			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, MaxHoldTTL: time.Hour}))
+			mustOK(t, "Deduct", s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 1)}}))
+
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			begin, lock := "BEGIN", "SELECT qty FROM "+quote(b.dialect, s.Tables()[1])+" WHERE order_id = 'o1' FOR UPDATE"
+			if b.dialect == sqlstock.SQLite {
+				begin, lock = "BEGIN IMMEDIATE", "SELECT 1"
+			}
+			for _, q := range []string{begin, lock} {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			start := time.Now()
+			err = s.ExtendHold(ctx, "o1", stocktest.Epoch.Add(30*time.Minute))
+			took := time.Since(start)
+			if b.dialect == sqlstock.Postgres {
+				unknownOnly(t, "ExtendHold under a held lock", err)
+			} else if !errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
+				t.Fatalf("ExtendHold under a held lock: %v, want stock.ErrContention", err)
+			}
+			if took > 5*time.Second {
+				t.Fatalf("ExtendHold under a held lock took %v", took)
+			}
+			if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+			mustOK(t, "ExtendHold once the lock is gone", s.ExtendHold(ctx, "o1", stocktest.Epoch.Add(30*time.Minute)))
+			wantDeadline(t, s, "o1", 30*time.Minute)
+		})
+	}
+}
