@@ -266,3 +266,113 @@ func TestReclaimSkipsEmptiedLines(t *testing.T) {
 		}
 	})
 }
+
+// Partial reverts, confirms, extensions and reclaims of the same orders,
+// racing across their deadline, keep the books: every unit is available,
+// held by a held order or sold to a confirmed one, exactly as the ledger
+// says what each order still has, and each user's units are what their
+// orders still take.
+func TestPartialRevertsRaceConfirmExtendAndReclaim(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
+		clock := stocktest.NewClock(stocktest.Epoch)
+		s := newStore(t, b.open(t), sqlstock.Config{Dialect: b.dialect, Strategy: st, Clock: clock})
+		ctx := t.Context()
+		const orders, units, qty = 16, 100, 3
+		mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: units, PerUserLimit: qty,
+			HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}))
+		ids := make([]string, orders)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("o%02d", i)
+			mustOK(t, "Deduct", s.Deduct(ctx, mkOrder(ids[i], fmt.Sprintf("u%d", i), mkItem("a", qty))))
+		}
+		clock.Advance(time.Minute - time.Millisecond)
+		again := func(f func() error) error {
+			err := f()
+			for errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
+				err = f()
+			}
+			return err
+		}
+		var wg sync.WaitGroup
+		fail := func(what string, err error, ok ...error) {
+			for _, o := range ok {
+				if errors.Is(err, o) {
+					return
+				}
+			}
+			if err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+		for i, id := range ids {
+			wg.Add(3)
+			go func() {
+				defer wg.Done()
+				fail("RevertItems "+id, again(func() error { return s.RevertItems(ctx, mkReturn("r1", id, mkItem("a", 1))) }),
+					stock.ErrHoldExpired)
+				fail("RevertItems again "+id, again(func() error { return s.RevertItems(ctx, mkReturn("r2", id, mkItem("a", 1))) }),
+					stock.ErrHoldExpired)
+			}()
+			go func() {
+				defer wg.Done()
+				if i%2 == 0 {
+					fail("Confirm "+id, again(func() error { return s.Confirm(ctx, id) }), stock.ErrHoldExpired, stock.ErrOrderClosed)
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				if i%3 == 0 {
+					fail("ExtendHold "+id, again(func() error { return s.ExtendHold(ctx, id, stocktest.Epoch.Add(5*time.Minute)) }),
+						stock.ErrHoldExpired, stock.ErrOrderConfirmed, stock.ErrOrderClosed)
+				}
+			}()
+		}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			time.Sleep(5 * time.Millisecond)
+			clock.Advance(time.Millisecond) // the deadline passes mid-race
+		}()
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if err := again(func() error { _, err := s.ReclaimExpired(ctx, 7); return err }); err != nil {
+					t.Errorf("ReclaimExpired: %v", err)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		wg.Wait()
+		if _, err := s.ReclaimExpired(ctx, orders); err != nil {
+			t.Fatal(err)
+		}
+
+		infos, err := s.Orders(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held, sold int64
+		for i, in := range infos {
+			var returned int64
+			for _, r := range in.Returned {
+				returned += r.Qty
+			}
+			left := qty - returned
+			var user int64
+			switch in.State {
+			case stock.StateHeld:
+				held, user = held+left, left
+			case stock.StateConfirmed:
+				sold, user = sold+left, left
+			case stock.StateReverted, stock.StateRefunded:
+				if left != 0 {
+					t.Fatalf("%s is %v with %d units left", in.ID, in.State, left)
+				}
+			}
+			if n, err := s.UserUnits(ctx, "a", fmt.Sprintf("u%d", i)); err != nil || n != user {
+				t.Fatalf("UserUnits of %s's user = %d, %v; want %d (%+v)", in.ID, n, err, user, in)
+			}
+		}
+		wantLevels(t, s, "after the race", "a", units-held-sold, held, sold)
+	})
+}
