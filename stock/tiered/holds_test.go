@@ -276,3 +276,29 @@ func TestExtendHoldAtTheCap(t *testing.T) {
 
 // setClock moves c forward to t.
 func setClock(c *stocktest.Clock, t time.Time) { c.Advance(t.Sub(c.Now())) }
+
+// A repeat of an order whose record copy passed its deadline there, taken
+// again as new by a gate that lost it, returns the record's copy at once
+// (not at the record's reclaimer), before the gate's hold: the gate never
+// sells again units the record still holds.
+func TestRepeatPastTheRecordDeadlineReturnsTheCopy(t *testing.T) {
+	x := newExtFixture(t, 0)
+	ctx := t.Context()
+	if err := x.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	lost := newExt(memstock.New(x.clock)) // rebuilt: the record's hold counted taken
+	if err := lost.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 7, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	m := tiered.New(lost, x.xrecord, tiered.Config{Clock: x.clock})
+	x.clock.Advance(2 * time.Minute) // the record's own deadline, no reclaim run
+	if err := m.Deduct(ctx, ord("o1", 3)); !errors.Is(err, stock.ErrHoldExpired) {
+		t.Fatalf("repeat past the record's deadline = %v, want ErrHoldExpired", err)
+	}
+	x.want(x.record, "record", "a", 10, 0, 0)
+	x.want(lost.Faulty, "gate", "a", 7, 0, 0)
+}

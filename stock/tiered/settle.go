@@ -89,10 +89,25 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 		if !stock.IsBusiness(err) {
 			return &TierError{Tier: Record, Op: "deduct", Err: err}
 		}
+		sold := false
+		if errors.Is(err, stock.ErrHoldExpired) {
+			// A repeat whose copy at the record passed its deadline there
+			// (a gate that lost the order took it again as new): the copy
+			// is returned before the gate's hold, so the gate never sells
+			// again units the record still holds until its reclaimer runs.
+			var rerr *TierError
+			if sold, rerr = m.revertRecord(ctx, o.ID, "settle"); rerr != nil {
+				rerr.Outcome = err
+				return rerr
+			}
+		}
 		if rerr := m.gate.Revert(ctx, o.ID); rerr != nil && !errors.Is(rerr, stock.ErrUnknownOrder) {
 			// The gate hold stays until a retry reverts it (or its
 			// deadline): the refusal is not final yet.
 			return &TierError{Tier: Gate, Op: "revert after the record refused", Err: rerr, Outcome: err}
+		}
+		if sold {
+			return nil // confirmed meanwhile: a repeat of a sale
 		}
 		return err
 	}
