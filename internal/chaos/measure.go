@@ -166,9 +166,14 @@ func Measure(ctx context.Context, events []Event, sale SaleConfig, record, gate 
 		for _, it := range o.items {
 			want[it.SKU] += it.Qty
 		}
+		returned := map[string]int64{}
+		for _, it := range rec[i].Returned {
+			returned[it.SKU] = it.Qty
+		}
 		for _, it := range rec[i].Items {
-			taken[it.SKU] += it.Qty
-			perUser[[2]string{o.user, it.SKU}] += it.Qty
+			// What partial reverts left of the line is what it takes.
+			taken[it.SKU] += it.Qty - returned[it.SKU]
+			perUser[[2]string{o.user, it.SKU}] += it.Qty - returned[it.SKU]
 			want[it.SKU] -= it.Qty
 		}
 		for sku, left := range want {
