@@ -11,9 +11,11 @@ var _ stock.OrderReader = (*Manager)(nil)
 
 // Orders implements stock.OrderReader: each order as the flow sees it,
 // from one read of each tier. The record says whether an order is recorded
-// and what it holds (the truth); the gate, where holds begin and end, says
-// until when a held order holds (its deadline, without the grace the
-// record adds) and whether and why a hold ended (a hold the gate ended is
+// and what it holds (the truth: its lines, and the units partial reverts
+// gave back, Returned); the gate, where holds begin and end, says until
+// when a held order holds (its deadline, own hold time and extensions
+// included, without the grace the record adds) and whether and why a hold
+// ended (a hold the gate ended is
 // reported as the gate says, though the record's copy is still held or
 // was reverted after it). An order the
 // record does not know is reported as the gate sees it: one whose hand-off
