@@ -53,17 +53,19 @@ for i = 1, n do
   -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
   -- database: the record changes, the missing counters are not recreated.
   local live = redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 1
+  -- A line partial returns emptied (qty 0) changes state, never a count:
+  -- Redis refuses the increment "-0".
   if expired and (r[1] == 'held' or r[1] == 'confirmed') then
-    if live then
+    if live and qty > 0 then
       redis.call('HINCRBY', KEYS[b + 1], r[1] == 'held' and 'held' or 'sold', -qty)
       redis.call('HINCRBY', KEYS[b + 1], 'avail', qty)
     end
-    if r[3] ~= '' and redis.call('HINCRBY', KEYS[b + 3], r[3], -qty) <= 0 then
+    if r[3] ~= '' and qty > 0 and redis.call('HINCRBY', KEYS[b + 3], r[3], -qty) <= 0 then
       redis.call('HDEL', KEYS[b + 3], r[3])
     end
     redis.call('HSET', KEYS[b + 4], 'st', 'expired')
   elseif not expired and r[1] == 'held' then
-    if live then
+    if live and qty > 0 then
       redis.call('HINCRBY', KEYS[b + 1], 'held', -qty)
       redis.call('HINCRBY', KEYS[b + 1], 'sold', qty)
     end

@@ -80,12 +80,14 @@ for i = 1, n do
       changed = changed + 1
       -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
       -- database; counting into it would make a partial state that sells.
-      if redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 1 then
+      -- A line partial returns emptied (qty 0) changes state only: Redis
+      -- refuses the increment "-0".
+      if qty > 0 and redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 1 then
         redis.call('HINCRBY', KEYS[b + 1], st == 'held' and 'held' or 'sold', -qty)
         redis.call('HINCRBY', KEYS[b + 1], 'avail', qty)
         redis.call('HINCRBY', KEYS[b + 1], 'ver', 1)
       end
-      if r[3] ~= '' and redis.call('HINCRBY', KEYS[b + 3], r[3], -qty) <= 0 then
+      if r[3] ~= '' and qty > 0 and redis.call('HINCRBY', KEYS[b + 3], r[3], -qty) <= 0 then
         redis.call('HDEL', KEYS[b + 3], r[3])
       end
       redis.call('ZREM', KEYS[b + 2], id)

@@ -190,6 +190,37 @@ func init() {
 		e.want("b", 10, 0, 0)
 	})
 
+	register("LinesReturnedWholeStayOutOfTheCounts", func(e *env) {
+		pr := e.partial()
+		if pr == nil {
+			return
+		}
+		e.sale("a", 10, 5, time.Minute)
+		e.sale("b", 10, 5, time.Minute)
+		// Confirm, Revert and a late Confirm of orders with one line
+		// returned whole move only what the other lines still have.
+		for _, id := range []string{"paid", "gone", "late"} {
+			e.mustDeduct(order(id, "u1", item("a", 1), item("b", 1)))
+			e.is(pr.RevertItems(e.ctx(), ret("r1", id, item("b", 1))), nil, "RevertItems of line b whole")
+		}
+		e.want("a", 7, 3, 0)
+		e.want("b", 10, 0, 0)
+		e.is(e.m.Confirm(e.ctx(), "paid"), nil, "Confirm")
+		e.is(e.m.Revert(e.ctx(), "gone"), nil, "Revert")
+		e.want("a", 8, 1, 1)
+		e.want("b", 10, 0, 0)
+		e.wantUser("a", "u1", 2)
+		e.wantUser("b", "u1", 0)
+		e.is(e.m.Revert(e.ctx(), "paid"), nil, "Revert (refund)")
+		e.want("a", 9, 1, 0)
+		e.clock.Advance(time.Minute)
+		e.is(e.m.Confirm(e.ctx(), "late"), stock.ErrHoldExpired, "Confirm past the deadline")
+		e.reclaimAll()
+		e.want("a", 10, 0, 0)
+		e.want("b", 10, 0, 0)
+		e.wantUser("a", "u1", 0)
+	})
+
 	register("PartialRevertRefusals", func(e *env) {
 		pr := e.partial()
 		if pr == nil {
