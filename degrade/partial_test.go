@@ -147,7 +147,7 @@ func TestExtendHoldWaitsForThePrimary(t *testing.T) {
 		t.Fatalf("the fallback was extended: %v -> %v", before[0].Deadline, after[0].Deadline)
 	}
 	// Tiers without the interfaces: refused before anything is sent.
-	bare := degrade.New(stocktest.NewFaulty(primary), stocktest.NewFaulty(fallback), degrade.Config{Clock: clock})
+	bare := degrade.New(struct{ stock.Manager }{primary}, struct{ stock.Manager }{fallback}, degrade.Config{Clock: clock})
 	t.Cleanup(bare.Close)
 	if err := bare.ExtendHold(ctx, "o1", clock.Now().Add(time.Minute)); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("ExtendHold over tiers without it = %v", err)

@@ -56,7 +56,8 @@ var ErrInjected = errors.New("stocktest: injected fault")
 type Call struct {
 	// Method is the name of the called method: "PutOnSale", "Restock",
 	// "Deduct", "Confirm", "Revert", "Available", "Levels",
-	// "ReclaimExpired", "Orders", "UserUnits" or "HeldBefore". A call of
+	// "ReclaimExpired", "Orders", "UserUnits", "HeldBefore", "RevertItems"
+	// or "ExtendHold". A call of
 	// RevertHeld (stock.HoldReverter) is a "Revert": a fault, hook or
 	// count aimed at the store's reverts meets both.
 	Method string
@@ -64,7 +65,8 @@ type Call struct {
 	// (in item order), the one SKU of PutOnSale, Restock, Available,
 	// Levels and UserUnits; nil otherwise.
 	SKUs []string
-	// OrderID is the order of Deduct, Confirm or Revert; empty otherwise.
+	// OrderID is the order of Deduct, Confirm, Revert, RevertItems or
+	// ExtendHold; empty otherwise.
 	OrderID string
 	// OrderIDs are the IDs asked of Orders; nil otherwise.
 	OrderIDs []string
@@ -104,7 +106,8 @@ func OnSKU(sku string) func(Call) bool {
 // Healthy.
 //
 // Every method of stock.Manager, stock.Reclaimer, stock.OrderReader,
-// stock.HoldLister and stock.HoldReverter goes through the fault: the optional interfaces are
+// stock.HoldLister, stock.HoldReverter, stock.PartialReverter and
+// stock.HoldExtender goes through the fault: the optional interfaces are
 // forwarded to the wrapped Manager, and fail with an error wrapping
 // errors.ErrUnsupported when it does not implement them. That is the rule
 // for any wrapper of a store (metrics, tracing, faults): forward every
@@ -127,6 +130,8 @@ var _ interface {
 	stock.OrderReader
 	stock.HoldLister
 	stock.HoldReverter
+	stock.PartialReverter
+	stock.HoldExtender
 } = (*Faulty)(nil)
 
 // NewFaulty returns a Healthy Faulty wrapping m.
@@ -342,17 +347,59 @@ func (f *Faulty) RevertHeld(ctx context.Context, orderID string) (stock.State, e
 	return got, err
 }
 
+// RevertItems calls the wrapped Manager's RevertItems through the fault
+// (SKUs are the return's lines), or fails with errors.ErrUnsupported if it
+// is not a stock.PartialReverter.
+func (f *Faulty) RevertItems(ctx context.Context, r stock.Return) error {
+	skus := make([]string, len(r.Items))
+	for i, it := range r.Items {
+		skus[i] = it.SKU
+	}
+	return f.do(Call{Method: "RevertItems", SKUs: skus, OrderID: r.OrderID}, func() error {
+		pr, ok := f.Manager.(stock.PartialReverter)
+		if !ok {
+			return fmt.Errorf("stocktest: %T is not a stock.PartialReverter: %w", f.Manager, errors.ErrUnsupported)
+		}
+		return pr.RevertItems(ctx, r)
+	})
+}
+
+// ExtendHold calls the wrapped Manager's ExtendHold through the fault, or
+// fails with errors.ErrUnsupported if it is not a stock.HoldExtender.
+func (f *Faulty) ExtendHold(ctx context.Context, orderID string, deadline time.Time) error {
+	return f.do(Call{Method: "ExtendHold", OrderID: orderID}, func() error {
+		hx, ok := f.Manager.(stock.HoldExtender)
+		if !ok {
+			return fmt.Errorf("stocktest: %T is not a stock.HoldExtender: %w", f.Manager, errors.ErrUnsupported)
+		}
+		return hx.ExtendHold(ctx, orderID, deadline)
+	})
+}
+
 // Narrow returns f as a stock.Manager that implements stock.Reclaimer,
 // stock.OrderReader and stock.HoldLister exactly when the wrapped Manager
 // does, for code that checks those interfaces with a type assertion, and
-// stock.HoldReverter too when the wrapped Manager implements all four.
+// stock.HoldReverter too when the wrapped Manager implements all four, and
+// stock.PartialReverter and stock.HoldExtender when it implements all six.
 // Its calls go through f.
 func (f *Faulty) Narrow() stock.Manager {
 	_, rc := f.Manager.(stock.Reclaimer)
 	_, rd := f.Manager.(stock.OrderReader)
 	_, hl := f.Manager.(stock.HoldLister)
 	_, hr := f.Manager.(stock.HoldReverter)
+	_, pr := f.Manager.(stock.PartialReverter)
+	_, hx := f.Manager.(stock.HoldExtender)
 	switch {
+	case rc && rd && hl && hr && pr && hx:
+		return struct {
+			stock.Manager
+			stock.Reclaimer
+			stock.OrderReader
+			stock.HoldLister
+			stock.HoldReverter
+			stock.PartialReverter
+			stock.HoldExtender
+		}{f, f, f, f, f, f, f}
 	case rc && rd && hl && hr:
 		return struct {
 			stock.Manager

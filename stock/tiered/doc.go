@@ -175,11 +175,8 @@
 //
 // [New] takes a [GateStore] and a [RecordStore]: a stock.Manager with the
 // optional interfaces the flow relies on (stock.Reclaimer,
-// stock.OrderReader, and stock.HoldLister at the record). RevertItems and
-// ExtendHold also need stock.PartialReverter and stock.HoldExtender at both
-// tiers (every shipped backend has them); those are checked when called,
-// and a tier without one makes the call fail with errors.ErrUnsupported
-// before anything is written. Asking for them
+// stock.OrderReader, stock.PartialReverter and stock.HoldExtender, and
+// stock.HoldLister and stock.HoldReverter at the record). Asking for them
 // in the types means a tier that lacks one, or a wrapper (metrics,
 // tracing, faults) that forwards only stock.Manager, is refused when the
 // program is built; found by a type assertion at run time, a missing

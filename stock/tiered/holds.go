@@ -3,7 +3,6 @@ package tiered
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/stockguard/stockguard/observe"
@@ -127,20 +126,13 @@ func (m *Manager) grace(ctx context.Context, items []stock.Item, holds map[strin
 // itself. With a Recorder, a hold extended before its hand-off is settled
 // reaches the record with the record's hold time counted from the
 // Settle; extend it again after Settle to carry the extension over.
-//
-// Both tiers must implement stock.HoldExtender (every shipped backend
-// does); otherwise it fails, before anything is written, with an error
-// wrapping errors.ErrUnsupported.
 func (m *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	gate, rec, err := m.extenders()
-	if err != nil {
-		return err
-	}
+	gate, rec := m.gate, m.record
 	gerr := gate.ExtendHold(ctx, orderID, deadline)
 	switch {
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
@@ -201,14 +193,4 @@ func (m *Manager) extendByRecord(ctx context.Context, rec stock.HoldExtender, id
 		return stock.ErrHoldExpired
 	}
 	return rec.ExtendHold(ctx, id, deadline.Add(g))
-}
-
-// extenders returns both tiers as stock.HoldExtenders.
-func (m *Manager) extenders() (gate, rec stock.HoldExtender, err error) {
-	gate, ok1 := m.gate.(stock.HoldExtender)
-	rec, ok2 := m.record.(stock.HoldExtender)
-	if !ok1 || !ok2 {
-		return nil, nil, fmt.Errorf("tiered: both tiers must be stock.HoldExtenders to extend a hold: %w", errors.ErrUnsupported)
-	}
-	return gate, rec, nil
 }

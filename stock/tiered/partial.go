@@ -3,7 +3,6 @@ package tiered
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
@@ -33,20 +32,13 @@ var _ stock.PartialReverter = (*Manager)(nil)
 // Revert while the gate was down) is reported to Config.OnDrift, with the
 // SKUs, and its answer returned: the gate already sells the units again,
 // and reconciliation brings it back to what the record says.
-//
-// Both tiers must implement stock.PartialReverter (every shipped backend
-// does); otherwise it fails, before anything is written, with an error
-// wrapping errors.ErrUnsupported.
 func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevertItems, len(r.Items))
 	defer func() { tr.Done(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	gate, rec, err := m.reverters()
-	if err != nil {
-		return err
-	}
+	gate, rec := m.gate, m.record
 	infos, err := m.record.Orders(ctx, []string{r.OrderID})
 	if err != nil {
 		return err // a read: nothing written
@@ -87,16 +79,6 @@ func (m *Manager) revertItemsByRecord(ctx context.Context, rec stock.PartialReve
 		}
 	}
 	return rec.RevertItems(ctx, r)
-}
-
-// reverters returns both tiers as stock.PartialReverters.
-func (m *Manager) reverters() (gate, rec stock.PartialReverter, err error) {
-	gate, ok1 := m.gate.(stock.PartialReverter)
-	rec, ok2 := m.record.(stock.PartialReverter)
-	if !ok1 || !ok2 {
-		return nil, nil, fmt.Errorf("tiered: both tiers must be stock.PartialReverters to return part of an order: %w", errors.ErrUnsupported)
-	}
-	return gate, rec, nil
 }
 
 // skusOf returns the SKUs of items, in item order.

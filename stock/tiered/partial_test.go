@@ -210,26 +210,3 @@ func TestRevertItemsOfARecordOnlyOrder(t *testing.T) {
 	}
 	x.want(x.record, "record", "a", 9, 1, 0)
 }
-
-// Tiers that do not implement the interfaces make the calls fail before
-// anything is written.
-func TestUnsupportedTiers(t *testing.T) {
-	f := newFixture(t, false) // stocktest.Faulty forwards neither interface
-	ctx := t.Context()
-	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.m.Deduct(ctx, ord("o1", 2)); err != nil {
-		t.Fatal(err)
-	}
-	calls := f.gate.TotalCalls() + f.record.TotalCalls()
-	if err := f.m.RevertItems(ctx, stock.Return{OpID: "r1", OrderID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}}); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("RevertItems = %v, want ErrUnsupported", err)
-	}
-	if err := f.m.ExtendHold(ctx, "o1", f.clock.Now().Add(time.Minute)); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("ExtendHold = %v, want ErrUnsupported", err)
-	}
-	if n := f.gate.TotalCalls() + f.record.TotalCalls(); n != calls {
-		t.Fatalf("%d calls reached the tiers", n-calls)
-	}
-}

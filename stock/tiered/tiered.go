@@ -137,6 +137,8 @@ type GateStore interface {
 	stock.Manager
 	stock.Reclaimer
 	stock.OrderReader
+	stock.PartialReverter
+	stock.HoldExtender
 }
 
 // RecordStore is what a Manager needs of its record: a stock.Manager whose
@@ -146,8 +148,10 @@ type GateStore interface {
 // deadline (stock.HoldLister: the follow-up that returns copies whose gate
 // hold ended unreported), and returns a copy only while it is held
 // (stock.HoldReverter: a copy a Confirm made a sale a moment before is
-// never refunded by the flow). package stock/sqlstock's Store is one, and
-// so is stock/memstock's.
+// never refunded by the flow), and, like the gate, gives back part of an
+// order and extends a hold (stock.PartialReverter, stock.HoldExtender:
+// RevertItems and ExtendHold run at both tiers). package stock/sqlstock's
+// Store is one, and so is stock/memstock's.
 //
 // The wrapping rule of GateStore applies: forward every interface.
 type RecordStore interface {
@@ -156,6 +160,8 @@ type RecordStore interface {
 	stock.OrderReader
 	stock.HoldLister
 	stock.HoldReverter
+	stock.PartialReverter
+	stock.HoldExtender
 }
 
 // Manager is a stock.Manager, stock.Reclaimer, stock.OrderReader,
