@@ -3,9 +3,10 @@
 -- that share one slot, once per operation ID.
 --
 -- KEYS     4 per line i of the order here (i = 1..n), as in
---          stock_deduct.lua: state, holds, users, record (fields st, qty,
---          user, dl, id; ret, the units partial returns gave back; and
---          r:<op> = the signature of each return applied)
+--          stock_deduct.lua: state (its rn counts the returns of held
+--          units), holds, users, record (fields st, qty, user, dl, id;
+--          ret, the units partial returns gave back; and r:<op> = the
+--          signature of each return applied)
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity, as in stock_deduct.lua
@@ -109,6 +110,10 @@ for i = 1, n do
     redis.call('HINCRBY', KEYS[b + 1], r.st == 'held' and 'held' or 'sold', -q)
     redis.call('HINCRBY', KEYS[b + 1], 'avail', q)
     redis.call('HINCRBY', KEYS[b + 1], 'ver', 1)
+    -- A held line's units changed while it stays a hold: Snapshot reads
+    -- the holds' quantities after stock_snapshot.lua's atomic step, and
+    -- tells by rn that one changed in between.
+    if r.st == 'held' then redis.call('HINCRBY', KEYS[b + 1], 'rn', 1) end
     if r.user ~= '' and redis.call('HINCRBY', KEYS[b + 3], r.user, -q) <= 0 then
       redis.call('HDEL', KEYS[b + 3], r.user)
     end

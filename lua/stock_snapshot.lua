@@ -11,7 +11,11 @@
 -- ARGV[1]      n, the number of watched order lines
 -- Reply        {state fields (HMGET, nil for missing), {id, deadline, ...}
 --              of every hold, {st of watched line i, '' when it has no
---              record}, {1 if operation j's marker exists, else 0}}
+--              record}, {1 if operation j's marker exists, else 0}, rn}
+--              where rn is the state's count of partial returns of held
+--              units (stock_return.lua; '' for none): the caller reads the
+--              holds' quantities after this step, and tells by an rn read
+--              after them that none changed in between
 local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'sold', 'limit', 'hold_ms', 'ver', 'epoch', 'gen', 'max_ms')
 local h = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
 local n = tonumber(ARGV[1])
@@ -23,4 +27,4 @@ local ops = {}
 for i = 3 + n, #KEYS do
   ops[#ops + 1] = redis.call('EXISTS', KEYS[i])
 end
-return {s, h, w, ops}
+return {s, h, w, ops, redis.call('HGET', KEYS[1], 'rn') or ''}

@@ -36,7 +36,9 @@
 //	<prefix>:rl:{<order>}      string (Redis Cluster or Ring only), the
 //	                           operation ID of the partial revert of an
 //	                           order on several slots that is running,
-//	                           kept ReturnLease
+//	                           kept ReturnLease while it checks, and
+//	                           until it completes once its applies are
+//	                           sent (at most stock.MaxHoldTTL + Retention)
 //	<prefix>:{<sku>}:rs:<op>   string, marker of a restock operation applied
 //	                           to the SKU (its units; "r": counted by a
 //	                           rebuild), kept Retention
@@ -148,10 +150,12 @@
 // RevertItems then takes the order's return lock (<prefix>:rl:{<order>},
 // for ReturnLease; another return of the order meanwhile is
 // stock.ErrContention, the same OpID takes it again), reads every line and
-// checks them all (a refusal writes nothing), and applies slot group by
-// slot group in one pipeline, each group atomic and applied once per OpID
-// (a retry after stock.ErrUnknownOutcome applies the groups the first call
-// did not reach). ExtendHold reads and checks every line, then moves each
+// checks them all (a refusal writes nothing), takes the lock again until
+// it completes, and applies slot group by slot group in one pipeline, each
+// group atomic and applied once per OpID (a retry after
+// stock.ErrUnknownOutcome applies the groups the first call did not reach;
+// until it does, no other return of the order runs, so none is checked
+// against lines the first has not reached). ExtendHold reads and checks every line, then moves each
 // slot group's lines in one step each; deadlines only grow, so a retry
 // completes it. What is atomic there is each slot group, not the order:
 // a Confirm, Revert or reclaim of the order running at the same time may
@@ -233,6 +237,6 @@
 // A confirmed order can be refunded through Revert while its record lives
 // (Retention after confirmation); later refunds are the database's business.
 // Confirm and Revert take two round trips (the directory, then the lines);
-// RevertItems and ExtendHold two on one server or slot, four or five on
-// several Cluster slots.
+// RevertItems and ExtendHold two on one server or slot; on several Cluster
+// slots ExtendHold three, RevertItems five or six.
 package redisstock

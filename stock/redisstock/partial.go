@@ -33,11 +33,24 @@ var (
 func init() { allScripts = append(allScripts, returnScript, returnLockScript, extendScript) }
 
 // ReturnLease is how long a partial return of an order on several slots of
-// a Redis Cluster keeps the order's return lock: other returns of the
-// order (other operation IDs) meanwhile get stock.ErrContention. A call
-// that ends in stock.ErrUnknownOutcome leaves the lock to its retry (same
-// operation ID) or to the lease.
+// a Redis Cluster keeps the order's return lock while it reads and checks
+// the lines: other returns of the order (other operation IDs) meanwhile get
+// stock.ErrContention. Once it sends its applies, the lock is kept until
+// the call completes; a call that ends in stock.ErrUnknownOutcome then
+// leaves the lock to its retry (same operation ID), which completes it:
+// until then, other returns of the order get stock.ErrContention (for up to
+// stock.MaxHoldTTL plus Config.Retention, past any return the order could
+// take). A call that fails before its applies are sent leaves the lock to
+// its retry or to this lease.
 const ReturnLease = 30 * time.Second
+
+// applyLease is how long the return lock of an order on several slots is
+// kept once a return's applies are sent: longer than any return of the
+// order can apply (a held order refuses returns past its deadline, at most
+// stock.MaxHoldTTL after its Deduct; a confirmed one's records end with
+// Retention), so a call that fails midway keeps the order's returns to its
+// retry. A call that completes, or is refused, gives the lock up at once.
+func (s *Store) applyLease() time.Duration { return stock.MaxHoldTTL + s.keep }
 
 // returnLockKey is the lock of one order's returns on a Redis Cluster, in
 // the slot of its directory entry.
@@ -65,7 +78,9 @@ func opField(op string) string { return "r:" + op }
 // gives back what its lines still allow: a line confirmed meanwhile is
 // refunded, a line returned meanwhile gives nothing more, never more than
 // a line has), and a call that fails midway leaves some groups applied,
-// with stock.ErrUnknownOutcome: its retry (same r) applies the rest.
+// with stock.ErrUnknownOutcome: its retry (same r) applies the rest, and
+// until it does, the order's lock keeps other returns out (see
+// ReturnLease).
 func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevertItems, len(r.Items))
 	defer func() { tr.Done(err) }()
@@ -206,6 +221,19 @@ func (s *Store) returnSlots(ctx context.Context, rt *giveBack, groups [][]stock.
 	}
 	var cmds []sent
 	if len(plan.run) > 0 {
+		// From here some groups may be applied and others not: the lock
+		// must outlive any chance of another return of the order, so that
+		// none checks the lines this one has not reached yet (it would be
+		// applied, and this one's retry would then give back less than it
+		// asked, both told nil). Taking it again also tells a call whose
+		// lease ran out since its check (another return may have run).
+		got, err := returnLockScript.Run(ctx, s.c, lock, rt.op, s.applyLease().Milliseconds()).Int64()
+		if err != nil {
+			return s.writeErr(ctx, "revert items", err) // nothing applied: the retry takes it again
+		}
+		if got != 1 {
+			return fmt.Errorf("redisstock: order %s: %w: another return of the order is running", strconv.Quote(rt.order), stock.ErrContention)
+		}
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			cmds = cmds[:0]
 			for _, gi := range plan.run {

@@ -134,7 +134,7 @@ func TestClusterMultiSlotReturnRetries(t *testing.T) {
 		fx.sale(hi, 10, 0, time.Minute)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
 
-		fx.hook.arm(1, 1, false) // the lock passes, the apply's reply is lost
+		fx.hook.arm(2, 1, false) // the lock (taken, then kept) passes, the apply's reply is lost
 		unknown(t, fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it(lo, 1), it(hi, 1))), "RevertItems with a lost reply")
 		fx.want(lo, 9, 1, 0)
 		fx.want(hi, 9, 1, 0)
@@ -143,7 +143,7 @@ func TestClusterMultiSlotReturnRetries(t *testing.T) {
 		fx.want(lo, 9, 1, 0)
 		fx.want(hi, 9, 1, 0)
 
-		fx.hook.arm(1, 1, true) // the apply is never sent
+		fx.hook.arm(2, 1, true) // the lock passes, the apply is never sent
 		unknown(t, fx.s.RevertItems(fx.ctx(), rt("r2", "o1", it(lo, 1))), "RevertItems not sent")
 		fx.want(lo, 9, 1, 0)
 		is(t, fx.s.RevertItems(fx.ctx(), rt("r2", "o1", it(lo, 1))), nil, "the retry")

@@ -150,12 +150,13 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 	})
 	out := make([]Snapshot, len(todo))
 	ids := make([][]string, len(todo))
+	rns := make([]string, len(todo))
 	for k, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
 			return nil, nil, s.readErr(ctx, "snapshot", err)
 		}
-		if err := parseSnapshot(&out[k], reqs[todo[k]], res, &ids[k]); err != nil {
+		if err := parseSnapshot(&out[k], reqs[todo[k]], res, &ids[k], &rns[k]); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -169,7 +170,7 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 	if err := s.relist(ctx, out, in); err != nil {
 		return nil, nil, err
 	}
-	ended, err := s.holdQtys(ctx, out, ids)
+	ended, err := s.holdQtys(ctx, out, ids, rns)
 	return out, ended, err
 }
 
@@ -202,12 +203,14 @@ func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 	return nil
 }
 
-// parseSnapshot decodes one stock_snapshot.lua reply into sn, and the holds'
-// order IDs and deadlines into sn.Holds (quantities still unset).
-func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string) error {
-	if len(res) != 4 {
+// parseSnapshot decodes one stock_snapshot.lua reply into sn, the holds'
+// order IDs and deadlines into sn.Holds (quantities still unset), and the
+// state's count of partial returns of held units into rn.
+func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn *string) error {
+	if len(res) != 5 {
 		return badReply("snapshot", res)
 	}
+	*rn, _ = res[4].(string)
 	st, _ := res[0].([]any)
 	hs, ok1 := res[1].([]any)
 	ws, ok2 := res[2].([]any)
@@ -255,7 +258,7 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string) er
 // ended reports the snapshot to be read again. The zset is read after the
 // record, on the same server, so a missing record and a hold still in the
 // zset mean the former.
-func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) (ended []bool, err error) {
+func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rns []string) (ended []bool, err error) {
 	ended = make([]bool, len(out))
 	n := 0
 	for _, x := range ids {
@@ -269,6 +272,7 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) (e
 		in  *redis.FloatCmd
 	}
 	cmds := make([][]qtyCmds, len(out))
+	rn := make([]*redis.StringCmd, len(out))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i := range out {
 			cmds[i] = cmds[i][:0]
@@ -276,9 +280,24 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string) (e
 				cmds[i] = append(cmds[i], qtyCmds{p.HMGet(ctx, s.recordKey(out[i].SKU, id), "qty", "user", "ret"),
 					p.ZScore(ctx, s.holdsKey(out[i].SKU), id)})
 			}
+			if len(ids[i]) > 0 {
+				// After the records, on the same server: a partial return
+				// of a held line since the script moved rn.
+				rn[i] = p.HGet(ctx, s.stateKey(out[i].SKU), "rn")
+			}
 		}
 	})
 	for i := range out {
+		if rn[i] != nil {
+			v, err := rn[i].Result()
+			if err != nil && err != redis.Nil {
+				return nil, s.readErr(ctx, "snapshot", err)
+			}
+			if v != rns[i] {
+				ended[i] = true // a hold's quantity changed meanwhile: read again
+				continue
+			}
+		}
 		kept := out[i].Holds[:0]
 		for j, c := range cmds[i] {
 			v, err := c.rec.Result()
