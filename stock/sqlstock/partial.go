@@ -58,21 +58,36 @@ func (s *Store) returnLines(ctx context.Context, q querier, r stock.Return, item
 	if len(lines) == 0 {
 		return &orderError{ID: r.OrderID, Err: stock.ErrUnknownOrder}
 	}
-	var prev string
-	switch err := q.QueryRowContext(ctx, s.q.readReturn, r.OrderID, r.OpID).Scan(&prev); {
-	case err == nil && prev == sig:
-		return nil // applied already
-	case err == nil:
-		return &returnError{OrderID: r.OrderID, OpID: r.OpID, Err: stock.ErrConflict}
-	case !errors.Is(err, sql.ErrNoRows):
+	if answer, found, err := s.appliedReturn(ctx, q, s.q.readReturn, r, sig); err != nil {
 		return err
+	} else if found {
+		return answer
+	}
+	// refuse answers a refusal unless the return applied after all: on
+	// MySQL and MariaDB the plain read above sees the snapshot of a
+	// caller's transaction, which may have been taken before the same
+	// return committed elsewhere (whose lines the lock read as they are
+	// now); a locking read sees the newest row. It is needed only where
+	// the lines show returns, so an order without any takes no lock on
+	// the returns table.
+	refuse := func(refusal error) error {
+		if !s.d.mysqlLike() || !anyReturned(lines) {
+			return refusal
+		}
+		switch answer, found, err := s.appliedReturn(ctx, q, s.q.lockReturn, r, sig); {
+		case err != nil:
+			return err
+		case found:
+			return answer
+		}
+		return refusal
 	}
 	st := lines[0].state
 	switch {
 	case st == stateExpired, st == stateHeld && lines[0].deadline <= s.nowMS():
-		return &orderError{ID: r.OrderID, Err: stock.ErrHoldExpired}
+		return refuse(&orderError{ID: r.OrderID, Err: stock.ErrHoldExpired})
 	case st != stateHeld && st != stateConfirmed:
-		return &orderError{ID: r.OrderID, Err: stock.ErrOrderClosed}
+		return refuse(&orderError{ID: r.OrderID, Err: stock.ErrOrderClosed})
 	}
 	at := make([]int, len(items)) // the line of each item
 	for i, it := range items {
@@ -83,7 +98,7 @@ func (s *Store) returnLines(ctx context.Context, q querier, r stock.Return, item
 			}
 		}
 		if at[i] < 0 || it.Qty > lines[at[i]].left() {
-			return &stock.SKUError{SKU: it.SKU, Err: stock.ErrExceedsOrder}
+			return refuse(&stock.SKUError{SKU: it.SKU, Err: stock.ErrExceedsOrder})
 		}
 	}
 	move := s.q.release
@@ -126,6 +141,34 @@ func (s *Store) returnLines(ctx context.Context, q querier, r stock.Return, item
 	return nil
 }
 
+// appliedReturn looks r up in the returns table through q with query
+// (readReturn, or lockReturn): found reports whether it is there, with
+// its answer: nil for the same items (signature sig), stock.ErrConflict
+// for others.
+func (s *Store) appliedReturn(ctx context.Context, q querier, query string, r stock.Return, sig string) (answer error, found bool, err error) {
+	var prev string
+	switch err := q.QueryRowContext(ctx, query, r.OrderID, r.OpID).Scan(&prev); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	case prev == sig:
+		return nil, true, nil // applied already
+	}
+	return &returnError{OrderID: r.OrderID, OpID: r.OpID, Err: stock.ErrConflict}, true, nil
+}
+
+// anyReturned reports whether partial reverts gave back a unit of the
+// order's lines.
+func anyReturned(lines []ledgerLine) bool {
+	for _, l := range lines {
+		if l.returned > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // allReturned reports whether partial reverts gave back every unit of
 // the order's lines.
 func allReturned(lines []ledgerLine) bool {
@@ -152,8 +195,10 @@ func (e *returnError) Unwrap() error { return e.Err }
 // return is part of the transaction, and is applied once the caller
 // commits. See TxStore for what its answer means. On MySQL and MariaDB a
 // return of the same operation committed after the transaction's snapshot
-// was taken can fail the call with stock.ErrContention (a *TxError): run
-// the whole transaction again, and it answers nil.
+// was taken is never refused for what it returned (a locking read of the
+// returns table answers nil), but where its lines still have units it can
+// fail the call with stock.ErrContention (a *TxError): run the whole
+// transaction again, and it answers nil.
 func (t *TxStore) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	ctx, tr := t.s.obs.Track(ctx, "sqlstock", observe.OpRevertItems, len(r.Items))
 	defer func() { tr.Done(err) }()

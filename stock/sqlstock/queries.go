@@ -35,6 +35,7 @@ type queries struct {
 	due, heldBefore                 string
 	extend                          string // ExtendHold's conditional UPDATE
 	readReturn, insertReturn        string // the returns table
+	lockReturn                      string // readReturn as a locking read (MySQL, MariaDB: the newest row)
 	returnLine                      string // RevertItems' conditional UPDATE of one line
 	beginLockWait, sqliteBusy       string
 	insertOne                       string // insertLedger(1), built once
@@ -115,6 +116,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.extend = q.write("UPDATE {L} SET deadline_ms = ? WHERE order_id = ? AND state = 1" +
 		" AND deadline_ms > ? AND deadline_ms < ? AND bound_ms >= ?")
 	q.readReturn = q.sql("SELECT sig FROM {R} WHERE order_id = ? AND op_id = ?")
+	q.lockReturn = q.sql("SELECT sig FROM {R} WHERE order_id = ? AND op_id = ?" + orderLock)
 	q.insertReturn = q.write("INSERT INTO {R} (order_id, op_id, sig, created_ms) VALUES (?, ?, ?, ?)")
 	q.returnLine = q.write("UPDATE {L} SET returned = returned + ? WHERE order_id = ? AND line = ? AND state = ? AND qty - returned >= ?")
 

@@ -194,14 +194,32 @@ func (s *Store) CreateTables(ctx context.Context) error {
 		return err
 	}
 	for _, st := range stmts {
-		if _, err := s.db.ExecContext(ctx, st); err != nil {
-			return &schemaError{stmt: st, err: err}
+		if err := s.createRacing(ctx, st); err != nil {
+			return err
 		}
 	}
 	for _, c := range added {
 		if err := s.addMissing(ctx, c); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// createRacing runs one CREATE ... IF NOT EXISTS statement of Schema.
+// PostgreSQL checks IF NOT EXISTS before it writes the catalog, so of two
+// processes creating the same table at once one can fail (type already
+// exists, or a duplicate key in pg_type) once the other's table is
+// there: the statement is run again, and then finds it.
+func (s *Store) createRacing(ctx context.Context, st string) error {
+	var err error
+	for range 3 {
+		if _, err = s.db.ExecContext(ctx, st); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return &schemaError{stmt: st, err: err}
 	}
 	return nil
 }
