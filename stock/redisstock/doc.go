@@ -14,7 +14,9 @@
 //	                           max_ms (the longest hold, Listing.MaxHoldTTL;
 //	                           a state written without it reads as hold_ms),
 //	                           ver, epoch, gen, adj (the token of the last
-//	                           Adjust call applied)
+//	                           Adjust call applied), rn (partial returns of
+//	                           held units: Snapshot tells by it that a
+//	                           hold's quantity changed while it read)
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:users     hash user -> units held + bought
 //	<prefix>:{<sku>}:o:<order> hash record of one order line: st (held,
@@ -36,9 +38,11 @@
 //	<prefix>:rl:{<order>}      string (Redis Cluster or Ring only), the
 //	                           operation ID of the partial revert of an
 //	                           order on several slots that is running,
-//	                           kept ReturnLease while it checks, and
-//	                           until it completes once its applies are
-//	                           sent (at most stock.MaxHoldTTL + Retention)
+//	                           kept ReturnLease while it checks; once its
+//	                           applies are sent, + "\n" + its signature +
+//	                           "\n" + when they began (ms), kept until it
+//	                           completes (at most stock.MaxHoldTTL +
+//	                           Retention)
 //	<prefix>:{<sku>}:rs:<op>   string, marker of a restock operation applied
 //	                           to the SKU (its units; "r": counted by a
 //	                           rebuild), kept Retention
@@ -155,7 +159,9 @@
 // group atomic and applied once per OpID (a retry after
 // stock.ErrUnknownOutcome applies the groups the first call did not reach;
 // until it does, no other return of the order runs, so none is checked
-// against lines the first has not reached). ExtendHold reads and checks every line, then moves each
+// against lines the first has not reached; the next return that comes
+// ReturnLease after the applies began completes it first, from the items
+// the lock names). ExtendHold reads and checks every line, then moves each
 // slot group's lines in one step each; deadlines only grow, so a retry
 // completes it. What is atomic there is each slot group, not the order:
 // a Confirm, Revert or reclaim of the order running at the same time may

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,20 +37,23 @@ func init() { allScripts = append(allScripts, returnScript, returnLockScript, ex
 // a Redis Cluster keeps the order's return lock while it reads and checks
 // the lines: other returns of the order (other operation IDs) meanwhile get
 // stock.ErrContention. Once it sends its applies, the lock is kept until
-// the call completes; a call that ends in stock.ErrUnknownOutcome then
-// leaves the lock to its retry (same operation ID), which completes it:
-// until then, other returns of the order get stock.ErrContention (for up to
-// stock.MaxHoldTTL plus Config.Retention, past any return the order could
-// take). A call that fails before its applies are sent leaves the lock to
-// its retry or to this lease.
+// the call completes (the lock then names the return's items): a call that
+// ends in stock.ErrUnknownOutcome leaves it to its retry (same operation
+// ID), which completes it, and so does the next return of the order that
+// comes ReturnLease or more after the applies began, before it runs itself
+// (until then it gets stock.ErrContention). So no return of the order is
+// ever checked against lines another has not reached yet. A call that fails
+// before its applies are sent leaves the lock to its retry or to this
+// lease.
 const ReturnLease = 30 * time.Second
 
 // applyLease is how long the return lock of an order on several slots is
 // kept once a return's applies are sent: longer than any return of the
 // order can apply (a held order refuses returns past its deadline, at most
 // stock.MaxHoldTTL after its Deduct; a confirmed one's records end with
-// Retention), so a call that fails midway keeps the order's returns to its
-// retry. A call that completes, or is refused, gives the lock up at once.
+// Retention), so the return a call left half applied is completed (by its
+// retry, or by the next return) before any other runs. A call that
+// completes, or is refused, gives the lock up at once.
 func (s *Store) applyLease() time.Duration { return stock.MaxHoldTTL + s.keep }
 
 // returnLockKey is the lock of one order's returns on a Redis Cluster, in
@@ -189,14 +193,87 @@ func (s *Store) endReturned(ctx context.Context, rt *giveBack) error {
 // order's return lock, every line is read and checked, then each slot
 // group that has something to do applies its part, in one pipeline.
 func (s *Store) returnSlots(ctx context.Context, rt *giveBack, groups [][]stock.Item) error {
-	lock := []string{s.returnLockKey(rt.order)}
-	got, err := returnLockScript.Run(ctx, s.c, lock, rt.op, ReturnLease.Milliseconds()).Int64()
+	holder, err := s.takeLock(ctx, rt, ReturnLease, rt.op)
 	if err != nil {
-		return s.writeErr(ctx, "revert items", err)
+		return err
 	}
-	if got != 1 {
-		return fmt.Errorf("redisstock: order %s: %w: another return of the order is running", strconv.Quote(rt.order), stock.ErrContention)
+	if holder != "" {
+		// Another return holds the lock. One that began applying more
+		// than a lease ago has failed midway (or only failed to give the
+		// lock up): complete it, as its retry would, then run this one.
+		if !s.rollForward(ctx, rt, groups, holder) {
+			return rt.contention()
+		}
+		if holder, err = s.takeLock(ctx, rt, ReturnLease, rt.op); err != nil {
+			return err
+		}
+		if holder != "" {
+			return rt.contention()
+		}
 	}
+	return s.returnLocked(ctx, rt, groups)
+}
+
+func (rt *giveBack) contention() error {
+	return fmt.Errorf("redisstock: order %s: %w: another return of the order is running", strconv.Quote(rt.order), stock.ErrContention)
+}
+
+// takeLock takes (or renews) the order's return lock for rt's operation
+// for lease, storing value; it returns the lock's value when another
+// return holds it ("" when taken).
+func (s *Store) takeLock(ctx context.Context, rt *giveBack, lease time.Duration, value string) (string, error) {
+	res, err := returnLockScript.Run(ctx, s.c, []string{s.returnLockKey(rt.order)}, rt.op, lease.Milliseconds(), value).Result()
+	if err != nil {
+		return "", s.writeErr(ctx, "revert items", err)
+	}
+	switch v := res.(type) {
+	case int64:
+		if v == 1 {
+			return "", nil
+		}
+	case string:
+		if v != "" {
+			return v, nil
+		}
+	}
+	return "", badReply("revert items", res)
+}
+
+// applying is the lock's value while rt's applies are sent: its operation
+// ID, its signature (so that a later return can complete it) and when it
+// began, ms.
+func (rt *giveBack) applying(now int64) string {
+	return rt.op + "\n" + rt.sig + "\n" + strconv.FormatInt(now, 10)
+}
+
+// rollForward completes the return named by holder, the value of the
+// lock another return holds, if it began applying more than ReturnLease
+// ago (a live call is done by then: it failed, its retry not come, or it
+// could not give the lock up). It reports whether the lock is free for rt
+// now: that return completed, or was refused (it had applied nothing).
+func (s *Store) rollForward(ctx context.Context, rt *giveBack, groups [][]stock.Item, holder string) bool {
+	op, rest, ok1 := strings.Cut(holder, "\n")
+	sig, at, ok2 := strings.Cut(rest, "\n")
+	began, err := strconv.ParseInt(at, 10, 64)
+	if !ok1 || !ok2 || err != nil || rt.now-began <= ReturnLease.Milliseconds() {
+		return false
+	}
+	items, err := parseIdent("\n" + sig)
+	if err != nil {
+		return false
+	}
+	prev := &giveBack{op: op, order: rt.order, ident: rt.ident, sig: sig, items: items, now: rt.now}
+	if h, err := s.takeLock(ctx, prev, ReturnLease, prev.op); err != nil || h != "" {
+		return false
+	}
+	err = s.returnLocked(ctx, prev, groups)
+	return err == nil || stock.IsBusiness(err) && !errors.Is(err, stock.ErrUnknownOutcome)
+}
+
+// returnLocked is returnSlots under the order's return lock, taken for
+// rt's operation.
+func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock.Item) error {
+	lock := []string{s.returnLockKey(rt.order)}
 	unlock := func(cause error) error {
 		// The lock only keeps other returns out while this one runs: if
 		// giving it up fails, its lease ends it.
@@ -227,12 +304,12 @@ func (s *Store) returnSlots(ctx context.Context, rt *giveBack, groups [][]stock.
 		// applied, and this one's retry would then give back less than it
 		// asked, both told nil). Taking it again also tells a call whose
 		// lease ran out since its check (another return may have run).
-		got, err := returnLockScript.Run(ctx, s.c, lock, rt.op, s.applyLease().Milliseconds()).Int64()
+		holder, err := s.takeLock(ctx, rt, s.applyLease(), rt.applying(s.nowMs()))
 		if err != nil {
-			return s.writeErr(ctx, "revert items", err) // nothing applied: the retry takes it again
+			return err // nothing applied: the retry takes the lock again
 		}
-		if got != 1 {
-			return fmt.Errorf("redisstock: order %s: %w: another return of the order is running", strconv.Quote(rt.order), stock.ErrContention)
+		if holder != "" {
+			return rt.contention()
 		}
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			cmds = cmds[:0]

@@ -2,7 +2,7 @@ package redisstock_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -107,18 +107,19 @@ func (h *dropAfterFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 }
 
 // A return of an order on two slots applied on one of them (the call an
-// unknown outcome) stays the order's return in progress until its retry
-// completes it: another return of the order must not run in between,
-// however long the caller takes to retry. (Before, the return lock ended
-// with its 30s lease: another return then checked the lines the first had
-// not reached, was applied and told nil, and the first's retry, told nil
+// unknown outcome) stays the order's return in progress until it is
+// completed: another return of the order must not be checked against the
+// lines it has not reached, however long its caller takes to retry. (Before,
+// the return lock ended with its 30s lease: another return then checked
+// those lines, was applied and told nil, and the first's retry, told nil
 // too, gave back nothing on the line the other had emptied: two returns
-// told nil for four units of a line of two.)
-func TestReview13HalfAppliedReturnKeepsTheOrderUntilRetried(t *testing.T) {
+// told nil for four units of a line of two.) Once the lease has passed,
+// the next return completes the first one, then runs.
+func TestReview13HalfAppliedReturnKeepsTheOrderUntilCompleted(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		lo, hi := skusInSlotOrder(t, fx)
-		fx.sale(lo, 10, 0, time.Minute)
-		fx.sale(hi, 10, 0, time.Minute)
+		fx.sale(lo, 10, 0, time.Hour)
+		fx.sale(hi, 10, 0, time.Hour)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
 		h := &dropAfterFirst{sha: redis.NewScript(lua.Source("stock_return.lua")).Hash(), armed: true}
 		fx.c.AddHook(h)
@@ -126,6 +127,8 @@ func TestReview13HalfAppliedReturnKeepsTheOrderUntilRetried(t *testing.T) {
 		unknown(t, fx.s.RevertItems(fx.ctx(), r1), "RevertItems applied on one slot")
 		fx.want(lo, 9, 1, 0)
 		fx.want(hi, 8, 2, 0)
+		r2 := rt("r2", "o1", it(hi, 2))
+		is(t, fx.s.RevertItems(fx.ctx(), r2), stock.ErrContention, "another return while the first may still run")
 
 		// The lease passes: a lock that lives no longer than ReturnLease
 		// is gone.
@@ -133,39 +136,93 @@ func TestReview13HalfAppliedReturnKeepsTheOrderUntilRetried(t *testing.T) {
 		if ttl := fx.c.PTTL(fx.ctx(), lock).Val(); ttl > 0 && ttl <= redisstock.ReturnLease+time.Second {
 			fx.c.Del(fx.ctx(), lock)
 		}
-		told := map[string]int64{}
-		r2 := rt("r2", "o1", it(hi, 2))
-		err := fx.s.RevertItems(fx.ctx(), r2)
-		first := err == nil
-		switch {
-		case first:
-			told[hi] += 2
-		case errors.Is(err, stock.ErrContention):
-		default:
-			t.Fatalf("another return while the first is half applied: %v", err)
-		}
+		fx.clock.Advance(redisstock.ReturnLease + time.Second)
+		is(t, fx.s.RevertItems(fx.ctx(), r2), stock.ErrExceedsOrder, "another return after the lease (the first completed before it)")
+		fx.want(hi, 10, 0, 0)
 		is(t, fx.s.RevertItems(fx.ctx(), r1), nil, "the retry of the first return")
-		told[lo]++
-		told[hi] += 2
-		err = fx.s.RevertItems(fx.ctx(), r2)
-		switch {
-		case first:
-			is(t, err, nil, "a repeat of the other return")
-		case !errors.Is(err, stock.ErrExceedsOrder):
-			t.Fatalf("the other return, after the first completed: %v, want ErrExceedsOrder", err)
-		}
 		got, err := fx.s.Orders(fx.ctx(), []string{"o1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		back := map[string]int64{}
-		for _, x := range got[0].Returned {
-			back[x.SKU] = x.Qty
+		want := []stock.Item{it(lo, 1), it(hi, 2)}
+		if lo > hi {
+			want[0], want[1] = want[1], want[0]
 		}
-		if back[lo] != told[lo] || back[hi] != told[hi] {
-			t.Fatalf("returns told nil gave back %v, the order's Returned is %v", told, back)
+		if fmt.Sprint(got[0].Returned) != fmt.Sprint(want) || got[0].State != stock.StateHeld {
+			t.Fatalf("Orders = %+v; want held, returned %v", got[0], want)
 		}
 		fx.want(lo, 9, 1, 0)
 		fx.want(hi, 10, 0, 0)
+		is(t, fx.s.RevertItems(fx.ctx(), rt("r3", "o1", it(lo, 1))), nil, "a third return")
+		fx.want(lo, 10, 0, 0)
+	})
+}
+
+// A return that completed but could not give its lock up (the unlock
+// never reached the server) keeps other returns out only until its lease
+// has passed; then the next return finds it complete and runs.
+func TestReview13LockLeftByACompletedReturnHeals(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		lo, hi := skusInSlotOrder(t, fx)
+		fx.sale(lo, 10, 0, time.Hour)
+		fx.sale(hi, 10, 0, time.Hour)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 3), it(hi, 3))), nil, "Deduct")
+		fx.hook.arm(3, 1, true) // lock, lock kept, applies pass; the unlock is never sent
+		is(t, fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it(lo, 1), it(hi, 1))), nil, "a return whose unlock is lost")
+		fx.want(lo, 8, 2, 0)
+		fx.want(hi, 8, 2, 0)
+		r2 := rt("r2", "o1", it(lo, 1), it(hi, 1))
+		is(t, fx.s.RevertItems(fx.ctx(), r2), stock.ErrContention, "within the lease")
+		fx.clock.Advance(redisstock.ReturnLease + time.Second)
+		is(t, fx.s.RevertItems(fx.ctx(), r2), nil, "after the lease")
+		fx.want(lo, 9, 1, 0)
+		fx.want(hi, 9, 1, 0)
+		if n := fx.c.Exists(fx.ctx(), fx.cfg.Prefix+":rl:{o1}").Val(); n != 0 {
+			t.Fatalf("the return lock is left after a completed return")
+		}
+	})
+}
+
+// One batched script call with orders with and without their own hold
+// time, one of them past the maximum and a repeat under another hold time:
+// each order gets its own deadline, the bound of its SKUs, and the refused
+// one writes nothing (no directory entry, no record, no user count).
+func TestReview13BatchMixesOwnHoldTimes(t *testing.T) {
+	eachBatched(t, func(t *testing.T, fx *batchFixture) {
+		t0 := fx.clock.Now()
+		fx.saleMax("a", 10, 5, time.Minute, 5*time.Minute)
+		blockers := fx.block("a")
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		orders := []stock.Order{
+			{ID: "own", UserID: "u1", Items: []stock.Item{it("a", 1)}, HoldTTL: 2 * time.Minute},
+			{ID: "plain", UserID: "u1", Items: []stock.Item{it("a", 1)}},
+			{ID: "long", UserID: "u2", Items: []stock.Item{it("a", 1)}, HoldTTL: 6 * time.Minute},
+			{ID: "own", UserID: "u1", Items: []stock.Item{it("a", 1)}, HoldTTL: 4 * time.Minute},
+		}
+		for i, o := range orders {
+			fx.enqueue(fx.ctx(), o, i+1, &errs[i], &wg)
+		}
+		fx.gate.open()
+		wg.Wait()
+		for _, err := range blockers() {
+			is(t, err, nil, "blocker")
+		}
+		is(t, errs[0], nil, "own hold time")
+		is(t, errs[1], nil, "no own hold time")
+		is(t, errs[2], stock.ErrHoldTooLong, "past the maximum")
+		is(t, errs[3], nil, "a repeat with another hold time")
+		fx.wantDeadline("a", "own", t0.Add(2*time.Minute))
+		fx.wantDeadline("a", "plain", t0.Add(time.Minute))
+		bound := fmt.Sprint(t0.Add(5 * time.Minute).UnixMilli())
+		if a, b := fx.field("a", "own", "mx"), fx.field("a", "plain", "mx"); a != bound || b != bound {
+			t.Fatalf("bounds %s, %s; want %s", a, b, bound)
+		}
+		if n := fx.c.Exists(fx.ctx(), fx.record("a", "long"), fx.dir("long")).Val(); n != 0 {
+			t.Fatalf("%d keys of the refused order left", n)
+		}
+		fx.wantUser("a", "u2", 0)
+		fx.wantUser("a", "u1", 2)
+		fx.want("a", 6, 4, 0)
 	})
 }

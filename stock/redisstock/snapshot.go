@@ -49,11 +49,12 @@ const snapshotBatch = 1024
 
 // Snapshot reads each SKU's state, its holds and the states of the
 // requested order lines, each SKU in one atomic script call, in two round
-// trips per 1024 SKUs (the scripts, then the quantities of the holds: a
-// line's quantity never changes, so reading it later is exact). A SKU one
-// of whose holds ended with its record deleted between the two (an undone
-// Deduct attempt drops its holds so) is read again, so that every hold of
-// the instant read has its quantity or is Lost. Different SKUs are read at
+// trips per 1024 SKUs (the scripts, then the quantities of the holds). A
+// SKU one of whose holds ended with its record deleted between the two (an
+// undone Deduct attempt drops its holds so), or one of whose held lines a
+// partial return changed between them (the SKU's state counts such returns,
+// field rn, read after the quantities), is read again, so that every hold
+// of the instant read has its quantity as of that instant, or is Lost. Different SKUs are read at
 // slightly different moments.
 //
 // Its one write keeps the Store's registry of SKUs on sale whole: a SKU
