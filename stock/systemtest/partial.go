@@ -11,9 +11,9 @@ import (
 
 // partialReturn gives back part of an order told yes (a partial cancel, or
 // a partial refund once it is paid), under a new operation ID: some units
-// of one line, never all of them, so the order itself stays held or sold.
-// It is skipped (false) with Config.NoPartial or where the flows are not
-// stock.PartialReverters.
+// of one line, up to all of it while another line has units left, so the
+// order itself stays held or sold. It is skipped (false) with
+// Config.NoPartial or where the flows are not stock.PartialReverters.
 func (r *runner) partialReturn() bool {
 	if _, ok := r.flows[0].(stock.PartialReverter); !ok || r.cfg.NoPartial {
 		return false
@@ -24,13 +24,22 @@ func (r *runner) partialReturn() bool {
 	if o == nil {
 		return false
 	}
-	// A line is never emptied: redisstock's Confirm fails on real Redis
-	// (HINCRBY by "-0") for an order with a line returns emptied. Allow
-	// it (n > 0, up to n) once that is fixed.
+	// A line may be emptied while another line has units left (the order
+	// stays held or sold); the last line left keeps at least one unit.
 	var lines []stock.Item
+	open := 0
 	for _, it := range o.items {
-		if n := o.left(it.SKU); n > 1 {
-			lines = append(lines, stock.Item{SKU: it.SKU, Qty: n - 1})
+		if o.left(it.SKU) > 0 {
+			open++
+		}
+	}
+	for _, it := range o.items {
+		n := o.left(it.SKU)
+		if open == 1 {
+			n--
+		}
+		if n > 0 {
+			lines = append(lines, stock.Item{SKU: it.SKU, Qty: n})
 		}
 	}
 	if len(lines) == 0 {

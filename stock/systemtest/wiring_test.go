@@ -210,6 +210,11 @@ const retention = 3 * time.Hour
 // record Store over the shared servers, composed by stock/tiered, and a
 // reconciler repairs from a Store of its own.
 func wire(t testing.TB, b backend, seed uint64) systemtest.Config {
+	return wireGrace(t, b, seed, 0)
+}
+
+// wireGrace is wire with tiered.Config.RecordGrace grace.
+func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) systemtest.Config {
 	prefix := testdb.Unique("sgsys")
 	rc, flush, restart, mini := b.redis(t, prefix)
 	db, d := b.record(t)
@@ -234,7 +239,7 @@ func wire(t testing.TB, b backend, seed uint64) systemtest.Config {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropTables(t, db, d, table, ledger) })
-	tcfg := tiered.Config{Clock: clk, RecheckAfter: time.Millisecond}
+	tcfg := tiered.Config{Clock: clk, RecheckAfter: time.Millisecond, RecordGrace: grace}
 	gateHold := tiered.New(newGate(), record, tcfg).GateHold
 	rec, err := reconcile.New(newGate(), newRecord(), reconcile.Config{MaxAutoFix: -1, GateHold: gateHold, Clock: clk})
 	if err != nil {

@@ -138,8 +138,12 @@
 // changes: its hand-off would write the whole order after a return at the
 // gate alone), then gives the units back at the gate, then at the record,
 // with the same operation ID, so a retry after a record failure applies
-// nothing twice. Every later step (Confirm, Revert, the reclaimer) counts
-// what is left of the order at each tier.
+// nothing twice. The gate decides: a return it applied while it held the
+// order is applied, and its answer is nil even when the record's copy
+// ended between the two steps (the reclaimer returned the rest at the
+// gate's deadline and the whole copy at the record, which gave back the
+// return's units too). Every later step (Confirm, Revert, the reclaimer)
+// counts what is left of the order at each tier.
 //
 // # Confirm, Revert and the reclaimer
 //

@@ -28,8 +28,14 @@ var _ stock.PartialReverter = (*Manager)(nil)
 //
 // Once the gate has given the units back, a record that fails is a
 // *TierError: call again with the same r, which finishes the job at the
-// record. A record that refuses (its copy ended since, say by a fallback's
-// Revert while the gate was down) is reported to Config.OnDrift, with the
+// record. A record whose copy ended since (stock.ErrOrderClosed, or
+// ErrHoldExpired for one its reclaimer will return: the tiered reclaimer
+// returned the rest at the gate's deadline between the two steps, or a
+// fallback's Revert while the gate was down) gives back everything it
+// has, the units of r included: the return was applied, and the answer
+// is nil (the retry's too), with the refusal reported to Config.OnDrift.
+// A record that refuses otherwise (ErrExceedsOrder: a fallback returned
+// units at the record alone) is reported to Config.OnDrift, with the
 // SKUs, and its answer returned: the gate already sells the units again,
 // and reconciliation brings it back to what the record says.
 func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
@@ -56,6 +62,14 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	rerr := rec.RevertItems(ctx, r)
 	switch {
 	case rerr == nil:
+		return nil
+	case errors.Is(rerr, stock.ErrOrderClosed), errors.Is(rerr, stock.ErrHoldExpired):
+		// The gate applied the return while it held the order (it decides),
+		// and the record's copy ended since, or will, giving back all it
+		// has (the tiered reclaimer at the gate's deadline, say): the
+		// units asked for are back at both tiers, once. The return was
+		// applied, and a repeat of an applied return is nil.
+		m.drift(Drift{OrderID: r.OrderID, Tier: Record, Op: "revert items", Err: rerr, SKUs: skusOf(r.Items)})
 		return nil
 	case stock.IsBusiness(rerr):
 		m.drift(Drift{OrderID: r.OrderID, Tier: Record, Op: "revert items", Err: rerr, SKUs: skusOf(r.Items)})

@@ -1,0 +1,61 @@
+package tiered_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/memstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// A partial return the gate applied before the hold's deadline, whose
+// record step comes after the tiered reclaimer returned the rest at the
+// gate and the record's whole copy, was applied: every unit it asked back
+// is back at both tiers, exactly once. Its answer is nil, not the
+// record's refusal of a copy that ended since (which would tell the
+// caller that nothing was given back, while the gate did give it back),
+// and its retry is nil too.
+func TestReview13ReturnRacingTheReclaimerIsApplied(t *testing.T) {
+	for _, grace := range []time.Duration{0, 30 * time.Second} {
+		clk := stocktest.NewClock(stocktest.Epoch)
+		gate, record := stocktest.NewFaulty(memstock.New(clk)), stocktest.NewFaulty(memstock.New(clk))
+		m := tiered.New(gate, record, tiered.Config{Clock: clk, RecordGrace: grace})
+		ctx := t.Context()
+		if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Deduct(ctx, ord("o1", 4)); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute - time.Second)
+		fired := false
+		record.SetBefore(func(c stocktest.Call) {
+			if c.Method != "RevertItems" || fired {
+				return
+			}
+			fired = true
+			clk.Advance(time.Second) // the gate's deadline
+			if got, err := m.ReclaimExpired(ctx, 10); err != nil || len(got) != 1 || got[0].Qty != 3 {
+				t.Errorf("grace %v: reclaim = %v, %v", grace, got, err)
+			}
+		})
+		r := stock.Return{OpID: "r1", OrderID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+		if err := m.RevertItems(ctx, r); err != nil {
+			t.Errorf("grace %v: RevertItems the gate applied = %v, want nil", grace, err)
+		}
+		if err := m.RevertItems(ctx, r); err != nil {
+			t.Errorf("grace %v: its retry = %v, want nil", grace, err)
+		}
+		for _, tier := range []struct {
+			name string
+			m    stock.Manager
+		}{{"gate", gate}, {"record", record}} {
+			lv, err := tier.m.Levels(ctx, "a")
+			if err != nil || lv.Available != 10 || lv.Held != 0 || lv.Sold != 0 {
+				t.Errorf("grace %v: %s levels %+v, %v", grace, tier.name, lv, err)
+			}
+		}
+	}
+}
