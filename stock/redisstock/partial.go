@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +113,10 @@ type giveBack struct {
 	op, order, ident, sig string
 	items                 []stock.Item // sorted by SKU
 	now                   int64
+	// begun: complete the return only if it was applied to a line of the
+	// order (rollForward; the lock outlives the order's records, and an
+	// order reusing the ID never had it applied).
+	begun bool
 }
 
 // args are the arguments of stock_return.lua after now and the order ID,
@@ -249,8 +254,11 @@ func (rt *giveBack) applying(now int64) string {
 // rollForward completes the return named by holder, the value of the
 // lock another return holds, if it began applying more than ReturnLease
 // ago (a live call is done by then: it failed, its retry not come, or it
-// could not give the lock up). It reports whether the lock is free for rt
-// now: that return completed, or was refused (it had applied nothing).
+// could not give the lock up), and only where it was applied to a line of
+// the order (the lock outlives the order's records: an order that reuses
+// the ID never had it applied; one it was applied to nowhere leaves nothing
+// to complete, and its own retry runs it whole). It reports whether the
+// lock is free for rt now: that return completed, or was refused.
 func (s *Store) rollForward(ctx context.Context, rt *giveBack, groups [][]stock.Item, holder string) bool {
 	op, rest, ok1 := strings.Cut(holder, "\n")
 	sig, at, ok2 := strings.Cut(rest, "\n")
@@ -262,7 +270,7 @@ func (s *Store) rollForward(ctx context.Context, rt *giveBack, groups [][]stock.
 	if err != nil {
 		return false
 	}
-	prev := &giveBack{op: op, order: rt.order, ident: rt.ident, sig: sig, items: items, now: rt.now}
+	prev := &giveBack{op: op, order: rt.order, ident: rt.ident, sig: sig, items: items, now: rt.now, begun: true}
 	if h, err := s.takeLock(ctx, prev, ReturnLease, prev.op); err != nil || h != "" {
 		return false
 	}
@@ -283,6 +291,9 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 	lines, err := s.readLines(ctx, "revert items", rt.order, groups, opField(rt.op))
 	if err != nil {
 		return unlock(err)
+	}
+	if rt.begun && !slices.ContainsFunc(lines, func(l lineState) bool { return l.done != "" }) {
+		return unlock(nil) // applied nowhere: nothing to complete
 	}
 	plan, err := rt.plan(lines, len(groups))
 	if err != nil || plan == nil {

@@ -226,3 +226,31 @@ func TestReview13BatchMixesOwnHoldTimes(t *testing.T) {
 		fx.want("a", 6, 4, 0)
 	})
 }
+
+// The lock a half-applied return left outlives its order's records; an
+// order that reuses the ID later never gets that return applied to it (it
+// was never applied there): the next return of the new order takes the
+// lock over and gives back only its own items.
+func TestReview13LeftLockNeverAppliesToANewOrderOfTheID(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		lo, hi := skusInSlotOrder(t, fx)
+		fx.sale(lo, 10, 0, time.Hour)
+		fx.sale(hi, 10, 0, time.Hour)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
+		h := &dropAfterFirst{sha: redis.NewScript(lua.Source("stock_return.lua")).Hash(), armed: true}
+		fx.c.AddHook(h)
+		unknown(t, fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it(lo, 1), it(hi, 2))), "RevertItems applied on one slot")
+		is(t, fx.s.Revert(fx.ctx(), "o1"), nil, "Revert")
+		fx.want(lo, 10, 0, 0)
+		fx.want(hi, 10, 0, 0)
+		// Retention passes: the order's records and entry are gone.
+		fx.c.Del(fx.ctx(), fx.dir("o1"))
+		fx.c.Del(fx.ctx(), fx.record(lo, "o1"))
+		fx.c.Del(fx.ctx(), fx.record(hi, "o1"))
+		fx.clock.Advance(redisstock.ReturnLease + time.Second)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "a new order under the ID")
+		is(t, fx.s.RevertItems(fx.ctx(), rt("r2", "o1", it(hi, 1))), nil, "a return of the new order")
+		fx.want(lo, 8, 2, 0)
+		fx.want(hi, 9, 1, 0)
+	})
+}
