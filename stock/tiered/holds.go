@@ -120,8 +120,10 @@ func (m *Manager) grace(ctx context.Context, items []stock.Item, holds map[strin
 // Once the gate has extended the hold, a record that fails is a
 // *TierError (call again); one that refuses (its copy ended or was
 // confirmed since: a fallback's Revert or Confirm while the gate was
-// down) is reported to Config.OnDrift and its answer returned. A record
-// that refuses the deadline plus the grace as too long (the cap at
+// down) is reported to Config.OnDrift and its answer returned. Without a
+// Recorder, a record that does not have the order (its Deduct stopped
+// after the gate) is a *TierError too: finish the Deduct, then call
+// again. A record that refuses the deadline plus the grace as too long (the cap at
 // stock.MaxHoldTTL, see RecordOrder) is extended to the gate's deadline
 // itself. With a Recorder, a hold extended before its hand-off is settled
 // reaches the record with the record's hold time counted from the
@@ -143,7 +145,7 @@ func (m *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 	at, err := m.RecordDeadline(ctx, orderID, deadline)
 	switch {
 	case errors.Is(err, stock.ErrUnknownOrder):
-		return nil // pending: see the doc comment
+		return m.notRecorded(orderID)
 	case err != nil:
 		return &TierError{Tier: Record, Op: "read hold times", Err: err}
 	}
@@ -152,14 +154,35 @@ func (m *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 		rerr = rec.ExtendHold(ctx, orderID, deadline)
 	}
 	switch {
-	case rerr == nil, errors.Is(rerr, stock.ErrUnknownOrder):
+	case rerr == nil:
 		return nil
+	case errors.Is(rerr, stock.ErrUnknownOrder):
+		return m.notRecorded(orderID)
 	case stock.IsBusiness(rerr):
 		m.drift(Drift{OrderID: orderID, Tier: Record, Op: "extend hold", Err: rerr})
 		return rerr
 	default:
 		return &TierError{Tier: Record, Op: "extend hold", Err: rerr}
 	}
+}
+
+// errNotRecorded is the record's answer to an extension of an order the
+// gate holds and the record has not recorded, without a Recorder.
+var errNotRecorded = errors.New("tiered: the record has not recorded the order (its Deduct is half-way: call Deduct again, then ExtendHold)")
+
+// notRecorded answers an extension the gate applied to an order the record
+// does not have. With a Recorder the order is pending: nil (see
+// ExtendHold). Without one its Deduct stopped half-way, and the Deduct's
+// retry would record it with the SKUs' hold time from then, so that the
+// record's reclaimer (and Confirm, which reads the record first) would end
+// it before the deadline told: a *TierError instead, which the caller
+// retries once the Deduct is finished (the gate's repeat writes nothing,
+// the record's extension lands).
+func (m *Manager) notRecorded(orderID string) error {
+	if m.cfg.Recorder != nil {
+		return nil
+	}
+	return &TierError{Tier: Record, Op: "extend hold of " + orderID, Err: errNotRecorded}
 }
 
 // extendByRecord extends a hold the gate cannot decide about (gerr: it

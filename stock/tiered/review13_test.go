@@ -1,6 +1,7 @@
 package tiered_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -57,5 +58,48 @@ func TestReview13ReturnRacingTheReclaimerIsApplied(t *testing.T) {
 				t.Errorf("grace %v: %s levels %+v, %v", grace, tier.name, lv, err)
 			}
 		}
+	}
+}
+
+// An extension of an order whose Deduct stopped after the gate (the record
+// down) is not told nil while the record does not have the order: the
+// Deduct's retry records it with the SKU's hold time from then, and the
+// record's reclaimer (and Confirm, which reads the record first) would end
+// it before the deadline told. It is a *TierError; once the Deduct is
+// finished its retry extends the record's copy, and a Confirm before the
+// extended deadline sells the order at both tiers.
+func TestReview13ExtendOfAHalfWayDeductIsNotToldNil(t *testing.T) {
+	for _, grace := range []time.Duration{0, 30 * time.Second} {
+		x := newExtFixture(t, grace)
+		ctx := t.Context()
+		if err := x.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		x.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Deduct"))
+		if err := x.m.Deduct(ctx, ord("o1", 4)); !errors.Is(err, stock.ErrUnknownOutcome) {
+			t.Fatalf("grace %v: Deduct with the record down = %v", grace, err)
+		}
+		x.record.SetFault(stocktest.Healthy)
+		start := x.clock.Now()
+		to := start.Add(8 * time.Minute)
+		var te *tiered.TierError
+		if err := x.m.ExtendHold(ctx, "o1", to); !errors.As(err, &te) || te.Tier != tiered.Record || !errors.Is(err, stock.ErrUnknownOutcome) {
+			t.Fatalf("grace %v: ExtendHold of the half-way order = %v, want a *TierError at the record", grace, err)
+		}
+		if err := x.m.Deduct(ctx, ord("o1", 4)); err != nil {
+			t.Fatalf("grace %v: Deduct's retry = %v", grace, err)
+		}
+		if err := x.m.ExtendHold(ctx, "o1", to); err != nil {
+			t.Fatalf("grace %v: ExtendHold's retry = %v", grace, err)
+		}
+		setClock(x.clock, start.Add(5*time.Minute)) // past the record's deadline from the Deduct
+		if _, err := x.m.ReclaimExpired(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.m.Confirm(ctx, "o1"); err != nil {
+			t.Fatalf("grace %v: Confirm before the extended deadline: %v", grace, err)
+		}
+		x.want(x.gate, "gate", "a", 6, 0, 4)
+		x.want(x.record, "record", "a", 6, 0, 4)
 	}
 }
