@@ -32,7 +32,8 @@
 --          no such line) and ARGV[8+2j] its units
 -- Reply    {'ok', ended} (applied now), {'dup', ended} (the operation was
 --          applied here before, with the same items: nothing written),
---          ended 1 when every line here is reverted or refunded;
+--          ended 1 when every line here is reverted, refunded or
+--          expired;
 --          otherwise, with nothing written: {'unknown', i} (no record of
 --          line i, or another identity's), {'conflict'} (the operation
 --          was applied with other items), and in mode 'all' {'expired'}
@@ -62,9 +63,13 @@ for i = 1, n do
   if r[7] then applied = r[7] end
 end
 
+-- Every line here has ended: reverted, refunded, or expired (a reclaimer
+-- may end a line of an order on several slots between a return's check
+-- and its apply there).
 local function ended()
   for i = 1, n do
-    if recs[i].st ~= 'reverted' and recs[i].st ~= 'refunded' then return 0 end
+    local st = recs[i].st
+    if st == 'held' or st == 'confirmed' then return 0 end
   end
   return 1
 end

@@ -442,8 +442,8 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 	for gi := range groups {
 		p.ended[gi] = true
 		for _, l := range lines {
-			if l.group == gi && l.st != "reverted" && l.st != "refunded" {
-				p.ended[gi] = false
+			if l.group == gi && (l.st == "held" || l.st == "confirmed") {
+				p.ended[gi] = false // expired, reverted and refunded lines have ended
 			}
 		}
 		if !applied[gi] && (len(p.lines[gi]) > 0 || p.close) {

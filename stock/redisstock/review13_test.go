@@ -254,3 +254,64 @@ func TestReview13LeftLockNeverAppliesToANewOrderOfTheID(t *testing.T) {
 		fx.want(hi, 9, 1, 0)
 	})
 }
+
+// beforeScript runs fn once, right before the first pipeline carrying the
+// script sha is sent.
+type beforeScript struct {
+	mu  sync.Mutex
+	sha string
+	fn  func()
+}
+
+func (h *beforeScript) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *beforeScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		fn := h.fn
+		if fn != nil && has(cmds, h.sha) {
+			h.fn = nil
+		} else {
+			fn = nil
+		}
+		h.mu.Unlock()
+		if fn != nil {
+			fn()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A return that empties an order on two slots, checked just before the
+// deadline, while a reclaimer expires one of its lines between the check
+// and the applies: no line is left held, so the order has ended and its
+// directory entry must get Retention like its records (before, only
+// reverted and refunded lines counted as ended: the entry kept no TTL and
+// bound the order ID for good).
+func TestReview13ReturnThatEndsAnOrderAReclaimerExpiredEndsItsEntry(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		lo, hi := skusInSlotOrder(t, fx)
+		fx.sale(lo, 10, 0, time.Minute)
+		fx.sale(hi, 10, 0, time.Minute)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
+		fx.clock.Advance(time.Minute - time.Millisecond)
+		h := &beforeScript{sha: redis.NewScript(lua.Source("stock_return.lua")).Hash()}
+		var got []stock.Reclaimed
+		var rerr error
+		h.fn = func() {
+			fx.clock.Advance(time.Millisecond)
+			got, rerr = fx.s.ReclaimExpired(fx.ctx(), 1)
+		}
+		fx.c.AddHook(h)
+		is(t, fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it(lo, 1), it(hi, 1))), nil, "RevertItems of the whole order")
+		if rerr != nil || len(got) != 1 {
+			t.Fatalf("the reclaimer between the check and the applies: %v, %v; want one line", got, rerr)
+		}
+		fx.want(lo, 10, 0, 0)
+		fx.want(hi, 10, 0, 0)
+		if ttl := fx.c.PTTL(fx.ctx(), fx.dir("o1")).Val(); ttl <= 0 {
+			t.Fatalf("directory entry TTL %v after every line ended, want Retention", ttl)
+		}
+	})
+}
