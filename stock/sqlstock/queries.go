@@ -55,9 +55,12 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q := &queries{d: d, r: r, lockWait: cfg.LockWait}
 	hint, lockSuffix := d.lockRow(cfg.LockWait)
 	q.lockHint, q.lockSuffix = hint, lockSuffix
-	orderLock := " FOR UPDATE"
-	if d == SQLite {
-		orderLock = ""
+	// The order's ledger lines are locked with the stock rows' bounded
+	// wait (Config.LockWait), not the server's (50s by default on MySQL
+	// and MariaDB); SQLite's IMMEDIATE transaction already excludes
+	// writers.
+	lockSel := func(sel string) string {
+		return "SELECT" + hint + strings.TrimPrefix(sel, "SELECT") + lockSuffix
 	}
 
 	put := "INSERT INTO {T} ({sku}, {avail}, {held}, {sold}, {ver}, {limit}, {ttl}, {maxttl}) VALUES (?, ?, 0, 0, 0, ?, ?, ?)"
@@ -92,7 +95,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.levelsLocked = q.sql("SELECT" + hint + " {avail}, {held}, {sold}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} = ?" + lockSuffix)
 	const order = "SELECT line, sku, qty, returned, user_id, state, deadline_ms, bound_ms FROM {L} WHERE order_id = ? ORDER BY line"
 	q.readOrder = q.sql(order)
-	q.lockOrder = q.sql(order + orderLock)
+	q.lockOrder = q.sql(lockSel(order))
 	q.setState = q.write("UPDATE {L} SET state = ? WHERE order_id = ? AND state = ?")
 
 	q.release = q.write("UPDATE {T} SET {avail} = {avail} + ?, {held} = {held} - ?, {ver} = {ver} + 1 WHERE {sku} = ?")
@@ -116,7 +119,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.extend = q.write("UPDATE {L} SET deadline_ms = ? WHERE order_id = ? AND state = 1" +
 		" AND deadline_ms > ? AND deadline_ms < ? AND bound_ms >= ?")
 	q.readReturn = q.sql("SELECT sig FROM {R} WHERE order_id = ? AND op_id = ?")
-	q.lockReturn = q.sql("SELECT sig FROM {R} WHERE order_id = ? AND op_id = ?" + orderLock)
+	q.lockReturn = q.sql(lockSel("SELECT sig FROM {R} WHERE order_id = ? AND op_id = ?"))
 	q.insertReturn = q.write("INSERT INTO {R} (order_id, op_id, sig, created_ms) VALUES (?, ?, ?, ?)")
 	q.returnLine = q.write("UPDATE {L} SET returned = returned + ? WHERE order_id = ? AND line = ? AND state = ? AND qty - returned >= ?")
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
@@ -89,6 +90,179 @@ func TestReviewConcurrentUpgrade(t *testing.T) {
 				mustOK(t, "RevertItems after the upgrade", s.RevertItems(t.Context(), mkReturn("r1", "old1", mkItem("a", 1))))
 				wantLevels(t, s, fmt.Sprintf("round %d", round), "a", 9, 1, 0)
 			}
+		})
+	}
+}
+
+// Concurrent repeats of one return (the same OpID and items, as retries
+// after lost replies are) all answer nil, and it applies once.
+func TestReviewConcurrentRepeatsOfOneReturn(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
+		s := newStore(t, b.open(t), sqlstock.Config{Dialect: b.dialect, Strategy: st})
+		ctx := t.Context()
+		mustOK(t, "PutOnSale a", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 20, PerUserLimit: 10}))
+		mustOK(t, "PutOnSale b", s.PutOnSale(ctx, stock.Listing{SKU: "b", Units: 5}))
+		mustOK(t, "Deduct", s.Deduct(ctx, mkOrder("o1", "u1", mkItem("a", 4), mkItem("b", 2))))
+		for _, r := range []stock.Return{mkReturn("r1", "o1", mkItem("a", 1), mkItem("b", 1)), mkReturn("r2", "o1", mkItem("a", 3), mkItem("b", 1))} {
+			var wg sync.WaitGroup
+			for range 12 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := s.RevertItems(ctx, r)
+					for errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
+						err = s.RevertItems(ctx, r)
+					}
+					if err != nil {
+						t.Errorf("RevertItems %s: %v, want nil", r.OpID, err)
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		wantLevels(t, s, "after the returns", "a", 20, 0, 0)
+		wantLevels(t, s, "after the returns", "b", 5, 0, 0)
+		if n := countRows(t, s, returnsTable(s)); n != 2 {
+			t.Fatalf("%d returns recorded, want 2", n)
+		}
+	})
+}
+
+// An extension answered nil is never reclaimed at the old deadline: one
+// Store extends orders live at its clock while another, whose clock is at
+// their deadline, reclaims them. Each order ends held with the new
+// deadline (its extension answered nil) or expired (ErrHoldExpired), and
+// the units agree.
+func TestReviewExtendRacesReclaimAtTheOldDeadline(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			db := b.open(t)
+			ctx := t.Context()
+			early := stocktest.NewClock(stocktest.Epoch)
+			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: early})
+			names := s.Tables()
+			late := stocktest.NewClock(stocktest.Epoch.Add(time.Minute))
+			r, err := sqlstock.New(db, sqlstock.Config{Dialect: b.dialect, Clock: late, Table: names[0], Ledger: names[1]})
+			mustOK(t, "New", err)
+			const orders = 40
+			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 200, HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}))
+			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "b", Units: 200, HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}))
+			ids := make([]string, orders)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("o%02d", i)
+				mustOK(t, "Deduct", s.Deduct(ctx, mkOrder(ids[i], "", mkItem("a", 2), mkItem("b", 1))))
+			}
+			early.Advance(time.Minute - time.Millisecond)
+			to := stocktest.Epoch.Add(5 * time.Minute)
+			answers := make([]error, orders)
+			var wg sync.WaitGroup
+			for i, id := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := s.ExtendHold(ctx, id, to)
+					for errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
+						err = s.ExtendHold(ctx, id, to)
+					}
+					answers[i] = err
+				}()
+			}
+			var reclaimed []stock.Reclaimed
+			var mu sync.Mutex
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 5 {
+						got, err := r.ReclaimExpired(ctx, 7)
+						if err != nil && !errors.Is(err, stock.ErrContention) {
+							t.Errorf("ReclaimExpired: %v", err)
+						}
+						mu.Lock()
+						reclaimed = append(reclaimed, got...)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			got, err := r.ReclaimExpired(ctx, 1000)
+			mustOK(t, "ReclaimExpired", err)
+			reclaimed = append(reclaimed, got...)
+			infos, err := s.Orders(ctx, ids)
+			mustOK(t, "Orders", err)
+			lines := map[string]int{}
+			for _, l := range reclaimed {
+				lines[l.OrderID]++
+			}
+			var held int64
+			for i, in := range infos {
+				switch {
+				case answers[i] == nil:
+					if in.State != stock.StateHeld || !in.Deadline.Equal(to) || lines[in.ID] != 0 {
+						t.Errorf("%s: extension answered nil, but %v with deadline %v, %d lines reclaimed", in.ID, in.State, in.Deadline, lines[in.ID])
+					}
+					held++
+				case errors.Is(answers[i], stock.ErrHoldExpired):
+					if in.State != stock.StateExpired || lines[in.ID] != 2 {
+						t.Errorf("%s: ErrHoldExpired, but %v, %d lines reclaimed", in.ID, in.State, lines[in.ID])
+					}
+				default:
+					t.Errorf("%s: ExtendHold: %v", in.ID, answers[i])
+				}
+			}
+			t.Logf("%d of %d orders extended", held, orders)
+			wantLevels(t, s, "after the race", "a", 200-2*held, 2*held, 0)
+			wantLevels(t, s, "after the race", "b", 200-held, held, 0)
+		})
+	}
+}
+
+// A partial revert (and a Confirm) waits at most Config.LockWait for the
+// order's lines, held by another transaction: then it is contention, and
+// once the lock goes a retry applies.
+func TestReviewRevertItemsLockWaitIsBounded(t *testing.T) {
+	for _, b := range backends() {
+		if b.dialect == sqlstock.SQLite {
+			continue // one writer: no row locks to wait for
+		}
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			db := b.open(t)
+			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect,
+				LockWait: 10 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
+			ctx := t.Context()
+			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}))
+			mustOK(t, "Deduct", s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 3)}}))
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, q := range []string{"BEGIN", "SELECT qty FROM " + quote(b.dialect, s.Tables()[1]) + " WHERE order_id = 'o1' FOR UPDATE"} {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			for name, call := range map[string]func() error{
+				"RevertItems": func() error { return s.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))) },
+				"Confirm":     func() error { return s.Confirm(ctx, "o1") },
+			} {
+				start := time.Now()
+				err := call()
+				took := time.Since(start)
+				if !errors.Is(err, stock.ErrContention) {
+					t.Errorf("%s under a held lock: %v, want stock.ErrContention", name, err)
+				}
+				if took > 5*time.Second {
+					t.Errorf("%s under a held lock took %v", name, took)
+				}
+			}
+			if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+			mustOK(t, "RevertItems once the lock is gone", s.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))))
+			wantLevels(t, s, "after the return", "a", 8, 2, 0)
 		})
 	}
 }
