@@ -10,7 +10,9 @@
 -- ARGV[1]  the return's operation ID
 -- ARGV[2]  lease ms to take (or renew) the lock, or 0 to give it up
 -- ARGV[3]  the value to store (its operation ID, or as above); the
---          operation ID when absent
+--          operation ID when absent. A lock whose value says its operation
+--          began applying is not replaced by a plain one (nor its lease
+--          shortened) when that operation takes it again.
 -- Reply    1 when the lock is (now) the operation's, or given up; when
 --          another operation holds it, the lock's value (nothing written).
 --
@@ -25,5 +27,11 @@ if tonumber(ARGV[2]) == 0 then
   return 1
 end
 if cur and holder ~= ARGV[1] then return cur end
-redis.call('SET', KEYS[1], ARGV[3] or ARGV[1], 'PX', ARGV[2])
+local value = ARGV[3] or ARGV[1]
+if cur and string.find(cur, '\n', 1, true) and not string.find(value, '\n', 1, true) then
+  -- The operation began applying: its retry (or a return completing it)
+  -- keeps that value and its lease until it takes the lock to apply again.
+  return 1
+end
+redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
 return 1

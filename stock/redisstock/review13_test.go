@@ -315,3 +315,33 @@ func TestReview13ReturnThatEndsAnOrderAReclaimerExpiredEndsItsEntry(t *testing.T
 		}
 	})
 }
+
+// The retry of a half-applied return takes the lock again before its own
+// check: if it fails there, the lock must still name the return as
+// applying, for as long as before (a plain lock with ReturnLease would end,
+// and leave the half-applied return to be checked against again).
+func TestReview13RetryNeverShortensTheLockOfAHalfAppliedReturn(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		lo, hi := skusInSlotOrder(t, fx)
+		fx.sale(lo, 10, 0, time.Hour)
+		fx.sale(hi, 10, 0, time.Hour)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
+		h := &dropAfterFirst{sha: redis.NewScript(lua.Source("stock_return.lua")).Hash(), armed: true}
+		fx.c.AddHook(h)
+		r1 := rt("r1", "o1", it(lo, 1), it(hi, 2))
+		unknown(t, fx.s.RevertItems(fx.ctx(), r1), "RevertItems applied on one slot")
+		fx.hook.arm(1, 1, true) // the retry's lock passes, its taking the lock again is never sent
+		if err := fx.s.RevertItems(fx.ctx(), r1); err == nil {
+			t.Fatal("the retry succeeded with its second lock call lost")
+		}
+		lock := fx.cfg.Prefix + ":rl:{o1}"
+		if ttl := fx.c.PTTL(fx.ctx(), lock).Val(); ttl <= redisstock.ReturnLease+time.Second {
+			t.Fatalf("the lock of a half-applied return lives %v after a failed retry", ttl)
+		}
+		fx.clock.Advance(redisstock.ReturnLease + time.Second)
+		is(t, fx.s.RevertItems(fx.ctx(), rt("r2", "o1", it(hi, 1))), stock.ErrExceedsOrder, "another return (the first completed before it)")
+		is(t, fx.s.RevertItems(fx.ctx(), r1), nil, "the retry")
+		fx.want(lo, 9, 1, 0)
+		fx.want(hi, 10, 0, 0)
+	})
+}
