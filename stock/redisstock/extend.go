@@ -30,7 +30,9 @@ import (
 // call's may expire some lines first: the call then returns
 // stock.ErrHoldExpired, and the lines it moved are returned at the new
 // deadline (a Confirm, meanwhile, finds the expired line and expires the
-// order whole).
+// order whole). A slot group the server refuses after the check (its
+// record gone meanwhile) makes the call stock.ErrUnknownOutcome: the other
+// groups may have moved.
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()
@@ -65,6 +67,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		}
 	})
 	expired := false
+	var refused error // a group the server refused in mode "part"
 	for i, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
@@ -84,8 +87,21 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 			if err := extendErr(orderID, code, n, groups[i]); err != nil {
 				return err
 			}
+			return badReply("extend hold", res)
 		}
-		return badReply("extend hold", res)
+		if refused == nil {
+			// Only a record gone, or of another order, since the check
+			// gets here; the other groups' replies still count.
+			if refused = extendErr(orderID, code, n, groups[i]); refused == nil {
+				refused = badReply("extend hold", res)
+			}
+		}
+	}
+	if refused != nil {
+		// Other groups may have moved their lines (now, or in a first run
+		// of this pipeline the client resent): never a plain error, which
+		// says nothing was applied.
+		return &outcomeError{op: "extend hold", err: detached(refused)}
 	}
 	if expired {
 		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrHoldExpired)

@@ -2,6 +2,7 @@ package redisstock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -343,5 +344,27 @@ func TestReview13RetryNeverShortensTheLockOfAHalfAppliedReturn(t *testing.T) {
 		is(t, fx.s.RevertItems(fx.ctx(), r1), nil, "the retry")
 		fx.want(lo, 9, 1, 0)
 		fx.want(hi, 10, 0, 0)
+	})
+}
+
+// An extension of an order on two slots whose second group is refused by
+// the server after the first moved its line (here: that line's record gone
+// between the check and the applies) has written: its error must be an
+// unknown outcome, never a plain one, which says nothing was applied.
+func TestReview13ExtendRefusedAfterAGroupMovedIsAnUnknownOutcome(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		lo, hi := skusInSlotOrder(t, fx)
+		t0 := fx.clock.Now()
+		fx.saleMax(lo, 10, 0, time.Minute, 10*time.Minute)
+		fx.saleMax(hi, 10, 0, time.Minute, 10*time.Minute)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
+		h := &beforeScript{sha: redis.NewScript(lua.Source("stock_extend.lua")).Hash()}
+		h.fn = func() { fx.c.Del(fx.ctx(), fx.record(hi, "o1")) }
+		fx.c.AddHook(h)
+		err := fx.s.ExtendHold(fx.ctx(), "o1", t0.Add(5*time.Minute))
+		fx.wantDeadline(lo, "o1", t0.Add(5*time.Minute))
+		if !errors.Is(err, stock.ErrUnknownOutcome) {
+			t.Fatalf("ExtendHold with one group moved and one refused: %v, want an unknown outcome", err)
+		}
 	})
 }
