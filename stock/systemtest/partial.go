@@ -140,8 +140,13 @@ func (r *runner) answeredPartial(c *call, err error, gate, rec stock.OrderInfo) 
 	case "return":
 		switch {
 		case err == nil:
+			// A held copy past its record deadline gives back everything
+			// it has at its reclaim: a return the gate applied in time
+			// and the record refused as expired is told nil (see
+			// tiered.Manager.RevertItems), its units on their way back.
+			ending := rec.State == stock.StateHeld && !r.now().Before(rec.Deadline)
 			for _, it := range o.items {
-				if rec.State.Takes() && returnedAt(rec, it.SKU) < o.returned[it.SKU] {
+				if rec.State.Takes() && !ending && returnedAt(rec, it.SKU) < o.returned[it.SKU] {
 					r.violate(CheckToldYes, "%s was told nil, the record gave back %d of %s, %d were told nil", c.desc,
 						returnedAt(rec, it.SKU), it.SKU, o.returned[it.SKU])
 				}
