@@ -125,8 +125,10 @@ func (s *Store) expireOrders(ctx context.Context, q querier, ids []string, now i
 	where := " WHERE state = 1 AND deadline_ms <= ? AND order_id IN (" + params(len(ids)) + ")"
 	cols := "order_id, line, sku, qty - returned, user_id"
 	if s.d.mysqlLike() {
-		// No UPDATE ... RETURNING: lock the lines, then move exactly them.
-		lines, err := s.scanExpired(q.QueryContext(ctx, s.q.sql("SELECT "+cols+" FROM {L}"+where+" FOR UPDATE"), args...))
+		// No UPDATE ... RETURNING: lock the lines (waiting at most
+		// Config.LockWait, as every lock of the Store does), then move
+		// exactly them.
+		lines, err := s.scanExpired(q.QueryContext(ctx, s.q.sql("SELECT"+s.q.lockHint+" "+cols+" FROM {L}"+where+s.q.lockSuffix), args...))
 		if err != nil || len(lines) == 0 {
 			return nil, err
 		}

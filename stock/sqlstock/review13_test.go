@@ -266,3 +266,53 @@ func TestReviewRevertItemsLockWaitIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// A reclaim pass waits at most Config.LockWait for the lines of a due
+// order another transaction holds: then it is contention, and once the
+// lock goes the next pass returns the order.
+func TestReviewReclaimLockWaitIsBounded(t *testing.T) {
+	for _, b := range backends() {
+		if b.dialect == sqlstock.SQLite {
+			continue // one writer: no row locks to wait for
+		}
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			db := b.open(t)
+			clock := stocktest.NewClock(stocktest.Epoch)
+			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: clock,
+				LockWait: 10 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
+			ctx := t.Context()
+			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}))
+			mustOK(t, "Deduct", s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 3)}}))
+			mustOK(t, "RevertItems", s.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))))
+			clock.Advance(time.Minute)
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, q := range []string{"BEGIN", "SELECT qty FROM " + quote(b.dialect, s.Tables()[1]) + " WHERE order_id = 'o1' FOR UPDATE"} {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			start := time.Now()
+			_, err = s.ReclaimExpired(ctx, 10)
+			took := time.Since(start)
+			if !errors.Is(err, stock.ErrContention) {
+				t.Errorf("ReclaimExpired under a held lock: %v, want stock.ErrContention", err)
+			}
+			if took > 5*time.Second {
+				t.Errorf("ReclaimExpired under a held lock took %v", took)
+			}
+			if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.ReclaimExpired(ctx, 10)
+			if err != nil || len(got) != 1 || got[0].Qty != 2 {
+				t.Fatalf("ReclaimExpired once the lock is gone = %+v, %v; want o1's 2 units left", got, err)
+			}
+			wantLevels(t, s, "after the reclaim", "a", 10, 0, 0)
+		})
+	}
+}
