@@ -103,3 +103,46 @@ func TestReview13ExtendOfAHalfWayDeductIsNotToldNil(t *testing.T) {
 		x.want(x.record, "record", "a", 6, 0, 4)
 	}
 }
+
+// The same return whose record step comes after the record's own deadline
+// (no reclaim ran between): the record refuses the copy as expired, which
+// gives back everything at its reclaim. The return was applied at the
+// gate in time: nil, and the next reclaim brings both tiers back to the
+// units on sale, each unit once.
+func TestReview13ReturnMeetingAnExpiredCopyIsApplied(t *testing.T) {
+	for _, grace := range []time.Duration{0, 30 * time.Second} {
+		clk := stocktest.NewClock(stocktest.Epoch)
+		gate, record := stocktest.NewFaulty(memstock.New(clk)), stocktest.NewFaulty(memstock.New(clk))
+		m := tiered.New(gate, record, tiered.Config{Clock: clk, RecordGrace: grace})
+		ctx := t.Context()
+		if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Deduct(ctx, ord("o1", 4)); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute - time.Second)
+		record.SetBefore(func(c stocktest.Call) {
+			if c.Method == "RevertItems" {
+				clk.Advance(3 * time.Minute) // past the record's deadline
+			}
+		})
+		r := stock.Return{OpID: "r1", OrderID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+		if err := m.RevertItems(ctx, r); err != nil {
+			t.Errorf("grace %v: RevertItems the gate applied = %v, want nil", grace, err)
+		}
+		record.SetBefore(nil)
+		if _, err := m.ReclaimExpired(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		for _, tier := range []struct {
+			name string
+			m    stock.Manager
+		}{{"gate", gate}, {"record", record}} {
+			lv, err := tier.m.Levels(ctx, "a")
+			if err != nil || lv.Available != 10 || lv.Held != 0 || lv.Sold != 0 {
+				t.Errorf("grace %v: %s levels %+v, %v", grace, tier.name, lv, err)
+			}
+		}
+	}
+}
