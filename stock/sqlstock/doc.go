@@ -31,8 +31,9 @@
 // Tables created by the version before partial reverts and hold
 // extensions lack the maximum hold time, the ledger's returned and
 // bound_ms columns and the returns table: CreateTables adds them (each
-// column is probed with a SELECT first, so it is safe to run again and
-// from many processes), and Upgrade gives the statements for a migration
+// column is probed with a SELECT first, and a CREATE ... IF NOT EXISTS
+// that lost PostgreSQL's catalog race to another process is run again, so
+// it is safe to run again and from many processes at once), and Upgrade gives the statements for a migration
 // tool. Rows written before mean: the SKU's maximum hold time is its hold
 // time, the order's hold cannot be extended, nothing was returned. Until
 // the tables are upgraded the Store's statements fail with the
@@ -120,9 +121,10 @@
 // own; an own hold time past the bound is refused (stock.ErrHoldTooLong)
 // after the stock and limit checks, with nothing written.
 //
-// Confirm and Revert lock the order's lines, change their state only from
-// the state they read (RowsAffected decides), and then move the units,
-// all in one transaction. The reclaimer does the same for many orders at
+// Confirm and Revert lock the order's lines (waiting at most
+// Config.LockWait, as every lock of the Store does), change their state
+// only from the state they read (RowsAffected decides), and then move the
+// units, all in one transaction. The reclaimer does the same for many orders at
 // once: one UPDATE ... RETURNING of the held, due lines per batch of
 // orders on PostgreSQL and SQLite, a SELECT ... FOR UPDATE of them then
 // one UPDATE on MySQL and MariaDB, then one UPDATE per SKU. A per-user limit is counted from the
