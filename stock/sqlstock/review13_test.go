@@ -1,12 +1,14 @@
 package sqlstock_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
@@ -313,6 +315,47 @@ func TestReviewReclaimLockWaitIsBounded(t *testing.T) {
 				t.Fatalf("ReclaimExpired once the lock is gone = %+v, %v; want o1's 2 units left", got, err)
 			}
 			wantLevels(t, s, "after the reclaim", "a", 10, 0, 0)
+		})
+	}
+}
+
+// CreateTables run at once by several Stores over no tables creates them
+// once, and every call succeeds.
+func TestReviewConcurrentCreateTables(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			db := b.open(t)
+			for round := range 4 {
+				cfg := sqlstock.Config{Dialect: b.dialect, Table: testdb.Unique("sgs"), Ledger: testdb.Unique("sgl")}
+				t.Cleanup(func() {
+					for _, table := range []string{cfg.Ledger + "_returns", cfg.Ledger + "_ops", cfg.Ledger, cfg.Table} {
+						if _, err := db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+quote(b.dialect, table)); err != nil {
+							t.Errorf("drop %s: %v", table, err)
+						}
+					}
+				})
+				const stores = 4
+				var wg sync.WaitGroup
+				errs := make([]error, stores)
+				for i := range stores {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						s, err := sqlstock.New(db, cfg)
+						if err == nil {
+							err = s.CreateTables(t.Context())
+						}
+						errs[i] = err
+					}()
+				}
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						t.Fatalf("round %d: CreateTables of store %d: %v", round, i, err)
+					}
+				}
+			}
 		})
 	}
 }
