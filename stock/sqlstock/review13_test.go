@@ -359,3 +359,69 @@ func TestReviewConcurrentCreateTables(t *testing.T) {
 		})
 	}
 }
+
+// Concurrent Deducts that the Atomic strategy groups, some with their own
+// hold time, some without and some past the SKU's maximum: only those
+// past it are refused (ErrHoldTooLong, nothing taken), every other order
+// gets its own deadline, and the counts are exact.
+func TestReviewGroupedOwnHoldTimesUnderLoad(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			clock := stocktest.NewClock(stocktest.Epoch)
+			s := newStore(t, b.open(t), sqlstock.Config{Dialect: b.dialect, Clock: clock})
+			ctx := t.Context()
+			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 1000, HoldTTL: time.Minute, MaxHoldTTL: 5 * time.Minute}))
+			const n = 60
+			ttl := func(i int) time.Duration {
+				switch i % 3 {
+				case 0:
+					return 0
+				case 1:
+					return 3 * time.Minute
+				}
+				if i%2 == 0 {
+					return 6 * time.Minute // past the maximum
+				}
+				return 5 * time.Minute
+			}
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					o := stock.Order{ID: fmt.Sprintf("o%02d", i), Items: []stock.Item{mkItem("a", 2)}, HoldTTL: ttl(i)}
+					err := s.Deduct(ctx, o)
+					for errors.Is(err, stock.ErrContention) {
+						err = s.Deduct(ctx, o)
+					}
+					errs[i] = err
+				}()
+			}
+			wg.Wait()
+			var held int64
+			for i, err := range errs {
+				id := fmt.Sprintf("o%02d", i)
+				if ttl(i) > 5*time.Minute {
+					if !errors.Is(err, stock.ErrHoldTooLong) {
+						t.Errorf("%s with a hold past the maximum: %v, want ErrHoldTooLong", id, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s: %v", id, err)
+					continue
+				}
+				held += 2
+				want := ttl(i)
+				if want == 0 {
+					want = time.Minute
+				}
+				wantDeadline(t, s, id, want)
+			}
+			wantLevels(t, s, "after the deducts", "a", 1000-held, held, 0)
+			t.Logf("%d groups", s.Groups())
+		})
+	}
+}
