@@ -82,8 +82,9 @@ type Config struct {
 	RetryWait time.Duration
 
 	// LockWait bounds how long a write waits for a row lock, under every
-	// strategy (PostgreSQL lock_timeout per transaction, and a canceled
-	// one-statement deduct; MariaDB SET STATEMENT innodb_lock_wait_timeout
+	// strategy (PostgreSQL lock_timeout per transaction, whose statements
+	// also stop LockWait after BEGIN in all, since one UPDATE can wait
+	// twice; a canceled one-statement deduct; MariaDB SET STATEMENT innodb_lock_wait_timeout
 	// and FOR UPDATE WAIT; MySQL SET_VAR hints), and how long SQLite waits
 	// for its write lock (busy_timeout); default 5s. A wait that runs out
 	// is stock.ErrContention (nothing applied), not retried: a call answers

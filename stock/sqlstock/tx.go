@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"time"
 )
 
 // querier is what a transaction body runs its statements on: a *sql.Tx,
@@ -53,7 +54,19 @@ func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) e
 			return err // a setting: nothing written yet
 		}
 	}
-	if err := fn(tx); err != nil {
+	var q querier = tx
+	if s.d == Postgres {
+		body, cancel := context.WithTimeout(ctx, s.cfg.LockWait+bodySlack)
+		defer cancel()
+		q = boundedTx{tx, body}
+		if err := fn(q); err != nil {
+			_ = tx.Rollback()
+			if body.Err() != nil && ctx.Err() == nil {
+				return &bodyLockWait{err} // COMMIT not sent: nothing applied
+			}
+			return sent(err)
+		}
+	} else if err := fn(q); err != nil {
 		_ = tx.Rollback()
 		return sent(err)
 	}
@@ -63,6 +76,47 @@ func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) e
 	}
 	return sent(tx.Commit())
 }
+
+// bodySlack is how much longer than Config.LockWait a PostgreSQL
+// transaction's statements may run in all (see boundedTx): a single lock
+// wait ends by lock_timeout first, with the connection kept.
+const bodySlack = 50 * time.Millisecond
+
+// boundedTx runs the statements of a PostgreSQL transaction under one
+// deadline, Config.LockWait from BEGIN, instead of each caller's own.
+// lock_timeout bounds each lock wait, but one UPDATE of a row others
+// queue for can wait several times: for the tuple lock while the waiter
+// ahead of it holds it, then for the transaction that holds the row. The
+// deadline keeps the whole body within LockWait; COMMIT runs outside it.
+type boundedTx struct {
+	tx  *sql.Tx
+	ctx context.Context
+}
+
+func (b boundedTx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	return b.tx.ExecContext(b.ctx, query, args...)
+}
+
+func (b boundedTx) QueryContext(_ context.Context, query string, args ...any) (*sql.Rows, error) {
+	return b.tx.QueryContext(b.ctx, query, args...)
+}
+
+func (b boundedTx) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
+	return b.tx.QueryRowContext(b.ctx, query, args...)
+}
+
+// bodyLockWait is a PostgreSQL transaction whose statements ran past
+// Config.LockWait in all (boundedTx) and were rolled back: nothing was
+// applied. It classifies as lock_timeout's own error (SQLSTATE 55P03),
+// which the retry loop answers as stock.ErrContention.
+type bodyLockWait struct{ err error }
+
+func (e *bodyLockWait) Error() string {
+	return "sqlstock: the transaction waited longer than Config.LockWait for row locks: " + e.err.Error()
+}
+
+// SQLState returns lock_timeout's code, 55P03.
+func (e *bodyLockWait) SQLState() string { return "55P03" }
 
 // sent returns err as *maybeApplied unless it proves that nothing was
 // applied.
