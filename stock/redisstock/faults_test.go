@@ -72,6 +72,10 @@ func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return errLostReply
 		}
 		err := next(ctx, cmd)
+		if hit && noScript(cmd) {
+			h.unhit() // never ran: the client loads the script and sends it again
+			return err
+		}
 		if hit {
 			cmd.SetErr(errLostReply)
 			return errLostReply
@@ -80,12 +84,34 @@ func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// noScript reports whether any of cmds was refused as NOSCRIPT (a script
+// the server did not have yet, on a server that had not run it before).
+func noScript(cmds ...redis.Cmder) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}
+
+// unhit gives back a hit whose call never ran.
+func (h *faultHook) unhit() {
+	h.mu.Lock()
+	h.left++
+	h.mu.Unlock()
+}
+
 func (h *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		hit, skip := h.hit(cmds)
 		var err error
 		if !hit || !skip {
 			err = next(ctx, cmds)
+		}
+		if hit && !skip && noScript(cmds...) {
+			h.unhit()
+			return err
 		}
 		if hit {
 			for _, c := range cmds {
