@@ -35,7 +35,14 @@ func (r *runner) finish(c *call, res result) {
 				o.lastEnd = end
 			}
 		}
-		o.settle(c.kind, definitive)
+		if c.kind == "deduct" && res.err != nil && o.doubt["deduct"] {
+			// A refused retry does not undo what an abandoned attempt of
+			// the order took (on a Redis Cluster, the slot groups it got
+			// to, which the reclaimer returns at the deadline): the order
+			// stays half-way.
+		} else {
+			o.settle(c.kind, definitive)
+		}
 		if definitive {
 			r.answered(c, res.err)
 		}
