@@ -39,21 +39,21 @@ func Signature(sorted []stock.Item) string {
 // hold times. holds and maxes are the SKUs' settings, line by line. bad is
 // the index of the line whose maximum an own hold time passes, or -1.
 func Hold(own time.Duration, holds, maxes []time.Duration) (hold, bound time.Duration, bad int) {
-	hold, bound, bad = stock.MaxHoldTTL, stock.MaxHoldTTL, -1
+	own = own.Truncate(time.Millisecond) // backends keep hold times in whole milliseconds
+	hold, bound, tightest := stock.MaxHoldTTL, stock.MaxHoldTTL, -1
 	for i := range holds {
 		hold = min(hold, holds[i])
 		if maxes[i] < bound {
-			bound = maxes[i]
-			if own.Truncate(time.Millisecond) > bound {
-				bad = i
-			}
+			bound, tightest = maxes[i], i
 		}
 	}
-	own = own.Truncate(time.Millisecond) // backends keep hold times in whole milliseconds
-	if own == 0 {
+	switch {
+	case own == 0:
 		return hold, bound, -1
+	case own > bound:
+		return own, bound, tightest
 	}
-	return own, bound, bad
+	return own, bound, -1
 }
 
 // Returned merges the units partial reverts gave back into a sorted,
