@@ -68,7 +68,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	})
 	expired := false
 	var refused error // a group the server refused in mode "part"
-	for i, c := range cmds {
+	for _, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
 			err = s.writeErr(ctx, "extend hold", err)
@@ -84,7 +84,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 			continue
 		}
 		if mode == "all" {
-			if err := extendErr(orderID, code, n, groups[i]); err != nil {
+			if err := extendErr(orderID, code, n); err != nil {
 				return err
 			}
 			return badReply("extend hold", res)
@@ -92,7 +92,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		if refused == nil {
 			// Only a record gone, or of another order, since the check
 			// gets here; the other groups' replies still count.
-			if refused = extendErr(orderID, code, n, groups[i]); refused == nil {
+			if refused = extendErr(orderID, code, n); refused == nil {
 				refused = badReply("extend hold", res)
 			}
 		}
@@ -111,7 +111,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 
 // extendErr maps a refusal of stock_extend.lua to its error, or nil for an
 // unknown code.
-func extendErr(orderID, code string, n int64, g []stock.Item) error {
+func extendErr(orderID, code string, n int64) error {
 	var err error
 	switch code {
 	case "unknown":
@@ -134,7 +134,7 @@ func extendErr(orderID, code string, n int64, g []stock.Item) error {
 // every line, in the order of the one-script path: done with its error for
 // a refusal, done with nil for a deadline at or before the current one.
 func extendCheck(orderID, ident string, lines []lineState, now, want int64) (bool, error) {
-	code := func(c string, n int64) (bool, error) { return true, extendErr(orderID, c, n, nil) }
+	code := func(c string, n int64) (bool, error) { return true, extendErr(orderID, c, n) }
 	for _, l := range lines {
 		if l.st == "" || l.id != ident {
 			return code("unknown", 0)
