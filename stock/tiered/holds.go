@@ -134,11 +134,10 @@ func (m *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	gate, rec := m.gate, m.record
-	gerr := gate.ExtendHold(ctx, orderID, deadline)
+	gerr := m.gate.ExtendHold(ctx, orderID, deadline)
 	switch {
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
-		return m.extendByRecord(ctx, rec, orderID, deadline, gerr)
+		return m.extendByRecord(ctx, orderID, deadline, gerr)
 	case gerr != nil:
 		return gerr
 	}
@@ -149,9 +148,9 @@ func (m *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 	case err != nil:
 		return &TierError{Tier: Record, Op: "read hold times", Err: err}
 	}
-	rerr := rec.ExtendHold(ctx, orderID, at)
+	rerr := m.record.ExtendHold(ctx, orderID, at)
 	if errors.Is(rerr, stock.ErrHoldTooLong) {
-		rerr = rec.ExtendHold(ctx, orderID, deadline)
+		rerr = m.record.ExtendHold(ctx, orderID, deadline)
 	}
 	switch {
 	case rerr == nil:
@@ -189,7 +188,7 @@ func (m *Manager) notRecorded(orderID string) error {
 // does not know the order, or lost its data) at the record, by the
 // order's gate deadline, as confirmByRecord confirms one. Nothing was
 // written at the gate, so the record's answer is the call's.
-func (m *Manager) extendByRecord(ctx context.Context, rec stock.HoldExtender, id string, deadline time.Time, gerr error) error {
+func (m *Manager) extendByRecord(ctx context.Context, id string, deadline time.Time, gerr error) error {
 	infos, err := m.record.Orders(ctx, []string{id})
 	if err != nil {
 		return err
@@ -215,5 +214,5 @@ func (m *Manager) extendByRecord(ctx context.Context, rec stock.HoldExtender, id
 	if !in.Deadline.Add(-g).After(m.cfg.Clock.Now()) {
 		return stock.ErrHoldExpired
 	}
-	return rec.ExtendHold(ctx, id, deadline.Add(g))
+	return m.record.ExtendHold(ctx, id, deadline.Add(g))
 }

@@ -44,7 +44,6 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	gate, rec := m.gate, m.record
 	infos, err := m.record.Orders(ctx, []string{r.OrderID})
 	if err != nil {
 		return err // a read: nothing written
@@ -52,14 +51,14 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if len(infos) != 1 || infos[0].State == stock.StateUnknown {
 		return stock.ErrUnknownOrder
 	}
-	gerr := gate.RevertItems(ctx, r)
+	gerr := m.gate.RevertItems(ctx, r)
 	switch {
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
-		return m.revertItemsByRecord(ctx, rec, infos[0], r)
+		return m.revertItemsByRecord(ctx, infos[0], r)
 	case gerr != nil:
 		return gerr
 	}
-	rerr := rec.RevertItems(ctx, r)
+	rerr := m.record.RevertItems(ctx, r)
 	switch {
 	case rerr == nil:
 		return nil
@@ -82,7 +81,7 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 // revertItemsByRecord returns r at the record alone, for an order the gate
 // cannot decide about (see RevertItems); in is the record's order as read.
 // Nothing was written at the gate, so the record's answer is the call's.
-func (m *Manager) revertItemsByRecord(ctx context.Context, rec stock.PartialReverter, in stock.OrderInfo, r stock.Return) error {
+func (m *Manager) revertItemsByRecord(ctx context.Context, in stock.OrderInfo, r stock.Return) error {
 	if in.State == stock.StateHeld {
 		due, err := m.gateDeadline(ctx, in, nil)
 		if err != nil {
@@ -92,7 +91,7 @@ func (m *Manager) revertItemsByRecord(ctx context.Context, rec stock.PartialReve
 			return stock.ErrHoldExpired
 		}
 	}
-	return rec.RevertItems(ctx, r)
+	return m.record.RevertItems(ctx, r)
 }
 
 // skusOf returns the SKUs of items, in item order.
