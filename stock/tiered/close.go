@@ -49,17 +49,13 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) (err error) {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	infos, err := m.record.Orders(ctx, []string{orderID})
+	in, err := m.recordOrder(ctx, orderID)
 	if err != nil {
 		return err // a read: nothing written
 	}
-	state := stock.StateUnknown
-	if len(infos) == 1 {
-		state = infos[0].State
-	}
-	switch state {
+	switch in.State {
 	case stock.StateHeld:
-		return m.confirmHeld(ctx, infos[0])
+		return m.confirmHeld(ctx, in)
 	case stock.StateConfirmed:
 		gerr := m.gate.Confirm(ctx, orderID)
 		switch {
@@ -248,11 +244,11 @@ func (m *Manager) closedReason(ctx context.Context, orderID string, cause error)
 	if !errors.Is(cause, stock.ErrOrderClosed) {
 		return cause
 	}
-	infos, err := m.record.Orders(ctx, []string{orderID})
-	if err != nil || len(infos) != 1 || infos[0].Deadline.IsZero() {
+	in, err := m.recordOrder(ctx, orderID)
+	if err != nil || in.Deadline.IsZero() {
 		return cause
 	}
-	due, err := m.gateDeadline(ctx, infos[0], nil)
+	due, err := m.gateDeadline(ctx, in, nil)
 	if err != nil || due.After(m.cfg.Clock.Now()) {
 		return cause
 	}

@@ -61,14 +61,14 @@ func (m *Manager) RecordDeadline(ctx context.Context, orderID string, deadline t
 	if m.cfg.RecordGrace > 0 {
 		return deadline.Add(m.cfg.RecordGrace), nil
 	}
-	infos, err := m.record.Orders(ctx, []string{orderID})
+	in, err := m.recordOrder(ctx, orderID)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if len(infos) != 1 || infos[0].State == stock.StateUnknown {
+	if in.State == stock.StateUnknown {
 		return time.Time{}, stock.ErrUnknownOrder
 	}
-	g, err := m.grace(ctx, infos[0].Items, nil)
+	g, err := m.grace(ctx, in.Items, nil)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -189,23 +189,18 @@ func (m *Manager) notRecorded(orderID string) error {
 // order's gate deadline, as confirmByRecord confirms one. Nothing was
 // written at the gate, so the record's answer is the call's.
 func (m *Manager) extendByRecord(ctx context.Context, id string, deadline time.Time, gerr error) error {
-	infos, err := m.record.Orders(ctx, []string{id})
+	in, err := m.recordOrder(ctx, id)
 	if err != nil {
 		return err
 	}
-	if len(infos) != 1 {
-		return gerr
-	}
-	in := infos[0]
 	switch in.State {
 	case stock.StateUnknown:
 		return gerr
 	case stock.StateConfirmed:
 		return stock.ErrOrderConfirmed
-	case stock.StateReverted, stock.StateRefunded:
-		return stock.ErrOrderClosed
-	case stock.StateExpired:
-		return stock.ErrHoldExpired
+	}
+	if err := endedAnswer(in.State); err != nil {
+		return err
 	}
 	g, err := m.grace(ctx, in.Items, nil)
 	if err != nil {

@@ -44,17 +44,17 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	infos, err := m.record.Orders(ctx, []string{r.OrderID})
+	in, err := m.recordOrder(ctx, r.OrderID)
 	if err != nil {
 		return err // a read: nothing written
 	}
-	if len(infos) != 1 || infos[0].State == stock.StateUnknown {
+	if in.State == stock.StateUnknown {
 		return stock.ErrUnknownOrder
 	}
 	gerr := m.gate.RevertItems(ctx, r)
 	switch {
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
-		return m.revertItemsByRecord(ctx, infos[0], r)
+		return m.revertItemsByRecord(ctx, in, r)
 	case gerr != nil:
 		return gerr
 	}

@@ -63,3 +63,29 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 func (m *Manager) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
 	return m.record.UserUnits(ctx, sku, userID)
 }
+
+// recordOrder reads one order at the record (one read by ID); an order the
+// record does not know has State stock.StateUnknown.
+func (m *Manager) recordOrder(ctx context.Context, id string) (stock.OrderInfo, error) {
+	infos, err := m.record.Orders(ctx, []string{id})
+	if err != nil {
+		return stock.OrderInfo{}, err
+	}
+	if len(infos) != 1 {
+		return stock.OrderInfo{ID: id}, nil
+	}
+	return infos[0], nil
+}
+
+// endedAnswer is the answer to a repeat of an order the record has ended:
+// stock.ErrHoldExpired for an expired copy, ErrOrderClosed for a reverted
+// or refunded one, nil for any other state.
+func endedAnswer(s stock.State) error {
+	switch s {
+	case stock.StateExpired:
+		return stock.ErrHoldExpired
+	case stock.StateReverted, stock.StateRefunded:
+		return stock.ErrOrderClosed
+	}
+	return nil
+}

@@ -201,21 +201,15 @@ func refusal(err error) bool {
 // stock.ErrOrderClosed for a reverted one. A record that cannot be read
 // leaves the answer unknown: a *TierError.
 func (m *Manager) refused(ctx context.Context, o stock.Order, gerr error) error {
-	infos, err := m.record.Orders(ctx, []string{o.ID})
+	in, err := m.recordOrder(ctx, o.ID)
 	if err != nil {
 		return &TierError{Tier: Record, Op: "read after the gate refused", Err: err, Outcome: gerr}
 	}
-	if len(infos) != 1 {
+	if in.State == stock.StateUnknown {
 		return gerr
 	}
-	in := infos[0]
-	switch in.State {
-	case stock.StateUnknown:
-		return gerr
-	case stock.StateExpired:
-		return stock.ErrHoldExpired
-	case stock.StateReverted, stock.StateRefunded:
-		return stock.ErrOrderClosed
+	if err := endedAnswer(in.State); err != nil {
+		return err
 	}
 	if in.UserID != o.UserID || canon.Signature(canon.Sorted(o.Items)) != canon.Signature(canon.Sorted(in.Items)) {
 		return stock.ErrConflict
@@ -249,11 +243,11 @@ func (m *Manager) refused(ctx context.Context, o stock.Order, gerr error) error 
 // left alone, as by ReclaimExpired, reported to Config.OnDrift, and sold
 // says so.
 func (m *Manager) returnCopy(ctx context.Context, id string) (sold bool, _ error) {
-	infos, err := m.record.Orders(ctx, []string{id})
+	in, err := m.recordOrder(ctx, id)
 	if err != nil {
 		return false, &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
 	}
-	if len(infos) != 1 || !infos[0].State.Takes() {
+	if !in.State.Takes() {
 		return false, nil
 	}
 	sold, rerr := m.revertRecord(ctx, id, "settle") // a confirmed copy is kept there
