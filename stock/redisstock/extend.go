@@ -47,6 +47,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		return err
 	}
 	now, want := s.nowMs(), deadline.UnixMilli()
+	mode := "all"
 	if len(groups) > 1 {
 		lines, err := s.readLines(ctx, "extend hold", orderID, groups, "st")
 		if err != nil {
@@ -55,9 +56,6 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		if done, err := extendCheck(orderID, ident, lines, now, want); done || err != nil {
 			return err
 		}
-	}
-	mode := "all"
-	if len(groups) > 1 {
 		mode = "part"
 	}
 	cmds := make([]*redis.Cmd, len(groups))
