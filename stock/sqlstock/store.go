@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"sync/atomic"
-	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jmoiron/sqlx"
@@ -164,8 +163,8 @@ func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
 // levels sets lv's settings fields from v.
 func (v settings) levels(lv *stock.Levels) {
 	lv.PerUserLimit = v.limit
-	lv.HoldTTL = time.Duration(v.ttlMS) * time.Millisecond
-	lv.MaxHoldTTL = time.Duration(v.effectiveMax()) * time.Millisecond
+	lv.HoldTTL = ms(v.ttlMS)
+	lv.MaxHoldTTL = ms(v.effectiveMax())
 }
 
 // nowMS is the Clock's time in Unix milliseconds, the unit of the
