@@ -164,12 +164,11 @@ func (s *Store) groupDone(calls []*gcall, refused []error, err error) {
 			c.res = refused[i] // not written: the refusal stands
 		case err == nil:
 			c.res = nil
-		case unknown:
-			c.res = err
-		case classify(err) == errLockWait:
-			// The group waited Config.LockWait for a row lock: running
-			// each order again alone would wait as long again, each. The
-			// retry loop answers it as contention without running it again.
+		case unknown, classify(err) == errLockWait:
+			// An unknown outcome is the group's to learn. A lock wait took
+			// Config.LockWait already: running each order again alone would
+			// wait as long again, each; the retry loop answers it as
+			// contention without running it again.
 			c.res = err
 		default:
 			c.res = errSplit
