@@ -45,13 +45,7 @@ func (s *Store) extendOnce(ctx context.Context, orderID string, to int64) error 
 	case SQLite:
 		// In the one writer's IMMEDIATE transaction, which waits for the
 		// write lock up to Config.LockWait (busy_timeout).
-		return s.inTx(ctx, func(q querier) error {
-			n, err := affected(q.ExecContext(ctx, s.q.extend, to, orderID, s.nowMS(), to, to))
-			if err != nil || n > 0 {
-				return err
-			}
-			return s.whyNotExtended(ctx, q, s.q.readOrder, orderID, to)
-		})
+		return s.inTx(ctx, func(q querier) error { return s.extendIn(ctx, q, s.q.readOrder, orderID, to) })
 	case Postgres:
 		// An autocommit statement cannot carry lock_timeout: its wait for
 		// the lines' row locks is bounded by Config.LockWait through its
@@ -73,6 +67,18 @@ func (s *Store) extendOnce(ctx context.Context, orderID string, to int64) error 
 		return err
 	}
 	return s.whyNotExtended(ctx, s.db, s.q.readOrder, orderID, to)
+}
+
+// extendIn is the extension of orderID to deadline to (Unix ms) in a
+// transaction q: the UPDATE, then, if it changed nothing, why not, from
+// the lines read with query (readOrder, or lockOrder in a caller's
+// transaction).
+func (s *Store) extendIn(ctx context.Context, q querier, query, orderID string, to int64) error {
+	n, err := affected(q.ExecContext(ctx, s.q.extend, to, orderID, s.nowMS(), to, to))
+	if err != nil || n > 0 {
+		return err
+	}
+	return s.whyNotExtended(ctx, q, query, orderID, to)
 }
 
 // whyNotExtended answers an extension of orderID to deadline to (Unix ms)
@@ -119,10 +125,6 @@ func (t *TxStore) ExtendHold(ctx context.Context, orderID string, deadline time.
 	to := deadline.UnixMilli()
 	s := t.s
 	return t.run(ctx, "extend hold", func(q querier, _ func() error) (error, error) {
-		n, err := affected(q.ExecContext(ctx, s.q.extend, to, orderID, s.nowMS(), to, to))
-		if err != nil || n > 0 {
-			return nil, err
-		}
-		return nil, s.whyNotExtended(ctx, q, s.q.lockOrder, orderID, to)
+		return nil, s.extendIn(ctx, q, s.q.lockOrder, orderID, to)
 	})
 }
