@@ -155,7 +155,7 @@ func (q *queries) readStock(n int) string {
 
 // lockStockIn locks and reads the rows of n SKUs, in SKU order.
 func (q *queries) lockStockIn(n int) string {
-	return q.sql("SELECT" + q.lockHint + " {sku}, {avail}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} IN (" + params(n) +
+	return q.sql("SELECT" + q.lockHint + " {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} IN (" + params(n) +
 		") ORDER BY {sku}" + q.lockSuffix)
 }
 

@@ -14,40 +14,7 @@ type stockRow struct {
 // readRows reads the rows of the sorted items through q, or fails with
 // stock.ErrUnknownSKU naming the first SKU that has none.
 func (s *Store) readRows(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
-	args := make([]any, len(items))
-	for i, it := range items {
-		args[i] = it.SKU
-	}
-	rs, err := q.QueryContext(ctx, s.q.readStock(len(items)), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	found := make(map[string]stockRow, len(items))
-	for rs.Next() {
-		var (
-			sku string
-			r   stockRow
-		)
-		if err := rs.Scan(&sku, &r.avail, &r.version, &r.limit, &r.ttlMS, &r.maxMS); err != nil {
-			return nil, err
-		}
-		found[sku] = r
-	}
-	if err := rs.Err(); err != nil {
-		return nil, err
-	}
-	rows := make([]stockRow, len(items))
-	for i, it := range items {
-		r, ok := found[it.SKU]
-		if !ok {
-			s.settings.Remove(it.SKU)
-			return nil, &stock.SKUError{SKU: it.SKU, Err: stock.ErrUnknownSKU}
-		}
-		s.settings.Add(it.SKU, r.settings())
-		rows[i] = r
-	}
-	return rows, nil
+	return s.itemRows(ctx, q, s.q.readStock(len(items)), items)
 }
 
 // checkRows refuses the order if a limited SKU has no user or a line has
@@ -121,7 +88,14 @@ type lockedRow struct {
 // reads them (and remembers their settings); a SKU without a row comes
 // back not found.
 func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]lockedRow, error) {
-	rs, err := q.QueryContext(ctx, s.q.lockStockIn(len(skus)), anys(skus)...)
+	return s.stockRows(ctx, q, s.q.lockStockIn(len(skus)), skus)
+}
+
+// stockRows reads the stock rows of skus with query (readStock or
+// lockStockIn) and remembers their settings; a SKU without a row comes
+// back not found.
+func (s *Store) stockRows(ctx context.Context, q querier, query string, skus []string) ([]lockedRow, error) {
+	rs, err := q.QueryContext(ctx, query, anys(skus)...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +106,7 @@ func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]locke
 			sku string
 			r   stockRow
 		)
-		if err := rs.Scan(&sku, &r.avail, &r.limit, &r.ttlMS, &r.maxMS); err != nil {
+		if err := rs.Scan(&sku, &r.avail, &r.version, &r.limit, &r.ttlMS, &r.maxMS); err != nil {
 			return nil, err
 		}
 		found[sku] = r
@@ -157,16 +131,23 @@ func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]locke
 // SKU order, and reads them, or fails with stock.ErrUnknownSKU naming the
 // first SKU without a row.
 func (s *Store) lockItems(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
+	return s.itemRows(ctx, q, s.q.lockStockIn(len(items)), items)
+}
+
+// itemRows reads the stock rows of the sorted items with query (see
+// stockRows), or fails with stock.ErrUnknownSKU naming the first SKU
+// without a row.
+func (s *Store) itemRows(ctx context.Context, q querier, query string, items []stock.Item) ([]stockRow, error) {
 	skus := make([]string, len(items))
 	for i, it := range items {
 		skus[i] = it.SKU
 	}
-	locked, err := s.lockRows(ctx, q, skus)
+	found, err := s.stockRows(ctx, q, query, skus)
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]stockRow, len(locked))
-	for i, r := range locked {
+	rows := make([]stockRow, len(found))
+	for i, r := range found {
 		if !r.found {
 			return nil, &stock.SKUError{SKU: skus[i], Err: stock.ErrUnknownSKU}
 		}
