@@ -284,11 +284,11 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 	}
 	code, n := replyCode(res)
 	if code == "ok" && len(res) == 7 {
-		found, _ := res[3].(int64)
+		found, ok0 := res[3].(int64)
 		bound, ok1 := res[4].(int64)
 		maxHold, ok2 := res[5].(int64)
 		line, ok3 := res[6].(int64)
-		if ok1 && ok2 && ok3 && line >= 0 && int(line) <= len(g) {
+		if ok0 && ok1 && ok2 && ok3 && line >= 0 && int(line) <= len(g) {
 			gt := groupTaken{deadline: n, bound: bound, maxHold: maxHold}
 			if line > 0 {
 				gt.maxSKU = g[line-1].SKU
