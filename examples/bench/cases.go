@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -39,8 +41,9 @@ if v and v >= tonumber(ARGV[1]) then redis.call('DECRBY', KEYS[1], ARGV[1]) retu
 return 0`)
 
 // setup connects to every store the options name and returns their cases,
-// and a cleanup that removes what the run created.
-func setup(ctx context.Context, opt options) ([]group, func(), error) {
+// the memory figures of the Redis servers, and a cleanup that removes what
+// the run created.
+func setup(ctx context.Context, opt options) ([]group, []memResult, func(), error) {
 	tag := "sgbench" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	var cleanups []func()
 	cleanup := func() {
@@ -49,27 +52,36 @@ func setup(ctx context.Context, opt options) ([]group, func(), error) {
 		}
 	}
 	var groups []group
+	var memory []memResult
 
 	if opt.redis != "none" {
-		g, err := redisSetup(ctx, opt.redis, tag, &cleanups)
+		g, m, err := redisSetup(ctx, opt.redis, tag, &cleanups)
 		if err != nil {
-			return nil, cleanup, err
+			return nil, nil, cleanup, err
+		}
+		groups = append(groups, g)
+		memory = append(memory, m...)
+	}
+	if len(opt.cluster) > 0 {
+		g, err := clusterSetup(ctx, opt.cluster, tag, &cleanups)
+		if err != nil {
+			return nil, nil, cleanup, err
 		}
 		groups = append(groups, g)
 	}
 
 	type sqlTarget struct{ store, driver, dsn string }
 	var targets []sqlTarget
-	if opt.mysql != "" {
+	if opt.mysql != "" && opt.mysql != "none" {
 		targets = append(targets, sqlTarget{"MySQL", "mysql", opt.mysql})
 	}
 	if opt.postgres != "" {
 		targets = append(targets, sqlTarget{"PostgreSQL", "pgx", opt.postgres})
 	}
-	if len(targets) == 0 {
+	if len(targets) == 0 && opt.mysql != "none" {
 		dir, err := os.MkdirTemp("", "sgbench")
 		if err != nil {
-			return nil, cleanup, err
+			return nil, nil, cleanup, err
 		}
 		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 		dsn := "file:" + filepath.Join(dir, "bench.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)"
@@ -78,7 +90,7 @@ func setup(ctx context.Context, opt options) ([]group, func(), error) {
 	for _, t := range targets {
 		db, err := sqlx.Open(t.driver, t.dsn)
 		if err != nil {
-			return nil, cleanup, err
+			return nil, nil, cleanup, err
 		}
 		db.SetMaxOpenConns(128)
 		db.SetMaxIdleConns(128)
@@ -86,53 +98,205 @@ func setup(ctx context.Context, opt options) ([]group, func(), error) {
 		g, drop, err := sqlGroup(ctx, db, t.store, tag)
 		cleanups = append(cleanups, drop)
 		if err != nil {
-			return nil, cleanup, fmt.Errorf("%s: %w", t.store, err)
+			return nil, nil, cleanup, fmt.Errorf("%s: %w", t.store, err)
 		}
 		groups = append(groups, g)
 	}
-	return groups, cleanup, nil
+	return groups, memory, cleanup, nil
 }
 
 // redisSetup connects to addr, or to an in-process miniredis when addr is
-// empty, and returns its cases.
-func redisSetup(ctx context.Context, addr, tag string, cleanups *[]func()) (group, error) {
+// empty, and returns its cases and, on a real Redis, its memory figure.
+func redisSetup(ctx context.Context, addr, tag string, cleanups *[]func()) (group, []memResult, error) {
 	store := "Redis"
 	if addr == "" {
 		mr, err := miniredis.Run()
 		if err != nil {
-			return group{}, err
+			return group{}, nil, err
 		}
 		*cleanups = append(*cleanups, mr.Close)
 		addr, store = mr.Addr(), "miniredis"
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
-	*cleanups = append(*cleanups, func() { dropRedis(rdb, tag); rdb.Close() })
+	*cleanups = append(*cleanups, func() { dropRedis(ctx, rdb, tag); rdb.Close() })
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return group{}, fmt.Errorf("redis %s: %w", addr, err)
+		return group{}, nil, fmt.Errorf("redis %s: %w", addr, err)
 	}
-	return redisGroup(rdb, store, tag)
+	var cpu func(context.Context) (float64, error)
+	var memory []memResult
+	if store == "Redis" { // miniredis reports neither CPU nor memory
+		cpu = func(ctx context.Context) (float64, error) { return serverCPU(ctx, rdb) }
+		m, err := memoryPerHold(ctx, rdb, tag+"mem")
+		if err != nil {
+			return group{}, nil, err
+		}
+		memory = append(memory, m)
+	}
+	g, err := redisGroup(rdb, store, tag, cpu)
+	return g, memory, err
 }
 
-func redisGroup(rdb *redis.Client, store, tag string) (group, error) {
+func redisGroup(rdb *redis.Client, store, tag string, cpu func(context.Context) (float64, error)) (group, error) {
 	raw := tag + ":{hot}:raw"
 	s, err := redisstock.New(rdb, redisstock.Config{Prefix: tag})
 	if err != nil {
 		return group{}, err
 	}
-	return group{store: store, cases: []benchCase{
-		{
-			name: "raw EVALSHA check+DECRBY",
-			prep: func(ctx context.Context) error { return rdb.Set(ctx, raw, units, 0).Err() },
-			op: func(ctx context.Context, _ int64) error {
-				n, err := rawDeduct.Run(ctx, rdb, []string{raw}, 1).Int()
-				if err == nil && n == 0 {
-					err = errRawSoldOut
-				}
-				return err
-			},
-		},
+	single, err := redisstock.New(rdb, redisstock.Config{Prefix: tag + "s", MaxBatch: 1})
+	if err != nil {
+		return group{}, err
+	}
+	const deduct = "redisstock Deduct"
+	g := group{store: store, cases: []benchCase{
+		rawCase(rdb, raw),
+		managerCase(deduct, s, 1),
+		managerCase("redisstock Deduct, MaxBatch 1", single, 1),
+		orderCase("redisstock Deduct, 3-item order", s, 3),
+	}}
+	g.cases[2].vs = []string{deduct}
+	for i := range g.cases {
+		g.cases[i].cpu = cpu
+	}
+	return g, nil
+}
+
+// clusterSetup connects to a Redis Cluster and returns its cases: the raw
+// script and Deduct, each on one hot SKU (one slot, one master), the
+// server CPU summed over the masters.
+func clusterSetup(ctx context.Context, addrs []string, tag string, cleanups *[]func()) (group, error) {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 128})
+	*cleanups = append(*cleanups, func() {
+		rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { dropRedis(ctx, c, tag); return nil })
+		rdb.Close()
+	})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return group{}, fmt.Errorf("redis cluster %v: %w", addrs, err)
+	}
+	cpu := func(ctx context.Context) (float64, error) {
+		var mu sync.Mutex
+		var total float64
+		err := rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			t, err := serverCPU(ctx, c)
+			mu.Lock()
+			total += t
+			mu.Unlock()
+			return err
+		})
+		return total, err
+	}
+	s, err := redisstock.New(rdb, redisstock.Config{Prefix: tag})
+	if err != nil {
+		return group{}, err
+	}
+	g := group{store: "Redis Cluster", cases: []benchCase{
+		rawCase(rdb, tag+":{hot}:raw"),
 		managerCase("redisstock Deduct", s, 1),
-	}}, nil
+	}}
+	for i := range g.cases {
+		g.cases[i].cpu = cpu
+	}
+	return g, nil
+}
+
+// rawCase is the raw check-and-DECRBY script on key, one call per deduct.
+func rawCase(rdb redis.UniversalClient, key string) benchCase {
+	return benchCase{
+		name: "raw EVALSHA check+DECRBY",
+		prep: func(ctx context.Context) error { return rdb.Set(ctx, key, units, 0).Err() },
+		op: func(ctx context.Context, _ int64) error {
+			n, err := rawDeduct.Run(ctx, rdb, []string{key}, 1).Int()
+			if err == nil && n == 0 {
+				err = errRawSoldOut
+			}
+			return err
+		},
+	}
+}
+
+// serverCPU is the CPU time (user + system, µs) the Redis server behind c
+// has used since it started (INFO cpu).
+func serverCPU(ctx context.Context, c *redis.Client) (float64, error) {
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu %s: %w", k, err)
+			}
+			total += f
+		}
+	}
+	return total * 1e6, nil
+}
+
+// memResult is the Redis memory one live hold costs.
+type memResult struct {
+	store   string
+	holds   int
+	perHold float64 // bytes
+}
+
+// memHolds is how many holds memoryPerHold places.
+const memHolds = 100_000
+
+// memoryPerHold places memHolds holds of one unit of one SKU, each order
+// of its own user (with a per-user limit, so each adds a user count), and
+// returns the growth of the server's used_memory per hold. Its keys go with
+// the run's cleanup (prefix starts with the run's tag).
+func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memResult, error) {
+	s, err := redisstock.New(rdb, redisstock.Config{Prefix: prefix})
+	if err != nil {
+		return memResult{}, err
+	}
+	if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: memHolds, PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
+		return memResult{}, err
+	}
+	used := func() (float64, error) {
+		info, err := rdb.Info(ctx, "memory").Result()
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+				return strconv.ParseFloat(v, 64)
+			}
+		}
+		return 0, errors.New("INFO memory has no used_memory")
+	}
+	before, err := used()
+	if err != nil {
+		return memResult{}, err
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() {
+			for n := next.Add(1); n <= memHolds; n = next.Add(1) {
+				id := strconv.FormatInt(n, 10)
+				o := stock.Order{ID: "m" + id, UserID: "user-" + id, Items: []stock.Item{{SKU: "hot", Qty: 1}}}
+				if err := s.Deduct(ctx, o); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return memResult{}, fmt.Errorf("memory per hold: %w", err)
+	}
+	after, err := used()
+	if err != nil {
+		return memResult{}, err
+	}
+	return memResult{store: "Redis", holds: memHolds, perHold: (after - before) / memHolds}, nil
 }
 
 // managerCase deducts one unit per call through a stock.Manager, of one
@@ -165,8 +329,35 @@ func managerCase(name string, m stock.Manager, skus int) benchCase {
 	}
 }
 
-func dropRedis(rdb *redis.Client, tag string) {
-	ctx := context.Background()
+// orderCase deducts one unit of each of n SKUs per call: one order of n
+// lines.
+func orderCase(name string, m stock.Manager, n int) benchCase {
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	items := make([]stock.Item, n)
+	for i := range items {
+		items[i] = stock.Item{SKU: "line-" + strconv.Itoa(i), Qty: 1}
+	}
+	return benchCase{
+		name: name,
+		prep: func(ctx context.Context) error {
+			run = strconv.FormatInt(time.Now().UnixNano(), 36)
+			for _, it := range items {
+				if err := m.PutOnSale(ctx, stock.Listing{SKU: it.SKU, Units: units, HoldTTL: time.Hour}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		op: func(ctx context.Context, seq int64) error {
+			return m.Deduct(ctx, stock.Order{ID: run + "-" + strconv.FormatInt(seq, 10), Items: items})
+		},
+	}
+}
+
+// dropRedis deletes the keys of the run (those starting with tag) on the
+// server behind rdb.
+func dropRedis(ctx context.Context, rdb *redis.Client, tag string) {
+	ctx = context.WithoutCancel(ctx)
 	iter := rdb.Scan(ctx, 0, tag+":*", 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {

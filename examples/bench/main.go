@@ -40,6 +40,7 @@ func main() {
 
 type options struct {
 	redis, mysql, postgres string
+	cluster                []string
 	clients                []int
 	duration               time.Duration
 	rounds                 int
@@ -54,14 +55,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 2
 	}
-	groups, cleanup, err := setup(ctx, opt)
+	groups, memory, cleanup, err := setup(ctx, opt)
 	defer cleanup()
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, "| store | case | clients | deducts/s | p50 ms | p99 ms | failed | vs baseline | vs |")
-	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(stdout, "| store | case | clients | deducts/s | p50 ms | p99 ms | failed | server µs/op | vs baseline | vs |")
+	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, g := range groups {
 		for _, n := range opt.clients {
 			rounds := make([][]result, len(g.cases))
@@ -85,13 +86,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			for i := range rounds {
 				results[i] = median(rounds[i])
 			}
-			base := results[g.baseline].perSec
+			base := results[g.baseline]
 			for i, r := range results {
 				ratio := "baseline"
 				if i != g.baseline {
-					ratio = fmt.Sprintf("%.2fx", r.perSec/base)
+					ratio = fmt.Sprintf("%.2fx", r.perSec/base.perSec)
+				}
+				cpu := "–"
+				if r.cpu > 0 {
+					cpu = fmt.Sprintf("%.2f", r.cpu)
 				}
 				var vs []string
+				if i != g.baseline && r.cpu > 0 && base.cpu > 0 {
+					vs = append(vs, fmt.Sprintf("server CPU/op %.2fx, p99 %.2fx baseline's", r.cpu/base.cpu, r.p99/base.p99))
+				}
 				for _, name := range g.cases[i].vs {
 					for j, o := range g.cases {
 						if o.name == name {
@@ -99,10 +107,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 						}
 					}
 				}
-				fmt.Fprintf(stdout, "| %s | %s | %d | %.0f | %.2f | %.2f | %.1f%% | %s | %s |\n",
-					g.store, g.cases[i].name, n, r.perSec, r.p50, r.p99, r.failedPct, ratio, strings.Join(vs, "; "))
+				fmt.Fprintf(stdout, "| %s | %s | %d | %.0f | %.2f | %.2f | %.1f%% | %s | %s | %s |\n",
+					g.store, g.cases[i].name, n, r.perSec, r.p50, r.p99, r.failedPct, cpu, ratio, strings.Join(vs, "; "))
 			}
 		}
+	}
+	for _, m := range memory {
+		fmt.Fprintf(stdout, "\n%s: %.0f bytes of Redis memory per live hold (%d holds of one SKU, distinct users; INFO memory before and after)\n",
+			m.store, m.perHold, m.holds)
 	}
 	return 0
 }
@@ -113,7 +125,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var opt options
 	clients := fs.String("clients", "8,64", "comma-separated numbers of concurrent clients")
 	fs.StringVar(&opt.redis, "redis", "", `Redis address (default: in-process miniredis; "none": no Redis cases)`)
-	fs.StringVar(&opt.mysql, "mysql", "", "MySQL/MariaDB DSN")
+	cluster := fs.String("cluster", "", "comma-separated Redis Cluster seed addresses (default: no Cluster cases)")
+	fs.StringVar(&opt.mysql, "mysql", "", `MySQL/MariaDB DSN ("none", without -postgres: no SQL cases)`)
 	fs.StringVar(&opt.postgres, "postgres", "", "PostgreSQL DSN (pgx)")
 	fs.DurationVar(&opt.duration, "duration", 3*time.Second, "how long each case runs")
 	fs.IntVar(&opt.rounds, "rounds", 1, "interleaved rounds per case; the table gives the medians")
@@ -132,6 +145,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if opt.rounds < 1 || opt.rounds > 99 {
 		return opt, fmt.Errorf("-rounds %d is outside [1, 99]", opt.rounds)
+	}
+	if *cluster != "" {
+		opt.cluster = strings.Split(*cluster, ",")
 	}
 	for _, f := range strings.Split(*clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -157,10 +173,14 @@ type benchCase struct {
 	vs   []string                        // names of cases of the same store to compare with
 	prep func(ctx context.Context) error // fresh stock before each run
 	op   func(ctx context.Context, seq int64) error
+	// cpu, if set, reads the server's CPU time so far (µs, every server
+	// of the store summed); the table gives its growth per deduct.
+	cpu func(ctx context.Context) (float64, error)
 }
 
 type result struct {
 	perSec, p50, p99, failedPct float64
+	cpu                         float64 // server µs per deduct; 0: not measured
 }
 
 // median is the median of each figure over rounds.
@@ -178,6 +198,7 @@ func median(rounds []result) result {
 		p50:       pick(func(r result) float64 { return r.p50 }),
 		p99:       pick(func(r result) float64 { return r.p99 }),
 		failedPct: pick(func(r result) float64 { return r.failedPct }),
+		cpu:       pick(func(r result) float64 { return r.cpu }),
 	}
 }
 
@@ -197,6 +218,13 @@ func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, 
 		lat        []time.Duration
 		fatal      error
 	)
+	var cpu0 float64
+	if c.cpu != nil {
+		var err error
+		if cpu0, err = c.cpu(ctx); err != nil {
+			return result{}, err
+		}
+	}
 	deadline := time.Now().Add(d)
 	for range n {
 		wg.Go(func() {
@@ -229,6 +257,14 @@ func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, 
 	if len(lat) == 0 {
 		return result{}, errors.New("no call finished")
 	}
+	var cpu float64
+	if c.cpu != nil {
+		cpu1, err := c.cpu(ctx)
+		if err != nil {
+			return result{}, err
+		}
+		cpu = (cpu1 - cpu0) / float64(max(ok.Load(), 1))
+	}
 	slices.Sort(lat)
 	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / 1e6 }
 	total := ok.Load() + failed.Load()
@@ -237,5 +273,6 @@ func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, 
 		p50:       ms(0.50),
 		p99:       ms(0.99),
 		failedPct: 100 * float64(failed.Load()) / float64(max(total, 1)),
+		cpu:       cpu,
 	}, nil
 }

@@ -21,9 +21,9 @@ func TestEmbeddedTable(t *testing.T) {
 		t.Fatalf("run = %d; stderr:\n%s", code, errb.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	// Header, separator, 2 Redis cases and 8 SQLite cases.
-	if len(lines) != 12 {
-		t.Fatalf("table has %d lines, want 12:\n%s", len(lines), out.String())
+	// Header, separator, 4 Redis cases and 8 SQLite cases.
+	if len(lines) != 14 {
+		t.Fatalf("table has %d lines, want 14:\n%s", len(lines), out.String())
 	}
 	if got := strings.Count(out.String(), "| baseline |"); got != 2 {
 		t.Errorf("%d baselines in the table, want 2", got)

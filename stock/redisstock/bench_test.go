@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,12 +121,16 @@ func benchAgainstRaw(b *testing.B, skus []string) {
 	for round := 1; round <= benchRounds; round++ {
 		var rawRate float64
 		b.Run(fmt.Sprintf("raw-evalsha/round%d", round), func(b *testing.B) {
+			cpu := serverCPU(b, c)
 			raw(b)
 			rawRate = perSecond(b)
 			b.ReportMetric(rawRate, "ops/s")
+			b.ReportMetric(cpu()/float64(b.N), "server-µs/op")
 		})
 		b.Run(fmt.Sprintf("deduct/round%d", round), func(b *testing.B) {
+			cpu := serverCPU(b, c)
 			full(b, s)
+			b.ReportMetric(cpu()/float64(b.N), "server-µs/op")
 			b.ReportMetric(perSecond(b), "deducts/s")
 			if rawRate > 0 {
 				ratios[round-1] = perSecond(b) / rawRate
@@ -133,7 +138,9 @@ func benchAgainstRaw(b *testing.B, skus []string) {
 			}
 		})
 		b.Run(fmt.Sprintf("deduct-unbatched/round%d", round), func(b *testing.B) {
+			cpu := serverCPU(b, c)
 			full(b, single)
+			b.ReportMetric(cpu()/float64(b.N), "server-µs/op")
 			b.ReportMetric(perSecond(b), "deducts/s")
 			if rawRate > 0 {
 				singleRatios[round-1] = perSecond(b) / rawRate
@@ -145,6 +152,31 @@ func benchAgainstRaw(b *testing.B, skus []string) {
 		b.ReportMetric(median(ratios), "ratio")
 		b.ReportMetric(median(singleRatios), "unbatched-ratio")
 	})
+}
+
+// serverCPU reads the Redis server's CPU time (INFO cpu, user + system)
+// and returns a function giving the microseconds it spent since.
+func serverCPU(b *testing.B, c *redis.Client) func() float64 {
+	read := func() float64 {
+		info, err := c.Info(context.Background(), "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total float64
+		for _, line := range strings.Split(info, "\r\n") {
+			k, v, _ := strings.Cut(line, ":")
+			if k == "used_cpu_sys" || k == "used_cpu_user" {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += f
+			}
+		}
+		return total * 1e6
+	}
+	start := read()
+	return func() float64 { return read() - start }
 }
 
 // median returns the median of xs (0 for none).
@@ -180,4 +212,67 @@ func cleanup(ctx context.Context, c *redis.Client, prefix string) {
 	if len(batch) > 0 {
 		c.Unlink(ctx, batch...)
 	}
+}
+
+// BenchmarkMemoryPerHold places 100,000 live holds of one SKU, each of its
+// own user under a per-user limit, and reports the growth of the server's
+// used_memory per hold. Run:
+//
+//	STOCKGUARD_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench MemoryPerHold -benchtime 1x ./stock/redisstock/
+func BenchmarkMemoryPerHold(b *testing.B) {
+	addr := testdb.Need(b, testdb.Redis)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: benchClients})
+	defer c.Close()
+	const holds = 100_000
+	for range b.N {
+		prefix := fmt.Sprintf("sgbench-%d", time.Now().UnixNano())
+		s, err := redisstock.New(c, redisstock.Config{Prefix: prefix})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: holds, PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+		before := usedMemory(b, c)
+		var next atomic.Int64
+		done := make(chan struct{})
+		for range benchClients {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for n := next.Add(1); n <= holds; n = next.Add(1) {
+					id := strconv.FormatInt(n, 10)
+					o := stock.Order{ID: "m" + id, UserID: "user-" + id, Items: []stock.Item{{SKU: "hot", Qty: 1}}}
+					if err := s.Deduct(ctx, o); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		for range benchClients {
+			<-done
+		}
+		b.ReportMetric(float64(usedMemory(b, c)-before)/holds, "bytes/hold")
+		cleanup(ctx, c, prefix)
+	}
+}
+
+// usedMemory is the server's used_memory (INFO memory).
+func usedMemory(b *testing.B, c *redis.Client) int64 {
+	info, err := c.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("INFO memory has no used_memory")
+	return 0
 }
