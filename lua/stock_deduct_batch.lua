@@ -18,16 +18,17 @@
 -- ARGV     then per order j: order ID, user ID ('' for none), identity
 --          (user + "\n" + canonical signature), the order's own hold time
 --          ms (Order.HoldTTL; 0 for none), n_j, then the n_j qtys
--- Reply    flat, two per order j in order: 'ok', the order's deadline ms,
---          when every line is held (newly or already) or confirmed;
---          otherwise code, i naming its first failing line (i = 0: the
---          directory): 'unknown_sku' (never put on sale), 'unavailable'
---          (the SKU's state is gone but the registry says it was put on
---          sale, or the registry itself is gone: the gate lost its data),
---          'sold_out', 'limit', 'need_user', 'conflict' (the ID holds other
---          items), 'expired', 'closed', 'hold_too_long' (the own hold
---          time passes the shortest maximum hold time of the order's SKUs;
---          i names the first line with that maximum).
+-- Reply    one integer per order j, in order: 0 when every line is held
+--          (newly or already) or confirmed; otherwise code + 16 * i, i
+--          naming its first failing line (i = 0: the directory), code one
+--          of 1 'unknown_sku' (never put on sale), 2 'unavailable' (the
+--          SKU's state is gone but the registry says it was put on sale,
+--          or the registry itself is gone: the gate lost its data), 3
+--          'sold_out', 4 'limit', 5 'need_user', 6 'conflict' (the ID holds
+--          other items), 7 'expired', 8 'closed', 9 'hold_too_long' (the
+--          own hold time passes the shortest maximum hold time of the
+--          order's SKUs; i names the first line with that maximum). Small
+--          integers cost the client nothing to read.
 --
 -- One order, one deadline: the new lines of an order get now + its own
 -- hold time, or + the shortest hold time of its SKUs without one (or the
@@ -105,6 +106,9 @@ local function sku(b)
   return c
 end
 
+local codes = {unknown_sku = 1, unavailable = 2, sold_out = 3, limit = 4, need_user = 5,
+  conflict = 6, expired = 7, closed = 8, hold_too_long = 9}
+local function int(x) return string.format('%d', x) end
 local dirs, recs = {}, {} -- directory entries and records as this call left them
 local writes = {}         -- records to write: {key, qty, deadline, user, identity, bound}
 local out = {}
@@ -141,7 +145,7 @@ while a <= #ARGV do
       else
         if not minhold or c.hold < minhold then minhold = c.hold end
         if not minmax or c.max < minmax then minmax, maxline = c.max, i end
-        take[#take + 1] = {c, b, qty}
+        take[#take + 1] = {c, b, qty, i}
       end
     end
     if code then at = i; break end
@@ -173,9 +177,9 @@ while a <= #ARGV do
   end
   if cur and cur ~= ident then code, at = 'conflict', 0 end
   if code then
-    out[#out + 1] = code
-    out[#out + 1] = at
+    out[#out + 1] = codes[code] + 16 * at
   else
+    local sdl, sbound = int(deadline or 0), int(bound or 0)
     for _, t in ipairs(take) do
       local c, b, qty = t[1], t[2], t[3]
       if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
@@ -184,19 +188,17 @@ while a <= #ARGV do
         c.users[user] = c.users[user] + qty
         c.changed[user] = true
       end
-      c.holds[#c.holds + 1] = string.format('%d', deadline)
+      c.holds[#c.holds + 1] = sdl
       c.holds[#c.holds + 1] = id
       recs[KEYS[b + 3]] = {st = 'held', id = ident, dl = deadline, mx = bound}
-      writes[#writes + 1] = {KEYS[b + 3], qty, deadline, user, ident, bound}
+      writes[#writes + 1] = {KEYS[b + 3], ARGV[a + 4 + t[4]], sdl, user, ident, sbound}
     end
-    out[#out + 1] = 'ok'
-    out[#out + 1] = deadline or 0
+    out[#out + 1] = 0
   end
   k, a = k + 1 + 4 * n, a + 5 + n
 end
 
 -- Writes: every SKU once, then each taking order's entry and records.
-local function int(x) return string.format('%d', x) end
 for _, c in ipairs(touched) do
   redis.call('HSET', KEYS[c.b], 'avail', int(c.avail), 'held', int(c.held), 'ver', int(c.ver))
   redis.call('ZADD', KEYS[c.b + 1], unpack(c.holds))
@@ -210,6 +212,6 @@ end
 for _, w in ipairs(writes) do
   -- A new record, with no TTL: a hold keeps its record until it is
   -- confirmed or returned, which gives it one.
-  redis.call('HSET', w[1], 'st', 'held', 'qty', int(w[2]), 'user', w[4], 'dl', int(w[3]), 'mx', int(w[6]), 'id', w[5])
+  redis.call('HSET', w[1], 'st', 'held', 'qty', w[2], 'user', w[4], 'dl', w[3], 'mx', w[6], 'id', w[5])
 end
 return out

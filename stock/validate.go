@@ -84,19 +84,21 @@ func validItems(field string, items []Item) error {
 	if len(items) > MaxItems {
 		return &InvalidError{Field: field, Reason: "more than " + strconv.Itoa(MaxItems) + " items"}
 	}
-	seen := make(map[string]struct{}, len(items))
+	// A valid order costs no allocation: field names are built for an
+	// error only, and duplicates are found by comparing the lines.
+	line := func(i int) string { return field + "[" + strconv.Itoa(i) + "]" }
 	for i, it := range items {
-		f := field + "[" + strconv.Itoa(i) + "]"
-		if err := ValidateID(f+".SKU", it.SKU); err != nil {
-			return err
+		if ValidateID("", it.SKU) != nil {
+			return ValidateID(line(i)+".SKU", it.SKU)
 		}
-		if err := ValidateQty(f+".Qty", it.Qty, MaxQty); err != nil {
-			return err
+		if it.Qty <= 0 || it.Qty > MaxQty {
+			return ValidateQty(line(i)+".Qty", it.Qty, MaxQty)
 		}
-		if _, dup := seen[it.SKU]; dup {
-			return &InvalidError{Field: f + ".SKU", Reason: "SKU " + quote(it.SKU) + " appears on two lines"}
+		for j := range i {
+			if items[j].SKU == it.SKU {
+				return &InvalidError{Field: line(i) + ".SKU", Reason: "SKU " + quote(it.SKU) + " appears on two lines"}
+			}
 		}
-		seen[it.SKU] = struct{}{}
 	}
 	return nil
 }

@@ -23,14 +23,27 @@ func Sorted(items []stock.Item) []stock.Item {
 // stock.ValidateID refuses inside a SKU, so the encoding is unambiguous.
 // Two orders with the same signature ask for the same items.
 func Signature(sorted []stock.Item) string {
-	var b strings.Builder
+	return string(AppendSignature(make([]byte, 0, SignatureLen(sorted)), sorted))
+}
+
+// AppendSignature appends the Signature of sorted to b.
+func AppendSignature(b []byte, sorted []stock.Item) []byte {
 	for _, it := range sorted {
-		b.WriteString(it.SKU)
-		b.WriteByte(0x1f)
-		b.WriteString(strconv.FormatInt(it.Qty, 10))
-		b.WriteByte(0x1e)
+		b = append(b, it.SKU...)
+		b = append(b, 0x1f)
+		b = strconv.AppendInt(b, it.Qty, 10)
+		b = append(b, 0x1e)
 	}
-	return b.String()
+	return b
+}
+
+// SignatureLen is an upper bound of the length of the Signature of items.
+func SignatureLen(items []stock.Item) int {
+	n := 0
+	for _, it := range items {
+		n += len(it.SKU) + 2 + 19 // a quantity has at most 19 digits
+	}
+	return n
 }
 
 // Hold returns an order's hold time and the bound of its deadline, both

@@ -34,21 +34,22 @@ type batcher struct {
 // call is one order waiting for, or inside, a batch.
 type call struct {
 	ctx  context.Context
-	o    *prepared
+	o    prepared
 	sent bool          // taken into a batch; guarded by batcher.mu
 	at   time.Time     // when it was queued, if batches are observed
 	done chan struct{} // closed when err is set
 	err  error
 }
 
-// do runs p in a batch and returns its outcome. A caller whose ctx ends
-// while it is queued leaves with nothing sent; once its order is sent, it
-// gets the order's outcome, or stock.ErrUnknownOutcome if ctx ends first.
-func (b *batcher) do(ctx context.Context, p *prepared) error {
+// do runs c's order in a batch and returns its outcome. A caller whose ctx
+// ends while it is queued leaves with nothing sent; once its order is sent,
+// it gets the order's outcome, or stock.ErrUnknownOutcome if ctx ends
+// first.
+func (b *batcher) do(ctx context.Context, c *call) error {
 	if err := ctx.Err(); err != nil {
 		return withCtx(ctx, fmt.Errorf("redisstock: deduct: not sent: %w", err))
 	}
-	c := &call{ctx: ctx, o: p, done: make(chan struct{})}
+	c.done = make(chan struct{})
 	if b.s.obs.Batching() {
 		c.at = time.Now()
 	}

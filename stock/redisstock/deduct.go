@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/lua"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -34,39 +36,86 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstock: deduct: not sent: %w", err)
 	}
-	items := canon.Sorted(o.Items)
-	ident := o.UserID + "\n" + canon.Signature(items)
+	items := o.Items
+	if len(items) > 1 {
+		items = canon.Sorted(items)
+	}
 	if s.cluster {
+		ident := o.UserID + "\n" + canon.Signature(items)
 		return s.deductSlots(ctx, o, ident, items)
 	}
-	p := s.prepare(o, ident, items)
+	c := &call{ctx: ctx}
+	s.prepare(&c.o, o, items)
 	if s.batch == nil {
-		c := &call{ctx: ctx, o: p}
 		s.deductBatch(ctx, []*call{c})
 		return c.err
 	}
-	return s.batch.do(ctx, p)
+	return s.batch.do(ctx, c)
 }
 
-// prepared is one order's part of a stock_deduct_batch.lua call.
+// prepared is one order's part of a stock_deduct_batch.lua call. Its keys
+// and its identity are substrings of one string, and its keys and
+// arguments are passed by pointer into the order itself, so a Deduct costs
+// a few allocations only, however large the batch.
 type prepared struct {
-	id    string
-	items []stock.Item // sorted by SKU
-	keys  []string     // directory entry, then 4 per line
-	args  []any        // ID, user, identity, own hold ms, line count, quantities
+	id, user string
+	ident    string       // user + "\n" + canonical signature
+	items    []stock.Item // sorted by SKU
+	own, n   int64        // own hold time ms, line count
+	keys     []string     // directory entry, then 4 per line
+	refs     []any        // pointers to keys, then to the arguments: ID, user, identity, own hold ms, line count, quantities
+	nkeys    int          // refs[:nkeys] are the keys
+	inline   struct {     // backing of keys and refs for a one-line order
+		keys [5]string
+		refs [11]any
+	}
 }
 
-func (s *Store) prepare(o stock.Order, ident string, items []stock.Item) *prepared {
-	p := &prepared{id: o.ID, items: items}
-	p.keys = make([]string, 0, 1+4*len(items))
-	p.keys = append(p.keys, s.dirKey(o.ID))
-	p.args = make([]any, 0, 5+len(items))
-	p.args = append(p.args, o.ID, o.UserID, ident, o.HoldTTL.Milliseconds(), len(items))
+// prepare fills p with the order's keys and arguments.
+func (s *Store) prepare(p *prepared, o stock.Order, items []stock.Item) {
+	p.id, p.user, p.items = o.ID, o.UserID, items
+	p.own, p.n = o.HoldTTL.Milliseconds(), int64(len(items))
+	// One string: the directory entry, the line keys, the identity.
+	pre := len(s.prefix)
+	size := pre + len(":order:{}") + len(o.ID) + len(o.UserID) + 1 + canon.SignatureLen(items)
 	for _, it := range items {
-		p.keys = s.lineKeys(p.keys, it.SKU, o.ID)
-		p.args = append(p.args, it.Qty)
+		size += 4*(pre+len(":{}")+len(it.SKU)) + len(":state:holds:users:o:") + len(o.ID)
 	}
-	return p
+	b := make([]byte, 0, size)
+	var ends [1 + 4*stock.MaxItems]int
+	b = append(append(append(append(b, s.prefix...), ":order:{"...), o.ID...), '}')
+	ends[0] = len(b)
+	for i, it := range items {
+		for k, suffix := range [...]string{":state", ":holds", ":users", ":o:"} {
+			b = append(append(append(append(append(b, s.prefix...), ":{"...), it.SKU...), '}'), suffix...)
+			if k == 3 {
+				b = append(b, o.ID...)
+			}
+			ends[1+4*i+k] = len(b)
+		}
+	}
+	identAt := len(b)
+	b = canon.AppendSignature(append(append(b, o.UserID...), '\n'), items)
+	all := string(b)
+	p.ident = all[identAt:]
+
+	nk, na := 1+4*len(items), 5+len(items)
+	if len(items) == 1 {
+		p.keys, p.refs = p.inline.keys[:nk], p.inline.refs[:0:nk+na]
+	} else {
+		p.keys, p.refs = make([]string, nk), make([]any, 0, nk+na)
+	}
+	from := 0
+	for i := range p.keys {
+		p.keys[i] = all[from:ends[i]]
+		from = ends[i]
+		p.refs = append(p.refs, &p.keys[i])
+	}
+	p.nkeys = nk
+	p.refs = append(p.refs, &p.id, &p.user, &p.ident, &p.own, &p.n)
+	for i := range items {
+		p.refs = append(p.refs, &items[i].Qty)
+	}
 }
 
 // deductBatch runs the orders of calls in one script call on ctx and sets
@@ -75,25 +124,30 @@ func (s *Store) prepare(o stock.Order, ident string, items []stock.Item) *prepar
 func (s *Store) deductBatch(ctx context.Context, calls []*call) {
 	nk, na := 1, 1
 	for _, c := range calls {
-		nk, na = nk+len(c.o.keys), na+len(c.o.args)
+		nk, na = nk+c.o.nkeys, na+len(c.o.refs)-c.o.nkeys
 	}
-	keys := make([]string, 0, nk)
-	args := make([]any, 0, na)
-	args = append(args, s.nowMs())
+	args := make([]any, 3, 3+nk+na)
+	args[0], args[1], args[2] = "evalsha", batchScript.Hash(), nk
 	for _, c := range calls {
-		keys = append(keys, c.o.keys...)
-		args = append(args, c.o.args...)
+		args = append(args, c.o.refs[:c.o.nkeys]...)
 	}
-	keys = append(keys, s.registryKey())
-	res, err := batchScript.Run(ctx, s.c, keys, args...).Slice()
+	args = append(args, s.registryKey(), s.nowMs())
+	for _, c := range calls {
+		args = append(args, c.o.refs[c.o.nkeys:]...)
+	}
+	res, err := s.c.Do(ctx, args...).Slice()
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		args[0], args[1] = "eval", batchSource
+		res, err = s.c.Do(ctx, args...).Slice()
+	}
 	for i, c := range calls {
 		switch {
 		case err != nil:
 			c.err = s.writeErr(c.ctx, "deduct", err)
-		case len(res) != 2*len(calls):
+		case len(res) != len(calls):
 			c.err = badReply("deduct", res)
 		default:
-			c.err = orderResult(c.o, res[2*i], res[2*i+1])
+			c.err = orderResult(&c.o, res[i])
 		}
 		if c.done != nil {
 			close(c.done)
@@ -101,20 +155,33 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) {
 	}
 }
 
-// orderResult reads one order's part of the reply: nil, or the business
-// error naming the failed line (or the order, for its directory entry).
-func orderResult(p *prepared, code, at any) error {
-	word, _ := code.(string)
-	n, ok := at.(int64)
+// batchSource is stock_deduct_batch.lua, which deductBatch sends itself
+// (not through redis.Script, to pass its keys by pointer) when the server
+// lacks it.
+var batchSource = lua.Source("stock_deduct_batch.lua")
+
+// batchCodes are the refusal codes of stock_deduct_batch.lua's reply, by
+// number.
+var batchCodes = [...]string{1: "unknown_sku", 2: "unavailable", 3: "sold_out", 4: "limit",
+	5: "need_user", 6: "conflict", 7: "expired", 8: "closed", 9: "hold_too_long"}
+
+// orderResult reads one order's part of the reply (0, or a refusal code
+// plus 16 times the failed line: 0 for the directory entry): nil, or the
+// business error naming the failed line (or the order, for its directory
+// entry).
+func orderResult(p *prepared, reply any) error {
+	v, ok := reply.(int64)
+	code, at := v%16, v/16
 	switch {
-	case word == "ok" && ok:
+	case !ok || v < 0 || int(code) >= len(batchCodes):
+	case v == 0:
 		return nil
-	case word == "conflict" && n == 0:
+	case batchCodes[code] == "conflict" && at == 0:
 		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(p.id), stock.ErrConflict)
-	case ok && n >= 1 && int(n) <= len(p.items):
-		if err := lineErr(word, p.items[n-1].SKU); err != nil {
+	case at >= 1 && int(at) <= len(p.items):
+		if err := lineErr(batchCodes[code], p.items[at-1].SKU); err != nil {
 			return err
 		}
 	}
-	return badReply("deduct", []any{code, at})
+	return badReply("deduct", reply)
 }
