@@ -38,13 +38,20 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		return fmt.Errorf("redisstock: deduct: %w", err)
 	}
 	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), own: o.HoldTTL.Milliseconds(), groups: s.groups(items)}
+	// The order's deadline and bound, from every SKU's hold times, before
+	// any group is taken: a call that stops after the first groups leaves
+	// their lines due at the order's deadline, not at their own SKUs'.
+	deadline, bound, err := s.orderDeadline(ctx, a)
+	if err != nil {
+		return err
+	}
 
 	// One round trip: bind the order ID to its items, and take the first
 	// slot group.
 	var bind, first *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		bind = dirBindScript.Run(ctx, p, s.dirKeys(o.ID), ident, token)
-		first = s.deductGroup(ctx, p, a, a.groups[0], 0, 0)
+		first = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound)
 	})
 	if err := bind.Err(); err != nil {
 		return s.writeErr(ctx, "deduct", err)
@@ -76,7 +83,6 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 			fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict))
 	}
 
-	deadline, bound := int64(0), int64(0)
 	got := make([]groupTaken, len(a.groups))
 	seen := false // a record of the order was found
 	for i, g := range a.groups {
@@ -116,6 +122,64 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups, err))
 	}
 	return s.oneDeadline(ctx, a, got, deadline, bound)
+}
+
+// orderDeadline reads the hold times of every SKU of a multi-group order,
+// in one round trip that writes nothing, and returns the order's deadline
+// (now plus its own hold time, or the shortest hold time of its SKUs) and
+// bound (now plus the shortest maximum hold time), in ms; 0 where no SKU
+// has a state (the deduct script refuses such a line). The groups' scripts
+// take them as the deadline and bound so far, so every line gets the
+// order's from its first write; should a SKU's hold times change between
+// the read and the scripts, oneDeadline still moves the lines to the
+// earliest.
+func (s *Store) orderDeadline(ctx context.Context, a *attempt) (deadline, bound int64, _ error) {
+	if len(a.groups) == 1 {
+		return 0, 0, nil // one script sees every SKU
+	}
+	var cmds []*redis.SliceCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds = cmds[:0]
+		for _, g := range a.groups {
+			for _, it := range g {
+				cmds = append(cmds, p.HMGet(ctx, s.stateKey(it.SKU), "hold_ms", "max_ms"))
+			}
+		}
+	})
+	var hold, maxHold int64
+	for _, c := range cmds {
+		v, err := c.Result()
+		if err != nil {
+			return 0, 0, s.readErr(ctx, "deduct", err)
+		}
+		h, ok := v[0].(string)
+		if !ok {
+			continue // not on sale, or lost: its group is refused
+		}
+		hms, err := strconv.ParseInt(h, 10, 64)
+		if err != nil {
+			return 0, 0, badReply("deduct", v)
+		}
+		mms := hms // a state written without max_ms reads as hold_ms
+		if m, ok := v[1].(string); ok {
+			if mms, err = strconv.ParseInt(m, 10, 64); err != nil {
+				return 0, 0, badReply("deduct", v)
+			}
+		}
+		if hold == 0 || hms < hold {
+			hold = hms
+		}
+		if maxHold == 0 || mms < maxHold {
+			maxHold = mms
+		}
+	}
+	if hold == 0 {
+		return 0, 0, nil
+	}
+	if a.own > 0 {
+		hold = a.own
+	}
+	return a.now + hold, a.now + maxHold, nil
 }
 
 // groupTaken is what a slot group's deduct script reports: the order's

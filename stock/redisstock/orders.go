@@ -60,7 +60,10 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 // Config.Retention, or flushed) is StateUnknown.
 //
 // The lines of a multi-slot order change state one slot after another; when
-// they disagree, Orders reports StateHeld if any line is still held, else
+// they disagree, Orders reports StateHeld if any line is still held; else,
+// when a line has ended (expired, reverted, refunded) beside confirmed
+// ones, the first ended line's state: such an order is not a sale at the
+// gate (a Confirm of it expires every line, a Revert returns them); else
 // the first line's state. Deadline is the order's deadline (its lines share
 // one; the earliest, should they differ). Items are the order's lines as
 // ordered, Returned what partial reverts gave back (stock.PartialReverter).
@@ -188,16 +191,26 @@ func stateNamed(st string) stock.State {
 }
 
 // combine is the state of an order from the states of its lines: their
-// common state; held while any line is held; else the first known state.
+// common state; held while any line is held; else the first ended state
+// (a confirmed line beside an ended one is half of a Confirm that never
+// completed, or of a refund); else the first known state.
 func combine(lines []stock.State) stock.State {
-	first := stock.StateUnknown
+	first, ended := stock.StateUnknown, stock.StateUnknown
 	for _, st := range lines {
-		if st == stock.StateHeld {
+		switch st {
+		case stock.StateHeld:
 			return st
+		case stock.StateExpired, stock.StateReverted, stock.StateRefunded:
+			if ended == stock.StateUnknown {
+				ended = st
+			}
 		}
 		if first == stock.StateUnknown {
 			first = st
 		}
+	}
+	if ended != stock.StateUnknown {
+		return ended
 	}
 	return first
 }

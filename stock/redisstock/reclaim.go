@@ -180,21 +180,30 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 			idents = append(idents, ident)
 		}
 	}
-	if err := s.endDirectories(ctx, ended, idents); err != nil && firstErr == nil {
+	if err := s.endOrders(ctx, ended, idents, now); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	return out, len(ended) - len(out), firstErr
 }
 
-// endDirectories gives the directory entries of the orders whose last held
-// line this pass returned the lifetime their records just got (Retention
-// from now), so an order ID stays bound to its items for as long as any of
-// its records is kept. An entry that names another identity (a newer order
-// under the same ID) is left alone, and so is that of an order with a line
-// still held (a pass that ended between its lines; the pass that returns
-// the last one ends it). It costs one round trip per pass that returned
-// something, and one more for orders of several lines.
-func (s *Store) endDirectories(ctx context.Context, lines []stock.Reclaimed, idents []string) error {
+// endOrders ends the orders of the lines this pass returned on their other
+// slots, and gives their directory entries the lifetime their records just
+// got (Retention from now), so an order ID stays bound to its items for as
+// long as any of its records is kept.
+//
+// A line of the order confirmed on another slot is the first half of a
+// multi-slot Confirm that stopped before the line this pass expired (its
+// reply lost, its caller gone): the order was never sold, as a Confirm
+// past its deadline would say, so those lines are expired too (their units
+// and quota returned, unreported: they were not holds). Left confirmed,
+// they would count as sold units the record never sold, and a later
+// Confirm or Revert of the order would return them after a reconciler had
+// already counted them back. A line that is still held (an extension that
+// reached only its slot) keeps its hold, and its order's entry waits for
+// the pass that returns it. An entry that names another identity (a newer
+// order under the same ID) is left alone. It costs one round trip per pass
+// that returned something, and one more for orders of several lines.
+func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents []string, now int64) error {
 	if len(lines) == 0 {
 		return nil
 	}
@@ -209,40 +218,60 @@ func (s *Store) endDirectories(ctx context.Context, lines []stock.Reclaimed, ide
 		}
 		ended[o][l.SKU] = true
 	}
-	// The other lines of multi-line orders: still held?
+	// The other lines of multi-line orders: still held, or confirmed?
 	type other struct {
 		o   order
+		sku string
 		cmd *redis.SliceCmd
 	}
 	var others []other
+	items := map[order][]stock.Item{}
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		others = others[:0]
 		for _, o := range orders {
-			items, err := parseIdent(o.ident)
+			its, err := parseIdent(o.ident)
 			if err != nil {
 				continue
 			}
-			for _, it := range items {
+			items[o] = its
+			for _, it := range its {
 				if !ended[o][it.SKU] {
-					others = append(others, other{o, p.HMGet(ctx, s.recordKey(it.SKU, o.id), "st", "id")})
+					others = append(others, other{o, it.SKU, p.HMGet(ctx, s.recordKey(it.SKU, o.id), "st", "id")})
 				}
 			}
 		}
 	})
 	live := map[order]bool{}
+	sold := map[order]map[string]bool{} // order -> SKUs confirmed on other slots
 	for _, x := range others {
 		v, err := x.cmd.Result()
 		if err != nil {
 			return s.writeErr(ctx, "reclaim", err)
 		}
-		if st, _ := v[0].(string); st == "held" && v[1] == x.o.ident {
+		if v[1] != x.o.ident {
+			continue
+		}
+		switch st, _ := v[0].(string); st {
+		case "held":
 			live[x.o] = true
+		case "confirmed":
+			if sold[x.o] == nil {
+				sold[x.o] = map[string]bool{}
+			}
+			sold[x.o][x.sku] = true
 		}
 	}
 	var cmds []*redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		cmds = cmds[:0]
 		for _, o := range orders {
+			if sold[o] != nil {
+				for _, g := range s.groups(items[o]) {
+					if slices.ContainsFunc(g, func(it stock.Item) bool { return sold[o][it.SKU] }) {
+						cmds = append(cmds, s.release(ctx, p, o.id, o.ident, g, now, "expire", ""))
+					}
+				}
+			}
 			if !live[o] {
 				cmds = append(cmds, s.endDirectory(ctx, p, o.id, o.ident))
 			}
