@@ -36,16 +36,13 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstock: deduct: not sent: %w", err)
 	}
-	items := o.Items
-	if len(items) > 1 {
-		items = canon.Sorted(items)
-	}
 	if s.cluster {
+		items := canon.Sorted(o.Items)
 		ident := o.UserID + "\n" + canon.Signature(items)
 		return s.deductSlots(ctx, o, ident, items)
 	}
 	c := &call{ctx: ctx}
-	s.prepare(&c.o, o, items)
+	s.prepare(&c.o, o)
 	if s.batch == nil {
 		s.deductBatch(ctx, []*call{c})
 		return c.err
@@ -55,8 +52,9 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 
 // prepared is one order's part of a stock_deduct_batch.lua call. Its keys
 // and its identity are substrings of one string, and its keys and
-// arguments are passed by pointer into the order itself, so a Deduct costs
-// a few allocations only, however large the batch.
+// arguments are passed by pointer into the prepared order itself (a copy:
+// a batch may be sent after its caller left), so a Deduct costs a few
+// allocations only, however large the batch.
 type prepared struct {
 	id, user string
 	ident    string       // user + "\n" + canonical signature
@@ -65,14 +63,21 @@ type prepared struct {
 	keys     []string     // directory entry, then 4 per line
 	refs     []any        // pointers to keys, then to the arguments: ID, user, identity, own hold ms, line count, quantities
 	nkeys    int          // refs[:nkeys] are the keys
-	inline   struct {     // backing of keys and refs for a one-line order
-		keys [5]string
-		refs [11]any
+	inline   struct {     // backing of items, keys and refs for a one-line order
+		items [1]stock.Item
+		keys  [5]string
+		refs  [11]any
 	}
 }
 
 // prepare fills p with the order's keys and arguments.
-func (s *Store) prepare(p *prepared, o stock.Order, items []stock.Item) {
+func (s *Store) prepare(p *prepared, o stock.Order) {
+	items := p.inline.items[:]
+	if len(o.Items) == 1 {
+		items[0] = o.Items[0]
+	} else {
+		items = canon.Sorted(o.Items)
+	}
 	p.id, p.user, p.items = o.ID, o.UserID, items
 	p.own, p.n = o.HoldTTL.Milliseconds(), int64(len(items))
 	// One string: the directory entry, the line keys, the identity.
@@ -113,8 +118,8 @@ func (s *Store) prepare(p *prepared, o stock.Order, items []stock.Item) {
 	}
 	p.nkeys = nk
 	p.refs = append(p.refs, &p.id, &p.user, &p.ident, &p.own, &p.n)
-	for i := range items {
-		p.refs = append(p.refs, &items[i].Qty)
+	for i := range p.items {
+		p.refs = append(p.refs, &p.items[i].Qty)
 	}
 }
 
