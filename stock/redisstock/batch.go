@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stockguard/stockguard/internal/callctx"
 	"github.com/stockguard/stockguard/observe"
 )
@@ -25,6 +27,9 @@ const maxFlying = 2
 type batcher struct {
 	s   *Store
 	max int // orders per batch
+	// run sends one batch and sets the outcome of each call in it
+	// (closing its done channel).
+	run func(ctx context.Context, batch []*call)
 
 	mu     sync.Mutex
 	queue  []*call
@@ -33,12 +38,16 @@ type batcher struct {
 
 // call is one order waiting for, or inside, a batch.
 type call struct {
-	ctx  context.Context
-	o    prepared
-	sent bool          // taken into a batch; guarded by batcher.mu
-	at   time.Time     // when it was queued, if batches are observed
-	done chan struct{} // closed when err is set
-	err  error
+	ctx context.Context
+	o   prepared // on a single server: the order's part of the script call
+	// On a Redis Cluster: the attempt, and once its batch is sent, the
+	// replies of its bind script and of its part of the deduct script.
+	a           *attempt
+	bind, first *redis.Cmd
+	sent        bool          // taken into a batch; guarded by batcher.mu
+	at          time.Time     // when it was queued, if batches are observed
+	done        chan struct{} // closed when err is set
+	err         error
 }
 
 // do runs c's order in a batch and returns its outcome. A caller whose ctx
@@ -88,11 +97,11 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 // send runs batch as one script call, and reports it to the Observer.
 func (b *batcher) send(ctx context.Context, batch []*call) {
 	if !b.s.obs.Batching() {
-		b.s.deductBatch(ctx, batch)
+		b.run(ctx, batch)
 		return
 	}
 	start := time.Now()
-	b.s.deductBatch(ctx, batch)
+	b.run(ctx, batch)
 	ob := observe.Batch{Component: "redisstock", Op: observe.OpDeduct, Size: len(batch),
 		Wait: start.Sub(batch[0].at), Duration: time.Since(start)}
 	if o := observe.Classify(batch[0].err); o != observe.OK && !o.Business() {

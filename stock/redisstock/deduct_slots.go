@@ -47,12 +47,23 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	}
 
 	// One round trip: bind the order ID to its items, and take the first
-	// slot group.
+	// slot group; an order of one slot group shares it with the concurrent
+	// Deducts of its slot.
 	var bind, first *redis.Cmd
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		bind = dirBindScript.Run(ctx, p, s.dirKeys(o.ID), ident, token)
-		first = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound)
-	})
+	if b := s.slotBatcher(a); b != nil {
+		c := &call{ctx: ctx, a: a}
+		if err := b.do(ctx, c); err != nil {
+			return err
+		}
+		bind, first = c.bind, c.first
+	} else {
+		var multi *redis.Cmd
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			bind = dirBindScript.Run(ctx, p, s.dirKeys(o.ID), ident, token)
+			multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound)
+		})
+		first = orderReply(multi, 0)
+	}
 	if err := bind.Err(); err != nil {
 		return s.writeErr(ctx, "deduct", err)
 	}
@@ -88,7 +99,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	for i, g := range a.groups {
 		res := first
 		if i > 0 {
-			res = s.deductGroup(ctx, s.c, a, g, deadline, bound)
+			res = orderReply(s.deductGroup(ctx, s.c, a, g, deadline, bound), 0)
 			if err := res.Err(); err != nil {
 				err = s.writeErr(ctx, "deduct", err)
 				if !errors.Is(err, stock.ErrUnknownOutcome) {
@@ -318,20 +329,38 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, d
 
 // deductGroup queues (on a pipeline) or runs the deduct script for the
 // lines of one slot group, with the order's deadline and bound so far (0:
-// none).
+// none). Its reply is a list of one order's reply (see orderReply).
 func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g []stock.Item, deadline, bound int64) *redis.Cmd {
-	keys := make([]string, 0, 4*len(g))
-	args := make([]any, 0, 9+len(g))
+	keys, args := s.groupArgs(make([]string, 0, 4*len(g)), make([]any, 0, 10+len(g)), a, g, deadline, bound)
+	return deductScript.Run(ctx, c, keys, args...)
+}
+
+// groupArgs appends one order's part of a stock_deduct.lua call: the keys
+// and arguments of the lines of slot group g.
+func (s *Store) groupArgs(keys []string, args []any, a *attempt, g []stock.Item, deadline, bound int64) ([]string, []any) {
 	check := "0"
 	if len(a.groups) == 1 {
 		check = "1"
 	}
-	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline, a.own, bound, check)
+	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline, a.own, bound, check, len(g))
 	for _, it := range g {
 		keys = s.lineKeys(keys, it.SKU, a.o.ID)
 		args = append(args, it.Qty)
 	}
-	return deductScript.Run(ctx, c, keys, args...)
+	return keys, args
+}
+
+// orderReply is the j-th order's reply of a stock_deduct.lua call, as a
+// command of its own (the call's error, if it failed).
+func orderReply(cmd *redis.Cmd, j int) *redis.Cmd {
+	res, err := cmd.Slice()
+	switch {
+	case err != nil:
+		return redis.NewCmdResult(nil, err)
+	case j >= len(res):
+		return redis.NewCmdResult(nil, badReply("deduct", res))
+	}
+	return redis.NewCmdResult(res[j], nil)
 }
 
 // groupResult reads a deduct script's reply: the order's deadline and

@@ -30,11 +30,12 @@ type Config struct {
 	// record has no TTL: it lives until the hold is confirmed or returned.
 	Retention time.Duration
 	// MaxBatch is the most concurrent Deducts sent together in one script
-	// call on a client without hash slots (anything but a
-	// *redis.ClusterClient); default DefaultMaxBatch. While a call is in
-	// flight, the next callers queue and leave together, each order checked
-	// and taken on its own; a lone caller is sent at once. 1 sends every
-	// Deduct on its own. At most MaxMaxBatch. Ignored on a Redis Cluster.
+	// call; default DefaultMaxBatch. While a call is in flight, the next
+	// callers queue and leave together, each order checked and taken on
+	// its own; a lone caller is sent at once. On a Redis Cluster the
+	// orders whose SKUs share a hash slot are batched per slot (an order
+	// on several slots is not batched). 1 sends every Deduct on its own.
+	// At most MaxMaxBatch. A Ring does not batch.
 	MaxBatch int
 
 	// Observer receives the Store's calls, batches and reclaim passes
@@ -63,9 +64,10 @@ type Store struct {
 	prefix  string
 	clock   stock.Clock
 	keep    time.Duration
-	cluster bool     // keys may live on several servers: single-slot scripts only
-	perSKU  bool     // shards are not hash slots (a Ring): one group per SKU
-	batch   *batcher // nil: one script call per Deduct
+	cluster bool          // keys may live on several servers: single-slot scripts only
+	perSKU  bool          // shards are not hash slots (a Ring): one group per SKU
+	batch   *batcher      // nil: one script call per Deduct
+	slots   *slotBatchers // on a Redis Cluster; nil: one script call per Deduct
 	// listed is set once this Store put a SKU on sale (or rebuilt one): a
 	// registry missing after that means Redis lost its data, not a new gate.
 	listed atomic.Bool
@@ -128,8 +130,12 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	_, slotted := c.(*redis.ClusterClient)
 	cluster := !single
 	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster, perSKU: cluster && !slotted, obs: &cfg.Observer}
-	if !cluster && cfg.MaxBatch > 1 {
-		s.batch = &batcher{s: s, max: cfg.MaxBatch}
+	switch {
+	case cfg.MaxBatch <= 1:
+	case !cluster:
+		s.batch = &batcher{s: s, max: cfg.MaxBatch, run: s.deductBatch}
+	case slotted:
+		s.slots = &slotBatchers{max: cfg.MaxBatch}
 	}
 	return s, nil
 }

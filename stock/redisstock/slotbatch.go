@@ -1,0 +1,55 @@
+package redisstock
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/keyslot"
+)
+
+// slotBatchers coalesces, on a Redis Cluster, the concurrent Deducts of
+// orders whose SKUs share one hash slot: one batcher per slot, made when
+// the slot is first used (at most one per slot of the cluster).
+type slotBatchers struct {
+	max int
+	m   sync.Map // slot -> *batcher
+}
+
+// slotBatcher returns the batcher of the attempt's slot, or nil when its
+// order is not batched (several slot groups, or no slot batching).
+func (s *Store) slotBatcher(a *attempt) *batcher {
+	if s.slots == nil || len(a.groups) != 1 {
+		return nil
+	}
+	slot := keyslot.Slot(a.groups[0][0].SKU)
+	if b, ok := s.slots.m.Load(slot); ok {
+		return b.(*batcher)
+	}
+	b, _ := s.slots.m.LoadOrStore(slot, &batcher{s: s, max: s.slots.max, run: s.deductSlotBatch})
+	return b.(*batcher)
+}
+
+// deductSlotBatch sends the first round trip of the attempts of calls,
+// orders of one slot group each, all in one slot: one pipeline with each
+// order's bind script (on its directory entry's node) and one deduct
+// script call taking every order in turn. It gives each call its two
+// replies, which the caller reads as an unbatched attempt reads them.
+func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) {
+	binds := make([]*redis.Cmd, len(calls))
+	var multi *redis.Cmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		var keys []string
+		var args []any
+		for i, c := range calls {
+			binds[i] = dirBindScript.Run(ctx, p, s.dirKeys(c.a.o.ID), c.a.ident, c.a.token)
+			keys, args = s.groupArgs(keys, args, c.a, c.a.groups[0], 0, 0)
+		}
+		multi = deductScript.Run(ctx, p, keys, args...)
+	})
+	for i, c := range calls {
+		c.bind, c.first = binds[i], orderReply(multi, i)
+		close(c.done)
+	}
+}

@@ -1,0 +1,254 @@
+package redisstock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+)
+
+// pipeGate holds the pipelines that carry the deduct script while it is
+// closed, can drop the replies of the next such pipelines, and counts the
+// deduct script calls sent.
+type pipeGate struct {
+	mu      sync.Mutex
+	gate    chan struct{}
+	waiting int
+	lose    int
+	calls   atomic.Int64
+}
+
+func (h *pipeGate) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipeGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *pipeGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		n := 0
+		for _, c := range cmds {
+			if args := c.Args(); len(args) > 1 && c.Name() == "evalsha" && args[1] == redisstock.DeductScriptHash() {
+				n++
+			}
+		}
+		if n == 0 {
+			return next(ctx, cmds)
+		}
+		h.mu.Lock()
+		g, lose := h.gate, false
+		if g != nil {
+			h.waiting++
+		} else if h.lose > 0 {
+			h.lose--
+			lose = true
+		}
+		h.mu.Unlock()
+		if g != nil {
+			<-g
+		}
+		err := next(ctx, cmds)
+		h.calls.Add(int64(n))
+		if lose {
+			for _, c := range cmds {
+				c.SetErr(errLostReply)
+			}
+			return errLostReply
+		}
+		return err
+	}
+}
+
+func (h *pipeGate) close() { h.mu.Lock(); h.gate = make(chan struct{}); h.mu.Unlock() }
+func (h *pipeGate) open()  { h.mu.Lock(); close(h.gate); h.gate = nil; h.mu.Unlock() }
+func (h *pipeGate) held() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.waiting
+}
+
+// eachSlotBatched runs f on the Redis Cluster backends with a pipeGate on
+// the client.
+func eachSlotBatched(t *testing.T, f func(t *testing.T, fx *fixture, g *pipeGate)) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		g := &pipeGate{}
+		fx.c.AddHook(g)
+		f(t, fx, g)
+	})
+}
+
+// blockSlot fills the two in-flight batches of sku's slot with a Deduct
+// each, held at the closed gate; the returned wait opens nothing and gives
+// their errors once they end.
+func blockSlot(t *testing.T, fx *fixture, g *pipeGate, sku string) func() []error {
+	t.Helper()
+	g.close()
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = fx.s.Deduct(fx.ctx(), ord("blocker"+strconv.Itoa(i), "blocker", it(sku, 1))) })
+	}
+	waitFor(t, "two Deducts held at the gate", func() bool { return g.held() == 2 })
+	return func() []error { wg.Wait(); return errs }
+}
+
+// enqueueSlot starts Deduct of o and waits until it is the n-th queued.
+func enqueueSlot(t *testing.T, fx *fixture, ctx context.Context, o stock.Order, n int, out *error, wg *sync.WaitGroup) {
+	t.Helper()
+	wg.Go(func() { *out = fx.s.Deduct(ctx, o) })
+	waitFor(t, "a queued Deduct", func() bool { return fx.s.SlotQueued() == n })
+}
+
+// Buyers racing for one SKU on a Cluster, with a per-user limit: batched
+// per slot, exactly the units on sale are taken, no user past the limit.
+func TestClusterBatchExactCounts(t *testing.T) {
+	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *pipeGate) {
+		const units, limit, users, orders = 100, 3, 40, 400
+		fx.sale("a", units, limit, time.Minute)
+		var ok atomic.Int64
+		perUser := make([]atomic.Int64, users)
+		errs := make(chan error, orders)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				for n := next.Add(1); n <= orders; n = next.Add(1) {
+					u := int(n) % users
+					err := fx.s.Deduct(fx.ctx(), ord("o"+strconv.FormatInt(n, 10), "u"+strconv.Itoa(u), it("a", 1)))
+					switch {
+					case err == nil:
+						ok.Add(1)
+						perUser[u].Add(1)
+					case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrLimitReached):
+					default:
+						errs <- err
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("Deduct: %v", err)
+		}
+		if ok.Load() != units {
+			t.Fatalf("%d Deducts took a unit, want %d", ok.Load(), units)
+		}
+		for u := range perUser {
+			if n := perUser[u].Load(); n > limit {
+				t.Fatalf("user u%d holds %d, past the limit %d", u, n, limit)
+			}
+		}
+		fx.want("a", 0, units, 0)
+		if calls := g.calls.Load(); calls >= orders {
+			t.Fatalf("%d deduct script calls for %d orders: nothing was batched", calls, orders)
+		}
+	})
+}
+
+// One batch on a Cluster with an order, its repeat, the same ID with other
+// items, and another order: each gets its own outcome, the conflict is
+// undone, and the batch is one deduct script call.
+func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
+	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *pipeGate) {
+		fx.sale("a", 10, 0, time.Minute)
+		blockers := blockSlot(t, fx, g, "a")
+		orders := []stock.Order{
+			ord("o1", "u1", it("a", 2)),
+			ord("o1", "u1", it("a", 2)),
+			ord("o1", "u1", it("a", 3)),
+			ord("o2", "u2", it("a", 1)),
+		}
+		errs := make([]error, len(orders))
+		var wg sync.WaitGroup
+		for i, o := range orders {
+			enqueueSlot(t, fx, fx.ctx(), o, i+1, &errs[i], &wg)
+		}
+		g.open()
+		wg.Wait()
+		for _, err := range blockers() {
+			is(t, err, nil, "blocker")
+		}
+		is(t, errs[0], nil, "o1")
+		is(t, errs[1], nil, "o1 repeated")
+		is(t, errs[2], stock.ErrConflict, "o1 with other items")
+		is(t, errs[3], nil, "o2")
+		fx.want("a", 5, 5, 0)
+		if n := g.calls.Load(); n != 3 {
+			t.Fatalf("%d deduct script calls, want 3 (two blockers, one batch)", n)
+		}
+		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm o1")
+		fx.want("a", 5, 3, 2)
+	})
+}
+
+// A batch whose reply is lost gives every order in it an unknown outcome;
+// the retries take each order once, the per-user counts included.
+func TestClusterBatchLostReplyRetriesTakeOnce(t *testing.T) {
+	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *pipeGate) {
+		fx.sale("a", 20, 4, time.Minute)
+		blockers := blockSlot(t, fx, g, "a")
+		orders := []stock.Order{ord("o1", "u1", it("a", 2)), ord("o2", "u1", it("a", 2)), ord("o3", "u2", it("a", 3))}
+		errs := make([]error, len(orders))
+		var wg sync.WaitGroup
+		for i, o := range orders {
+			enqueueSlot(t, fx, fx.ctx(), o, i+1, &errs[i], &wg)
+		}
+		g.mu.Lock()
+		g.lose = 1
+		g.mu.Unlock()
+		g.open()
+		wg.Wait()
+		for _, err := range blockers() {
+			is(t, err, nil, "blocker")
+		}
+		lost := 0
+		for _, err := range errs {
+			if err != nil {
+				unknown(t, err, "Deduct in a batch whose reply was lost")
+				lost++
+			}
+		}
+		if lost == 0 {
+			t.Fatal("no Deduct lost its reply")
+		}
+		fx.want("a", 11, 9, 0)
+		for _, o := range orders {
+			is(t, fx.s.Deduct(fx.ctx(), o), nil, "retried Deduct "+o.ID)
+		}
+		fx.want("a", 11, 9, 0)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o4", "u1", it("a", 1))), stock.ErrLimitReached, "Deduct past u1's limit")
+		is(t, fx.s.Deduct(fx.ctx(), ord("o5", "u2", it("a", 1))), nil, "Deduct up to u2's limit")
+	})
+}
+
+// A caller whose context ends while it is queued for its slot's batch
+// leaves with nothing sent and nothing held, its order ID free.
+func TestClusterBatchCallerCanceledWhileQueued(t *testing.T) {
+	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *pipeGate) {
+		fx.sale("a", 10, 0, time.Minute)
+		blockers := blockSlot(t, fx, g, "a")
+		ctx, cancel := context.WithCancel(fx.ctx())
+		var wg sync.WaitGroup
+		var canceled, kept error
+		enqueueSlot(t, fx, ctx, ord("gone", "u1", it("a", 3)), 1, &canceled, &wg)
+		enqueueSlot(t, fx, fx.ctx(), ord("kept", "u2", it("a", 2)), 2, &kept, &wg)
+		cancel()
+		waitFor(t, "the canceled caller to leave the queue", func() bool { return fx.s.SlotQueued() == 1 })
+		g.open()
+		wg.Wait()
+		if !errors.Is(canceled, context.Canceled) || errors.Is(canceled, stock.ErrUnknownOutcome) || stock.IsBusiness(canceled) {
+			t.Fatalf("canceled while queued: %v, want context.Canceled with a known outcome", canceled)
+		}
+		is(t, kept, nil, "queued Deduct behind the canceled one")
+		for _, err := range blockers() {
+			is(t, err, nil, "blocker")
+		}
+		fx.want("a", 6, 4, 0)
+		is(t, fx.s.Deduct(fx.ctx(), ord("gone", "u3", it("a", 1))), nil, "Deduct of the freed ID with other items")
+	})
+}
