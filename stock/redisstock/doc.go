@@ -224,6 +224,45 @@
 // matches stock.ErrUnknownOutcome; one from before it was sent (dial
 // failure, pool timeout) does not.
 //
+// # Replication wait
+//
+// Redis replicates asynchronously: a write the master acknowledged can be
+// lost when a replica that never received it is promoted. A shop that runs
+// the gate without the SQL record can make every call that writes wait
+// for its replicas: [Config.WaitReplicas] n sends WAIT n <WaitTimeout>
+// after the call's writes, in the same pipeline on the same connection (WAIT
+// counts the writes of its own connection), so the call answers only once
+// n replicas acknowledged them. On a *redis.ClusterClient the commands go
+// to the master of their keys' slot (MasterForKey), each master's commands
+// and a WAIT in one pipeline on that master's connection; a command that
+// meets a redirection there (MOVED, ASK: a slot moving or failing over)
+// answers it as a certain error, nothing applied, and the slot map is
+// reloaded for the retry. Calls that only read (Available, Levels, Orders,
+// UserUnits, Snapshot, HeldOrders, the reclaimer's peeks) do not wait; a
+// refused write (a sold-out Deduct) waits like any other. With a live
+// replica the wait costs about one round trip from master to replica;
+// concurrent Deducts still share one script call and one WAIT.
+//
+// When fewer than n replicas acknowledge within WaitTimeout, or the wait
+// itself fails, the call fails with a [*ReplicationError], which matches
+// stock.ErrUnknownOutcome: the write ran on the master, and may or may not
+// survive a failover. The caller retries with the same order ID (every
+// call is idempotent); the retry answers nil once the replicas are back.
+// So an acknowledged hold survives the failure of the master as long as
+// the replica promoted is one of those that acknowledged: with n of m
+// replicas, Sentinel and Cluster prefer the replica with the most data,
+// and n = m makes it certain, at the price that any replica down stops
+// every write. WAIT does not make Redis strongly consistent (a replica can
+// still be promoted without the write, and an acknowledged write lives only
+// in the replicas' memory); [Config.WaitAOF] waits with WAITAOF 0 n instead,
+// until n replicas wrote the writes to their append-only file (Redis 7.2
+// or later, Valkey 8; the replicas need appendonly yes). A server without
+// WAITAOF is found before anything is sent (one WAITAOF 0 0 0 per server):
+// every call that writes then fails with an error that names it, nothing
+// applied and not stock.ErrUnknownOutcome, and asks the server again on
+// the next call; it never falls back to WAIT. New refuses a wait on a
+// Ring, whose shards it cannot follow, with stock.ErrInvalid.
+//
 // # Reclaim
 //
 // [Store.ReclaimExpired] visits the SKUs of the registry set, peeks each

@@ -66,7 +66,7 @@ func (s *Store) Servers(ctx context.Context) (Servers, error) {
 		return nil
 	}
 	var err error
-	switch c := s.c.(type) {
+	switch c := s.base().(type) {
 	case *redis.ClusterClient:
 		err = c.ForEachMaster(ctx, read)
 	case *redis.Client:

@@ -38,6 +38,32 @@ type Config struct {
 	// At most MaxMaxBatch. A Ring does not batch.
 	MaxBatch int
 
+	// WaitReplicas, when above 0, makes every call that writes wait, before
+	// it answers, until that many replicas acknowledged its writes (WAIT
+	// after the writes, on the connection they went on; on a Redis Cluster,
+	// on each master they went to). When fewer acknowledge within
+	// WaitTimeout, the call fails with an error matching
+	// stock.ErrUnknownOutcome (a *ReplicationError): the write may be on
+	// the master only, and a failover may lose it; retry with the same
+	// order ID. Calls that only read do not wait. Default 0: no wait. At
+	// most MaxWaitReplicas. It needs a *redis.Client (standalone or
+	// Sentinel) or a *redis.ClusterClient: New refuses it on a Ring or any
+	// other client with stock.ErrInvalid. See "Replication wait" in the
+	// package doc.
+	WaitReplicas int
+	// WaitTimeout bounds each wait; default DefaultWaitTimeout (1s), or
+	// half the client's ReadTimeout when that is shorter. It must be at
+	// least a millisecond and below the client's ReadTimeout (the wait's
+	// reply is read under it). Ignored when WaitReplicas is 0.
+	WaitTimeout time.Duration
+	// WaitAOF waits with WAITAOF 0 <WaitReplicas> <ms> instead of WAIT:
+	// the replicas wrote the writes to their append-only file and fsynced
+	// it (Redis 7.2 or later, Valkey 8; the replicas need appendonly yes).
+	// On a server without WAITAOF every call that writes fails with an
+	// error that says so, with nothing sent (not stock.ErrUnknownOutcome);
+	// it never falls back to WAIT. It needs WaitReplicas above 0.
+	WaitAOF bool
+
 	// Observer receives the Store's calls, batches and reclaim passes
 	// (package observe); the zero value reports nothing.
 	Observer observe.Observer
@@ -95,8 +121,9 @@ var (
 )
 
 // New returns a Store on c. It does no I/O. It fails with stock.ErrInvalid
-// for a bad Prefix, a Retention below MinRetention or a MaxBatch outside
-// [0, MaxMaxBatch].
+// for a bad Prefix, a Retention below MinRetention, a MaxBatch outside
+// [0, MaxMaxBatch], or a replication wait (WaitReplicas, WaitTimeout,
+// WaitAOF) that is out of range or cannot be done on c.
 func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	if c == nil {
 		return nil, &stock.InvalidError{Field: "client", Reason: "nil"}
@@ -122,6 +149,10 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
 	}
+	wait, err := checkWait(c, cfg)
+	if err != nil {
+		return nil, err
+	}
 	// Only a *redis.Client (standalone, or Sentinel through
 	// NewFailoverClient) keeps every key on one server. A ClusterClient, a
 	// Ring or any other UniversalClient may shard, so they take the
@@ -136,6 +167,9 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 		s.batch = &batcher{s: s, max: cfg.MaxBatch, run: s.deductBatch}
 	case slotted:
 		s.slots = &slotBatchers{max: cfg.MaxBatch}
+	}
+	if wait != nil {
+		s.c = wait.wrap(c)
 	}
 	return s, nil
 }
