@@ -39,20 +39,22 @@
 --
 -- Each order is all or nothing on its own, and is checked against the
 -- state left by the orders before it in the call. Its directory entry is
--- checked last and bound (SET NX GET) only once every line has passed, so a
--- failed order writes nothing and its ID stays free; a conflict outranks a
--- failed line. The entry has no TTL while the order holds stock, like the
--- line records; it gets Retention when the order ends. The SKU counters,
--- users and holds are kept in Lua tables and
--- written once per SKU at the end, with the line records. Running the call
+-- checked last and bound (written at the end of the call) only once every
+-- line has passed, so a failed order writes nothing and its ID stays free;
+-- a conflict outranks a failed line. The entry has no TTL while the order
+-- holds stock, like the line records; it gets Retention when the order
+-- ends. The entries, SKU counters, users and holds are kept in Lua tables
+-- and written once per call (per SKU) at the end, with the line records. Running the call
 -- twice takes the stock once: the second run finds the directory entries
 -- and records. (Should a command raise an error midway, a directory entry
 -- may be left without its records; a retry of that order completes it.)
 --
--- Per order it costs, besides the checks, SET NX GET of the entry and HSET
--- of each line's record (no TTL while held; its fields st, qty, user, dl, mx,
--- id); per SKU and call, one HMGET of the
--- state, one of the users, and one HSET of each plus one ZADD.
+-- Per order it costs, besides the checks, HSET of each line's record (no
+-- TTL while held; its fields st, qty, user, dl, mx, id); per call, one MGET
+-- of the directory entries, one EXISTS of the line records (and one HMGET
+-- per line only when some record exists), one MSET of the new entries; per
+-- SKU and call, one HMGET of the state, one of the users, and one HSET of
+-- each plus one ZADD.
 local now = tonumber(ARGV[1])
 local registry = KEYS[#KEYS]
 local first = 2 -- ARGV index of the first order
@@ -109,8 +111,35 @@ end
 local codes = {unknown_sku = 1, unavailable = 2, sold_out = 3, limit = 4, need_user = 5,
   conflict = 6, expired = 7, closed = 8, hold_too_long = 9}
 local function int(x) return string.format('%d', x) end
-local dirs, recs = {}, {} -- directory entries and records as this call left them
-local writes = {}         -- records to write: {key, qty, deadline, user, identity, bound}
+-- dirs, recs: the directory entries and line records as this call left
+-- them (false: none). Every entry is read with one MGET; and when none of
+-- the call's line records exists (new orders, the common case), one EXISTS
+-- says so and no record is read one by one.
+local dirs, recs = {}, {}
+do
+  local dk, rk = {}, {}
+  local k, a = 1, first
+  while a <= #ARGV do
+    local n = tonumber(ARGV[a + 4])
+    dk[#dk + 1] = KEYS[k]
+    for i = 1, n do rk[#rk + 1] = KEYS[k + 4 * i] end
+    k, a = k + 1 + 4 * n, a + 5 + n
+  end
+  for from = 1, #dk, 500 do
+    local to = math.min(from + 499, #dk)
+    local got = redis.call('MGET', unpack(dk, from, to))
+    for i = from, to do dirs[dk[i]] = got[i - from + 1] end
+  end
+  local found = 0
+  for from = 1, #rk, 500 do
+    found = found + redis.call('EXISTS', unpack(rk, from, math.min(from + 499, #rk)))
+  end
+  if found == 0 then
+    for _, key in ipairs(rk) do recs[key] = false end
+  end
+end
+local newdirs = {} -- directory entries to write: key, identity, ...
+local writes = {}  -- records to write: {key, qty, deadline, user, identity, bound}
 local out = {}
 
 local k, a = 1, first
@@ -161,16 +190,14 @@ while a <= #ARGV do
     end
   end
   -- The directory entry last: a conflict outranks a failed line, and the
-  -- entry is written (SET NX) only for an order that passed every check.
+  -- entry is written only for an order that passed every check.
   local cur = dirs[KEYS[k]]
-  if code then
-    if cur == nil then cur = redis.call('GET', KEYS[k]) end
-  else
-    if cur == nil then
-      cur = redis.call('SET', KEYS[k], ident, 'NX', 'GET')
-      dirs[KEYS[k]] = cur or ident
-    end
-    if cur == ident and #take > 0 then
+  if not code then
+    if not cur then
+      dirs[KEYS[k]] = ident
+      newdirs[#newdirs + 1] = KEYS[k]
+      newdirs[#newdirs + 1] = ident
+    elseif cur == ident and #take > 0 then
       -- An entry kept from an ended order lives as long as the new holds.
       redis.call('PERSIST', KEYS[k])
     end
@@ -208,6 +235,9 @@ for _, c in ipairs(touched) do
     fv[#fv + 1] = int(c.users[u])
   end
   if #fv > 0 then redis.call('HSET', KEYS[c.b + 2], unpack(fv)) end
+end
+for from = 1, #newdirs, 500 do
+  redis.call('MSET', unpack(newdirs, from, math.min(from + 499, #newdirs)))
 end
 for _, w in ipairs(writes) do
   -- A new record, with no TTL: a hold keeps its record until it is
