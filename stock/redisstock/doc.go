@@ -88,7 +88,11 @@
 // every order in it the same classified error. Batching amortizes what a
 // script call costs the server and the client (a round trip, the command's
 // dispatch, the per-SKU reads and writes: one HMGET and one HSET of the
-// state, one ZADD, per SKU per call).
+// state, one ZADD, per SKU per call; one MGET and one MSET of the
+// directory entries, and one EXISTS of the line records, per call). The
+// call's keys and arguments are passed by pointer into each caller's own
+// copy of its order, and each order's outcome comes back as one small
+// integer, so a batched Deduct costs the client a few allocations.
 //
 // On a *redis.ClusterClient every script must stay in one slot, and the
 // directory entry's slot is not its SKUs'. Deduct sends one pipeline: the
@@ -96,7 +100,15 @@
 // and the deduct script (stock_deduct.lua) for the first slot group. When
 // the directory names other items the call fails with stock.ErrConflict and
 // undoes what the script took; a refused order frees the directory entry in
-// a second round trip. This path is not batched.
+// a second round trip. Orders of one slot group (every single-SKU order,
+// and orders whose SKUs share a hash tag) are batched per slot as on a
+// single server ([Config.MaxBatch]): the pipeline then carries every
+// queued order's bind script (each on its own directory entry's master)
+// and one deduct script call that takes the orders one after another, each
+// all or nothing with its own reply; each caller then goes on as an
+// unbatched one (a conflict undoes its own lines, a refusal frees its own
+// entry). Orders on several slots are not batched, nor are Deducts on a
+// Ring.
 //
 // Each Deduct call on this path is an attempt with a random token of its
 // own. The token goes into the directory entry's attempt set and into the
@@ -123,10 +135,13 @@
 // without one, the shortest hold time of its SKUs; and one bound, the
 // latest deadline ExtendHold may give it: now plus the shortest maximum
 // hold time (max_ms) of its SKUs, fixed at the Deduct. Both are on every
-// line, whatever the path: on a Cluster, a later slot group with a shorter
-// hold time or a shorter maximum moves the lines taken before it, in one
-// more round trip for such orders only (with an own hold time every group
-// has the same deadline, so only a bound may move). An own hold time past
+// line from its first write, whatever the path: on a Cluster, an order on
+// several slots first reads the hold times of all its SKUs (one round trip
+// that writes nothing), so a call that stops between slot groups leaves
+// the groups it took due at the order's deadline, not at their own SKUs'
+// longer one; should a SKU's hold times change between that read and a
+// later group, that group moves the lines taken before it, in one more
+// round trip. An own hold time past
 // the bound is stock.ErrHoldTooLong, with nothing written: in the script on
 // a single server or a single slot; on several Cluster slots once every
 // group passed its other checks (as memstock checks it last), by undoing
@@ -275,7 +290,13 @@
 // A line partial reverts emptied ends with its order but is not reported
 // (it returns nothing); when such lines took part of a pass's limit, the
 // pass peeks the same SKUs again, so a pass reports fewer holds than its
-// limit only when no more are due.
+// limit only when no more are due. On a Cluster, a Confirm of an order on
+// several slots that stopped between slot groups leaves some lines
+// confirmed and others held; a pass that returns the held lines past the
+// deadline expires the confirmed ones too (as a Confirm past the deadline
+// would), in the round trip that ends the order's directory entry, so no
+// unit stays sold that nothing sold. Orders reports a confirmed line beside
+// an ended one as ended.
 //
 // # Limits
 //
