@@ -50,11 +50,12 @@
 -- may be left without its records; a retry of that order completes it.)
 --
 -- Per order it costs, besides the checks, HSET of each line's record (no
--- TTL while held; its fields st, qty, user, dl, mx, id); per call, one MGET
--- of the directory entries, one EXISTS of the line records (and one HMGET
--- per line only when some record exists), one MSET of the new entries; per
--- SKU and call, one HMGET of the state, one of the users, and one HSET of
--- each plus one ZADD.
+-- TTL while held; its fields st, qty, user, dl, mx, id); per call of
+-- several orders, one MGET of the directory entries, one EXISTS of the
+-- line records (and one HMGET per line only when some record exists), one
+-- MSET of the new entries (a call of one order: one HMGET per line and SET
+-- NX GET of its entry); per SKU and call, one HMGET of the state, one of
+-- the users, and one HSET of each plus one ZADD.
 local now = tonumber(ARGV[1])
 local registry = KEYS[#KEYS]
 local first = 2 -- ARGV index of the first order
@@ -112,11 +113,12 @@ local codes = {unknown_sku = 1, unavailable = 2, sold_out = 3, limit = 4, need_u
   conflict = 6, expired = 7, closed = 8, hold_too_long = 9}
 local function int(x) return string.format('%d', x) end
 -- dirs, recs: the directory entries and line records as this call left
--- them (false: none). Every entry is read with one MGET; and when none of
--- the call's line records exists (new orders, the common case), one EXISTS
--- says so and no record is read one by one.
+-- them (false: none; nil: not read yet). In a call of several orders every
+-- entry is read with one MGET, and when none of the call's line records
+-- exists (new orders, the common case), one EXISTS says so and no record is
+-- read one by one; a call of one order reads its own.
 local dirs, recs = {}, {}
-do
+if #ARGV >= first + 5 + tonumber(ARGV[first + 4]) then
   local dk, rk = {}, {}
   local k, a = 1, first
   while a <= #ARGV do
@@ -192,15 +194,19 @@ while a <= #ARGV do
   -- The directory entry last: a conflict outranks a failed line, and the
   -- entry is written only for an order that passed every check.
   local cur = dirs[KEYS[k]]
-  if not code then
-    if not cur then
-      dirs[KEYS[k]] = ident
-      newdirs[#newdirs + 1] = KEYS[k]
-      newdirs[#newdirs + 1] = ident
-    elseif cur == ident and #take > 0 then
-      -- An entry kept from an ended order lives as long as the new holds.
-      redis.call('PERSIST', KEYS[k])
-    end
+  if code then
+    if cur == nil then cur = redis.call('GET', KEYS[k]) end
+  elseif cur == nil then
+    cur = redis.call('SET', KEYS[k], ident, 'NX', 'GET')
+    dirs[KEYS[k]] = cur or ident
+  elseif not cur then
+    dirs[KEYS[k]] = ident
+    newdirs[#newdirs + 1] = KEYS[k]
+    newdirs[#newdirs + 1] = ident
+  end
+  if not code and cur == ident and #take > 0 then
+    -- An entry kept from an ended order lives as long as the new holds.
+    redis.call('PERSIST', KEYS[k])
   end
   if cur and cur ~= ident then code, at = 'conflict', 0 end
   if code then

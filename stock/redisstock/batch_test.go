@@ -312,3 +312,45 @@ func TestConformanceUnbatched(t *testing.T) {
 		})
 	}
 }
+
+// A batch of new orders beside repeats of earlier ones (held, closed), an
+// ID already bound to other items and a conflicting line: the batch reads
+// the earlier records and entries, and each order gets its own outcome.
+func TestBatchBesideEarlierOrders(t *testing.T) {
+	eachBatched(t, func(t *testing.T, fx *batchFixture) {
+		fx.sale("a", 10, 0, time.Minute)
+		fx.sale("b", 10, 0, time.Minute)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 2))), nil, "Deduct o1")
+		is(t, fx.s.Deduct(fx.ctx(), ord("o2", "u1", it("a", 1))), nil, "Deduct o2")
+		is(t, fx.s.Revert(fx.ctx(), "o2"), nil, "Revert o2")
+		is(t, fx.s.Deduct(fx.ctx(), ord("o3", "u1", it("b", 1))), nil, "Deduct o3")
+		before := fx.gate.sent.Load()
+		blockers := fx.block("b")
+		orders := []stock.Order{
+			ord("o1", "u1", it("a", 2)), // repeat of a held order
+			ord("o2", "u1", it("a", 1)), // repeat of a reverted one
+			ord("o3", "u1", it("a", 1)), // the ID names b: conflict at the entry
+			ord("o4", "u2", it("a", 3)), // new
+			ord("o1", "u1", it("a", 5)), // conflict at the line's record
+		}
+		want := []error{nil, stock.ErrOrderClosed, stock.ErrConflict, nil, stock.ErrConflict}
+		errs := make([]error, len(orders))
+		var wg sync.WaitGroup
+		for i, o := range orders {
+			fx.enqueue(fx.ctx(), o, i+1, &errs[i], &wg)
+		}
+		fx.gate.open()
+		wg.Wait()
+		for _, err := range blockers() {
+			is(t, err, nil, "blocker")
+		}
+		for i := range orders {
+			is(t, errs[i], want[i], "Deduct "+orders[i].ID+" in the batch")
+		}
+		if n := fx.gate.sent.Load() - before; n != 3 {
+			t.Fatalf("%d script calls, want 3 (two blockers, one batch)", n)
+		}
+		fx.want("a", 5, 5, 0)
+		fx.want("b", 7, 3, 0)
+	})
+}
