@@ -188,10 +188,17 @@ func clusterSetup(ctx context.Context, addrs []string, tag string, cleanups *[]f
 	if err != nil {
 		return group{}, err
 	}
+	single, err := redisstock.New(rdb, redisstock.Config{Prefix: tag + "s", MaxBatch: 1})
+	if err != nil {
+		return group{}, err
+	}
+	const deduct = "redisstock Deduct"
 	g := group{store: "Redis Cluster", cases: []benchCase{
 		rawCase(rdb, tag+":{hot}:raw"),
-		managerCase("redisstock Deduct", s, 1),
+		managerCase(deduct, s, 1),
+		managerCase("redisstock Deduct, MaxBatch 1", single, 1),
 	}}
+	g.cases[2].vs = []string{deduct}
 	for i := range g.cases {
 		g.cases[i].cpu = cpu
 	}
