@@ -23,18 +23,21 @@ func Sorted(items []stock.Item) []stock.Item {
 // stock.ValidateID refuses inside a SKU, so the encoding is unambiguous.
 // Two orders with the same signature ask for the same items.
 func Signature(sorted []stock.Item) string {
-	return string(AppendSignature(make([]byte, 0, SignatureLen(sorted)), sorted))
+	var b strings.Builder
+	b.Grow(SignatureLen(sorted))
+	WriteSignature(&b, sorted)
+	return b.String()
 }
 
-// AppendSignature appends the Signature of sorted to b.
-func AppendSignature(b []byte, sorted []stock.Item) []byte {
+// WriteSignature writes the Signature of sorted to b.
+func WriteSignature(b *strings.Builder, sorted []stock.Item) {
+	var num [20]byte
 	for _, it := range sorted {
-		b = append(b, it.SKU...)
-		b = append(b, 0x1f)
-		b = strconv.AppendInt(b, it.Qty, 10)
-		b = append(b, 0x1e)
+		b.WriteString(it.SKU)
+		b.WriteByte(0x1f)
+		b.Write(strconv.AppendInt(num[:0], it.Qty, 10))
+		b.WriteByte(0x1e)
 	}
-	return b
 }
 
 // SignatureLen is an upper bound of the length of the Signature of items.

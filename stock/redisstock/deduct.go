@@ -86,22 +86,32 @@ func (s *Store) prepare(p *prepared, o stock.Order) {
 	for _, it := range items {
 		size += 4*(pre+len(":{}")+len(it.SKU)) + len(":state:holds:users:o:") + len(o.ID)
 	}
-	b := make([]byte, 0, size)
+	var b strings.Builder
+	b.Grow(size)
 	var ends [1 + 4*stock.MaxItems]int
-	b = append(append(append(append(b, s.prefix...), ":order:{"...), o.ID...), '}')
-	ends[0] = len(b)
+	b.WriteString(s.prefix)
+	b.WriteString(":order:{")
+	b.WriteString(o.ID)
+	b.WriteByte('}')
+	ends[0] = b.Len()
 	for i, it := range items {
 		for k, suffix := range [...]string{":state", ":holds", ":users", ":o:"} {
-			b = append(append(append(append(append(b, s.prefix...), ":{"...), it.SKU...), '}'), suffix...)
+			b.WriteString(s.prefix)
+			b.WriteString(":{")
+			b.WriteString(it.SKU)
+			b.WriteByte('}')
+			b.WriteString(suffix)
 			if k == 3 {
-				b = append(b, o.ID...)
+				b.WriteString(o.ID)
 			}
-			ends[1+4*i+k] = len(b)
+			ends[1+4*i+k] = b.Len()
 		}
 	}
-	identAt := len(b)
-	b = canon.AppendSignature(append(append(b, o.UserID...), '\n'), items)
-	all := string(b)
+	identAt := b.Len()
+	b.WriteString(o.UserID)
+	b.WriteByte('\n')
+	canon.WriteSignature(&b, items)
+	all := b.String()
 	p.ident = all[identAt:]
 
 	nk, na := 1+4*len(items), 5+len(items)
