@@ -10,7 +10,7 @@
 --            <p>:{sku}:holds   zset order ID -> deadline ms
 --            <p>:{sku}:users   hash user -> units held + bought
 --            <p>:{sku}:o:<id>  hash record st, qty, user, dl, mx, id, at
--- ARGV     per order j, 10 + n_j values:
+-- ARGV     per order j, 12 + n_j values:
 --          now, in ms, from the caller's clock (not the server's TIME);
 --          order ID;
 --          user ID, or '' for none;
@@ -25,6 +25,9 @@
 --          time of the new lines here ('hold_too_long'; the Store sets it
 --          for an order of one slot group and checks other orders itself,
 --          across their groups), '0' not to;
+--          the latest deadline and the latest bound new lines may get (ms,
+--          from the hold times of all the order's SKUs), or 0 for none:
+--          they never move lines already held;
 --          n_j; then the qty of each line i
 -- Reply    a list of one reply per order j:
 --          {'ok', deadline, new, found, bound, maxhold, line} when every
@@ -41,14 +44,15 @@
 --          'closed' (reverted), 'hold_too_long' (ARGV[9] only); found is
 --          1 if a line before it had a record of the order.
 --
--- One order, one deadline: new lines get the earliest of ARGV[6], the
--- deadlines of the order's held lines here, and now + the order's own hold
--- time, or + the shortest hold time of the new lines' SKUs without one;
--- held lines with a later deadline are moved to it. One bound likewise
--- (field mx): the earliest of ARGV[8], the bounds of the held lines here
+-- One order, one deadline: new lines get the earliest of the deadline so
+-- far, the deadlines of the order's held lines here, and now + the order's
+-- own hold time, or + the shortest hold time of the new lines' SKUs
+-- without one (capped by the latest deadline new lines may get); held
+-- lines with a later deadline are moved to it. One bound likewise (field
+-- mx): the earliest of the bound so far, the bounds of the held lines here
 -- (their dl for a record written without mx) and now + the shortest
 -- maximum hold time of the new lines' SKUs (max_ms; hold_ms for a state
--- written without it).
+-- written without it), capped likewise.
 --
 -- The record's at field lists the attempts that count on the hold (a new
 -- record: this attempt; a held record of the same identity found here: this
@@ -77,6 +81,7 @@ local function deduct(k, a, n)
   local bound = tonumber(ARGV[a + 7])
   if bound <= 0 then bound = nil end
   local check = ARGV[a + 8] == '1'
+  local capdl, capbound = tonumber(ARGV[a + 9]), tonumber(ARGV[a + 10])
   local minmax, maxline = nil, 0
   local take, held = {}, {}
   local minhold = nil
@@ -84,7 +89,7 @@ local function deduct(k, a, n)
 
   for i = 1, n do
     local b = k + 4 * (i - 1)
-    local qty = tonumber(ARGV[a + 9 + i])
+    local qty = tonumber(ARGV[a + 11 + i])
     local r = redis.call('HMGET', KEYS[b + 4], 'st', 'id', 'dl', 'at', 'mx')
     if r[1] then
       if r[2] ~= ident then return {'conflict', i, math.min(found, 1)} end
@@ -124,8 +129,11 @@ local function deduct(k, a, n)
   if minhold then
     local hold = minhold
     if own > 0 then hold = own end
-    if not dl or now + hold < dl then dl = now + hold end
-    if not bound or now + minmax < bound then bound = now + minmax end
+    local ndl, nbound = now + hold, now + minmax
+    if capdl > 0 and capdl < ndl then ndl = capdl end
+    if capbound > 0 and capbound < nbound then nbound = capbound end
+    if not dl or ndl < dl then dl = ndl end
+    if not bound or nbound < bound then bound = nbound end
   end
   local sdl = string.format('%d', dl or 0)
   local sbound = string.format('%d', bound or 0)
@@ -157,8 +165,8 @@ end
 local out = {}
 local k, a = 0, 1
 while a <= #ARGV do
-  local n = tonumber(ARGV[a + 9])
+  local n = tonumber(ARGV[a + 11])
   out[#out + 1] = deduct(k, a, n)
-  k, a = k + 4 * n, a + 10 + n
+  k, a = k + 4 * n, a + 12 + n
 end
 return out

@@ -27,9 +27,10 @@ const maxFlying = 2
 type batcher struct {
 	s   *Store
 	max int // orders per batch
-	// run sends one batch and sets the outcome of each call in it
-	// (closing its done channel).
-	run func(ctx context.Context, batch []*call)
+	// run sends one batch, sets the outcome of each call in it (closing
+	// its done channel) and returns the error the whole call failed with,
+	// if it did.
+	run func(ctx context.Context, batch []*call) error
 
 	mu     sync.Mutex
 	queue  []*call
@@ -97,16 +98,13 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 // send runs batch as one script call, and reports it to the Observer.
 func (b *batcher) send(ctx context.Context, batch []*call) {
 	if !b.s.obs.Batching() {
-		b.run(ctx, batch)
+		_ = b.run(ctx, batch)
 		return
 	}
 	start := time.Now()
-	b.run(ctx, batch)
+	err := b.run(ctx, batch)
 	ob := observe.Batch{Component: "redisstock", Op: observe.OpDeduct, Size: len(batch),
-		Wait: start.Sub(batch[0].at), Duration: time.Since(start)}
-	if o := observe.Classify(batch[0].err); o != observe.OK && !o.Business() {
-		ob.Err = batch[0].err
-	}
+		Wait: start.Sub(batch[0].at), Duration: time.Since(start), Err: err}
 	b.s.obs.SendBatch(ctx, ob)
 }
 

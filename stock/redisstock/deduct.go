@@ -44,7 +44,7 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	c := &call{ctx: ctx}
 	s.prepare(&c.o, o)
 	if s.batch == nil {
-		s.deductBatch(ctx, []*call{c})
+		_ = s.deductBatch(ctx, []*call{c})
 		return c.err
 	}
 	return s.batch.do(ctx, c)
@@ -135,8 +135,8 @@ func (s *Store) prepare(p *prepared, o stock.Order) {
 
 // deductBatch runs the orders of calls in one script call on ctx and sets
 // each call's err (closing its done channel, if any). A failed call gives
-// every order the same classified error.
-func (s *Store) deductBatch(ctx context.Context, calls []*call) {
+// every order the same classified error, which it returns.
+func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
 	nk, na := 1, 1
 	for _, c := range calls {
 		nk, na = nk+c.o.nkeys, na+len(c.o.refs)-c.o.nkeys
@@ -168,6 +168,10 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) {
 			close(c.done)
 		}
 	}
+	if err != nil {
+		return s.writeErr(ctx, "deduct", err)
+	}
+	return nil
 }
 
 // batchSource is stock_deduct_batch.lua, which deductBatch sends itself

@@ -25,6 +25,12 @@ type attempt struct {
 	now    int64
 	own    int64 // the order's own hold time ms (Order.HoldTTL), or 0
 	groups [][]stock.Item
+	// capDeadline and capBound (ms; 0: none) are the order's deadline and
+	// bound from the hold times of all its SKUs, read before any group is
+	// taken (orderDeadline): the latest its new lines may get. They never
+	// move lines already held (a repeat keeps its deadline, extensions
+	// included).
+	capDeadline, capBound int64
 }
 
 // deductSlots is Deduct on a Redis Cluster, where one script may touch one
@@ -41,10 +47,10 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	// The order's deadline and bound, from every SKU's hold times, before
 	// any group is taken: a call that stops after the first groups leaves
 	// their lines due at the order's deadline, not at their own SKUs'.
-	deadline, bound, err := s.orderDeadline(ctx, a)
-	if err != nil {
+	if a.capDeadline, a.capBound, err = s.orderDeadline(ctx, a); err != nil {
 		return err
 	}
+	deadline, bound := int64(0), int64(0) // the order's, from the groups' replies
 
 	// One round trip: bind the order ID to its items, and take the first
 	// slot group; an order of one slot group shares it with the concurrent
@@ -65,7 +71,24 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		first = orderReply(multi, 0)
 	}
 	if err := bind.Err(); err != nil {
-		return s.writeErr(ctx, "deduct", err)
+		err = s.writeErr(ctx, "deduct", err)
+		if errors.Is(err, stock.ErrUnknownOutcome) {
+			return err
+		}
+		// The bind was refused for certain, but the first group went to
+		// its own master and may have been taken: undo it, so a plain
+		// error means nothing is held.
+		if ferr := first.Err(); ferr != nil {
+			if ferr = s.writeErr(ctx, "deduct", ferr); errors.Is(ferr, stock.ErrUnknownOutcome) {
+				return ferr
+			}
+			return err
+		}
+		taken := 0
+		if res, _ := first.Slice(); len(res) > 0 && res[0] == "ok" {
+			taken = 1
+		}
+		return s.undo(ctx, a, a.groups[:taken], err)
 	}
 	word, stale := bindReply(bind)
 	if word == "stale" {
@@ -331,7 +354,7 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, d
 // lines of one slot group, with the order's deadline and bound so far (0:
 // none). Its reply is a list of one order's reply (see orderReply).
 func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g []stock.Item, deadline, bound int64) *redis.Cmd {
-	keys, args := s.groupArgs(make([]string, 0, 4*len(g)), make([]any, 0, 10+len(g)), a, g, deadline, bound)
+	keys, args := s.groupArgs(make([]string, 0, 4*len(g)), make([]any, 0, 12+len(g)), a, g, deadline, bound)
 	return deductScript.Run(ctx, c, keys, args...)
 }
 
@@ -342,7 +365,8 @@ func (s *Store) groupArgs(keys []string, args []any, a *attempt, g []stock.Item,
 	if len(a.groups) == 1 {
 		check = "1"
 	}
-	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline, a.own, bound, check, len(g))
+	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline, a.own, bound, check,
+		a.capDeadline, a.capBound, len(g))
 	for _, it := range g {
 		keys = s.lineKeys(keys, it.SKU, a.o.ID)
 		args = append(args, it.Qty)

@@ -35,8 +35,9 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 // orders of one slot group each, all in one slot: one pipeline with each
 // order's bind script (on its directory entry's node) and one deduct
 // script call taking every order in turn. It gives each call its two
-// replies, which the caller reads as an unbatched attempt reads them.
-func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) {
+// replies, which the caller reads as an unbatched attempt reads them, and
+// returns the deduct script call's failure, if it failed.
+func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 	binds := make([]*redis.Cmd, len(calls))
 	var multi *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -52,4 +53,8 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) {
 		c.bind, c.first = binds[i], orderReply(multi, i)
 		close(c.done)
 	}
+	if err := multi.Err(); err != nil {
+		return s.writeErr(ctx, "deduct", err)
+	}
+	return nil
 }
