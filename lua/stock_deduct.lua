@@ -30,19 +30,21 @@
 --          they never move lines already held;
 --          n_j; then the qty of each line i
 -- Reply    a list of one reply per order j:
---          {'ok', deadline, new, found, bound, maxhold, line} when every
+--          {'ok', deadline, new, found, bound, maxhold, line, past} when every
 --          line is held (newly or already) or confirmed: deadline is the
 --          order's deadline after this group (0 if every line is
 --          confirmed), new the lines taken now, found the lines that had a
 --          record of the order already, bound the order's bound after this
 --          group (0: none), maxhold the shortest maximum hold time (ms) of
 --          the new lines and line the first line that has it (0, 0 when
---          none is new);
+--          none is new), past 1 when a held line found here has its
+--          deadline past its bound (left by an attempt whose own hold time
+--          was too long and that stopped before it was refused), else 0;
 --          otherwise {code, i, found} naming the first failing line, with
 --          nothing written: 'unknown_sku', 'sold_out', 'limit',
 --          'need_user', 'conflict' (the ID holds other items), 'expired',
---          'closed' (reverted), 'hold_too_long' (ARGV[9] only); found is
---          1 if a line before it had a record of the order.
+--          'closed' (reverted), 'hold_too_long' (with the check flag only);
+--          found is 1 if a line before it had a record of the order.
 --
 -- One order, one deadline: new lines get the earliest of the deadline so
 -- far, the deadlines of the order's held lines here, and now + the order's
@@ -86,6 +88,7 @@ local function deduct(k, a, n)
   local take, held = {}, {}
   local minhold = nil
   local found = 0
+  local past = 0 -- a held line here has its deadline past its bound
 
   for i = 1, n do
     local b = k + 4 * (i - 1)
@@ -100,6 +103,7 @@ local function deduct(k, a, n)
       found = found + 1
       if r[1] == 'held' then
         local m = tonumber(r[5] or r[3])
+        if d > m then past = 1 end
         held[#held + 1] = {b, d, r[4], m}
         if not dl or d < dl then dl = d end
         if not bound or m < bound then bound = m end
@@ -159,7 +163,7 @@ local function deduct(k, a, n)
       redis.call('HSET', KEYS[b + 4], 'at', at .. ' ' .. token)
     end
   end
-  return {'ok', dl or 0, #take, found, bound or 0, minmax or 0, maxline}
+  return {'ok', dl or 0, #take, found, bound or 0, minmax or 0, maxline, past}
 end
 
 local out = {}

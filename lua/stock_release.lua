@@ -12,8 +12,9 @@
 --            'expire'  held or confirmed -> expired
 --            'drop'    the attempt ARGV[6] leaves each held record it
 --                      counts on (field at); a record no attempt is left
---                      on is deleted, as if never taken. Records without
---                      at, and confirmed lines, are left alone.
+--                      on is deleted, as if never taken; ARGV[6] '*': every
+--                      attempt leaves. Records without at, and confirmed
+--                      lines, are left alone.
 -- ARGV[6]  the attempt's token (mode 'drop'), else ''
 -- Reply    {found, changed}: lines with a record of this identity, and
 --          lines whose units were returned by this run; in mode 'revert',
@@ -56,10 +57,10 @@ for i = 1, n do
       if mode == 'drop' then
         local at = r[6] or ''
         local padded = ' ' .. at .. ' '
-        if at ~= '' and string.find(padded, ' ' .. token .. ' ', 1, true) then
+        if at ~= '' and (token == '*' or string.find(padded, ' ' .. token .. ' ', 1, true)) then
           local rest = {}
           for t in string.gmatch(at, '%S+') do
-            if t ~= token then rest[#rest + 1] = t end
+            if t ~= token and token ~= '*' then rest[#rest + 1] = t end
           end
           if #rest == 0 then
             to = 'gone'

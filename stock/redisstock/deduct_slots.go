@@ -31,6 +31,7 @@ type attempt struct {
 	// move lines already held (a repeat keeps its deadline, extensions
 	// included).
 	capDeadline, capBound int64
+	capSKU                string // the first SKU (by name) with the shortest maximum hold time
 }
 
 // deductSlots is Deduct on a Redis Cluster, where one script may touch one
@@ -150,6 +151,16 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 			bound = gt.bound
 		}
 	}
+	if a.past(got) {
+		// Lines held past their bound: left by an attempt of this order
+		// whose own hold time passed its SKUs' maximum and that stopped
+		// before its own check refused it (its reply lost). No attempt of
+		// the order can succeed (each finds them), so they are dropped
+		// whatever attempts are on them, and the order is refused as the
+		// first attempt would have been.
+		err := &stock.SKUError{SKU: a.capSKU, Err: stock.ErrHoldTooLong}
+		return s.unbind(ctx, a, false, s.undoAll(ctx, a, err))
+	}
 	if err := a.tooLong(got, seen); err != nil {
 		// Every other check passed, as memstock checks the hold time last:
 		// undo every group, as for any refusal.
@@ -181,7 +192,13 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) (deadline, bound 
 		}
 	})
 	var hold, maxHold int64
-	for _, c := range cmds {
+	var skus []string
+	for _, g := range a.groups {
+		for _, it := range g {
+			skus = append(skus, it.SKU)
+		}
+	}
+	for i, c := range cmds {
 		v, err := c.Result()
 		if err != nil {
 			return 0, 0, s.readErr(ctx, "deduct", err)
@@ -203,8 +220,8 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) (deadline, bound 
 		if hold == 0 || hms < hold {
 			hold = hms
 		}
-		if maxHold == 0 || mms < maxHold {
-			maxHold = mms
+		if maxHold == 0 || mms < maxHold || mms == maxHold && skus[i] < a.capSKU {
+			maxHold, a.capSKU = mms, skus[i]
 		}
 	}
 	if hold == 0 {
@@ -223,6 +240,7 @@ type groupTaken struct {
 	deadline, bound int64
 	maxHold         int64  // ms; 0 when the group took no new line
 	maxSKU          string // the first line with maxHold
+	past            bool   // a held line found here has a deadline past its bound
 }
 
 // tooLong checks an order of several slot groups against its own hold
@@ -247,6 +265,18 @@ func (a *attempt) tooLong(got []groupTaken, seen bool) error {
 		return nil
 	}
 	return &stock.SKUError{SKU: best.maxSKU, Err: stock.ErrHoldTooLong}
+}
+
+// past reports whether a group found held lines of the order past their
+// bound (possible only for an order on several slots, whose own hold time
+// is checked after its groups are taken).
+func (a *attempt) past(got []groupTaken) bool {
+	for _, g := range got {
+		if g.past {
+			return true
+		}
+	}
+	return false
 }
 
 // bindReply reads the bind script's reply: its word, and for "stale" the
@@ -400,13 +430,14 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		return groupTaken{}, false, err
 	}
 	code, n := replyCode(res)
-	if code == "ok" && len(res) == 7 {
+	if code == "ok" && len(res) == 8 {
 		found, ok0 := res[3].(int64)
 		bound, ok1 := res[4].(int64)
 		maxHold, ok2 := res[5].(int64)
 		line, ok3 := res[6].(int64)
-		if ok0 && ok1 && ok2 && ok3 && line >= 0 && int(line) <= len(g) {
-			gt := groupTaken{deadline: n, bound: bound, maxHold: maxHold}
+		past, ok4 := res[7].(int64)
+		if ok0 && ok1 && ok2 && ok3 && ok4 && line >= 0 && int(line) <= len(g) {
+			gt := groupTaken{deadline: n, bound: bound, maxHold: maxHold, past: past == 1}
 			if line > 0 {
 				gt.maxSKU = g[line-1].SKU
 			}
@@ -452,6 +483,24 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 				// and "outcome unknown" together.
 				cause = detached(cause)
 			}
+			return errors.Join(cause, s.writeErr(ctx, "undo deduct", err))
+		}
+	}
+	return cause
+}
+
+// undoAll drops every held line of the order, whatever attempts count on
+// them, and returns cause (joined with the undo's own failure, if any).
+// Only for lines no attempt of the order can keep (see past).
+func (s *Store) undoAll(ctx context.Context, a *attempt, cause error) error {
+	cmds := make([]*redis.Cmd, len(a.groups))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, g := range a.groups {
+			cmds[i] = s.release(ctx, p, a.o.ID, a.ident, g, a.now, "drop", "*")
+		}
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
 			return errors.Join(cause, s.writeErr(ctx, "undo deduct", err))
 		}
 	}
