@@ -104,8 +104,10 @@
 // orders (a missed sale, never an oversell). RecordGrace must exceed the
 // reclaimer's interval plus the clock skew between nodes, or the record's
 // sweep would end holds the gate still counts (harmless for stock, but a
-// buyer paying in that gap is refused). Config.Clock must tell the time the
-// tiers tell.
+// buyer paying in that gap is refused: a Confirm that stopped between the
+// gate and the record, found by the follow-up after the record's deadline,
+// is undone at the gate too). Config.Clock must tell the time the tiers
+// tell.
 //
 // Orders taken at the record alone (a fallback while the gate was down,
 // package degrade) are unknown to the gate, so the follow-up returns them

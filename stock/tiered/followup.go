@@ -42,15 +42,8 @@ func (m *Manager) followUp(ctx context.Context, limit int) error {
 		switch g.State {
 		case stock.StateHeld:
 		case stock.StateConfirmed:
-			// A Confirm that stopped between the gate and the record: the
-			// buyer paid, so the record's copy is confirmed too (its own
-			// deadline is later than the gate's).
-			if err := m.record.Confirm(ctx, g.ID); err != nil {
-				if stock.IsBusiness(err) {
-					m.drift(Drift{OrderID: g.ID, Tier: Record, Op: "finish confirm", Err: err})
-				} else {
-					errs = append(errs, &TierError{Tier: Record, Op: "finish confirm", Err: err})
-				}
+			if err := m.finishConfirm(ctx, g.ID); err != nil {
+				errs = append(errs, err)
 			}
 		default:
 			ids = append(ids, g.ID)
@@ -62,6 +55,36 @@ func (m *Manager) followUp(ctx context.Context, limit int) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// finishConfirm finishes a Confirm that stopped between the gate
+// (confirmed) and the record (held): the buyer paid, so the record's copy
+// is confirmed too; its own deadline is later than the gate's. When the
+// record refuses because the copy ended first (its deadline passed before
+// a follow-up ran: a RecordGrace shorter than the reclaimers' interval, or
+// a cancel at the record alone), the order is no sale at the truth, and
+// the gate's confirm is undone, as Confirm does (closedAtRecord). Left
+// confirmed at the gate, the units would count as sold there alone: a
+// reconcile pass brings the gate's available up to the record's, and a
+// later Revert of the order (a refund at the gate) would give them back a
+// second time.
+func (m *Manager) finishConfirm(ctx context.Context, id string) error {
+	err := m.record.Confirm(ctx, id)
+	switch {
+	case err == nil:
+		return nil
+	case ended(err):
+		if gerr := m.gate.Revert(ctx, id); gerr != nil {
+			m.drift(Drift{OrderID: id, Tier: Record, Op: "finish confirm", Err: err})
+			return &TierError{Tier: Gate, Op: "revert after the record closed", Err: gerr, Outcome: err}
+		}
+		return nil
+	case stock.IsBusiness(err):
+		m.drift(Drift{OrderID: id, Tier: Record, Op: "finish confirm", Err: err})
+		return nil
+	default:
+		return &TierError{Tier: Record, Op: "finish confirm", Err: err}
+	}
 }
 
 // maxGrace is the most RecordHold adds to any gate hold time: how far

@@ -32,7 +32,9 @@ const reclaimChunk = 4
 //     that was lost, a node that stopped between the two. One failure
 //     costs a pass, not the copy's whole record hold time. A copy the
 //     gate has confirmed (a Confirm that stopped between the gate and the
-//     record) is confirmed at the record: the buyer paid.
+//     record) is confirmed at the record: the buyer paid. If the record
+//     refuses, its copy having ended first (past its own deadline), the
+//     gate's confirm is undone: the order is no sale at either tier.
 //  3. The record's own reclaimer is drained: with the record's longer
 //     hold time (Config.RecordGrace) it finds only what the first two
 //     steps could not return (the gate down for long, say).
