@@ -28,7 +28,9 @@ const peekBatch = 256
 // together (unless limit ends the pass between them; the next pass returns
 // the rest). A line partial reverts emptied ends with its order unreported
 // (Qty would be 0); a pass reports fewer than limit holds only when no
-// more are due. The report survives a client's resend of a pass's scripts
+// more are due (a due hold that ends between the pass's peek and its
+// script, by a Confirm, a Revert or another reclaimer, makes it peek
+// again). The report survives a client's resend of a pass's scripts
 // (each pass records its reply under a token of its own): a pass that
 // returned holds reports them, or fails. An error after holds were returned
 // may hide them from the report (the error then matches
@@ -68,17 +70,24 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		}
 		// Each round's scripts record their replies under a token of
 		// their own: a SKU read again is a new script call, not a resend.
-		got, emptied, err := s.reclaimDue(ctx, due, now, pass+"."+strconv.Itoa(round))
+		got, ended, err := s.reclaimDue(ctx, due, now, pass+"."+strconv.Itoa(round))
 		out = append(out, got...)
 		if err != nil {
 			return out, err
 		}
-		if emptied == 0 {
+		peeked := 0
+		for _, d := range due {
+			peeked += len(d.orders)
+		}
+		if ended == peeked && len(got) == ended {
 			start += peekBatch
 		}
 		// Lines partial reverts had emptied ended with their orders but
-		// are not reported: they took part of the budget, so peek the
-		// same SKUs again (they are out of the holds zsets now).
+		// are not reported, and holds that ended between the peek and
+		// the script (a Confirm, a Revert, another reclaimer) are not
+		// returned: both took part of the budget, so peek the same SKUs
+		// again (they are out of the holds zsets now, or no longer due:
+		// every round makes progress).
 	}
 	return out, nil
 }
@@ -129,8 +138,8 @@ const memoTTL = time.Minute
 
 // reclaimDue runs the reclaim script for every SKU in due, in one round
 // trip, then ends the directory entries of the orders it ended. It also
-// reports how many of the lines it ended partial reverts had emptied
-// (ended, not reported).
+// reports how many lines it ended: those it returns, and those partial
+// reverts had emptied (ended, not reported).
 func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass string) ([]stock.Reclaimed, int, error) {
 	if len(due) == 0 {
 		return nil, 0, nil
@@ -183,7 +192,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	if err := s.endOrders(ctx, ended, idents, now); err != nil && firstErr == nil {
 		firstErr = err
 	}
-	return out, len(ended) - len(out), firstErr
+	return out, len(ended), firstErr
 }
 
 // endOrders ends the orders of the lines this pass returned on their other
