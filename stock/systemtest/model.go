@@ -97,8 +97,13 @@ func (o *order) settle(kind string, definitive bool) {
 }
 
 // deadlineMin is the earliest the gate's deadline can be: its first
-// Deduct plus its hold time, or the latest extension told nil.
-func (o *order) deadlineMin() time.Time { return later(o.firstSent.Add(o.hold), o.extTold) }
+// Deduct plus its hold time, or the latest extension told nil. Every
+// deadline is kept to the millisecond, the Deduct's time truncated
+// (stock.HoldExtender), so a hold may end up to a millisecond before the
+// instant firstSent+hold.
+func (o *order) deadlineMin() time.Time {
+	return later(o.firstSent.Truncate(time.Millisecond).Add(o.hold.Truncate(time.Millisecond)), o.extTold)
+}
 
 // deadlineMax is the latest the gate's deadline can be; false while a
 // call about the order is parked (it may still write).
