@@ -6,7 +6,10 @@
 -- KEYS[2]  <p>:{sku}:holds   zset order ID -> deadline ms
 -- KEYS[3]  <p>:{sku}:users   hash user -> units held + bought
 -- KEYS[4]  <p>:{sku}:rc:<pass>  list: this pass's reply, kept briefly
--- KEYS[4+i] <p>:{sku}:o:<id_i> record of candidate i
+-- KEYS[5]  <p>:{sku}:ends    zset order ID -> when the reclaimer ended a
+--                            line of it (ms): orders whose directory entry
+--                            (and other slots) the pass still has to end
+-- KEYS[5+i] <p>:{sku}:o:<id_i> record of candidate i
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  retention ms: records live this long after the change
 -- ARGV[3]  ms to keep this pass's reply (KEYS[4])
@@ -21,6 +24,11 @@
 -- the order from the zset in the same step as they change the record, so a
 -- confirmed hold is never returned, and of several reclaimers racing for
 -- one hold exactly one returns it.
+--
+-- Each line it ends goes into the SKU's ends zset in the same step, and
+-- leaves it (ZREM, by the Store) once the pass has ended the order's
+-- directory entry and its lines on other slots: a pass that stops in
+-- between leaves the order there for a later pass to finish.
 --
 -- The reply survives a resend: the first run records it under the pass's
 -- key (KEYS[4], named by a token the caller draws once per pass), and a
@@ -38,8 +46,8 @@ local out = {}
 -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
 -- database: its holds end, the missing counters are not recreated.
 local live = redis.call('HEXISTS', KEYS[1], 'hold_ms') == 1
-for i = 5, #KEYS do
-  local id = ARGV[i - 1]
+for i = 6, #KEYS do
+  local id = ARGV[i - 2]
   local score = redis.call('ZSCORE', KEYS[2], id)
   if score and tonumber(score) <= now then
     redis.call('ZREM', KEYS[2], id)
@@ -56,6 +64,7 @@ for i = 5, #KEYS do
       end
       redis.call('HSET', KEYS[i], 'st', 'expired')
       redis.call('PEXPIRE', KEYS[i], keep)
+      redis.call('ZADD', KEYS[5], now, id)
       out[#out + 1] = id
       out[#out + 1] = r[3] or ''
       out[#out + 1] = string.format('%d', qty)

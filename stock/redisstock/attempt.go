@@ -35,6 +35,10 @@ func (s *Store) reclaimMemoKey(sku, pass string) string {
 	return s.prefix + ":{" + sku + "}:rc:" + pass
 }
 
+// endsKey is the SKU's zset of orders a reclaim pass ended a line of and
+// has not finished yet (their directory entry, their other slots).
+func (s *Store) endsKey(sku string) string { return s.prefix + ":{" + sku + "}:ends" }
+
 // endDirectory queues the script that gives the order's directory entry
 // the Retention of its ended records, if it still names ident.
 func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident string) *redis.Cmd {

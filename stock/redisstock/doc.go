@@ -31,6 +31,10 @@
 //	                           takes qty - ret) and r:<op> (per return
 //	                           applied, its signature: its canonical items)
 //	<prefix>:{<sku>}:rc:<pass> list, one reclaim pass's reply, kept a minute
+//	<prefix>:{<sku>}:ends      zset order ID -> when a reclaim pass ended a
+//	                           line of it (ms): orders the pass has not
+//	                           finished yet (their directory entry, their
+//	                           lines on other slots)
 //	<prefix>:order:{<order>}   string, the order's directory entry: its
 //	                           identity, user + "\n" + canonical items
 //	<prefix>:bind:{<order>}    set (Redis Cluster only), the Deduct attempts
@@ -282,9 +286,9 @@
 //
 // [Store.ReclaimExpired] visits the SKUs of the registry set, peeks each
 // one's due holds (pipelined), and runs one script per SKU with due holds
-// that returns them atomically. A pass costs one cheap peek per SKU on sale
-// plus work in proportion to the holds it returns; the keyspace is never
-// scanned. Each script records its reply under a token drawn for the pass,
+// that returns them atomically. A pass costs two cheap peeks per SKU on
+// sale (its holds, its unfinished ends) plus work in proportion to the
+// holds it returns; the keyspace is never scanned. Each script records its reply under a token drawn for the pass,
 // so when the client resends it after a lost reply, the resend returns the
 // recorded reply: the report of what a pass returned survives the retry.
 // A line partial reverts emptied ends with its order but is not reported
@@ -297,6 +301,15 @@
 // would), in the round trip that ends the order's directory entry, so no
 // unit stays sold that nothing sold. Orders reports a confirmed line beside
 // an ended one as ended.
+//
+// What a pass does after its scripts (ending directory entries, expiring
+// such confirmed lines) is not lost when the pass stops in between (a
+// crash, a failed round trip): each script puts the orders whose lines it
+// ends into the SKU's ends zset in the same step, and the pass takes them
+// out only once it has finished them. Every pass peeks the ends zsets of
+// the SKUs it visits for orders left there longer than a minute (the pass
+// that put them there is then gone) and finishes them; finishing twice
+// changes nothing.
 //
 // # Limits
 //

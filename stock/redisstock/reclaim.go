@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -21,8 +22,10 @@ const peekBatch = 256
 // reports them. Each hold is returned by one script that re-checks it, so
 // any number of reclaimers may run at once: a hold is returned once, and a
 // confirmed or reverted hold never. A pass reads the SKU registry, peeks
-// every SKU's holds zset in pipelined batches, and runs one script per SKU
-// that has due holds.
+// every SKU's holds zset (and its zset of orders an earlier pass stopped
+// before finishing) in pipelined batches, runs one script per SKU that has
+// due holds, then finishes the orders it ended (their directory entries,
+// their lines on other slots).
 //
 // The lines of one order share its deadline, so a pass returns them
 // together (unless limit ends the pass between them; the next pass returns
@@ -64,7 +67,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 			return out, err
 		}
 		for _, d := range due {
-			if oldest.IsZero() || d.oldest.Before(oldest) {
+			if len(d.orders) > 0 && (oldest.IsZero() || d.oldest.Before(oldest)) {
 				oldest = d.oldest
 			}
 		}
@@ -92,21 +95,31 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	return out, nil
 }
 
-// dueHolds are the order IDs of one SKU whose deadline has passed.
+// dueHolds are the order IDs of one SKU whose deadline has passed, and
+// those a reclaim pass ended a line of but did not finish (see endsGrace).
 type dueHolds struct {
 	sku    string
 	orders []string
 	oldest time.Time // the earliest deadline of orders
+	left   []string  // unfinished ends
 }
+
+// endsGrace is how long an order stays in a SKU's ends zset before a pass
+// other than the one that put it there finishes it: that pass is likely
+// still running (finishing twice is harmless, only wasted).
+const endsGrace = time.Minute
 
 // peekDue lists, in one round trip, up to budget due holds across skus.
 func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget int) ([]dueHolds, error) {
-	var cmds []*redis.ZSliceCmd
+	var cmds, lefts []*redis.ZSliceCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
+		cmds, lefts = cmds[:0], lefts[:0]
 		for _, sku := range skus {
 			cmds = append(cmds, p.ZRangeByScoreWithScores(ctx, s.holdsKey(sku), &redis.ZRangeBy{
 				Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(budget),
+			}))
+			lefts = append(lefts, p.ZRangeByScoreWithScores(ctx, s.endsKey(sku), &redis.ZRangeBy{
+				Min: "-inf", Max: strconv.FormatInt(now-endsGrace.Milliseconds(), 10), Count: peekBatch,
 			}))
 		}
 	})
@@ -116,7 +129,19 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget in
 		if err != nil {
 			return nil, s.readErr(ctx, "reclaim", err)
 		}
-		if len(zs) == 0 {
+		ls, err := lefts[i].Result()
+		if err != nil {
+			return nil, s.readErr(ctx, "reclaim", err)
+		}
+		if len(ls) > 0 {
+			d := dueHolds{sku: skus[i]}
+			for _, z := range ls {
+				id, _ := z.Member.(string)
+				d.left = append(d.left, id)
+			}
+			due = append(due, d)
+		}
+		if len(zs) == 0 || budget == 0 {
 			continue
 		}
 		zs = zs[:min(len(zs), budget)]
@@ -126,9 +151,6 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget in
 			ids[j], _ = z.Member.(string)
 		}
 		due = append(due, dueHolds{sku: skus[i], orders: ids, oldest: time.UnixMilli(int64(zs[0].Score))})
-		if budget == 0 {
-			break
-		}
 	}
 	return due, nil
 }
@@ -147,7 +169,10 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	cmds := make([]*redis.Cmd, len(due))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, d := range due {
-			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.reclaimMemoKey(d.sku, pass)}
+			if len(d.orders) == 0 {
+				continue // unfinished ends only
+			}
+			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.reclaimMemoKey(d.sku, pass), s.endsKey(d.sku)}
 			args := []any{now, s.keep.Milliseconds(), memoTTL.Milliseconds()}
 			for _, id := range d.orders {
 				keys = append(keys, s.recordKey(d.sku, id))
@@ -160,6 +185,9 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	var idents []string
 	var firstErr error
 	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
 		res, err := c.Slice()
 		if err != nil {
 			if firstErr == nil {
@@ -189,10 +217,85 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 			idents = append(idents, ident)
 		}
 	}
-	if err := s.endOrders(ctx, ended, idents, now); err != nil && firstErr == nil {
+	n := len(ended)
+	left, leftIdents, err := s.unfinished(ctx, due)
+	if err != nil {
+		return out, n, errors.Join(firstErr, err)
+	}
+	ended, idents = append(ended, left...), append(idents, leftIdents...)
+	if err := s.endOrders(ctx, ended, idents, now); err != nil {
+		return out, n, errors.Join(firstErr, err)
+	}
+	// Finished: the orders leave their SKUs' ends zsets.
+	if err := s.dropEnds(ctx, ended); err != nil && firstErr == nil {
 		firstErr = err
 	}
-	return out, len(ended), firstErr
+	return out, n, firstErr
+}
+
+// dropEnds takes the orders of lines out of their SKUs' ends zsets.
+func (s *Store) dropEnds(ctx context.Context, lines []stock.Reclaimed) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	var zrems []*redis.IntCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		zrems = zrems[:0]
+		for _, l := range lines {
+			zrems = append(zrems, p.ZRem(ctx, s.endsKey(l.SKU), l.OrderID))
+		}
+	})
+	for _, c := range zrems {
+		if err := c.Err(); err != nil {
+			return s.writeErr(ctx, "reclaim", err)
+		}
+	}
+	return nil
+}
+
+// unfinished reads the identities of the orders in due's unfinished ends
+// (from the line's record, kept Retention after it ended, or else from the
+// directory entry), as lines for endOrders. An order whose record and entry
+// are both gone has nothing left to finish: it leaves the ends zset at
+// once.
+func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaimed, []string, error) {
+	type left struct {
+		sku, id  string
+		rec, dir *redis.StringCmd
+	}
+	var ls []left
+	for _, d := range due {
+		for _, id := range d.left {
+			ls = append(ls, left{sku: d.sku, id: id})
+		}
+	}
+	if len(ls) == 0 {
+		return nil, nil, nil
+	}
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i := range ls {
+			ls[i].rec = p.HGet(ctx, s.recordKey(ls[i].sku, ls[i].id), "id")
+			ls[i].dir = p.Get(ctx, s.dirKey(ls[i].id))
+		}
+	})
+	var lines, gone []stock.Reclaimed
+	var idents []string
+	for _, l := range ls {
+		ident, err := l.rec.Result()
+		if err == redis.Nil {
+			ident, err = l.dir.Result()
+		}
+		switch {
+		case err == redis.Nil:
+			gone = append(gone, stock.Reclaimed{OrderID: l.id, SKU: l.sku})
+		case err != nil:
+			return nil, nil, s.readErr(ctx, "reclaim", err)
+		default:
+			lines = append(lines, stock.Reclaimed{OrderID: l.id, SKU: l.sku})
+			idents = append(idents, ident)
+		}
+	}
+	return lines, idents, s.dropEnds(ctx, gone)
 }
 
 // endOrders ends the orders of the lines this pass returned on their other
