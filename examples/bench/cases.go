@@ -365,7 +365,7 @@ func orderCase(name string, m stock.Manager, n int) benchCase {
 // server behind rdb.
 func dropRedis(ctx context.Context, rdb *redis.Client, tag string) {
 	ctx = context.WithoutCancel(ctx)
-	iter := rdb.Scan(ctx, 0, tag+":*", 1000).Iterator()
+	iter := rdb.Scan(ctx, 0, tag+"*", 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
 		if batch = append(batch, iter.Val()); len(batch) == 1000 {
