@@ -362,20 +362,19 @@ func orderCase(name string, m stock.Manager, n int) benchCase {
 }
 
 // dropRedis deletes the keys of the run (those starting with tag) on the
-// server behind rdb.
+// server behind rdb, a standalone Redis or one Cluster master: one UNLINK
+// per key (a Cluster master refuses one UNLINK of keys on several slots),
+// pipelined by the thousand.
 func dropRedis(ctx context.Context, rdb *redis.Client, tag string) {
 	ctx = context.WithoutCancel(ctx)
 	iter := rdb.Scan(ctx, 0, tag+"*", 1000).Iterator()
-	var batch []string
+	p := rdb.Pipeline()
 	for iter.Next(ctx) {
-		if batch = append(batch, iter.Val()); len(batch) == 1000 {
-			rdb.Unlink(ctx, batch...)
-			batch = batch[:0]
+		if p.Unlink(ctx, iter.Val()); p.Len() == 1000 {
+			p.Exec(ctx)
 		}
 	}
-	if len(batch) > 0 {
-		rdb.Unlink(ctx, batch...)
-	}
+	p.Exec(ctx)
 }
 
 func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(), error) {
