@@ -137,27 +137,37 @@ func redisSetup(ctx context.Context, addr, tag string, cleanups *[]func()) (grou
 }
 
 func redisGroup(rdb *redis.Client, store, tag string, cpu func(context.Context) (float64, error)) (group, error) {
-	raw := tag + ":{hot}:raw"
+	g, s, err := deductGroup(rdb, store, tag, cpu)
+	if err == nil {
+		g.cases = append(g.cases, orderCase("redisstock Deduct, 3-item order", s, 3))
+		g.cases[len(g.cases)-1].cpu = cpu
+	}
+	return g, err
+}
+
+// deductGroup is the raw script, Deduct (batched, the default) and
+// Deduct with MaxBatch 1 on one hot SKU of rdb, each reading the server
+// CPU with cpu; it returns the batching Store too.
+func deductGroup(rdb redis.UniversalClient, store, tag string, cpu func(context.Context) (float64, error)) (group, *redisstock.Store, error) {
 	s, err := redisstock.New(rdb, redisstock.Config{Prefix: tag})
 	if err != nil {
-		return group{}, err
+		return group{}, nil, err
 	}
 	single, err := redisstock.New(rdb, redisstock.Config{Prefix: tag + "s", MaxBatch: 1})
 	if err != nil {
-		return group{}, err
+		return group{}, nil, err
 	}
 	const deduct = "redisstock Deduct"
 	g := group{store: store, cases: []benchCase{
-		rawCase(rdb, raw),
+		rawCase(rdb, tag+":{hot}:raw"),
 		managerCase(deduct, s, 1),
 		managerCase("redisstock Deduct, MaxBatch 1", single, 1),
-		orderCase("redisstock Deduct, 3-item order", s, 3),
 	}}
 	g.cases[2].vs = []string{deduct}
 	for i := range g.cases {
 		g.cases[i].cpu = cpu
 	}
-	return g, nil
+	return g, s, nil
 }
 
 // clusterSetup connects to a Redis Cluster and returns its cases: the raw
@@ -184,25 +194,8 @@ func clusterSetup(ctx context.Context, addrs []string, tag string, cleanups *[]f
 		})
 		return total, err
 	}
-	s, err := redisstock.New(rdb, redisstock.Config{Prefix: tag})
-	if err != nil {
-		return group{}, err
-	}
-	single, err := redisstock.New(rdb, redisstock.Config{Prefix: tag + "s", MaxBatch: 1})
-	if err != nil {
-		return group{}, err
-	}
-	const deduct = "redisstock Deduct"
-	g := group{store: "Redis Cluster", cases: []benchCase{
-		rawCase(rdb, tag+":{hot}:raw"),
-		managerCase(deduct, s, 1),
-		managerCase("redisstock Deduct, MaxBatch 1", single, 1),
-	}}
-	g.cases[2].vs = []string{deduct}
-	for i := range g.cases {
-		g.cases[i].cpu = cpu
-	}
-	return g, nil
+	g, _, err := deductGroup(rdb, "Redis Cluster", tag, cpu)
+	return g, err
 }
 
 // rawCase is the raw check-and-DECRBY script on key, one call per deduct.

@@ -20,13 +20,16 @@ import (
 // gateHook holds script calls at a gate while it is closed, so that the
 // next Deducts queue behind them, and can drop the reply of the next
 // script calls that arrive while the gate is open. It counts the script
-// calls that reached the server.
+// calls that reached the server. On a Redis Cluster, where Deduct sends
+// pipelines, it does the same to the pipelines that carry the deduct
+// script, and counts those scripts in deducts.
 type gateHook struct {
 	mu      sync.Mutex
 	gate    chan struct{} // non-nil: closed gate
 	waiting int           // calls held at the gate
 	lose    int           // drop the reply of this many next calls
 	sent    atomic.Int64
+	deducts atomic.Int64
 }
 
 func (h *gateHook) close() {
@@ -61,18 +64,7 @@ func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if name := cmd.Name(); name != "evalsha" && name != "eval" {
 			return next(ctx, cmd)
 		}
-		h.mu.Lock()
-		g, lose := h.gate, false
-		if g != nil {
-			h.waiting++
-		} else if h.lose > 0 {
-			h.lose--
-			lose = true
-		}
-		h.mu.Unlock()
-		if g != nil {
-			<-g
-		}
+		lose := h.pass()
 		err := next(ctx, cmd)
 		if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			h.sent.Add(1)
@@ -85,8 +77,46 @@ func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// pass waits at the gate while it is closed, and reports whether the call
+// is one whose reply to drop.
+func (h *gateHook) pass() (lose bool) {
+	h.mu.Lock()
+	g := h.gate
+	if g != nil {
+		h.waiting++
+	} else if h.lose > 0 {
+		h.lose--
+		lose = true
+	}
+	h.mu.Unlock()
+	if g != nil {
+		<-g
+	}
+	return lose
+}
+
 func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		n := 0
+		for _, c := range cmds {
+			if args := c.Args(); len(args) > 1 && c.Name() == "evalsha" && args[1] == redisstock.DeductScriptHash() {
+				n++
+			}
+		}
+		if n == 0 {
+			return next(ctx, cmds)
+		}
+		lose := h.pass()
+		err := next(ctx, cmds)
+		h.deducts.Add(int64(n))
+		if lose {
+			for _, c := range cmds {
+				c.SetErr(errLostReply)
+			}
+			return errLostReply
+		}
+		return err
+	}
 }
 
 // batchFixture is a batching Store with a gateHook on its client.

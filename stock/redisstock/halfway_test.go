@@ -96,22 +96,7 @@ func TestClusterConfirmStoppedBetweenGroupsEndsWhole(t *testing.T) {
 // a Confirm of it expires what is left.
 func TestClusterHalfConfirmedOrderPastItsDeadlineIsNotASale(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
-		lo, hi := skusInSlotOrder(t, fx)
-		fx.sale(lo, 10, 0, time.Minute)
-		fx.sale(hi, 10, 0, time.Minute)
-		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 1))), nil, "Deduct")
-		fx.hook.arm(0, 1, false)
-		if err := fx.s.Confirm(fx.ctx(), "o1"); !errors.Is(err, stock.ErrUnknownOutcome) {
-			t.Fatalf("Confirm with its first group's reply lost: %v, want ErrUnknownOutcome", err)
-		}
-		fx.clock.Advance(2 * time.Minute)
-		fx.hook.arm(1, 1, true) // the reclaim scripts run, the call that ends the orders is never sent
-		_, err := fx.s.ReclaimExpired(fx.ctx(), 10)
-		fx.hook.arm(0, 0, false)
-		if err == nil {
-			t.Fatal("ReclaimExpired whose last call was never sent: nil")
-		}
-		fx.want(hi, 10, 0, 0)
+		lo, hi := halfConfirmedStoppedPass(t, fx)
 		info, err := fx.s.Orders(fx.ctx(), []string{"o1"})
 		if err != nil || len(info) != 1 || info[0].State != stock.StateExpired {
 			t.Fatalf("Orders = %+v, %v; want expired", info, err)
@@ -120,4 +105,31 @@ func TestClusterHalfConfirmedOrderPastItsDeadlineIsNotASale(t *testing.T) {
 		fx.want(lo, 10, 0, 0)
 		fx.want(hi, 10, 0, 0)
 	})
+}
+
+// halfConfirmedStoppedPass leaves o1, an order of 2 units of lo and 1 of
+// hi (two slots, in that order), half-confirmed (its Confirm's first group
+// applied, its reply lost) and past its deadline, and runs a reclaim pass
+// that returns hi's held line and stops before it ends the order (its last
+// call never sent): lo is left 8/0/2, hi 10/0/0.
+func halfConfirmedStoppedPass(t *testing.T, fx *fixture) (lo, hi string) {
+	t.Helper()
+	lo, hi = skusInSlotOrder(t, fx)
+	fx.sale(lo, 10, 0, time.Minute)
+	fx.sale(hi, 10, 0, time.Minute)
+	is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 1))), nil, "Deduct")
+	fx.hook.arm(0, 1, false)
+	if err := fx.s.Confirm(fx.ctx(), "o1"); !errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("Confirm with its first group's reply lost: %v, want ErrUnknownOutcome", err)
+	}
+	fx.clock.Advance(2 * time.Minute)
+	fx.hook.arm(1, 1, true) // the reclaim scripts run, the call that ends the orders is never sent
+	_, err := fx.s.ReclaimExpired(fx.ctx(), 10)
+	fx.hook.arm(0, 0, false)
+	if err == nil {
+		t.Fatal("ReclaimExpired whose last call was never sent: nil")
+	}
+	fx.want(lo, 8, 0, 2)
+	fx.want(hi, 10, 0, 0)
+	return lo, hi
 }

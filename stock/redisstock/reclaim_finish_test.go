@@ -1,11 +1,8 @@
 package redisstock_test
 
 import (
-	"errors"
 	"testing"
 	"time"
-
-	"github.com/stockguard/stockguard/stock"
 )
 
 // A reclaim pass that stops after its scripts returned the holds and
@@ -56,23 +53,7 @@ func TestReclaimStoppedBeforeEndingOrdersIsFinishedLater(t *testing.T) {
 // Confirm or Revert of the order needed, so the units do not stay sold.
 func TestClusterHalfConfirmedOrderOfAStoppedPassIsFinishedLater(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
-		lo, hi := skusInSlotOrder(t, fx)
-		fx.sale(lo, 10, 0, time.Minute)
-		fx.sale(hi, 10, 0, time.Minute)
-		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 1))), nil, "Deduct")
-		fx.hook.arm(0, 1, false)
-		if err := fx.s.Confirm(fx.ctx(), "o1"); !errors.Is(err, stock.ErrUnknownOutcome) {
-			t.Fatalf("Confirm with its first group's reply lost: %v, want ErrUnknownOutcome", err)
-		}
-		fx.clock.Advance(2 * time.Minute)
-		fx.hook.arm(1, 1, true)
-		_, err := fx.s.ReclaimExpired(fx.ctx(), 10)
-		fx.hook.arm(0, 0, false)
-		if err == nil {
-			t.Fatal("ReclaimExpired whose last call was never sent: nil")
-		}
-		fx.want(lo, 8, 0, 2)
-		fx.want(hi, 10, 0, 0)
+		lo, hi := halfConfirmedStoppedPass(t, fx)
 		fx.clock.Advance(2 * time.Minute)
 		if _, err := fx.s.ReclaimExpired(fx.ctx(), 10); err != nil {
 			t.Fatalf("later ReclaimExpired: %v", err)

@@ -9,73 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
-// pipeGate holds the pipelines that carry the deduct script while it is
-// closed, can drop the replies of the next such pipelines, and counts the
-// deduct script calls sent.
-type pipeGate struct {
-	mu      sync.Mutex
-	gate    chan struct{}
-	waiting int
-	lose    int
-	calls   atomic.Int64
-}
-
-func (h *pipeGate) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *pipeGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *pipeGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		n := 0
-		for _, c := range cmds {
-			if args := c.Args(); len(args) > 1 && c.Name() == "evalsha" && args[1] == redisstock.DeductScriptHash() {
-				n++
-			}
-		}
-		if n == 0 {
-			return next(ctx, cmds)
-		}
-		h.mu.Lock()
-		g, lose := h.gate, false
-		if g != nil {
-			h.waiting++
-		} else if h.lose > 0 {
-			h.lose--
-			lose = true
-		}
-		h.mu.Unlock()
-		if g != nil {
-			<-g
-		}
-		err := next(ctx, cmds)
-		h.calls.Add(int64(n))
-		if lose {
-			for _, c := range cmds {
-				c.SetErr(errLostReply)
-			}
-			return errLostReply
-		}
-		return err
-	}
-}
-
-func (h *pipeGate) close() { h.mu.Lock(); h.gate = make(chan struct{}); h.mu.Unlock() }
-func (h *pipeGate) open()  { h.mu.Lock(); close(h.gate); h.gate = nil; h.mu.Unlock() }
-func (h *pipeGate) held() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.waiting
-}
-
-// eachSlotBatched runs f on the Redis Cluster backends with a pipeGate on
+// eachSlotBatched runs f on the Redis Cluster backends with a gateHook on
 // the client.
-func eachSlotBatched(t *testing.T, f func(t *testing.T, fx *fixture, g *pipeGate)) {
+func eachSlotBatched(t *testing.T, f func(t *testing.T, fx *fixture, g *gateHook)) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
-		g := &pipeGate{}
+		g := &gateHook{}
 		fx.c.AddHook(g)
 		f(t, fx, g)
 	})
@@ -84,7 +25,7 @@ func eachSlotBatched(t *testing.T, f func(t *testing.T, fx *fixture, g *pipeGate
 // blockSlot fills the two in-flight batches of sku's slot with a Deduct
 // each, held at the closed gate; the returned wait opens nothing and gives
 // their errors once they end.
-func blockSlot(t *testing.T, fx *fixture, g *pipeGate, sku string) func() []error {
+func blockSlot(t *testing.T, fx *fixture, g *gateHook, sku string) func() []error {
 	t.Helper()
 	g.close()
 	errs := make([]error, 2)
@@ -106,7 +47,7 @@ func enqueueSlot(t *testing.T, fx *fixture, ctx context.Context, o stock.Order, 
 // Buyers racing for one SKU on a Cluster, with a per-user limit: batched
 // per slot, exactly the units on sale are taken, no user past the limit.
 func TestClusterBatchExactCounts(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *pipeGate) {
+	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *gateHook) {
 		const units, limit, users, orders = 100, 3, 40, 400
 		fx.sale("a", units, limit, time.Minute)
 		var ok atomic.Int64
@@ -144,7 +85,7 @@ func TestClusterBatchExactCounts(t *testing.T) {
 			}
 		}
 		fx.want("a", 0, units, 0)
-		if calls := g.calls.Load(); calls >= orders {
+		if calls := g.deducts.Load(); calls >= orders {
 			t.Fatalf("%d deduct script calls for %d orders: nothing was batched", calls, orders)
 		}
 	})
@@ -154,7 +95,7 @@ func TestClusterBatchExactCounts(t *testing.T) {
 // items, and another order: each gets its own outcome, the conflict is
 // undone, and the batch is one deduct script call.
 func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *pipeGate) {
+	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *gateHook) {
 		fx.sale("a", 10, 0, time.Minute)
 		blockers := blockSlot(t, fx, g, "a")
 		orders := []stock.Order{
@@ -178,7 +119,7 @@ func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
 		is(t, errs[2], stock.ErrConflict, "o1 with other items")
 		is(t, errs[3], nil, "o2")
 		fx.want("a", 5, 5, 0)
-		if n := g.calls.Load(); n != 3 {
+		if n := g.deducts.Load(); n != 3 {
 			t.Fatalf("%d deduct script calls, want 3 (two blockers, one batch)", n)
 		}
 		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm o1")
@@ -189,7 +130,7 @@ func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
 // A batch whose reply is lost gives every order in it an unknown outcome;
 // the retries take each order once, the per-user counts included.
 func TestClusterBatchLostReplyRetriesTakeOnce(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *pipeGate) {
+	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *gateHook) {
 		fx.sale("a", 20, 4, time.Minute)
 		blockers := blockSlot(t, fx, g, "a")
 		orders := []stock.Order{ord("o1", "u1", it("a", 2)), ord("o2", "u1", it("a", 2)), ord("o3", "u2", it("a", 3))}
@@ -198,9 +139,7 @@ func TestClusterBatchLostReplyRetriesTakeOnce(t *testing.T) {
 		for i, o := range orders {
 			enqueueSlot(t, fx, fx.ctx(), o, i+1, &errs[i], &wg)
 		}
-		g.mu.Lock()
-		g.lose = 1
-		g.mu.Unlock()
+		g.loseNext(1)
 		g.open()
 		wg.Wait()
 		for _, err := range blockers() {
@@ -229,7 +168,7 @@ func TestClusterBatchLostReplyRetriesTakeOnce(t *testing.T) {
 // A caller whose context ends while it is queued for its slot's batch
 // leaves with nothing sent and nothing held, its order ID free.
 func TestClusterBatchCallerCanceledWhileQueued(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *pipeGate) {
+	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *gateHook) {
 		fx.sale("a", 10, 0, time.Minute)
 		blockers := blockSlot(t, fx, g, "a")
 		ctx, cancel := context.WithCancel(fx.ctx())
