@@ -259,7 +259,7 @@ func TestExtendHoldLockWaitIsBounded(t *testing.T) {
 			db := b.open(t)
 			clock := stocktest.NewClock(stocktest.Epoch)
 			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: clock,
-				LockWait: 10 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
+				LockWait: 100 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
 			ctx := t.Context()
 			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, MaxHoldTTL: time.Hour}))
 			mustOK(t, "Deduct", s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 1)}}))

@@ -132,7 +132,7 @@ func TestLockWaitIsContention(t *testing.T) {
 				db := b.open(t)
 				table := testdb.Unique("sgs")
 				s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Strategy: st, Table: table,
-					LockWait: 10 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
+					LockWait: 100 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
 				ctx := t.Context()
 				if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}); err != nil {
 					t.Fatal(err)

@@ -232,7 +232,7 @@ func TestReviewRevertItemsLockWaitIsBounded(t *testing.T) {
 			b.need(t)
 			db := b.open(t)
 			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect,
-				LockWait: 10 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
+				LockWait: 100 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
 			ctx := t.Context()
 			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}))
 			mustOK(t, "Deduct", s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 3)}}))
@@ -282,7 +282,7 @@ func TestReviewReclaimLockWaitIsBounded(t *testing.T) {
 			db := b.open(t)
 			clock := stocktest.NewClock(stocktest.Epoch)
 			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: clock,
-				LockWait: 10 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
+				LockWait: 100 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
 			ctx := t.Context()
 			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}))
 			mustOK(t, "Deduct", s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 3)}}))
