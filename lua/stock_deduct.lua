@@ -47,14 +47,17 @@
 --          found is 1 if a line before it had a record of the order.
 --
 -- One order, one deadline: new lines get the earliest of the deadline so
--- far, the deadlines of the order's held lines here, and now + the order's
--- own hold time, or + the shortest hold time of the new lines' SKUs
--- without one (capped by the latest deadline new lines may get); held
--- lines with a later deadline are moved to it. One bound likewise (field
--- mx): the earliest of the bound so far, the bounds of the held lines here
--- (their dl for a record written without mx) and now + the shortest
--- maximum hold time of the new lines' SKUs (max_ms; hold_ms for a state
--- written without it), capped likewise.
+-- far and the deadlines of the order's held lines here; an order with
+-- neither (new) gets now + its own hold time, or + the shortest hold time
+-- of the new lines' SKUs without one, capped by the latest deadline new
+-- lines may get. Held lines with a later deadline are moved to it. One
+-- bound likewise (field mx): the earliest of the bound so far and the
+-- bounds of the held lines here (their dl for a record written without
+-- mx), or for a new order now + the shortest maximum hold time of the new
+-- lines' SKUs (max_ms; hold_ms for a state written without it), capped
+-- likewise. So a line of a told-yes order never gets a deadline past its
+-- bound; only an attempt whose own hold time is too long writes one, and
+-- its check refuses it (a later attempt that finds such lines drops them).
 --
 -- The record's at field lists the attempts that count on the hold (a new
 -- record: this attempt; a held record of the same identity found here: this
@@ -136,8 +139,15 @@ local function deduct(k, a, n)
     local ndl, nbound = now + hold, now + minmax
     if capdl > 0 and capdl < ndl then ndl = capdl end
     if capbound > 0 and capbound < nbound then nbound = capbound end
-    if not dl or ndl < dl then dl = ndl end
-    if not bound or nbound < bound then bound = nbound end
+    if not dl then
+      dl, bound = ndl, bound or nbound
+    elseif not bound then
+      bound = nbound
+    end
+    -- An order that holds lines already (here, or in the groups before
+    -- this one: a retry completing it) gives its new lines its deadline
+    -- and its bound, fixed when it was first taken: a relisting since
+    -- does not lower them.
   end
   local sdl = string.format('%d', dl or 0)
   local sbound = string.format('%d', bound or 0)

@@ -6,9 +6,10 @@
 -- KEYS[2]  <p>:{sku}:holds   zset order ID -> deadline ms
 -- KEYS[3]  <p>:{sku}:users   hash user -> units held + bought
 -- KEYS[4]  <p>:{sku}:rc:<pass>  list: this pass's reply, kept briefly
--- KEYS[5]  <p>:{sku}:ends    zset order ID -> when the reclaimer ended a
---                            line of it (ms): orders whose directory entry
---                            (and other slots) the pass still has to end
+-- KEYS[5]  <p>:{sku}:ends    zset order ID + "\n" + identity -> when the
+--                            reclaimer ended a line of it (ms): orders
+--                            whose directory entry (and other slots) the
+--                            pass still has to end
 -- KEYS[5+i] <p>:{sku}:o:<id_i> record of candidate i
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  retention ms: records live this long after the change
@@ -64,7 +65,7 @@ for i = 6, #KEYS do
       end
       redis.call('HSET', KEYS[i], 'st', 'expired')
       redis.call('PEXPIRE', KEYS[i], keep)
-      redis.call('ZADD', KEYS[5], now, id)
+      redis.call('ZADD', KEYS[5], now, id .. '\n' .. (r[4] or ''))
       out[#out + 1] = id
       out[#out + 1] = r[3] or ''
       out[#out + 1] = string.format('%d', qty)

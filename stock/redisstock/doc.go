@@ -31,10 +31,10 @@
 //	                           takes qty - ret) and r:<op> (per return
 //	                           applied, its signature: its canonical items)
 //	<prefix>:{<sku>}:rc:<pass> list, one reclaim pass's reply, kept a minute
-//	<prefix>:{<sku>}:ends      zset order ID -> when a reclaim pass ended a
-//	                           line of it (ms): orders the pass has not
-//	                           finished yet (their directory entry, their
-//	                           lines on other slots)
+//	<prefix>:{<sku>}:ends      zset order ID + "\n" + identity -> when a
+//	                           reclaim pass ended a line of it (ms): orders
+//	                           the pass has not finished yet (their
+//	                           directory entry, their lines on other slots)
 //	<prefix>:order:{<order>}   string, the order's directory entry: its
 //	                           identity, user + "\n" + canonical items
 //	<prefix>:bind:{<order>}    set (Redis Cluster only), the Deduct attempts
@@ -308,8 +308,11 @@
 // ends into the SKU's ends zset in the same step, and the pass takes them
 // out only once it has finished them. Every pass peeks the ends zsets of
 // the SKUs it visits for orders left there longer than a minute (the pass
-// that put them there is then gone) and finishes them; finishing twice
-// changes nothing.
+// that put them there is then gone) and finishes them, if they are still
+// the order it ended (its line's record still expired under the identity
+// the entry names; or, once that record is gone, a directory entry of that
+// identity that never got its Retention): a newer order under the same ID
+// is left alone. Finishing twice changes nothing.
 //
 // # Limits
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -227,22 +228,39 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 		return out, n, errors.Join(firstErr, err)
 	}
 	// Finished: the orders leave their SKUs' ends zsets.
-	if err := s.dropEnds(ctx, ended); err != nil && firstErr == nil {
+	if err := s.dropEnds(ctx, endsRefs(ended, idents)); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	return out, n, firstErr
 }
 
-// dropEnds takes the orders of lines out of their SKUs' ends zsets.
-func (s *Store) dropEnds(ctx context.Context, lines []stock.Reclaimed) error {
-	if len(lines) == 0 {
+// endsMember is an order's member in a SKU's ends zset: its ID and the
+// identity of the line the reclaimer ended, so that finishing it never
+// touches a newer order under the same ID.
+func endsMember(order, ident string) string { return order + "\n" + ident }
+
+// endsRef is one member of one SKU's ends zset.
+type endsRef struct{ sku, member string }
+
+// endsRefs are the ends members of lines of the identities idents.
+func endsRefs(lines []stock.Reclaimed, idents []string) []endsRef {
+	refs := make([]endsRef, len(lines))
+	for i, l := range lines {
+		refs[i] = endsRef{l.SKU, endsMember(l.OrderID, idents[i])}
+	}
+	return refs
+}
+
+// dropEnds takes refs out of their SKUs' ends zsets.
+func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
+	if len(refs) == 0 {
 		return nil
 	}
 	var zrems []*redis.IntCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		zrems = zrems[:0]
-		for _, l := range lines {
-			zrems = append(zrems, p.ZRem(ctx, s.endsKey(l.SKU), l.OrderID))
+		for _, r := range refs {
+			zrems = append(zrems, p.ZRem(ctx, s.endsKey(r.sku), r.member))
 		}
 	})
 	for _, c := range zrems {
@@ -253,49 +271,68 @@ func (s *Store) dropEnds(ctx context.Context, lines []stock.Reclaimed) error {
 	return nil
 }
 
-// unfinished reads the identities of the orders in due's unfinished ends
-// (from the line's record, kept Retention after it ended, or else from the
-// directory entry), as lines for endOrders. An order whose record and entry
-// are both gone has nothing left to finish: it leaves the ends zset at
+// unfinished returns the orders in due's unfinished ends that are still
+// the orders the reclaimer ended, as lines (and their identities) for
+// endOrders: those whose line record is still expired under the identity
+// the entry names, or, once that record is gone, whose directory entry
+// still names that identity without a TTL (never ended). The others (a
+// newer order under the same ID, or nothing left) leave the ends zset at
 // once.
 func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaimed, []string, error) {
 	type left struct {
-		sku, id  string
-		rec, dir *redis.StringCmd
+		sku, id, ident string
+		rec            *redis.SliceCmd
+		dir            *redis.StringCmd
+		ttl            *redis.DurationCmd
 	}
 	var ls []left
+	var drop []endsRef // members that are not the order the reclaimer ended
 	for _, d := range due {
-		for _, id := range d.left {
-			ls = append(ls, left{sku: d.sku, id: id})
+		for _, m := range d.left {
+			id, ident, ok := strings.Cut(m, "\n")
+			if !ok {
+				drop = append(drop, endsRef{d.sku, m})
+				continue
+			}
+			ls = append(ls, left{sku: d.sku, id: id, ident: ident})
 		}
 	}
 	if len(ls) == 0 {
-		return nil, nil, nil
+		return nil, nil, s.dropEnds(ctx, drop)
 	}
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i := range ls {
-			ls[i].rec = p.HGet(ctx, s.recordKey(ls[i].sku, ls[i].id), "id")
+			ls[i].rec = p.HMGet(ctx, s.recordKey(ls[i].sku, ls[i].id), "st", "id")
 			ls[i].dir = p.Get(ctx, s.dirKey(ls[i].id))
+			ls[i].ttl = p.PTTL(ctx, s.dirKey(ls[i].id))
 		}
 	})
-	var lines, gone []stock.Reclaimed
+	var lines []stock.Reclaimed
 	var idents []string
 	for _, l := range ls {
-		ident, err := l.rec.Result()
-		if err == redis.Nil {
-			ident, err = l.dir.Result()
-		}
-		switch {
-		case err == redis.Nil:
-			gone = append(gone, stock.Reclaimed{OrderID: l.id, SKU: l.sku})
-		case err != nil:
+		rec, err := l.rec.Result()
+		if err != nil {
 			return nil, nil, s.readErr(ctx, "reclaim", err)
-		default:
-			lines = append(lines, stock.Reclaimed{OrderID: l.id, SKU: l.sku})
-			idents = append(idents, ident)
+		}
+		dir, err := l.dir.Result()
+		if err != nil && err != redis.Nil {
+			return nil, nil, s.readErr(ctx, "reclaim", err)
+		}
+		ttl, err := l.ttl.Result()
+		if err != nil {
+			return nil, nil, s.readErr(ctx, "reclaim", err)
+		}
+		st, _ := rec[0].(string)
+		id, _ := rec[1].(string)
+		mine := st == "expired" && id == l.ident ||
+			rec[0] == nil && dir == l.ident && ttl == -1
+		if mine {
+			lines, idents = append(lines, stock.Reclaimed{OrderID: l.id, SKU: l.sku}), append(idents, l.ident)
+		} else {
+			drop = append(drop, endsRef{l.sku, endsMember(l.id, l.ident)})
 		}
 	}
-	return lines, idents, s.dropEnds(ctx, gone)
+	return lines, idents, s.dropEnds(ctx, drop)
 }
 
 // endOrders ends the orders of the lines this pass returned on their other
