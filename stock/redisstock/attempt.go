@@ -32,12 +32,12 @@ func (s *Store) dirKeys(order string) []string {
 // reclaimMemoKey holds one reclaim pass's reply for one SKU, so that a
 // resend of the pass's script returns it.
 func (s *Store) reclaimMemoKey(sku, pass string) string {
-	return s.prefix + ":{" + sku + "}:rc:" + pass
+	return s.skuKey(sku, ":rc:", pass)
 }
 
 // endsKey is the SKU's zset of orders a reclaim pass ended a line of and
 // has not finished yet (their directory entry, their other slots).
-func (s *Store) endsKey(sku string) string { return s.prefix + ":{" + sku + "}:ends" }
+func (s *Store) endsKey(sku string) string { return s.skuKey(sku, ":ends", "") }
 
 // endDirectory queues the script that gives the order's directory entry
 // the Retention of its ended records, if it still names ident.

@@ -81,29 +81,22 @@ func (s *Store) prepare(p *prepared, o stock.Order) {
 	p.id, p.user, p.items = o.ID, o.UserID, items
 	p.own, p.n = o.HoldTTL.Milliseconds(), int64(len(items))
 	// One string: the directory entry, the line keys, the identity.
-	pre := len(s.prefix)
-	size := pre + len(":order:{}") + len(o.ID) + len(o.UserID) + 1 + canon.SignatureLen(items)
+	size := s.keyLen(o.ID, 0) + len(o.UserID) + 1 + canon.SignatureLen(items)
 	for _, it := range items {
-		size += 4*(pre+len(":{}")+len(it.SKU)) + len(":state:holds:users:o:") + len(o.ID)
+		size += 4*s.keyLen(it.SKU, len(recordSuffix)) + len(o.ID)
 	}
 	var b strings.Builder
 	b.Grow(size)
 	var ends [1 + 4*stock.MaxItems]int
-	b.WriteString(s.prefix)
-	b.WriteString(":order:{")
-	b.WriteString(o.ID)
-	b.WriteByte('}')
+	s.writeDirKey(&b, o.ID)
 	ends[0] = b.Len()
 	for i, it := range items {
-		for k, suffix := range [...]string{":state", ":holds", ":users", ":o:"} {
-			b.WriteString(s.prefix)
-			b.WriteString(":{")
-			b.WriteString(it.SKU)
-			b.WriteByte('}')
-			b.WriteString(suffix)
-			if k == 3 {
-				b.WriteString(o.ID)
+		for k, suffix := range [...]string{stateSuffix, holdsSuffix, usersSuffix, recordSuffix} {
+			tail := ""
+			if suffix == recordSuffix {
+				tail = o.ID
 			}
+			s.writeSKUKey(&b, it.SKU, suffix, tail)
 			ends[1+4*i+k] = b.Len()
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -174,16 +175,57 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// The key layout, described in doc.go.
-func (s *Store) stateKey(sku string) string { return s.prefix + ":{" + sku + "}:state" }
-func (s *Store) holdsKey(sku string) string { return s.prefix + ":{" + sku + "}:holds" }
-func (s *Store) usersKey(sku string) string { return s.prefix + ":{" + sku + "}:users" }
-func (s *Store) recordKey(sku, order string) string {
-	return s.prefix + ":{" + sku + "}:o:" + order
+// The key layout, described in doc.go. A SKU's keys are prefix + ":{" +
+// sku + "}" + one of these suffixes (+ the order ID for a line record);
+// writeSKUKey and writeDirKey are the one place they are spelled.
+const (
+	stateSuffix  = ":state"
+	holdsSuffix  = ":holds"
+	usersSuffix  = ":users"
+	recordSuffix = ":o:"
+)
+
+// writeSKUKey writes the key of sku with suffix, then tail, to b.
+func (s *Store) writeSKUKey(b *strings.Builder, sku, suffix, tail string) {
+	b.WriteString(s.prefix)
+	b.WriteString(":{")
+	b.WriteString(sku)
+	b.WriteByte('}')
+	b.WriteString(suffix)
+	b.WriteString(tail)
 }
-func (s *Store) dirKey(order string) string { return s.prefix + ":order:{" + order + "}" }
+
+// writeDirKey writes the order's directory entry's key to b.
+func (s *Store) writeDirKey(b *strings.Builder, order string) {
+	b.WriteString(s.prefix)
+	b.WriteString(":order:{")
+	b.WriteString(order)
+	b.WriteByte('}')
+}
+
+// keyLen is an upper bound of the length of a key of sku (or an order
+// ID) with a suffix and tail of n bytes.
+func (s *Store) keyLen(sku string, n int) int { return len(s.prefix) + len(":order:{}") + len(sku) + n }
+
+func (s *Store) skuKey(sku, suffix, tail string) string {
+	var b strings.Builder
+	b.Grow(s.keyLen(sku, len(suffix)+len(tail)))
+	s.writeSKUKey(&b, sku, suffix, tail)
+	return b.String()
+}
+
+func (s *Store) stateKey(sku string) string         { return s.skuKey(sku, stateSuffix, "") }
+func (s *Store) holdsKey(sku string) string         { return s.skuKey(sku, holdsSuffix, "") }
+func (s *Store) usersKey(sku string) string         { return s.skuKey(sku, usersSuffix, "") }
+func (s *Store) recordKey(sku, order string) string { return s.skuKey(sku, recordSuffix, order) }
+func (s *Store) dirKey(order string) string {
+	var b strings.Builder
+	b.Grow(s.keyLen(order, 0))
+	s.writeDirKey(&b, order)
+	return b.String()
+}
 func (s *Store) registryKey() string        { return s.prefix + ":skus" }
-func (s *Store) claimKey(sku string) string { return s.prefix + ":{" + sku + "}:rb" }
+func (s *Store) claimKey(sku string) string { return s.skuKey(sku, ":rb", "") }
 
 // lineKeys appends the four keys a line script needs for sku.
 func (s *Store) lineKeys(keys []string, sku, order string) []string {
