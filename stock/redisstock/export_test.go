@@ -1,24 +1,18 @@
 package redisstock
 
-// Queued returns how many Deducts wait for a batch to be sent.
+// Queued returns how many Deducts wait for a batch to be sent (on a Redis
+// Cluster, summed over the slots).
 func (s *Store) Queued() int {
-	if s.batch == nil {
-		return 0
-	}
-	return s.batch.queued()
-}
-
-// SlotQueued returns how many Deducts wait for a batch of their slot on a
-// Redis Cluster.
-func (s *Store) SlotQueued() int {
-	if s.slots == nil {
-		return 0
-	}
 	n := 0
-	s.slots.m.Range(func(_, b any) bool {
-		n += b.(*batcher).queued()
-		return true
-	})
+	if s.batch != nil {
+		n += s.batch.queued()
+	}
+	if s.slots != nil {
+		s.slots.m.Range(func(_, b any) bool {
+			n += b.(*batcher).queued()
+			return true
+		})
+	}
 	return n
 }
 

@@ -12,42 +12,20 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// eachSlotBatched runs f on the Redis Cluster backends with a gateHook on
-// the client.
-func eachSlotBatched(t *testing.T, f func(t *testing.T, fx *fixture, g *gateHook)) {
+// eachSlotBatched runs f on the Redis Cluster backends, where Deducts are
+// batched per slot, with a gateHook on the client.
+func eachSlotBatched(t *testing.T, f func(t *testing.T, fx *batchFixture)) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		g := &gateHook{}
 		fx.c.AddHook(g)
-		f(t, fx, g)
+		f(t, &batchFixture{fixture: fx, gate: g})
 	})
-}
-
-// blockSlot fills the two in-flight batches of sku's slot with a Deduct
-// each, held at the closed gate; the returned wait opens nothing and gives
-// their errors once they end.
-func blockSlot(t *testing.T, fx *fixture, g *gateHook, sku string) func() []error {
-	t.Helper()
-	g.close()
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range errs {
-		wg.Go(func() { errs[i] = fx.s.Deduct(fx.ctx(), ord("blocker"+strconv.Itoa(i), "blocker", it(sku, 1))) })
-	}
-	waitFor(t, "two Deducts held at the gate", func() bool { return g.held() == 2 })
-	return func() []error { wg.Wait(); return errs }
-}
-
-// enqueueSlot starts Deduct of o and waits until it is the n-th queued.
-func enqueueSlot(t *testing.T, fx *fixture, ctx context.Context, o stock.Order, n int, out *error, wg *sync.WaitGroup) {
-	t.Helper()
-	wg.Go(func() { *out = fx.s.Deduct(ctx, o) })
-	waitFor(t, "a queued Deduct", func() bool { return fx.s.SlotQueued() == n })
 }
 
 // Buyers racing for one SKU on a Cluster, with a per-user limit: batched
 // per slot, exactly the units on sale are taken, no user past the limit.
 func TestClusterBatchExactCounts(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *gateHook) {
+	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		const units, limit, users, orders = 100, 3, 40, 400
 		fx.sale("a", units, limit, time.Minute)
 		var ok atomic.Int64
@@ -85,7 +63,7 @@ func TestClusterBatchExactCounts(t *testing.T) {
 			}
 		}
 		fx.want("a", 0, units, 0)
-		if calls := g.deducts.Load(); calls >= orders {
+		if calls := fx.gate.deducts.Load(); calls >= orders {
 			t.Fatalf("%d deduct script calls for %d orders: nothing was batched", calls, orders)
 		}
 	})
@@ -95,9 +73,9 @@ func TestClusterBatchExactCounts(t *testing.T) {
 // items, and another order: each gets its own outcome, the conflict is
 // undone, and the batch is one deduct script call.
 func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *gateHook) {
+	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 10, 0, time.Minute)
-		blockers := blockSlot(t, fx, g, "a")
+		blockers := fx.block("a")
 		orders := []stock.Order{
 			ord("o1", "u1", it("a", 2)),
 			ord("o1", "u1", it("a", 2)),
@@ -107,9 +85,9 @@ func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
 		errs := make([]error, len(orders))
 		var wg sync.WaitGroup
 		for i, o := range orders {
-			enqueueSlot(t, fx, fx.ctx(), o, i+1, &errs[i], &wg)
+			fx.enqueue(fx.ctx(), o, i+1, &errs[i], &wg)
 		}
-		g.open()
+		fx.gate.open()
 		wg.Wait()
 		for _, err := range blockers() {
 			is(t, err, nil, "blocker")
@@ -119,7 +97,7 @@ func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
 		is(t, errs[2], stock.ErrConflict, "o1 with other items")
 		is(t, errs[3], nil, "o2")
 		fx.want("a", 5, 5, 0)
-		if n := g.deducts.Load(); n != 3 {
+		if n := fx.gate.deducts.Load(); n != 3 {
 			t.Fatalf("%d deduct script calls, want 3 (two blockers, one batch)", n)
 		}
 		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm o1")
@@ -130,17 +108,17 @@ func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
 // A batch whose reply is lost gives every order in it an unknown outcome;
 // the retries take each order once, the per-user counts included.
 func TestClusterBatchLostReplyRetriesTakeOnce(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *gateHook) {
+	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 20, 4, time.Minute)
-		blockers := blockSlot(t, fx, g, "a")
+		blockers := fx.block("a")
 		orders := []stock.Order{ord("o1", "u1", it("a", 2)), ord("o2", "u1", it("a", 2)), ord("o3", "u2", it("a", 3))}
 		errs := make([]error, len(orders))
 		var wg sync.WaitGroup
 		for i, o := range orders {
-			enqueueSlot(t, fx, fx.ctx(), o, i+1, &errs[i], &wg)
+			fx.enqueue(fx.ctx(), o, i+1, &errs[i], &wg)
 		}
-		g.loseNext(1)
-		g.open()
+		fx.gate.loseNext(1)
+		fx.gate.open()
 		wg.Wait()
 		for _, err := range blockers() {
 			is(t, err, nil, "blocker")
@@ -168,17 +146,17 @@ func TestClusterBatchLostReplyRetriesTakeOnce(t *testing.T) {
 // A caller whose context ends while it is queued for its slot's batch
 // leaves with nothing sent and nothing held, its order ID free.
 func TestClusterBatchCallerCanceledWhileQueued(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *fixture, g *gateHook) {
+	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 10, 0, time.Minute)
-		blockers := blockSlot(t, fx, g, "a")
+		blockers := fx.block("a")
 		ctx, cancel := context.WithCancel(fx.ctx())
 		var wg sync.WaitGroup
 		var canceled, kept error
-		enqueueSlot(t, fx, ctx, ord("gone", "u1", it("a", 3)), 1, &canceled, &wg)
-		enqueueSlot(t, fx, fx.ctx(), ord("kept", "u2", it("a", 2)), 2, &kept, &wg)
+		fx.enqueue(ctx, ord("gone", "u1", it("a", 3)), 1, &canceled, &wg)
+		fx.enqueue(fx.ctx(), ord("kept", "u2", it("a", 2)), 2, &kept, &wg)
 		cancel()
-		waitFor(t, "the canceled caller to leave the queue", func() bool { return fx.s.SlotQueued() == 1 })
-		g.open()
+		waitFor(t, "the canceled caller to leave the queue", func() bool { return fx.s.Queued() == 1 })
+		fx.gate.open()
 		wg.Wait()
 		if !errors.Is(canceled, context.Canceled) || errors.Is(canceled, stock.ErrUnknownOutcome) || stock.IsBusiness(canceled) {
 			t.Fatalf("canceled while queued: %v, want context.Canceled with a known outcome", canceled)

@@ -282,7 +282,7 @@ func newGen(ctx context.Context, op string) (string, error) {
 // The keys of a restock operation: the operation ID's binding to its SKU
 // and units (one per Store), and its marker on the SKU (the SKU's slot).
 func (s *Store) opKey(op string) string            { return s.prefix + ":restock:{" + op + "}" }
-func (s *Store) opMarkerKey(sku, op string) string { return s.prefix + ":{" + sku + "}:rs:" + op }
+func (s *Store) opMarkerKey(sku, op string) string { return s.skuKey(sku, ":rs:", op) }
 
 // Restock adds r.Units to a SKU on sale, once per r.OpID. It first binds
 // the operation ID to its SKU and units (another SKU or count under a bound
