@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
@@ -67,26 +69,7 @@ func TestReviewConcurrentUpgrade(t *testing.T) {
 			for round := range 4 {
 				cfg := oldTables(t, db, b.dialect)
 				cfg.Clock = stocktest.NewClock(stocktest.Epoch)
-				const stores = 4
-				var wg sync.WaitGroup
-				errs := make([]error, stores)
-				for i := range stores {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						s, err := sqlstock.New(db, cfg)
-						if err == nil {
-							err = s.CreateTables(t.Context())
-						}
-						errs[i] = err
-					}()
-				}
-				wg.Wait()
-				for i, err := range errs {
-					if err != nil {
-						t.Fatalf("round %d: CreateTables of store %d: %v", round, i, err)
-					}
-				}
+				createTablesAtOnce(t, db, cfg, round)
 				s, err := sqlstock.New(db, cfg)
 				mustOK(t, "New", err)
 				mustOK(t, "RevertItems after the upgrade", s.RevertItems(t.Context(), mkReturn("r1", "old1", mkItem("a", 1))))
@@ -335,26 +318,7 @@ func TestReviewConcurrentCreateTables(t *testing.T) {
 						}
 					}
 				})
-				const stores = 4
-				var wg sync.WaitGroup
-				errs := make([]error, stores)
-				for i := range stores {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						s, err := sqlstock.New(db, cfg)
-						if err == nil {
-							err = s.CreateTables(t.Context())
-						}
-						errs[i] = err
-					}()
-				}
-				wg.Wait()
-				for i, err := range errs {
-					if err != nil {
-						t.Fatalf("round %d: CreateTables of store %d: %v", round, i, err)
-					}
-				}
+				createTablesAtOnce(t, db, cfg, round)
 			}
 		})
 	}
@@ -423,5 +387,29 @@ func TestReviewGroupedOwnHoldTimesUnderLoad(t *testing.T) {
 			wantLevels(t, s, "after the deducts", "a", 1000-held, held, 0)
 			t.Logf("%d groups", s.Groups())
 		})
+	}
+}
+
+// createTablesAtOnce runs CreateTables of cfg from four Stores at once and
+// fails the test on any error.
+func createTablesAtOnce(t *testing.T, db *sqlx.DB, cfg sqlstock.Config, round int) {
+	t.Helper()
+	const stores = 4
+	var wg sync.WaitGroup
+	errs := make([]error, stores)
+	for i := range stores {
+		wg.Go(func() {
+			s, err := sqlstock.New(db, cfg)
+			if err == nil {
+				err = s.CreateTables(t.Context())
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("round %d: CreateTables of store %d: %v", round, i, err)
+		}
 	}
 }
