@@ -35,7 +35,8 @@ func (e *outcomeError) Unwrap() []error {
 // writeErr classifies the failure of a request that writes. A reply from
 // the server (a redis.Error) means the request ran and refused, and a
 // failure to get a connection means it was never sent: both are certain.
-// Anything else (timeout, reset, EOF, canceled context) leaves the outcome
+// Anything else (timeout, reset, EOF, canceled context), and a script that
+// failed while it ran (it may have written before), leaves the outcome
 // unknown.
 func (s *Store) writeErr(ctx context.Context, op string, err error) error {
 	if err == nil {
@@ -69,13 +70,22 @@ func withCtx(ctx context.Context, err error) error {
 func certain(err error) bool {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		return true
+		return !scriptFailed(rerr.Error())
 	}
 	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
 		return true
 	}
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// scriptFailed reports whether msg is a script's error raised while it ran
+// (a command inside it failed, or the script itself): Redis keeps what the
+// script wrote before that point, so the outcome is not known. Redis marks
+// such errors with the script's location (@user_script, since 6.0);
+// miniredis with a Lua stack traceback.
+func scriptFailed(msg string) bool {
+	return strings.Contains(msg, "@user_script") || strings.Contains(msg, "stack traceback")
 }
 
 // firstErr returns the first error among cmds, skipping redis.Nil.

@@ -221,6 +221,10 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	n := len(ended)
 	left, leftIdents, err := s.unfinished(ctx, due)
 	if err != nil {
+		if n > 0 {
+			// This pass's scripts ended lines: an error now follows writes.
+			err = &outcomeError{op: "reclaim", err: err}
+		}
 		return out, n, errors.Join(firstErr, err)
 	}
 	ended, idents = append(ended, left...), append(idents, leftIdents...)

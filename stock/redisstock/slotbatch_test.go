@@ -169,3 +169,30 @@ func TestClusterBatchCallerCanceledWhileQueued(t *testing.T) {
 		is(t, fx.s.Deduct(fx.ctx(), ord("gone", "u3", it("a", 1))), nil, "Deduct of the freed ID with other items")
 	})
 }
+
+// A batched deduct script that fails while it runs (here a key of the
+// second order's line holds another type) keeps what it wrote for the
+// orders before: they are told the outcome is unknown, never a plain
+// error with their units held.
+func TestClusterBatchScriptFailingMidwayIsAnUnknownOutcome(t *testing.T) {
+	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
+		fx.sale("a", 10, 0, time.Minute)
+		if err := fx.c.Set(fx.ctx(), fx.cfg.Prefix+":{a}:o:o2", "not a record", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		blockers := fx.block("a")
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		fx.enqueue(fx.ctx(), ord("o1", "u1", it("a", 2)), 1, &errs[0], &wg)
+		fx.enqueue(fx.ctx(), ord("o2", "u2", it("a", 1)), 2, &errs[1], &wg)
+		fx.gate.open()
+		wg.Wait()
+		for _, err := range blockers() {
+			is(t, err, nil, "blocker")
+		}
+		fx.want("a", 6, 4, 0) // the blockers and o1 hold
+		unknown(t, errs[0], "o1, taken before the script failed")
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 2))), nil, "o1 retried")
+		fx.want("a", 6, 4, 0)
+	})
+}
