@@ -17,7 +17,7 @@
 --          the order's identity (user + "\n" + canonical signature);
 --          the attempt's token (random, one per Deduct call);
 --          the order's deadline so far (ms: from the groups taken before
---          this one, or from the hold times of all its SKUs), or 0 for none;
+--          this one), or 0 for none;
 --          the order's own hold time ms (Order.HoldTTL), or 0 for none;
 --          the order's bound so far (ms: the latest deadline ExtendHold may
 --          set), or 0 for none;

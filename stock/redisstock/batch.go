@@ -95,7 +95,7 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 	}
 }
 
-// send runs batch as one script call, and reports it to the Observer.
+// send runs batch with b.run, and reports it to the Observer.
 func (b *batcher) send(ctx context.Context, batch []*call) {
 	if !b.s.obs.Batching() {
 		_ = b.run(ctx, batch)

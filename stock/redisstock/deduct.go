@@ -15,7 +15,8 @@ import (
 // Deduct places a hold on every item of the order, or on none. On a client
 // without hash slots it is one script call, shared with concurrent Deducts
 // unless Config.MaxBatch is 1; on a Redis Cluster it is one round trip when
-// the order's SKUs share a slot. A repeated Deduct of a held or confirmed
+// the order's SKUs share a slot, shared likewise with the concurrent
+// Deducts of that slot. A repeated Deduct of a held or confirmed
 // order returns nil and takes nothing more. A failed Deduct leaves its
 // order ID free.
 //
@@ -144,7 +145,7 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
 		args = append(args, c.o.refs[c.o.nkeys:]...)
 	}
 	res, err := s.c.Do(ctx, args...).Slice()
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	if err != nil && isNoScript(err) {
 		args[0], args[1] = "eval", batchSource
 		res, err = s.c.Do(ctx, args...).Slice()
 	}
@@ -167,9 +168,9 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
 	return nil
 }
 
-// batchSource is stock_deduct_batch.lua, which deductBatch sends itself
-// (not through redis.Script, to pass its keys by pointer) when the server
-// lacks it.
+// batchSource is stock_deduct_batch.lua (batchScript), which deductBatch
+// sends itself (not through redis.Script, to pass its keys by pointer)
+// when the server lacks it.
 var batchSource = lua.Source("stock_deduct_batch.lua")
 
 // batchCodes are the refusal codes of stock_deduct_batch.lua's reply, by

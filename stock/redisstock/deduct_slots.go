@@ -48,7 +48,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	// The order's deadline and bound, from every SKU's hold times, before
 	// any group is taken: a call that stops after the first groups leaves
 	// their lines due at the order's deadline, not at their own SKUs'.
-	if a.capDeadline, a.capBound, err = s.orderDeadline(ctx, a); err != nil {
+	if err := s.orderDeadline(ctx, a); err != nil {
 		return err
 	}
 	deadline, bound := int64(0), int64(0) // the order's, from the groups' replies
@@ -85,11 +85,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 			}
 			return err
 		}
-		taken := 0
-		if res, _ := first.Slice(); len(res) > 0 && res[0] == "ok" {
-			taken = 1
-		}
-		return s.undo(ctx, a, a.groups[:taken], err)
+		return s.undo(ctx, a, a.groups[:firstTaken(first)], err, a.token)
 	}
 	word, stale := bindReply(bind)
 	if word == "stale" {
@@ -110,12 +106,8 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		return err
 	}
 	if word == "conflict" {
-		taken := 0
-		if res, _ := first.Slice(); len(res) > 0 && res[0] == "ok" {
-			taken = 1
-		}
-		return s.undo(ctx, a, a.groups[:taken],
-			fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict))
+		return s.undo(ctx, a, a.groups[:firstTaken(first)],
+			fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict), a.token)
 	}
 
 	got := make([]groupTaken, len(a.groups))
@@ -130,7 +122,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 					// The server refused the group for certain: undo the
 					// groups taken before it, as a refused order does, so
 					// a plain error means nothing is held.
-					return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err))
+					return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token))
 				}
 				// The group may have been taken: the caller retries with
 				// the same order ID, and the reclaimer returns whatever a
@@ -141,7 +133,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		gt, found, err := s.groupResult(ctx, res, g)
 		seen = seen || found
 		if err != nil {
-			return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err))
+			return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token))
 		}
 		got[i] = gt
 		if gt.deadline > 0 && (deadline == 0 || gt.deadline < deadline) {
@@ -159,49 +151,46 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		// whatever attempts are on them, and the order is refused as the
 		// first attempt would have been.
 		err := &stock.SKUError{SKU: a.capSKU, Err: stock.ErrHoldTooLong}
-		return s.unbind(ctx, a, false, s.undoAll(ctx, a, err))
+		return s.unbind(ctx, a, false, s.undo(ctx, a, a.groups, err, "*"))
 	}
 	if err := a.tooLong(got, seen); err != nil {
 		// Every other check passed, as memstock checks the hold time last:
 		// undo every group, as for any refusal.
-		return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups, err))
+		return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups, err, a.token))
 	}
 	return s.oneDeadline(ctx, a, got, deadline, bound)
 }
 
 // orderDeadline reads the hold times of every SKU of a multi-group order,
-// in one round trip that writes nothing, and returns the order's deadline
-// (now plus its own hold time, or the shortest hold time of its SKUs) and
-// bound (now plus the shortest maximum hold time), in ms; 0 where no SKU
-// has a state (the deduct script refuses such a line). The groups' scripts
-// take them as the deadline and bound so far, so every line gets the
-// order's from its first write; should a SKU's hold times change between
-// the read and the scripts, oneDeadline still moves the lines to the
-// earliest.
-func (s *Store) orderDeadline(ctx context.Context, a *attempt) (deadline, bound int64, _ error) {
+// in one round trip that writes nothing, and sets the attempt's caps: the
+// order's deadline (now plus its own hold time, or the shortest hold time
+// of its SKUs) and bound (now plus the shortest maximum hold time), in ms,
+// and the first SKU (by name) with that maximum; 0 where no SKU has a
+// state (the deduct script refuses such a line). The groups' scripts take
+// the caps as the latest deadline and bound new lines may get, so every
+// line of a new order gets the order's from its first write; should a
+// SKU's hold times change between the read and the scripts, oneDeadline
+// still moves the lines to the earliest.
+func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 	if len(a.groups) == 1 {
-		return 0, 0, nil // one script sees every SKU
+		return nil // one script sees every SKU
 	}
 	var cmds []*redis.SliceCmd
+	var skus []string
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
+		cmds, skus = cmds[:0], skus[:0]
 		for _, g := range a.groups {
 			for _, it := range g {
 				cmds = append(cmds, p.HMGet(ctx, s.stateKey(it.SKU), "hold_ms", "max_ms"))
+				skus = append(skus, it.SKU)
 			}
 		}
 	})
 	var hold, maxHold int64
-	var skus []string
-	for _, g := range a.groups {
-		for _, it := range g {
-			skus = append(skus, it.SKU)
-		}
-	}
 	for i, c := range cmds {
 		v, err := c.Result()
 		if err != nil {
-			return 0, 0, s.readErr(ctx, "deduct", err)
+			return s.readErr(ctx, "deduct", err)
 		}
 		h, ok := v[0].(string)
 		if !ok {
@@ -209,12 +198,12 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) (deadline, bound 
 		}
 		hms, err := strconv.ParseInt(h, 10, 64)
 		if err != nil {
-			return 0, 0, badReply("deduct", v)
+			return badReply("deduct", v)
 		}
 		mms := hms // a state written without max_ms reads as hold_ms
 		if m, ok := v[1].(string); ok {
 			if mms, err = strconv.ParseInt(m, 10, 64); err != nil {
-				return 0, 0, badReply("deduct", v)
+				return badReply("deduct", v)
 			}
 		}
 		if hold == 0 || hms < hold {
@@ -225,12 +214,13 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) (deadline, bound 
 		}
 	}
 	if hold == 0 {
-		return 0, 0, nil
+		return nil
 	}
 	if a.own > 0 {
 		hold = a.own
 	}
-	return a.now + hold, a.now + maxHold, nil
+	a.capDeadline, a.capBound = a.now+hold, a.now+maxHold
+	return nil
 }
 
 // groupTaken is what a slot group's deduct script reports: the order's
@@ -461,19 +451,29 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 	return groupTaken{}, found, badReply("deduct", res)
 }
 
-// undo takes this attempt off the holds of groups it took or counted on,
-// dropping those no other attempt counts on, so a failed Deduct leaves
-// nothing held that it alone took, and returns cause, joined with the
-// undo's own failure if it had one: then the reclaimer returns the holds at
-// their deadline.
-func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cause error) error {
+// firstTaken is how many slot groups the first round trip took: 1 when
+// its deduct script answered ok, else 0.
+func firstTaken(first *redis.Cmd) int {
+	if res, _ := first.Slice(); len(res) > 0 && res[0] == "ok" {
+		return 1
+	}
+	return 0
+}
+
+// undo takes the attempt token (this attempt's; "*" for every attempt,
+// only for lines no attempt of the order can keep, see past) off the holds
+// of groups it took or counted on, dropping those no other attempt counts
+// on, so a failed Deduct leaves nothing held that it alone took, and
+// returns cause, joined with the undo's own failure if it had one: then
+// the reclaimer returns the holds at their deadline.
+func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cause error, token string) error {
 	if len(groups) == 0 {
 		return cause
 	}
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, a.o.ID, a.ident, g, a.now, "drop", a.token)
+			cmds[i] = s.release(ctx, p, a.o.ID, a.ident, g, a.now, "drop", token)
 		}
 	})
 	for _, c := range cmds {
@@ -483,24 +483,6 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 				// and "outcome unknown" together.
 				cause = detached(cause)
 			}
-			return errors.Join(cause, s.writeErr(ctx, "undo deduct", err))
-		}
-	}
-	return cause
-}
-
-// undoAll drops every held line of the order, whatever attempts count on
-// them, and returns cause (joined with the undo's own failure, if any).
-// Only for lines no attempt of the order can keep (see past).
-func (s *Store) undoAll(ctx context.Context, a *attempt, cause error) error {
-	cmds := make([]*redis.Cmd, len(a.groups))
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for i, g := range a.groups {
-			cmds[i] = s.release(ctx, p, a.o.ID, a.ident, g, a.now, "drop", "*")
-		}
-	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
 			return errors.Join(cause, s.writeErr(ctx, "undo deduct", err))
 		}
 	}

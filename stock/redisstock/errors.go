@@ -101,12 +101,16 @@ func firstErr(cmds ...redis.Cmder) error {
 // noScript reports whether a pipelined EVALSHA found its script missing.
 func noScript(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
-		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if isNoScript(c.Err()) {
 			return true
 		}
 	}
 	return false
 }
+
+// isNoScript reports whether err is the server's answer to an EVALSHA of a
+// script it does not have.
+func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }
 
 // pipelined runs the commands build queues in one round trip. Script.Run
 // cannot fall back to EVAL inside a pipeline, so when the server lacks a

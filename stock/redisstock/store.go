@@ -118,7 +118,7 @@ var (
 	restockUnbindScript = redis.NewScript(lua.Source("stock_restock_unbind.lua"))
 	adjustScript        = redis.NewScript(lua.Source("stock_adjust.lua"))
 	dirReleaseScript    = redis.NewScript(lua.Source("stock_dir_release.lua"))
-	batchScript         = redis.NewScript(lua.Source("stock_deduct_batch.lua"))
+	batchScript         = redis.NewScript(batchSource)
 )
 
 // New returns a Store on c. It does no I/O. It fails with stock.ErrInvalid

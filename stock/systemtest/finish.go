@@ -35,12 +35,10 @@ func (r *runner) finish(c *call, res result) {
 				o.lastEnd = end
 			}
 		}
-		if c.kind == "deduct" && res.err != nil && o.doubt["deduct"] {
-			// A refused retry does not undo what an abandoned attempt of
-			// the order took (on a Redis Cluster, the slot groups it got
-			// to, which the reclaimer returns at the deadline): the order
-			// stays half-way.
-		} else {
+		// A refused retry does not undo what an abandoned attempt of the
+		// order took (on a Redis Cluster, the slot groups it got to, which
+		// the reclaimer returns at the deadline): the order stays half-way.
+		if !(c.kind == "deduct" && res.err != nil && o.doubt["deduct"]) {
 			o.settle(c.kind, definitive)
 		}
 		if definitive {

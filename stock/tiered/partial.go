@@ -62,7 +62,7 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	switch {
 	case rerr == nil:
 		return nil
-	case errors.Is(rerr, stock.ErrOrderClosed), errors.Is(rerr, stock.ErrHoldExpired):
+	case ended(rerr):
 		// The gate applied the return while it held the order (it decides),
 		// and the record's copy ended since, or will, giving back all it
 		// has (the tiered reclaimer at the gate's deadline, say): the
