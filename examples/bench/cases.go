@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
@@ -125,7 +126,7 @@ func redisSetup(ctx context.Context, addr, tag string, cleanups *[]func()) (grou
 	var cpu func(context.Context) (float64, error)
 	var memory []memResult
 	if store == "Redis" { // miniredis reports neither CPU nor memory
-		cpu = func(ctx context.Context) (float64, error) { return serverCPU(ctx, rdb) }
+		cpu = func(ctx context.Context) (float64, error) { return testdb.ServerCPU(ctx, rdb) }
 		m, err := memoryPerHold(ctx, rdb, tag+"mem")
 		if err != nil {
 			return group{}, nil, err
@@ -186,7 +187,7 @@ func clusterSetup(ctx context.Context, addrs []string, tag string, cleanups *[]f
 		var mu sync.Mutex
 		var total float64
 		err := rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			t, err := serverCPU(ctx, c)
+			t, err := testdb.ServerCPU(ctx, c)
 			mu.Lock()
 			total += t
 			mu.Unlock()
@@ -213,27 +214,6 @@ func rawCase(rdb redis.UniversalClient, key string) benchCase {
 	}
 }
 
-// serverCPU is the CPU time (user + system, µs) the Redis server behind c
-// has used since it started (INFO cpu).
-func serverCPU(ctx context.Context, c *redis.Client) (float64, error) {
-	info, err := c.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, err
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		k, v, _ := strings.Cut(line, ":")
-		if k == "used_cpu_sys" || k == "used_cpu_user" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return 0, fmt.Errorf("INFO cpu %s: %w", k, err)
-			}
-			total += f
-		}
-	}
-	return total * 1e6, nil
-}
-
 // memResult is the Redis memory one live hold costs.
 type memResult struct {
 	store   string
@@ -257,16 +237,8 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 		return memResult{}, err
 	}
 	used := func() (float64, error) {
-		info, err := rdb.Info(ctx, "memory").Result()
-		if err != nil {
-			return 0, err
-		}
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-				return strconv.ParseFloat(v, 64)
-			}
-		}
-		return 0, errors.New("INFO memory has no used_memory")
+		n, err := testdb.UsedMemory(ctx, rdb)
+		return float64(n), err
 	}
 	before, err := used()
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,26 +153,15 @@ func benchAgainstRaw(b *testing.B, skus []string) {
 	})
 }
 
-// serverCPU reads the Redis server's CPU time (INFO cpu, user + system)
-// and returns a function giving the microseconds it spent since.
+// serverCPU reads the Redis server's CPU time and returns a function
+// giving the microseconds it spent since.
 func serverCPU(b *testing.B, c *redis.Client) func() float64 {
 	read := func() float64 {
-		info, err := c.Info(context.Background(), "cpu").Result()
+		us, err := testdb.ServerCPU(context.Background(), c)
 		if err != nil {
 			b.Fatal(err)
 		}
-		var total float64
-		for _, line := range strings.Split(info, "\r\n") {
-			k, v, _ := strings.Cut(line, ":")
-			if k == "used_cpu_sys" || k == "used_cpu_user" {
-				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += f
-			}
-		}
-		return total * 1e6
+		return us
 	}
 	start := read()
 	return func() float64 { return read() - start }
@@ -258,21 +246,11 @@ func BenchmarkMemoryPerHold(b *testing.B) {
 	}
 }
 
-// usedMemory is the server's used_memory (INFO memory).
+// usedMemory is the server's used_memory.
 func usedMemory(b *testing.B, c *redis.Client) int64 {
-	info, err := c.Info(context.Background(), "memory").Result()
+	n, err := testdb.UsedMemory(context.Background(), c)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-	}
-	b.Fatal("INFO memory has no used_memory")
-	return 0
+	return n
 }
