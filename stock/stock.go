@@ -51,7 +51,18 @@ type Listing struct {
 	// it lies between the hold time and stock.MaxHoldTTL. Backends keep
 	// both hold times in whole milliseconds (truncated).
 	MaxHoldTTL time.Duration
+	// Buckets splits the SKU's units over that many gate states on
+	// different hash slots of a Redis Cluster, so that one hot SKU's sale
+	// runs on several masters (stock/redisstock; see "Buckets" there). The
+	// count is set when the SKU is first put on sale: 0 keeps the SKU's
+	// count (1 for a SKU new to the gate), another count is refused. At
+	// most MaxBuckets. Backends that keep a SKU in one place
+	// (the SQL record, memstock, a Redis without hash slots) ignore it.
+	Buckets int
 }
+
+// MaxBuckets is the largest Listing.Buckets.
+const MaxBuckets = 16
 
 // DefaultHoldTTL is the hold time of a Listing that does not set one.
 const DefaultHoldTTL = 15 * time.Minute

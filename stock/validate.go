@@ -132,6 +132,9 @@ func (l Listing) Validate() error {
 	if err := validHold("listing.MaxHoldTTL", l.MaxHoldTTL); err != nil {
 		return err
 	}
+	if l.Buckets < 0 || l.Buckets > MaxBuckets {
+		return &InvalidError{Field: "listing.Buckets", Reason: fmt.Sprintf("%d is outside [0, %d]", l.Buckets, MaxBuckets)}
+	}
 	if l.MaxHoldTTL != 0 && l.MaxHoldTTL < l.EffectiveHoldTTL() {
 		return &InvalidError{Field: "listing.MaxHoldTTL", Reason: l.MaxHoldTTL.String() + " is shorter than the hold time " + l.EffectiveHoldTTL().String()}
 	}

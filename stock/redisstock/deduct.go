@@ -39,6 +39,9 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	}
 	if s.cluster {
 		items := canon.Sorted(o.Items)
+		if s.bucketed {
+			return s.deductBuckets(ctx, o, items)
+		}
 		ident := o.UserID + "\n" + canon.Signature(items)
 		return s.deductSlots(ctx, o, ident, items)
 	}

@@ -54,7 +54,22 @@
 //	                           of the last ClaimRebuild), kept Retention
 //	<prefix>:restock:{<op>}    string, a restock operation ID's binding to
 //	                           its SKU and units, kept Retention
-//	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's map)
+//	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's map),
+//	                           and the buckets of SKUs split into buckets
+//	<prefix>:buckets           hash SKU -> bucket count, of the SKUs split
+//	                           into buckets
+//	<prefix>:{<sku>}:bl        string, the SKU's transfer lease (see Buckets)
+//	<prefix>:{<bucket>}:xo     hash, a bucket's departure records: transfer
+//	                           ID -> destination bucket, units, when (ms)
+//	<prefix>:{<bucket>}:xi:<t> string, arrival marker of transfer t ('in',
+//	                           or 'void': its units went back), kept
+//	                           Retention
+//
+// A bucket of a SKU split into buckets is a gate state of its own under
+// the bucket's name (see Buckets): the SKU itself for the first, and
+// "<sku> <i>.<k>" for the others, with every key above that a SKU has
+// (state, holds, users, line records, reclaim replies, ends); a bucket's
+// state also has bk, the SKU's bucket count.
 //
 // ver counts every write to a SKU; epoch counts only the administrative ones
 // (PutOnSale, Restock, Adjust, Rebuild, Relist); gen is drawn at random when
@@ -153,6 +168,92 @@
 // Confirm refuses at the deadline, a repeat Deduct past it is
 // stock.ErrHoldExpired and releases nothing, and the reclaimer returns
 // every line.
+//
+// # Buckets
+//
+// On a Redis Cluster every key of a SKU lives in one hash slot, so one
+// master takes a SKU's whole sale. A SKU put on sale with
+// stock.Listing.Buckets = B > 1 (on a *redis.ClusterClient; other clients
+// ignore it) is split into B buckets, each a full gate state (available,
+// held and sold units, holds, per-user counts, line records) in a slot of
+// its own: the first is the SKU itself, so one bucket is the layout of any
+// SKU; bucket i > 0 is named "<sku> <i>.<k>" (a space, which no SKU
+// has), with the smallest k that puts it in the i-th of B equal slot
+// ranges after the SKU's own, so that on a Cluster whose masters own equal
+// contiguous ranges (as redis-cli --cluster create assigns them) B buckets
+// on B masters are one per master. PutOnSale splits the units evenly.
+//
+// Each line of an order goes to one bucket of its SKU: hash(user) mod B
+// (the order ID's hash for an order without a user), so every order of a
+// user lands in the user's bucket, whose users hash counts the user: the
+// per-user limit is checked in the one script that takes the stock, exact
+// across buckets, with no cross-slot step. A single-SKU order is one
+// script call on its bucket, batched with the concurrent Deducts of that
+// slot ([Config.MaxBatch]); orders on several slots take the compensated
+// path of any multi-slot order, all or nothing. The order's directory
+// entry names the buckets it took, so Confirm, Revert, RevertItems,
+// ExtendHold, the reclaimer and Orders work per order as for any SKU;
+// everything the Store reports (errors, Orders, Reclaimed, HeldOrders,
+// Snapshot) names the SKU, never a bucket.
+//
+// A bucket that cannot take a line asks for a refill before the order is
+// refused: under the SKU's transfer lease (<prefix>:{<sku>}:bl, one
+// refill of a SKU at a time, the others wait for it, at most the lease's
+// two seconds: then stock.ErrContention), it reads every bucket, moves to
+// the short bucket what each other bucket has above an even share (more,
+// from the fullest first, if that does not cover the line), and the order
+// is tried again. Sold out is exact: a line is refused with
+// stock.ErrSoldOut only when a refill found the other buckets unable to
+// cover it, each giving all it had; at that instant the buckets together
+// held fewer units than the line asks for (units returned later, by a
+// Revert or the reclaimer, come back to the bucket that held them). A
+// move is three steps on three slots, each atomic and each once per
+// transfer ID: stock_bucket_out.lua takes the units from a bucket and
+// writes a departure record there; stock_bucket_in.lua adds them to the
+// destination once (its arrival marker), or marks the transfer void if
+// the destination has no state; stock_bucket_clear.lua removes the
+// departure record (giving the units back when void). A refill that stops
+// anywhere leaves a departure record, which the next refill of the SKU
+// (or PutOnSale) settles before it reads; a reader (Available, Levels,
+// Inspect, Snapshot) counts the units of a departure record whose
+// destination has no 'in' marker, so every unit counts once whatever step
+// a refill stopped at. The lease's steps bump the SKU's epoch (take,
+// after the units arrived, and at the end), so a reconciler's fenced
+// correction computed from counts read while units moved is refused
+// (read again).
+//
+// The counts: Available, Levels and Inspect sum the buckets (each bucket
+// read atomically, the buckets one after another; settings, Exists and
+// the Fence are the first bucket's). Snapshot merges the buckets' holds
+// and the requested lines. Adjust and Relist correct the first bucket
+// (fenced, as any SKU), Restock adds to it; a negative correction larger
+// than the first bucket has first gathers units there (a refill) and
+// answers "not applied" (the fence moved: read again), or is out of range
+// when all the buckets together have less. Relist's new settings go to
+// every bucket. A bucket whose state is lost while the first lives is
+// given an empty state by the next Deduct that needs it (its lost units
+// come back through a reconciler's correction of the first bucket).
+// Relist writes the other buckets' settings first and the fenced write on
+// the first bucket last, so a Relist that stops halfway shows (Inspect
+// reads the first bucket's settings) as not applied. A
+// Rebuild of a SKU whose first state is lost gives it the record's units
+// only when no other bucket survived, and no units otherwise; it finds the
+// bucket count in the surviving buckets' states or the counts hash
+// (<prefix>:buckets) when the first state is gone.
+//
+// A SKU's count is set by the PutOnSale that creates its state, and does
+// not change after (another count is stock.ErrInvalid: sell it under a
+// new SKU); PutOnSale with Buckets 0 keeps it, also when the first state
+// was lost (the count is in the other buckets' states and the counts
+// hash). Every process routes by the count it read, at most a second ago
+// (a Deduct then costs one more read), so a count that changed under a
+// live SKU would send one user's orders to two buckets; a SKU new to the
+// gate is read before its first order. PutOnSale drops every transfer
+// still on its way (it overwrites the counts), so a late arrival adds
+// nothing on top. A transfer names the generation of the state it is
+// meant for, and one whose destination was lost and recreated since is
+// dropped instead of arriving twice (the gate errs low; a reconciler adds
+// the units back).
 //
 // # Partial reverts and hold extensions
 //

@@ -36,6 +36,7 @@ import (
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()
+	defer func() { err = publicErr(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}

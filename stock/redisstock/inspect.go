@@ -74,6 +74,9 @@ func (s *Store) Inspect(ctx context.Context, skus []string) ([]SKUState, error) 
 			out = append(out, st)
 		}
 	}
+	if err := s.inspectBuckets(ctx, skus, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -137,6 +140,21 @@ func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (a
 	}
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("redisstock: adjust: %w", err)
+	}
+	if b, err := s.splitSKU(ctx, sku); err != nil {
+		return false, err
+	} else if b != nil && delta < 0 {
+		ready, short, err := s.gatherFirst(ctx, b, -delta)
+		if err != nil || !ready {
+			if short {
+				st, lerr := s.bucketLevels(ctx, b)
+				if lerr != nil {
+					return false, lerr
+				}
+				return false, rangeErr(st.Available)
+			}
+			return false, err // units moved: so did the fence
+		}
 	}
 	token, err := randomToken()
 	if err != nil {
@@ -233,6 +251,41 @@ func (s *Store) Relist(ctx context.Context, rls []Relist) ([]Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redisstock: relist: %w", err)
 	}
+	skus := make([]string, len(rls))
+	for i, rl := range rls {
+		skus[i] = rl.SKU
+	}
+	bs, err := s.splitAll(ctx, skus)
+	if err != nil || bs == nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.relistStates(ctx, rls)
+	}
+	out := make([]Outcome, len(rls))
+	var plain []Relist
+	var at []int
+	for i, rl := range rls {
+		if bs[i] == nil {
+			plain, at = append(plain, rl), append(at, i)
+			continue
+		}
+		if out[i], err = s.relistBucketed(ctx, bs[i], rl); err != nil {
+			return nil, err
+		}
+	}
+	got, err := s.relistStates(ctx, plain)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range at {
+		out[i] = got[k]
+	}
+	return out, nil
+}
+
+// relistStates is Relist of valid requests, each on one gate state.
+func (s *Store) relistStates(ctx context.Context, rls []Relist) ([]Outcome, error) {
 	out := make([]Outcome, 0, len(rls))
 	for start := 0; start < len(rls); start += snapshotBatch {
 		batch := rls[start:min(start+snapshotBatch, len(rls))]

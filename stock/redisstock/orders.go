@@ -28,6 +28,11 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 	if err := stock.ValidateID("userID", userID); err != nil {
 		return 0, err
 	}
+	if b, err := s.splitSKU(ctx, sku); err != nil {
+		return 0, err
+	} else if b != nil {
+		sku = b.names[b.home(userID, "")] // the user's bucket counts the user
+	}
 	var on *redis.BoolCmd
 	var n *redis.StringCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -139,7 +144,7 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 			if returned[l.order] == nil {
 				returned[l.order] = map[string]int64{}
 			}
-			returned[l.order][l.sku] = n
+			returned[l.order][skuOf(l.sku)] = n
 		}
 		if dl, _ := v[1].(string); dl != "" {
 			ms, err := strconv.ParseInt(dl, 10, 64)
@@ -157,7 +162,7 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 			out[i] = stock.OrderInfo{ID: ids[i]}
 			continue
 		}
-		out[i].State, out[i].Items, out[i].Returned = st, items[i], canon.Returned(returned[i])
+		out[i].State, out[i].Items, out[i].Returned = st, canon.Sorted(publicItems(items[i])), canon.Returned(returned[i])
 	}
 	return nil
 }

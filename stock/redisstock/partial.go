@@ -89,6 +89,7 @@ func opField(op string) string { return "r:" + op }
 func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevertItems, len(r.Items))
 	defer func() { tr.Done(err) }()
+	defer func() { err = publicErr(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -102,6 +103,9 @@ func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 		return err
 	}
 	rt.ident, rt.now = ident, s.nowMs()
+	if s.bucketed {
+		rt.toBuckets(groups)
+	}
 	if len(groups) == 1 {
 		return s.returnOne(ctx, rt, groups[0])
 	}

@@ -75,6 +75,9 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		// Each round's scripts record their replies under a token of
 		// their own: a SKU read again is a new script call, not a resend.
 		got, ended, err := s.reclaimDue(ctx, due, now, pass+"."+strconv.Itoa(round))
+		for i := range got {
+			got[i].SKU = skuOf(got[i].SKU)
+		}
 		out = append(out, got...)
 		if err != nil {
 			return out, err
@@ -457,6 +460,31 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return nil, err
 	}
+	b, err := s.splitSKU(ctx, sku)
+	if err != nil || b == nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.heldOrders(ctx, sku)
+	}
+	var out []Hold
+	for _, name := range b.names {
+		hs, err := s.heldOrders(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hs...)
+	}
+	for i := range out {
+		out[i].SKU = sku
+	}
+	slices.SortStableFunc(out, func(a, b Hold) int { return a.Deadline.Compare(b.Deadline) })
+	return out, nil
+}
+
+// heldOrders is HeldOrders of one gate state (a SKU, or one of its
+// buckets).
+func (s *Store) heldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	zs, err := s.c.ZRangeWithScores(ctx, s.holdsKey(sku), 0, -1).Result()
 	if err != nil {
 		return nil, s.readErr(ctx, "held orders", err)

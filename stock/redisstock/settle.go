@@ -21,6 +21,7 @@ import (
 func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpConfirm, 0)
 	defer func() { tr.Done(err) }()
+	defer func() { err = publicErr(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
@@ -184,6 +185,7 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
+	defer func() { err = publicErr(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}

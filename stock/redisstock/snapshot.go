@@ -88,6 +88,9 @@ func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) ([]Snapsho
 		}
 		out = append(out, got...)
 	}
+	if err := s.snapshotBuckets(ctx, reqs, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -342,6 +345,13 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 			return err
 		}
 	}
+	if s.bucketed {
+		// A SKU split into buckets (or to be split) is put on its own.
+		var err error
+		if ls, err = s.putSplit(ctx, ls); err != nil {
+			return err
+		}
+	}
 	all, err := newGens(ctx, "put on sale", len(ls))
 	if err != nil {
 		return err
@@ -447,6 +457,39 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 			}
 		}
 	}
+	skus := make([]string, len(rs))
+	for i, r := range rs {
+		skus[i] = r.Listing.SKU
+	}
+	if !s.bucketed {
+		return s.rebuild(ctx, rs)
+	}
+	bs, err := s.bucketsOf(ctx, skus)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.probeBuckets(ctx, skus, bs); err != nil {
+		return nil, err
+	}
+	out := make([]Outcome, len(rs))
+	for i, r := range rs {
+		got := []Outcome{0}
+		if len(bs[i].names) > 1 {
+			got[0], err = s.rebuildBucketed(ctx, bs[i], r)
+		} else {
+			got, err = s.rebuild(ctx, rs[i:i+1])
+		}
+		if err != nil {
+			return out[:i], err
+		}
+		out[i] = got[0]
+	}
+	return out, nil
+}
+
+// rebuild is Rebuild of valid requests; a bucket's state is rebuilt by its
+// name.
+func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 	all, err := newGens(ctx, "rebuild", len(rs))
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +100,11 @@ type Store struct {
 	// registry missing after that means Redis lost its data, not a new gate.
 	listed atomic.Bool
 	obs    *observe.Observer
+	// bucketed is set on a Redis Cluster, where a SKU may be split into
+	// buckets on several slots; bk caches the SKUs' bucket counts.
+	bucketed bool
+	bk       bucketCache
+	flights  sync.Map // SKU -> *flight: the refill of the SKU running here
 }
 
 var (
@@ -161,7 +167,7 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	_, single := c.(*redis.Client)
 	_, slotted := c.(*redis.ClusterClient)
 	cluster := !single
-	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster, perSKU: cluster && !slotted, obs: &cfg.Observer}
+	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster, perSKU: cluster && !slotted, obs: &cfg.Observer, bucketed: slotted}
 	switch {
 	case cfg.MaxBatch <= 1:
 	case !cluster:
@@ -246,6 +252,9 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
+		return err
+	}
+	if done, err := s.putBuckets(ctx, l); done || err != nil {
 		return err
 	}
 	gen, err := newGen(ctx, "put on sale")
@@ -360,13 +369,34 @@ func (s *Store) missingErr(ctx context.Context, sku string) error {
 	if !reg.member && !reg.lost && (reg.exists || !s.listed.Load()) {
 		return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
 	}
-	return fmt.Errorf("redisstock: SKU %q: %w: its state is gone (Redis lost its data)", sku, stock.ErrUnavailable)
+	return &lostError{sku: sku}
 }
+
+// lostError is stock.ErrUnavailable for a gate state (a SKU's, or one of
+// its buckets') that Redis lost. Its message names the SKU.
+type lostError struct{ sku string }
+
+func (e *lostError) Error() string {
+	return "redisstock: SKU " + strconv.Quote(skuOf(e.sku)) + ": " + stock.ErrUnavailable.Error() + ": its state is gone (Redis lost its data)"
+}
+
+// Unwrap returns stock.ErrUnavailable.
+func (e *lostError) Unwrap() error { return stock.ErrUnavailable }
 
 // Available returns the SKU's units that can be deducted now, in one read.
 func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return 0, err
+	}
+	if b, err := s.splitSKU(ctx, sku); err != nil || b != nil {
+		if err != nil {
+			return 0, err
+		}
+		st, err := s.bucketLevels(ctx, b)
+		if err == nil && !st.Exists {
+			err = &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
+		}
+		return st.Available, err
 	}
 	v, err := s.c.HGet(ctx, s.stateKey(sku), "avail").Int64()
 	if err == redis.Nil {
@@ -384,13 +414,21 @@ func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return stock.Levels{}, err
 	}
-	vals, err := s.c.HMGet(ctx, s.stateKey(sku), stateFields...).Result()
-	if err != nil {
-		return stock.Levels{}, s.readErr(ctx, "levels", err)
-	}
-	st, err := parseState(sku, vals)
-	if err != nil {
+	var st SKUState
+	if b, err := s.splitSKU(ctx, sku); err != nil {
 		return stock.Levels{}, err
+	} else if b != nil {
+		if st, err = s.bucketLevels(ctx, b); err != nil {
+			return stock.Levels{}, err
+		}
+	} else {
+		vals, err := s.c.HMGet(ctx, s.stateKey(sku), stateFields...).Result()
+		if err != nil {
+			return stock.Levels{}, s.readErr(ctx, "levels", err)
+		}
+		if st, err = parseState(sku, vals); err != nil {
+			return stock.Levels{}, err
+		}
 	}
 	if !st.Exists {
 		return stock.Levels{}, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}

@@ -38,6 +38,9 @@ type backend struct {
 	redis  func(t testing.TB, prefix string) (rc redis.UniversalClient, flush, restart func(context.Context) error, mini *miniredis.Miniredis)
 	record func(t testing.TB) (*sqlx.DB, sqlstock.Dialect)
 	seeds  int
+	// buckets, when above 1, splits every SKU into that many buckets
+	// (stock.Listing.Buckets; a Cluster client only).
+	buckets int
 }
 
 // backends returns miniredis + SQLite, and the pairings on the real
@@ -49,6 +52,8 @@ func backends() []backend {
 		{name: "redis+mariadb", needs: []testdb.Server{testdb.Redis, testdb.MySQL}, redis: sharedRedis, record: mariadb, seeds: 4},
 		{name: "own-redis+postgres", needs: []testdb.Server{testdb.Postgres}, commands: []string{"redis-server"}, redis: ownRedis, record: postgres, seeds: 4},
 		{name: "cluster+postgres", needs: []testdb.Server{testdb.Cluster, testdb.Postgres}, redis: clusterRedis, record: postgres, seeds: 4},
+		{name: "miniredis-cluster+sqlite/buckets", redis: miniCluster, record: sqlite, seeds: 8, buckets: 3},
+		{name: "cluster+postgres/buckets", needs: []testdb.Server{testdb.Cluster, testdb.Postgres}, redis: clusterRedis, record: postgres, seeds: 4, buckets: 3},
 	}
 }
 
@@ -87,6 +92,17 @@ func miniRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Cont
 		return m.Restart()
 	}
 	return c, flush, restart, m
+}
+
+// miniCluster is a miniredis behind a ClusterClient: one node owning
+// every slot, so the Store takes its Cluster paths (slot groups, buckets).
+func miniCluster(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+	m := miniredis.RunT(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
+	c.AddHook(systemtest.RedisHook{})
+	t.Cleanup(func() { c.Close() })
+	flush := func(context.Context) error { m.FlushAll(); return nil }
+	return c, flush, nil, m
 }
 
 // sharedRedis is the server STOCKGUARD_REDIS_ADDR names, which other
@@ -270,6 +286,12 @@ func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) system
 		},
 		Flush:   flush,
 		Restart: restart,
+	}
+	if b.buckets > 1 {
+		for _, l := range systemtest.DefaultListings {
+			l.Buckets = b.buckets
+			cfg.Listings = append(cfg.Listings, l)
+		}
 	}
 	if testing.Short() {
 		cfg.Steps = 60

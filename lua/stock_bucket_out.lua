@@ -1,0 +1,34 @@
+-- stock_bucket_out.lua: take available units out of one bucket of a SKU,
+-- on their way to another bucket of it, once per transfer ID.
+--
+-- KEYS[1]  <p>:{bucket}:state  hash avail, ...
+-- KEYS[2]  <p>:{bucket}:xo     hash transfer ID -> destination bucket "\n"
+--                              units "\n" when (ms) "\n" the destination
+--                              state's gen: transfers out of this bucket
+--                              whose arrival is not cleared yet
+-- ARGV[1]  transfer ID
+-- ARGV[2]  units wanted (at least 1)
+-- ARGV[3]  the destination bucket's name
+-- ARGV[4]  now (ms)
+-- ARGV[5]  the destination state's gen as the refill read it
+-- Reply    {'ok', units taken, avail left} | {'dup', units, avail}
+--          (the transfer was taken before) | {'missing'} (no state)
+--
+-- At most the available units are taken; none when there are none (and
+-- nothing is recorded then). The departure record stays until the
+-- transfer's arrival is settled (stock_bucket_clear.lua): a reader counts
+-- its units as on their way while the destination has no 'in' marker for
+-- it, so it never misses them nor counts them twice.
+local s = redis.call('HMGET', KEYS[1], 'avail', 'hold_ms')
+local p = redis.call('HGET', KEYS[2], ARGV[1])
+if p then
+  return {'dup', tonumber(string.match(p, '\n(%d+)\n')), tonumber(s[1] or '0')}
+end
+if not s[1] or not s[2] then return {'missing'} end
+local avail = tonumber(s[1])
+local got = math.min(avail, tonumber(ARGV[2]))
+if got <= 0 then return {'ok', 0, avail} end
+redis.call('HINCRBY', KEYS[1], 'avail', -got)
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '\n' .. got .. '\n' .. ARGV[4] .. '\n' .. ARGV[5])
+return {'ok', got, avail - got}

@@ -1,0 +1,1460 @@
+package redisstock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/internal/keyslot"
+	"github.com/stockguard/stockguard/lua"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// The scripts that move units between the buckets of a SKU; see their
+// headers in package lua.
+var (
+	bucketLeaseScript = redis.NewScript(lua.Source("stock_bucket_lease.lua"))
+	bucketOutScript   = redis.NewScript(lua.Source("stock_bucket_out.lua"))
+	bucketInScript    = redis.NewScript(lua.Source("stock_bucket_in.lua"))
+	bucketClearScript = redis.NewScript(lua.Source("stock_bucket_clear.lua"))
+)
+
+func init() {
+	allScripts = append(allScripts, bucketLeaseScript, bucketOutScript, bucketInScript, bucketClearScript)
+}
+
+// bucketSep separates a SKU from the rest of the name of one of its
+// buckets: a space, which stock.ValidateID refuses inside a SKU, so a
+// bucket's name never collides with a SKU's and names its SKU.
+const bucketSep = ' '
+
+// Key suffixes of the bucket machinery (see doc.go).
+const (
+	leaseSuffix = ":bl"  // the SKU's transfer lease, on its first bucket
+	outSuffix   = ":xo"  // a bucket's departure records
+	inSuffix    = ":xi:" // a bucket's arrival markers, + transfer ID
+)
+
+// bucketLease is how long a transfer lease lives: far longer than the few
+// round trips a refill takes, short enough that a refill whose process
+// died holds nobody up for long.
+const bucketLease = 2 * time.Second
+
+// bucketCacheTTL is how long a Store trusts what it read of a SKU's bucket
+// count; a count never changes while the SKU lives (see putBuckets).
+const bucketCacheTTL = time.Second
+
+// skuOf returns the SKU a gate state's name belongs to: name itself, or
+// the SKU part of a bucket's name.
+func skuOf(name string) string {
+	if i := strings.IndexByte(name, bucketSep); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// bucketNames returns the names of the n buckets of sku. The first is the
+// SKU itself, so one bucket is the layout of an unbucketed SKU. Bucket i
+// of the others is the SKU, a space, i, a dot and the smallest k whose
+// hash slot lies in the i-th of the n equal slot ranges after the SKU's
+// own (counting round): on a Cluster whose masters own equal contiguous
+// ranges (as redis-cli --cluster create assigns them), n buckets on n
+// masters are one per master.
+func bucketNames(sku string, n int) []string {
+	names := make([]string, n)
+	names[0] = sku
+	if n == 1 {
+		return names
+	}
+	firsts := slotRanges(n)
+	rangeOf := func(slot int) int {
+		r, _ := slices.BinarySearch(firsts, slot+1)
+		return r - 1
+	}
+	own := rangeOf(keyslot.Slot(sku))
+	for i := 1; i < n; i++ {
+		r := (own + i) % n
+		prefix := sku + string(bucketSep) + strconv.Itoa(i) + "."
+		for k := 0; ; k++ {
+			name := prefix + strconv.Itoa(k)
+			if rangeOf(keyslot.Slot(name)) == r {
+				names[i] = name
+				break
+			}
+		}
+	}
+	return names
+}
+
+// slotRanges returns the first slot of each of the n ranges redis-cli
+// --cluster create gives n masters (its rounding, in its float
+// arithmetic): for 3, slots 0-5460, 5461-10922 and 10923-16383.
+func slotRanges(n int) []int {
+	firsts := make([]int, n)
+	per := float32(16384) / float32(n)
+	var cursor float32
+	first := 0
+	for i := range n {
+		firsts[i] = first
+		last := int(math.Round(float64(cursor + per - 1)))
+		if i == n-1 || last > 16383 {
+			last = 16383
+		}
+		first = max(last, first) + 1
+		cursor += per
+	}
+	return firsts
+}
+
+// buckets is what a Store knows of one SKU's buckets.
+type buckets struct {
+	names []string // names[0] is the SKU
+	read  time.Time
+}
+
+// home returns the bucket an order of user (or, without one, of the order
+// ID) goes to: always the same one for a user, so the user's count for the
+// SKU lives in one bucket and the per-user limit is checked in one script.
+func (b *buckets) home(user, id string) int {
+	if len(b.names) == 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	if user != "" {
+		h.Write([]byte(user))
+	} else {
+		h.Write([]byte(id))
+	}
+	return int(h.Sum32() % uint32(len(b.names)))
+}
+
+// index returns the bucket number of a state's name, or -1.
+func (b *buckets) index(name string) int { return slices.Index(b.names, name) }
+
+// bucketCache holds the bucket counts a Store read, by SKU.
+type bucketCache struct{ m sync.Map }
+
+// bucketsOf returns the buckets of each SKU: from the cache, or read from
+// the SKUs' first states (field bk) in one round trip for those it lacks.
+// A SKU with no state, or a Store without hash slots, has one bucket.
+func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error) {
+	out := make([]*buckets, len(skus))
+	if !s.bucketed {
+		for i, sku := range skus {
+			out[i] = &buckets{names: []string{sku}}
+		}
+		return out, nil
+	}
+	var miss []int
+	now := time.Now()
+	for i, sku := range skus {
+		if v, ok := s.bk.m.Load(sku); ok && now.Sub(v.(*buckets).read) < bucketCacheTTL {
+			out[i] = v.(*buckets)
+		} else {
+			miss = append(miss, i)
+		}
+	}
+	if len(miss) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.SliceCmd, len(miss))
+	kept := make([]*redis.StringCmd, len(miss))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for k, i := range miss {
+			cmds[k] = p.HMGet(ctx, s.stateKey(skus[i]), "bk", "hold_ms")
+			kept[k] = p.HGet(ctx, s.countsKey(), skus[i])
+		}
+	})
+	for k, i := range miss {
+		v, err := cmds[k].Result()
+		if err != nil {
+			return nil, s.readErr(ctx, "read bucket counts", err)
+		}
+		count, _ := v[0].(string)
+		if count == "" {
+			// No count in the first state (it is gone, or a rebuild
+			// stopped before writing it): the counts hash beside the
+			// registry says whether the SKU is split.
+			if count, err = kept[k].Result(); err != nil && err != redis.Nil {
+				return nil, s.readErr(ctx, "read bucket counts", err)
+			}
+		}
+		n := 1
+		if count != "" {
+			if n, err = strconv.Atoi(count); err != nil || n < 1 || n > stock.MaxBuckets {
+				return nil, badReply("bucket count", v)
+			}
+		}
+		b := &buckets{names: bucketNames(skus[i], n), read: now}
+		if v[1] != nil {
+			s.bk.m.Store(skus[i], b) // a SKU without state is read again next time
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// setCount writes the bucket count into bucket i's state (a pipeline of
+// one, so that a replication wait covers it).
+func (s *Store) setCount(ctx context.Context, op string, b *buckets, i int) error {
+	var cmd *redis.IntCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) { cmd = p.HSet(ctx, s.stateKey(b.names[i]), "bk", len(b.names)) })
+	return s.writeErr(ctx, op, cmd.Err())
+}
+
+// countsKey is the hash of the bucket counts of the SKUs split into
+// buckets: what rebuilds and reads go by once a SKU's first state is lost.
+func (s *Store) countsKey() string { return s.prefix + ":buckets" }
+
+// forget drops what the Store knows of the SKU's buckets.
+func (s *Store) forget(sku string) { s.bk.m.Delete(sku) }
+
+// route returns the order's items with each bucketed SKU replaced by the
+// bucket the order goes to, sorted, and the buckets of each routed line
+// (nil for a SKU of one bucket).
+func (s *Store) route(ctx context.Context, o stock.Order, items []stock.Item) ([]stock.Item, []*buckets, error) {
+	skus := make([]string, len(items))
+	for i, it := range items {
+		skus[i] = it.SKU
+	}
+	bs, err := s.bucketsOf(ctx, skus)
+	if err != nil {
+		return nil, nil, err
+	}
+	routed := slices.Clone(items)
+	for i := range routed {
+		routed[i].SKU = bs[i].names[bs[i].home(o.UserID, o.ID)]
+	}
+	routed = canon.Sorted(routed)
+	of := make([]*buckets, len(routed))
+	for i, it := range routed {
+		for j := range items {
+			if items[j].SKU == skuOf(it.SKU) && len(bs[j].names) > 1 {
+				of[i] = bs[j]
+			}
+		}
+	}
+	return routed, of, nil
+}
+
+// deductBuckets is Deduct on a Redis Cluster for an order some of whose
+// SKUs are split into buckets: each such line goes to its bucket (see
+// buckets.home). A line its bucket cannot take is sold out only once a
+// refill found no units left in the SKU's other buckets; until then the
+// refill moves units to the bucket and the order is tried again.
+func (s *Store) deductBuckets(ctx context.Context, o stock.Order, items []stock.Item) error {
+	if s.unsplit(items) {
+		return s.deductSlots(ctx, o, o.UserID+"\n"+canon.Signature(items), items)
+	}
+	refreshed := false
+	refills := 0
+	for {
+		if refills == maxRefills {
+			return fmt.Errorf("redisstock: deduct: order %q: %w: the units refills brought were taken by other orders %d times",
+				o.ID, stock.ErrContention, maxRefills)
+		}
+		routed, of, err := s.route(ctx, o, items)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(of, func(b *buckets) bool { return b != nil }) {
+			return s.deductSlots(ctx, o, o.UserID+"\n"+canon.Signature(items), items)
+		}
+		ro := o
+		ro.Items = routed
+		err = s.deductSlots(ctx, ro, o.UserID+"\n"+canon.Signature(routed), routed)
+		var name string
+		var se *stock.SKUError
+		var le *lostError
+		switch {
+		case errors.As(err, &se):
+			name = se.SKU
+		case errors.As(err, &le):
+			name = le.sku
+		default:
+			return err
+		}
+		line := slices.IndexFunc(routed, func(it stock.Item) bool { return it.SKU == name })
+		if line < 0 || of[line] == nil {
+			return publicErr(err)
+		}
+		b := of[line]
+		switch {
+		case errors.Is(err, stock.ErrSoldOut):
+			short, led, rerr := s.refillShared(ctx, b, b.index(name), routed[line].Qty)
+			if rerr != nil {
+				return rerr
+			}
+			if short {
+				return publicErr(err)
+			}
+			if led {
+				refills++
+			}
+		case errors.Is(err, stock.ErrUnknownSKU), errors.Is(err, stock.ErrUnavailable):
+			// The bucket has no state: the count changed since this Store
+			// read it, or the bucket's master lost its data while the
+			// SKU's first state lives. Read the count again, and give a
+			// lost bucket an empty state (its units are counted back by a
+			// reconciler).
+			if refreshed {
+				return publicErr(err)
+			}
+			refreshed = true
+			s.forget(skuOf(name))
+			if i := b.index(name); i > 0 {
+				if rerr := s.restoreBucket(ctx, b, i); rerr != nil {
+					return rerr
+				}
+			}
+		default:
+			return publicErr(err)
+		}
+	}
+}
+
+// maxRefills bounds the refills one Deduct runs itself: each moved units
+// to its bucket that other orders took before it could.
+const maxRefills = 32
+
+// flight is a refill of a SKU under way in this process. Once done is
+// closed, short and sold say whether it found the SKU sold out, and at
+// what instant.
+type flight struct {
+	done  chan struct{}
+	short bool
+	sold  soldAt
+}
+
+// soldAt is what a refill that found its line sold out knows of the
+// instant it proved that: the SKU's available units then (every bucket),
+// and a time before the instant (when the reading began).
+type soldAt struct {
+	total int64
+	from  time.Time
+}
+
+// refillShared is refill, shared by the Deducts of one process: while a
+// refill of the SKU runs here, another Deduct that needs one waits for it
+// to end. If that refill proved the SKU had fewer than this line's units
+// at an instant after this Deduct began waiting, the line is sold out
+// (short) then too; otherwise it reports neither short nor led, to try its
+// order again (the refill may have brought it units). So a sale's last
+// units do not send every buyer of a node to the lease, and once it is
+// sold out one refill answers them all.
+func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int64) (short, led bool, err error) {
+	f := &flight{done: make(chan struct{})}
+	joined := time.Now()
+	if v, busy := s.flights.LoadOrStore(b.names[0], f); busy {
+		other := v.(*flight)
+		t := time.NewTimer(bucketLease)
+		defer t.Stop()
+		select {
+		case <-other.done:
+			return other.short && joined.Before(other.sold.from) && want > other.sold.total, false, nil
+		case <-ctx.Done():
+			return false, false, fmt.Errorf("redisstock: deduct: waiting for a refill: %w", ctx.Err())
+		case <-t.C:
+			// That refill is stuck (a call that stalled): refill alone,
+			// under the lease as any other process would.
+			short, err = s.refill(ctx, b, home, want, nil)
+			return short, true, err
+		}
+	}
+	defer func() {
+		s.flights.Delete(b.names[0])
+		close(f.done)
+	}()
+	short, err = s.refill(ctx, b, home, want, &f.sold)
+	f.short = short && err == nil
+	return short, true, err
+}
+
+// unsplit reports, without a read, whether the Store knows every SKU of
+// items to have one bucket (the common case, at no cost on the hot path).
+func (s *Store) unsplit(items []stock.Item) bool {
+	now := time.Now()
+	for _, it := range items {
+		v, ok := s.bk.m.Load(it.SKU)
+		if !ok {
+			return false
+		}
+		b := v.(*buckets)
+		if len(b.names) != 1 || now.Sub(b.read) >= bucketCacheTTL {
+			return false
+		}
+	}
+	return true
+}
+
+// publicErr names the SKU instead of its bucket in a *stock.SKUError err
+// carries.
+func publicErr(err error) error {
+	var se *stock.SKUError
+	if errors.As(err, &se) {
+		se.SKU = skuOf(se.SKU)
+	}
+	return err
+}
+
+// publicItems names each line's SKU instead of its bucket, in place.
+func publicItems(items []stock.Item) []stock.Item {
+	for i := range items {
+		items[i].SKU = skuOf(items[i].SKU)
+	}
+	return items
+}
+
+// bucketState is one bucket as a refill reads it.
+type bucketState struct {
+	exists bool
+	avail  int64
+	ver    int64
+	gen    string
+	out    map[string]string // departure records: transfer ID -> record
+}
+
+// refill moves available units from the SKU's other buckets to bucket
+// home until home has want, under the SKU's transfer lease (one refill
+// of a SKU at a time; others wait for it). It first settles the transfers
+// a refill that stopped halfway left behind. It reports short when home
+// still has fewer than want after every other bucket gave all it had:
+// at that moment the SKU has fewer than want units available in all its
+// buckets together (a refill that stopped halfway left none on their way:
+// this one settled them first).
+func (s *Store) refill(ctx context.Context, b *buckets, home int, want int64, sold *soldAt) (short bool, err error) {
+	if home < 0 {
+		return false, fmt.Errorf("redisstock: refill: %w", stock.ErrUnavailable)
+	}
+	token, drop, err := s.holdLease(ctx, b)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if derr := drop(); derr != nil && err == nil {
+			err = derr
+		}
+	}()
+	for round := 0; ; round++ {
+		if round > 2*refillRounds {
+			return false, nil // departure records keep coming: try the order
+		}
+		from := time.Now()
+		st, err := s.readBuckets(ctx, b)
+		if err != nil {
+			return false, err
+		}
+		if !st[home].exists {
+			return false, &lostError{sku: b.names[home]}
+		}
+		if settled, err := s.settle(ctx, b, st, token); err != nil || settled {
+			if err != nil {
+				return false, err
+			}
+			continue // read again
+		}
+		need := want - st[home].avail
+		if need <= 0 {
+			return false, nil
+		}
+		takes := plan(st, home, need)
+		if len(takes) == 0 {
+			// No other bucket has a unit. Sold out, if no bucket moved
+			// between its read and a second read of every version: then
+			// each held what was read over spans that overlap, so at
+			// one instant all of them together had fewer than want.
+			vers, err := s.versions(ctx, b)
+			if err != nil {
+				return false, err
+			}
+			if slices.EqualFunc(st, vers, func(x bucketState, v int64) bool { return x.ver == v }) {
+				if sold != nil {
+					sold.from, sold.total = from, 0
+					for _, x := range st {
+						sold.total += max(0, x.avail)
+					}
+				}
+				return true, nil
+			}
+			if round == refillRounds {
+				return false, nil
+			}
+			continue
+		}
+		if round == refillRounds {
+			// The other buckets keep draining under this refill (or
+			// filling: units returned): the caller tries its order.
+			return false, nil
+		}
+		got, err := s.transfer(ctx, b, home, st[home].gen, takes, token, round)
+		if err != nil || got >= need {
+			return false, err
+		}
+		// Short still: read every bucket again (orders drained a giver
+		// between the read and the move, or the plan did not pick it).
+	}
+}
+
+// refillRounds bounds the moves of one refill.
+const refillRounds = 8
+
+// holdLease takes the SKU's transfer lease under a new token, and returns
+// the token and the call that drops it: that bumps the epoch and frees
+// the lease even after ctx ended (the lease would expire anyway, the
+// epoch must move).
+func (s *Store) holdLease(ctx context.Context, b *buckets) (string, func() error, error) {
+	token, err := randomToken()
+	if err != nil {
+		return "", nil, fmt.Errorf("redisstock: refill: %w", err)
+	}
+	if err := s.takeLease(ctx, b, token); err != nil {
+		return "", nil, err
+	}
+	return token, func() error {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		return s.lease(dctx, b, "drop", token)
+	}, nil
+}
+
+// takeLease takes the SKU's transfer lease, waiting while another refill
+// holds it.
+func (s *Store) takeLease(ctx context.Context, b *buckets, token string) error {
+	wait, until := time.Millisecond, time.Now().Add(bucketLease)
+	for {
+		res, err := bucketLeaseScript.Run(ctx, s.c, []string{s.stateKey(b.names[0]), s.skuKey(b.names[0], leaseSuffix, "")},
+			"take", token, bucketLease.Milliseconds()).Slice()
+		if err != nil {
+			return s.writeErr(ctx, "refill", err)
+		}
+		switch code, _ := replyCode(res); code {
+		case "ok":
+			return nil
+		case "missing":
+			return fmt.Errorf("redisstock: refill: SKU %q: %w: its first state is gone", b.names[0], stock.ErrUnavailable)
+		case "busy":
+			if time.Now().After(until) {
+				// The holder outlived its lease without freeing it (a
+				// stopped process, or a clock that does not move).
+				return fmt.Errorf("redisstock: refill: SKU %q: %w: another refill holds its lease", b.names[0], stock.ErrContention)
+			}
+		default:
+			return badReply("refill", res)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("redisstock: refill: waiting for another refill: %w", ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 20*time.Millisecond)
+	}
+}
+
+// lease runs a 'tick' or 'drop' step of the transfer lease.
+func (s *Store) lease(ctx context.Context, b *buckets, mode, token string) error {
+	err := bucketLeaseScript.Run(ctx, s.c, []string{s.stateKey(b.names[0]), s.skuKey(b.names[0], leaseSuffix, "")},
+		mode, token, bucketLease.Milliseconds()).Err()
+	return s.writeErr(ctx, "refill", err)
+}
+
+// readBuckets reads every bucket's available units and departure records,
+// in one round trip.
+func (s *Store) readBuckets(ctx context.Context, b *buckets) ([]bucketState, error) {
+	avails := make([]*redis.SliceCmd, len(b.names))
+	outs := make([]*redis.MapStringStringCmd, len(b.names))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, name := range b.names {
+			avails[i] = p.HMGet(ctx, s.stateKey(name), "avail", "hold_ms", "ver", "gen")
+			outs[i] = p.HGetAll(ctx, s.skuKey(name, outSuffix, ""))
+		}
+	})
+	st := make([]bucketState, len(b.names))
+	for i := range b.names {
+		v, err := avails[i].Result()
+		if err != nil {
+			return nil, s.readErr(ctx, "refill", err)
+		}
+		if st[i].out, err = outs[i].Result(); err != nil {
+			return nil, s.readErr(ctx, "refill", err)
+		}
+		if str, _ := v[0].(string); str != "" && v[1] != nil {
+			st[i].exists = true
+			if st[i].avail, err = strconv.ParseInt(str, 10, 64); err != nil {
+				return nil, badReply("refill", v)
+			}
+		}
+		if str, _ := v[2].(string); str != "" {
+			if st[i].ver, err = strconv.ParseInt(str, 10, 64); err != nil {
+				return nil, badReply("refill", v)
+			}
+		}
+		st[i].gen, _ = v[3].(string)
+	}
+	return st, nil
+}
+
+// settle completes the transfers whose departure records st holds (a
+// refill that stopped halfway, or this one's own in a round before): the
+// units arrive (once: the arrival marker) or, with the destination's
+// state gone, go back; then the records are cleared. It reports whether
+// there were any.
+func (s *Store) settle(ctx context.Context, b *buckets, st []bucketState, token string) (bool, error) {
+	return s.settleAs(ctx, b, st, token, "in")
+}
+
+// settleAs is settle, or with mode "void" (PutOnSale) the same steps
+// that drop every transfer on its way instead: it never arrives, and its
+// units do not go back (the counts are overwritten).
+func (s *Store) settleAs(ctx context.Context, b *buckets, st []bucketState, token, mode string) (bool, error) {
+	to := map[string][]arrival{}
+	found := false
+	for i := range st {
+		for id, rec := range st[i].out {
+			d, err := parseDeparture(rec)
+			if err != nil {
+				return false, err
+			}
+			to[d.dest] = append(to[d.dest], arrival{id: id, units: d.units, gen: d.gen})
+			found = true
+		}
+	}
+	if !found {
+		return false, nil
+	}
+	words := map[string]string{}
+	for dest, as := range to {
+		got, _, err := s.arrive(ctx, dest, mode, as)
+		if err != nil {
+			return false, err
+		}
+		for j, a := range as {
+			words[a.id] = got[j]
+		}
+	}
+	if token != "" {
+		if err := s.lease(ctx, b, "tick", token); err != nil {
+			return false, err
+		}
+	}
+	cmds := make([]*redis.Cmd, 0, len(st))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds = cmds[:0]
+		for i := range st {
+			if len(st[i].out) == 0 {
+				continue
+			}
+			args := make([]any, 0, 2*len(st[i].out))
+			for id := range st[i].out {
+				args = append(args, id, clearWord(mode, words[id]))
+			}
+			cmds = append(cmds, bucketClearScript.Run(ctx, p, []string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, args...))
+		}
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return false, s.writeErr(ctx, "refill", err)
+		}
+	}
+	return true, nil
+}
+
+// plan chooses what each other bucket gives to home, which lacks need
+// units: what it has above an even share of the SKU's available units,
+// and, should that not cover need, more from the fullest first. It is
+// empty when the other buckets have nothing.
+func plan(st []bucketState, home int, need int64) map[int]int64 {
+	var total int64
+	for i := range st {
+		total += max(0, st[i].avail)
+	}
+	fair := total / int64(len(st))
+	takes := map[int]int64{}
+	var sum int64
+	for i := range st {
+		if i != home && st[i].avail > fair {
+			takes[i] = st[i].avail - fair
+			sum += takes[i]
+		}
+	}
+	order := make([]int, 0, len(st))
+	for i := range st {
+		if i != home {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(st[b].avail - takes[b] - (st[a].avail - takes[a])) })
+	for _, i := range order {
+		if sum >= need {
+			break
+		}
+		if more := min(st[i].avail-takes[i], need-sum); more > 0 {
+			takes[i] += more
+			sum += more
+		}
+	}
+	return takes
+}
+
+// transfer takes the planned units out of the other buckets (one round
+// trip), adds what they gave to home (one script), bumps the epoch, then
+// clears the departure records, under the lease token. Each transfer's ID
+// is the token, the refill's round and the giver's number: new for every
+// move (a marker of an earlier one would swallow its units). It returns
+// the units that arrived.
+func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen string, takes map[int]int64, token string, round int) (got int64, err error) {
+	move := token + "." + strconv.Itoa(round)
+	now := strconv.FormatInt(s.nowMs(), 10)
+	type taken struct {
+		from int
+		id   string
+		cmd  *redis.Cmd
+	}
+	outs := make([]taken, 0, len(takes))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		outs = outs[:0]
+		for i, n := range takes {
+			id := move + "." + strconv.Itoa(i)
+			outs = append(outs, taken{i, id, bucketOutScript.Run(ctx, p,
+				[]string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, id, n, b.names[home], now, homeGen)})
+		}
+	})
+	var as []arrival
+	var moved []taken
+	for _, t := range outs {
+		res, err := t.cmd.Slice()
+		if err != nil {
+			return 0, s.writeErr(ctx, "refill", err)
+		}
+		code, n := replyCode(res)
+		if code == "missing" {
+			continue
+		}
+		if (code != "ok" && code != "dup") || len(res) != 3 {
+			return 0, badReply("refill", res)
+		}
+		if n > 0 {
+			as = append(as, arrival{id: t.id, units: n, gen: homeGen})
+			moved = append(moved, t)
+			got += n
+		}
+	}
+	if len(moved) == 0 {
+		return 0, nil
+	}
+	words, _, err := s.arrive(ctx, b.names[home], "in", as)
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range words {
+		if w != "in" {
+			got = 0 // the home bucket lost its state meanwhile
+		}
+	}
+	if err := s.lease(ctx, b, "tick", token); err != nil {
+		return 0, err
+	}
+	cmds := make([]*redis.Cmd, len(moved))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for j, t := range moved {
+			cmds[j] = bucketClearScript.Run(ctx, p, []string{s.stateKey(b.names[t.from]), s.skuKey(b.names[t.from], outSuffix, "")}, t.id, clearWord("in", words[j]))
+		}
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return 0, s.writeErr(ctx, "refill", err)
+		}
+	}
+	return got, nil
+}
+
+// departure is one departure record: where its units go, how many, and
+// the gen of the state they were meant for.
+type departure struct {
+	dest  string
+	units int64
+	gen   string
+}
+
+func parseDeparture(rec string) (departure, error) {
+	parts := strings.Split(rec, "\n")
+	if len(parts) != 4 {
+		return departure{}, badReply("departure record", rec)
+	}
+	n, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return departure{}, badReply("departure record", rec)
+	}
+	return departure{dest: parts[0], units: n, gen: parts[3]}, nil
+}
+
+// arrival is one transfer arriving at a bucket.
+type arrival struct {
+	id    string
+	units int64
+	gen   string
+}
+
+// arrive runs stock_bucket_in.lua at dest for as in mode ("in" or
+// "void"), and returns each transfer's marker and dest's avail (-1: no
+// state).
+func (s *Store) arrive(ctx context.Context, dest, mode string, as []arrival) ([]string, int64, error) {
+	keys := []string{s.stateKey(dest)}
+	args := []any{mode, s.keep.Milliseconds()}
+	for _, a := range as {
+		keys = append(keys, s.skuKey(dest, inSuffix, a.id))
+		args = append(args, a.units, a.gen)
+	}
+	res, err := bucketInScript.Run(ctx, s.c, keys, args...).Slice()
+	if err != nil {
+		return nil, 0, s.writeErr(ctx, "refill", err)
+	}
+	if len(res) != len(as)+1 {
+		return nil, 0, badReply("refill", res)
+	}
+	words := make([]string, len(as))
+	for j := range as {
+		words[j], _ = res[j+1].(string)
+	}
+	avail, _ := res[0].(int64)
+	return words, avail, nil
+}
+
+// clearWord is what stock_bucket_clear.lua does with a transfer whose
+// marker is word: in mode "in", units that will never arrive ('void')
+// go back to the bucket they left; anything else drops the record.
+func clearWord(mode, word string) string {
+	if mode == "in" && word == "void" {
+		return "back"
+	}
+	return "drop"
+}
+
+// restoreBucket gives bucket i of a SKU whose first state lives an empty
+// state (no units, the first state's settings, the holds it still has
+// counted as held) if it has none: a bucket whose master lost its data.
+// It adds no units; a reconciler counts the lost ones back into the first
+// bucket.
+func (s *Store) restoreBucket(ctx context.Context, b *buckets, i int) error {
+	v, err := s.c.HMGet(ctx, s.stateKey(b.names[0]), stateFields...).Result()
+	if err != nil {
+		return s.readErr(ctx, "restore bucket", err)
+	}
+	first, err := parseState(b.names[0], v)
+	if err != nil || !first.Exists {
+		return err // the whole SKU is lost: a rebuild restores it
+	}
+	if n, _ := s.c.HGet(ctx, s.stateKey(b.names[0]), "bk").Int(); n != len(b.names) {
+		return nil // the SKU was rebuilt with another count: route again
+	}
+	l := stock.Listing{SKU: b.names[i], PerUserLimit: first.PerUserLimit, HoldTTL: first.HoldTTL, MaxHoldTTL: first.MaxHoldTTL}
+	if o, err := s.rebuild(ctx, []Rebuild{{Listing: l}}); err != nil || o[0] != Applied {
+		return err
+	}
+	return s.setCount(ctx, "restore bucket", b, i)
+}
+
+// putBuckets is PutOnSale on a Redis Cluster. It reports false, having
+// done nothing, for a listing of one bucket that the SKU already has (or
+// a SKU new to the gate): the caller puts it as any SKU. Otherwise it
+// puts the SKU's units, split evenly, on each of its buckets (the others
+// first, the SKU's own state last), under the SKU's transfer lease once
+// the SKU has a state, after dropping every transfer a refill left on its
+// way.
+//
+// The count is set when the SKU's state is created (by its first
+// listing): a count other than the SKU's (read from its states, the
+// counts hash, or the surviving buckets when both are gone) is
+// stock.ErrInvalid with nothing written.
+func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
+	if !s.bucketed {
+		return false, nil
+	}
+	s.forget(l.SKU)
+	bs, err := s.bucketsOf(ctx, []string{l.SKU})
+	if err != nil {
+		return false, err
+	}
+	exists, err := s.c.HExists(ctx, s.stateKey(l.SKU), "hold_ms").Result()
+	if err != nil {
+		return false, s.readErr(ctx, "put on sale", err)
+	}
+	if !exists && len(bs[0].names) == 1 {
+		// The first state and the counts hash are gone: other buckets
+		// may still live.
+		if err := s.probeBuckets(ctx, []string{l.SKU}, bs); err != nil {
+			return false, err
+		}
+	}
+	have := len(bs[0].names)
+	n := l.Buckets
+	if n == 0 {
+		n = have
+	}
+	if n == 1 && have == 1 {
+		return false, nil
+	}
+	if n != have && (exists || have > 1) {
+		// Every process routes by the count it read less than a second
+		// ago: a count that changed under it would send a user's orders
+		// to two buckets.
+		return false, &stock.InvalidError{Field: "listing.Buckets", Reason: "SKU " + strconv.Quote(l.SKU) + " is in " +
+			strconv.Itoa(have) + " bucket(s); a SKU's bucket count is set when it is first put on sale (sell it under a new SKU)"}
+	}
+	gens, err := newGens(ctx, "put on sale", n)
+	if err != nil {
+		return false, err
+	}
+	b := &buckets{names: bucketNames(l.SKU, n)}
+	token := ""
+	if exists {
+		var drop func() error
+		if token, drop, err = s.holdLease(ctx, b); err != nil {
+			return false, err
+		}
+		defer func() { _ = drop() }()
+	}
+	// Drop every transfer on its way (a refill that stopped, even one
+	// whose first state is gone since): the counts are overwritten, and
+	// a late arrival must add nothing on top.
+	for range refillRounds {
+		st, err := s.readBuckets(ctx, b)
+		if err != nil {
+			return false, err
+		}
+		dropped, err := s.settleAs(ctx, b, st, token, "void")
+		if err != nil {
+			return false, err
+		}
+		if !dropped {
+			break
+		}
+	}
+	share := func(i int) int64 {
+		u := l.Units / int64(n)
+		if int64(i) < l.Units%int64(n) {
+			u++
+		}
+		return u
+	}
+	put := func(from, to int) error {
+		cmds := make([]redis.Cmder, 0, 3*(to-from))
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			cmds = cmds[:0]
+			for i := from; i < to; i++ {
+				name := b.names[i]
+				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), name), p.HSet(ctx, s.countsKey(), l.SKU, n),
+					putScript.Run(ctx, p, []string{s.stateKey(name), s.claimKey(name)},
+						share(i), l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i], l.EffectiveMaxHoldTTL().Milliseconds()),
+					p.HSet(ctx, s.stateKey(name), "bk", n))
+			}
+		})
+		if err := firstErr(cmds...); err != nil {
+			return s.writeErr(ctx, "put on sale", err)
+		}
+		return nil
+	}
+	if err := put(1, n); err != nil {
+		return true, err
+	}
+	if err := put(0, 1); err != nil {
+		return true, err
+	}
+	s.listed.Store(true)
+	b.read = time.Now()
+	s.bk.m.Store(l.SKU, b)
+	return true, nil
+}
+
+// levelReads bounds how often bucketLevels reads a SKU's buckets while
+// orders keep changing them.
+const levelReads = 8
+
+// putSplit puts the listings of SKUs that are or are to be split into
+// buckets (putBuckets) and returns the others.
+func (s *Store) putSplit(ctx context.Context, ls []stock.Listing) ([]stock.Listing, error) {
+	skus := make([]string, len(ls))
+	for i, l := range ls {
+		skus[i] = l.SKU
+	}
+	bs, err := s.bucketsOf(ctx, skus)
+	if err != nil {
+		return nil, err
+	}
+	var rest []stock.Listing
+	for i, l := range ls {
+		if l.Buckets <= 1 && len(bs[i].names) == 1 {
+			rest = append(rest, l)
+			continue
+		}
+		if done, err := s.putBuckets(ctx, l); err != nil {
+			return nil, err
+		} else if !done {
+			rest = append(rest, l)
+		}
+	}
+	return rest, nil
+}
+
+// bucketLevels reads the units of every bucket of b and sums them:
+// available units include those on their way between buckets (onTheWay).
+// The settings are the first bucket's, as are Exists and the Fence;
+// Version sums the buckets'. The buckets live on several masters, so no
+// one command reads them at one instant: it reads them (one round trip,
+// and one more for units on their way), then reads every bucket's
+// version again (one more); when none moved, each bucket held what was
+// read from its first read to its second, and those spans overlap, so
+// the sum is the SKU's at one instant within the call. When orders keep
+// moving them it reads again, up to levelReads times, then answers the
+// last sum, whose buckets were read a round trip apart.
+func (s *Store) bucketLevels(ctx context.Context, b *buckets) (SKUState, error) {
+	var sum SKUState
+	for range levelReads {
+		var vers []int64
+		var err error
+		if sum, vers, err = s.sumBuckets(ctx, b); err != nil {
+			return SKUState{}, err
+		}
+		again, err := s.versions(ctx, b)
+		if err != nil {
+			return SKUState{}, err
+		}
+		if slices.Equal(vers, again) {
+			break
+		}
+	}
+	return sum, nil
+}
+
+// versions reads every bucket's version (field ver; 0 for a bucket with
+// no state), in one round trip.
+func (s *Store) versions(ctx context.Context, b *buckets) ([]int64, error) {
+	cmds := make([]*redis.StringCmd, len(b.names))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, name := range b.names {
+			cmds[i] = p.HGet(ctx, s.stateKey(name), "ver")
+		}
+	})
+	out := make([]int64, len(b.names))
+	for i, c := range cmds {
+		n, err := c.Int64()
+		if err != nil && err != redis.Nil {
+			return nil, s.readErr(ctx, "levels", err)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// sumBuckets is one reading of bucketLevels, with the versions read.
+func (s *Store) sumBuckets(ctx context.Context, b *buckets) (SKUState, []int64, error) {
+	vers := make([]int64, len(b.names))
+	cmds := make([]*redis.SliceCmd, len(b.names))
+	outs := make([]*redis.MapStringStringCmd, len(b.names))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, name := range b.names {
+			cmds[i] = p.HMGet(ctx, s.stateKey(name), stateFields...)
+			outs[i] = p.HGetAll(ctx, s.skuKey(name, outSuffix, ""))
+		}
+	})
+	var sum SKUState
+	for i, name := range b.names {
+		v, err := cmds[i].Result()
+		if err != nil {
+			return SKUState{}, nil, s.readErr(ctx, "levels", err)
+		}
+		st, err := parseState(name, v)
+		if err != nil {
+			return SKUState{}, nil, err
+		}
+		vers[i] = st.Version
+		if i == 0 {
+			sum = st
+			sum.SKU = b.names[0]
+			continue
+		}
+		sum.Available += st.Available
+		sum.Held += st.Held
+		sum.Sold += st.Sold
+		sum.Version += st.Version
+	}
+	away, err := s.onTheWay(ctx, outs)
+	sum.Available += away
+	return sum, vers, err
+}
+
+// onTheWay sums the units of the departure records outs read that have
+// not arrived (their destination has no 'in' marker for them): units a
+// refill took out of a bucket and has not added to another yet, or that
+// go back to the bucket they left. Those that arrived are counted where
+// they are, so every unit counts once, whatever step a refill stopped at.
+func (s *Store) onTheWay(ctx context.Context, outs []*redis.MapStringStringCmd) (int64, error) {
+	type dep struct {
+		departure
+		marker *redis.StringCmd
+		now    *redis.StringCmd // the destination state's gen
+	}
+	var deps []dep
+	var err error
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		deps = deps[:0]
+		for _, c := range outs {
+			recs, rerr := c.Result()
+			if rerr != nil {
+				err = rerr
+				return
+			}
+			for id, rec := range recs {
+				d, perr := parseDeparture(rec)
+				if perr != nil {
+					err = perr
+					return
+				}
+				deps = append(deps, dep{d, p.Get(ctx, s.skuKey(d.dest, inSuffix, id)), p.HGet(ctx, s.stateKey(d.dest), "gen")})
+			}
+		}
+	})
+	if err != nil {
+		return 0, s.readErr(ctx, "levels", err)
+	}
+	var away int64
+	for _, d := range deps {
+		m, err := d.marker.Result()
+		if err != nil && err != redis.Nil {
+			return 0, s.readErr(ctx, "levels", err)
+		}
+		gen, err := d.now.Result()
+		if err != nil && err != redis.Nil {
+			return 0, s.readErr(ctx, "levels", err)
+		}
+		// Not yet arrived, and either going back ('void', or no state
+		// to arrive at) or still to arrive at the state it was meant
+		// for; one meant for a state lost since will be dropped.
+		if m == "void" || (m == "" && (gen == "" || gen == d.gen)) {
+			away += d.units
+		}
+	}
+	return away, nil
+}
+
+// splitSKU returns the buckets of sku when it has more than one (nil
+// otherwise).
+func (s *Store) splitSKU(ctx context.Context, sku string) (*buckets, error) {
+	if !s.bucketed {
+		return nil, nil
+	}
+	bs, err := s.bucketsOf(ctx, []string{sku})
+	if err != nil {
+		return nil, err
+	}
+	if len(bs[0].names) == 1 {
+		return nil, nil
+	}
+	return bs[0], nil
+}
+
+// toBuckets names, in the return's items, the bucket the order holds each
+// SKU in (the order's lines, by slot group) instead of the SKU.
+func (rt *giveBack) toBuckets(groups [][]stock.Item) {
+	moved := false
+	for i, it := range rt.items {
+		for _, g := range groups {
+			for _, l := range g {
+				if l.SKU != it.SKU && skuOf(l.SKU) == it.SKU {
+					rt.items[i].SKU, moved = l.SKU, true
+				}
+			}
+		}
+	}
+	if moved {
+		rt.items = canon.Sorted(rt.items)
+		rt.sig = canon.Signature(rt.items)
+	}
+}
+
+// bucketSettingsScript gives a bucket the settings of a Relist; see its
+// header in package lua.
+var bucketSettingsScript = redis.NewScript(lua.Source("stock_bucket_settings.lua"))
+
+func init() { allScripts = append(allScripts, bucketSettingsScript) }
+
+// splitAll returns the buckets of each SKU that has more than one (nil
+// entries for the others), or nil when none has.
+func (s *Store) splitAll(ctx context.Context, skus []string) ([]*buckets, error) {
+	if !s.bucketed || len(skus) == 0 {
+		return nil, nil
+	}
+	bs, err := s.bucketsOf(ctx, skus)
+	if err != nil {
+		return nil, err
+	}
+	some := false
+	for i, b := range bs {
+		if len(b.names) == 1 {
+			bs[i] = nil
+		} else {
+			some = true
+		}
+	}
+	if !some {
+		return nil, nil
+	}
+	return bs, nil
+}
+
+// inspectBuckets replaces, in out, the state of each SKU split into
+// buckets with the sum over its buckets (bucketLevels).
+func (s *Store) inspectBuckets(ctx context.Context, skus []string, out []SKUState) error {
+	bs, err := s.splitAll(ctx, skus)
+	if err != nil {
+		return err
+	}
+	for i, b := range bs {
+		if b == nil {
+			continue
+		}
+		st, err := s.bucketLevels(ctx, b)
+		if err != nil {
+			return err
+		}
+		out[i] = st
+	}
+	return nil
+}
+
+// snapshotBuckets merges, in out, the snapshot of each SKU split into
+// buckets with its other buckets' (each bucket read atomically, one after
+// another): the units summed as in bucketLevels (the first bucket's
+// Fence, settings and Exists), the holds of all (in deadline order), each
+// requested order's line from the bucket that has a record of it, the
+// restock markers of the first bucket (restocks go there). A correction
+// computed from it is fenced by the first bucket's Fence, which every
+// step of a transfer between buckets moves (see refill), so a sum read
+// while units were on their way is never applied.
+func (s *Store) snapshotBuckets(ctx context.Context, reqs []SnapshotRequest, out []Snapshot) error {
+	skus := make([]string, len(reqs))
+	for i, r := range reqs {
+		skus[i] = r.SKU
+	}
+	bs, err := s.splitAll(ctx, skus)
+	if err != nil {
+		return err
+	}
+	for i, b := range bs {
+		if b == nil {
+			continue
+		}
+		sub := make([]SnapshotRequest, len(b.names)-1)
+		for j := range sub {
+			sub[j] = SnapshotRequest{SKU: b.names[j+1], Orders: reqs[i].Orders}
+		}
+		got, err := s.snapshotBatch(ctx, sub)
+		if err != nil {
+			return err
+		}
+		outs := make([]*redis.MapStringStringCmd, len(b.names))
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			for j, name := range b.names {
+				outs[j] = p.HGetAll(ctx, s.skuKey(name, outSuffix, ""))
+			}
+		})
+		away, err := s.onTheWay(ctx, outs)
+		if err != nil {
+			return err
+		}
+		sn := &out[i]
+		sn.Available += away
+		for _, g := range got {
+			sn.Available += g.Available
+			sn.Held += g.Held
+			sn.Sold += g.Sold
+			sn.Version += g.Version
+			sn.Holds = append(sn.Holds, g.Holds...)
+			sn.Lost = append(sn.Lost, g.Lost...)
+			for k, st := range g.Lines {
+				if sn.Lines[k] == stock.StateUnknown {
+					sn.Lines[k] = st
+				}
+			}
+		}
+		for k := range sn.Holds {
+			sn.Holds[k].SKU = reqs[i].SKU
+		}
+		slices.SortStableFunc(sn.Holds, func(a, b Hold) int { return a.Deadline.Compare(b.Deadline) })
+	}
+	return nil
+}
+
+// gatherFirst makes the first bucket of b hold at least want available
+// units before a correction takes them away, moving them from the other
+// buckets (refill). It reports whether the correction may run now: false
+// when units moved (the Fence moved with them: read again) or when all the
+// buckets together have fewer than want (out of range).
+func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready, short bool, err error) {
+	avail, err := s.c.HGet(ctx, s.stateKey(b.names[0]), "avail").Int64()
+	if err == redis.Nil {
+		return true, false, nil // no state: the correction's script says so
+	}
+	if err != nil {
+		return false, false, s.readErr(ctx, "gather", err)
+	}
+	if avail >= want {
+		return true, false, nil
+	}
+	short, err = s.refill(ctx, b, 0, want, nil)
+	return false, short, err
+}
+
+// settleBuckets gives the other buckets of b the settings a Relist gave
+// the first.
+func (s *Store) settleBuckets(ctx context.Context, b *buckets, rl Relist) error {
+	l := stock.Listing{HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
+	cmds := make([]*redis.Cmd, len(b.names)-1)
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for j, name := range b.names[1:] {
+			cmds[j] = bucketSettingsScript.Run(ctx, p, []string{s.stateKey(name)}, rl.PerUserLimit,
+				l.EffectiveHoldTTL().Milliseconds(), l.EffectiveMaxHoldTTL().Milliseconds())
+		}
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return s.writeErr(ctx, "relist", err)
+		}
+	}
+	return nil
+}
+
+// relistBucketed is Relist of one SKU split into buckets: after checking
+// for holds in every bucket and gathering what a negative correction
+// takes, the settings on the other buckets, then the correction and
+// settings on its first bucket (fenced, as for any SKU).
+func (s *Store) relistBucketed(ctx context.Context, b *buckets, rl Relist) (Outcome, error) {
+	if !rl.Force {
+		st, err := s.bucketLevels(ctx, b)
+		if err != nil {
+			return 0, err
+		}
+		if st.Held > 0 {
+			return HasHolds, nil
+		}
+	}
+	if rl.Delta < 0 {
+		ready, short, err := s.gatherFirst(ctx, b, -rl.Delta)
+		switch {
+		case err != nil:
+			return 0, err
+		case short:
+			return OutOfRange, nil
+		case !ready:
+			return Moved, nil
+		}
+	}
+	// The other buckets' settings first (idempotent), the fenced write
+	// on the first last: a call that stops between them leaves the first
+	// bucket, which Inspect reports, on the old settings, so a reader
+	// sees the Relist did not land and runs it again.
+	if err := s.settleBuckets(ctx, b, rl); err != nil {
+		return 0, err
+	}
+	out, err := s.relistStates(ctx, []Relist{rl})
+	if err != nil {
+		return 0, err
+	}
+	return out[0], nil
+}
+
+// probeBuckets finds, for each SKU whose count no state or counts hash
+// names any more (bs[i] of one bucket), whether buckets of some count
+// still have states: a SKU whose first state was lost with the counts hash
+// while other buckets survived on other masters. It reads every possible
+// bucket name (of every count up to stock.MaxBuckets) in one round trip,
+// and sets bs[i] to the buckets of the count a survivor's state names.
+func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) error {
+	type probe struct {
+		sku int
+		cmd *redis.StringCmd
+	}
+	var probes []probe
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		probes = probes[:0]
+		for i, sku := range skus {
+			if len(bs[i].names) > 1 {
+				continue
+			}
+			for n := 2; n <= stock.MaxBuckets; n++ {
+				for _, name := range bucketNames(sku, n)[1:] {
+					probes = append(probes, probe{i, p.HGet(ctx, s.stateKey(name), "bk")})
+				}
+			}
+		}
+	})
+	for _, pr := range probes {
+		n, err := pr.cmd.Int()
+		if err == redis.Nil {
+			continue
+		}
+		if err != nil {
+			return s.readErr(ctx, "rebuild", err)
+		}
+		if n > 1 && n <= stock.MaxBuckets {
+			bs[pr.sku] = &buckets{names: bucketNames(skus[pr.sku], n)}
+		}
+	}
+	return nil
+}
+
+// rebuildBucketed is Rebuild of one SKU split into buckets whose first
+// state is missing. The first state gets the listing's units only when no
+// other bucket of the SKU has a state; otherwise it gets none (the
+// surviving buckets keep selling what they have, and a reconciler adds
+// what is missing to the first once it can read the whole SKU). Every
+// other bucket without a state gets an empty one.
+func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Outcome, error) {
+	st, err := s.readBuckets(ctx, b)
+	if err != nil {
+		return 0, err
+	}
+	survived := slices.ContainsFunc(st[1:], func(x bucketState) bool { return x.exists })
+	first := r
+	if survived {
+		first.Listing.Units = 0
+	}
+	out, err := s.rebuild(ctx, []Rebuild{first})
+	if err != nil {
+		return 0, err
+	}
+	if out[0] != Applied && out[0] != Exists {
+		return out[0], nil
+	}
+	if err := s.setCount(ctx, "rebuild", b, 0); err != nil {
+		return 0, err
+	}
+	for i := 1; i < len(b.names); i++ {
+		if st[i].exists {
+			continue
+		}
+		l := r.Listing
+		l.SKU, l.Units = b.names[i], 0
+		if o, err := s.rebuild(ctx, []Rebuild{{Listing: l}}); err != nil || o[0] != Applied {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := s.setCount(ctx, "rebuild", b, i); err != nil {
+			return 0, err
+		}
+	}
+	return out[0], nil
+}
