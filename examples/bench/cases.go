@@ -119,7 +119,7 @@ func redisSetup(ctx context.Context, addr, tag string, cleanups *[]func()) (grou
 		addr, store = mr.Addr(), "miniredis"
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
-	*cleanups = append(*cleanups, func() { dropRedis(ctx, rdb, tag); rdb.Close() })
+	*cleanups = append(*cleanups, func() { testdb.DropKeys(ctx, rdb, tag); rdb.Close() })
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return group{}, nil, fmt.Errorf("redis %s: %w", addr, err)
 	}
@@ -177,7 +177,7 @@ func deductGroup(rdb redis.UniversalClient, store, tag string, cpu func(context.
 func clusterSetup(ctx context.Context, addrs []string, tag string, cleanups *[]func()) (group, error) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 128})
 	*cleanups = append(*cleanups, func() {
-		rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { dropRedis(ctx, c, tag); return nil })
+		rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { testdb.DropKeys(ctx, c, tag); return nil })
 		rdb.Close()
 	})
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -324,22 +324,6 @@ func orderCase(name string, m stock.Manager, n int) benchCase {
 			return m.Deduct(ctx, stock.Order{ID: run + "-" + strconv.FormatInt(seq, 10), Items: items})
 		},
 	}
-}
-
-// dropRedis deletes the keys of the run (those starting with tag) on the
-// server behind rdb, a standalone Redis or one Cluster master: one UNLINK
-// per key (a Cluster master refuses one UNLINK of keys on several slots),
-// pipelined by the thousand.
-func dropRedis(ctx context.Context, rdb *redis.Client, tag string) {
-	ctx = context.WithoutCancel(ctx)
-	iter := rdb.Scan(ctx, 0, tag+"*", 1000).Iterator()
-	p := rdb.Pipeline()
-	for iter.Next(ctx) {
-		if p.Unlink(ctx, iter.Val()); p.Len() == 1000 {
-			p.Exec(ctx)
-		}
-	}
-	p.Exec(ctx)
 }
 
 func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(), error) {

@@ -55,3 +55,19 @@ func infoFields(ctx context.Context, c *redis.Client, section string) (map[strin
 	}
 	return f, nil
 }
+
+// DropKeys deletes the keys starting with tag from the server behind c, a
+// standalone Redis or one Cluster master: one UNLINK per key (a Cluster
+// master refuses one UNLINK of keys on several slots), pipelined by the
+// thousand. It runs to the end even when ctx is done.
+func DropKeys(ctx context.Context, c *redis.Client, tag string) {
+	ctx = context.WithoutCancel(ctx)
+	iter := c.Scan(ctx, 0, tag+"*", 1000).Iterator()
+	p := c.Pipeline()
+	for iter.Next(ctx) {
+		if p.Unlink(ctx, iter.Val()); p.Len() == 1000 {
+			p.Exec(ctx)
+		}
+	}
+	p.Exec(ctx)
+}
