@@ -12,7 +12,7 @@ import (
 
 var putOnSaleCommand = command{
 	name:     "put-on-sale",
-	synopsis: "put-on-sale SKU UNITS [--limit N] [--hold D]",
+	synopsis: "put-on-sale SKU UNITS [--limit N] [--hold D] [--buckets N]",
 	summary:  "list a SKU on both tiers, the record first",
 	help: `Puts the SKU on sale through the shop's order flow (package stock/tiered):
 the record first, then the gate, as a shop node does. UNITS overwrites the
@@ -23,10 +23,15 @@ both tiers' levels afterwards, as inspect does.
 
 Listing a SKU that is selling again overwrites the count its buyers take
 from; running the same command twice is harmless.
+
+--buckets splits a SKU too hot for one Redis Cluster master over N gate
+states on different masters (see "Buckets" in package stock/redisstock):
+set it when the SKU is first put on sale; 0 keeps the SKU's count.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		limit := fs.Int64("limit", 0, "per-user limit: `N` units of this SKU one user may hold or have bought (0: none)")
 		hold := fs.Duration("hold", 0, "hold time: how long an order may stay unpaid (0: "+stock.DefaultHoldTTL.String()+")")
+		buckets := fs.Int("buckets", 0, "split the SKU over `N` gate states on a Redis Cluster's masters (0: keep its count)")
 		return func(args []string) (work, error) {
 			if len(args) != 2 {
 				return nil, errors.New("want SKU UNITS")
@@ -38,7 +43,7 @@ from; running the same command twice is harmless.
 			if err != nil {
 				return nil, err
 			}
-			l := stock.Listing{SKU: args[0], Units: units, PerUserLimit: *limit, HoldTTL: *hold}
+			l := stock.Listing{SKU: args[0], Units: units, PerUserLimit: *limit, HoldTTL: *hold, Buckets: *buckets}
 			if err := l.Validate(); err != nil {
 				return nil, err
 			}

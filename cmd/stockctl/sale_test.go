@@ -56,6 +56,7 @@ func TestPutOnSaleRefusesBadInput(t *testing.T) {
 		{"put-on-sale", "phone", "-3"},
 		{"put-on-sale", "phone", "10", "--hold", "-1s"},
 		{"put-on-sale", "phone", "10", "--limit", "-1"},
+		{"put-on-sale", "phone", "10", "--buckets", "17"},
 		{"put-on-sale", "a{b}", "10"},
 	} {
 		// No connection flags: refused before anything is reached.
