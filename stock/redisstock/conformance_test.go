@@ -1,9 +1,11 @@
 package redisstock_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -57,6 +59,24 @@ func (b backend) need(t *testing.T) {
 	testdb.Need(t, b.needs...)
 }
 
+// dropping holds the test prefixes whose keys a cleanup deletes.
+var dropping sync.Map
+
+// dropPrefix deletes a test's keys from a shared server (every master of a
+// Cluster) when the test ends, before its client closes.
+func dropPrefix(c redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	switch c := c.(type) {
+	case *redis.Client:
+		testdb.DropKeys(ctx, c, prefix+":")
+	case *redis.ClusterClient:
+		_ = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			testdb.DropKeys(ctx, m, prefix+":")
+			return nil
+		})
+	}
+}
+
 // uniquePrefix isolates a test's keys on a shared server.
 func uniquePrefix(t *testing.T) string {
 	var b [6]byte
@@ -70,6 +90,9 @@ func newStore(t *testing.T, c redis.UniversalClient, cfg redisstock.Config) *red
 	t.Helper()
 	if cfg.Prefix == "" {
 		cfg.Prefix = uniquePrefix(t)
+	}
+	if _, seen := dropping.LoadOrStore(cfg.Prefix, true); !seen && strings.HasPrefix(cfg.Prefix, "sgtest-") {
+		t.Cleanup(func() { dropPrefix(c, cfg.Prefix) })
 	}
 	s, err := redisstock.New(c, cfg)
 	if err != nil {
