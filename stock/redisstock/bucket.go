@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -141,9 +140,6 @@ func (b *buckets) home(user, id string) int {
 // index returns the bucket number of a state's name, or -1.
 func (b *buckets) index(name string) int { return slices.Index(b.names, name) }
 
-// bucketCache holds the bucket counts a Store read, by SKU.
-type bucketCache struct{ m sync.Map }
-
 // bucketsOf returns the buckets of each SKU: from the cache, or read from
 // the SKUs' first states (field bk) in one round trip for those it lacks.
 // A SKU with no state, or a Store without hash slots, has one bucket.
@@ -158,7 +154,7 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 	var miss []int
 	now := time.Now()
 	for i, sku := range skus {
-		if v, ok := s.bk.m.Load(sku); ok && now.Sub(v.(*buckets).read) < bucketCacheTTL {
+		if v, ok := s.bk.Load(sku); ok && now.Sub(v.(*buckets).read) < bucketCacheTTL {
 			out[i] = v.(*buckets)
 		} else {
 			miss = append(miss, i)
@@ -197,7 +193,7 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 		}
 		b := &buckets{names: bucketNames(skus[i], n), read: now}
 		if v[1] != nil {
-			s.bk.m.Store(skus[i], b) // a SKU without state is read again next time
+			s.bk.Store(skus[i], b) // a SKU without state is read again next time
 		}
 		out[i] = b
 	}
@@ -217,7 +213,7 @@ func (s *Store) setCount(ctx context.Context, op string, b *buckets, i int) erro
 func (s *Store) countsKey() string { return s.prefix + ":buckets" }
 
 // forget drops what the Store knows of the SKU's buckets.
-func (s *Store) forget(sku string) { s.bk.m.Delete(sku) }
+func (s *Store) forget(sku string) { s.bk.Delete(sku) }
 
 // route returns the order's items with each bucketed SKU replaced by the
 // bucket the order goes to, sorted, and the buckets of each routed line
@@ -385,7 +381,7 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 func (s *Store) unsplit(items []stock.Item) bool {
 	now := time.Now()
 	for _, it := range items {
-		v, ok := s.bk.m.Load(it.SKU)
+		v, ok := s.bk.Load(it.SKU)
 		if !ok {
 			return false
 		}
@@ -611,33 +607,53 @@ func (s *Store) readBuckets(ctx context.Context, b *buckets) ([]bucketState, err
 // state gone, go back; then the records are cleared. It reports whether
 // there were any.
 func (s *Store) settle(ctx context.Context, b *buckets, st []bucketState, token string) (bool, error) {
-	return s.settleAs(ctx, b, st, token, "in")
+	ps, err := departures(st)
+	if err != nil || len(ps) == 0 {
+		return false, err
+	}
+	_, err = s.complete(ctx, b, ps, token, "in")
+	return err == nil, err
 }
 
-// settleAs is settle, or with mode "void" (PutOnSale) the same steps
-// that drop every transfer on its way instead: it never arrives, and its
-// units do not go back (the counts are overwritten).
-func (s *Store) settleAs(ctx context.Context, b *buckets, st []bucketState, token, mode string) (bool, error) {
-	to := map[string][]arrival{}
-	found := false
+// pending is one transfer on its way: the bucket it left, its ID and its
+// departure record.
+type pending struct {
+	from int
+	id   string
+	departure
+}
+
+// departures lists the transfers whose departure records st holds.
+func departures(st []bucketState) ([]pending, error) {
+	var ps []pending
 	for i := range st {
 		for id, rec := range st[i].out {
 			d, err := parseDeparture(rec)
 			if err != nil {
-				return false, err
+				return nil, err
 			}
-			to[d.dest] = append(to[d.dest], arrival{id: id, units: d.units, gen: d.gen})
-			found = true
+			ps = append(ps, pending{i, id, d})
 		}
 	}
-	if !found {
-		return false, nil
+	return ps, nil
+}
+
+// complete settles transfers on their way: they arrive (mode "in", once
+// each: stock_bucket_in.lua) or, in mode "void" (PutOnSale), are dropped
+// (they never arrive, and their units do not go back: the counts are
+// overwritten); then the lease's epoch moves (when a lease token is
+// given) and their departure records are cleared. It returns each
+// transfer's marker, by ID.
+func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, mode string) (map[string]string, error) {
+	to := map[string][]arrival{}
+	for _, p := range ps {
+		to[p.dest] = append(to[p.dest], arrival{id: p.id, units: p.units, gen: p.gen})
 	}
-	words := map[string]string{}
+	words := make(map[string]string, len(ps))
 	for dest, as := range to {
 		got, _, err := s.arrive(ctx, dest, mode, as)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		for j, a := range as {
 			words[a.id] = got[j]
@@ -645,29 +661,26 @@ func (s *Store) settleAs(ctx context.Context, b *buckets, st []bucketState, toke
 	}
 	if token != "" {
 		if err := s.lease(ctx, b, "tick", token); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
-	cmds := make([]*redis.Cmd, 0, len(st))
-	s.pipelined(ctx, func(p redis.Pipeliner) {
+	by := map[int][]any{}
+	for _, p := range ps {
+		by[p.from] = append(by[p.from], p.id, clearWord(mode, words[p.id]))
+	}
+	cmds := make([]*redis.Cmd, 0, len(by))
+	s.pipelined(ctx, func(pl redis.Pipeliner) {
 		cmds = cmds[:0]
-		for i := range st {
-			if len(st[i].out) == 0 {
-				continue
-			}
-			args := make([]any, 0, 2*len(st[i].out))
-			for id := range st[i].out {
-				args = append(args, id, clearWord(mode, words[id]))
-			}
-			cmds = append(cmds, bucketClearScript.Run(ctx, p, []string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, args...))
+		for i, args := range by {
+			cmds = append(cmds, bucketClearScript.Run(ctx, pl, []string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, args...))
 		}
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return false, s.writeErr(ctx, "refill", err)
+			return nil, s.writeErr(ctx, "refill", err)
 		}
 	}
-	return true, nil
+	return words, nil
 }
 
 // plan chooses what each other bucket gives to home, which lacks need
@@ -730,8 +743,7 @@ func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen stri
 				[]string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, id, n, b.names[home], now, homeGen)})
 		}
 	})
-	var as []arrival
-	var moved []taken
+	var ps []pending
 	for _, t := range outs {
 		res, err := t.cmd.Slice()
 		if err != nil {
@@ -745,35 +757,19 @@ func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen stri
 			return 0, badReply("refill", res)
 		}
 		if n > 0 {
-			as = append(as, arrival{id: t.id, units: n, gen: homeGen})
-			moved = append(moved, t)
-			got += n
+			ps = append(ps, pending{t.from, t.id, departure{dest: b.names[home], units: n, gen: homeGen}})
 		}
 	}
-	if len(moved) == 0 {
+	if len(ps) == 0 {
 		return 0, nil
 	}
-	words, _, err := s.arrive(ctx, b.names[home], "in", as)
+	words, err := s.complete(ctx, b, ps, token, "in")
 	if err != nil {
 		return 0, err
 	}
-	for _, w := range words {
-		if w != "in" {
-			got = 0 // the home bucket lost its state meanwhile
-		}
-	}
-	if err := s.lease(ctx, b, "tick", token); err != nil {
-		return 0, err
-	}
-	cmds := make([]*redis.Cmd, len(moved))
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for j, t := range moved {
-			cmds[j] = bucketClearScript.Run(ctx, p, []string{s.stateKey(b.names[t.from]), s.skuKey(b.names[t.from], outSuffix, "")}, t.id, clearWord("in", words[j]))
-		}
-	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return 0, s.writeErr(ctx, "refill", err)
+	for _, p := range ps {
+		if words[p.id] == "in" { // else the home bucket lost its state meanwhile
+			got += p.units
 		}
 	}
 	return got, nil
@@ -933,12 +929,15 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		dropped, err := s.settleAs(ctx, b, st, token, "void")
+		ps, err := departures(st)
 		if err != nil {
 			return false, err
 		}
-		if !dropped {
+		if len(ps) == 0 {
 			break
+		}
+		if _, err := s.complete(ctx, b, ps, token, "void"); err != nil {
+			return false, err
 		}
 	}
 	share := func(i int) int64 {
@@ -973,7 +972,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	}
 	s.listed.Store(true)
 	b.read = time.Now()
-	s.bk.m.Store(l.SKU, b)
+	s.bk.Store(l.SKU, b)
 	return true, nil
 }
 

@@ -199,3 +199,31 @@ func TestBucketPutOnSaleMany(t *testing.T) {
 		fx.want("hot", 21, 4, 0)
 	})
 }
+
+// A Deduct that waits for another's refill in the same process takes that
+// refill's sold out only for a line the SKU could not cover at the instant
+// it proved it: a smaller line, which the SKU can still take, is tried
+// again and taken.
+func TestBucketWaiterTakesOnlyASoldOutThatCoversIt(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		ctx := fx.ctx()
+		const n = 3
+		fx.bucketSale("hot", 39, 0, time.Minute, n) // 13 per bucket
+		big, small, c := usersIn(n, 0, 1, "b")[0], usersIn(n, 1, 1, "s")[0], usersIn(n, 2, 1, "c")[0]
+		is(t, fx.s.Deduct(ctx, ord("b-0", big, it("hot", 13))), nil, "Deduct of bucket 0's units")
+		is(t, fx.s.Deduct(ctx, ord("s-0", small, it("hot", 13))), nil, "Deduct of bucket 1's units")
+		is(t, fx.s.Deduct(ctx, ord("c-0", c, it("hot", 10))), nil, "Deduct of 10 of bucket 2's units")
+		// The big order's refill takes the lease; meanwhile the small one
+		// finds its bucket empty and waits for that refill.
+		var wg sync.WaitGroup
+		var smallErr error
+		fx.c.AddHook(&onceBefore{hash: redisstock.BucketLeaseScriptHash(), f: func() {
+			wg.Go(func() { smallErr = fx.s.Deduct(ctx, ord("s-1", small, it("hot", 2))) })
+			time.Sleep(50 * time.Millisecond)
+		}})
+		is(t, fx.s.Deduct(ctx, ord("b-1", big, it("hot", 5))), stock.ErrSoldOut, "Deduct of 5 with 3 left")
+		wg.Wait()
+		is(t, smallErr, nil, "Deduct of 2 with 3 left, waiting on the refill that found 3")
+		fx.want("hot", 1, 38, 0)
+	})
+}

@@ -84,3 +84,6 @@ var SlotRanges = slotRanges
 
 // BucketInScriptHash is the SHA1 of stock_bucket_in.lua.
 func BucketInScriptHash() string { return bucketInScript.Hash() }
+
+// BucketLeaseScriptHash is the SHA1 of stock_bucket_lease.lua.
+func BucketLeaseScriptHash() string { return bucketLeaseScript.Hash() }

@@ -103,7 +103,7 @@ type Store struct {
 	// bucketed is set on a Redis Cluster, where a SKU may be split into
 	// buckets on several slots; bk caches the SKUs' bucket counts.
 	bucketed bool
-	bk       bucketCache
+	bk       sync.Map // SKU -> *buckets: the bucket counts this Store read
 	flights  sync.Map // SKU -> *flight: the refill of the SKU running here
 }
 
