@@ -18,12 +18,16 @@ import (
 // dropBetween holds the pipeline of an undone Deduct's drop (the release
 // script) until a Snapshot's script has run, and holds that Snapshot
 // until the drop is done: the drop falls between the Snapshot's two round
-// trips.
+// trips. The Snapshot's script waits for the drop to be held first, as a
+// Snapshot may come while the Deduct is still between its first round
+// trip and its undo. A step that never comes is recorded in err after
+// 10 s instead of hanging the package.
 type dropBetween struct {
-	mu               sync.Mutex
-	armed            bool
-	drop, dropped    chan struct{}
-	snapSHA, dropSHA string
+	mu                     sync.Mutex
+	armed                  bool
+	err                    error
+	pending, drop, dropped chan struct{}
+	snapSHA, dropSHA       string
 }
 
 func has(cmds []redis.Cmder, sha string) bool {
@@ -31,6 +35,29 @@ func has(cmds []redis.Cmder, sha string) bool {
 		a := c.Args()
 		return c.Name() == "evalsha" && len(a) > 1 && a[1] == sha
 	})
+}
+
+// wait waits for ch, at most 10 s, and records in h.err a wait that ends
+// otherwise.
+func (h *dropBetween) wait(ctx context.Context, ch <-chan struct{}, what string) {
+	var err error
+	select {
+	case <-ch:
+		return
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-time.After(10 * time.Second):
+		err = errors.New("test hook: waited 10 s for " + what)
+	}
+	h.mu.Lock()
+	h.err = errors.Join(h.err, err)
+	h.mu.Unlock()
+}
+
+func (h *dropBetween) failed() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
 }
 
 func (h *dropBetween) DialHook(next redis.DialHook) redis.DialHook          { return next }
@@ -43,17 +70,19 @@ func (h *dropBetween) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		h.mu.Unlock()
 		switch {
 		case armed && has(cmds, h.dropSHA):
-			<-h.drop
+			close(h.pending)
+			h.wait(ctx, h.drop, "a Snapshot's script")
 			err := next(ctx, cmds)
 			close(h.dropped)
 			return err
 		case armed && has(cmds, h.snapSHA):
+			h.wait(ctx, h.pending, "the Deduct's drop")
 			err := next(ctx, cmds)
 			h.mu.Lock()
 			h.armed = false
 			h.mu.Unlock()
 			close(h.drop)
-			<-h.dropped
+			h.wait(ctx, h.dropped, "the drop to end")
 			return err
 		}
 		return next(ctx, cmds)
@@ -71,7 +100,7 @@ func TestSnapshotReadsAgainAHoldDroppedBetweenItsRoundTrips(t *testing.T) {
 		ctx := fx.ctx()
 		fx.sale("a", 10, 0, 0)
 		fx.sale("b", 10, 0, 0)
-		h := &dropBetween{drop: make(chan struct{}), dropped: make(chan struct{}),
+		h := &dropBetween{pending: make(chan struct{}), drop: make(chan struct{}), dropped: make(chan struct{}),
 			snapSHA: redis.NewScript(lua.Source("stock_snapshot.lua")).Hash(),
 			dropSHA: redis.NewScript(lua.Source("stock_release.lua")).Hash()}
 		fx.c.AddHook(h)
@@ -100,11 +129,15 @@ func TestSnapshotReadsAgainAHoldDroppedBetweenItsRoundTrips(t *testing.T) {
 			return err == nil && lv.Held == 1
 		})
 		got, err := fx.s.Snapshot(ctx, []redisstock.SnapshotRequest{{SKU: "a"}})
+		derr := <-done
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("Snapshot: %v (the conflicting Deduct: %v)", err, derr)
 		}
-		if err := <-done; !errors.Is(err, stock.ErrConflict) {
-			t.Fatalf("the conflicting Deduct: %v, want ErrConflict", err)
+		if !errors.Is(derr, stock.ErrConflict) {
+			t.Fatalf("the conflicting Deduct: %v, want ErrConflict", derr)
+		}
+		if err := h.failed(); err != nil {
+			t.Fatal(err)
 		}
 		sn := got[0]
 		var held int64
