@@ -15,6 +15,7 @@ for j = 1, #ARGV, 2 do
     local got = tonumber(string.match(p, '\n(%d+)\n'))
     redis.call('HDEL', KEYS[2], ARGV[j])
     if exists then
+      redis.call('HINCRBY', KEYS[1], 'xv', 1)
       if ARGV[j + 1] == 'back' then
         redis.call('HINCRBY', KEYS[1], 'avail', got)
         redis.call('HINCRBY', KEYS[1], 'ver', 1)

@@ -39,6 +39,7 @@ for j = 2, #KEYS do
       m = 'in'
     end
     redis.call('SET', KEYS[j], m, 'PX', ARGV[2])
+    if exists then redis.call('HINCRBY', KEYS[1], 'xv', 1) end
   end
   out[j] = m
 end

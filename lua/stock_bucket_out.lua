@@ -18,7 +18,10 @@
 -- nothing is recorded then). The departure record stays until the
 -- transfer's arrival is settled (stock_bucket_clear.lua): a reader counts
 -- its units as on their way while the destination has no 'in' marker for
--- it, so it never misses them nor counts them twice.
+-- it, so it never misses them nor counts them twice. Every transfer step
+-- that changes what a reader counts bumps the bucket's field xv (here, and
+-- in stock_bucket_in.lua and stock_bucket_clear.lua), so a reader that
+-- finds every bucket's xv unchanged over its reading read no step.
 local s = redis.call('HMGET', KEYS[1], 'avail', 'hold_ms')
 local p = redis.call('HGET', KEYS[2], ARGV[1])
 if p then
@@ -30,5 +33,6 @@ local got = math.min(avail, tonumber(ARGV[2]))
 if got <= 0 then return {'ok', 0, avail} end
 redis.call('HINCRBY', KEYS[1], 'avail', -got)
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
+redis.call('HINCRBY', KEYS[1], 'xv', 1)
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '\n' .. got .. '\n' .. ARGV[4] .. '\n' .. ARGV[5])
 return {'ok', got, avail - got}

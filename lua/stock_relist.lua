@@ -5,6 +5,8 @@
 -- holds at this instant.
 --
 -- KEYS[1]  <p>:{sku}:state   hash avail, held, ..., hold_ms, ver, epoch, gen
+-- KEYS[2]  <p>:{sku}:bl      the SKU's transfer lease: while it is held the
+--                            write is refused as stale (see stock_adjust.lua)
 -- ARGV[1]  expected generation
 -- ARGV[2]  expected epoch
 -- ARGV[3]  delta (may be negative)
@@ -19,6 +21,7 @@ local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'hold_ms', 'epoch', 'gen
 if not s[1] or not s[3] then return {'absent'} end
 local epoch = tonumber(s[4] or '0')
 if (s[5] or '') ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return {'stale', epoch} end
+if redis.call('EXISTS', KEYS[2]) == 1 then return {'stale', epoch} end
 local held = tonumber(s[2] or '0')
 if held > 0 and ARGV[7] ~= '1' then return {'held', held} end
 local a = tonumber(s[1]) + tonumber(ARGV[3])

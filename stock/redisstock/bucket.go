@@ -469,7 +469,7 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, want int64, so
 			// between its read and a second read of every version: then
 			// each held what was read over spans that overlap, so at
 			// one instant all of them together had fewer than want.
-			vers, err := s.versions(ctx, b)
+			vers, err := s.versions(ctx, b, "ver")
 			if err != nil {
 				return false, err
 			}
@@ -1025,7 +1025,7 @@ func (s *Store) bucketLevels(ctx context.Context, b *buckets) (SKUState, error) 
 		if sum, vers, err = s.sumBuckets(ctx, b); err != nil {
 			return SKUState{}, err
 		}
-		again, err := s.versions(ctx, b)
+		again, err := s.versions(ctx, b, "ver")
 		if err != nil {
 			return SKUState{}, err
 		}
@@ -1036,13 +1036,13 @@ func (s *Store) bucketLevels(ctx context.Context, b *buckets) (SKUState, error) 
 	return sum, nil
 }
 
-// versions reads every bucket's version (field ver; 0 for a bucket with
-// no state), in one round trip.
-func (s *Store) versions(ctx context.Context, b *buckets) ([]int64, error) {
+// versions reads every bucket's counter field (ver, its version, or xv,
+// its transfer count; 0 for a bucket with no state), in one round trip.
+func (s *Store) versions(ctx context.Context, b *buckets, field string) ([]int64, error) {
 	cmds := make([]*redis.StringCmd, len(b.names))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, name := range b.names {
-			cmds[i] = p.HGet(ctx, s.stateKey(name), "ver")
+			cmds[i] = p.HGet(ctx, s.stateKey(name), field)
 		}
 	})
 	out := make([]int64, len(b.names))
@@ -1232,15 +1232,8 @@ func (s *Store) inspectBuckets(ctx context.Context, skus []string, out []SKUStat
 	return nil
 }
 
-// snapshotBuckets merges, in out, the snapshot of each SKU split into
-// buckets with its other buckets' (each bucket read atomically, one after
-// another): the units summed as in bucketLevels (the first bucket's
-// Fence, settings and Exists), the holds of all (in deadline order), each
-// requested order's line from the bucket that has a record of it, the
-// restock markers of the first bucket (restocks go there). A correction
-// computed from it is fenced by the first bucket's Fence, which every
-// step of a transfer between buckets moves (see refill), so a sum read
-// while units were on their way is never applied.
+// snapshotBuckets replaces, in out, the snapshot of each SKU split into
+// buckets with one of all its buckets (snapshotSplit).
 func (s *Store) snapshotBuckets(ctx context.Context, reqs []SnapshotRequest, out []Snapshot) error {
 	skus := make([]string, len(reqs))
 	for i, r := range reqs {
@@ -1254,13 +1247,46 @@ func (s *Store) snapshotBuckets(ctx context.Context, reqs []SnapshotRequest, out
 		if b == nil {
 			continue
 		}
-		sub := make([]SnapshotRequest, len(b.names)-1)
-		for j := range sub {
-			sub[j] = SnapshotRequest{SKU: b.names[j+1], Orders: reqs[i].Orders}
+		sn, err := s.snapshotSplit(ctx, b, reqs[i])
+		if err != nil {
+			return err
+		}
+		out[i] = sn
+	}
+	return nil
+}
+
+// snapshotSplit reads the SKU of r, split into the buckets b: every
+// bucket's snapshot (each atomic, the requested orders' lines from the
+// bucket that has a record of them, the restock markers of the first:
+// restocks go there) and the units on their way (onTheWay), between two
+// readings of every bucket's transfer count (field xv, which every step
+// of a transfer bumps: see stock_bucket_out.lua). When no count moved, no
+// unit moved between buckets over the whole reading, so each unit is
+// counted once: in a bucket, or on its way. Deducts and returns meanwhile
+// move units within one bucket only, as they do between the Snapshot of
+// an unsplit SKU and a correction computed from it. When transfers keep
+// coming it reads again, up to levelReads times, then fails with
+// stock.ErrContention. The units are summed; the settings, Exists and the
+// Fence are the first bucket's; the holds are all the buckets' (in
+// deadline order), named by the SKU. A correction computed from it is
+// fenced by the first bucket's Fence, and refused while a transfer lease
+// is held (stock_adjust.lua): lease steps move the epoch, the steps in
+// between do not.
+func (s *Store) snapshotSplit(ctx context.Context, b *buckets, r SnapshotRequest) (Snapshot, error) {
+	sub := make([]SnapshotRequest, len(b.names))
+	sub[0] = r
+	for j := 1; j < len(sub); j++ {
+		sub[j] = SnapshotRequest{SKU: b.names[j], Orders: r.Orders}
+	}
+	for range levelReads {
+		before, err := s.versions(ctx, b, "xv")
+		if err != nil {
+			return Snapshot{}, err
 		}
 		got, err := s.snapshotBatch(ctx, sub)
 		if err != nil {
-			return err
+			return Snapshot{}, err
 		}
 		outs := make([]*redis.MapStringStringCmd, len(b.names))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -1270,11 +1296,18 @@ func (s *Store) snapshotBuckets(ctx context.Context, reqs []SnapshotRequest, out
 		})
 		away, err := s.onTheWay(ctx, outs)
 		if err != nil {
-			return err
+			return Snapshot{}, err
 		}
-		sn := &out[i]
+		after, err := s.versions(ctx, b, "xv")
+		if err != nil {
+			return Snapshot{}, err
+		}
+		if !slices.Equal(before, after) {
+			continue
+		}
+		sn := got[0]
 		sn.Available += away
-		for _, g := range got {
+		for _, g := range got[1:] {
 			sn.Available += g.Available
 			sn.Held += g.Held
 			sn.Sold += g.Sold
@@ -1288,11 +1321,13 @@ func (s *Store) snapshotBuckets(ctx context.Context, reqs []SnapshotRequest, out
 			}
 		}
 		for k := range sn.Holds {
-			sn.Holds[k].SKU = reqs[i].SKU
+			sn.Holds[k].SKU = r.SKU
 		}
 		slices.SortStableFunc(sn.Holds, func(a, b Hold) int { return a.Deadline.Compare(b.Deadline) })
+		return sn, nil
 	}
-	return nil
+	return Snapshot{}, fmt.Errorf("redisstock: snapshot %s: units kept moving between its buckets: %w",
+		strconv.Quote(r.SKU), stock.ErrContention)
 }
 
 // gatherFirst makes the first bucket of b hold at least want available
@@ -1428,6 +1463,15 @@ func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Out
 	first := r
 	if survived {
 		first.Listing.Units = 0
+	}
+	// The count first, into the counts hash (lost with the first state
+	// when both lived on one master): a Rebuild that stops after writing
+	// the first state and before its bk leaves the count where every
+	// read of a first state without bk looks (bucketsOf).
+	var kept *redis.IntCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) { kept = p.HSet(ctx, s.countsKey(), b.names[0], len(b.names)) })
+	if err := kept.Err(); err != nil {
+		return 0, s.writeErr(ctx, "rebuild", err)
 	}
 	out, err := s.rebuild(ctx, []Rebuild{first})
 	if err != nil {
