@@ -69,7 +69,8 @@
 // the bucket's name (see Buckets): the SKU itself for the first, and
 // "<sku> <i>.<k>" for the others, with every key above that a SKU has
 // (state, holds, users, line records, reclaim replies, ends); a bucket's
-// state also has bk, the SKU's bucket count.
+// state also has bk, the SKU's bucket count, and xv, the count of the
+// transfer steps that touched it.
 //
 // ver counts every write to a SKU; epoch counts only the administrative ones
 // (PutOnSale, Restock, Adjust, Rebuild, Relist); gen is drawn at random when
@@ -218,9 +219,13 @@
 // Inspect, Snapshot) counts the units of a departure record whose
 // destination has no 'in' marker, so every unit counts once whatever step
 // a refill stopped at. The lease's steps bump the SKU's epoch (take,
-// after the units arrived, and at the end), so a reconciler's fenced
-// correction computed from counts read while units moved is refused
-// (read again).
+// after the units arrived, and at the end), and Adjust and Relist are
+// refused while the lease is held, so a reconciler's fenced correction
+// computed from counts read while units moved is refused (read again).
+// The steps in between (out, in, clear) each bump the bucket's transfer
+// count (field xv): Snapshot reads every bucket and the units on their way
+// between two readings of every transfer count, and reads again when one
+// moved, so it counts each unit once (stock.ErrContention after 8 tries).
 //
 // The counts: Available, Levels and Inspect sum the buckets (each bucket
 // read atomically, the buckets one after another; settings, Exists and
