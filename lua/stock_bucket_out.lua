@@ -11,6 +11,8 @@
 -- ARGV[3]  the destination bucket's name
 -- ARGV[4]  now (ms)
 -- ARGV[5]  the destination state's gen as the refill read it
+-- ARGV[6]  how long the departure records live, ms: half the Store's
+--          retention, which is how long an arrival marker lives
 -- Reply    {'ok', units taken, avail left} | {'dup', units, avail}
 --          (the transfer was taken before) | {'missing'} (no state)
 --
@@ -18,7 +20,14 @@
 -- nothing is recorded then). The departure record stays until the
 -- transfer's arrival is settled (stock_bucket_clear.lua): a reader counts
 -- its units as on their way while the destination has no 'in' marker for
--- it, so it never misses them nor counts them twice. Every transfer step
+-- it, so it never misses them nor counts them twice. A departure record
+-- must not outlive its arrival marker (a transfer that arrived, its marker
+-- gone, would arrive again): the records of a bucket expire half a
+-- retention after its last transfer out, and every refill settles all the
+-- SKU's records before it takes units out. A record that expires before
+-- its units arrived (a refill that died halfway and no refill of the SKU
+-- since) takes them with it: the gate errs low, and a reconciler adds them
+-- back. Every transfer step
 -- that changes what a reader counts bumps the bucket's field xv (here, and
 -- in stock_bucket_in.lua and stock_bucket_clear.lua), so a reader that
 -- finds every bucket's xv unchanged over its reading read no step.
@@ -35,4 +44,5 @@ redis.call('HINCRBY', KEYS[1], 'avail', -got)
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 redis.call('HINCRBY', KEYS[1], 'xv', 1)
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '\n' .. got .. '\n' .. ARGV[4] .. '\n' .. ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
 return {'ok', got, avail - got}

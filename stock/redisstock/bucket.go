@@ -269,6 +269,13 @@ func (s *Store) deductBuckets(ctx context.Context, o stock.Order, items []stock.
 		ro := o
 		ro.Items = routed
 		err = s.deductSlots(ctx, ro, o.UserID+"\n"+canon.Signature(routed), routed)
+		if !cleanRefusal(err) {
+			// Nil, or an answer a retry must not hide: an unknown outcome,
+			// or a refusal whose undo failed (joined to the undo's error),
+			// which may leave this attempt's lines held under its token; a
+			// later attempt's undo would take off only its own.
+			return publicErr(err)
+		}
 		var name string
 		var se *stock.SKUError
 		var le *lostError
@@ -317,6 +324,16 @@ func (s *Store) deductBuckets(ctx context.Context, o stock.Order, items []stock.
 			return publicErr(err)
 		}
 	}
+}
+
+// cleanRefusal reports whether err is a refusal that left nothing of the
+// attempt held: one error, not several joined, and no unknown outcome.
+func cleanRefusal(err error) bool {
+	if err == nil || errors.Is(err, stock.ErrUnknownOutcome) {
+		return false
+	}
+	_, joined := err.(interface{ Unwrap() []error })
+	return !joined
 }
 
 // maxRefills bounds the refills one Deduct runs itself: each moved units
@@ -740,7 +757,7 @@ func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen stri
 		for i, n := range takes {
 			id := move + "." + strconv.Itoa(i)
 			outs = append(outs, taken{i, id, bucketOutScript.Run(ctx, p,
-				[]string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, id, n, b.names[home], now, homeGen)})
+				[]string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, id, n, b.names[home], now, homeGen, s.keep.Milliseconds()/2)})
 		}
 	})
 	var ps []pending
