@@ -1283,8 +1283,9 @@ func (s *Store) snapshotBuckets(ctx context.Context, reqs []SnapshotRequest, out
 // counted once: in a bucket, or on its way. Deducts and returns meanwhile
 // move units within one bucket only, as they do between the Snapshot of
 // an unsplit SKU and a correction computed from it. When transfers keep
-// coming it reads again, up to levelReads times, then fails with
-// stock.ErrContention. The units are summed; the settings, Exists and the
+// coming it reads again, up to levelReads times, then answers the last
+// reading with a zero Fence, which no correction matches. The units are
+// summed; the settings, Exists and the
 // Fence are the first bucket's; the holds are all the buckets' (in
 // deadline order), named by the SKU. A correction computed from it is
 // fenced by the first bucket's Fence, and refused while a transfer lease
@@ -1296,6 +1297,7 @@ func (s *Store) snapshotSplit(ctx context.Context, b *buckets, r SnapshotRequest
 	for j := 1; j < len(sub); j++ {
 		sub[j] = SnapshotRequest{SKU: b.names[j], Orders: r.Orders}
 	}
+	var sn Snapshot
 	for range levelReads {
 		before, err := s.versions(ctx, b, "xv")
 		if err != nil {
@@ -1319,32 +1321,42 @@ func (s *Store) snapshotSplit(ctx context.Context, b *buckets, r SnapshotRequest
 		if err != nil {
 			return Snapshot{}, err
 		}
-		if !slices.Equal(before, after) {
-			continue
+		sn = mergeSnapshots(r.SKU, got, away)
+		if slices.Equal(before, after) {
+			return sn, nil
 		}
-		sn := got[0]
-		sn.Available += away
-		for _, g := range got[1:] {
-			sn.Available += g.Available
-			sn.Held += g.Held
-			sn.Sold += g.Sold
-			sn.Version += g.Version
-			sn.Holds = append(sn.Holds, g.Holds...)
-			sn.Lost = append(sn.Lost, g.Lost...)
-			for k, st := range g.Lines {
-				if sn.Lines[k] == stock.StateUnknown {
-					sn.Lines[k] = st
-				}
+	}
+	// Transfers kept coming: the last reading, with a Fence no state has
+	// (every state's gen is drawn when it is created), so no correction
+	// computed from it is applied and a reconciler reads the SKU as
+	// changed meanwhile (its other SKUs are corrected as usual).
+	sn.Fence = Fence{}
+	return sn, nil
+}
+
+// mergeSnapshots sums the snapshots of a SKU's buckets, got (the first
+// bucket's first), with away units on their way between them.
+func mergeSnapshots(sku string, got []Snapshot, away int64) Snapshot {
+	sn := got[0]
+	sn.Available += away
+	for _, g := range got[1:] {
+		sn.Available += g.Available
+		sn.Held += g.Held
+		sn.Sold += g.Sold
+		sn.Version += g.Version
+		sn.Holds = append(sn.Holds, g.Holds...)
+		sn.Lost = append(sn.Lost, g.Lost...)
+		for k, st := range g.Lines {
+			if sn.Lines[k] == stock.StateUnknown {
+				sn.Lines[k] = st
 			}
 		}
-		for k := range sn.Holds {
-			sn.Holds[k].SKU = r.SKU
-		}
-		slices.SortStableFunc(sn.Holds, func(a, b Hold) int { return a.Deadline.Compare(b.Deadline) })
-		return sn, nil
 	}
-	return Snapshot{}, fmt.Errorf("redisstock: snapshot %s: units kept moving between its buckets: %w",
-		strconv.Quote(r.SKU), stock.ErrContention)
+	for k := range sn.Holds {
+		sn.Holds[k].SKU = sku
+	}
+	slices.SortStableFunc(sn.Holds, func(a, b Hold) int { return a.Deadline.Compare(b.Deadline) })
+	return sn
 }
 
 // gatherFirst makes the first bucket of b hold at least want available

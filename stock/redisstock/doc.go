@@ -225,7 +225,8 @@
 // The steps in between (out, in, clear) each bump the bucket's transfer
 // count (field xv): Snapshot reads every bucket and the units on their way
 // between two readings of every transfer count, and reads again when one
-// moved, so it counts each unit once (stock.ErrContention after 8 tries).
+// moved, so it counts each unit once (after 8 tries it answers the last
+// reading with a zero Fence: no correction computed from it applies).
 //
 // The counts: Available, Levels and Inspect sum the buckets (each bucket
 // read atomically, the buckets one after another; settings, Exists and
