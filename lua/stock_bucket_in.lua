@@ -9,7 +9,7 @@
 --                                    they were meant for is gone)
 -- ARGV[1]    'in', or 'void' (mark every transfer that has no marker void,
 --            adding nothing: a PutOnSale that overwrites the counts)
--- ARGV[2]    marker lifetime ms (the Store's retention)
+-- ARGV[2]    marker lifetime ms (twice the departure records')
 -- ARGV[1+2j], ARGV[2+2j]  units of transfer j, and the gen of the state it
 --            was meant for
 -- Reply      {avail (-1: no state), word_1, ..., word_n}: each transfer's

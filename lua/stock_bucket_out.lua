@@ -11,8 +11,8 @@
 -- ARGV[3]  the destination bucket's name
 -- ARGV[4]  now (ms)
 -- ARGV[5]  the destination state's gen as the refill read it
--- ARGV[6]  how long the departure records live, ms: half the Store's
---          retention, which is how long an arrival marker lives
+-- ARGV[6]  how long the departure records live, ms: half as long as an
+--          arrival marker
 -- Reply    {'ok', units taken, avail left} | {'dup', units, avail}
 --          (the transfer was taken before) | {'missing'} (no state)
 --
@@ -22,9 +22,9 @@
 -- its units as on their way while the destination has no 'in' marker for
 -- it, so it never misses them nor counts them twice. A departure record
 -- must not outlive its arrival marker (a transfer that arrived, its marker
--- gone, would arrive again): the records of a bucket expire half a
--- retention after its last transfer out, and every refill settles all the
--- SKU's records before it takes units out. A record that expires before
+-- gone, would arrive again): the records of a bucket expire ARGV[6] after
+-- its last transfer out, half a marker's lifetime, and every refill
+-- settles all the SKU's records before it takes units out. A record that expires before
 -- its units arrived (a refill that died halfway and no refill of the SKU
 -- since) takes them with it: the gate errs low, and a reconciler adds them
 -- back. Every transfer step

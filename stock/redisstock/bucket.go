@@ -270,10 +270,9 @@ func (s *Store) deductBuckets(ctx context.Context, o stock.Order, items []stock.
 		ro.Items = routed
 		err = s.deductSlots(ctx, ro, o.UserID+"\n"+canon.Signature(routed), routed)
 		if !cleanRefusal(err) {
-			// Nil, or an answer a retry must not hide: an unknown outcome,
-			// or a refusal whose undo failed (joined to the undo's error),
-			// which may leave this attempt's lines held under its token; a
-			// later attempt's undo would take off only its own.
+			// Nil, or a refusal whose undo failed, which may leave this
+			// attempt's lines held under its token (a later attempt's undo
+			// would take off only its own): answered as it is.
 			return publicErr(err)
 		}
 		var name string
@@ -326,14 +325,15 @@ func (s *Store) deductBuckets(ctx context.Context, o stock.Order, items []stock.
 	}
 }
 
-// cleanRefusal reports whether err is a refusal that left nothing of the
-// attempt held: one error, not several joined, and no unknown outcome.
+// cleanRefusal reports whether err may be a refusal that left nothing of
+// the attempt held: any error but a failed undo. A line refused (a
+// *stock.SKUError, a lost state) was refused by the script's reply, for
+// certain, and a failure to free the order ID afterwards (even of unknown
+// outcome) holds no stock: the next attempt binds the ID again. Errors
+// that are no refusal are answered as they are by the caller.
 func cleanRefusal(err error) bool {
-	if err == nil || errors.Is(err, stock.ErrUnknownOutcome) {
-		return false
-	}
-	_, joined := err.(interface{ Unwrap() []error })
-	return !joined
+	var ue *undoError
+	return err != nil && !errors.As(err, &ue)
 }
 
 // maxRefills bounds the refills one Deduct runs itself: each moved units
@@ -470,7 +470,7 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, want int64, so
 		if !st[home].exists {
 			return false, &lostError{sku: b.names[home]}
 		}
-		if settled, err := s.settle(ctx, b, st, token); err != nil || settled {
+		if settled, err := s.settle(ctx, b, st, token, from); err != nil || settled {
 			if err != nil {
 				return false, err
 			}
@@ -517,6 +517,13 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, want int64, so
 		// between the read and the move, or the plan did not pick it).
 	}
 }
+
+// departureTTL is how long a bucket's departure records live after its
+// last transfer out: half its arrival markers' lifetime (twice this), so
+// a record never outlives the marker that says its units arrived, and at
+// least 30 s, far longer than a refill's steps take (complete stops a
+// refill that took half of it).
+func (s *Store) departureTTL() time.Duration { return max(s.keep/2, 30*time.Second) }
 
 // refillRounds bounds the moves of one refill.
 const refillRounds = 8
@@ -623,12 +630,12 @@ func (s *Store) readBuckets(ctx context.Context, b *buckets) ([]bucketState, err
 // units arrive (once: the arrival marker) or, with the destination's
 // state gone, go back; then the records are cleared. It reports whether
 // there were any.
-func (s *Store) settle(ctx context.Context, b *buckets, st []bucketState, token string) (bool, error) {
+func (s *Store) settle(ctx context.Context, b *buckets, st []bucketState, token string, read time.Time) (bool, error) {
 	ps, err := departures(st)
 	if err != nil || len(ps) == 0 {
 		return false, err
 	}
-	_, err = s.complete(ctx, b, ps, token, "in")
+	_, err = s.complete(ctx, b, ps, token, "in", read)
 	return err == nil, err
 }
 
@@ -661,7 +668,17 @@ func departures(st []bucketState) ([]pending, error) {
 // overwritten); then the lease's epoch moves (when a lease token is
 // given) and their departure records are cleared. It returns each
 // transfer's marker, by ID.
-func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, mode string) (map[string]string, error) {
+//
+// Their departure records were read or written at read. In mode "in",
+// once half their lifetime (departureTTL) has passed since, complete does
+// nothing and returns no markers: the records may have expired, and with
+// them the count of those units that readers and reconcilers go by (a
+// reconciler may have added them back), so only a refill that reads them
+// again may make them arrive.
+func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, mode string, read time.Time) (map[string]string, error) {
+	if mode == "in" && time.Since(read) > s.departureTTL()/2 {
+		return nil, nil
+	}
 	to := map[string][]arrival{}
 	for _, p := range ps {
 		to[p.dest] = append(to[p.dest], arrival{id: p.id, units: p.units, gen: p.gen})
@@ -752,12 +769,13 @@ func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen stri
 		cmd  *redis.Cmd
 	}
 	outs := make([]taken, 0, len(takes))
+	sent := time.Now()
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		outs = outs[:0]
 		for i, n := range takes {
 			id := move + "." + strconv.Itoa(i)
 			outs = append(outs, taken{i, id, bucketOutScript.Run(ctx, p,
-				[]string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, id, n, b.names[home], now, homeGen, s.keep.Milliseconds()/2)})
+				[]string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, id, n, b.names[home], now, homeGen, s.departureTTL().Milliseconds())})
 		}
 	})
 	var ps []pending
@@ -780,7 +798,7 @@ func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen stri
 	if len(ps) == 0 {
 		return 0, nil
 	}
-	words, err := s.complete(ctx, b, ps, token, "in")
+	words, err := s.complete(ctx, b, ps, token, "in", sent)
 	if err != nil {
 		return 0, err
 	}
@@ -824,7 +842,7 @@ type arrival struct {
 // state).
 func (s *Store) arrive(ctx context.Context, dest, mode string, as []arrival) ([]string, int64, error) {
 	keys := []string{s.stateKey(dest)}
-	args := []any{mode, s.keep.Milliseconds()}
+	args := []any{mode, 2 * s.departureTTL().Milliseconds()}
 	for _, a := range as {
 		keys = append(keys, s.skuKey(dest, inSuffix, a.id))
 		args = append(args, a.units, a.gen)
@@ -953,7 +971,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 		if len(ps) == 0 {
 			break
 		}
-		if _, err := s.complete(ctx, b, ps, token, "void"); err != nil {
+		if _, err := s.complete(ctx, b, ps, token, "void", time.Now()); err != nil {
 			return false, err
 		}
 	}

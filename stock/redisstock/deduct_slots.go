@@ -483,11 +483,18 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 				// and "outcome unknown" together.
 				cause = detached(cause)
 			}
-			return errors.Join(cause, s.writeErr(ctx, "undo deduct", err))
+			return errors.Join(cause, &undoError{s.writeErr(ctx, "undo deduct", err)})
 		}
 	}
 	return cause
 }
+
+// undoError is the failure of an undo: the attempt's lines it was to take
+// off may still be held under the attempt's token.
+type undoError struct{ err error }
+
+func (e *undoError) Error() string { return e.err.Error() }
+func (e *undoError) Unwrap() error { return e.err }
 
 // release queues or runs the release script for one slot group; token
 // names the attempt for mode "drop" ("" otherwise).

@@ -43,7 +43,7 @@ func (s *Store) BucketOut(ctx context.Context, sku string, n, from, to int, id s
 		return 0, err
 	}
 	res, err := bucketOutScript.Run(ctx, s.c, []string{s.stateKey(names[from]), s.skuKey(names[from], outSuffix, "")},
-		id, qty, names[to], s.nowMs(), gen, s.keep.Milliseconds()/2).Slice()
+		id, qty, names[to], s.nowMs(), gen, s.departureTTL().Milliseconds()).Slice()
 	if err != nil {
 		return 0, err
 	}
