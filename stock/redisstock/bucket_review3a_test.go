@@ -1,7 +1,6 @@
 package redisstock_test
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"sync/atomic"
@@ -84,22 +83,6 @@ func (h *nthCall) check(cmds []redis.Cmder) {
 	}
 }
 
-func (h *nthCall) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *nthCall) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.check([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-
-func (h *nthCall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.check(cmds)
-		return next(ctx, cmds)
-	}
-}
-
 // Promise broken: "a plain error means nothing is held" (deductSlots;
 // invariant 3, and the rule that a business error leaves nothing held).
 //
@@ -139,9 +122,9 @@ func TestReview3aSoldOutAfterRefillLeavesEarlierAttemptHeld(t *testing.T) {
 		// U's refill brings bucket 0 the 2 units of buckets 1 and 2; W
 		// takes them before U's order is tried again.
 		var drained error
-		fx.c.AddHook(&nthCall{hash: redisstock.BucketLeaseScriptHash(), at: 3, f: func() {
+		fx.c.AddHook(checkHook((&nthCall{hash: redisstock.BucketLeaseScriptHash(), at: 3, f: func() {
 			drained = fx.s.Deduct(ctx, ord("w-0", w, it("hx", 2)))
-		}})
+		}}).check))
 		// U's first attempt: p's group (the lower slot) is taken, hx's
 		// refused; the undo of p never leaves the client.
 		fx.hook.arm(2, 1, true)

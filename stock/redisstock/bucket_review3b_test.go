@@ -38,22 +38,6 @@ func (h *r3bHook) check(cmds []redis.Cmder) {
 	}
 }
 
-func (h *r3bHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *r3bHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.check([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-
-func (h *r3bHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.check(cmds)
-		return next(ctx, cmds)
-	}
-}
-
 // r3bHasKey matches a command batch one of whose commands names a key
 // ending in suffix, by command name.
 func r3bHasKey(name, suffix string) func([]redis.Cmder) bool {
@@ -112,7 +96,7 @@ func TestReview3bSnapshotMissesArrivalAdjustApplied(t *testing.T) {
 		ctx := fx.ctx()
 		const n, record = 3, 90
 		h := &r3bHook{}
-		fx.c.AddHook(h)
+		fx.c.AddHook(checkHook(h.check))
 		fx.bucketSale("hot", record, 0, time.Minute, n)
 		names := redisstock.BucketNames("hot", n)
 		const id = "r3b.0.1"
@@ -160,7 +144,7 @@ func TestReview3bSnapshotCountsDepartureTwice(t *testing.T) {
 		ctx := fx.ctx()
 		const n, record = 3, 90
 		h := &r3bHook{}
-		fx.c.AddHook(h)
+		fx.c.AddHook(checkHook(h.check))
 		fx.bucketSale("hot", record, 0, time.Minute, n)
 		names := redisstock.BucketNames("hot", n)
 		// Snapshot reads the other buckets after the first: move the units

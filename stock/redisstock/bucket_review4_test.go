@@ -127,7 +127,7 @@ func TestReview4DepartureExpiresUnderLiveRefillOversell(t *testing.T) {
 		fx.bucketSale("hot", record, 0, time.Minute, n)
 		u := usersIn(n, 0, 1, "u")[0]
 		h := &r3bHook{}
-		fx.c.AddHook(h)
+		fx.c.AddHook(checkHook(h.check))
 		var (
 			snap    redisstock.Snapshot
 			snapErr error
@@ -181,22 +181,6 @@ func (h *r4Every) check(cmds []redis.Cmder) {
 	}
 }
 
-func (h *r4Every) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *r4Every) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.check([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-
-func (h *r4Every) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.check(cmds)
-		return next(ctx, cmds)
-	}
-}
-
 // r4ReadsXV matches a batch that reads a state's transfer count.
 func r4ReadsXV(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
@@ -242,7 +226,7 @@ func TestReview4SplitContentionFailsWholeSnapshot(t *testing.T) {
 				t.Errorf("rival Revert: %v", err)
 			}
 		}}
-		fx.c.AddHook(h)
+		fx.c.AddHook(checkHook(h.check))
 		h.on.Store(true)
 		sn, err := fx.s.Snapshot(ctx, []redisstock.SnapshotRequest{{SKU: "hot"}, {SKU: "p"}})
 		h.on.Store(false)
@@ -281,7 +265,7 @@ func TestReview4DepartureExpiresUnderLiveRefillPutOnSale(t *testing.T) {
 		fx.bucketSale("hot", units, 0, time.Minute, n)
 		u := usersIn(n, 0, 1, "u")[0]
 		h := &r3bHook{}
-		fx.c.AddHook(h)
+		fx.c.AddHook(checkHook(h.check))
 		var putErr error
 		h.arm(r4HasArg(redisstock.BucketInScriptHash()), func() {
 			fx.ageKeys(3 * time.Second)

@@ -134,18 +134,22 @@ func (h *onceBefore) check(cmds []redis.Cmder) {
 	}
 }
 
-func (h *onceBefore) DialHook(next redis.DialHook) redis.DialHook { return next }
+// checkHook shows check every command, and every pipeline, before it is
+// sent: the hook of the tests' call hooks (onceBefore and the like).
+type checkHook func(cmds []redis.Cmder)
 
-func (h *onceBefore) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (f checkHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f checkHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.check([]redis.Cmder{cmd})
+		f([]redis.Cmder{cmd})
 		return next(ctx, cmd)
 	}
 }
 
-func (h *onceBefore) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (f checkHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.check(cmds)
+		f(cmds)
 		return next(ctx, cmds)
 	}
 }
@@ -166,8 +170,8 @@ func TestBucketRefillTwoRoundsFromOneBucket(t *testing.T) {
 		// the first move arrives, so the next round takes from bucket 1
 		// again.
 		var drained, reverted error
-		fx.c.AddHook(&onceBefore{hash: redisstock.BucketOutScriptHash(), f: func() { drained = fx.s.Deduct(ctx, ord("a-0", a, it("hot", 10))) }})
-		fx.c.AddHook(&onceBefore{hash: redisstock.BucketInScriptHash(), f: func() { reverted = fx.s.Revert(ctx, "a-0") }})
+		fx.c.AddHook(checkHook((&onceBefore{hash: redisstock.BucketOutScriptHash(), f: func() { drained = fx.s.Deduct(ctx, ord("a-0", a, it("hot", 10))) }}).check))
+		fx.c.AddHook(checkHook((&onceBefore{hash: redisstock.BucketInScriptHash(), f: func() { reverted = fx.s.Revert(ctx, "a-0") }}).check))
 		is(t, fx.s.Deduct(ctx, ord("h-1", home, it("hot", 8))), nil, "Deduct of 8 for bucket 0")
 		is(t, drained, nil, "Deduct draining bucket 1 during the refill")
 		is(t, reverted, nil, "Revert refilling bucket 1 during the refill")
@@ -217,10 +221,10 @@ func TestBucketWaiterTakesOnlyASoldOutThatCoversIt(t *testing.T) {
 		// finds its bucket empty and waits for that refill.
 		var wg sync.WaitGroup
 		var smallErr error
-		fx.c.AddHook(&onceBefore{hash: redisstock.BucketLeaseScriptHash(), f: func() {
+		fx.c.AddHook(checkHook((&onceBefore{hash: redisstock.BucketLeaseScriptHash(), f: func() {
 			wg.Go(func() { smallErr = fx.s.Deduct(ctx, ord("s-1", small, it("hot", 2))) })
 			time.Sleep(50 * time.Millisecond)
-		}})
+		}}).check))
 		is(t, fx.s.Deduct(ctx, ord("b-1", big, it("hot", 5))), stock.ErrSoldOut, "Deduct of 5 with 3 left")
 		wg.Wait()
 		is(t, smallErr, nil, "Deduct of 2 with 3 left, waiting on the refill that found 3")
