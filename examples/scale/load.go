@@ -251,12 +251,16 @@ func printSpread(w io.Writer, t *target, rs []*loadResult) {
 	fmt.Fprintln(w)
 }
 
-// us formats µs, or "–" when the servers reported no CPU.
-func us(v float64) string {
+// us formats µs, and rate orders/s, or "–" when the servers reported no
+// CPU (v <= 0).
+func us(v float64) string   { return positive(v, "%.2f") }
+func rate(v float64) string { return positive(v, "%.0f") }
+
+func positive(v float64, format string) string {
 	if v <= 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.2f", v)
+	return fmt.Sprintf(format, v)
 }
 
 func printCost(w io.Writer, r3, r1 *loadResult) {
@@ -274,11 +278,11 @@ func printCost(w io.Writer, r3, r1 *loadResult) {
 		if r == r3 {
 			ratio = "–"
 			if r1.cpuPerOrder() > 0 {
-				verdict := "PASS"
-				if x := r3.cpuPerOrder() / r1.cpuPerOrder(); x > 1.2 {
+				x, verdict := r3.cpuPerOrder()/r1.cpuPerOrder(), "PASS"
+				if x > 1.2 {
 					verdict = "FAIL"
 				}
-				ratio = fmt.Sprintf("%.2fx (target <= 1.2x: %s)", r3.cpuPerOrder()/r1.cpuPerOrder(), verdict)
+				ratio = fmt.Sprintf("%.2fx (target <= 1.2x: %s)", x, verdict)
 			}
 		}
 		fmt.Fprintf(w, "| %d | %d | %d | %s | %s | %s | %.2f | %s | %s |\n", r.buckets, r.orders, r.refused, us(r.cpuPerOrder()),
@@ -305,13 +309,6 @@ func modelRate(cpuPerOrderUS float64) float64 {
 		return 0
 	}
 	return 1e6 / cpuPerOrderUS
-}
-
-func rate(v float64) string {
-	if v <= 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.0f", v)
 }
 
 func printModel(w io.Writer, r3, r1 *loadResult) {

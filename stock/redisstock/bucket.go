@@ -552,7 +552,7 @@ func (s *Store) holdLease(ctx context.Context, b *buckets) (string, func() error
 func (s *Store) takeLease(ctx context.Context, b *buckets, token string) error {
 	wait, until := time.Millisecond, time.Now().Add(bucketLease)
 	for {
-		res, err := bucketLeaseScript.Run(ctx, s.c, []string{s.stateKey(b.names[0]), s.skuKey(b.names[0], leaseSuffix, "")},
+		res, err := bucketLeaseScript.Run(ctx, s.c, s.leaseKeys(b.names[0]),
 			"take", token, bucketLease.Milliseconds()).Slice()
 		if err != nil {
 			return s.writeErr(ctx, "refill", err)
@@ -582,9 +582,16 @@ func (s *Store) takeLease(ctx context.Context, b *buckets, token string) error {
 	}
 }
 
+// leaseKeys are the keys of the scripts that take, or respect, a SKU's
+// transfer lease (stock_bucket_lease.lua, stock_adjust.lua,
+// stock_relist.lua): its first state, and the lease.
+func (s *Store) leaseKeys(sku string) []string {
+	return []string{s.stateKey(sku), s.skuKey(sku, leaseSuffix, "")}
+}
+
 // lease runs a 'tick' or 'drop' step of the transfer lease.
 func (s *Store) lease(ctx context.Context, b *buckets, mode, token string) error {
-	err := bucketLeaseScript.Run(ctx, s.c, []string{s.stateKey(b.names[0]), s.skuKey(b.names[0], leaseSuffix, "")},
+	err := bucketLeaseScript.Run(ctx, s.c, s.leaseKeys(b.names[0]),
 		mode, token, bucketLease.Milliseconds()).Err()
 	return s.writeErr(ctx, "refill", err)
 }

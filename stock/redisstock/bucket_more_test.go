@@ -85,6 +85,27 @@ type sale struct {
 // sellOut runs one goroutine per user, each Deducting 1 unit of sku under
 // fresh order IDs until its first ErrSoldOut. No unit comes back during the
 // sale, so once a Deduct returned ErrSoldOut no later one may succeed.
+// everyBucket returns per users for each of the n buckets (usersIn),
+// named from prefix and the bucket's number.
+func everyBucket(n, per int, prefix string) []string {
+	var users []string
+	for i := range n {
+		users = append(users, usersIn(n, i, per, prefix+strconv.Itoa(i))...)
+	}
+	return users
+}
+
+// sellsAll sells sku out to users and checks that they took every one
+// of its units, none after a sold out, and that all are held.
+func (fx *fixture) sellsAll(sku string, n int, units int64, users []string) {
+	fx.t.Helper()
+	got := fx.sellOut(sku, n, users)
+	if got.taken != units || got.late != 0 {
+		fx.t.Fatalf("took %d units (%d after a sold out), want %d (0)", got.taken, got.late, units)
+	}
+	fx.want(sku, 0, units, 0)
+}
+
 func (fx *fixture) sellOut(sku string, n int, users []string) sale {
 	fx.t.Helper()
 	var soldOut atomic.Bool
@@ -300,15 +321,7 @@ func TestBucketRefillDiedAfterOutConcurrentSale(t *testing.T) {
 			t.Fatalf("out = %d, %v; want 25", got, err)
 		}
 		fx.want("hot", units, 0, 0)
-		var users []string
-		for i := range n {
-			users = append(users, usersIn(n, i, 4, "c"+strconv.Itoa(i))...)
-		}
-		got := fx.sellOut("hot", n, users)
-		if got.taken != units || got.late != 0 {
-			t.Fatalf("took %d units (%d after a sold out), want %d (0)", got.taken, got.late, units)
-		}
-		fx.want("hot", 0, units, 0)
+		fx.sellsAll("hot", n, units, everyBucket(n, 4, "c"))
 	})
 }
 
@@ -325,15 +338,7 @@ func TestBucketRefillDiedBeforeClear(t *testing.T) {
 		if av := fx.bucketAvail("hot", n); av[0] != 30 || av[1] != 20 || av[2] != 40 {
 			t.Fatalf("bucket avail = %v after out and in, want [30 20 40]", av)
 		}
-		var users []string
-		for i := range n {
-			users = append(users, usersIn(n, i, 3, "d"+strconv.Itoa(i))...)
-		}
-		sold := fx.sellOut("hot", n, users)
-		if sold.taken != units || sold.late != 0 {
-			t.Fatalf("took %d units (%d after a sold out), want %d (0)", sold.taken, sold.late, units)
-		}
-		fx.want("hot", 0, units, 0)
+		fx.sellsAll("hot", n, units, everyBucket(n, 3, "d"))
 	})
 }
 
@@ -512,11 +517,7 @@ func TestBucketLostBucketState(t *testing.T) {
 				t.Fatalf("UserUnits(%s) = %d, %v; want 2", v, got, err)
 			}
 		}
-		var users []string
-		for i := range n {
-			users = append(users, usersIn(n, i, 3, "s"+strconv.Itoa(i))...)
-		}
-		sold := fx.sellOut("hot", n, users)
+		sold := fx.sellOut("hot", n, everyBucket(n, 3, "s"))
 		if sold.taken > units-30-6 {
 			t.Fatalf("sold %d more units, but only %d were left: a unit was sold twice", sold.taken, units-30-6)
 		}

@@ -50,11 +50,7 @@ func TestReview3aArrivalMarkerExpiresBeforeClear(t *testing.T) {
 		}
 		fx.want("hot", units, 0, 0)
 		fx.ageKeys(2 * redisstock.MinRetention)
-		var users []string
-		for i := range n {
-			users = append(users, usersIn(n, i, 3, "m"+strconv.Itoa(i))...)
-		}
-		sold := fx.sellOut("hot", n, users)
+		sold := fx.sellOut("hot", n, everyBucket(n, 3, "m"))
 		if sold.taken != units {
 			t.Fatalf("the sale took %d units of %d put on sale", sold.taken, units)
 		}

@@ -160,7 +160,7 @@ func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (a
 	if err != nil {
 		return false, fmt.Errorf("redisstock: adjust: %w", err)
 	}
-	res, err := adjustScript.Run(ctx, s.c, []string{s.stateKey(sku), s.skuKey(sku, leaseSuffix, "")}, f.Gen, f.Epoch, delta, int64(stock.MaxUnits), token).Slice()
+	res, err := adjustScript.Run(ctx, s.c, s.leaseKeys(sku), f.Gen, f.Epoch, delta, int64(stock.MaxUnits), token).Slice()
 	if err != nil {
 		return false, s.writeErr(ctx, "adjust", err)
 	}
@@ -297,7 +297,7 @@ func (s *Store) relistStates(ctx context.Context, rls []Relist) ([]Outcome, erro
 					force = "1"
 				}
 				l := stock.Listing{HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
-				cmds[i] = relistScript.Run(ctx, p, []string{s.stateKey(rl.SKU), s.skuKey(rl.SKU, leaseSuffix, "")}, rl.Fence.Gen, rl.Fence.Epoch,
+				cmds[i] = relistScript.Run(ctx, p, s.leaseKeys(rl.SKU), rl.Fence.Gen, rl.Fence.Epoch,
 					rl.Delta, rl.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), int64(stock.MaxUnits), force,
 					l.EffectiveMaxHoldTTL().Milliseconds())
 			}
