@@ -2,6 +2,7 @@ package redisstock_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/lua"
+	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
@@ -79,6 +82,50 @@ func TestBucketSnapshotWhileTransfersKeepComingIsFencedOff(t *testing.T) {
 		}
 		if sn[0].Fence == (redisstock.Fence{}) || sn[0].Available != 90 {
 			t.Fatalf("Snapshot once the transfers stopped: %+v", sn[0])
+		}
+	})
+}
+
+// A Rebuild on a Cluster of many SKUs, none split, sends their rebuild
+// scripts together (bounded cost: a warm-up of a fresh gate rebuilds
+// every SKU), not one round trip per SKU; and a split SKU among them
+// does not change the others' outcomes.
+func TestRebuildOfUnsplitSKUsIsBatchedOnACluster(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		ctx := fx.ctx()
+		fx.bucketSale("hot", 30, 0, time.Minute, 3)
+		sha := redis.NewScript(lua.Source("stock_rebuild.lua")).Hash()
+		var trips atomic.Int64
+		fx.c.AddHook(checkHook(func(cmds []redis.Cmder) {
+			for _, c := range cmds {
+				if a := c.Args(); c.Name() == "evalsha" && len(a) > 1 && a[1] == sha {
+					trips.Add(1)
+					return
+				}
+			}
+		}))
+		rs := make([]redisstock.Rebuild, 0, 21)
+		for i := range 20 {
+			rs = append(rs, redisstock.Rebuild{Listing: stock.Listing{SKU: "r" + strconv.Itoa(i), Units: 5}})
+		}
+		rs = append(rs, redisstock.Rebuild{Listing: stock.Listing{SKU: "hot", Units: 30, HoldTTL: time.Minute}})
+		got, err := fx.s.Rebuild(ctx, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range got[:20] {
+			if o != redisstock.Applied {
+				t.Fatalf("Rebuild of r%d: %v, want Applied", i, o)
+			}
+		}
+		if len(got) != 21 || got[20] != redisstock.Exists {
+			t.Fatalf("Rebuild outcomes %v: want 21, the split SKU's Exists", got)
+		}
+		if n := trips.Load(); n > 2 {
+			t.Fatalf("the rebuild of 20 unsplit SKUs took %d round trips", n)
+		}
+		for i := range 20 {
+			fx.want("r"+strconv.Itoa(i), 5, 0, 0)
 		}
 	})
 }

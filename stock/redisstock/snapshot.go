@@ -471,18 +471,30 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 	if err := s.probeBuckets(ctx, skus, bs); err != nil {
 		return nil, err
 	}
-	out := make([]Outcome, len(rs))
-	for i, r := range rs {
-		got := []Outcome{0}
+	// SKUs split into buckets one by one, each run of unsplit SKUs
+	// between them in one batched call, so the outcomes a failure leaves
+	// are those of a prefix of rs, as for an unsplit batch.
+	out := make([]Outcome, 0, len(rs))
+	for i := 0; i < len(rs); {
 		if len(bs[i].names) > 1 {
-			got[0], err = s.rebuildBucketed(ctx, bs[i], r)
-		} else {
-			got, err = s.rebuild(ctx, rs[i:i+1])
+			o, err := s.rebuildBucketed(ctx, bs[i], rs[i])
+			if err != nil {
+				return out, err
+			}
+			out = append(out, o)
+			i++
+			continue
 		}
+		j := i + 1
+		for j < len(rs) && len(bs[j].names) == 1 {
+			j++
+		}
+		got, err := s.rebuild(ctx, rs[i:j])
+		out = append(out, got...)
 		if err != nil {
-			return out[:i], err
+			return out, err
 		}
-		out[i] = got[0]
+		i = j
 	}
 	return out, nil
 }
