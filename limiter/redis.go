@@ -16,13 +16,13 @@ import (
 // One script per algorithm; each decides one or more keys all-or-nothing,
 // reading Redis server TIME itself.
 var scripts = [...]*redis.Script{
-	GCRA:          redis.NewScript(lua.Source("limiter_gcra.lua")),
-	FixedWindow:   redis.NewScript(lua.Source("limiter_fixed.lua")),
-	SlidingWindow: redis.NewScript(lua.Source("limiter_sliding.lua")),
+	GCRA:          redis.NewScript(lua.Script("limiter_gcra.lua")),
+	FixedWindow:   redis.NewScript(lua.Script("limiter_fixed.lua")),
+	SlidingWindow: redis.NewScript(lua.Script("limiter_sliding.lua")),
 }
 
 // resetScript deletes keys of any algorithm.
-var resetScript = redis.NewScript(lua.Source("limiter_reset.lua"))
+var resetScript = redis.NewScript(lua.Script("limiter_reset.lua"))
 
 // RedisConfig configures a Redis limiter. The zero value of every field but
 // Limit means its default.

@@ -13,6 +13,7 @@ package lua
 import (
 	"embed"
 	"io/fs"
+	"strings"
 )
 
 //go:embed *.lua
@@ -27,6 +28,18 @@ func Source(name string) string {
 		panic("lua: no embedded script " + name)
 	}
 	return string(b)
+}
+
+// Script returns the text to send for the named script: its Source, with
+// stock_lib.lua before it when its header says it "Runs after
+// stock_lib.lua" (the codec of the gate's per-order data, which the stock
+// scripts share; it defines local functions only).
+func Script(name string) string {
+	src := Source(name)
+	if strings.Contains(src, "Runs after stock_lib.lua") {
+		return Source("stock_lib.lua") + "\n" + src
+	}
+	return src
 }
 
 // Names lists the embedded scripts.

@@ -6,7 +6,7 @@
 -- between counts, and a correction computed from a snapshot stays right
 -- while they run.
 --
--- KEYS[1]  <p>:{sku}:state   hash avail, ..., hold_ms, ver, epoch, gen
+-- KEYS[1]  <p>:{sku}:state   hash avail, ..., hold, ver, epoch, gen
 -- KEYS[2]  <p>:{sku}:bl      the SKU's transfer lease (stock_bucket_lease.lua)
 -- ARGV[1]  expected generation
 -- ARGV[2]  expected epoch
@@ -26,7 +26,7 @@
 -- The applying run records the call's token (field adj), so a resend of
 -- the same call (a client retrying after a lost reply) finds its own
 -- correction applied, answers 'ok' and adds nothing more.
-local s = redis.call('HMGET', KEYS[1], 'avail', 'epoch', 'gen', 'hold_ms', 'adj')
+local s = redis.call('HMGET', KEYS[1], 'avail', 'epoch', 'gen', 'hold', 'adj')
 if not s[1] or not s[4] then return {'unknown_sku'} end
 local epoch = tonumber(s[2] or '0')
 if s[5] == ARGV[5] then return {'ok', epoch} end

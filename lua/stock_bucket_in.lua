@@ -22,7 +22,7 @@
 -- since the refill read it: the marker was lost with the old one) gets
 -- 'lost', and its units are dropped: they may have arrived at the old
 -- state already, so the gate errs low and a reconciler adds them back.
-local s = redis.call('HMGET', KEYS[1], 'hold_ms', 'gen')
+local s = redis.call('HMGET', KEYS[1], 'hold', 'gen')
 local exists = s[1] ~= false
 local out = {-1}
 for j = 2, #KEYS do

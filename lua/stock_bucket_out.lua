@@ -31,7 +31,7 @@
 -- that changes what a reader counts bumps the bucket's field xv (here, and
 -- in stock_bucket_in.lua and stock_bucket_clear.lua), so a reader that
 -- finds every bucket's xv unchanged over its reading read no step.
-local s = redis.call('HMGET', KEYS[1], 'avail', 'hold_ms')
+local s = redis.call('HMGET', KEYS[1], 'avail', 'hold')
 local p = redis.call('HGET', KEYS[2], ARGV[1])
 if p then
   return {'dup', tonumber(string.match(p, '\n(%d+)\n')), tonumber(s[1] or '0')}

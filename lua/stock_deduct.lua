@@ -2,14 +2,14 @@
 -- or more orders, all of an order's lines or none, for one attempt of a
 -- Deduct of each order. The orders of one call (concurrent Deducts coalesced
 -- per slot) are taken one after another, each against the state the ones
--- before it left, each with its own reply.
+-- before it left, each with its own reply. Runs after stock_lib.lua.
 --
 -- KEYS     per order j, 4 per line i (i = 1..n_j):
---            <p>:{sku}:state   hash avail, held, sold, limit, hold_ms,
+--            <p>:{sku}:state   hash avail, held, sold, limit, hold,
 --                              max_ms, ver
 --            <p>:{sku}:holds   zset order ID -> deadline ms
 --            <p>:{sku}:users   hash user -> units held + bought
---            <p>:{sku}:o:<id>  hash record st, qty, user, dl, mx, id, at
+--            <p>:{sku}:lines   hash order ID -> line record
 -- ARGV     per order j, 12 + n_j values:
 --          now, in ms, from the caller's clock (not the server's TIME);
 --          order ID;
@@ -51,30 +51,99 @@
 -- neither (new) gets now + its own hold time, or + the shortest hold time
 -- of the new lines' SKUs without one, capped by the latest deadline new
 -- lines may get. Held lines with a later deadline are moved to it. One
--- bound likewise (field mx): the earliest of the bound so far and the
--- bounds of the held lines here (their dl for a record written without
--- mx), or for a new order now + the shortest maximum hold time of the new
--- lines' SKUs (max_ms; hold_ms for a state written without it), capped
--- likewise. So a line of a told-yes order never gets a deadline past its
--- bound; only an attempt whose own hold time is too long writes one, and
--- its check refuses it (a later attempt that finds such lines drops them).
+-- bound likewise (mx): the earliest of the bound so far and the bounds of
+-- the held lines here, or for a new order now + the shortest maximum hold
+-- time of the new lines' SKUs (max_ms; hold for a state written without
+-- it), capped likewise. So a line of a told-yes order never gets a
+-- deadline past its bound; only an attempt whose own hold time is too long
+-- writes one, and its check refuses it (a later attempt that finds such
+-- lines drops them).
 --
--- The record's at field lists the attempts that count on the hold (a new
--- record: this attempt; a held record of the same identity found here: this
+-- A record's attempts (a) are those that count on the hold (a new record:
+-- this attempt; a held record of the same identity found here: this
 -- attempt is added). An attempt that fails removes itself
 -- (stock_release.lua, mode 'drop'), and a hold is dropped only when no
 -- attempt is left on it, so an undo never removes what another attempt of
--- the same order counts on. A record without at (written by
+-- the same order counts on. A record without attempts (written by
 -- stock_deduct_batch.lua, in one atomic step) is never dropped.
 --
 -- Every check of an order runs before any write of it, so each order is all
 -- or nothing, and running the call twice takes the stock once: the second
--- run finds the records.
+-- run finds the records. The call reads each key once (HMGET of the lines,
+-- the states, the users) and writes each once at its end (HSET of the
+-- states, lines and users, a ZADD per SKU).
 --
 -- On a Redis Cluster the Store runs this script once per slot group, after
 -- binding the order ID (stock_dir_bind.lua) in the same pipeline. Without
 -- hash slots it runs stock_deduct_batch.lua instead, which binds the ID
 -- inside the script.
+
+-- First pass: the fields each lines and users key is read for.
+local want = {}
+local function ask(key, field)
+  local w = want[key]
+  if not w then w = {list = {}, seen = {}}; want[key] = w end
+  if not w.seen[field] then
+    w.seen[field] = true
+    w.list[#w.list + 1] = field
+  end
+end
+do
+  local k, a = 0, 1
+  while a <= #ARGV do
+    local id, user, n = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 11])
+    for i = 1, n do
+      local b = k + 4 * (i - 1)
+      ask(KEYS[b + 4], id)
+      if user ~= '' then ask(KEYS[b + 3], user) end
+    end
+    k, a = k + 4 * n, a + 12 + n
+  end
+end
+local got = {} -- key -> field -> value (false: none)
+local function read(key)
+  local g = got[key]
+  if g then return g end
+  g = {}
+  local w = want[key]
+  if w then
+    for from = 1, #w.list, 1000 do
+      local to = math.min(from + 999, #w.list)
+      local v = redis.call('HMGET', key, unpack(w.list, from, to))
+      for i = from, to do g[w.list[i]] = v[i - from + 1] end
+    end
+  end
+  got[key] = g
+  return g
+end
+
+-- skus: state key -> the SKU's counters as this call has left them
+-- (false: not on sale).
+local skus, touched = {}, {}
+local function sku(b)
+  local c = skus[KEYS[b + 1]]
+  if c ~= nil then return c end
+  local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
+  -- A state without hold is not a SKU on sale (only PutOnSale writes it).
+  if not s[1] or not s[3] then
+    skus[KEYS[b + 1]] = false
+    return false
+  end
+  c = {b = b, avail = tonumber(s[1]), limit = tonumber(s[2] or '0'), hold = tonumber(s[3]),
+       held = tonumber(s[4] or '0'), ver = tonumber(s[5] or '0'), max = tonumber(s[6] or s[3]),
+       users = read(KEYS[b + 3]), changed = {}, holds = {}}
+  skus[KEYS[b + 1]] = c
+  return c
+end
+local moves = {} -- {holds key, deadline, order ID}: held lines moved earlier
+local dirty = {} -- lines key -> {order ID -> true}, records to write
+local lkeys = {}
+local function mark(key, id)
+  local d = dirty[key]
+  if not d then d = {}; dirty[key] = d; lkeys[#lkeys + 1] = key end
+  d[id] = true
+end
+
 -- deduct takes one order: its keys start after KEYS[k], its arguments at
 -- ARGV[a]; n is its line count.
 local function deduct(k, a, n)
@@ -96,37 +165,30 @@ local function deduct(k, a, n)
   for i = 1, n do
     local b = k + 4 * (i - 1)
     local qty = tonumber(ARGV[a + 11 + i])
-    local r = redis.call('HMGET', KEYS[b + 4], 'st', 'id', 'dl', 'at', 'mx')
-    if r[1] then
-      if r[2] ~= ident then return {'conflict', i, math.min(found, 1)} end
-      local d = tonumber(r[3])
-      if r[1] == 'held' and d <= now then return {'expired', i, 1} end
-      if r[1] == 'expired' then return {'expired', i, 1} end
-      if r[1] == 'reverted' or r[1] == 'refunded' then return {'closed', i, 1} end
+    local r = rec_decode(read(KEYS[b + 4])[id], now)
+    if r then
+      if r.id ~= ident then return {'conflict', i, math.min(found, 1)} end
+      if r.st == 'held' and r.dl <= now then return {'expired', i, 1} end
+      if r.st == 'expired' then return {'expired', i, 1} end
+      if r.st == 'reverted' or r.st == 'refunded' then return {'closed', i, 1} end
       found = found + 1
-      if r[1] == 'held' then
-        local m = tonumber(r[5] or r[3])
-        if d > m then past = 1 end
-        held[#held + 1] = {b, d, r[4], m}
-        if not dl or d < dl then dl = d end
-        if not bound or m < bound then bound = m end
+      if r.st == 'held' then
+        if r.dl > r.mx then past = 1 end
+        held[#held + 1] = {b, r}
+        if not dl or r.dl < dl then dl = r.dl end
+        if not bound or r.mx < bound then bound = r.mx end
       end
     else
-      local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold_ms', 'held', 'ver', 'max_ms')
-      -- A state without hold_ms is not a SKU on sale (only PutOnSale writes it).
-      if not s[1] or not s[3] then return {'unknown_sku', i, math.min(found, 1)} end
-      if tonumber(s[1]) < qty then return {'sold_out', i, math.min(found, 1)} end
-      local limit = tonumber(s[2] or '0')
-      if limit > 0 then
+      local c = sku(b)
+      if not c then return {'unknown_sku', i, math.min(found, 1)} end
+      if c.avail < qty then return {'sold_out', i, math.min(found, 1)} end
+      if c.limit > 0 then
         if user == '' then return {'need_user', i, math.min(found, 1)} end
-        local had = tonumber(redis.call('HGET', KEYS[b + 3], user) or '0')
-        if had + qty > limit then return {'limit', i, math.min(found, 1)} end
+        if tonumber(c.users[user] or '0') + qty > c.limit then return {'limit', i, math.min(found, 1)} end
       end
-      local h = tonumber(s[3])
-      if not minhold or h < minhold then minhold = h end
-      local mh = tonumber(s[6] or s[3])
-      if not minmax or mh < minmax then minmax, maxline = mh, i end
-      take[#take + 1] = {b, qty, tonumber(s[1]), tonumber(s[4] or '0'), tonumber(s[5] or '0')}
+      if not minhold or c.hold < minhold then minhold = c.hold end
+      if not minmax or c.max < minmax then minmax, maxline = c.max, i end
+      take[#take + 1] = {b, qty, c}
     end
   end
 
@@ -149,28 +211,35 @@ local function deduct(k, a, n)
     -- and its bound, fixed when it was first taken: a relisting since
     -- does not lower them.
   end
-  local sdl = string.format('%d', dl or 0)
-  local sbound = string.format('%d', bound or 0)
 
   for _, t in ipairs(take) do
-    local b, qty = t[1], t[2]
-    redis.call('HSET', KEYS[b + 1], 'avail', string.format('%d', t[3] - qty),
-      'held', string.format('%d', t[4] + qty), 'ver', string.format('%d', t[5] + 1))
-    if user ~= '' then redis.call('HINCRBY', KEYS[b + 3], user, qty) end
-    redis.call('ZADD', KEYS[b + 2], sdl, id)
-    -- A new record, with no TTL: a hold keeps its record until it is
-    -- confirmed or returned, which gives it one.
-    redis.call('HSET', KEYS[b + 4], 'st', 'held', 'qty', qty, 'user', user, 'dl', sdl, 'mx', sbound, 'id', ident, 'at', token)
+    local b, qty, c = t[1], t[2], t[3]
+    if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
+    c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
+    if user ~= '' then
+      c.users[user] = tonumber(c.users[user] or '0') + qty
+      c.changed[user] = true
+    end
+    c.holds[#c.holds + 1] = dl
+    c.holds[#c.holds + 1] = id
+    -- A new record: it lives until the hold is confirmed or returned.
+    read(KEYS[b + 4])[id] = rec_new(qty, dl, bound, ident, token)
+    mark(KEYS[b + 4], id)
   end
   for _, h in ipairs(held) do
-    local b, d, at, m = h[1], h[2], h[3], h[4]
-    if d > dl then
-      redis.call('HSET', KEYS[b + 4], 'dl', sdl)
-      redis.call('ZADD', KEYS[b + 2], 'XX', sdl, id)
+    local b, r = h[1], h[2]
+    local changed = false
+    if r.dl > dl then
+      r.dl, changed = dl, true
+      moves[#moves + 1] = {KEYS[b + 2], dl, id}
     end
-    if m > bound then redis.call('HSET', KEYS[b + 4], 'mx', sbound) end
-    if at and at ~= '' and not string.find(' ' .. at .. ' ', ' ' .. token .. ' ', 1, true) then
-      redis.call('HSET', KEYS[b + 4], 'at', at .. ' ' .. token)
+    if r.mx > bound then r.mx, changed = bound, true end
+    if r.at and r.at ~= '' and not has_token(r.at, token) then
+      r.at, changed = r.at .. ',' .. token, true
+    end
+    if changed then
+      read(KEYS[b + 4])[id] = rec_encode(r)
+      mark(KEYS[b + 4], id)
     end
   end
   return {'ok', dl or 0, #take, found, bound or 0, minmax or 0, maxline, past}
@@ -182,5 +251,33 @@ while a <= #ARGV do
   local n = tonumber(ARGV[a + 11])
   out[#out + 1] = deduct(k, a, n)
   k, a = k + 4 * n, a + 12 + n
+end
+
+-- Writes: every SKU touched once (state, holds, users), then the records.
+local function int(x) return string.format('%d', x) end
+local function put(cmd, key, list)
+  for from = 1, #list, 1000 do
+    redis.call(cmd, key, unpack(list, from, math.min(from + 999, #list)))
+  end
+end
+for _, c in ipairs(touched) do
+  redis.call('HSET', KEYS[c.b + 1], 'avail', int(c.avail), 'held', int(c.held), 'ver', int(c.ver))
+  put('ZADD', KEYS[c.b + 2], c.holds)
+  local fv = {}
+  for u in pairs(c.changed) do
+    fv[#fv + 1] = u
+    fv[#fv + 1] = int(c.users[u])
+  end
+  if #fv > 0 then put('HSET', KEYS[c.b + 3], fv) end
+end
+-- After the new holds: a line taken earlier in this call may have moved.
+for _, m in ipairs(moves) do redis.call('ZADD', m[1], 'XX', m[2], m[3]) end
+for _, key in ipairs(lkeys) do
+  local g, fv = got[key], {}
+  for id in pairs(dirty[key]) do
+    fv[#fv + 1] = id
+    fv[#fv + 1] = g[id]
+  end
+  put('HSET', key, fv)
 end
 return out

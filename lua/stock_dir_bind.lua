@@ -1,49 +1,60 @@
--- stock_dir_bind.lua: bind an order ID to its identity for one attempt of a
--- Deduct on a Redis Cluster (the directory entry's slot is not its lines').
+-- stock_dir_bind.lua: bind order IDs to their identities, one attempt of a
+-- Deduct each, on a Redis Cluster (a directory entry's slot is not its
+-- lines'). The orders of one call share a directory shard (concurrent
+-- Deducts batched per slot bind together). Runs after stock_lib.lua.
 --
--- KEYS[1]  <p>:order:{<id>}      string: the order's identity
--- KEYS[2]  <p>:bind:{<id>}       set: the attempts that bound the entry
---                                and have not given up
--- ARGV[1]  the order's identity (user + "\n" + canonical signature)
--- ARGV[2]  the attempt's token (random, one per Deduct call)
--- Reply    'new' (the entry was created), 'same' (it already held this
---          identity: another attempt, or a resend of this one),
---          'conflict' (it holds another identity; nothing written), or
---          {'stale', identity} (it holds another identity, has no TTL and
---          no attempt set: no attempt has bound it for a lease, see
---          stock_dir_release.lua; nothing written: the caller checks
---          whether that order holds anything, and may take the entry over
---          with stock_dir_takeover.lua).
+-- KEYS[1]  <p>:dir:{<shard>}     hash order ID -> directory entry: the
+--                                order's identity, and the attempts that
+--                                bound it and have not given up
+-- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
+-- ARGV     then per order: order ID, identity (user + "\n" + canonical
+--          signature), the attempt's token (random, one per Deduct call)
+-- Reply    one reply per order: 'new' (the entry was created), 'same' (it
+--          already held this identity: another attempt, or a resend of
+--          this one), 'conflict' (it holds another identity; nothing
+--          written), or {'stale', identity} (it holds another identity, has
+--          not ended and has no attempt set: no attempt has bound it for a
+--          lease, see stock_dir_release.lua; nothing written: the caller
+--          checks whether that order holds anything, and may take the entry
+--          over with stock_dir_takeover.lua).
 --
--- A new entry has no TTL, like a held line's record: it lives as long as
--- the order's holds, and gets one (Retention) when the order ends
--- (stock_dir_keep.lua). An attempt that fails leaves the set
--- (stock_dir_release.lua); the last one to leave deletes it, so a failed
--- order frees its ID and a live one never loses it. An attempt that binds
--- an entry without a TTL whose set has expired cannot know which attempts
--- counted on it (a successful one never leaves): it adds '?' to the set,
--- so that no leaving attempt deletes the entry of an order that may hold
+-- A new entry lives as long as the order's holds, and gets Retention when
+-- the order ends (stock_dir_keep.lua). An attempt that fails leaves the set
+-- (stock_dir_release.lua); the last one to leave deletes the entry, so a
+-- failed order frees its ID and a live one never loses it. An attempt that
+-- binds a live entry whose set has expired cannot know which attempts
+-- counted on it (a successful one never leaves): it adds '?' to the set, so
+-- that no leaving attempt deletes the entry of an order that may hold
 -- stock. Running it twice is running it once: the token is already in the
 -- set.
-local cur = redis.call('GET', KEYS[1])
-if not cur then
-  redis.call('SET', KEYS[1], ARGV[1])
-  redis.call('DEL', KEYS[2])
-  redis.call('SADD', KEYS[2], ARGV[2])
-  return 'new'
+local now = tonumber(ARGV[1])
+local out = {}
+for a = 2, #ARGV, 3 do
+  local id, ident, token = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  local d = dir_decode(redis.call('HGET', KEYS[1], id), now)
+  if not d then
+    redis.call('HSET', KEYS[1], id, dir_encode({id = ident, lease = 0, toks = token}))
+    out[#out + 1] = 'new'
+  elseif d.id ~= ident then
+    if not d.e and not dir_attempts(d, now) then
+      out[#out + 1] = {'stale', d.id}
+    else
+      out[#out + 1] = 'conflict'
+    end
+  else
+    local toks = ''
+    if dir_attempts(d, now) then
+      toks = d.toks
+    elseif not d.e then
+      toks = '?'
+    end
+    if not has_token(toks, token) then
+      if toks == '' then toks = token else toks = toks .. ',' .. token end
+    end
+    -- The set lives as long as the entry from now on.
+    d.toks, d.lease = toks, 0
+    redis.call('HSET', KEYS[1], id, dir_encode(d))
+    out[#out + 1] = 'same'
+  end
 end
-local ttl = redis.call('PTTL', KEYS[1])
-if cur ~= ARGV[1] then
-  if ttl == -1 and redis.call('EXISTS', KEYS[2]) == 0 then return {'stale', cur} end
-  return 'conflict'
-end
-if ttl == -1 and redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SADD', KEYS[2], '?')
-end
-redis.call('SADD', KEYS[2], ARGV[2])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-else
-  redis.call('PERSIST', KEYS[2])
-end
-return 'same'
+return out

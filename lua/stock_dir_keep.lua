@@ -1,16 +1,35 @@
--- stock_dir_keep.lua: give an order's directory entry the lifetime of its
--- ended records (Retention), if it still names the order's identity.
+-- stock_dir_keep.lua: end an order's directory entry, or keep it again. An
+-- entry that ends lives Retention more (its records' lifetime), then reads
+-- as absent; the reclaimer deletes it. Runs after stock_lib.lua.
 --
--- KEYS[1]  <p>:order:{<id>}      string: the order's identity
--- KEYS[2]  <p>:bind:{<id>}       set of attempts (Redis Cluster only; may
---                                be absent)
--- ARGV[1]  the identity whose order ended
--- ARGV[2]  retention ms
--- Reply    1 if the entry names ARGV[1] (and now expires), 0 otherwise.
+-- KEYS[1]  <p>:dir:{<shard>}        hash order ID -> directory entry
+-- KEYS[2]  <p>:dir:{<shard>}:gone   list "<e> <order ID>" of ended entries
+-- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
+-- ARGV[2]  order ID
+-- ARGV[3]  the identity whose order ended (mode 'end'), or '' (mode 'keep')
+-- ARGV[4]  retention ms
+-- ARGV[5]  mode: 'end' gives the entry Retention from now, if it names
+--          ARGV[3]; 'keep' takes that end off again, whatever the
+--          identity (the order still holds stock: a Confirm or Revert
+--          that ended the entry could not end every line), and makes its
+--          attempt set (if any) live as long as the entry.
+-- Reply    1 if the entry was changed, 0 otherwise.
 --
 -- An entry naming another identity belongs to a newer order under the same
 -- ID and is left alone. Running it twice is safe.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
+local now = tonumber(ARGV[1])
+local id = ARGV[2]
+local d = dir_decode(redis.call('HGET', KEYS[1], id), now)
+if not d then return 0 end
+if ARGV[5] == 'keep' then
+  d.e, d.lease = nil, 0
+  redis.call('HSET', KEYS[1], id, dir_encode(d))
+  return 1
+end
+if d.id ~= ARGV[3] then return 0 end
+-- The attempt set, if it lives, lives as long as the entry now.
+if dir_attempts(d, now) then d.lease = 0 else d.toks = '' end
+d.e = now + tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], id, dir_encode(d))
+redis.call('RPUSH', KEYS[2], d.e .. ' ' .. id)
 return 1

@@ -1,11 +1,11 @@
 -- stock_extend.lua: move a held order's deadline out, on the lines of the
--- order that share one slot: each record's dl and the order's score in
--- each SKU's holds zset (which the reclaimer reads), together.
+-- order that share one slot: each record's deadline and the order's score
+-- in each SKU's holds zset (which the reclaimer reads), together.
+-- Runs after stock_lib.lua.
 --
 -- KEYS     4 per line i of the order here, as in stock_deduct.lua: state,
---          holds, users, record (fields st, dl, id, mx: the order's bound,
---          the latest deadline it may get; dl for a record written
---          without mx)
+--          holds, users, lines (the line's record: its state, deadline,
+--          identity and bound, the latest deadline it may get)
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity, as in stock_deduct.lua
@@ -35,9 +35,9 @@ local n = #KEYS / 4
 
 local recs = {}
 for i = 1, n do
-  local r = redis.call('HMGET', KEYS[4 * (i - 1) + 4], 'st', 'dl', 'id', 'mx')
-  if not r[1] or r[3] ~= ident then return {'unknown', i} end
-  recs[i] = {st = r[1], dl = tonumber(r[2] or '0'), mx = tonumber(r[4] or r[2] or '0')}
+  local r = rec_get(KEYS[4 * (i - 1) + 4], id, now)
+  if not r or r.id ~= ident then return {'unknown', i} end
+  recs[i] = r
 end
 
 if mode == 'all' then
@@ -68,7 +68,8 @@ for i = 1, n do
     if r.dl <= now then
       due = due + 1
     elseif r.dl < want then
-      redis.call('HSET', KEYS[b + 4], 'dl', ARGV[4])
+      r.dl = want
+      rec_put(KEYS[b + 4], id, r)
       redis.call('ZADD', KEYS[b + 2], 'XX', ARGV[4], id)
       moved = moved + 1
     end

@@ -3,18 +3,17 @@
 -- it counts, is left alone. With a claim, only if the SKU's rebuild claim
 -- is still the caller's: no flush, and no other creation of the state,
 -- since the caller read the record (a count read before a state was
--- created, sold from and lost again is stale).
+-- created, sold from and lost again is stale). Runs after stock_lib.lua.
 --
--- KEYS[1]      <p>:{sku}:state      hash avail, held, sold, limit, hold_ms,
+-- KEYS[1]      <p>:{sku}:state      hash avail, held, sold, limit, hold,
 --                                   max_ms, ver, epoch, gen
 -- KEYS[2]      <p>:{sku}:rb         string: the SKU's rebuild claim (the
 --                                   token of the reader that claimed last)
 -- KEYS[3]      <p>:{sku}:holds      zset order ID -> deadline ms
--- KEYS[3+j]    <p>:{sku}:rs:<op>    marker of restock operation j (1..m),
+-- KEYS[4]      <p>:{sku}:lines      hash order ID -> line record
+-- KEYS[4+j]    <p>:{sku}:rs:<op>    marker of restock operation j (1..m),
 --                                   which the available units already
 --                                   include
--- KEYS[3+m+i]  <p>:{sku}:o:<id_i>   record of hold i the caller found in
---                                   the holds zset
 -- ARGV[1]      available units
 -- ARGV[2]      per-user limit (0: none)
 -- ARGV[3]      hold time ms
@@ -24,7 +23,7 @@
 -- ARGV[6]      the caller's claim token, or '' to rebuild without a claim
 -- ARGV[7]      m, the number of restock markers
 -- ARGV[8]      maximum hold time ms (Listing.MaxHoldTTL, defaults filled)
--- ARGV[8+i]    order ID of hold i
+-- ARGV[9]      now, in ms, from the caller's clock (not the server's TIME)
 -- Reply        {'ok', epoch} (created, now or by a first run of this
 --              call whose reply was lost; every claim is void) |
 --              {'exists', epoch} | {'stale'} (the claim is gone or another
@@ -33,8 +32,8 @@
 -- The new state's held count is the units (qty less ret) of the holds the gate still has
 -- (a state hash lost alone keeps its holds zset and records): their
 -- Confirm, Revert or reclaim moves them out of it again. No hold is added
--- to a SKU without a state, so the caller's list of holds is complete.
-if redis.call('HEXISTS', KEYS[1], 'hold_ms') == 1 then
+-- to a SKU without a state.
+if redis.call('HEXISTS', KEYS[1], 'hold') == 1 then
   local e = redis.call('HMGET', KEYS[1], 'epoch', 'gen')
   -- The generation is drawn per call: a state that has it is this call's
   -- own, created by a first run whose reply was lost.
@@ -45,19 +44,23 @@ if ARGV[6] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[6] then
   return {'stale'}
 end
 local m = tonumber(ARGV[7])
+local now = tonumber(ARGV[9])
 local held = 0
-for i = 4 + m, #KEYS do
-  if redis.call('ZSCORE', KEYS[3], ARGV[5 + i - m]) then
-    local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'ret')
-    if r[1] == 'held' then held = held + tonumber(r[2]) - tonumber(r[3] or '0') end
+local ids = redis.call('ZRANGE', KEYS[3], 0, -1)
+for from = 1, #ids, 1000 do
+  local to = math.min(from + 999, #ids)
+  local v = redis.call('HMGET', KEYS[4], unpack(ids, from, to))
+  for i = 1, to - from + 1 do
+    local r = rec_decode(v[i], now)
+    if r and r.st == 'held' then held = held + r.qty - r.ret end
   end
 end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'limit', ARGV[2], 'hold_ms', ARGV[3], 'gen', ARGV[4],
+redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'limit', ARGV[2], 'hold', ARGV[3], 'gen', ARGV[4],
   'max_ms', ARGV[8], 'held', string.format('%d', held))
 redis.call('HSETNX', KEYS[1], 'sold', 0)
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-for i = 4, 3 + m do
+for i = 5, 4 + m do
   redis.call('SET', KEYS[i], 'r', 'PX', ARGV[5], 'NX')
 end
 return {'ok', redis.call('HINCRBY', KEYS[1], 'epoch', 1)}

@@ -1,6 +1,6 @@
 -- stock_reclaim.lua: return the units of one SKU's holds whose deadline has
--- passed. The caller peeks the due order IDs first (ZRANGEBYSCORE) so that
--- every record key is passed in KEYS; this script re-checks each one.
+-- passed. The caller peeks the due order IDs first (ZRANGEBYSCORE); this
+-- script re-checks each one. Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:{sku}:state   hash avail, held, ...
 -- KEYS[2]  <p>:{sku}:holds   zset order ID -> deadline ms
@@ -10,15 +10,16 @@
 --                            reclaimer ended a line of it (ms): orders
 --                            whose directory entry (and other slots) the
 --                            pass still has to end
--- KEYS[5+i] <p>:{sku}:o:<id_i> record of candidate i
+-- KEYS[6]  <p>:{sku}:lines   hash order ID -> line record
+-- KEYS[7]  <p>:{sku}:gone    list "<e> <order ID>" of ended records
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  retention ms: records live this long after the change
 -- ARGV[3]  ms to keep this pass's reply (KEYS[4])
 -- ARGV[3+i] order ID of candidate i
 -- Reply    flat list {id, user, qty, identity, ...} (all strings) of the
 --          holds returned by this pass; qty is what the line still held
---          (its qty less what partial reverts gave back, field ret), '0'
---          for a line they emptied (ended too, not a unit returned).
+--          (its qty less what partial reverts gave back), '0' for a line
+--          they emptied (ended too, not a unit returned).
 --
 -- A candidate is returned only if it is still in the holds zset with a
 -- deadline <= now and its record is still 'held'. Confirm and revert remove
@@ -46,30 +47,30 @@ local keep = tonumber(ARGV[2])
 local out = {}
 -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
 -- database: its holds end, the missing counters are not recreated.
-local live = redis.call('HEXISTS', KEYS[1], 'hold_ms') == 1
-for i = 6, #KEYS do
-  local id = ARGV[i - 2]
+local live = redis.call('HEXISTS', KEYS[1], 'hold') == 1
+for i = 4, #ARGV do
+  local id = ARGV[i]
   local score = redis.call('ZSCORE', KEYS[2], id)
   if score and tonumber(score) <= now then
     redis.call('ZREM', KEYS[2], id)
-    local r = redis.call('HMGET', KEYS[i], 'st', 'qty', 'user', 'id', 'ret')
-    if r[1] == 'held' then
-      local qty = tonumber(r[2]) - tonumber(r[5] or '0')
+    local r = rec_get(KEYS[6], id, now)
+    if r and r.st == 'held' then
+      local qty = r.qty - r.ret
       if live and qty > 0 then
         redis.call('HINCRBY', KEYS[1], 'held', -qty)
         redis.call('HINCRBY', KEYS[1], 'avail', qty)
         redis.call('HINCRBY', KEYS[1], 'ver', 1)
       end
-      if r[3] ~= '' and qty > 0 and redis.call('HINCRBY', KEYS[3], r[3], -qty) <= 0 then
-        redis.call('HDEL', KEYS[3], r[3])
+      if r.user ~= '' and qty > 0 and redis.call('HINCRBY', KEYS[3], r.user, -qty) <= 0 then
+        redis.call('HDEL', KEYS[3], r.user)
       end
-      redis.call('HSET', KEYS[i], 'st', 'expired')
-      redis.call('PEXPIRE', KEYS[i], keep)
-      redis.call('ZADD', KEYS[5], now, id .. '\n' .. (r[4] or ''))
+      r.st = 'expired'
+      rec_end(KEYS[6], KEYS[7], id, r, now, keep)
+      redis.call('ZADD', KEYS[5], now, id .. '\n' .. r.id)
       out[#out + 1] = id
-      out[#out + 1] = r[3] or ''
+      out[#out + 1] = r.user
       out[#out + 1] = string.format('%d', qty)
-      out[#out + 1] = r[4] or ''
+      out[#out + 1] = r.id
     end
   end
 end

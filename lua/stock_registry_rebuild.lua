@@ -7,8 +7,12 @@
 -- KEYS[1]  <p>:skus   set of the SKUs put on sale
 -- ARGV[1]  the SKU
 -- ARGV[2]  the incomplete mark, a member no SKU can be ('{lost}')
+-- ARGV[3]  the layout mark, a member no SKU can be ('{layout:2}'): the
+--          registry's Store writes this key layout
 -- Reply    1 if the SKU was added, 0 if it was there.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('SADD', KEYS[1], ARGV[2])
 end
-return redis.call('SADD', KEYS[1], ARGV[1])
+local added = redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[1], ARGV[3])
+return added

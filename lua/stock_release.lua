@@ -1,7 +1,9 @@
 -- stock_release.lua: return the units of an order's lines that share one
 -- slot: revert (cancel or refund), expire, or drop (undo a failed Deduct).
+-- Runs after stock_lib.lua.
 --
--- KEYS     4 per line, as in stock_deduct.lua: state, holds, users, record
+-- KEYS     5 per line, as in stock_confirm.lua: state, holds, users, lines,
+--          gone
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity; records with another identity are skipped
@@ -11,18 +13,18 @@
 --                      confirmed -> refunded
 --            'expire'  held or confirmed -> expired
 --            'drop'    the attempt ARGV[6] leaves each held record it
---                      counts on (field at); a record no attempt is left
---                      on is deleted, as if never taken; ARGV[6] '*': every
---                      attempt leaves. Records without at, and confirmed
---                      lines, are left alone.
+--                      counts on (its attempts); a record no attempt is
+--                      left on is deleted, as if never taken; ARGV[6] '*':
+--                      every attempt leaves. Records without attempts, and
+--                      confirmed lines, are left alone.
 -- ARGV[6]  the attempt's token (mode 'drop'), else ''
 -- Reply    {found, changed}: lines with a record of this identity, and
 --          lines whose units were returned by this run; in mode 'revert',
 --          {'unavailable', i} with nothing written when line i would change
 --          but its SKU's state hash is gone (flushed, evicted, not rebuilt).
 --
--- A line's units are its qty less what partial reverts gave back (field
--- ret, stock_return.lua): only those return.
+-- A line's units are its qty less what partial reverts gave back (ret,
+-- stock_return.lua): only those return.
 --
 -- Final states are left alone, so running it twice returns units once.
 local now = tonumber(ARGV[1])
@@ -30,45 +32,41 @@ local id, ident = ARGV[2], ARGV[3]
 local keep = tonumber(ARGV[4])
 local mode = ARGV[5]
 local token = ARGV[6] or ''
-local n = #KEYS / 4
+local n = #KEYS / 5
 local found, changed = 0, 0
 
 local recs = {}
 for i = 1, n do
-  local b = 4 * (i - 1)
-  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'qty', 'user', 'dl', 'id', 'at', 'ret')
+  local b = 5 * (i - 1)
+  local r = rec_get(KEYS[b + 4], id, now)
   recs[i] = r
   -- A revert counts on the SKU's state: a gate that lost it answers
   -- nothing until it is rebuilt.
-  if mode == 'revert' and r[1] and r[5] == ident and (r[1] == 'held' or r[1] == 'confirmed')
-      and redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 0 then
+  if mode == 'revert' and r and r.id == ident and (r.st == 'held' or r.st == 'confirmed')
+      and redis.call('HEXISTS', KEYS[b + 1], 'hold') == 0 then
     return {'unavailable', i}
   end
 end
 
 for i = 1, n do
-  local b = 4 * (i - 1)
+  local b = 5 * (i - 1)
   local r = recs[i]
-  if r[1] and r[5] == ident then
+  if r and r.id == ident then
     found = found + 1
-    local st = r[1]
+    local st = r.st
     local to = nil
     if st == 'held' then
       if mode == 'drop' then
-        local at = r[6] or ''
-        local padded = ' ' .. at .. ' '
-        if at ~= '' and (token == '*' or string.find(padded, ' ' .. token .. ' ', 1, true)) then
-          local rest = {}
-          for t in string.gmatch(at, '%S+') do
-            if t ~= token and token ~= '*' then rest[#rest + 1] = t end
-          end
-          if #rest == 0 then
+        if r.at and r.at ~= '' and (token == '*' or has_token(r.at, token)) then
+          local rest = without_token(r.at, token)
+          if rest == '' then
             to = 'gone'
           else
-            redis.call('HSET', KEYS[b + 4], 'at', table.concat(rest, ' '))
+            r.at = rest
+            rec_put(KEYS[b + 4], id, r)
           end
         end
-      elseif mode == 'revert' and tonumber(r[4]) > now then
+      elseif mode == 'revert' and r.dl > now then
         to = 'reverted'
       else
         to = 'expired'
@@ -77,26 +75,26 @@ for i = 1, n do
       to = (mode == 'revert') and 'refunded' or 'expired'
     end
     if to then
-      local qty = tonumber(r[2]) - tonumber(r[7] or '0')
+      local qty = r.qty - r.ret
       changed = changed + 1
       -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
       -- database; counting into it would make a partial state that sells.
       -- A line partial returns emptied (qty 0) changes state only: Redis
       -- refuses the increment "-0".
-      if qty > 0 and redis.call('HEXISTS', KEYS[b + 1], 'hold_ms') == 1 then
+      if qty > 0 and redis.call('HEXISTS', KEYS[b + 1], 'hold') == 1 then
         redis.call('HINCRBY', KEYS[b + 1], st == 'held' and 'held' or 'sold', -qty)
         redis.call('HINCRBY', KEYS[b + 1], 'avail', qty)
         redis.call('HINCRBY', KEYS[b + 1], 'ver', 1)
       end
-      if r[3] ~= '' and qty > 0 and redis.call('HINCRBY', KEYS[b + 3], r[3], -qty) <= 0 then
-        redis.call('HDEL', KEYS[b + 3], r[3])
+      if r.user ~= '' and qty > 0 and redis.call('HINCRBY', KEYS[b + 3], r.user, -qty) <= 0 then
+        redis.call('HDEL', KEYS[b + 3], r.user)
       end
       redis.call('ZREM', KEYS[b + 2], id)
       if to == 'gone' then
-        redis.call('DEL', KEYS[b + 4])
+        redis.call('HDEL', KEYS[b + 4], id)
       else
-        redis.call('HSET', KEYS[b + 4], 'st', to)
-        redis.call('PEXPIRE', KEYS[b + 4], keep)
+        r.st = to
+        rec_end(KEYS[b + 4], KEYS[b + 5], id, r, now, keep)
       end
     end
   end

@@ -4,7 +4,7 @@
 -- administrative write since) and, unless forced, only if it has no live
 -- holds at this instant.
 --
--- KEYS[1]  <p>:{sku}:state   hash avail, held, ..., hold_ms, ver, epoch, gen
+-- KEYS[1]  <p>:{sku}:state   hash avail, held, ..., hold, ver, epoch, gen
 -- KEYS[2]  <p>:{sku}:bl      the SKU's transfer lease: while it is held the
 --                            write is refused as stale (see stock_adjust.lua)
 -- ARGV[1]  expected generation
@@ -17,7 +17,7 @@
 -- ARGV[8]  maximum hold time ms (defaults filled)
 -- Reply    {'ok', new epoch} | {'absent'} | {'stale', epoch} |
 --          {'held', units held} | {'range', avail}; only 'ok' writes
-local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'hold_ms', 'epoch', 'gen')
+local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'hold', 'epoch', 'gen')
 if not s[1] or not s[3] then return {'absent'} end
 local epoch = tonumber(s[4] or '0')
 if (s[5] or '') ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return {'stale', epoch} end
@@ -27,6 +27,6 @@ if held > 0 and ARGV[7] ~= '1' then return {'held', held} end
 local a = tonumber(s[1]) + tonumber(ARGV[3])
 if a < 0 or a > tonumber(ARGV[6]) then return {'range', tonumber(s[1])} end
 redis.call('HINCRBY', KEYS[1], 'avail', ARGV[3])
-redis.call('HSET', KEYS[1], 'limit', ARGV[4], 'hold_ms', ARGV[5], 'max_ms', ARGV[8])
+redis.call('HSET', KEYS[1], 'limit', ARGV[4], 'hold', ARGV[5], 'max_ms', ARGV[8])
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 return {'ok', redis.call('HINCRBY', KEYS[1], 'epoch', 1)}

@@ -1,6 +1,6 @@
 -- stock_restock.lua: add units to a SKU that is on sale, once per operation.
 --
--- KEYS[1]  <p>:{sku}:state         hash avail, ..., hold_ms, ver, epoch, gen
+-- KEYS[1]  <p>:{sku}:state         hash avail, ..., hold, ver, epoch, gen
 -- KEYS[2]  <p>:{sku}:rs:<op ID>    marker of the operation on this SKU: its
 --                                  units, or 'r' when a rebuild counted it
 -- ARGV[1]  units to add
@@ -19,7 +19,7 @@ if m then
   if m == 'r' or m == ARGV[1] then return {'dup'} end
   return {'conflict'}
 end
-local s = redis.call('HMGET', KEYS[1], 'avail', 'hold_ms')
+local s = redis.call('HMGET', KEYS[1], 'avail', 'hold')
 if not s[1] or not s[2] then return {'unknown_sku'} end
 local units = tonumber(ARGV[1])
 if tonumber(s[1]) + units > tonumber(ARGV[2]) then return {'too_many', tonumber(s[1])} end

@@ -1,17 +1,16 @@
 -- stock_return.lua: give back part of an order (a partial cancel of a held
 -- order, a partial refund of a confirmed one), on the lines of the order
--- that share one slot, once per operation ID.
+-- that share one slot, once per operation ID. Runs after stock_lib.lua.
 --
--- KEYS     4 per line i of the order here (i = 1..n), as in
---          stock_deduct.lua: state (its rn counts the returns of held
---          units), holds, users, record (fields st, qty, user, dl, id;
---          ret, the units partial returns gave back; and r:<op> = the
---          signature of each return applied)
+-- KEYS     5 per line i of the order here (i = 1..n), as in
+--          stock_confirm.lua: state (its rn counts the returns of held
+--          units), holds, users, lines (the line's record: its units
+--          given back, and the signature of each return applied), gone
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity, as in stock_deduct.lua
 -- ARGV[4]  retention ms: the records of an order this ends live this long
--- ARGV[5]  the return's field, 'r:' .. its operation ID
+-- ARGV[5]  the return's operation ID
 -- ARGV[6]  the return's signature (its canonical items)
 -- ARGV[7]  mode:
 --            'all'    KEYS hold every line of the order: check it all
@@ -44,23 +43,21 @@
 --
 -- The checks run in the order the contract gives (an applied operation
 -- first) and before any write, so the script is all or nothing. Running
--- it twice applies it once: the second run finds r:<op>.
+-- it twice applies it once: the second run finds the operation.
 local now = tonumber(ARGV[1])
 local id, ident = ARGV[2], ARGV[3]
 local keep = tonumber(ARGV[4])
 local opf, sig, mode = ARGV[5], ARGV[6], ARGV[7]
-local n = #KEYS / 4
+local n = #KEYS / 5
 local m = tonumber(ARGV[8])
 
 local recs = {}
 local applied = nil
 for i = 1, n do
-  local b = 4 * (i - 1)
-  local r = redis.call('HMGET', KEYS[b + 4], 'st', 'qty', 'user', 'dl', 'id', 'ret', opf)
-  if not r[1] or r[5] ~= ident then return {'unknown', i} end
-  recs[i] = {st = r[1], qty = tonumber(r[2]), user = r[3] or '', dl = tonumber(r[4] or '0'),
-             ret = tonumber(r[6] or '0')}
-  if r[7] then applied = r[7] end
+  local r = rec_get(KEYS[5 * (i - 1) + 4], id, now)
+  if not r or r.id ~= ident then return {'unknown', i} end
+  recs[i] = r
+  if r.ops and r.ops[opf] then applied = r.ops[opf] end
 end
 
 -- Every line here has ended: reverted, refunded, or expired (a reclaimer
@@ -102,14 +99,14 @@ for j = 1, m do
   end
   if q > 0 then
     give[i] = q
-    if redis.call('HEXISTS', KEYS[4 * (i - 1) + 1], 'hold_ms') == 0 then
+    if redis.call('HEXISTS', KEYS[5 * (i - 1) + 1], 'hold') == 0 then
       return {'unavailable', i}
     end
   end
 end
 
 for i = 1, n do
-  local b = 4 * (i - 1)
+  local b = 5 * (i - 1)
   local r, q = recs[i], give[i]
   if q then
     redis.call('HINCRBY', KEYS[b + 1], r.st == 'held' and 'held' or 'sold', -q)
@@ -123,10 +120,8 @@ for i = 1, n do
       redis.call('HDEL', KEYS[b + 3], r.user)
     end
     r.ret = r.ret + q
-    redis.call('HSET', KEYS[b + 4], 'ret', string.format('%d', r.ret), opf, sig)
-  else
-    redis.call('HSET', KEYS[b + 4], opf, sig)
   end
+  rec_op(r, opf, sig)
 end
 
 -- End the order when nothing is left: as a Revert would, but with no units
@@ -138,16 +133,15 @@ if mode == 'all' then
     if recs[i].qty - recs[i].ret > 0 then close = false end
   end
 end
-if close then
-  for i = 1, n do
-    local b = 4 * (i - 1)
-    local r = recs[i]
-    if (r.st == 'held' or r.st == 'confirmed') and r.qty - r.ret <= 0 then
-      r.st = (r.st == 'held') and 'reverted' or 'refunded'
-      redis.call('HSET', KEYS[b + 4], 'st', r.st)
-      redis.call('ZREM', KEYS[b + 2], id)
-      redis.call('PEXPIRE', KEYS[b + 4], keep)
-    end
+for i = 1, n do
+  local b = 5 * (i - 1)
+  local r = recs[i]
+  if close and (r.st == 'held' or r.st == 'confirmed') and r.qty - r.ret <= 0 then
+    r.st = (r.st == 'held') and 'reverted' or 'refunded'
+    redis.call('ZREM', KEYS[b + 2], id)
+    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, now, keep)
+  else
+    rec_put(KEYS[b + 4], id, r)
   end
 end
 return {'ok', ended()}

@@ -56,8 +56,8 @@ type r3bStall struct {
 
 func newR3bStall() *r3bStall {
 	return &r3bStall{
-		inHash:    redis.NewScript(lua.Source("stock_bucket_in.lua")).Hash(),
-		leaseHash: redis.NewScript(lua.Source("stock_bucket_lease.lua")).Hash(),
+		inHash:    redis.NewScript(lua.Script("stock_bucket_in.lua")).Hash(),
+		leaseHash: redis.NewScript(lua.Script("stock_bucket_lease.lua")).Hash(),
 		atIn:      make(chan struct{}), goIn: make(chan struct{}),
 		atTick: make(chan struct{}), goTick: make(chan struct{}),
 	}

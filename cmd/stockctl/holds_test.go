@@ -71,9 +71,10 @@ func TestHoldsWithoutTheirLineRecord(t *testing.T) {
 		s.putOnSale("phone", 10, 0, 0)
 		s.deduct(s.gate, "o-1", "", "phone", 2)
 		s.deduct(s.gate, "o-2", "", "phone", 1)
-		// The line record deleted by hand (redisstock's key layout): the
-		// hold stays in the SKU's holds, its quantity unknown.
-		if err := s.rc.Del(s.ctx, s.prefix+":{phone}:o:o-1").Err(); err != nil {
+		// The line record deleted by hand (redisstock's key layout: a
+		// field of the SKU's lines hash): the hold stays in the SKU's
+		// holds, its quantity unknown.
+		if err := s.rc.HDel(s.ctx, s.prefix+":{phone}:lines", "o-1").Err(); err != nil {
 			t.Fatal(err)
 		}
 		r := s.run("holds", "phone", "-json")

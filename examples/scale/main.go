@@ -6,12 +6,13 @@
 //     -duration, a distinct user and a fresh order ID per order, with the
 //     SKU in 3 buckets and in 1. Each master's share of the script calls
 //     (INFO commandstats, cmdstat_evalsha + cmdstat_eval, before and
-//     after) is printed. On a Cluster every Deduct also runs one bind
-//     script on its order's directory entry, in the slot of the order ID
-//     and so on any master whatever B: the client therefore also counts
-//     the script calls it sends to each master, the gate's (on the SKU's
-//     bucket states) apart from the binds, and the table gives the units
-//     each master's bucket states hold after the run (one per order).
+//     after) is printed. On a Cluster every Deduct also binds its order ID
+//     in the order directory (a batch's binds go as one script call per
+//     directory shard, on any master whatever B): the client therefore
+//     also counts the script calls it sends to each master, the gate's
+//     (on the SKU's bucket states) apart from the binds, and the table
+//     gives the units each master's bucket states hold after the run (one
+//     per order).
 //     Target, on the gate's calls: with B=3 every master within 10% of a
 //     third (a share in [0.30, 0.367]); with B=1 one master takes all.
 //
@@ -332,9 +333,10 @@ func (t *target) close(ctx context.Context, tag string) {
 }
 
 // scriptCounter counts the EVALSHA and EVAL commands a node client sends:
-// those on an order's directory entry (first key ":order:{…}", one bind
-// per order, on the master of the order ID's slot whatever the SKU's
-// buckets) apart from the rest, the gate's (the SKU's bucket states).
+// those on the order directory (first key ":dir:{…}", the binds of a
+// batch's orders, one call per directory shard, on the shard's master
+// whatever the SKU's buckets) apart from the rest, the gate's (the SKU's
+// bucket states).
 type scriptCounter struct{ n *nodeCalls }
 
 // nodeCalls are the script calls sent to one node.
@@ -363,7 +365,7 @@ func (h scriptCounter) count(cmd redis.Cmder) {
 		return
 	}
 	if args := cmd.Args(); len(args) > 3 {
-		if k, _ := args[3].(string); strings.Contains(k, ":order:{") {
+		if k, _ := args[3].(string); strings.Contains(k, ":dir:{") {
 			h.n.dir.Add(1)
 			return
 		}

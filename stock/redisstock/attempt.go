@@ -15,19 +15,13 @@ import (
 // The order path's scripts beside those store.go loads; see the headers in
 // package lua.
 var (
-	dirBindScript  = redis.NewScript(lua.Source("stock_dir_bind.lua"))
-	dirKeepScript  = redis.NewScript(lua.Source("stock_dir_keep.lua"))
-	deadlineScript = redis.NewScript(lua.Source("stock_deadline.lua"))
+	dirBindScript  = redis.NewScript(lua.Script("stock_dir_bind.lua"))
+	dirKeepScript  = redis.NewScript(lua.Script("stock_dir_keep.lua"))
+	deadlineScript = redis.NewScript(lua.Script("stock_deadline.lua"))
 	// dirTakeoverScript binds an order ID over a stale entry; see its
 	// header.
-	dirTakeoverScript = redis.NewScript(lua.Source("stock_dir_takeover.lua"))
+	dirTakeoverScript = redis.NewScript(lua.Script("stock_dir_takeover.lua"))
 )
-
-// dirKeys are the order's directory entry and the set of the attempts
-// bound to it (Redis Cluster), in one slot.
-func (s *Store) dirKeys(order string) []string {
-	return []string{s.dirKey(order), s.prefix + ":bind:{" + order + "}"}
-}
 
 // reclaimMemoKey holds one reclaim pass's reply for one SKU, so that a
 // resend of the pass's script returns it.
@@ -42,7 +36,8 @@ func (s *Store) endsKey(sku string) string { return s.skuKey(sku, ":ends", "") }
 // endDirectory queues the script that gives the order's directory entry
 // the Retention of its ended records, if it still names ident.
 func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident string) *redis.Cmd {
-	return dirKeepScript.Run(ctx, c, s.dirKeys(order), ident, s.keep.Milliseconds())
+	return dirKeepScript.Run(ctx, c, []string{s.dirKey(order), s.dirGoneKey(order)},
+		s.nowMs(), order, ident, s.keep.Milliseconds(), "end")
 }
 
 // notOnSale is the error for a SKU whose state hash is missing: the gate
@@ -76,18 +71,13 @@ func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
 	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
 }
 
-// keepDirectory takes the TTL off the order's directory entry again, after
-// a Confirm or Revert that gave it one could not end the order (a SKU's
-// state is gone): the entry lives as long as the order holds stock.
+// keepDirectory takes the end off the order's directory entry again,
+// after a Confirm or Revert that gave it one could not end the order (a
+// SKU's state is gone): the entry lives as long as the order holds stock.
 func (s *Store) keepDirectory(ctx context.Context, orderID string) error {
-	var cmds []redis.Cmder
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
-		for _, k := range s.dirKeys(orderID) {
-			cmds = append(cmds, p.Persist(ctx, k))
-		}
-	})
-	if err := firstErr(cmds...); err != nil {
+	err := dirKeepScript.Run(ctx, s.c, []string{s.dirKey(orderID), s.dirGoneKey(orderID)},
+		s.nowMs(), orderID, "", s.keep.Milliseconds(), "keep").Err()
+	if err != nil {
 		return s.writeErr(ctx, "keep order ID", err)
 	}
 	return nil
@@ -102,7 +92,7 @@ func (s *Store) statesLive(ctx context.Context, groups [][]stock.Item) error {
 		cmds, skus = cmds[:0], skus[:0]
 		for _, g := range groups {
 			for _, it := range g {
-				cmds = append(cmds, p.HExists(ctx, s.stateKey(it.SKU), "hold_ms"))
+				cmds = append(cmds, p.HExists(ctx, s.stateKey(it.SKU), "hold"))
 				skus = append(skus, it.SKU)
 			}
 		}

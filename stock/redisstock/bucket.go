@@ -22,10 +22,10 @@ import (
 // The scripts that move units between the buckets of a SKU; see their
 // headers in package lua.
 var (
-	bucketLeaseScript = redis.NewScript(lua.Source("stock_bucket_lease.lua"))
-	bucketOutScript   = redis.NewScript(lua.Source("stock_bucket_out.lua"))
-	bucketInScript    = redis.NewScript(lua.Source("stock_bucket_in.lua"))
-	bucketClearScript = redis.NewScript(lua.Source("stock_bucket_clear.lua"))
+	bucketLeaseScript = redis.NewScript(lua.Script("stock_bucket_lease.lua"))
+	bucketOutScript   = redis.NewScript(lua.Script("stock_bucket_out.lua"))
+	bucketInScript    = redis.NewScript(lua.Script("stock_bucket_in.lua"))
+	bucketClearScript = redis.NewScript(lua.Script("stock_bucket_clear.lua"))
 )
 
 func init() {
@@ -167,7 +167,7 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 	kept := make([]*redis.StringCmd, len(miss))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for k, i := range miss {
-			cmds[k] = p.HMGet(ctx, s.stateKey(skus[i]), "bk", "hold_ms")
+			cmds[k] = p.HMGet(ctx, s.stateKey(skus[i]), "bk", "hold")
 			kept[k] = p.HGet(ctx, s.countsKey(), skus[i])
 		}
 	})
@@ -603,7 +603,7 @@ func (s *Store) readBuckets(ctx context.Context, b *buckets) ([]bucketState, err
 	outs := make([]*redis.MapStringStringCmd, len(b.names))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, name := range b.names {
-			avails[i] = p.HMGet(ctx, s.stateKey(name), "avail", "hold_ms", "ver", "gen")
+			avails[i] = p.HMGet(ctx, s.stateKey(name), "avail", "hold", "ver", "gen")
 			outs[i] = p.HGetAll(ctx, s.skuKey(name, outSuffix, ""))
 		}
 	})
@@ -924,7 +924,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	exists, err := s.c.HExists(ctx, s.stateKey(l.SKU), "hold_ms").Result()
+	exists, err := s.c.HExists(ctx, s.stateKey(l.SKU), "hold").Result()
 	if err != nil {
 		return false, s.readErr(ctx, "put on sale", err)
 	}
@@ -995,7 +995,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 			cmds = cmds[:0]
 			for i := from; i < to; i++ {
 				name := b.names[i]
-				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), name), p.HSet(ctx, s.countsKey(), l.SKU, n),
+				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), name, layoutMark), p.HSet(ctx, s.countsKey(), l.SKU, n),
 					putScript.Run(ctx, p, []string{s.stateKey(name), s.claimKey(name)},
 						share(i), l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i], l.EffectiveMaxHoldTTL().Milliseconds()),
 					p.HSet(ctx, s.stateKey(name), "bk", n))
@@ -1226,7 +1226,7 @@ func (rt *giveBack) toBuckets(groups [][]stock.Item) {
 
 // bucketSettingsScript gives a bucket the settings of a Relist; see its
 // header in package lua.
-var bucketSettingsScript = redis.NewScript(lua.Source("stock_bucket_settings.lua"))
+var bucketSettingsScript = redis.NewScript(lua.Script("stock_bucket_settings.lua"))
 
 func init() { allScripts = append(allScripts, bucketSettingsScript) }
 

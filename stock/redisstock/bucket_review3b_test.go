@@ -17,7 +17,7 @@ import (
 
 // r3bIn is stock_bucket_in.lua, run by the tests below as the 'in' step of
 // a refill that runs while another call reads the buckets.
-var r3bIn = redis.NewScript(lua.Source("stock_bucket_in.lua"))
+var r3bIn = redis.NewScript(lua.Script("stock_bucket_in.lua"))
 
 // r3bHook runs f once, before the first command or pipeline that match
 // accepts, after arm. f may use the client (the hook is disarmed first).

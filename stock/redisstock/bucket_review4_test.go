@@ -82,7 +82,7 @@ func TestReview4CertainUnbindFailureFalseSoldOut(t *testing.T) {
 		us := usersIn(n, 0, 2, "u")
 		u, v := us[0], us[1]
 		is(t, fx.s.Deduct(ctx, ord("v-0", v, it("hx", 10))), nil, "Deduct emptying bucket 0")
-		h := &r4Fail{hash: redis.NewScript(lua.Source("stock_dir_release.lua")).Hash(), err: redis.ErrPoolTimeout, left: 1}
+		h := &r4Fail{hash: redis.NewScript(lua.Script("stock_dir_release.lua")).Hash(), err: redis.ErrPoolTimeout, left: 1}
 		fx.c.AddHook(h)
 		err := fx.s.Deduct(ctx, ord("u-0", u, it("hx", 1)))
 		if h.left != 0 {

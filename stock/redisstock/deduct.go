@@ -37,6 +37,9 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstock: deduct: not sent: %w", err)
 	}
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	if s.cluster {
 		items := canon.Sorted(o.Items)
 		if s.bucketed {
@@ -64,7 +67,7 @@ type prepared struct {
 	ident    string       // user + "\n" + canonical signature
 	items    []stock.Item // sorted by SKU
 	own, n   int64        // own hold time ms, line count
-	keys     []string     // directory entry, then 4 per line
+	keys     []string     // directory shard, then 4 per line
 	refs     []any        // pointers to keys, then to the arguments: ID, user, identity, own hold ms, line count, quantities
 	nkeys    int          // refs[:nkeys] are the keys
 	inline   struct {     // backing of items, keys and refs for a one-line order
@@ -84,24 +87,18 @@ func (s *Store) prepare(p *prepared, o stock.Order) {
 	}
 	p.id, p.user, p.items = o.ID, o.UserID, items
 	p.own, p.n = o.HoldTTL.Milliseconds(), int64(len(items))
-	// One string: the directory entry, the line keys, the identity.
-	size := s.keyLen(o.ID, 0) + len(o.UserID) + 1 + canon.SignatureLen(items)
+	// One string: the line keys, then the identity.
+	size := len(o.UserID) + 1 + canon.SignatureLen(items)
 	for _, it := range items {
-		size += 4*s.keyLen(it.SKU, len(recordSuffix)) + len(o.ID)
+		size += 4 * s.keyLen(it.SKU, len(stateSuffix))
 	}
 	var b strings.Builder
 	b.Grow(size)
-	var ends [1 + 4*stock.MaxItems]int
-	s.writeDirKey(&b, o.ID)
-	ends[0] = b.Len()
+	var ends [4 * stock.MaxItems]int
 	for i, it := range items {
-		for k, suffix := range [...]string{stateSuffix, holdsSuffix, usersSuffix, recordSuffix} {
-			tail := ""
-			if suffix == recordSuffix {
-				tail = o.ID
-			}
-			s.writeSKUKey(&b, it.SKU, suffix, tail)
-			ends[1+4*i+k] = b.Len()
+		for k, suffix := range [...]string{stateSuffix, holdsSuffix, usersSuffix, linesSuffix} {
+			s.writeSKUKey(&b, it.SKU, suffix, "")
+			ends[4*i+k] = b.Len()
 		}
 	}
 	identAt := b.Len()
@@ -117,10 +114,13 @@ func (s *Store) prepare(p *prepared, o stock.Order) {
 	} else {
 		p.keys, p.refs = make([]string, nk), make([]any, 0, nk+na)
 	}
+	p.keys[0] = s.dirKey(o.ID)
 	from := 0
+	for i := 1; i < nk; i++ {
+		p.keys[i] = all[from:ends[i-1]]
+		from = ends[i-1]
+	}
 	for i := range p.keys {
-		p.keys[i] = all[from:ends[i]]
-		from = ends[i]
 		p.refs = append(p.refs, &p.keys[i])
 	}
 	p.nkeys = nk
@@ -174,7 +174,7 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
 // batchSource is stock_deduct_batch.lua (batchScript), which deductBatch
 // sends itself (not through redis.Script, to pass its keys by pointer)
 // when the server lacks it.
-var batchSource = lua.Source("stock_deduct_batch.lua")
+var batchSource = lua.Script("stock_deduct_batch.lua")
 
 // batchCodes are the refusal codes of stock_deduct_batch.lua's reply, by
 // number.

@@ -64,12 +64,12 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		}
 		bind, first = c.bind, c.first
 	} else {
-		var multi *redis.Cmd
+		var binds, multi *redis.Cmd
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			bind = dirBindScript.Run(ctx, p, s.dirKeys(o.ID), ident, token)
+			binds = dirBindScript.Run(ctx, p, []string{s.dirKey(o.ID)}, a.now, o.ID, ident, token)
 			multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound)
 		})
-		first = orderReply(multi, 0)
+		bind, first = partReply(binds, 0, "deduct"), partReply(multi, 0, "deduct")
 	}
 	if err := bind.Err(); err != nil {
 		err = s.writeErr(ctx, "deduct", err)
@@ -115,7 +115,7 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	for i, g := range a.groups {
 		res := first
 		if i > 0 {
-			res = orderReply(s.deductGroup(ctx, s.c, a, g, deadline, bound), 0)
+			res = partReply(s.deductGroup(ctx, s.c, a, g, deadline, bound), 0, "deduct")
 			if err := res.Err(); err != nil {
 				err = s.writeErr(ctx, "deduct", err)
 				if !errors.Is(err, stock.ErrUnknownOutcome) {
@@ -181,7 +181,7 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 		cmds, skus = cmds[:0], skus[:0]
 		for _, g := range a.groups {
 			for _, it := range g {
-				cmds = append(cmds, p.HMGet(ctx, s.stateKey(it.SKU), "hold_ms", "max_ms"))
+				cmds = append(cmds, p.HMGet(ctx, s.stateKey(it.SKU), "hold", "max_ms"))
 				skus = append(skus, it.SKU)
 			}
 		}
@@ -200,7 +200,7 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 		if err != nil {
 			return badReply("deduct", v)
 		}
-		mms := hms // a state written without max_ms reads as hold_ms
+		mms := hms // a state written without max_ms reads as hold
 		if m, ok := v[1].(string); ok {
 			if mms, err = strconv.ParseInt(m, 10, 64); err != nil {
 				return badReply("deduct", v)
@@ -297,14 +297,15 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 		return "conflict", nil
 	}
 	first := s.groups(items)[0][0]
-	id, err := s.c.HGet(ctx, s.recordKey(first.SKU, a.o.ID), "id").Result()
-	switch {
-	case err == nil && id == stale:
-		return "conflict", nil
-	case err != nil && err != redis.Nil:
+	v, err := s.c.HGet(ctx, s.linesKey(first.SKU), a.o.ID).Result()
+	if err != nil && err != redis.Nil {
 		return "", &outcomeError{op: "deduct", err: err}
 	}
-	word, err := dirTakeoverScript.Run(ctx, s.c, s.dirKeys(a.o.ID), stale, a.ident, a.token).Text()
+	r, ok, err := parseRecord(v, a.now)
+	if err != nil || ok && r.ident == stale {
+		return "conflict", nil
+	}
+	word, err := dirTakeoverScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.now, a.o.ID, stale, a.ident, a.token).Text()
 	if err != nil {
 		return "", &outcomeError{op: "deduct", err: err}
 	}
@@ -326,7 +327,7 @@ func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) 
 	if !seen {
 		lease = (stock.DefaultHoldTTL + s.keep).Milliseconds()
 	}
-	err := dirReleaseScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.ident, a.token, lease).Err()
+	err := dirReleaseScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, s.nowMs(), a.o.ID, a.ident, a.token, lease).Err()
 	if err == nil {
 		return cause
 	}
@@ -357,9 +358,9 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, d
 		for i, g := range late {
 			keys := make([]string, 0, 4*len(g))
 			for _, it := range g {
-				keys = s.lineKeys(keys, it.SKU, a.o.ID)
+				keys = s.dealKeys(keys, it.SKU)
 			}
-			cmds[i] = deadlineScript.Run(ctx, p, keys, a.o.ID, a.ident, deadline, bound)
+			cmds[i] = deadlineScript.Run(ctx, p, keys, a.o.ID, a.ident, deadline, bound, s.nowMs())
 		}
 	})
 	for _, c := range cmds {
@@ -372,7 +373,7 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, d
 
 // deductGroup queues (on a pipeline) or runs the deduct script for the
 // lines of one slot group, with the order's deadline and bound so far (0:
-// none). Its reply is a list of one order's reply (see orderReply).
+// none). Its reply is a list of one order's reply (see partReply).
 func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g []stock.Item, deadline, bound int64) *redis.Cmd {
 	keys, args := s.groupArgs(make([]string, 0, 4*len(g)), make([]any, 0, 12+len(g)), a, g, deadline, bound)
 	return deductScript.Run(ctx, c, keys, args...)
@@ -388,21 +389,22 @@ func (s *Store) groupArgs(keys []string, args []any, a *attempt, g []stock.Item,
 	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline, a.own, bound, check,
 		a.capDeadline, a.capBound, len(g))
 	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU, a.o.ID)
+		keys = s.dealKeys(keys, it.SKU)
 		args = append(args, it.Qty)
 	}
 	return keys, args
 }
 
-// orderReply is the j-th order's reply of a stock_deduct.lua call, as a
-// command of its own (the call's error, if it failed).
-func orderReply(cmd *redis.Cmd, j int) *redis.Cmd {
+// partReply is the j-th order's reply of a script call that takes several
+// orders (stock_deduct.lua, stock_dir_bind.lua), as a command of its own
+// (the call's error, if it failed).
+func partReply(cmd *redis.Cmd, j int, op string) *redis.Cmd {
 	res, err := cmd.Slice()
 	switch {
 	case err != nil:
 		return redis.NewCmdResult(nil, err)
 	case j >= len(res):
-		return redis.NewCmdResult(nil, badReply("deduct", res))
+		return redis.NewCmdResult(nil, badReply(op, res))
 	}
 	return redis.NewCmdResult(res[j], nil)
 }
@@ -499,9 +501,9 @@ func (e *undoError) Unwrap() error { return e.err }
 // release queues or runs the release script for one slot group; token
 // names the attempt for mode "drop" ("" otherwise).
 func (s *Store) release(ctx context.Context, c redis.Scripter, order, ident string, g []stock.Item, now int64, mode, token string) *redis.Cmd {
-	keys := make([]string, 0, 4*len(g))
+	keys := make([]string, 0, 5*len(g))
 	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU, order)
+		keys = s.lineKeys(keys, it.SKU)
 	}
 	return releaseScript.Run(ctx, c, keys, now, order, ident, s.keep.Milliseconds(), mode, token)
 }

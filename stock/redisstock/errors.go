@@ -150,7 +150,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 }
 
 var allScripts = []*redis.Script{
-	deductScript, confirmScript, releaseScript, reclaimScript,
+	deductScript, confirmScript, releaseScript, reclaimScript, purgeScript,
 	putScript, restockScript, adjustScript, dirReleaseScript, batchScript,
 	snapshotScript, dirBindScript, dirKeepScript, deadlineScript, dirTakeoverScript,
 }

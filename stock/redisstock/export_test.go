@@ -1,6 +1,11 @@
 package redisstock
 
-import "context"
+import (
+	"context"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Queued returns how many Deducts wait for a batch to be sent (on a Redis
 // Cluster, summed over the slots).
@@ -87,3 +92,51 @@ func BucketInScriptHash() string { return bucketInScript.Hash() }
 
 // BucketLeaseScriptHash is the SHA1 of stock_bucket_lease.lua.
 func BucketLeaseScriptHash() string { return bucketLeaseScript.Hash() }
+
+// Line is a line record as a test reads it: its fields by their names in
+// the record's codec ("st", "qty", "dl", "mx", "id", "at", "ret", "e", and
+// "r:<op>" per return applied), "" for a field it lacks. ok is false when
+// there is no record, or its retention has passed by the Store's clock.
+func (s *Store) Line(ctx context.Context, sku, order string) (map[string]string, bool, error) {
+	v, err := s.c.HGet(ctx, s.linesKey(sku), order).Result()
+	if err != nil && err != redis.Nil {
+		return nil, false, err
+	}
+	r, ok, err := parseRecord(v, s.nowMs())
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	num := func(n int64) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	f := map[string]string{"st": r.st, "qty": num(r.qty), "dl": num(r.dl), "mx": num(r.mx), "id": r.ident,
+		"at": r.at, "ret": num(r.ret), "e": num(r.e)}
+	for op, sig := range r.ops {
+		f["r:"+op] = sig
+	}
+	return f, true, nil
+}
+
+// Entry reads the order's directory entry: its identity and when it stops
+// being read (ms; 0 while the order lives). ok is false when there is
+// none, or its retention has passed by the Store's clock.
+func (s *Store) Entry(ctx context.Context, order string) (ident string, ends int64, ok bool, err error) {
+	v, err := s.c.HGet(ctx, s.dirKey(order), order).Result()
+	if err != nil && err != redis.Nil {
+		return "", 0, false, err
+	}
+	d, ok, err := parseEntry(v, s.nowMs())
+	return d.ident, d.e, ok, err
+}
+
+// DirKey is the directory shard holding the order's entry.
+func (s *Store) DirKey(order string) string { return s.dirKey(order) }
+
+// LinesKey is the hash of sku's line records.
+func (s *Store) LinesKey(sku string) string { return s.linesKey(sku) }
+
+// GoneKey lists sku's ended line records.
+func (s *Store) GoneKey(sku string) string { return s.goneKey(sku) }

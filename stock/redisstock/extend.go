@@ -50,7 +50,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	now, want := s.nowMs(), deadline.UnixMilli()
 	mode := "all"
 	if len(groups) > 1 {
-		lines, err := s.readLines(ctx, "extend hold", orderID, groups, "st")
+		lines, err := s.readLines(ctx, "extend hold", orderID, groups, "")
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, g := range groups {
-			cmds[i] = s.lineScript(ctx, p, extendScript, orderID, g, now, ident, want, mode)
+			cmds[i] = s.dealScript(ctx, p, extendScript, orderID, g, now, ident, want, mode)
 		}
 	})
 	expired := false

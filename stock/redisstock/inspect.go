@@ -12,7 +12,7 @@ import (
 )
 
 // stateFields are read from a SKU's state hash, in parseState's order.
-var stateFields = []string{"avail", "held", "sold", "limit", "hold_ms", "ver", "epoch", "gen", "max_ms"}
+var stateFields = []string{"avail", "held", "sold", "limit", "hold", "ver", "epoch", "gen", "max_ms"}
 
 // Fence names one administrative state of a SKU's gate state, for a
 // compare-and-set ([Store.Adjust], [Store.Relist]). Gen is drawn at random
@@ -52,6 +52,9 @@ func (s *Store) Inspect(ctx context.Context, skus []string) ([]SKUState, error) 
 		if err := stock.ValidateID("skus["+strconv.Itoa(i)+"]", sku); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
 	}
 	out := make([]SKUState, 0, len(skus))
 	for start := 0; start < len(skus); start += inspectBatch {
@@ -140,6 +143,9 @@ func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (a
 	}
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("redisstock: adjust: %w", err)
+	}
+	if err := s.ready(ctx); err != nil {
+		return false, err
 	}
 	if b, err := s.splitSKU(ctx, sku); err != nil {
 		return false, err
@@ -250,6 +256,9 @@ func (s *Store) Relist(ctx context.Context, rls []Relist) ([]Outcome, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redisstock: relist: %w", err)
+	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
 	}
 	skus := make([]string, len(rls))
 	for i, rl := range rls {

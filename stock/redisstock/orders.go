@@ -33,10 +33,13 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 	} else if b != nil {
 		sku = b.names[b.home(userID, "")] // the user's bucket counts the user
 	}
+	if err := s.ready(ctx); err != nil {
+		return 0, err
+	}
 	var on *redis.BoolCmd
 	var n *redis.StringCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		on = p.HExists(ctx, s.stateKey(sku), "hold_ms")
+		on = p.HExists(ctx, s.stateKey(sku), "hold")
 		n = p.HGet(ctx, s.usersKey(sku), userID)
 		return nil
 	})
@@ -78,6 +81,9 @@ func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, er
 			return nil, err
 		}
 	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	out := make([]stock.OrderInfo, len(ids))
 	for start := 0; start < len(ids); start += ordersBatch {
 		batch := ids[start:min(start+ordersBatch, len(ids))]
@@ -90,40 +96,45 @@ func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, er
 
 // ordersBatch fills out[:len(ids)].
 func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.OrderInfo) error {
+	now := s.nowMs()
 	dirs := make([]*redis.StringCmd, len(ids))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, id := range ids {
-			dirs[i] = p.Get(ctx, s.dirKey(id))
+			dirs[i] = p.HGet(ctx, s.dirKey(id), id)
 		}
 	})
 	type line struct {
 		order int
 		sku   string
-		cmd   *redis.SliceCmd
+		cmd   *redis.StringCmd
 	}
 	var lines []line
 	items := make([][]stock.Item, len(ids))
 	for i, c := range dirs {
 		out[i] = stock.OrderInfo{ID: ids[i]}
-		ident, err := c.Result()
-		if err == redis.Nil {
-			continue
-		}
-		if err != nil {
+		v, err := c.Result()
+		if err != nil && err != redis.Nil {
 			return s.readErr(ctx, "orders", err)
 		}
-		its, err := parseIdent(ident)
+		d, ok, err := parseEntry(v, now)
 		if err != nil {
-			return badReply("orders", ident)
+			return badReply("orders", v)
+		}
+		if !ok {
+			continue
+		}
+		its, err := parseIdent(d.ident)
+		if err != nil {
+			return badReply("orders", d.ident)
 		}
 		items[i] = its
-		out[i].UserID = ident[:indexNL(ident)]
+		out[i].UserID = d.ident[:indexNL(d.ident)]
 	}
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		lines = lines[:0]
 		for i, its := range items {
 			for _, it := range its {
-				lines = append(lines, line{order: i, sku: it.SKU, cmd: p.HMGet(ctx, s.recordKey(it.SKU, ids[i]), "st", "dl", "ret")})
+				lines = append(lines, line{order: i, sku: it.SKU, cmd: p.HGet(ctx, s.linesKey(it.SKU), ids[i])})
 			}
 		}
 	})
@@ -131,29 +142,26 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 	returned := make([]map[string]int64, len(ids))
 	for _, l := range lines {
 		v, err := l.cmd.Result()
-		if err != nil {
+		if err != nil && err != redis.Nil {
 			return s.readErr(ctx, "orders", err)
 		}
-		st, _ := v[0].(string)
-		states[l.order] = append(states[l.order], stateNamed(st))
-		if r, _ := v[2].(string); r != "" {
-			n, err := strconv.ParseInt(r, 10, 64)
-			if err != nil {
-				return badReply("orders", v)
-			}
+		r, ok, err := parseRecord(v, now)
+		if err != nil {
+			return badReply("orders", v)
+		}
+		if !ok {
+			states[l.order] = append(states[l.order], stock.StateUnknown)
+			continue
+		}
+		states[l.order] = append(states[l.order], stateNamed(r.st))
+		if r.ret != 0 {
 			if returned[l.order] == nil {
 				returned[l.order] = map[string]int64{}
 			}
-			returned[l.order][skuOf(l.sku)] = n
+			returned[l.order][skuOf(l.sku)] = r.ret
 		}
-		if dl, _ := v[1].(string); dl != "" {
-			ms, err := strconv.ParseInt(dl, 10, 64)
-			if err != nil {
-				return badReply("orders", v)
-			}
-			if d := time.UnixMilli(ms); out[l.order].Deadline.IsZero() || d.Before(out[l.order].Deadline) {
-				out[l.order].Deadline = d
-			}
+		if d := time.UnixMilli(r.dl); out[l.order].Deadline.IsZero() || d.Before(out[l.order].Deadline) {
+			out[l.order].Deadline = d
 		}
 	}
 	for i := range ids {

@@ -25,9 +25,9 @@ var (
 // The scripts of partial returns and hold extensions; see their headers in
 // package lua.
 var (
-	returnScript     = redis.NewScript(lua.Source("stock_return.lua"))
-	returnLockScript = redis.NewScript(lua.Source("stock_return_lock.lua"))
-	extendScript     = redis.NewScript(lua.Source("stock_extend.lua"))
+	returnScript     = redis.NewScript(lua.Script("stock_return.lua"))
+	returnLockScript = redis.NewScript(lua.Script("stock_return_lock.lua"))
+	extendScript     = redis.NewScript(lua.Script("stock_extend.lua"))
 )
 
 // They run in pipelines, so a server that lacks them gets them loaded (see
@@ -60,9 +60,6 @@ func (s *Store) applyLease() time.Duration { return stock.MaxHoldTTL + s.keep }
 // returnLockKey is the lock of one order's returns on a Redis Cluster, in
 // the slot of its directory entry.
 func (s *Store) returnLockKey(order string) string { return s.prefix + ":rl:{" + order + "}" }
-
-// opField is the record field that remembers a return applied to a line.
-func opField(op string) string { return "r:" + op }
 
 // RevertItems implements stock.PartialReverter. It costs a read of the
 // order's directory entry and one script call over the order's lines on a
@@ -126,7 +123,7 @@ type giveBack struct {
 // args are the arguments of stock_return.lua after now and the order ID,
 // for the return's lines within g (indexes into g).
 func (rt *giveBack) args(s *Store, g []stock.Item, mode string, lines []stock.Item) []any {
-	args := []any{rt.ident, s.keep.Milliseconds(), opField(rt.op), rt.sig, mode, len(lines)}
+	args := []any{rt.ident, s.keep.Milliseconds(), rt.op, rt.sig, mode, len(lines)}
 	for _, it := range lines {
 		at := 0
 		for i, l := range g {
@@ -292,7 +289,7 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 		_ = returnLockScript.Run(ctx, s.c, lock, rt.op, 0).Err()
 		return cause
 	}
-	lines, err := s.readLines(ctx, "revert items", rt.order, groups, opField(rt.op))
+	lines, err := s.readLines(ctx, "revert items", rt.order, groups, rt.op)
 	if err != nil {
 		return unlock(err)
 	}

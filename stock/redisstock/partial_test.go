@@ -19,20 +19,58 @@ func (fx *fixture) saleMax(sku string, units, perUser int64, hold, maxHold time.
 	}
 }
 
-func (fx *fixture) record(sku, order string) string {
-	return fx.cfg.Prefix + ":{" + sku + "}:o:" + order
-}
-
-func (fx *fixture) dir(order string) string { return fx.cfg.Prefix + ":order:{" + order + "}" }
-
-// field reads one field of a line record ("" when missing).
+// field reads one field of a line record ("" when missing; see
+// Store.Line).
 func (fx *fixture) field(sku, order, field string) string {
 	fx.t.Helper()
-	v, err := fx.c.HGet(fx.ctx(), fx.record(sku, order), field).Result()
-	if err != nil && err.Error() != "redis: nil" {
+	f, _, err := fx.s.Line(fx.ctx(), sku, order)
+	if err != nil {
 		fx.t.Fatal(err)
 	}
-	return v
+	return f[field]
+}
+
+// hasRecord reports whether sku's line of order has a record that reads.
+func (fx *fixture) hasRecord(sku, order string) bool {
+	fx.t.Helper()
+	_, ok, err := fx.s.Line(fx.ctx(), sku, order)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return ok
+}
+
+// delRecord deletes sku's line record of order, as a partial flush would.
+func (fx *fixture) delRecord(sku, order string) {
+	fx.t.Helper()
+	if err := fx.c.HDel(fx.ctx(), fx.s.LinesKey(sku), order).Err(); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
+// delEntry deletes the order's directory entry.
+func (fx *fixture) delEntry(order string) {
+	fx.t.Helper()
+	if err := fx.c.HDel(fx.ctx(), fx.s.DirKey(order), order).Err(); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
+// entryTTL is what a TTL of the order's directory entry would be: -2 when
+// there is none, -1 while the order lives (no end), else the time left
+// until it stops being read.
+func (fx *fixture) entryTTL(order string) time.Duration {
+	fx.t.Helper()
+	_, ends, ok, err := fx.s.Entry(fx.ctx(), order)
+	switch {
+	case err != nil:
+		fx.t.Fatal(err)
+	case !ok:
+		return -2
+	case ends == 0:
+		return -1
+	}
+	return time.UnixMilli(ends).Sub(fx.clock.Now())
 }
 
 // wantDeadline checks both where a line's deadline lives: the record and
@@ -117,7 +155,7 @@ func TestClusterMultiSlotReturnAndExtend(t *testing.T) {
 		fx.want(lo, 10, 0, 0)
 		fx.want(hi, 10, 0, 0)
 		fx.wantUser(lo, "u1", 0)
-		if ttl := fx.c.PTTL(fx.ctx(), fx.dir("o1")).Val(); ttl <= 0 {
+		if ttl := fx.entryTTL("o1"); ttl <= 0 {
 			t.Fatalf("directory entry TTL %v after the order expired, want Retention", ttl)
 		}
 	})
@@ -159,7 +197,7 @@ func TestClusterMultiSlotReturnRetries(t *testing.T) {
 		if err != nil || got[0].State != stock.StateReverted {
 			t.Fatalf("Orders = %+v, %v; want reverted: every unit was given back", got, err)
 		}
-		if ttl := fx.c.PTTL(fx.ctx(), fx.dir("o1")).Val(); ttl <= 0 {
+		if ttl := fx.entryTTL("o1"); ttl <= 0 {
 			t.Fatalf("directory entry TTL %v after the order ended, want Retention", ttl)
 		}
 		is(t, fx.s.Confirm(fx.ctx(), "o1"), stock.ErrOrderClosed, "Confirm of the emptied order")
@@ -236,13 +274,13 @@ func TestLostReplyRetryOfReturnAndExtend(t *testing.T) {
 		fx.hook.arm(0, 1, false)
 		unknown(t, fx.s.RevertItems(fx.ctx(), rt("r2", "o1", it("a", 2))), "the last units, reply lost")
 		fx.want("a", 10, 0, 0)
-		if ttl := fx.c.PTTL(fx.ctx(), fx.dir("o1")).Val(); ttl != -1 {
+		if ttl := fx.entryTTL("o1"); ttl != -1 {
 			t.Fatalf("directory entry TTL %v before the retry, want none (the test's premise)", ttl)
 		}
 		is(t, fx.s.RevertItems(fx.ctx(), rt("r2", "o1", it("a", 2))), nil, "the retry")
 		fx.want("a", 10, 0, 0)
 		fx.wantUser("a", "u1", 0)
-		if ttl := fx.c.PTTL(fx.ctx(), fx.dir("o1")).Val(); ttl <= 0 {
+		if ttl := fx.entryTTL("o1"); ttl <= 0 {
 			t.Fatalf("directory entry TTL %v after the retry, want Retention", ttl)
 		}
 		if n := fx.c.Exists(fx.ctx(), fx.cfg.Prefix+":{a}:holds").Val(); n != 0 {
@@ -268,8 +306,8 @@ func TestClusterHoldTooLongInALaterSlotWritesNothing(t *testing.T) {
 		}
 		fx.want(lo, 10, 0, 0)
 		fx.want(hi, 10, 0, 0)
-		if n := fx.c.Exists(fx.ctx(), fx.record(lo, "o1"), fx.record(hi, "o1")).Val() + fx.c.Exists(fx.ctx(), fx.dir("o1")).Val(); n != 0 {
-			t.Fatalf("%d keys of the refused order left", n)
+		if fx.hasRecord(lo, "o1") || fx.hasRecord(hi, "o1") || fx.entryTTL("o1") != -2 {
+			t.Fatalf("the refused order left a record or its directory entry")
 		}
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "", it(lo, 2))), nil, "the ID is free")
 
@@ -292,24 +330,23 @@ func TestClusterHoldTooLongInALaterSlotWritesNothing(t *testing.T) {
 	})
 }
 
-// A state or a record written before max_ms and mx existed reads as the
-// previous version meant it: the maximum is the hold time, the bound is
-// the deadline.
-func TestStateAndRecordsWithoutTheNewFields(t *testing.T) {
+// A state written before max_ms existed reads as the version that wrote it
+// meant it: the maximum is the hold time. An order taken before keeps the
+// bound it was given.
+func TestStateWithoutTheMaximum(t *testing.T) {
 	each(t, func(t *testing.T, fx *fixture) {
 		t0 := fx.clock.Now()
 		fx.saleMax("a", 10, 0, time.Minute, 5*time.Minute)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "", it("a", 1))), nil, "Deduct")
 		fx.c.HDel(fx.ctx(), fx.cfg.Prefix+":{a}:state", "max_ms")
-		fx.c.HDel(fx.ctx(), fx.record("a", "o1"), "mx")
 		lv, err := fx.s.Levels(fx.ctx(), "a")
 		if err != nil || lv.MaxHoldTTL != time.Minute {
 			t.Fatalf("Levels = %+v, %v; want MaxHoldTTL 1m0s", lv, err)
 		}
 		is(t, fx.s.Deduct(fx.ctx(), stock.Order{ID: "o2", Items: []stock.Item{it("a", 1)}, HoldTTL: 2 * time.Minute}),
 			stock.ErrHoldTooLong, "Deduct past the hold time of an old state")
-		is(t, fx.s.ExtendHold(fx.ctx(), "o1", t0.Add(2*time.Minute)), stock.ErrHoldTooLong, "ExtendHold of an old record")
-		is(t, fx.s.ExtendHold(fx.ctx(), "o1", t0.Add(time.Minute)), nil, "ExtendHold to its deadline")
+		is(t, fx.s.ExtendHold(fx.ctx(), "o1", t0.Add(5*time.Minute+time.Millisecond)), stock.ErrHoldTooLong, "ExtendHold past the order's bound")
+		is(t, fx.s.ExtendHold(fx.ctx(), "o1", t0.Add(5*time.Minute)), nil, "ExtendHold to the order's bound")
 		fx.want("a", 9, 1, 0)
 	})
 }
@@ -379,7 +416,7 @@ func TestReclaimSkipsEmptiedLinesWithinItsLimit(t *testing.T) {
 		fx.want("a", 10, 0, 0)
 		fx.want("b", 10, 0, 0)
 		for i := range orders {
-			if ttl := fx.c.PTTL(fx.ctx(), fx.dir(fmt.Sprint("o", i))).Val(); ttl <= 0 {
+			if ttl := fx.entryTTL(fmt.Sprint("o", i)); ttl <= 0 {
 				t.Fatalf("o%d's directory entry TTL %v, want Retention", i, ttl)
 			}
 		}

@@ -55,12 +55,25 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	if err != nil {
 		return nil, fmt.Errorf("redisstock: reclaim: %w", err)
 	}
-	skus, err := s.c.SMembers(ctx, s.registryKey()).Result()
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	now = s.nowMs()
+	// The registry, and the directory shards whose ended entries are due
+	// for deletion: one round trip.
+	var members *redis.StringSliceCmd
+	var heads [dirShards]*redis.StringCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		members = p.SMembers(ctx, s.registryKey())
+		for k := range heads {
+			heads[k] = p.LIndex(ctx, s.dirGones[k], 0)
+		}
+	})
+	skus, err := members.Result()
 	if err != nil {
 		return nil, s.readErr(ctx, "reclaim", err)
 	}
-	skus = slices.DeleteFunc(skus, func(sku string) bool { return sku == lostMark })
-	now = s.nowMs()
+	skus = slices.DeleteFunc(skus, func(sku string) bool { return sku == lostMark || sku == layoutMark })
 	for start, round := 0, 0; start < len(skus) && len(out) < limit; round++ {
 		batch := skus[start:min(start+peekBatch, len(skus))]
 		due, err := s.peekDue(ctx, batch, now, limit-len(out))
@@ -96,6 +109,14 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		// again (they are out of the holds zsets now, or no longer due:
 		// every round makes progress).
 	}
+	// Last, the directory entries past their retention (the pass's own
+	// endings are not due yet).
+	if err := s.purgeDirs(ctx, heads[:], now); err != nil {
+		if len(out) > 0 {
+			err = &outcomeError{op: "reclaim", err: err}
+		}
+		return out, err
+	}
 	return out, nil
 }
 
@@ -106,6 +127,7 @@ type dueHolds struct {
 	orders []string
 	oldest time.Time // the earliest deadline of orders
 	left   []string  // unfinished ends
+	purge  bool      // ended records are due for deletion
 }
 
 // endsGrace is how long an order stays in a SKU's ends zset before a pass
@@ -116,9 +138,11 @@ const endsGrace = time.Minute
 // peekDue lists, in one round trip, up to budget due holds across skus.
 func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget int) ([]dueHolds, error) {
 	var cmds, lefts []*redis.ZSliceCmd
+	var gones []*redis.StringCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds, lefts = cmds[:0], lefts[:0]
+		cmds, lefts, gones = cmds[:0], lefts[:0], gones[:0]
 		for _, sku := range skus {
+			gones = append(gones, p.LIndex(ctx, s.goneKey(sku), 0))
 			cmds = append(cmds, p.ZRangeByScoreWithScores(ctx, s.holdsKey(sku), &redis.ZRangeBy{
 				Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(budget),
 			}))
@@ -137,8 +161,12 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget in
 		if err != nil {
 			return nil, s.readErr(ctx, "reclaim", err)
 		}
-		if len(ls) > 0 {
-			d := dueHolds{sku: skus[i]}
+		purge, err := goneDue(gones[i], now)
+		if err != nil {
+			return nil, s.readErr(ctx, "reclaim", err)
+		}
+		if len(ls) > 0 || purge {
+			d := dueHolds{sku: skus[i], purge: purge}
 			for _, z := range ls {
 				id, _ := z.Member.(string)
 				d.left = append(d.left, id)
@@ -171,15 +199,20 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 		return nil, 0, nil
 	}
 	cmds := make([]*redis.Cmd, len(due))
+	purges := make([]*redis.Cmd, len(due))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, d := range due {
-			if len(d.orders) == 0 {
-				continue // unfinished ends only
+			if d.purge {
+				purges[i] = s.purgeSKU(ctx, p, d.sku, now)
 			}
-			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.reclaimMemoKey(d.sku, pass), s.endsKey(d.sku)}
-			args := []any{now, s.keep.Milliseconds(), memoTTL.Milliseconds()}
+			if len(d.orders) == 0 {
+				continue // unfinished ends, or records to delete, only
+			}
+			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.reclaimMemoKey(d.sku, pass),
+				s.endsKey(d.sku), s.linesKey(d.sku), s.goneKey(d.sku)}
+			args := make([]any, 0, 3+len(d.orders))
+			args = append(args, now, s.keep.Milliseconds(), memoTTL.Milliseconds())
 			for _, id := range d.orders {
-				keys = append(keys, s.recordKey(d.sku, id))
 				args = append(args, id)
 			}
 			cmds[i] = reclaimScript.Run(ctx, p, keys, args...)
@@ -188,6 +221,11 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	var out, ended []stock.Reclaimed // ended: every line ended, emptied ones too
 	var idents []string
 	var firstErr error
+	for _, c := range purges {
+		if c != nil && c.Err() != nil && firstErr == nil {
+			firstErr = s.writeErr(ctx, "reclaim: delete ended records", c.Err())
+		}
+	}
 	for i, c := range cmds {
 		if c == nil {
 			continue
@@ -288,9 +326,7 @@ func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
 func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaimed, []string, error) {
 	type left struct {
 		sku, id, ident string
-		rec            *redis.SliceCmd
-		dir            *redis.StringCmd
-		ttl            *redis.DurationCmd
+		rec, dir       *redis.StringCmd
 	}
 	var ls []left
 	var drop []endsRef // members that are not the order the reclaimer ended
@@ -309,30 +345,32 @@ func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaim
 	}
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i := range ls {
-			ls[i].rec = p.HMGet(ctx, s.recordKey(ls[i].sku, ls[i].id), "st", "id")
-			ls[i].dir = p.Get(ctx, s.dirKey(ls[i].id))
-			ls[i].ttl = p.PTTL(ctx, s.dirKey(ls[i].id))
+			ls[i].rec = p.HGet(ctx, s.linesKey(ls[i].sku), ls[i].id)
+			ls[i].dir = p.HGet(ctx, s.dirKey(ls[i].id), ls[i].id)
 		}
 	})
+	now := s.nowMs()
 	var lines []stock.Reclaimed
 	var idents []string
 	for _, l := range ls {
-		rec, err := l.rec.Result()
-		if err != nil {
-			return nil, nil, s.readErr(ctx, "reclaim", err)
-		}
-		dir, err := l.dir.Result()
+		rv, err := l.rec.Result()
 		if err != nil && err != redis.Nil {
 			return nil, nil, s.readErr(ctx, "reclaim", err)
 		}
-		ttl, err := l.ttl.Result()
-		if err != nil {
+		dv, err := l.dir.Result()
+		if err != nil && err != redis.Nil {
 			return nil, nil, s.readErr(ctx, "reclaim", err)
 		}
-		st, _ := rec[0].(string)
-		id, _ := rec[1].(string)
-		mine := st == "expired" && id == l.ident ||
-			rec[0] == nil && dir == l.ident && ttl == -1
+		rec, recOK, err := parseRecord(rv, now)
+		if err != nil {
+			return nil, nil, badReply("reclaim", rv)
+		}
+		dir, dirOK, err := parseEntry(dv, now)
+		if err != nil {
+			return nil, nil, badReply("reclaim", dv)
+		}
+		mine := recOK && rec.st == "expired" && rec.ident == l.ident ||
+			!recOK && dirOK && dir.ident == l.ident && dir.e == 0
 		if mine {
 			lines, idents = append(lines, stock.Reclaimed{OrderID: l.id, SKU: l.sku}), append(idents, l.ident)
 		} else {
@@ -378,7 +416,7 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	type other struct {
 		o   order
 		sku string
-		cmd *redis.SliceCmd
+		cmd *redis.StringCmd
 	}
 	var others []other
 	items := map[order][]stock.Item{}
@@ -392,7 +430,7 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 			items[o] = its
 			for _, it := range its {
 				if !ended[o][it.SKU] {
-					others = append(others, other{o, it.SKU, p.HMGet(ctx, s.recordKey(it.SKU, o.id), "st", "id")})
+					others = append(others, other{o, it.SKU, p.HGet(ctx, s.linesKey(it.SKU), o.id)})
 				}
 			}
 		}
@@ -401,13 +439,17 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	sold := map[order]map[string]bool{} // order -> SKUs confirmed on other slots
 	for _, x := range others {
 		v, err := x.cmd.Result()
-		if err != nil {
+		if err != nil && err != redis.Nil {
 			return s.writeErr(ctx, "reclaim", err)
 		}
-		if v[1] != x.o.ident {
+		r, ok, err := parseRecord(v, now)
+		if err != nil {
+			return &outcomeError{op: "reclaim", err: badReply("reclaim", v)}
+		}
+		if !ok || r.ident != x.o.ident {
 			continue
 		}
-		switch st, _ := v[0].(string); st {
+		switch r.st {
 		case "held":
 			live[x.o] = true
 		case "confirmed":
@@ -460,6 +502,9 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return nil, err
 	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	b, err := s.splitSKU(ctx, sku)
 	if err != nil || b == nil {
 		if err != nil {
@@ -492,51 +537,29 @@ func (s *Store) heldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	if len(zs) == 0 {
 		return nil, nil
 	}
-	cmds := make([]*redis.SliceCmd, len(zs))
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for i, z := range zs {
-			id, _ := z.Member.(string)
-			cmds[i] = p.HMGet(ctx, s.recordKey(sku, id), "st", "qty", "user", "ret")
-		}
-	})
+	ids := make([]string, len(zs))
+	for i, z := range zs {
+		ids[i], _ = z.Member.(string)
+	}
+	vals, err := s.c.HMGet(ctx, s.linesKey(sku), ids...).Result()
+	if err != nil {
+		return nil, s.readErr(ctx, "held orders", err)
+	}
+	now := s.nowMs()
 	out := make([]Hold, 0, len(zs))
-	for i, c := range cmds {
-		v, err := c.Result()
-		if err != nil {
-			return nil, s.readErr(ctx, "held orders", err)
-		}
-		if st, _ := v[0].(string); st != "held" {
-			continue
-		}
-		qty, err := leftOf(v[1], v[3])
+	for i, v := range vals {
+		r, ok, err := parseRecord(v, now)
 		if err != nil {
 			return nil, badReply("held orders", v)
 		}
-		if qty == 0 {
+		if !ok || r.st != "held" {
+			continue
+		}
+		if r.left() == 0 {
 			continue // partial reverts gave it all back: it holds nothing
 		}
-		id, _ := zs[i].Member.(string)
-		user, _ := v[2].(string)
-		out = append(out, Hold{OrderID: id, UserID: user, SKU: sku, Qty: qty,
+		out = append(out, Hold{OrderID: ids[i], UserID: r.user(), SKU: sku, Qty: r.left(),
 			Deadline: time.UnixMilli(int64(zs[i].Score))})
 	}
 	return out, nil
-}
-
-// leftOf parses a line record's qty and ret fields (HMGET values) into the
-// units the line still takes: qty less what partial reverts gave back.
-func leftOf(qty, ret any) (int64, error) {
-	q, _ := qty.(string)
-	n, err := strconv.ParseInt(q, 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	if r, _ := ret.(string); r != "" {
-		back, err := strconv.ParseInt(r, 10, 64)
-		if err != nil {
-			return 0, err
-		}
-		n -= back
-	}
-	return n, nil
 }

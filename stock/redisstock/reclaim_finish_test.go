@@ -28,16 +28,15 @@ func TestReclaimStoppedBeforeEndingOrdersIsFinishedLater(t *testing.T) {
 			t.Fatal("ReclaimExpired whose last call was never sent: nil")
 		}
 		fx.want("a", 10, 0, 0)
-		dir := fx.cfg.Prefix + ":order:{o1}"
 		ends := fx.cfg.Prefix + ":{a}:ends"
-		if ttl := fx.c.PTTL(fx.ctx(), dir).Val(); ttl != -1 {
+		if ttl := fx.entryTTL("o1"); ttl != -1 {
 			t.Fatalf("directory entry's PTTL after the stopped pass = %v, want none yet", ttl)
 		}
 		fx.clock.Advance(2 * time.Minute) // past the grace a running pass has
 		if got, err := fx.s.ReclaimExpired(fx.ctx(), 10); err != nil || len(got) != 0 {
 			t.Fatalf("later ReclaimExpired = %+v, %v; want nothing returned, no error", got, err)
 		}
-		if ttl := fx.c.PTTL(fx.ctx(), dir).Val(); ttl <= 0 {
+		if ttl := fx.entryTTL("o1"); ttl <= 0 {
 			t.Fatalf("directory entry's PTTL after the later pass = %v, want its Retention", ttl)
 		}
 		if n := fx.c.ZCard(fx.ctx(), ends).Val(); n != 0 {

@@ -26,7 +26,7 @@ func TestReclaimPeeksAgainWhenADueHoldEndsBeforeItsScript(t *testing.T) {
 	m := miniredis.RunT(t)
 	clock := stocktest.NewClock(stocktest.Epoch)
 	prefix := uniquePrefix(t)
-	h := &beforeScript{sha: redis.NewScript(lua.Source("stock_reclaim.lua")).Hash()}
+	h := &beforeScript{sha: redis.NewScript(lua.Script("stock_reclaim.lua")).Hash()}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	c.AddHook(h)
 	t.Cleanup(func() { c.Close() })

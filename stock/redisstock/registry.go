@@ -13,7 +13,7 @@ import (
 // sale yet. No SKU can be it: SKUs never contain braces.
 const lostMark = "{lost}"
 
-var registryRebuildScript = redis.NewScript(lua.Source("stock_registry_rebuild.lua"))
+var registryRebuildScript = redis.NewScript(lua.Script("stock_registry_rebuild.lua"))
 
 // The script runs in pipelines, so it is loaded with the others after a
 // NOSCRIPT (see errors.go).
@@ -22,7 +22,7 @@ func init() { allScripts = append(allScripts, registryRebuildScript) }
 // rebuildRegistry adds sku to the registry for a rebuild, marking the
 // registry incomplete when the rebuild is the one that recreates it.
 func (s *Store) rebuildRegistry(ctx context.Context, c redis.Scripter, sku string) *redis.Cmd {
-	return registryRebuildScript.Run(ctx, c, []string{s.registryKey()}, sku, lostMark)
+	return registryRebuildScript.Run(ctx, c, []string{s.registryKey()}, sku, lostMark, layoutMark)
 }
 
 // Calibrated tells the gate that every SKU of the record has been rebuilt

@@ -55,7 +55,7 @@ func TestReview13SnapshotHoldsAddUpToHeldAcrossAReturn(t *testing.T) {
 	each(t, func(t *testing.T, fx *fixture) {
 		fx.sale("a", 10, 0, time.Minute)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 5))), nil, "Deduct")
-		h := &afterScript{sha: redis.NewScript(lua.Source("stock_snapshot.lua")).Hash()}
+		h := &afterScript{sha: redis.NewScript(lua.Script("stock_snapshot.lua")).Hash()}
 		var rerr error
 		h.fn = func() { rerr = fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it("a", 2))) }
 		fx.c.AddHook(h)
@@ -122,7 +122,7 @@ func TestReview13HalfAppliedReturnKeepsTheOrderUntilCompleted(t *testing.T) {
 		fx.sale(lo, 10, 0, time.Hour)
 		fx.sale(hi, 10, 0, time.Hour)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
-		h := &dropAfterFirst{sha: redis.NewScript(lua.Source("stock_return.lua")).Hash(), armed: true}
+		h := &dropAfterFirst{sha: redis.NewScript(lua.Script("stock_return.lua")).Hash(), armed: true}
 		fx.c.AddHook(h)
 		r1 := rt("r1", "o1", it(lo, 1), it(hi, 2))
 		unknown(t, fx.s.RevertItems(fx.ctx(), r1), "RevertItems applied on one slot")
@@ -219,8 +219,8 @@ func TestReview13BatchMixesOwnHoldTimes(t *testing.T) {
 		if a, b := fx.field("a", "own", "mx"), fx.field("a", "plain", "mx"); a != bound || b != bound {
 			t.Fatalf("bounds %s, %s; want %s", a, b, bound)
 		}
-		if n := fx.c.Exists(fx.ctx(), fx.record("a", "long"), fx.dir("long")).Val(); n != 0 {
-			t.Fatalf("%d keys of the refused order left", n)
+		if fx.hasRecord("a", "long") || fx.entryTTL("long") != -2 {
+			t.Fatalf("the refused order left its record or its directory entry")
 		}
 		fx.wantUser("a", "u2", 0)
 		fx.wantUser("a", "u1", 2)
@@ -238,16 +238,16 @@ func TestReview13LeftLockNeverAppliesToANewOrderOfTheID(t *testing.T) {
 		fx.sale(lo, 10, 0, time.Hour)
 		fx.sale(hi, 10, 0, time.Hour)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
-		h := &dropAfterFirst{sha: redis.NewScript(lua.Source("stock_return.lua")).Hash(), armed: true}
+		h := &dropAfterFirst{sha: redis.NewScript(lua.Script("stock_return.lua")).Hash(), armed: true}
 		fx.c.AddHook(h)
 		unknown(t, fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it(lo, 1), it(hi, 2))), "RevertItems applied on one slot")
 		is(t, fx.s.Revert(fx.ctx(), "o1"), nil, "Revert")
 		fx.want(lo, 10, 0, 0)
 		fx.want(hi, 10, 0, 0)
 		// Retention passes: the order's records and entry are gone.
-		fx.c.Del(fx.ctx(), fx.dir("o1"))
-		fx.c.Del(fx.ctx(), fx.record(lo, "o1"))
-		fx.c.Del(fx.ctx(), fx.record(hi, "o1"))
+		fx.delEntry("o1")
+		fx.delRecord(lo, "o1")
+		fx.delRecord(hi, "o1")
 		fx.clock.Advance(redisstock.ReturnLease + time.Second)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "a new order under the ID")
 		is(t, fx.s.RevertItems(fx.ctx(), rt("r2", "o1", it(hi, 1))), nil, "a return of the new order")
@@ -297,7 +297,7 @@ func TestReview13ReturnThatEndsAnOrderAReclaimerExpiredEndsItsEntry(t *testing.T
 		fx.sale(hi, 10, 0, time.Minute)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
 		fx.clock.Advance(time.Minute - time.Millisecond)
-		h := &beforeScript{sha: redis.NewScript(lua.Source("stock_return.lua")).Hash()}
+		h := &beforeScript{sha: redis.NewScript(lua.Script("stock_return.lua")).Hash()}
 		var got []stock.Reclaimed
 		var rerr error
 		h.fn = func() {
@@ -311,7 +311,7 @@ func TestReview13ReturnThatEndsAnOrderAReclaimerExpiredEndsItsEntry(t *testing.T
 		}
 		fx.want(lo, 10, 0, 0)
 		fx.want(hi, 10, 0, 0)
-		if ttl := fx.c.PTTL(fx.ctx(), fx.dir("o1")).Val(); ttl <= 0 {
+		if ttl := fx.entryTTL("o1"); ttl <= 0 {
 			t.Fatalf("directory entry TTL %v after every line ended, want Retention", ttl)
 		}
 	})
@@ -327,7 +327,7 @@ func TestReview13RetryNeverShortensTheLockOfAHalfAppliedReturn(t *testing.T) {
 		fx.sale(lo, 10, 0, time.Hour)
 		fx.sale(hi, 10, 0, time.Hour)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
-		h := &dropAfterFirst{sha: redis.NewScript(lua.Source("stock_return.lua")).Hash(), armed: true}
+		h := &dropAfterFirst{sha: redis.NewScript(lua.Script("stock_return.lua")).Hash(), armed: true}
 		fx.c.AddHook(h)
 		r1 := rt("r1", "o1", it(lo, 1), it(hi, 2))
 		unknown(t, fx.s.RevertItems(fx.ctx(), r1), "RevertItems applied on one slot")
@@ -358,8 +358,8 @@ func TestReview13ExtendRefusedAfterAGroupMovedIsAnUnknownOutcome(t *testing.T) {
 		fx.saleMax(lo, 10, 0, time.Minute, 10*time.Minute)
 		fx.saleMax(hi, 10, 0, time.Minute, 10*time.Minute)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
-		h := &beforeScript{sha: redis.NewScript(lua.Source("stock_extend.lua")).Hash()}
-		h.fn = func() { fx.c.Del(fx.ctx(), fx.record(hi, "o1")) }
+		h := &beforeScript{sha: redis.NewScript(lua.Script("stock_extend.lua")).Hash()}
+		h.fn = func() { fx.delRecord(hi, "o1") }
 		fx.c.AddHook(h)
 		err := fx.s.ExtendHold(fx.ctx(), "o1", t0.Add(5*time.Minute))
 		fx.wantDeadline(lo, "o1", t0.Add(5*time.Minute))

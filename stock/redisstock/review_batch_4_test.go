@@ -30,7 +30,7 @@ func (rbServerRefusal) RedisError()     {}
 type rbBindRefuser struct{ armed atomic.Bool }
 
 var rbBindHash = func() string {
-	h := sha1.Sum([]byte(lua.Source("stock_dir_bind.lua")))
+	h := sha1.Sum([]byte(lua.Script("stock_dir_bind.lua")))
 	return hex.EncodeToString(h[:])
 }()
 

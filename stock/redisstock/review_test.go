@@ -29,7 +29,7 @@ func TestClusterRefusedAttemptLeavesALiveOrdersEntryAlone(t *testing.T) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Second})
 		fx.sale("a", 1, 0, 2*time.Hour)
 		o := ord("o1", "u1", it("a", 2))
-		a := newPause(fx.cfg.Prefix + ":order:{o1}")
+		a := newPause(fx.s.DirKey("o1"))
 		doneA := make(chan error, 1)
 		go func() { doneA <- fx.s.Deduct(a.ctx(fx.ctx()), o) }()
 		a.wait(t) // A was refused (sold out) and is about to leave the entry
@@ -94,7 +94,7 @@ type resendOnce struct {
 }
 
 func (h *resendOnce) arm(script string) {
-	sum := sha1.Sum([]byte(lua.Source(script)))
+	sum := sha1.Sum([]byte(lua.Script(script)))
 	h.mu.Lock()
 	h.sha, h.left = hex.EncodeToString(sum[:]), 1
 	h.mu.Unlock()

@@ -97,7 +97,7 @@ type resendHook struct {
 }
 
 func (h *resendHook) arm(script string, n int) {
-	sum := sha1.Sum([]byte(lua.Source(script)))
+	sum := sha1.Sum([]byte(lua.Script(script)))
 	h.mu.Lock()
 	h.sha, h.left = hex.EncodeToString(sum[:]), n
 	h.mu.Unlock()
@@ -166,7 +166,7 @@ func TestClusterTwoAttemptsOfOneOrder(t *testing.T) {
 	t.Run("the retry fails, the first succeeds", func(t *testing.T) {
 		eachCluster(t, func(t *testing.T, fx *fixture) {
 			lo, hi, o := setup(t, fx)
-			a := newPause(fx.cfg.Prefix + ":{" + hi + "}:o:o1")
+			a := newPause(fx.s.LinesKey(hi))
 			doneA := run(fx, a, o)
 			a.wait(t) // A holds lo, and has not asked for hi yet
 			is(t, fx.s.Deduct(fx.ctx(), o), stock.ErrSoldOut, "B, the retry")
@@ -184,7 +184,7 @@ func TestClusterTwoAttemptsOfOneOrder(t *testing.T) {
 	t.Run("the first fails, the retry succeeds", func(t *testing.T) {
 		eachCluster(t, func(t *testing.T, fx *fixture) {
 			lo, hi, o := setup(t, fx)
-			key := fx.cfg.Prefix + ":{" + hi + "}:o:o1"
+			key := fx.s.LinesKey(hi)
 			a, b := newPause(key), newPause(key)
 			doneA := run(fx, a, o)
 			a.wait(t)
@@ -207,7 +207,7 @@ func TestClusterTwoAttemptsOfOneOrder(t *testing.T) {
 	t.Run("both fail", func(t *testing.T) {
 		eachCluster(t, func(t *testing.T, fx *fixture) {
 			lo, hi, o := setup(t, fx)
-			key := fx.cfg.Prefix + ":{" + hi + "}:o:o1"
+			key := fx.s.LinesKey(hi)
 			a, b := newPause(key), newPause(key)
 			doneA := run(fx, a, o)
 			a.wait(t)
@@ -308,8 +308,7 @@ func TestReclaimLeavesAnotherOrdersDirectory(t *testing.T) {
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 1))), nil, "Deduct")
 		// The entry is lost (evicted, deleted by hand), and the ID is
 		// bound again, to other items.
-		fx.mini.Del(fx.cfg.Prefix + ":order:{o1}")
-		fx.mini.Del(fx.cfg.Prefix + ":bind:{o1}")
+		fx.delEntry("o1")
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u2", it("b", 1))), nil, "Deduct of the new order")
 		fx.clock.Advance(2 * time.Minute)
 		got, err := fx.s.ReclaimExpired(fx.ctx(), 10)
@@ -499,6 +498,7 @@ func TestClusterAbandonedAttemptDoesNotBindTheIDForever(t *testing.T) {
 			unknown(t, fx.s.Deduct(fx.ctx(), o), "Deduct with a lost reply")
 			is(t, fx.s.Deduct(fx.ctx(), o), stock.ErrSoldOut, "the retry")
 			fx.mini.FastForward(stock.DefaultHoldTTL + time.Hour + time.Second)
+			fx.clock.Advance(stock.DefaultHoldTTL + time.Hour + time.Second)
 			is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("b", 1))), nil, "the ID reused for other items")
 			fx.want("a", 10, 0, 0)
 			fx.want("b", 9, 1, 0)

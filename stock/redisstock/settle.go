@@ -101,15 +101,15 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 // done=true with the outcome when the order cannot be confirmed or is
 // already confirmed, and done=false when every line is held and live.
 func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64) (bool, error) {
-	var cmds []*redis.SliceCmd
+	var cmds []*redis.StringCmd
 	var live []*redis.BoolCmd
 	var skus []string
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		cmds, live, skus = cmds[:0], live[:0], skus[:0]
 		for _, g := range groups {
 			for _, it := range g {
-				cmds = append(cmds, p.HMGet(ctx, s.recordKey(it.SKU, orderID), "st", "dl", "id"))
-				live = append(live, p.HExists(ctx, s.stateKey(it.SKU), "hold_ms"))
+				cmds = append(cmds, p.HGet(ctx, s.linesKey(it.SKU), orderID))
+				live = append(live, p.HExists(ctx, s.stateKey(it.SKU), "hold"))
 				skus = append(skus, it.SKU)
 			}
 		}
@@ -117,21 +117,25 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 	confirmed, expired, lost := 0, "", ""
 	for i, c := range cmds {
 		v, err := c.Result()
+		if err == redis.Nil {
+			err = nil
+		}
 		if err == nil {
 			err = live[i].Err()
 		}
 		if err != nil {
 			return true, s.readErr(ctx, "confirm", err)
 		}
-		if st, _ := v[0].(string); st == "held" && !live[i].Val() && lost == "" {
+		r, ok, err := parseRecord(v, now)
+		if err != nil {
+			return true, badReply("confirm", v)
+		}
+		st, deadline := r.st, r.dl
+		if st == "held" && !live[i].Val() && lost == "" {
 			lost = skus[i]
 		}
-		st, _ := v[0].(string)
-		dl, _ := v[1].(string)
-		id, _ := v[2].(string)
-		deadline, _ := strconv.ParseInt(dl, 10, 64)
 		switch {
-		case st == "" || id != ident:
+		case !ok || r.ident != ident:
 			return true, &stock.SKUError{SKU: skus[i], Err: stock.ErrUnknownOrder}
 		case st == "reverted" || st == "refunded":
 			return true, &stock.SKUError{SKU: skus[i], Err: stock.ErrOrderClosed}
@@ -252,13 +256,21 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 // lookup reads the order's directory entry: its identity and its lines,
 // grouped by slot. A missing entry is stock.ErrUnknownOrder.
 func (s *Store) lookup(ctx context.Context, orderID string) (string, [][]stock.Item, error) {
-	ident, err := s.c.Get(ctx, s.dirKey(orderID)).Result()
-	if err == redis.Nil {
-		return "", nil, s.unknownOrder(ctx, orderID)
+	if err := s.ready(ctx); err != nil {
+		return "", nil, err
 	}
-	if err != nil {
+	v, err := s.c.HGet(ctx, s.dirKey(orderID), orderID).Result()
+	if err != nil && err != redis.Nil {
 		return "", nil, s.readErr(ctx, "order lookup", err)
 	}
+	d, ok, err := parseEntry(v, s.nowMs())
+	if err != nil {
+		return "", nil, fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
+	}
+	if !ok {
+		return "", nil, s.unknownOrder(ctx, orderID)
+	}
+	ident := d.ident
 	items, err := parseIdent(ident)
 	if err != nil {
 		return "", nil, fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
@@ -290,12 +302,22 @@ func parseIdent(ident string) ([]stock.Item, error) {
 	return items, nil
 }
 
-// lineScript queues or runs a per-line script (4 keys per line) with args
-// now, order ID, then extra.
+// lineScript queues or runs a per-line script (5 keys per line, see
+// lineKeys) with args now, order ID, then extra.
 func (s *Store) lineScript(ctx context.Context, c redis.Scripter, sc *redis.Script, order string, g []stock.Item, now int64, extra ...any) *redis.Cmd {
+	keys := make([]string, 0, 5*len(g))
+	for _, it := range g {
+		keys = s.lineKeys(keys, it.SKU)
+	}
+	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
+}
+
+// dealScript is lineScript for the scripts that take 4 keys per line (see
+// dealKeys).
+func (s *Store) dealScript(ctx context.Context, c redis.Scripter, sc *redis.Script, order string, g []stock.Item, now int64, extra ...any) *redis.Cmd {
 	keys := make([]string, 0, 4*len(g))
 	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU, order)
+		keys = s.dealKeys(keys, it.SKU)
 	}
 	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
 }

@@ -32,25 +32,48 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 }
 
 // deductSlotBatch sends the first round trip of the attempts of calls,
-// orders of one slot group each, all in one slot: one pipeline with each
-// order's bind script (on its directory entry's node) and one deduct
-// script call taking every order in turn. It gives each call its two
-// replies, which the caller reads as an unbatched attempt reads them, and
-// returns the deduct script call's failure, if it failed.
+// orders of one slot group each, all in one slot: one pipeline with one
+// bind script call per directory shard the orders' IDs fall in (each on
+// its shard's master, binding that shard's orders) and one deduct script
+// call taking every order in turn. It gives each call its two replies,
+// which the caller reads as an unbatched attempt reads them, and returns
+// the deduct script call's failure, if it failed.
 func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
-	binds := make([]*redis.Cmd, len(calls))
+	type shard struct {
+		cmd   *redis.Cmd
+		calls []int // indexes into calls, in the call's order
+	}
+	var shards [dirShards]shard
+	at := make([]int, len(calls)) // each call's part of its shard's reply
+	for i, c := range calls {
+		sh := &shards[dirShard(c.a.o.ID)]
+		at[i] = len(sh.calls)
+		sh.calls = append(sh.calls, i)
+	}
 	var multi *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for k := range shards {
+			sh := &shards[k]
+			if len(sh.calls) == 0 {
+				continue
+			}
+			args := make([]any, 0, 1+3*len(sh.calls))
+			args = append(args, calls[sh.calls[0]].a.now)
+			for _, i := range sh.calls {
+				a := calls[i].a
+				args = append(args, a.o.ID, a.ident, a.token)
+			}
+			sh.cmd = dirBindScript.Run(ctx, p, []string{s.dirs[k]}, args...)
+		}
 		var keys []string
 		var args []any
-		for i, c := range calls {
-			binds[i] = dirBindScript.Run(ctx, p, s.dirKeys(c.a.o.ID), c.a.ident, c.a.token)
+		for _, c := range calls {
 			keys, args = s.groupArgs(keys, args, c.a, c.a.groups[0], 0, 0)
 		}
 		multi = deductScript.Run(ctx, p, keys, args...)
 	})
 	for i, c := range calls {
-		c.bind, c.first = binds[i], orderReply(multi, i)
+		c.bind, c.first = partReply(shards[dirShard(c.a.o.ID)].cmd, at[i], "deduct"), partReply(multi, i, "deduct")
 		close(c.done)
 	}
 	if err := multi.Err(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stockguard/stockguard/internal/keyslot"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -171,28 +172,40 @@ func TestClusterBatchCallerCanceledWhileQueued(t *testing.T) {
 }
 
 // A batched deduct script that fails while it runs (here a key of the
-// second order's line holds another type) keeps what it wrote for the
-// orders before: they are told the outcome is unknown, never a plain
-// error with their units held.
+// second order's second line holds another type) may have written before
+// it failed: every order in it is told the outcome is unknown, never a
+// plain error, and a retry of each takes its units once.
 func TestClusterBatchScriptFailingMidwayIsAnUnknownOutcome(t *testing.T) {
 	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 10, 0, time.Minute)
-		if err := fx.c.Set(fx.ctx(), fx.cfg.Prefix+":{a}:o:o2", "not a record", time.Minute).Err(); err != nil {
+		twin := ""
+		for i := 0; twin == ""; i++ {
+			if sku := "t" + strconv.Itoa(i); keyslot.Slot(sku) == keyslot.Slot("a") {
+				twin = sku
+			}
+		}
+		fx.sale(twin, 10, 0, time.Minute)
+		if err := fx.c.Set(fx.ctx(), fx.s.LinesKey(twin), "not a hash", time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 		blockers := fx.block("a")
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		fx.enqueue(fx.ctx(), ord("o1", "u1", it("a", 2)), 1, &errs[0], &wg)
-		fx.enqueue(fx.ctx(), ord("o2", "u2", it("a", 1)), 2, &errs[1], &wg)
+		fx.enqueue(fx.ctx(), ord("o2", "u2", it("a", 1), it(twin, 1)), 2, &errs[1], &wg)
 		fx.gate.open()
 		wg.Wait()
 		for _, err := range blockers() {
 			is(t, err, nil, "blocker")
 		}
-		fx.want("a", 6, 4, 0) // the blockers and o1 hold
-		unknown(t, errs[0], "o1, taken before the script failed")
+		unknown(t, errs[0], "o1, in the call that failed")
+		unknown(t, errs[1], "o2, whose line failed it")
+		if err := fx.c.Del(fx.ctx(), fx.s.LinesKey(twin)).Err(); err != nil {
+			t.Fatal(err)
+		}
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 2))), nil, "o1 retried")
-		fx.want("a", 6, 4, 0)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o2", "u2", it("a", 1), it(twin, 1))), nil, "o2 retried")
+		fx.want("a", 5, 5, 0) // the blockers, o1 and o2 hold
+		fx.want(twin, 9, 1, 0)
 	})
 }

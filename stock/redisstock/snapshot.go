@@ -3,6 +3,7 @@ package redisstock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 // snapshotScript reads a SKU atomically; see the header of
 // lua/stock_snapshot.lua.
-var snapshotScript = redis.NewScript(lua.Source("stock_snapshot.lua"))
+var snapshotScript = redis.NewScript(lua.Script("stock_snapshot.lua"))
 
 // SnapshotRequest names a SKU to read, the orders whose line of that SKU
 // should be read in the same atomic step, and the restock operations (their
@@ -80,6 +81,9 @@ func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) ([]Snapsho
 			}
 		}
 	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	out := make([]Snapshot, 0, len(reqs))
 	for start := 0; start < len(reqs); start += snapshotBatch {
 		got, err := s.snapshotBatch(ctx, reqs[start:min(start+snapshotBatch, len(reqs))])
@@ -133,6 +137,7 @@ func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Sn
 // whether a hold of the instant read ended, its record deleted, before
 // its quantity was read (read it again).
 func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo []int) ([]Snapshot, []bool, error) {
+	now := s.nowMs()
 	cmds := make([]*redis.Cmd, len(todo))
 	skus := make([]any, len(todo))
 	var listed *redis.BoolSliceCmd
@@ -140,15 +145,17 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 		for k, i := range todo {
 			r := reqs[i]
 			skus[k] = r.SKU
-			keys := make([]string, 0, 2+len(r.Orders)+len(r.Ops))
-			keys = append(keys, s.stateKey(r.SKU), s.holdsKey(r.SKU))
-			for _, id := range r.Orders {
-				keys = append(keys, s.recordKey(r.SKU, id))
-			}
+			keys := make([]string, 0, 3+len(r.Ops))
+			keys = append(keys, s.stateKey(r.SKU), s.holdsKey(r.SKU), s.linesKey(r.SKU))
 			for _, op := range r.Ops {
 				keys = append(keys, s.opMarkerKey(r.SKU, op))
 			}
-			cmds[k] = snapshotScript.Run(ctx, p, keys, len(r.Orders))
+			args := make([]any, 0, 1+len(r.Orders))
+			args = append(args, now)
+			for _, id := range r.Orders {
+				args = append(args, id)
+			}
+			cmds[k] = snapshotScript.Run(ctx, p, keys, args...)
 		}
 		listed = p.SMIsMember(ctx, s.registryKey(), skus...)
 	})
@@ -174,7 +181,7 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 	if err := s.relist(ctx, out, in); err != nil {
 		return nil, nil, err
 	}
-	ended, err := s.holdQtys(ctx, out, ids, rns)
+	ended, err := s.holdQtys(ctx, out, ids, rns, now)
 	return out, ended, err
 }
 
@@ -262,7 +269,7 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn
 // ended reports the snapshot to be read again. The zset is read after the
 // record, on the same server, so a missing record and a hold still in the
 // zset mean the former.
-func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rns []string) (ended []bool, err error) {
+func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rns []string, now int64) (ended []bool, err error) {
 	ended = make([]bool, len(out))
 	n := 0
 	for _, x := range ids {
@@ -271,47 +278,49 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 	if n == 0 {
 		return ended, nil
 	}
-	type qtyCmds struct {
-		rec *redis.SliceCmd
-		in  *redis.FloatCmd
-	}
-	cmds := make([][]qtyCmds, len(out))
+	recs := make([]*redis.SliceCmd, len(out))
+	ins := make([][]*redis.FloatCmd, len(out))
 	rn := make([]*redis.StringCmd, len(out))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i := range out {
-			cmds[i] = cmds[i][:0]
+			ins[i] = ins[i][:0]
+			if len(ids[i]) == 0 {
+				continue
+			}
+			recs[i] = p.HMGet(ctx, s.linesKey(out[i].SKU), ids[i]...)
 			for _, id := range ids[i] {
-				cmds[i] = append(cmds[i], qtyCmds{p.HMGet(ctx, s.recordKey(out[i].SKU, id), "qty", "user", "ret"),
-					p.ZScore(ctx, s.holdsKey(out[i].SKU), id)})
+				ins[i] = append(ins[i], p.ZScore(ctx, s.holdsKey(out[i].SKU), id))
 			}
-			if len(ids[i]) > 0 {
-				// After the records, on the same server: a partial return
-				// of a held line since the script moved rn.
-				rn[i] = p.HGet(ctx, s.stateKey(out[i].SKU), "rn")
-			}
+			// After the records, on the same server: a partial return
+			// of a held line since the script moved rn.
+			rn[i] = p.HGet(ctx, s.stateKey(out[i].SKU), "rn")
 		}
 	})
 	for i := range out {
-		if rn[i] != nil {
-			v, err := rn[i].Result()
-			if err != nil && err != redis.Nil {
-				return nil, s.readErr(ctx, "snapshot", err)
-			}
-			if v != rns[i] {
-				ended[i] = true // a hold's quantity changed meanwhile: read again
-				continue
-			}
+		if rn[i] == nil {
+			continue
+		}
+		v, err := rn[i].Result()
+		if err != nil && err != redis.Nil {
+			return nil, s.readErr(ctx, "snapshot", err)
+		}
+		if v != rns[i] {
+			ended[i] = true // a hold's quantity changed meanwhile: read again
+			continue
+		}
+		vals, err := recs[i].Result()
+		if err != nil {
+			return nil, s.readErr(ctx, "snapshot", err)
 		}
 		kept := out[i].Holds[:0]
-		for j, c := range cmds[i] {
-			v, err := c.rec.Result()
-			if err != nil {
-				return nil, s.readErr(ctx, "snapshot", err)
-			}
+		for j, v := range vals {
 			h := out[i].Holds[j]
-			q, _ := v[0].(string)
-			if q == "" {
-				switch err := c.in.Err(); {
+			r, ok, err := parseRecord(v, now)
+			if err != nil {
+				return nil, badReply("snapshot", v)
+			}
+			if !ok {
+				switch err := ins[i][j].Err(); {
 				case err == redis.Nil:
 					ended[i] = true // it ended meanwhile: its quantity is gone
 				case err != nil:
@@ -320,13 +329,10 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 				out[i].Lost = append(out[i].Lost, h.OrderID)
 				continue
 			}
-			if h.Qty, err = leftOf(v[0], v[2]); err != nil {
-				return nil, badReply("snapshot", v)
-			}
-			if h.Qty == 0 {
+			if h.Qty = r.left(); h.Qty == 0 {
 				continue // partial reverts gave it all back: it holds nothing
 			}
-			h.UserID, _ = v[1].(string)
+			h.UserID = r.user()
 			kept = append(kept, h)
 		}
 		out[i].Holds = kept
@@ -344,6 +350,12 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 		if err := ls[i].Validate(); err != nil {
 			return err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstock: put on sale: %w", err)
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
 	}
 	if s.bucketed {
 		// A SKU split into buckets (or to be split) is put on its own.
@@ -363,7 +375,7 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			cmds = cmds[:0]
 			for i, l := range batch {
-				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU),
+				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU, layoutMark),
 					putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
 						l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i], l.EffectiveMaxHoldTTL().Milliseconds()))
 			}
@@ -378,8 +390,8 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 
 // The conditional administrative scripts; see their headers in package lua.
 var (
-	rebuildScript = redis.NewScript(lua.Source("stock_rebuild.lua"))
-	relistScript  = redis.NewScript(lua.Source("stock_relist.lua"))
+	rebuildScript = redis.NewScript(lua.Script("stock_rebuild.lua"))
+	relistScript  = redis.NewScript(lua.Script("stock_relist.lua"))
 )
 
 // The conditional scripts run in pipelines, so a server that lacks them
@@ -419,6 +431,9 @@ func (s *Store) ClaimRebuild(ctx context.Context, skus []string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	for start := 0; start < len(skus); start += snapshotBatch {
 		batch := skus[start:min(start+snapshotBatch, len(skus))]
 		cmds := make([]redis.Cmder, len(batch))
@@ -456,6 +471,12 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 				return nil, err
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redisstock: rebuild: %w", err)
+	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
 	}
 	skus := make([]string, len(rs))
 	for i, r := range rs {
@@ -510,25 +531,18 @@ func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 	for start := 0; start < len(rs); start += snapshotBatch {
 		batch := rs[start:min(start+snapshotBatch, len(rs))]
 		gens := all[start:]
-		holds, err := s.rebuildHolds(ctx, batch, start)
-		if err != nil {
-			return out, err
-		}
+		now := s.nowMs()
 		regs := make([]redis.Cmder, len(batch))
 		cmds := make([]*redis.Cmd, len(batch))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			for i, r := range batch {
 				l := r.Listing
-				keys := []string{s.stateKey(l.SKU), s.claimKey(l.SKU), s.holdsKey(l.SKU)}
+				keys := []string{s.stateKey(l.SKU), s.claimKey(l.SKU), s.holdsKey(l.SKU), s.linesKey(l.SKU)}
 				for _, op := range r.Ops {
 					keys = append(keys, s.opMarkerKey(l.SKU, op))
 				}
 				args := []any{l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i],
-					s.keep.Milliseconds(), r.Claim, len(r.Ops), l.EffectiveMaxHoldTTL().Milliseconds()}
-				for _, id := range holds[i] {
-					keys = append(keys, s.recordKey(l.SKU, id))
-					args = append(args, id)
-				}
+					s.keep.Milliseconds(), r.Claim, len(r.Ops), l.EffectiveMaxHoldTTL().Milliseconds(), now}
 				regs[i] = s.rebuildRegistry(ctx, p, l.SKU)
 				cmds[i] = rebuildScript.Run(ctx, p, keys, args...)
 			}

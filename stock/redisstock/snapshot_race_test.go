@@ -101,8 +101,8 @@ func TestSnapshotReadsAgainAHoldDroppedBetweenItsRoundTrips(t *testing.T) {
 		fx.sale("a", 10, 0, 0)
 		fx.sale("b", 10, 0, 0)
 		h := &dropBetween{pending: make(chan struct{}), drop: make(chan struct{}), dropped: make(chan struct{}),
-			snapSHA: redis.NewScript(lua.Source("stock_snapshot.lua")).Hash(),
-			dropSHA: redis.NewScript(lua.Source("stock_release.lua")).Hash()}
+			snapSHA: redis.NewScript(lua.Script("stock_snapshot.lua")).Hash(),
+			dropSHA: redis.NewScript(lua.Script("stock_release.lua")).Hash()}
 		fx.c.AddHook(h)
 		conflicting := func(id string) error {
 			if err := fx.s.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: "b", Qty: 1}}}); err != nil {

@@ -105,6 +105,10 @@ type Store struct {
 	bucketed bool
 	bk       sync.Map // SKU -> *buckets: the bucket counts this Store read
 	flights  sync.Map // SKU -> *flight: the refill of the SKU running here
+	// dirs and dirGones are the directory shards' keys and their gone
+	// lists; layout is set once the prefix is known to hold layout 2.
+	dirs, dirGones [dirShards]string
+	layout         atomic.Bool
 }
 
 var (
@@ -114,16 +118,17 @@ var (
 
 // The scripts, loaded once per process; see the headers in package lua.
 var (
-	deductScript  = redis.NewScript(lua.Source("stock_deduct.lua"))
-	confirmScript = redis.NewScript(lua.Source("stock_confirm.lua"))
-	releaseScript = redis.NewScript(lua.Source("stock_release.lua"))
-	reclaimScript = redis.NewScript(lua.Source("stock_reclaim.lua"))
-	putScript     = redis.NewScript(lua.Source("stock_put.lua"))
-	restockScript = redis.NewScript(lua.Source("stock_restock.lua"))
+	deductScript  = redis.NewScript(lua.Script("stock_deduct.lua"))
+	confirmScript = redis.NewScript(lua.Script("stock_confirm.lua"))
+	releaseScript = redis.NewScript(lua.Script("stock_release.lua"))
+	reclaimScript = redis.NewScript(lua.Script("stock_reclaim.lua"))
+	purgeScript   = redis.NewScript(lua.Script("stock_purge.lua"))
+	putScript     = redis.NewScript(lua.Script("stock_put.lua"))
+	restockScript = redis.NewScript(lua.Script("stock_restock.lua"))
 	// restockUnbindScript frees a restock operation ID; see its header.
-	restockUnbindScript = redis.NewScript(lua.Source("stock_restock_unbind.lua"))
-	adjustScript        = redis.NewScript(lua.Source("stock_adjust.lua"))
-	dirReleaseScript    = redis.NewScript(lua.Source("stock_dir_release.lua"))
+	restockUnbindScript = redis.NewScript(lua.Script("stock_restock_unbind.lua"))
+	adjustScript        = redis.NewScript(lua.Script("stock_adjust.lua"))
+	dirReleaseScript    = redis.NewScript(lua.Script("stock_dir_release.lua"))
 	batchScript         = redis.NewScript(batchSource)
 )
 
@@ -168,6 +173,10 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	_, slotted := c.(*redis.ClusterClient)
 	cluster := !single
 	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster, perSKU: cluster && !slotted, obs: &cfg.Observer, bucketed: slotted}
+	for i, tag := range dirTags {
+		s.dirs[i] = s.prefix + ":dir:{" + tag + "}"
+		s.dirGones[i] = s.dirs[i] + goneSuffix
+	}
 	switch {
 	case cfg.MaxBatch <= 1:
 	case !cluster:
@@ -182,13 +191,14 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 }
 
 // The key layout, described in doc.go. A SKU's keys are prefix + ":{" +
-// sku + "}" + one of these suffixes (+ the order ID for a line record);
-// writeSKUKey and writeDirKey are the one place they are spelled.
+// sku + "}" + one of these suffixes; writeSKUKey and dirKeys are the one
+// place they are spelled.
 const (
-	stateSuffix  = ":state"
-	holdsSuffix  = ":holds"
-	usersSuffix  = ":users"
-	recordSuffix = ":o:"
+	stateSuffix = ":state"
+	holdsSuffix = ":holds"
+	usersSuffix = ":users"
+	linesSuffix = ":lines"
+	goneSuffix  = ":gone"
 )
 
 // writeSKUKey writes the key of sku with suffix, then tail, to b.
@@ -201,17 +211,9 @@ func (s *Store) writeSKUKey(b *strings.Builder, sku, suffix, tail string) {
 	b.WriteString(tail)
 }
 
-// writeDirKey writes the order's directory entry's key to b.
-func (s *Store) writeDirKey(b *strings.Builder, order string) {
-	b.WriteString(s.prefix)
-	b.WriteString(":order:{")
-	b.WriteString(order)
-	b.WriteByte('}')
-}
-
-// keyLen is an upper bound of the length of a key of sku (or an order
-// ID) with a suffix and tail of n bytes.
-func (s *Store) keyLen(sku string, n int) int { return len(s.prefix) + len(":order:{}") + len(sku) + n }
+// keyLen is an upper bound of the length of a key of sku with a suffix
+// and tail of n bytes.
+func (s *Store) keyLen(sku string, n int) int { return len(s.prefix) + len(":{}") + len(sku) + n }
 
 func (s *Store) skuKey(sku, suffix, tail string) string {
 	var b strings.Builder
@@ -220,22 +222,28 @@ func (s *Store) skuKey(sku, suffix, tail string) string {
 	return b.String()
 }
 
-func (s *Store) stateKey(sku string) string         { return s.skuKey(sku, stateSuffix, "") }
-func (s *Store) holdsKey(sku string) string         { return s.skuKey(sku, holdsSuffix, "") }
-func (s *Store) usersKey(sku string) string         { return s.skuKey(sku, usersSuffix, "") }
-func (s *Store) recordKey(sku, order string) string { return s.skuKey(sku, recordSuffix, order) }
-func (s *Store) dirKey(order string) string {
-	var b strings.Builder
-	b.Grow(s.keyLen(order, 0))
-	s.writeDirKey(&b, order)
-	return b.String()
-}
+func (s *Store) stateKey(sku string) string { return s.skuKey(sku, stateSuffix, "") }
+func (s *Store) holdsKey(sku string) string { return s.skuKey(sku, holdsSuffix, "") }
+func (s *Store) usersKey(sku string) string { return s.skuKey(sku, usersSuffix, "") }
+func (s *Store) linesKey(sku string) string { return s.skuKey(sku, linesSuffix, "") }
+func (s *Store) goneKey(sku string) string  { return s.skuKey(sku, goneSuffix, "") }
+
 func (s *Store) registryKey() string        { return s.prefix + ":skus" }
 func (s *Store) claimKey(sku string) string { return s.skuKey(sku, ":rb", "") }
 
-// lineKeys appends the four keys a line script needs for sku.
-func (s *Store) lineKeys(keys []string, sku, order string) []string {
-	return append(keys, s.stateKey(sku), s.holdsKey(sku), s.usersKey(sku), s.recordKey(sku, order))
+// dirKey is the directory shard that holds the order's entry; dirGoneKey
+// lists the shard's ended entries.
+func (s *Store) dirKey(order string) string     { return s.dirs[dirShard(order)] }
+func (s *Store) dirGoneKey(order string) string { return s.dirGones[dirShard(order)] }
+
+// dealKeys appends the four keys a Deduct's line needs for sku (state,
+// holds, users, lines); lineKeys the five of the scripts that may end a
+// line (and its gone list).
+func (s *Store) dealKeys(keys []string, sku string) []string {
+	return append(keys, s.stateKey(sku), s.holdsKey(sku), s.usersKey(sku), s.linesKey(sku))
+}
+func (s *Store) lineKeys(keys []string, sku string) []string {
+	return append(s.dealKeys(keys, sku), s.goneKey(sku))
 }
 
 func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
@@ -254,6 +262,9 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if err := l.Validate(); err != nil {
 		return err
 	}
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	if done, err := s.putBuckets(ctx, l); done || err != nil {
 		return err
 	}
@@ -264,7 +275,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	var reg *redis.IntCmd
 	var put *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		reg = p.SAdd(ctx, s.registryKey(), l.SKU)
+		reg = p.SAdd(ctx, s.registryKey(), l.SKU, layoutMark)
 		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
 			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen, l.EffectiveMaxHoldTTL().Milliseconds())
 	})
@@ -317,6 +328,9 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstock: restock: %w", err)
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
 	}
 	bind := r.SKU + "\n" + strconv.FormatInt(r.Units, 10)
 	prev, err := s.c.SetArgs(ctx, s.opKey(r.OpID), bind, redis.SetArgs{Mode: "NX", Get: true, TTL: s.keep}).Result()
@@ -388,6 +402,9 @@ func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return 0, err
 	}
+	if err := s.ready(ctx); err != nil {
+		return 0, err
+	}
 	if b, err := s.splitSKU(ctx, sku); err != nil || b != nil {
 		if err != nil {
 			return 0, err
@@ -412,6 +429,9 @@ func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
 // one read.
 func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
+		return stock.Levels{}, err
+	}
+	if err := s.ready(ctx); err != nil {
 		return stock.Levels{}, err
 	}
 	var st SKUState

@@ -2,7 +2,6 @@ package redisstock_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +46,9 @@ func TestUnreachableIsCertainFailure(t *testing.T) {
 	}
 }
 
+// A line record and a directory entry live as long as the order holds
+// stock, then Retention more, by the Store's clock: they read as absent
+// after that, and the reclaimer's next pass deletes them.
 func TestRecordsExpireAfterRetention(t *testing.T) {
 	eachMini(t, func(t *testing.T, fx *fixture) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Hour})
@@ -54,44 +56,55 @@ func TestRecordsExpireAfterRetention(t *testing.T) {
 		is(t, fx.s.Deduct(fx.ctx(), ord("held", "u1", it("a", 1))), nil, "Deduct")
 		is(t, fx.s.Deduct(fx.ctx(), ord("paid", "u1", it("a", 2))), nil, "Deduct")
 		is(t, fx.s.Confirm(fx.ctx(), "paid"), nil, "Confirm")
-		records := func() []string {
-			var out []string
-			for _, k := range fx.mini.Keys() {
-				if strings.Contains(k, ":o:") || strings.Contains(k, ":order:") {
-					out = append(out, k)
-				}
+		stored := func() int64 { // records and entries stored, read or not
+			n := fx.c.HLen(fx.ctx(), fx.s.LinesKey("a")).Val()
+			for _, k := range []string{fx.s.DirKey("held"), fx.s.DirKey("paid")} {
+				n += fx.c.HLen(fx.ctx(), k).Val()
 			}
-			return out
+			if fx.s.DirKey("held") == fx.s.DirKey("paid") {
+				n -= fx.c.HLen(fx.ctx(), fx.s.DirKey("held")).Val()
+			}
+			return n
 		}
-		if n := len(records()); n != 4 {
-			t.Fatalf("%d record keys, want 4: %v", n, records())
+		if n := stored(); n != 4 {
+			t.Fatalf("%d records and entries, want 4", n)
 		}
 		// Within retention a retry is still idempotent.
-		fx.mini.FastForward(time.Hour - time.Second)
+		fx.clock.Advance(time.Hour - time.Second)
 		is(t, fx.s.Deduct(fx.ctx(), ord("paid", "u1", it("a", 2))), nil, "retried Deduct")
 		fx.want("a", 7, 1, 2)
-		// A held record has no TTL: the hold keeps its record, whatever the
+		// A held record has no end: the hold keeps its record, whatever the
 		// time, until it is returned; then it lives Retention more.
-		fx.mini.FastForward(stock.DefaultHoldTTL + time.Minute)
-		found := false
-		for _, k := range records() {
-			found = found || strings.Contains(k, ":o:held")
+		fx.clock.Advance(stock.DefaultHoldTTL + time.Minute)
+		if !fx.hasRecord("a", "held") || fx.entryTTL("held") != -1 {
+			t.Fatal("the held order lost its record or its entry before it was returned")
 		}
-		if !found {
-			t.Fatalf("the held order lost its record before it was returned: %v", records())
+		if fx.hasRecord("a", "paid") || fx.entryTTL("paid") != -2 {
+			t.Fatal("the paid order's record or entry reads past its retention")
 		}
-		fx.clock.Advance(2 * time.Minute)
 		got, err := fx.s.ReclaimExpired(fx.ctx(), 10)
 		if err != nil || len(got) != 1 || got[0].OrderID != "held" {
 			t.Fatalf("ReclaimExpired = %+v, %v; want the held order", got, err)
 		}
 		fx.want("a", 8, 0, 2)
-		fx.mini.FastForward(time.Hour + time.Second)
-		if left := records(); len(left) != 0 {
-			t.Fatalf("records left after retention: %v", left)
+		if n := stored(); n != 2 {
+			t.Fatalf("%d records and entries after the pass, want the held order's 2", n)
 		}
-		// Counts are untouched by record expiry.
+		fx.clock.Advance(time.Hour - time.Second)
+		if !fx.hasRecord("a", "held") || fx.entryTTL("held") <= 0 {
+			t.Fatal("the expired order's record or entry is gone within its retention")
+		}
+		is(t, fx.s.Deduct(fx.ctx(), ord("held", "u1", it("a", 1))), stock.ErrHoldExpired, "retried Deduct of the expired order")
+		fx.clock.Advance(time.Second)
+		if _, err := fx.s.ReclaimExpired(fx.ctx(), 10); err != nil {
+			t.Fatal(err)
+		}
+		if n := stored(); n != 0 {
+			t.Fatalf("%d records and entries left after retention", n)
+		}
+		// Counts are untouched by the records' end.
 		fx.want("a", 8, 0, 2)
+		is(t, fx.s.Deduct(fx.ctx(), ord("held", "u2", it("a", 3))), nil, "the ID, free again")
 	})
 }
 

@@ -1,0 +1,170 @@
+-- stock_lib.lua: the codec of the gate's per-order data (layout 2), put
+-- before every stock script that reads or writes it (see lua.WithLib). It
+-- defines local functions only, and touches no key of its own: each
+-- function is given the keys its caller was passed.
+--
+-- An order line's record is one field of its gate state's lines hash
+-- (<p>:{sku}:lines, field: the order ID), and an order's directory entry
+-- one field of its directory shard (<p>:dir:{<shard>}, field: the order
+-- ID): no key per order. Both are strings of tokens separated by tabs (no
+-- ID, identity, signature or bucket name contains one; shown as spaces
+-- here):
+--
+--   record    <st><qty> <dl> <mx> <identity> [extras]
+--   entry     <identity> [extras]
+--
+-- st is one letter (h held, c confirmed, v reverted, f refunded, x
+-- expired), qty the units as ordered, dl the deadline and mx the bound (the
+-- latest deadline an extension may set), ms; the identity is user .. "\n"
+-- .. canonical signature. The extras, each a letter and a value: a record
+-- may have a<tokens> (the Deduct attempts that count on a held line, on a
+-- Redis Cluster, comma-separated), t<units> (given back by partial
+-- returns), r<op>"\n"<signature> (one per partial return applied) and
+-- e<ms>; an entry may have a<lease>:<tokens> (the attempts bound to it, on
+-- a Redis Cluster, and until when that set lives, ms; 0: for as long as
+-- the entry) and e<ms>.
+--
+-- e is set when the record or entry ends (its order confirmed, returned or
+-- expired): it is kept Retention after that, and from e on it reads as
+-- absent, whatever the time the reclaimer deletes it (it pops the key's
+-- gone list, "<e> <order ID>" per ending, and deletes what has passed its
+-- e). Times are the caller's clock, passed to every script in ms. Numbers
+-- in a record are below 10^14 (ms until year 5138, units at most 10^9), so
+-- Lua's number-to-string conversion writes them exactly.
+
+local stnames = {h = 'held', c = 'confirmed', v = 'reverted', f = 'refunded', x = 'expired'}
+local stcodes = {held = 'h', confirmed = 'c', reverted = 'v', refunded = 'f', expired = 'x'}
+
+-- rec_decode returns the record v (an HGET or HMGET value: false when
+-- absent) as a table {st, qty, dl, mx, id (identity), user, at (tokens or
+-- nil), ret, e (or nil), ops (op -> signature, or nil), opl (ops in order)},
+-- or nil when there is none, or when its retention has passed by now.
+local function rec_decode(v, now)
+  if not v then return nil end
+  local _, e, s, q, dl, mx = string.find(v, '^(%a)(%d+)\t(%d+)\t(%d+)\t')
+  if not s then return nil end
+  -- The identity, then the extras: split at plain tabs (no pattern
+  -- backtracks over a long value).
+  local sp = string.find(v, '\t', e + 1, true)
+  local r = {st = stnames[s], qty = tonumber(q), dl = tonumber(dl), mx = tonumber(mx),
+             id = string.sub(v, e + 1, (sp or 0) - 1), ret = 0}
+  r.user = string.sub(r.id, 1, (string.find(r.id, '\n', 1, true) or 0) - 1)
+  while sp do
+    local nx = string.find(v, '\t', sp + 1, true)
+    local k, x = string.sub(v, sp + 1, sp + 1), string.sub(v, sp + 2, (nx or 0) - 1)
+    if k == 'a' then
+      r.at = x
+    elseif k == 't' then
+      r.ret = tonumber(x)
+    elseif k == 'e' then
+      r.e = tonumber(x)
+    elseif k == 'r' then
+      local nl = string.find(x, '\n', 1, true)
+      if nl then
+        local op = string.sub(x, 1, nl - 1)
+        if not r.ops then r.ops, r.opl = {}, {} end
+        r.ops[op] = string.sub(x, nl + 1)
+        r.opl[#r.opl + 1] = op
+      end
+    end
+    sp = nx
+  end
+  if r.e and r.e <= now then return nil end
+  return r
+end
+
+-- rec_encode returns the record r as stored.
+local function rec_encode(r)
+  local v = stcodes[r.st] .. r.qty .. '\t' .. r.dl .. '\t' .. r.mx .. '\t' .. r.id
+  if r.at and r.at ~= '' then v = v .. '\ta' .. r.at end
+  if r.ret > 0 then v = v .. '\tt' .. r.ret end
+  if r.opl then
+    for _, op in ipairs(r.opl) do v = v .. '\tr' .. op .. '\n' .. r.ops[op] end
+  end
+  if r.e then v = v .. '\te' .. r.e end
+  return v
+end
+
+-- rec_new returns the stored form of a new held record.
+local function rec_new(qty, dl, mx, ident, token)
+  local v = 'h' .. qty .. '\t' .. dl .. '\t' .. mx .. '\t' .. ident
+  if token and token ~= '' then v = v .. '\ta' .. token end
+  return v
+end
+
+local function rec_get(key, id, now)
+  return rec_decode(redis.call('HGET', key, id), now)
+end
+
+local function rec_put(key, id, r)
+  redis.call('HSET', key, id, rec_encode(r))
+end
+
+-- rec_end writes r as ended now: kept keep ms, and listed in gone for the
+-- reclaimer to delete after that.
+local function rec_end(key, gone, id, r, now, keep)
+  r.e = now + keep
+  redis.call('HSET', key, id, rec_encode(r))
+  redis.call('RPUSH', gone, r.e .. ' ' .. id)
+end
+
+-- rec_op records the return op (signature sig) on r.
+local function rec_op(r, op, sig)
+  if not r.ops then r.ops, r.opl = {}, {} end
+  if not r.ops[op] then r.opl[#r.opl + 1] = op end
+  r.ops[op] = sig
+end
+
+-- dir_decode returns the directory entry v as a table {id (identity),
+-- lease, toks ('' for none), e (or nil)}, or nil when there is none or its
+-- retention has passed by now.
+local function dir_decode(v, now)
+  if not v then return nil end
+  local sp = string.find(v, '\t', 1, true)
+  local d = {id = string.sub(v, 1, (sp or 0) - 1), lease = 0, toks = ''}
+  while sp do
+    local nx = string.find(v, '\t', sp + 1, true)
+    local k, x = string.sub(v, sp + 1, sp + 1), string.sub(v, sp + 2, (nx or 0) - 1)
+    if k == 'a' then
+      local colon = string.find(x, ':', 1, true)
+      if colon then d.lease, d.toks = tonumber(string.sub(x, 1, colon - 1)), string.sub(x, colon + 1) end
+    elseif k == 'e' then
+      d.e = tonumber(x)
+    end
+    sp = nx
+  end
+  if d.e and d.e <= now then return nil end
+  return d
+end
+
+local function dir_encode(d)
+  local v = d.id
+  if d.toks ~= '' then v = v .. '\ta' .. d.lease .. ':' .. d.toks end
+  if d.e then v = v .. '\te' .. d.e end
+  return v
+end
+
+-- dir_attempts reports whether the entry's attempt set exists at now: it
+-- has tokens, and its lease (if any) has not run out.
+local function dir_attempts(d, now)
+  return d.toks ~= '' and (d.lease == 0 or d.lease > now)
+end
+
+-- has_token reports whether the comma-separated list toks holds tok.
+local function has_token(toks, tok)
+  return toks ~= nil and string.find(',' .. toks .. ',', ',' .. tok .. ',', 1, true) ~= nil
+end
+
+-- without_token returns toks without tok ('*': without every token).
+local function without_token(toks, tok)
+  if tok == '*' or not toks then return '' end
+  local at = string.find(',' .. toks .. ',', ',' .. tok .. ',', 1, true)
+  if not at then return toks end
+  -- at is where tok starts in toks (the leading comma makes up for the
+  -- 1-based index).
+  local before, after = '', string.sub(toks, at + #tok + 1)
+  if at > 1 then before = string.sub(toks, 1, at - 2) end
+  if before == '' then return after end
+  if after == '' then return before end
+  return before .. ',' .. after
+end
