@@ -78,22 +78,19 @@
 -- hash slots it runs stock_deduct_batch.lua instead, which binds the ID
 -- inside the script.
 
--- First pass: the fields each lines and users key is read for.
+-- First pass: the fields each lines and users key is read for (a field
+-- asked twice is read twice, harmlessly).
 local want = {}
 local function ask(key, field)
-  local w = want[key]
-  if not w then w = {list = {}, seen = {}}; want[key] = w end
-  if not w.seen[field] then
-    w.seen[field] = true
-    w.list[#w.list + 1] = field
-  end
+  local l = want[key]
+  if l then l[#l + 1] = field else want[key] = {field} end
 end
+local nargv = #ARGV
 do
   local k, a = 0, 1
-  while a <= #ARGV do
+  while a <= nargv do
     local id, user, n = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 11])
-    for i = 1, n do
-      local b = k + 4 * (i - 1)
+    for b = k, k + 4 * n - 4, 4 do
       ask(KEYS[b + 4], id)
       if user ~= '' then ask(KEYS[b + 3], user) end
     end
@@ -105,16 +102,30 @@ local function read(key)
   local g = got[key]
   if g then return g end
   g = {}
-  local w = want[key]
-  if w then
-    for from = 1, #w.list, 1000 do
-      local to = math.min(from + 999, #w.list)
-      local v = redis.call('HMGET', key, unpack(w.list, from, to))
-      for i = from, to do g[w.list[i]] = v[i - from + 1] end
+  local l = want[key]
+  if l then
+    for from = 1, #l, 1000 do
+      local to = math.min(from + 999, #l)
+      local v = redis.call('HMGET', key, unpack(l, from, to))
+      for i = from, to do g[l[i]] = v[i - from + 1] end
     end
   end
   got[key] = g
   return g
+end
+-- Numbers read from the arguments, and times written: the orders of one
+-- call mostly share them, and converting a number costs a script more
+-- than a table lookup.
+local nums, strs = {['0'] = 0}, {}
+local function num(x)
+  local v = nums[x]
+  if not v then v = tonumber(x); nums[x] = v end
+  return v
+end
+local function int(x)
+  local v = strs[x]
+  if not v then v = string.format('%d', x); strs[x] = v end
+  return v
 end
 
 -- skus: state key -> the SKU's counters as this call has left them
@@ -131,7 +142,7 @@ local function sku(b)
   end
   c = {b = b, avail = tonumber(s[1]), limit = tonumber(s[2] or '0'), hold = tonumber(s[3]),
        held = tonumber(s[4] or '0'), ver = tonumber(s[5] or '0'), max = tonumber(s[6] or s[3]),
-       users = read(KEYS[b + 3]), changed = {}, holds = {}}
+       users = read(KEYS[b + 3]), changed = {}, nchanged = 0, holds = {}}
   skus[KEYS[b + 1]] = c
   return c
 end
@@ -146,26 +157,29 @@ end
 
 -- deduct takes one order: its keys start after KEYS[k], its arguments at
 -- ARGV[a]; n is its line count.
+-- The lines an order takes, reused from order to order.
+local tb, tq, tqs, tc = {}, {}, {}, {}
 local function deduct(k, a, n)
-  local now = tonumber(ARGV[a])
+  local now = num(ARGV[a])
   local id, user, ident, token = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local dl = tonumber(ARGV[a + 5])
+  local dl = num(ARGV[a + 5])
   if dl <= 0 then dl = nil end
-  local own = tonumber(ARGV[a + 6])
-  local bound = tonumber(ARGV[a + 7])
+  local own = num(ARGV[a + 6])
+  local bound = num(ARGV[a + 7])
   if bound <= 0 then bound = nil end
   local check = ARGV[a + 8] == '1'
-  local capdl, capbound = tonumber(ARGV[a + 9]), tonumber(ARGV[a + 10])
+  local capdl, capbound = num(ARGV[a + 9]), num(ARGV[a + 10])
   local minmax, maxline = nil, 0
-  local take, held = {}, {}
+  local nt, held = 0, nil
   local minhold = nil
   local found = 0
   local past = 0 -- a held line here has its deadline past its bound
 
   for i = 1, n do
     local b = k + 4 * (i - 1)
-    local qty = tonumber(ARGV[a + 11 + i])
-    local r = rec_decode(read(KEYS[b + 4])[id], now)
+    local qs = ARGV[a + 11 + i]
+    local v = read(KEYS[b + 4])[id]
+    local r = v and rec_decode(v, now)
     if r then
       if r.id ~= ident then return {'conflict', i, math.min(found, 1)} end
       if r.st == 'held' and r.dl <= now then return {'expired', i, 1} end
@@ -174,21 +188,24 @@ local function deduct(k, a, n)
       found = found + 1
       if r.st == 'held' then
         if r.dl > r.mx then past = 1 end
+        held = held or {}
         held[#held + 1] = {b, r}
         if not dl or r.dl < dl then dl = r.dl end
         if not bound or r.mx < bound then bound = r.mx end
       end
     else
       local c = sku(b)
+      local qty = tonumber(qs)
       if not c then return {'unknown_sku', i, math.min(found, 1)} end
       if c.avail < qty then return {'sold_out', i, math.min(found, 1)} end
       if c.limit > 0 then
         if user == '' then return {'need_user', i, math.min(found, 1)} end
-        if tonumber(c.users[user] or '0') + qty > c.limit then return {'limit', i, math.min(found, 1)} end
+        if (tonumber(c.users[user]) or 0) + qty > c.limit then return {'limit', i, math.min(found, 1)} end
       end
       if not minhold or c.hold < minhold then minhold = c.hold end
       if not minmax or c.max < minmax then minmax, maxline = c.max, i end
-      take[#take + 1] = {b, qty, c}
+      nt = nt + 1
+      tb[nt], tq[nt], tqs[nt], tc[nt] = b, qty, qs, c
     end
   end
 
@@ -212,63 +229,81 @@ local function deduct(k, a, n)
     -- does not lower them.
   end
 
-  for _, t in ipairs(take) do
-    local b, qty, c = t[1], t[2], t[3]
-    if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
-    c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
-    if user ~= '' then
-      c.users[user] = tonumber(c.users[user] or '0') + qty
-      c.changed[user] = true
-    end
-    c.holds[#c.holds + 1] = dl
-    c.holds[#c.holds + 1] = id
-    -- A new record: it lives until the hold is confirmed or returned.
-    read(KEYS[b + 4])[id] = rec_new(qty, dl, bound, ident, token)
-    mark(KEYS[b + 4], id)
-  end
-  for _, h in ipairs(held) do
-    local b, r = h[1], h[2]
-    local changed = false
-    if r.dl > dl then
-      r.dl, changed = dl, true
-      moves[#moves + 1] = {KEYS[b + 2], dl, id}
-    end
-    if r.mx > bound then r.mx, changed = bound, true end
-    if r.at and r.at ~= '' and not has_token(r.at, token) then
-      r.at, changed = r.at .. ',' .. token, true
-    end
-    if changed then
-      read(KEYS[b + 4])[id] = rec_encode(r)
+  if nt > 0 then
+    local sdl, sbound = int(dl), int(bound)
+    for t = 1, nt do
+      local b, qty, qs, c = tb[t], tq[t], tqs[t], tc[t]
+      if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
+      c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
+      if user ~= '' then
+        local had = c.users[user]
+        -- A user new to the SKU holds what it takes: its decimal form is
+        -- the order's own.
+        if had then c.users[user] = tonumber(had) + qty else c.users[user] = qs end
+        if not c.changed[user] then
+          c.changed[user] = true
+          c.nchanged = c.nchanged + 1
+          c.changed[c.nchanged] = user
+        end
+      end
+      local h = c.holds
+      h[#h + 1] = sdl
+      h[#h + 1] = id
+      -- A new record: it lives until the hold is confirmed or returned.
+      read(KEYS[b + 4])[id] = 'h' .. qs .. '\t' .. sdl .. '\t' .. sbound .. '\t' .. ident .. '\ta' .. token
       mark(KEYS[b + 4], id)
     end
   end
-  return {'ok', dl or 0, #take, found, bound or 0, minmax or 0, maxline, past}
+  if held then
+    for _, h in ipairs(held) do
+      local b, r = h[1], h[2]
+      local changed = false
+      if r.dl > dl then
+        r.dl, changed = dl, true
+        moves[#moves + 1] = {KEYS[b + 2], dl, id}
+      end
+      if r.mx > bound then r.mx, changed = bound, true end
+      if r.at and r.at ~= '' and not has_token(r.at, token) then
+        r.at, changed = r.at .. ',' .. token, true
+      end
+      if changed then
+        read(KEYS[b + 4])[id] = rec_encode(r)
+        mark(KEYS[b + 4], id)
+      end
+    end
+  end
+  return {'ok', dl or 0, nt, found, bound or 0, minmax or 0, maxline, past}
 end
 
 local out = {}
 local k, a = 0, 1
-while a <= #ARGV do
+while a <= nargv do
   local n = tonumber(ARGV[a + 11])
   out[#out + 1] = deduct(k, a, n)
   k, a = k + 4 * n, a + 12 + n
 end
 
 -- Writes: every SKU touched once (state, holds, users), then the records.
-local function int(x) return string.format('%d', x) end
 local function put(cmd, key, list)
   for from = 1, #list, 1000 do
     redis.call(cmd, key, unpack(list, from, math.min(from + 999, #list)))
   end
 end
 for _, c in ipairs(touched) do
-  redis.call('HSET', KEYS[c.b + 1], 'avail', int(c.avail), 'held', int(c.held), 'ver', int(c.ver))
+  redis.call('HSET', KEYS[c.b + 1], 'avail', string.format('%d', c.avail), 'held', string.format('%d', c.held),
+    'ver', string.format('%d', c.ver))
   put('ZADD', KEYS[c.b + 2], c.holds)
-  local fv = {}
-  for u in pairs(c.changed) do
-    fv[#fv + 1] = u
-    fv[#fv + 1] = int(c.users[u])
+  if c.nchanged > 0 then
+    local fv = {}
+    for i = 1, c.nchanged do
+      local u = c.changed[i]
+      local x = c.users[u]
+      if type(x) == 'number' then x = string.format('%d', x) end
+      fv[#fv + 1] = u
+      fv[#fv + 1] = x
+    end
+    put('HSET', KEYS[c.b + 3], fv)
   end
-  if #fv > 0 then put('HSET', KEYS[c.b + 3], fv) end
 end
 -- After the new holds: a line taken earlier in this call may have moved.
 for _, m in ipairs(moves) do redis.call('ZADD', m[1], 'XX', m[2], m[3]) end

@@ -50,27 +50,28 @@
 -- Every read and write is one command per key and call, whatever the
 -- number of orders: HMGET of the directory shards, the lines, the states
 -- and the users; then HSET of each state, lines, users and shard, and one
--- ZADD per SKU. An order costs field writes in them, and no key.
+-- ZADD per SKU. An order costs field writes in them, and no key. Numbers
+-- go out as the decimal strings they came in as where they can (the
+-- quantities, a new user's count), and each deadline and bound of the
+-- call is formatted once: a number-to-string conversion costs a Redis
+-- Lua script more than a hash write.
 local now = tonumber(ARGV[1])
 local registry = KEYS[#KEYS]
+local nargv = #ARGV
 
--- First pass: what each key's one HMGET reads.
-local want = {} -- key -> {list = fields, seen = field -> true}
+-- First pass: the fields each key's one HMGET reads (a field asked twice
+-- is read twice, harmlessly).
+local want = {}
 local function ask(key, field)
-  local w = want[key]
-  if not w then w = {list = {}, seen = {}}; want[key] = w end
-  if not w.seen[field] then
-    w.seen[field] = true
-    w.list[#w.list + 1] = field
-  end
+  local l = want[key]
+  if l then l[#l + 1] = field else want[key] = {field} end
 end
 do
   local k, a = 1, 2
-  while a <= #ARGV do
+  while a <= nargv do
     local id, user, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 4])
     ask(KEYS[k], id)
-    for i = 1, n do
-      local b = k + 1 + 4 * (i - 1)
+    for b = k + 1, k + 4 * n - 3, 4 do
       ask(KEYS[b + 3], id)
       if user ~= '' then ask(KEYS[b + 2], user) end
     end
@@ -83,12 +84,12 @@ local function read(key)
   local g = got[key]
   if g then return g end
   g = {}
-  local w = want[key]
-  if w then
-    for from = 1, #w.list, 1000 do
-      local to = math.min(from + 999, #w.list)
-      local v = redis.call('HMGET', key, unpack(w.list, from, to))
-      for i = from, to do g[w.list[i]] = v[i - from + 1] end
+  local l = want[key]
+  if l then
+    for from = 1, #l, 1000 do
+      local to = math.min(from + 999, #l)
+      local v = redis.call('HMGET', key, unpack(l, from, to))
+      for i = from, to do g[l[i]] = v[i - from + 1] end
     end
   end
   got[key] = g
@@ -115,29 +116,40 @@ local function sku(b)
   c = {b = b, avail = tonumber(s[1]), limit = tonumber(s[2] or '0'),
        hold = tonumber(s[3]), held = tonumber(s[4] or '0'),
        ver = tonumber(s[5] or '0'), max = tonumber(s[6] or s[3]),
-       users = read(KEYS[b + 2]), changed = {}, holds = {}, recs = {}}
+       users = read(KEYS[b + 2]), changed = {}, nchanged = 0, holds = {}, recs = {}}
   skus[KEYS[b]] = c
   return c
 end
 
 local codes = {unknown_sku = 1, unavailable = 2, sold_out = 3, limit = 4, need_user = 5,
   conflict = 6, expired = 7, closed = 8, hold_too_long = 9}
-local function int(x) return string.format('%d', x) end
+-- ms holds the decimal form of each time this call wrote: the orders of
+-- one call mostly share their deadline and bound.
+local ms = {}
+local function int(x)
+  local v = ms[x]
+  if not v then v = string.format('%d', x); ms[x] = v end
+  return v
+end
 local dirty = {} -- shard key -> {field, value, ...} to write
 local shards = {}
 local out = {}
+-- The lines an order takes, reused from order to order.
+local tc, tb, tq, tqs = {}, {}, {}, {}
 
 local k, a = 1, 2
-while a <= #ARGV do
+while a <= nargv do
   local id, user, ident = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-  local own, n = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local own, n = ARGV[a + 3], tonumber(ARGV[a + 4])
+  if own == '0' then own = 0 else own = tonumber(own) end
   local code, at = nil, 0
-  local take, deadline, minhold = {}, nil, nil
+  local nt, deadline, minhold = 0, nil, nil
   local bound, minmax, maxline = nil, nil, 0
   for i = 1, n do
-    local b = k + 1 + 4 * (i - 1)
-    local qty = tonumber(ARGV[a + 4 + i])
-    local r = rec_decode(read(KEYS[b + 3])[id], now)
+    local b = k + 4 * i - 3
+    local qs = ARGV[a + 4 + i]
+    local v = read(KEYS[b + 3])[id]
+    local r = v and rec_decode(v, now)
     if r then
       if r.id ~= ident then code = 'conflict'
       elseif r.st == 'expired' or (r.st == 'held' and r.dl <= now) then code = 'expired'
@@ -148,14 +160,16 @@ while a <= #ARGV do
       end
     else
       local c = sku(b)
+      local qty = tonumber(qs)
       if type(c) == 'string' then code = c
       elseif c.avail < qty then code = 'sold_out'
       elseif c.limit > 0 and user == '' then code = 'need_user'
-      elseif c.limit > 0 and tonumber(c.users[user] or '0') + qty > c.limit then code = 'limit'
+      elseif c.limit > 0 and (tonumber(c.users[user]) or 0) + qty > c.limit then code = 'limit'
       else
         if not minhold or c.hold < minhold then minhold = c.hold end
         if not minmax or c.max < minmax then minmax, maxline = c.max, i end
-        take[#take + 1] = {c, b, qty}
+        nt = nt + 1
+        tc[nt], tb[nt], tq[nt], tqs[nt] = c, b, qty, qs
       end
     end
     if code then at = i; break end
@@ -174,12 +188,13 @@ while a <= #ARGV do
   -- entry is written only for an order that passed every check.
   local dk = KEYS[k]
   local dirs = read(dk)
-  local d = dir_decode(dirs[id], now)
+  local dv = dirs[id]
+  local d = dv and dir_decode(dv, now)
   if d and d.id ~= ident then code, at = 'conflict', 0 end
   if code then
     out[#out + 1] = codes[code] + 16 * at
   else
-    if not d or (d.e and #take > 0) then
+    if not d or (d.e and nt > 0) then
       -- A new entry; or one kept from an ended order, which now lives as
       -- long as the new holds.
       local v = ident
@@ -190,20 +205,32 @@ while a <= #ARGV do
       w[#w + 1] = id
       w[#w + 1] = v
     end
-    for _, t in ipairs(take) do
-      local c, b, qty = t[1], t[2], t[3]
-      if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
-      c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
-      if user ~= '' then
-        c.users[user] = tonumber(c.users[user] or '0') + qty
-        c.changed[user] = true
+    if nt > 0 then
+      local sdl, sbound = int(deadline), int(bound)
+      for t = 1, nt do
+        local c, qty, qs = tc[t], tq[t], tqs[t]
+        if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
+        c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
+        if user ~= '' then
+          local had = c.users[user]
+          -- A user new to the SKU holds what it takes: its decimal form is
+          -- the order's own.
+          if had then c.users[user] = tonumber(had) + qty else c.users[user] = qs end
+          if not c.changed[user] then
+            c.changed[user] = true
+            c.nchanged = c.nchanged + 1
+            c.changed[c.nchanged] = user
+          end
+        end
+        local h = c.holds
+        h[#h + 1] = sdl
+        h[#h + 1] = id
+        local v = 'h' .. qs .. '\t' .. sdl .. '\t' .. sbound .. '\t' .. ident
+        read(KEYS[tb[t] + 3])[id] = v
+        local rs = c.recs
+        rs[#rs + 1] = id
+        rs[#rs + 1] = v
       end
-      c.holds[#c.holds + 1] = deadline
-      c.holds[#c.holds + 1] = id
-      local v = rec_new(qty, deadline, bound, ident)
-      read(KEYS[b + 3])[id] = v
-      c.recs[#c.recs + 1] = id
-      c.recs[#c.recs + 1] = v
     end
     out[#out + 1] = 0
   end
@@ -218,14 +245,20 @@ local function put(cmd, key, list)
   end
 end
 for _, c in ipairs(touched) do
-  redis.call('HSET', KEYS[c.b], 'avail', int(c.avail), 'held', int(c.held), 'ver', int(c.ver))
+  redis.call('HSET', KEYS[c.b], 'avail', string.format('%d', c.avail), 'held', string.format('%d', c.held),
+    'ver', string.format('%d', c.ver))
   put('ZADD', KEYS[c.b + 1], c.holds)
-  local fv = {}
-  for u in pairs(c.changed) do
-    fv[#fv + 1] = u
-    fv[#fv + 1] = int(c.users[u])
+  if c.nchanged > 0 then
+    local fv = {}
+    for i = 1, c.nchanged do
+      local u = c.changed[i]
+      local x = c.users[u]
+      if type(x) == 'number' then x = string.format('%d', x) end
+      fv[#fv + 1] = u
+      fv[#fv + 1] = x
+    end
+    put('HSET', KEYS[c.b + 2], fv)
   end
-  if #fv > 0 then put('HSET', KEYS[c.b + 2], fv) end
   put('HSET', KEYS[c.b + 3], c.recs)
 end
 for _, dk in ipairs(shards) do put('HSET', dk, dirty[dk]) end

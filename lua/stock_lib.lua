@@ -85,13 +85,6 @@ local function rec_encode(r)
   return v
 end
 
--- rec_new returns the stored form of a new held record.
-local function rec_new(qty, dl, mx, ident, token)
-  local v = 'h' .. qty .. '\t' .. dl .. '\t' .. mx .. '\t' .. ident
-  if token and token ~= '' then v = v .. '\ta' .. token end
-  return v
-end
-
 local function rec_get(key, id, now)
   return rec_decode(redis.call('HGET', key, id), now)
 end
