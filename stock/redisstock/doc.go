@@ -7,38 +7,48 @@
 //
 // # Key layout
 //
-// Every key of one SKU carries the hash tag {sku}, so every script touches
-// one slot and is legal on Redis Cluster:
+// Key layout 2 (the package constant Layout): no key per order. Every key
+// of one SKU carries the hash tag {sku}, so every script touches one slot
+// and is legal on Redis Cluster; an order costs fields in per-SKU hashes
+// and in one of 16 directory shards:
 //
-//	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold_ms,
-//	                           max_ms (the longest hold, Listing.MaxHoldTTL;
-//	                           a state written without it reads as hold_ms),
-//	                           ver, epoch, gen, adj (the token of the last
-//	                           Adjust call applied), rn (partial returns of
-//	                           held units: Snapshot tells by it that a
-//	                           hold's quantity changed while it read)
+//	<prefix>:{<sku>}:state     hash avail, held, sold, limit, hold (the
+//	                           hold time, ms), max_ms (the longest hold,
+//	                           Listing.MaxHoldTTL; a state written without
+//	                           it reads as hold), ver, epoch, gen, adj (the
+//	                           token of the last Adjust call applied), rn
+//	                           (partial returns of held units: Snapshot
+//	                           tells by it that a hold's quantity changed
+//	                           while it read)
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:users     hash user -> units held + bought
-//	<prefix>:{<sku>}:o:<order> hash record of one order line: st (held,
+//	<prefix>:{<sku>}:lines     hash order ID -> the record of the order's
+//	                           line of the SKU: its state (held,
 //	                           confirmed, reverted, refunded, expired), qty
-//	                           (as ordered), user, dl (deadline ms), mx (the
-//	                           order's bound: the latest deadline ExtendHold
-//	                           may set, ms; a record written without it has
-//	                           dl as its bound), id (the order's identity),
-//	                           at (on a Cluster: the Deduct attempts that
-//	                           count on the hold); after partial reverts,
-//	                           ret (the units they gave back: the line
-//	                           takes qty - ret) and r:<op> (per return
-//	                           applied, its signature: its canonical items)
+//	                           (as ordered), deadline, bound (the latest
+//	                           deadline ExtendHold may set), the order's
+//	                           identity (user + "\n" + canonical items); on
+//	                           a Cluster the Deduct attempts that count on
+//	                           a hold; after partial reverts, the units
+//	                           they gave back (the line takes qty less
+//	                           them) and each return's operation ID and
+//	                           signature; once ended, when it stops being
+//	                           read (e)
+//	<prefix>:{<sku>}:gone      list "<e> <order ID>", one per line record
+//	                           that ended, in the order they ended
+//	<prefix>:dir:{<shard>}     hash order ID -> the order's directory
+//	                           entry: its identity; on a Cluster the Deduct
+//	                           attempts bound to it (and until when that
+//	                           set lives); once ended, when it stops being
+//	                           read (e). The order's shard is FNV-1a of its
+//	                           ID mod 16; shard i's tag is "d<i>.<k>", in
+//	                           the i-th of 16 equal slot ranges
+//	<prefix>:dir:{<shard>}:gone  list "<e> <order ID>" of ended entries
 //	<prefix>:{<sku>}:rc:<pass> list, one reclaim pass's reply, kept a minute
 //	<prefix>:{<sku>}:ends      zset order ID + "\n" + identity -> when a
 //	                           reclaim pass ended a line of it (ms): orders
 //	                           the pass has not finished yet (their
 //	                           directory entry, their lines on other slots)
-//	<prefix>:order:{<order>}   string, the order's directory entry: its
-//	                           identity, user + "\n" + canonical items
-//	<prefix>:bind:{<order>}    set (Redis Cluster only), the Deduct attempts
-//	                           bound to the directory entry
 //	<prefix>:rl:{<order>}      string (Redis Cluster or Ring only), the
 //	                           operation ID of the partial revert of an
 //	                           order on several slots that is running,
@@ -54,8 +64,9 @@
 //	                           of the last ClaimRebuild), kept Retention
 //	<prefix>:restock:{<op>}    string, a restock operation ID's binding to
 //	                           its SKU and units, kept Retention
-//	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's map),
-//	                           and the buckets of SKUs split into buckets
+//	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's
+//	                           map), the buckets of SKUs split into
+//	                           buckets, and the layout mark "{layout:2}"
 //	<prefix>:buckets           hash SKU -> bucket count, of the SKUs split
 //	                           into buckets
 //	<prefix>:{<sku>}:bl        string, the SKU's transfer lease (see Buckets)
@@ -64,6 +75,27 @@
 //	<prefix>:{<bucket>}:xi:<t> string, arrival marker of transfer t ('in',
 //	                           or 'void': its units went back), kept
 //	                           Retention
+//
+// A line record and a directory entry are packed strings, tab-separated,
+// written and read by one codec in Lua (lua/stock_lib.lua, which the
+// scripts that touch them run after) and one in Go. They live as long as
+// their order holds stock, whatever the time; when the order ends they get
+// e, Retention from the end by the Store's clock, and from then on read
+// as absent (a retry past Retention meets a new order, as with the TTLs of
+// layout 1). The reclaimer deletes them: each pass takes the due items off
+// the gone lists of the SKUs it visits and of the 16 shards, and deletes a
+// record or entry only if it has ended and its own e has passed (an ID
+// reused since has a new record, with an item of its own). A Store keeps
+// no per-order key with a TTL, so an order costs field writes inside
+// existing hashes, the ZADD of its hold and no key creation.
+//
+// The registry carries the layout mark: a Store whose registry exists
+// without it finds data an earlier version wrote (one key per order line
+// and per order, states with hold_ms), which this version would misread,
+// and answers every call with ErrLayout (which matches
+// stock.ErrUnavailable) until [Store.Migrate] converts it. A Store of the
+// earlier version reads a state of layout 2 as lost (it has no hold_ms),
+// so it sells nothing from it.
 //
 // A bucket of a SKU split into buckets is a gate state of its own under
 // the bucket's name (see Buckets): the SKU itself for the first, and
@@ -90,10 +122,10 @@
 // *redis.ClusterClient) every key lives on one server, so the order's
 // directory entry goes into the same script as its lines
 // (stock_deduct_batch.lua): the script checks every line (record, SKU,
-// stock, per-user limit), then binds the order ID (SET NX GET; other items
-// under that ID are stock.ErrConflict), then takes the stock, adds the
-// per-user count, writes each line's record and adds the order to each
-// SKU's holds zset with its deadline — one atomic step. A refused order
+// stock, per-user limit), then binds the order ID (its directory entry;
+// other items under that ID are stock.ErrConflict), then takes the stock,
+// adds the per-user count, writes each line's record and adds the order to
+// each SKU's holds zset with its deadline — one atomic step. A refused order
 // (sold out, the common case once a sale is gone) writes nothing, not even
 // its directory entry, and costs no second round trip.
 //
@@ -107,24 +139,26 @@
 // or stock.ErrUnknownOutcome if its context ends first. A failed call gives
 // every order in it the same classified error. Batching amortizes what a
 // script call costs the server and the client (a round trip, the command's
-// dispatch, the per-SKU reads and writes: one HMGET and one HSET of the
-// state, one ZADD, per SKU per call; one MGET and one MSET of the
-// directory entries, and one EXISTS of the line records, per call). The
+// dispatch, and every read and write: one HMGET and one HSET of each key
+// the call touches — a SKU's state, users and lines, a directory shard —
+// and one ZADD per SKU, whatever the number of orders). The
 // call's keys and arguments are passed by pointer into each caller's own
 // copy of its order, and each order's outcome comes back as one small
 // integer, so a batched Deduct costs the client a few allocations.
 //
 // On a *redis.ClusterClient every script must stay in one slot, and the
-// directory entry's slot is not its SKUs'. Deduct sends one pipeline: the
-// bind script on the directory entry (binding the order ID to its items)
-// and the deduct script (stock_deduct.lua) for the first slot group. When
+// directory shard's slot is not its SKUs'. Deduct sends one pipeline: the
+// bind script on the order's directory shard (binding the order ID to its
+// items) and the deduct script (stock_deduct.lua) for the first slot
+// group. When
 // the directory names other items the call fails with stock.ErrConflict and
 // undoes what the script took; a refused order frees the directory entry in
 // a second round trip. Orders of one slot group (every single-SKU order,
 // and orders whose SKUs share a hash tag) are batched per slot as on a
-// single server ([Config.MaxBatch]): the pipeline then carries every
-// queued order's bind script (each on its own directory entry's master)
-// and one deduct script call that takes the orders one after another, each
+// single server ([Config.MaxBatch]): the pipeline then carries one bind
+// script call per directory shard the batch's order IDs fall in (each on
+// its shard's master, binding that shard's orders, each with its own
+// reply) and one deduct script call that takes the orders one after another, each
 // all or nothing with its own reply; each caller then goes on as an
 // unbatched one (a conflict undoes its own lines, a refusal frees its own
 // entry). Orders on several slots are not batched, nor are Deducts on a
@@ -132,7 +166,7 @@
 //
 // Each Deduct call on this path is an attempt with a random token of its
 // own. The token goes into the directory entry's attempt set and into the
-// at field of every hold the attempt takes or finds (a hold of the same
+// attempts of every hold the attempt takes or finds (a hold of the same
 // order taken by another attempt, such as a retry on another node while
 // the first still runs). An undo takes only its own token off the holds and
 // drops a hold no attempt is left on; the last attempt to leave the
@@ -267,11 +301,12 @@
 // entry, then run one script over all the order's lines when they share a
 // server (any client but a *redis.ClusterClient or a Ring) or a slot:
 // checked in the contract's order and applied in one atomic step, or
-// refused with nothing written. A return adds to each line's ret and
-// records r:<op> on every line it ran on, so its resend or retry answers
-// nil and changes nothing, and the same OpID with other items is
-// stock.ErrConflict. An extension moves each line's dl and its score in
-// the SKU's holds zset together, only later and never past mx, so the
+// refused with nothing written. A return adds to the units each line gave
+// back and records its OpID and signature on every line it ran on, so its
+// resend or retry answers nil and changes nothing, and the same OpID with
+// other items is stock.ErrConflict. An extension moves each line's
+// deadline and its score in the SKU's holds zset together, only later and
+// never past the order's bound, so the
 // reclaimer honours it and a repeat changes nothing. A return that leaves
 // nothing on any line ends the order (reverted, or refunded) as Revert
 // does, and its directory entry gets Retention.
@@ -297,8 +332,8 @@
 // extension that finds a line expired meanwhile answers
 // stock.ErrHoldExpired (Confirm then expires the order whole).
 //
-// After partial reverts every other path counts only what is left (qty -
-// ret): Confirm sells it, Revert and the reclaimer return it (the
+// After partial reverts every other path counts only what is left (qty
+// less what came back): Confirm sells it, Revert and the reclaimer return it (the
 // reclaimer reports only lines with something left), Rebuild counts it as
 // held, Snapshot and HeldOrders report it (leaving out lines with nothing
 // left), and Orders reports the order's Items as ordered with Returned.
@@ -314,19 +349,22 @@
 // # Time
 //
 // Deadlines are computed from the Store's stock.Clock and passed to the
-// scripts in milliseconds; the scripts never read the server's TIME. Record
-// lifetimes (Redis TTLs) are relative, so they do not depend on the two
-// clocks agreeing.
+// scripts in milliseconds; the scripts never read the server's TIME. So
+// are the ends of line records and directory entries (Retention after
+// their order ended), and the lease of a Cluster entry's attempt set: all
+// by the Stores' clocks, which should agree to well within Retention (the
+// restock markers, rebuild claims and reclaim replies, off the order path,
+// keep relative Redis TTLs).
 //
 // # Idempotency and unknown outcomes
 //
 // Every script can run twice with the effect of running once: go-redis
 // retries a command after a read timeout, and the caller retries after
-// stock.ErrUnknownOutcome. A held line's record has no TTL, and neither has
+// stock.ErrUnknownOutcome. A held line's record has no end, and neither has
 // the order's directory entry while the order holds stock, so a hold never
 // loses its record or its order ID before it is confirmed or returned
 // (however long the reclaimer is down); once the order ends, the records
-// and the directory entry are kept [Config.Retention] longer, so a retry
+// and the directory entry are read [Config.Retention] longer, so a retry
 // within that time learns the true outcome. Ending an order never touches a
 // directory entry that names another identity (a newer order under the
 // same ID).
@@ -393,9 +431,13 @@
 //
 // [Store.ReclaimExpired] visits the SKUs of the registry set, peeks each
 // one's due holds (pipelined), and runs one script per SKU with due holds
-// that returns them atomically. A pass costs two cheap peeks per SKU on
-// sale (its holds, its unfinished ends) plus work in proportion to the
-// holds it returns; the keyspace is never scanned. Each script records its reply under a token drawn for the pass,
+// that returns them atomically. A pass costs three cheap peeks per SKU on
+// sale (its holds, its unfinished ends, the first of its ended records)
+// and one per directory shard, plus work in proportion to the holds it
+// returns and the ended records and entries it deletes (those past
+// Retention, at most 1000 per list and pass); the keyspace is never
+// scanned. Run it, or the records of ended orders are never deleted. Each
+// script records its reply under a token drawn for the pass,
 // so when the client resends it after a lost reply, the resend returns the
 // recorded reply: the report of what a pass returned survives the retry.
 // A line partial reverts emptied ends with its order but is not reported

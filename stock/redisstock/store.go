@@ -26,10 +26,12 @@ type Config struct {
 	// Clock gives the time deadlines are computed from and compared with;
 	// default stock.SystemClock.
 	Clock stock.Clock
-	// Retention is how long an order line's record is kept once it is
-	// confirmed, reverted or expired, so that retries with the same order
-	// ID stay idempotent; default 24h, at least MinRetention. A held line's
-	// record has no TTL: it lives until the hold is confirmed or returned.
+	// Retention is how long an order's line records and directory entry
+	// are read once the order is confirmed, reverted or expired, so that
+	// retries with the same order ID stay idempotent; default 24h, at
+	// least MinRetention. A held line's record lives until the hold is
+	// confirmed or returned, whatever the time. Past Retention (by the
+	// Store's Clock) they read as gone, and ReclaimExpired deletes them.
 	Retention time.Duration
 	// MaxBatch is the most concurrent Deducts sent together in one script
 	// call; default DefaultMaxBatch. While a call is in flight, the next
@@ -248,8 +250,9 @@ func (s *Store) lineKeys(keys []string, sku string) []string {
 
 func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
 
-// Retention returns how long the Store keeps a finished order line's record
-// and a restock operation's marker (Config.Retention, defaults resolved).
+// Retention returns how long the Store reads a finished order's records
+// and keeps a restock operation's marker (Config.Retention, defaults
+// resolved).
 func (s *Store) Retention() time.Duration { return s.keep }
 
 // PutOnSale overwrites the SKU's available units and sets its per-user

@@ -1,0 +1,194 @@
+package redisstock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/lua"
+)
+
+// migrateScript converts one key of layout 1; see its header.
+var migrateScript = redis.NewScript(lua.Script("stock_migrate.lua"))
+
+// MigrateReport counts what [Store.Migrate] converted.
+type MigrateReport struct {
+	// States are the SKU (and bucket) states whose hold time moved to the
+	// field of layout 2.
+	States int
+	// Lines are the order lines moved from a key of their own to a field
+	// of their SKU's lines hash.
+	Lines int
+	// Orders are the directory entries (with their attempt sets) moved to
+	// a field of their directory shard.
+	Orders int
+}
+
+// Migrate converts the data an earlier version of this package wrote under
+// the Store's prefix (key layout 1: a key per order line, a key per order
+// and, on a Redis Cluster, per order's attempt set; states with hold_ms)
+// to the layout this version reads (Layout), in place, then marks the
+// registry, so that Stores of this version serve the prefix. Run it once,
+// with every Store of the prefix stopped (of either version): it scans the
+// prefix's keys on every server (every master of a Cluster, every shard of
+// a Ring; SCAN, in batches) and converts each key in one script of its own.
+// A line's or an entry's Redis TTL becomes its end (Retention's rest, by
+// the Store's clock). Every step can run twice, so a Migrate that fails or
+// stops is run again; on a prefix already of this layout it converts
+// nothing. The alternative for a gate in front of a SQL record: delete the
+// prefix's keys and rebuild the gate from the record (package reconcile).
+// A context already done returns its error with nothing sent.
+func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
+	var rep MigrateReport
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("redisstock: migrate: %w", err)
+	}
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, s.prefix+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+			if len(keys) == 1000 {
+				if err := s.migrateKeys(ctx, keys, &rep); err != nil {
+					return err
+				}
+				keys = keys[:0]
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return s.readErr(ctx, "migrate: scan", err)
+		}
+		return s.migrateKeys(ctx, keys, &rep)
+	}
+	var err error
+	switch c := s.base().(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		err = fmt.Errorf("redisstock: migrate: a %T cannot be scanned", c)
+	}
+	if err != nil {
+		return rep, err
+	}
+	// Last, the mark: a Migrate that stopped before it leaves the prefix
+	// refused by Stores of this version, and is run again.
+	n, err := s.c.Exists(ctx, s.registryKey()).Result()
+	if err != nil {
+		return rep, s.readErr(ctx, "migrate", err)
+	}
+	if n == 1 {
+		if err := s.c.SAdd(ctx, s.registryKey(), layoutMark).Err(); err != nil {
+			return rep, s.writeErr(ctx, "migrate", err)
+		}
+	}
+	s.layout.Store(true)
+	return rep, nil
+}
+
+// migrateKeys converts the keys of layout 1 among keys (every other key
+// is left alone).
+func (s *Store) migrateKeys(ctx context.Context, keys []string, rep *MigrateReport) error {
+	now := s.nowMs()
+	for _, k := range keys {
+		var err error
+		var done bool
+		switch {
+		case strings.HasPrefix(k, s.prefix+":order:{"):
+			done, err = s.migrateEntry(ctx, strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+":order:{"), "}"), now)
+			if done {
+				rep.Orders++
+			}
+		case strings.HasPrefix(k, s.prefix+":bind:{"):
+			// Moved with its entry (whichever the scan finds first); one
+			// left without an entry is deleted.
+			done, err = s.migrateEntry(ctx, strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+":bind:{"), "}"), now)
+			if done {
+				rep.Orders++
+			}
+		case strings.HasPrefix(k, s.prefix+":{"):
+			sku, rest, ok := strings.Cut(k[len(s.prefix)+2:], "}")
+			switch {
+			case !ok:
+			case rest == stateSuffix:
+				done, err = s.migrateRun(ctx, []string{k}, now, "state")
+				if done {
+					rep.States++
+				}
+			case strings.HasPrefix(rest, ":o:"):
+				id := rest[len(":o:"):]
+				done, err = s.migrateRun(ctx, []string{k, s.linesKey(sku), s.goneKey(sku)}, now, "line", id, s.keep.Milliseconds())
+				if done {
+					rep.Lines++
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) migrateRun(ctx context.Context, keys []string, now int64, mode string, args ...any) (bool, error) {
+	n, err := migrateScript.Run(ctx, s.c, keys, append([]any{now, mode}, args...)...).Int()
+	if err != nil {
+		return false, s.writeErr(ctx, "migrate", err)
+	}
+	return n == 1, nil
+}
+
+// migrateEntry moves an order's directory entry of layout 1 (a string
+// key, and on a Cluster its attempt set, a set key, each with its TTL) to
+// the order's directory shard, then deletes the old keys. The keys are in
+// two slots: it reads them, writes the entry (unless the shard has one of
+// the ID), then deletes them, so it can run twice.
+func (s *Store) migrateEntry(ctx context.Context, order string, now int64) (bool, error) {
+	dirKey, bindKey := s.prefix+":order:{"+order+"}", s.prefix+":bind:{"+order+"}"
+	var ident *redis.StringCmd
+	var ttl, bindTTL *redis.DurationCmd
+	var toks *redis.StringSliceCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		ident = p.Get(ctx, dirKey)
+		ttl = p.PTTL(ctx, dirKey)
+		toks = p.SMembers(ctx, bindKey)
+		bindTTL = p.PTTL(ctx, bindKey)
+	})
+	if err := firstErr(ident, ttl, toks, bindTTL); err != nil {
+		return false, s.readErr(ctx, "migrate", err)
+	}
+	if ident.Err() == redis.Nil {
+		return false, s.writeErr(ctx, "migrate", s.c.Del(ctx, bindKey).Err())
+	}
+	v := ident.Val()
+	end := int64(0)
+	if d := ttl.Val(); d > 0 {
+		end = now + d.Milliseconds()
+	}
+	if ts := toks.Val(); len(ts) > 0 {
+		lease := int64(0)
+		if d := bindTTL.Val(); d > 0 && end == 0 {
+			lease = now + d.Milliseconds()
+		}
+		v += fmt.Sprintf("\ta%d:%s", lease, strings.Join(ts, ","))
+	}
+	if end > 0 {
+		v += fmt.Sprintf("\te%d", end)
+	}
+	done, err := s.migrateRun(ctx, []string{s.dirKey(order), s.dirGoneKey(order)}, now, "entry", order, v, end)
+	if err != nil {
+		return false, err
+	}
+	if err := s.c.Del(ctx, dirKey).Err(); err != nil {
+		return done, s.writeErr(ctx, "migrate", err)
+	}
+	if err := s.c.Del(ctx, bindKey).Err(); err != nil {
+		return done, s.writeErr(ctx, "migrate", err)
+	}
+	return done, nil
+}
