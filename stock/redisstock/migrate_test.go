@@ -38,8 +38,12 @@ func layout1(t *testing.T, fx *fixture, now time.Time) {
 		},
 		func(c redis.Pipeliner) { c.HSet(ctx, p+":{a}:users", "u1", 2, "u2", 1) },
 		func(c redis.Pipeliner) { c.HSet(ctx, p+":{b}:users", "u3", 2) },
-		func(c redis.Pipeliner) { c.ZAdd(ctx, p+":{a}:holds", redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "h1"}) },
-		func(c redis.Pipeliner) { c.ZAdd(ctx, p+":{b}:holds", redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "p1"}) },
+		func(c redis.Pipeliner) {
+			c.ZAdd(ctx, p+":{a}:holds", redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "h1"})
+		},
+		func(c redis.Pipeliner) {
+			c.ZAdd(ctx, p+":{b}:holds", redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: "p1"})
+		},
 		func(c redis.Pipeliner) {
 			c.HSet(ctx, p+":{a}:o:h1", "st", "held", "qty", 2, "user", "u1", "dl", dl, "mx", dl, "id", "u1\na\x1f2\x1e", "at", "t1 t2")
 		},
