@@ -995,7 +995,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 			cmds = cmds[:0]
 			for i := from; i < to; i++ {
 				name := b.names[i]
-				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), name, layoutMark), p.HSet(ctx, s.countsKey(), l.SKU, n),
+				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), name, s.mark()), p.HSet(ctx, s.countsKey(), l.SKU, n),
 					putScript.Run(ctx, p, []string{s.stateKey(name), s.claimKey(name)},
 						share(i), l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i], l.EffectiveMaxHoldTTL().Milliseconds()),
 					p.HSet(ctx, s.stateKey(name), "bk", n))

@@ -40,9 +40,11 @@
 //	                           entry: its identity; on a Cluster the Deduct
 //	                           attempts bound to it (and until when that
 //	                           set lives); once ended, when it stops being
-//	                           read (e). The order's shard is FNV-1a of its
-//	                           ID mod 16; shard i's tag is "d<i>.<k>", in
-//	                           the i-th of 16 equal slot ranges
+//	                           read (e). One shard on one server; 16 where
+//	                           keys live on several (a Cluster, a Ring):
+//	                           an order's is FNV-1a of its ID mod 16, and
+//	                           shard i's tag "d<i>.<k>" is in the i-th of
+//	                           16 equal slot ranges
 //	<prefix>:dir:{<shard>}:gone  list "<e> <order ID>" of ended entries
 //	<prefix>:{<sku>}:rc:<pass> list, one reclaim pass's reply, kept a minute
 //	<prefix>:{<sku>}:ends      zset order ID + "\n" + identity -> when a
@@ -66,7 +68,8 @@
 //	                           its SKU and units, kept Retention
 //	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's
 //	                           map), the buckets of SKUs split into
-//	                           buckets, and the layout mark "{layout:2}"
+//	                           buckets, and the layout mark "{layout:2/n}"
+//	                           (n: the directory's shards)
 //	<prefix>:buckets           hash SKU -> bucket count, of the SKUs split
 //	                           into buckets
 //	<prefix>:{<sku>}:bl        string, the SKU's transfer lease (see Buckets)
@@ -89,8 +92,9 @@
 // no per-order key with a TTL, so an order costs field writes inside
 // existing hashes, the ZADD of its hold and no key creation.
 //
-// The registry carries the layout mark: a Store whose registry exists
-// without it finds data an earlier version wrote (one key per order line
+// The registry carries the layout mark, with the directory's shard count
+// (a Store follows the count its prefix was created with): a Store whose
+// registry exists without it finds data an earlier version wrote (one key per order line
 // and per order, states with hold_ms), which this version would misread,
 // and answers every call with ErrLayout (which matches
 // stock.ErrUnavailable) until [Store.Migrate] converts it. A Store of the

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,20 +14,23 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// dirShards is how many hashes the order directory is split over. On a
-// Redis Cluster each is its own slot, spread over the slot ranges (see
-// dirTags), so the directory's load is spread over the masters while the
-// binds of a batch of Deducts go as one script call per shard. The count
-// is part of the key layout: changing it loses every entry.
-const dirShards = 16
+// maxDirShards is how many hashes the order directory is split over where
+// keys live on several servers (a Redis Cluster, a Ring): on a Cluster
+// each is its own slot, spread over the slot ranges (see dirTags), so the
+// directory's load is spread over the masters while the binds of a batch
+// of Deducts go as one script call per shard. On one server the directory
+// is one hash: a Deduct's script then reads and writes one key for the
+// entries of the whole batch. The count is part of the key layout, kept in
+// the layout mark: a Store follows the count its prefix was created with.
+const maxDirShards = 16
 
 // dirTags are the hash tags of the directory shards: shard i's is "d", i,
-// a dot and the smallest k that puts it in the i-th of dirShards equal
+// a dot and the smallest k that puts it in the i-th of maxDirShards equal
 // slot ranges, so that the shards are spread evenly over any Cluster whose
 // masters own equal contiguous ranges.
-var dirTags = func() [dirShards]string {
-	var tags [dirShards]string
-	firsts := slotRanges(dirShards)
+var dirTags = func() [maxDirShards]string {
+	var tags [maxDirShards]string
+	firsts := slotRanges(maxDirShards)
 	for i := range tags {
 		for k := 0; ; k++ {
 			tag := "d" + strconv.Itoa(i) + "." + strconv.Itoa(k)
@@ -39,11 +43,32 @@ var dirTags = func() [dirShards]string {
 	return tags
 }()
 
-// dirShard is the directory shard of an order ID.
-func dirShard(order string) int {
+// directory is the order directory's layout under one prefix: its shards'
+// keys and their gone lists, and the layout mark that names their count.
+type directory struct {
+	keys, gones []string
+	mark        string
+}
+
+// newDirectory is the directory of n shards (1 or maxDirShards) under
+// prefix.
+func newDirectory(prefix string, n int) *directory {
+	d := &directory{keys: make([]string, n), gones: make([]string, n), mark: layoutMark(n)}
+	for i := range n {
+		d.keys[i] = prefix + ":dir:{" + dirTags[i] + "}"
+		d.gones[i] = d.keys[i] + goneSuffix
+	}
+	return d
+}
+
+// shard is the directory shard of an order ID.
+func (d *directory) shard(order string) int {
+	if len(d.keys) == 1 {
+		return 0
+	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(order))
-	return int(h.Sum32() % dirShards)
+	return int(h.Sum32() % uint32(len(d.keys)))
 }
 
 // Layout is the version of the key layout this package reads and writes:
@@ -53,10 +78,13 @@ func dirShard(order string) int {
 const Layout = 2
 
 // layoutMark is the registry member that says the Store's prefix holds
-// layout 2: every write to the registry adds it. A registry without it was
-// written by an earlier version. No SKU can be it: SKUs never contain
-// braces.
-const layoutMark = "{layout:2}"
+// layout 2 with an order directory of n shards: every write to the
+// registry adds it. A registry without one was written by an earlier
+// version. No SKU can be it: SKUs never contain braces.
+func layoutMark(n int) string { return "{layout:2/" + strconv.Itoa(n) + "}" }
+
+// isMark reports whether a registry member is a mark, not a SKU.
+func isMark(member string) bool { return strings.HasPrefix(member, "{") }
 
 // ErrLayout is the error of a Store whose prefix holds data of another key
 // layout (the registry of SKUs was written by an earlier version, without
@@ -76,27 +104,60 @@ func (e *layoutError) Error() string {
 // Unwrap returns ErrLayout and stock.ErrUnavailable.
 func (e *layoutError) Unwrap() []error { return []error{ErrLayout, stock.ErrUnavailable} }
 
-// ready checks, once per Store, that the prefix holds this layout: a
-// registry of SKUs that exists without the layout mark was written by an
-// earlier version, whose data this version would misread. It costs one
-// round trip on the Store's first call, none after it succeeds.
+// ready checks, once per Store, that the prefix holds this layout, and
+// takes its directory's shard count from the mark: a registry of SKUs
+// that exists without a mark was written by an earlier version, whose
+// data this version would misread. A prefix with no registry keeps the
+// count New chose for the client (one shard on one server, maxDirShards
+// where keys live on several). It costs one round trip on the Store's
+// first call, none after it succeeds.
 func (s *Store) ready(ctx context.Context) error {
 	if s.layout.Load() {
 		return nil
 	}
 	var exists *redis.IntCmd
-	var marked *redis.BoolCmd
+	var marked *redis.BoolSliceCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		exists = p.Exists(ctx, s.registryKey())
-		marked = p.SIsMember(ctx, s.registryKey(), layoutMark)
+		marked = p.SMIsMember(ctx, s.registryKey(), layoutMark(1), layoutMark(maxDirShards))
 		return nil
 	})
 	if err != nil {
 		return s.readErr(ctx, "read the key layout", err)
 	}
-	if exists.Val() == 1 && !marked.Val() {
+	m := marked.Val()
+	switch {
+	case len(m) != 2:
+		return badReply("read the key layout", m)
+	case m[0]:
+		s.useDirectory(1)
+	case m[1]:
+		s.useDirectory(maxDirShards)
+	case exists.Val() == 1:
 		return &layoutError{prefix: s.prefix}
 	}
 	s.layout.Store(true)
 	return nil
 }
+
+// useDirectory makes the Store use a directory of n shards, if it does not.
+func (s *Store) useDirectory(n int) {
+	if len(s.dir.Load().keys) != n {
+		s.dir.Store(newDirectory(s.prefix, n))
+	}
+}
+
+// dirKey is the directory shard that holds the order's entry; dirGoneKey
+// lists the shard's ended entries.
+func (s *Store) dirKey(order string) string {
+	d := s.dir.Load()
+	return d.keys[d.shard(order)]
+}
+
+func (s *Store) dirGoneKey(order string) string {
+	d := s.dir.Load()
+	return d.gones[d.shard(order)]
+}
+
+// mark is the layout mark of the Store's directory.
+func (s *Store) mark() string { return s.dir.Load().mark }

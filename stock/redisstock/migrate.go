@@ -83,7 +83,9 @@ func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
 		return rep, s.readErr(ctx, "migrate", err)
 	}
 	if n == 1 {
-		if err := s.c.SAdd(ctx, s.registryKey(), layoutMark).Err(); err != nil {
+		var add *redis.IntCmd
+		s.pipelined(ctx, func(p redis.Pipeliner) { add = p.SAdd(ctx, s.registryKey(), s.mark()) })
+		if err := add.Err(); err != nil {
 			return rep, s.writeErr(ctx, "migrate", err)
 		}
 	}
@@ -163,7 +165,7 @@ func (s *Store) migrateEntry(ctx context.Context, order string, now int64) (bool
 		return false, s.readErr(ctx, "migrate", err)
 	}
 	if ident.Err() == redis.Nil {
-		return false, s.writeErr(ctx, "migrate", s.c.Del(ctx, bindKey).Err())
+		return false, s.dropKeys(ctx, bindKey)
 	}
 	v := ident.Val()
 	end := int64(0)
@@ -184,11 +186,21 @@ func (s *Store) migrateEntry(ctx context.Context, order string, now int64) (bool
 	if err != nil {
 		return false, err
 	}
-	if err := s.c.Del(ctx, dirKey).Err(); err != nil {
-		return done, s.writeErr(ctx, "migrate", err)
+	return done, s.dropKeys(ctx, dirKey, bindKey)
+}
+
+// dropKeys deletes keys (on a Cluster each in its own slot), in one round
+// trip.
+func (s *Store) dropKeys(ctx context.Context, keys ...string) error {
+	var cmds []redis.Cmder
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds = cmds[:0]
+		for _, k := range keys {
+			cmds = append(cmds, p.Del(ctx, k))
+		}
+	})
+	if err := firstErr(cmds...); err != nil {
+		return s.writeErr(ctx, "migrate", err)
 	}
-	if err := s.c.Del(ctx, bindKey).Err(); err != nil {
-		return done, s.writeErr(ctx, "migrate", err)
-	}
-	return done, nil
+	return nil
 }

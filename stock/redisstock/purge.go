@@ -35,9 +35,9 @@ func (s *Store) purgeSKU(ctx context.Context, p redis.Pipeliner, sku string, now
 }
 
 // purgeDirs deletes the directory entries whose retention has passed, from
-// the shards whose gone list's first item (heads, one per shard) is due, in
+// the shards of dir whose gone list's first item (heads, one per shard) is due, in
 // one round trip (none when nothing is due).
-func (s *Store) purgeDirs(ctx context.Context, heads []*redis.StringCmd, now int64) error {
+func (s *Store) purgeDirs(ctx context.Context, dir *directory, heads []*redis.StringCmd, now int64) error {
 	var due []int
 	for k, h := range heads {
 		ok, err := goneDue(h, now)
@@ -54,7 +54,7 @@ func (s *Store) purgeDirs(ctx context.Context, heads []*redis.StringCmd, now int
 	cmds := make([]*redis.Cmd, len(due))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, k := range due {
-			cmds[i] = purgeScript.Run(ctx, p, []string{s.dirs[k], s.dirGones[k]}, now, purgeBatch, "dir")
+			cmds[i] = purgeScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k]}, now, purgeBatch, "dir")
 		}
 	})
 	for _, c := range cmds {

@@ -62,18 +62,19 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	// The registry, and the directory shards whose ended entries are due
 	// for deletion: one round trip.
 	var members *redis.StringSliceCmd
-	var heads [dirShards]*redis.StringCmd
+	dir := s.dir.Load()
+	heads := make([]*redis.StringCmd, len(dir.gones))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		members = p.SMembers(ctx, s.registryKey())
 		for k := range heads {
-			heads[k] = p.LIndex(ctx, s.dirGones[k], 0)
+			heads[k] = p.LIndex(ctx, dir.gones[k], 0)
 		}
 	})
 	skus, err := members.Result()
 	if err != nil {
 		return nil, s.readErr(ctx, "reclaim", err)
 	}
-	skus = slices.DeleteFunc(skus, func(sku string) bool { return sku == lostMark || sku == layoutMark })
+	skus = slices.DeleteFunc(skus, func(sku string) bool { return isMark(sku) })
 	for start, round := 0, 0; start < len(skus) && len(out) < limit; round++ {
 		batch := skus[start:min(start+peekBatch, len(skus))]
 		due, err := s.peekDue(ctx, batch, now, limit-len(out))
@@ -111,7 +112,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	}
 	// Last, the directory entries past their retention (the pass's own
 	// endings are not due yet).
-	if err := s.purgeDirs(ctx, heads[:], now); err != nil {
+	if err := s.purgeDirs(ctx, dir, heads, now); err != nil {
 		if len(out) > 0 {
 			err = &outcomeError{op: "reclaim", err: err}
 		}

@@ -22,7 +22,7 @@ func init() { allScripts = append(allScripts, registryRebuildScript) }
 // rebuildRegistry adds sku to the registry for a rebuild, marking the
 // registry incomplete when the rebuild is the one that recreates it.
 func (s *Store) rebuildRegistry(ctx context.Context, c redis.Scripter, sku string) *redis.Cmd {
-	return registryRebuildScript.Run(ctx, c, []string{s.registryKey()}, sku, lostMark, layoutMark)
+	return registryRebuildScript.Run(ctx, c, []string{s.registryKey()}, sku, lostMark, s.mark())
 }
 
 // Calibrated tells the gate that every SKU of the record has been rebuilt

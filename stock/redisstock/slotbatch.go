@@ -43,10 +43,11 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 		cmd   *redis.Cmd
 		calls []int // indexes into calls, in the call's order
 	}
-	var shards [dirShards]shard
+	dir := s.dir.Load()
+	shards := make([]shard, len(dir.keys))
 	at := make([]int, len(calls)) // each call's part of its shard's reply
 	for i, c := range calls {
-		sh := &shards[dirShard(c.a.o.ID)]
+		sh := &shards[dir.shard(c.a.o.ID)]
 		at[i] = len(sh.calls)
 		sh.calls = append(sh.calls, i)
 	}
@@ -63,7 +64,7 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 				a := calls[i].a
 				args = append(args, a.o.ID, a.ident, a.token)
 			}
-			sh.cmd = dirBindScript.Run(ctx, p, []string{s.dirs[k]}, args...)
+			sh.cmd = dirBindScript.Run(ctx, p, []string{dir.keys[k]}, args...)
 		}
 		var keys []string
 		var args []any
@@ -73,7 +74,7 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 		multi = deductScript.Run(ctx, p, keys, args...)
 	})
 	for i, c := range calls {
-		c.bind, c.first = partReply(shards[dirShard(c.a.o.ID)].cmd, at[i], "deduct"), partReply(multi, i, "deduct")
+		c.bind, c.first = partReply(shards[dir.shard(c.a.o.ID)].cmd, at[i], "deduct"), partReply(multi, i, "deduct")
 		close(c.done)
 	}
 	if err := multi.Err(); err != nil {

@@ -375,7 +375,7 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			cmds = cmds[:0]
 			for i, l := range batch {
-				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU, layoutMark),
+				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU, s.mark()),
 					putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
 						l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i], l.EffectiveMaxHoldTTL().Milliseconds()))
 			}

@@ -107,10 +107,10 @@ type Store struct {
 	bucketed bool
 	bk       sync.Map // SKU -> *buckets: the bucket counts this Store read
 	flights  sync.Map // SKU -> *flight: the refill of the SKU running here
-	// dirs and dirGones are the directory shards' keys and their gone
-	// lists; layout is set once the prefix is known to hold layout 2.
-	dirs, dirGones [dirShards]string
-	layout         atomic.Bool
+	// dir is the order directory's layout; layout is set once the prefix
+	// is known to hold layout 2 (and dir its count of shards).
+	dir    atomic.Pointer[directory]
+	layout atomic.Bool
 }
 
 var (
@@ -175,9 +175,10 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 	_, slotted := c.(*redis.ClusterClient)
 	cluster := !single
 	s := &Store{c: c, prefix: cfg.Prefix, clock: cfg.Clock, keep: cfg.Retention, cluster: cluster, perSKU: cluster && !slotted, obs: &cfg.Observer, bucketed: slotted}
-	for i, tag := range dirTags {
-		s.dirs[i] = s.prefix + ":dir:{" + tag + "}"
-		s.dirGones[i] = s.dirs[i] + goneSuffix
+	if cluster {
+		s.dir.Store(newDirectory(s.prefix, maxDirShards))
+	} else {
+		s.dir.Store(newDirectory(s.prefix, 1))
 	}
 	switch {
 	case cfg.MaxBatch <= 1:
@@ -233,11 +234,6 @@ func (s *Store) goneKey(sku string) string  { return s.skuKey(sku, goneSuffix, "
 func (s *Store) registryKey() string        { return s.prefix + ":skus" }
 func (s *Store) claimKey(sku string) string { return s.skuKey(sku, ":rb", "") }
 
-// dirKey is the directory shard that holds the order's entry; dirGoneKey
-// lists the shard's ended entries.
-func (s *Store) dirKey(order string) string     { return s.dirs[dirShard(order)] }
-func (s *Store) dirGoneKey(order string) string { return s.dirGones[dirShard(order)] }
-
 // dealKeys appends the four keys a Deduct's line needs for sku (state,
 // holds, users, lines); lineKeys the five of the scripts that may end a
 // line (and its gone list).
@@ -278,7 +274,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	var reg *redis.IntCmd
 	var put *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		reg = p.SAdd(ctx, s.registryKey(), l.SKU, layoutMark)
+		reg = p.SAdd(ctx, s.registryKey(), l.SKU, s.mark())
 		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
 			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen, l.EffectiveMaxHoldTTL().Milliseconds())
 	})
