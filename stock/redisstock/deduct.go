@@ -131,9 +131,18 @@ func (s *Store) prepare(p *prepared, o stock.Order) {
 }
 
 // deductBatch runs the orders of calls in one script call on ctx and sets
-// each call's err (closing its done channel, if any). A failed call gives
+// each call's err (closing its done channel, if any): a batch of the
+// flash sale's shape in stock_deduct_hot.lua (and the orders it leaves in
+// a second call), any other in stock_deduct_batch.lua. A failed call gives
 // every order the same classified error, which it returns.
 func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
+	if s.hotBatch(calls) {
+		slow, err := s.deductHot(ctx, calls)
+		if err != nil || len(slow) == 0 {
+			return err
+		}
+		calls = slow // repeats, conflicts, a SKU not on sale
+	}
 	nk, na := 1, 1
 	for _, c := range calls {
 		nk, na = nk+c.o.nkeys, na+len(c.o.refs)-c.o.nkeys

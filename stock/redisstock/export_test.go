@@ -140,3 +140,8 @@ func (s *Store) LinesKey(sku string) string { return s.linesKey(sku) }
 
 // GoneKey lists sku's ended line records.
 func (s *Store) GoneKey(sku string) string { return s.goneKey(sku) }
+
+// HotScriptHash and BatchScriptHash are the SHA1s of stock_deduct_hot.lua
+// and stock_deduct_batch.lua.
+func HotScriptHash() string   { return hotScript.Hash() }
+func BatchScriptHash() string { return batchScript.Hash() }
