@@ -32,8 +32,18 @@
 -- in a record are below 10^14 (ms until year 5138, units at most 10^9), so
 -- Lua's number-to-string conversion writes them exactly.
 
-local stnames = {h = 'held', c = 'confirmed', v = 'reverted', f = 'refunded', x = 'expired'}
-local stcodes = {held = 'h', confirmed = 'c', reverted = 'v', refunded = 'f', expired = 'x'}
+-- stname and stcode map a record's state letter to its name and back
+-- (comparisons, not tables: a table built on every call costs more).
+local function stname(c)
+  if c == 'h' then return 'held' elseif c == 'c' then return 'confirmed'
+  elseif c == 'v' then return 'reverted' elseif c == 'f' then return 'refunded'
+  elseif c == 'x' then return 'expired' end
+end
+local function stcode(st)
+  if st == 'held' then return 'h' elseif st == 'confirmed' then return 'c'
+  elseif st == 'reverted' then return 'v' elseif st == 'refunded' then return 'f'
+  else return 'x' end
+end
 
 -- rec_decode returns the record v (an HGET or HMGET value: false when
 -- absent) as a table {st, qty, dl, mx, id (identity), user, at (tokens or
@@ -46,7 +56,7 @@ local function rec_decode(v, now)
   -- The identity, then the extras: split at plain tabs (no pattern
   -- backtracks over a long value).
   local sp = string.find(v, '\t', e + 1, true)
-  local r = {st = stnames[s], qty = tonumber(q), dl = tonumber(dl), mx = tonumber(mx),
+  local r = {st = stname(s), qty = tonumber(q), dl = tonumber(dl), mx = tonumber(mx),
              id = string.sub(v, e + 1, (sp or 0) - 1), ret = 0}
   r.user = string.sub(r.id, 1, (string.find(r.id, '\n', 1, true) or 0) - 1)
   while sp do
@@ -75,7 +85,7 @@ end
 
 -- rec_encode returns the record r as stored.
 local function rec_encode(r)
-  local v = stcodes[r.st] .. r.qty .. '\t' .. r.dl .. '\t' .. r.mx .. '\t' .. r.id
+  local v = stcode(r.st) .. r.qty .. '\t' .. r.dl .. '\t' .. r.mx .. '\t' .. r.id
   if r.at and r.at ~= '' then v = v .. '\ta' .. r.at end
   if r.ret > 0 then v = v .. '\tt' .. r.ret end
   if r.opl then
