@@ -99,7 +99,8 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		n := 0
 		for _, c := range cmds {
-			if args := c.Args(); len(args) > 1 && c.Name() == "evalsha" && args[1] == redisstock.DeductScriptHash() {
+			if args := c.Args(); len(args) > 1 && c.Name() == "evalsha" &&
+				(args[1] == redisstock.DeductScriptHash() || args[1] == redisstock.HotScriptHash()) {
 				n++
 			}
 		}

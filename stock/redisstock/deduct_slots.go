@@ -56,21 +56,23 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	// One round trip: bind the order ID to its items, and take the first
 	// slot group; an order of one slot group shares it with the concurrent
 	// Deducts of its slot.
-	var bind, first *redis.Cmd
+	var created *redis.BoolCmd
+	var first *redis.Cmd
 	if b := s.slotBatcher(a); b != nil {
 		c := &call{ctx: ctx, a: a}
 		if err := b.do(ctx, c); err != nil {
 			return err
 		}
-		bind, first = c.bind, c.first
+		created, first = c.created, c.first
 	} else {
-		var binds, multi *redis.Cmd
+		var multi *redis.Cmd
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			binds = dirBindScript.Run(ctx, p, []string{s.dirKey(o.ID)}, a.now, o.ID, ident, token)
+			created = s.bindNew(ctx, p, a)
 			multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound)
 		})
-		bind, first = partReply(binds, 0, "deduct"), partReply(multi, 0, "deduct")
+		first = partReply(multi, 0, "deduct")
 	}
+	bind := s.bindRest(ctx, a, created)
 	if err := bind.Err(); err != nil {
 		err = s.writeErr(ctx, "deduct", err)
 		if errors.Is(err, stock.ErrUnknownOutcome) {
@@ -269,7 +271,30 @@ func (a *attempt) past(got []groupTaken) bool {
 	return false
 }
 
-// bindReply reads the bind script's reply: its word, and for "stale" the
+// bindNew queues the common case of an attempt's bind: the order ID's
+// directory entry created where there is none (HSETNX), naming the order's
+// identity and the attempt (as stock_dir_bind.lua creates it), no script
+// needed.
+func (s *Store) bindNew(ctx context.Context, p redis.Pipeliner, a *attempt) *redis.BoolCmd {
+	return p.HSetNX(ctx, s.dirKey(a.o.ID), a.o.ID, a.ident+"\ta0:"+a.token)
+}
+
+// bindRest completes an attempt's bind after bindNew: "new" when it created
+// the entry; else the reply of stock_dir_bind.lua (one more round trip),
+// which decides an entry that exists: this order's (another attempt, or a
+// resend of this one), another's, a stale one, or one past its retention
+// (read as absent: the script writes over it).
+func (s *Store) bindRest(ctx context.Context, a *attempt, created *redis.BoolCmd) *redis.Cmd {
+	if err := created.Err(); err != nil {
+		return redis.NewCmdResult(nil, err)
+	}
+	if created.Val() {
+		return redis.NewCmdResult("new", nil)
+	}
+	return partReply(dirBindScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.now, a.o.ID, a.ident, a.token), 0, "deduct")
+}
+
+// bindReply reads the bind's reply: its word, and for "stale" the
 // identity the entry holds.
 func bindReply(cmd *redis.Cmd) (word, stale string) {
 	if w, err := cmd.Text(); err == nil {

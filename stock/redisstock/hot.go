@@ -66,8 +66,8 @@ func distinctIDs(calls []*call) bool {
 // the same classified error, which it returns.
 func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
 	k := calls[0].o
-	args := make([]any, 0, 9+5*len(calls))
-	args = append(args, "evalsha", hotScript.Hash(), 5, &k.keys[1], &k.keys[2], &k.keys[3], &k.keys[4], &k.keys[0], s.nowMs())
+	args := make([]any, 0, 10+5*len(calls))
+	args = append(args, "evalsha", hotScript.Hash(), 5, &k.keys[1], &k.keys[2], &k.keys[3], &k.keys[4], &k.keys[0], s.nowMs(), "one")
 	for _, c := range calls {
 		r := c.o.refs[c.o.nkeys:]
 		args = append(args, r[0], r[1], r[2], r[3], r[5]) // ID, user, identity, own hold, units

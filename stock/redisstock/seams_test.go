@@ -230,17 +230,27 @@ func TestClusterTwoAttemptsOfOneOrder(t *testing.T) {
 // pipeline of a Cluster Deduct finds the directory entry its first run
 // wrote; a refused order must still free its ID.
 func TestClusterResentFirstPipelineFreesTheID(t *testing.T) {
-	eachCluster(t, func(t *testing.T, fx *fixture) {
-		h := &resendHook{}
-		fx.c.AddHook(h)
-		fx.sale("a", 10, 0, time.Minute)
-		fx.sale("b", 10, 0, time.Minute)
-		h.arm("stock_deduct.lua", 1)
-		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 11))), stock.ErrSoldOut, "Deduct, resent")
-		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("b", 1))), nil, "the ID reused for other items")
-		fx.want("a", 10, 0, 0)
-		fx.want("b", 9, 1, 0)
-	})
+	// Batched, a single-line order goes through stock_deduct_hot.lua;
+	// unbatched, through stock_deduct.lua.
+	for maxBatch, script := range map[int]string{0: "stock_deduct_hot.lua", 1: "stock_deduct.lua"} {
+		t.Run(script, func(t *testing.T) {
+			eachCluster(t, func(t *testing.T, fx *fixture) {
+				fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, MaxBatch: maxBatch})
+				h := &resendHook{}
+				fx.c.AddHook(h)
+				fx.sale("a", 10, 0, time.Minute)
+				fx.sale("b", 10, 0, time.Minute)
+				h.arm(script, 1)
+				is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 11))), stock.ErrSoldOut, "Deduct, resent")
+				if h.left != 0 {
+					t.Fatalf("no pipeline carried %s", script)
+				}
+				is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("b", 1))), nil, "the ID reused for other items")
+				fx.want("a", 10, 0, 0)
+				fx.want("b", 9, 1, 0)
+			})
+		})
+	}
 }
 
 // go-redis resends a reclaim pipeline whose reply timed out: the second run

@@ -32,53 +32,88 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 }
 
 // deductSlotBatch sends the first round trip of the attempts of calls,
-// orders of one slot group each, all in one slot: one pipeline with one
-// bind script call per directory shard the orders' IDs fall in (each on
-// its shard's master, binding that shard's orders) and one deduct script
-// call taking every order in turn. It gives each call its two replies,
-// which the caller reads as an unbatched attempt reads them, and returns
-// the deduct script call's failure, if it failed.
+// orders of one slot group each, all in one slot: one pipeline with each
+// order's bindNew (on its directory shard's master) and one deduct script
+// call taking every order in turn: stock_deduct_hot.lua for a batch of the
+// flash sale's shape (see hotSlotBatch), stock_deduct.lua for any other.
+// The orders the hot script leaves (repeats, conflicts) go through
+// stock_deduct.lua in one more call. It gives each call its replies, which
+// the caller reads as an unbatched attempt reads them, and returns the
+// deduct script call's failure, if it failed.
 func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
-	type shard struct {
-		cmd   *redis.Cmd
-		calls []int // indexes into calls, in the call's order
-	}
-	dir := s.dir.Load()
-	shards := make([]shard, len(dir.keys))
-	at := make([]int, len(calls)) // each call's part of its shard's reply
-	for i, c := range calls {
-		sh := &shards[dir.shard(c.a.o.ID)]
-		at[i] = len(sh.calls)
-		sh.calls = append(sh.calls, i)
-	}
+	hot := hotSlotBatch(calls)
 	var multi *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for k := range shards {
-			sh := &shards[k]
-			if len(sh.calls) == 0 {
-				continue
-			}
-			args := make([]any, 0, 1+3*len(sh.calls))
-			args = append(args, calls[sh.calls[0]].a.now)
-			for _, i := range sh.calls {
-				a := calls[i].a
-				args = append(args, a.o.ID, a.ident, a.token)
-			}
-			sh.cmd = dirBindScript.Run(ctx, p, []string{dir.keys[k]}, args...)
-		}
-		var keys []string
-		var args []any
 		for _, c := range calls {
-			keys, args = s.groupArgs(keys, args, c.a, c.a.groups[0], 0, 0)
+			c.created = s.bindNew(ctx, p, c.a)
 		}
-		multi = deductScript.Run(ctx, p, keys, args...)
+		if hot {
+			multi = s.deductHotSlot(ctx, p, calls)
+		} else {
+			multi = s.deductGroups(ctx, p, calls)
+		}
 	})
+	var left []*call // the orders the hot script left
 	for i, c := range calls {
-		c.bind, c.first = partReply(shards[dir.shard(c.a.o.ID)].cmd, at[i], "deduct"), partReply(multi, i, "deduct")
+		c.first = partReply(multi, i, "deduct")
+		if v, err := c.first.Int64(); hot && err == nil && v == notHere {
+			left = append(left, c)
+		}
+	}
+	if len(left) > 0 {
+		more := s.deductGroups(ctx, s.c, left)
+		for i, c := range left {
+			c.first = partReply(more, i, "deduct")
+		}
+	}
+	for _, c := range calls {
 		close(c.done)
 	}
 	if err := multi.Err(); err != nil {
 		return s.writeErr(ctx, "deduct", err)
 	}
 	return nil
+}
+
+// deductGroups queues or runs one stock_deduct.lua call taking the first
+// slot group of each call's attempt.
+func (s *Store) deductGroups(ctx context.Context, c redis.Scripter, calls []*call) *redis.Cmd {
+	var keys []string
+	var args []any
+	for _, c := range calls {
+		keys, args = s.groupArgs(keys, args, c.a, c.a.groups[0], 0, 0)
+	}
+	return deductScript.Run(ctx, c, keys, args...)
+}
+
+// hotSlotBatch reports whether calls have the shape stock_deduct_hot.lua
+// takes on a slot: single-line orders of one SKU, with distinct order IDs.
+func hotSlotBatch(calls []*call) bool {
+	g := calls[0].a.groups[0]
+	for _, c := range calls {
+		if len(c.a.groups) != 1 || len(c.a.groups[0]) != 1 || c.a.groups[0][0].SKU != g[0].SKU {
+			return false
+		}
+	}
+	seen := make(map[string]struct{}, len(calls))
+	for _, c := range calls {
+		if _, dup := seen[c.a.o.ID]; dup {
+			return false
+		}
+		seen[c.a.o.ID] = struct{}{}
+	}
+	return true
+}
+
+// deductHotSlot queues stock_deduct_hot.lua (mode 'slot') taking calls
+// (see hotSlotBatch).
+func (s *Store) deductHotSlot(ctx context.Context, p redis.Pipeliner, calls []*call) *redis.Cmd {
+	keys := s.dealKeys(make([]string, 0, 4), calls[0].a.groups[0][0].SKU)
+	args := make([]any, 0, 2+6*len(calls))
+	args = append(args, s.nowMs(), "slot")
+	for _, c := range calls {
+		a := c.a
+		args = append(args, a.o.ID, a.o.UserID, a.ident, a.own, a.groups[0][0].Qty, a.token)
+	}
+	return hotScript.Run(ctx, p, keys, args...)
 }
