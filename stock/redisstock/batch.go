@@ -46,10 +46,10 @@ type call struct {
 	a       *attempt
 	created *redis.BoolCmd
 	first   *redis.Cmd
-	sent        bool          // taken into a batch; guarded by batcher.mu
-	at          time.Time     // when it was queued, if batches are observed
-	done        chan struct{} // closed when err is set
-	err         error
+	sent    bool          // taken into a batch; guarded by batcher.mu
+	at      time.Time     // when it was queued, if batches are observed
+	done    chan struct{} // closed when err is set
+	err     error
 }
 
 // do runs c's order in a batch and returns its outcome. A caller whose ctx
