@@ -5,6 +5,7 @@
 -- adjust). Deducts and returns do not change the fence: they move units
 -- between counts, and a correction computed from a snapshot stays right
 -- while they run.
+-- Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:{sku}:state   hash avail, ..., hold, ver, epoch, gen
 -- KEYS[2]  <p>:{sku}:bl      the SKU's transfer lease (stock_bucket_lease.lua)
@@ -27,7 +28,10 @@
 -- the same call (a client retrying after a lost reply) finds its own
 -- correction applied, answers 'ok' and adds nothing more.
 local s = redis.call('HMGET', KEYS[1], 'avail', 'epoch', 'gen', 'hold', 'adj')
-if not s[1] or not s[4] then return {'unknown_sku'} end
+if not s[1] or not s[4] then
+  refuse_layout1(KEYS[1])
+  return {'unknown_sku'}
+end
 local epoch = tonumber(s[2] or '0')
 if s[5] == ARGV[5] then return {'ok', epoch} end
 if (s[3] or '') ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return {'stale', epoch} end

@@ -1,5 +1,6 @@
 -- stock_bucket_in.lua: units taken out of other buckets of a SKU arrive
 -- at this one, each transfer once.
+-- Runs after stock_lib.lua.
 --
 -- KEYS[1]    <p>:{bucket}:state      hash avail, ..., gen
 -- KEYS[1+j]  <p>:{bucket}:xi:<t_j>   marker of transfer j: 'in' (its units
@@ -24,6 +25,7 @@
 -- state already, so the gate errs low and a reconciler adds them back.
 local s = redis.call('HMGET', KEYS[1], 'hold', 'gen')
 local exists = s[1] ~= false
+if not exists then refuse_layout1(KEYS[1]) end
 local out = {-1}
 for j = 2, #KEYS do
   local m = redis.call('GET', KEYS[j])

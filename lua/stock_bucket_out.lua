@@ -1,5 +1,6 @@
 -- stock_bucket_out.lua: take available units out of one bucket of a SKU,
 -- on their way to another bucket of it, once per transfer ID.
+-- Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:{bucket}:state  hash avail, ...
 -- KEYS[2]  <p>:{bucket}:xo     hash transfer ID -> destination bucket "\n"
@@ -36,7 +37,10 @@ local p = redis.call('HGET', KEYS[2], ARGV[1])
 if p then
   return {'dup', tonumber(string.match(p, '\n(%d+)\n')), tonumber(s[1] or '0')}
 end
-if not s[1] or not s[2] then return {'missing'} end
+if not s[1] or not s[2] then
+  refuse_layout1(KEYS[1])
+  return {'missing'}
+end
 local avail = tonumber(s[1])
 local got = math.min(avail, tonumber(ARGV[2]))
 if got <= 0 then return {'ok', 0, avail} end

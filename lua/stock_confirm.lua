@@ -28,7 +28,7 @@ local expired = false
 
 for i = 1, n do
   local b = 5 * (i - 1)
-  local r = rec_get(KEYS[b + 4], id, now)
+  local r = rec_get(KEYS[b + 4], id)
   if not r or r.id ~= ident then return {'unknown', i} end
   if r.st == 'reverted' or r.st == 'refunded' then return {'closed', i} end
   if r.st == 'expired' or (r.st == 'held' and r.dl <= now) then
@@ -76,7 +76,7 @@ for i = 1, n do
   if r.st ~= was then
     if live then redis.call('HINCRBY', KEYS[b + 1], 'ver', 1) end
     redis.call('ZREM', KEYS[b + 2], id)
-    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, now, keep)
+    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep)
   end
 end
 if expired then return {'expired'} end

@@ -21,7 +21,7 @@ local n = #KEYS / 4
 local moved = 0
 for i = 1, n do
   local b = 4 * (i - 1)
-  local r = rec_get(KEYS[b + 4], id, now)
+  local r = rec_get(KEYS[b + 4], id)
   if r and r.st == 'held' and r.id == ident then
     local changed = false
     if r.dl > dl then

@@ -137,6 +137,7 @@ local function sku(b)
   local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
   -- A state without hold is not a SKU on sale (only PutOnSale writes it).
   if not s[1] or not s[3] then
+    refuse_layout1(KEYS[b + 1])
     skus[KEYS[b + 1]] = false
     return false
   end
@@ -179,7 +180,7 @@ local function deduct(k, a, n)
     local b = k + 4 * (i - 1)
     local qs = ARGV[a + 11 + i]
     local v = read(KEYS[b + 4])[id]
-    local r = v and rec_decode(v, now)
+    local r = v and rec_decode(v)
     if r then
       if r.id ~= ident then return {'conflict', i, math.min(found, 1)} end
       if r.st == 'held' and r.dl <= now then return {'expired', i, 1} end
@@ -230,7 +231,7 @@ local function deduct(k, a, n)
   end
 
   if nt > 0 then
-    local sdl, sbound = int(dl), int(bound)
+    local sdl, sbound = int(dl), int(bound - dl)
     for t = 1, nt do
       local b, qty, qs, c = tb[t], tq[t], tqs[t], tc[t]
       if not c.dirty then c.dirty = true; touched[#touched + 1] = c end

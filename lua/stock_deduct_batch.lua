@@ -104,6 +104,7 @@ local function sku(b)
   if c ~= nil then return c end
   local s = redis.call('HMGET', KEYS[b], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
   if not s[1] or not s[3] then -- no hold: not a SKU on sale
+    refuse_layout1(KEYS[b])
     -- Was it? A SKU the registry names, or a registry that is gone, is
     -- a gate that lost its data, not a SKU never on sale.
     local name = string.match(KEYS[b], '{([^}]*)}:state$')
@@ -149,7 +150,7 @@ while a <= nargv do
     local b = k + 4 * i - 3
     local qs = ARGV[a + 4 + i]
     local v = read(KEYS[b + 3])[id]
-    local r = v and rec_decode(v, now)
+    local r = v and rec_decode(v)
     if r then
       if r.id ~= ident then code = 'conflict'
       elseif r.st == 'expired' or (r.st == 'held' and r.dl <= now) then code = 'expired'
@@ -189,7 +190,7 @@ while a <= nargv do
   local dk = KEYS[k]
   local dirs = read(dk)
   local dv = dirs[id]
-  local d = dv and dir_decode(dv, now)
+  local d = dv and dir_decode(dv)
   if d and d.id ~= ident then code, at = 'conflict', 0 end
   if code then
     out[#out + 1] = codes[code] + 16 * at
@@ -206,7 +207,7 @@ while a <= nargv do
       w[#w + 1] = v
     end
     if nt > 0 then
-      local sdl, sbound = int(deadline), int(bound)
+      local sdl, sbound = int(deadline), int(bound - deadline)
       for t = 1, nt do
         local c, qty, qs = tc[t], tq[t], tqs[t]
         if not c.dirty then c.dirty = true; touched[#touched + 1] = c end

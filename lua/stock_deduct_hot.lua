@@ -44,6 +44,7 @@ local n = (#ARGV - 2) / stride
 local out = {}
 local s = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
 if not s[1] or not s[3] then
+  refuse_layout1(KEYS[1])
   -- Not on sale, or lost: the batch script tells the two apart (a slot's
   -- caller asks the registry).
   for i = 1, n do out[i] = slot and {'unknown_sku', 1, 0} or 15 end
@@ -80,12 +81,12 @@ end
 -- counts (a user twice is written twice, the later count last).
 local holds, recs, dirs, users = {}, {}, {}, {}
 local taken, nu = 0, 0
-local sdl, sbound -- the decimal forms of now + hold, now + max
+local sdl, sgap -- the decimal forms of now + hold, max - hold
 for i = 1, n do
   local a = 3 + stride * (i - 1)
   local code = 0
   local dl, dln -- the order's deadline, as a string and a number
-  if (lv[i] and rec_decode(lv[i], now)) or (dv[i] and dir_decode(dv[i], now)) then
+  if (lv[i] and rec_decode(lv[i])) or (dv[i] and dir_decode(dv[i])) then
     code = 15
   else
     local user, own, qty = ARGV[a + 1], ARGV[a + 3], tonumber(ARGV[a + 4])
@@ -99,13 +100,15 @@ for i = 1, n do
       own = tonumber(own)
       if own > max then code = 9 else dln = now + own; dl = string.format('%d', dln) end
     end
+    local gap -- the bound's distance from the deadline
+    if dl then gap = string.format('%d', max - own) end
     if code == 0 then
       local id, ident, qs = ARGV[a], ARGV[a + 2], ARGV[a + 4]
       if not dl then
         sdl = sdl or string.format('%d', now + hold)
-        dl, dln = sdl, now + hold
+        sgap = sgap or string.format('%d', max - hold)
+        dl, dln, gap = sdl, now + hold, sgap
       end
-      sbound = sbound or string.format('%d', now + max)
       avail, held, ver = avail - qty, held + qty, ver + 1
       if user ~= '' then
         -- A user new to the SKU holds what it takes: its decimal form is
@@ -118,7 +121,7 @@ for i = 1, n do
       end
       taken = taken + 1
       holds[2 * taken - 1], holds[2 * taken] = dl, id
-      local rec = 'h' .. qs .. '\t' .. dl .. '\t' .. sbound .. '\t' .. ident
+      local rec = 'h' .. qs .. '\t' .. dl .. '\t' .. gap .. '\t' .. ident
       if slot then rec = rec .. '\ta' .. ARGV[a + 5] end
       recs[2 * taken - 1], recs[2 * taken] = id, rec
       dirs[2 * taken - 1], dirs[2 * taken] = id, ident

@@ -6,8 +6,7 @@
 -- KEYS[1]  <p>:dir:{<shard>}     hash order ID -> directory entry: the
 --                                order's identity, and the attempts that
 --                                bound it and have not given up
--- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
--- ARGV     then per order: order ID, identity (user + "\n" + canonical
+-- ARGV     per order: order ID, identity (user + "\n" + canonical
 --          signature), the attempt's token (random, one per Deduct call)
 -- Reply    one reply per order: 'new' (the entry was created), 'same' (it
 --          already held this identity: another attempt, or a resend of
@@ -27,23 +26,22 @@
 -- that no leaving attempt deletes the entry of an order that may hold
 -- stock. Running it twice is running it once: the token is already in the
 -- set.
-local now = tonumber(ARGV[1])
 local out = {}
-for a = 2, #ARGV, 3 do
+for a = 1, #ARGV, 3 do
   local id, ident, token = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-  local d = dir_decode(redis.call('HGET', KEYS[1], id), now)
+  local d = dir_decode(redis.call('HGET', KEYS[1], id))
   if not d then
     redis.call('HSET', KEYS[1], id, dir_encode({id = ident, lease = 0, toks = token}))
     out[#out + 1] = 'new'
   elseif d.id ~= ident then
-    if not d.e and not dir_attempts(d, now) then
+    if not d.e and not dir_attempts(d) then
       out[#out + 1] = {'stale', d.id}
     else
       out[#out + 1] = 'conflict'
     end
   else
     local toks = ''
-    if dir_attempts(d, now) then
+    if dir_attempts(d) then
       toks = d.toks
     elseif not d.e then
       toks = '?'

@@ -4,12 +4,11 @@
 --
 -- KEYS[1]  <p>:dir:{<shard>}        hash order ID -> directory entry
 -- KEYS[2]  <p>:dir:{<shard>}:gone   list "<e> <order ID>" of ended entries
--- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
--- ARGV[2]  order ID
--- ARGV[3]  the identity whose order ended (mode 'end'), or '' (mode 'keep')
--- ARGV[4]  retention ms
--- ARGV[5]  mode: 'end' gives the entry Retention from now, if it names
---          ARGV[3]; 'keep' takes that end off again, whatever the
+-- ARGV[1]  order ID
+-- ARGV[2]  the identity whose order ended (mode 'end'), or '' (mode 'keep')
+-- ARGV[3]  retention ms
+-- ARGV[4]  mode: 'end' gives the entry Retention from now (the server's
+--          time), if it names ARGV[2]; 'keep' takes that end off again, whatever the
 --          identity (the order still holds stock: a Confirm or Revert
 --          that ended the entry could not end every line), and makes its
 --          attempt set (if any) live as long as the entry.
@@ -17,19 +16,18 @@
 --
 -- An entry naming another identity belongs to a newer order under the same
 -- ID and is left alone. Running it twice is safe.
-local now = tonumber(ARGV[1])
-local id = ARGV[2]
-local d = dir_decode(redis.call('HGET', KEYS[1], id), now)
+local id = ARGV[1]
+local d = dir_decode(redis.call('HGET', KEYS[1], id))
 if not d then return 0 end
-if ARGV[5] == 'keep' then
+if ARGV[4] == 'keep' then
   d.e, d.lease = nil, 0
   redis.call('HSET', KEYS[1], id, dir_encode(d))
   return 1
 end
-if d.id ~= ARGV[3] then return 0 end
+if d.id ~= ARGV[2] then return 0 end
 -- The attempt set, if it lives, lives as long as the entry now.
-if dir_attempts(d, now) then d.lease = 0 else d.toks = '' end
-d.e = now + tonumber(ARGV[4])
+if dir_attempts(d) then d.lease = 0 else d.toks = '' end
+d.e = clock() + tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], id, dir_encode(d))
 redis.call('RPUSH', KEYS[2], d.e .. ' ' .. id)
 return 1

@@ -3,12 +3,12 @@
 -- free again). Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:dir:{<shard>}     hash order ID -> directory entry
--- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
--- ARGV[2]  order ID
--- ARGV[3]  the identity the attempt bound
--- ARGV[4]  the attempt's token
--- ARGV[5]  lease ms, or 0: when other attempts are left on an entry that
---          has not ended, their set lives this long from now (never the
+-- ARGV[1]  order ID
+-- ARGV[2]  the identity the attempt bound
+-- ARGV[3]  the attempt's token
+-- ARGV[4]  lease ms, or 0: when other attempts are left on an entry that
+--          has not ended, their set lives this long from now (the server's
+--          time; never the
 --          entry) (the leaving attempt found no record of the order, so
 --          those attempts may have ended without taking anything, their
 --          outcome unknown). An entry whose set expired can be taken over
@@ -21,17 +21,16 @@
 --
 -- An attempt that succeeded never leaves, so an entry some successful
 -- Deduct counts on is never deleted here. Running it twice is safe.
-local now = tonumber(ARGV[1])
-local id, ident, token = ARGV[2], ARGV[3], ARGV[4]
-local d = dir_decode(redis.call('HGET', KEYS[1], id), now)
+local id, ident, token = ARGV[1], ARGV[2], ARGV[3]
+local d = dir_decode(redis.call('HGET', KEYS[1], id))
 if not d or d.id ~= ident then return 0 end
 local left = ''
-if dir_attempts(d, now) then left = without_token(d.toks, token) end
+if dir_attempts(d) then left = without_token(d.toks, token) end
 if left ~= '' then
-  local lease = tonumber(ARGV[5])
+  local lease = tonumber(ARGV[4])
   if left ~= d.toks or (lease > 0 and not d.e) then
     d.toks = left
-    if lease > 0 and not d.e then d.lease = now + lease end
+    if lease > 0 and not d.e then d.lease = clock() + lease end
     redis.call('HSET', KEYS[1], id, dir_encode(d))
   end
   return 0

@@ -5,18 +5,16 @@
 -- record of its first line). Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:dir:{<shard>}     hash order ID -> directory entry
--- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
--- ARGV[2]  order ID
--- ARGV[3]  the stale identity the caller checked
--- ARGV[4]  the new order's identity
--- ARGV[5]  the attempt's token
--- Reply    'new' (the entry now holds ARGV[4]) or 'conflict' (the entry
+-- ARGV[1]  order ID
+-- ARGV[2]  the stale identity the caller checked
+-- ARGV[3]  the new order's identity
+-- ARGV[4]  the attempt's token
+-- Reply    'new' (the entry now holds ARGV[3]) or 'conflict' (the entry
 --          changed since the check, or an attempt bound it: nothing
 --          written).
-local now = tonumber(ARGV[1])
-local d = dir_decode(redis.call('HGET', KEYS[1], ARGV[2]), now)
-if not d or d.id ~= ARGV[3] or d.e or dir_attempts(d, now) then
+local d = dir_decode(redis.call('HGET', KEYS[1], ARGV[1]))
+if not d or d.id ~= ARGV[2] or d.e or dir_attempts(d) then
   return 'conflict'
 end
-redis.call('HSET', KEYS[1], ARGV[2], dir_encode({id = ARGV[4], lease = 0, toks = ARGV[5]}))
+redis.call('HSET', KEYS[1], ARGV[1], dir_encode({id = ARGV[3], lease = 0, toks = ARGV[4]}))
 return 'new'

@@ -35,7 +35,7 @@ local n = #KEYS / 4
 
 local recs = {}
 for i = 1, n do
-  local r = rec_get(KEYS[4 * (i - 1) + 4], id, now)
+  local r = rec_get(KEYS[4 * (i - 1) + 4], id)
   if not r or r.id ~= ident then return {'unknown', i} end
   recs[i] = r
 end

@@ -10,12 +10,14 @@
 -- ID, identity, signature or bucket name contains one; shown as spaces
 -- here):
 --
---   record    <st><qty> <dl> <mx> <identity> [extras]
+--   record    <st><qty> <dl> <mx - dl> <identity> [extras]
 --   entry     <identity> [extras]
 --
 -- st is one letter (h held, c confirmed, v reverted, f refunded, x
 -- expired), qty the units as ordered, dl the deadline and mx the bound (the
--- latest deadline an extension may set), ms; the identity is user .. "\n"
+-- latest deadline an extension may set), ms, kept as its distance from dl
+-- (mostly a short number: the SKU's maximum less its hold time); the
+-- identity is user .. "\n"
 -- .. canonical signature. The extras, each a letter and a value: a record
 -- may have a<tokens> (the Deduct attempts that count on a held line, on a
 -- Redis Cluster, comma-separated), t<units> (given back by partial
@@ -28,9 +30,31 @@
 -- expired): it is kept Retention after that, and from e on it reads as
 -- absent, whatever the time the reclaimer deletes it (it pops the key's
 -- gone list, "<e> <order ID>" per ending, and deletes what has passed its
--- e). Times are the caller's clock, passed to every script in ms. Numbers
--- in a record are below 10^14 (ms until year 5138, units at most 10^9), so
--- Lua's number-to-string conversion writes them exactly.
+-- e). e, and the lease of an entry's attempts, are the server's time (TIME,
+-- ms: clock()), as the Redis TTLs they replace were, so they do not depend
+-- on the Stores' clocks agreeing; deadlines are the callers' clock, passed
+-- in. Numbers in a record are below 10^14 (ms until year 5138, units at
+-- most 10^9), so Lua's number-to-string conversion writes them exactly.
+
+-- clock returns the server's time in ms, read once per script call.
+local server_ms
+local function clock()
+  if not server_ms then
+    local t = redis.call('TIME')
+    server_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return server_ms
+end
+
+-- refuse_layout1 raises the error of a state of key layout 1 (hold_ms and
+-- no hold: an earlier version wrote it, with a key per order line this
+-- version does not read), which the Store answers with ErrLayout. A script
+-- calls it, before any write, on a state it finds without hold.
+local function refuse_layout1(state)
+  if redis.call('HEXISTS', state, 'hold_ms') == 1 and redis.call('HEXISTS', state, 'hold') == 0 then
+    error('LAYOUT1 ' .. state .. ' is a state of key layout 1')
+  end
+end
 
 -- stname and stcode map a record's state letter to its name and back
 -- (comparisons, not tables: a table built on every call costs more).
@@ -48,15 +72,16 @@ end
 -- rec_decode returns the record v (an HGET or HMGET value: false when
 -- absent) as a table {st, qty, dl, mx, id (identity), user, at (tokens or
 -- nil), ret, e (or nil), ops (op -> signature, or nil), opl (ops in order)},
--- or nil when there is none, or when its retention has passed by now.
-local function rec_decode(v, now)
+-- or nil when there is none, or when its retention has passed (unless all).
+local function rec_decode(v, all)
   if not v then return nil end
-  local _, e, s, q, dl, mx = string.find(v, '^(%a)(%d+)\t(%d+)\t(%d+)\t')
+  local _, e, s, q, dl, mx = string.find(v, '^(%a)(%d+)\t(%d+)\t(%-?%d+)\t')
   if not s then return nil end
+  dl = tonumber(dl)
   -- The identity, then the extras: split at plain tabs (no pattern
   -- backtracks over a long value).
   local sp = string.find(v, '\t', e + 1, true)
-  local r = {st = stname(s), qty = tonumber(q), dl = tonumber(dl), mx = tonumber(mx),
+  local r = {st = stname(s), qty = tonumber(q), dl = dl, mx = dl + tonumber(mx),
              id = string.sub(v, e + 1, (sp or 0) - 1), ret = 0}
   r.user = string.sub(r.id, 1, (string.find(r.id, '\n', 1, true) or 0) - 1)
   while sp do
@@ -79,13 +104,13 @@ local function rec_decode(v, now)
     end
     sp = nx
   end
-  if r.e and r.e <= now then return nil end
+  if r.e and not all and r.e <= clock() then return nil end
   return r
 end
 
 -- rec_encode returns the record r as stored.
 local function rec_encode(r)
-  local v = stcode(r.st) .. r.qty .. '\t' .. r.dl .. '\t' .. r.mx .. '\t' .. r.id
+  local v = stcode(r.st) .. r.qty .. '\t' .. r.dl .. '\t' .. (r.mx - r.dl) .. '\t' .. r.id
   if r.at and r.at ~= '' then v = v .. '\ta' .. r.at end
   if r.ret > 0 then v = v .. '\tt' .. r.ret end
   if r.opl then
@@ -95,8 +120,8 @@ local function rec_encode(r)
   return v
 end
 
-local function rec_get(key, id, now)
-  return rec_decode(redis.call('HGET', key, id), now)
+local function rec_get(key, id)
+  return rec_decode(redis.call('HGET', key, id))
 end
 
 local function rec_put(key, id, r)
@@ -105,8 +130,8 @@ end
 
 -- rec_end writes r as ended now: kept keep ms, and listed in gone for the
 -- reclaimer to delete after that.
-local function rec_end(key, gone, id, r, now, keep)
-  r.e = now + keep
+local function rec_end(key, gone, id, r, keep)
+  r.e = clock() + keep
   redis.call('HSET', key, id, rec_encode(r))
   redis.call('RPUSH', gone, r.e .. ' ' .. id)
 end
@@ -120,8 +145,8 @@ end
 
 -- dir_decode returns the directory entry v as a table {id (identity),
 -- lease, toks ('' for none), e (or nil)}, or nil when there is none or its
--- retention has passed by now.
-local function dir_decode(v, now)
+-- retention has passed (unless all).
+local function dir_decode(v, all)
   if not v then return nil end
   local sp = string.find(v, '\t', 1, true)
   local d = {id = string.sub(v, 1, (sp or 0) - 1), lease = 0, toks = ''}
@@ -136,7 +161,7 @@ local function dir_decode(v, now)
     end
     sp = nx
   end
-  if d.e and d.e <= now then return nil end
+  if d.e and not all and d.e <= clock() then return nil end
   return d
 end
 
@@ -147,10 +172,10 @@ local function dir_encode(d)
   return v
 end
 
--- dir_attempts reports whether the entry's attempt set exists at now: it
--- has tokens, and its lease (if any) has not run out.
-local function dir_attempts(d, now)
-  return d.toks ~= '' and (d.lease == 0 or d.lease > now)
+-- dir_attempts reports whether the entry's attempt set exists: it has
+-- tokens, and its lease (if any) has not run out.
+local function dir_attempts(d)
+  return d.toks ~= '' and (d.lease == 0 or d.lease > clock())
 end
 
 -- has_token reports whether the comma-separated list toks holds tok.

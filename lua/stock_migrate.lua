@@ -2,29 +2,32 @@
 -- layout 2) to layout 2, in place. Store.Migrate runs it, with traffic to
 -- the prefix stopped. Runs after stock_lib.lua.
 --
--- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
--- ARGV[2]  mode:
+-- ARGV[1]  mode:
 --            'state'  KEYS[1] <p>:{sku}:state: the hold time hold_ms
 --                     becomes hold
 --            'line'   KEYS[1] <p>:{sku}:o:<id>, the hash of one order line
 --                     (st, qty, user, dl, mx, id, at, ret, r:<op>);
 --                     KEYS[2] <p>:{sku}:lines; KEYS[3] <p>:{sku}:gone;
---                     ARGV[3] the order ID, ARGV[4] the retention, ms:
+--                     ARGV[2] the order ID, ARGV[3] the retention, ms:
 --                     the line becomes the ID's field of the lines hash,
---                     its TTL its end (now + the TTL left; a line that
---                     ended without one, now + the retention), and the
---                     key is deleted
+--                     its TTL its end (the server's time + the TTL left;
+--                     a line that ended without one, + the retention),
+--                     and the key is deleted
 --            'entry'  KEYS[1] <p>:dir:{<shard>}; KEYS[2] its gone list;
---                     ARGV[3] the order ID, ARGV[4] the entry as the
---                     caller built it from the order's layout 1 keys,
---                     ARGV[5] its end (ms), or 0 while the order lives:
---                     written unless the shard has a live entry of the ID
---                     already (a Migrate run before)
+--                     ARGV[2] the order ID, ARGV[3] its identity (the
+--                     value of its layout 1 entry), ARGV[4] that entry's
+--                     TTL left (ms, or -1: none), ARGV[5] its attempts
+--                     (the layout 1 set's members, comma-separated),
+--                     ARGV[6] their set's TTL left (ms, or -1): the entry
+--                     becomes the ID's field of the shard, its TTLs its
+--                     end and its attempts' lease (the server's time + the
+--                     TTL left), unless the shard has a live entry of the
+--                     ID already (a Migrate run before)
 -- Reply    1 when something was converted, 0 when there was nothing to
 --          convert (the key is gone, or converted before).
 --
 -- Each mode can run twice with the effect of running once.
-local now, mode = tonumber(ARGV[1]), ARGV[2]
+local mode = ARGV[1]
 if mode == 'state' then
   local s = redis.call('HMGET', KEYS[1], 'hold_ms', 'hold')
   if not s[1] then return 0 end
@@ -33,14 +36,20 @@ if mode == 'state' then
   return 1
 end
 if mode == 'entry' then
-  if dir_decode(redis.call('HGET', KEYS[1], ARGV[3]), now) then return 0 end
-  redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
-  local e = tonumber(ARGV[5])
-  if e > 0 then redis.call('RPUSH', KEYS[2], e .. ' ' .. ARGV[3]) end
+  if dir_decode(redis.call('HGET', KEYS[1], ARGV[2])) then return 0 end
+  local d = {id = ARGV[3], lease = 0, toks = ARGV[5]}
+  local ttl, setttl = tonumber(ARGV[4]), tonumber(ARGV[6])
+  if ttl > 0 then
+    d.e = clock() + ttl
+  elseif d.toks ~= '' and setttl > 0 then
+    d.lease = clock() + setttl
+  end
+  redis.call('HSET', KEYS[1], ARGV[2], dir_encode(d))
+  if d.e then redis.call('RPUSH', KEYS[2], d.e .. ' ' .. ARGV[2]) end
   return 1
 end
 -- mode 'line'
-local id = ARGV[3]
+local id = ARGV[2]
 local h = redis.call('HGETALL', KEYS[1])
 if #h == 0 then return 0 end
 local f = {}
@@ -58,9 +67,9 @@ for i = 1, #h, 2 do
 end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then
-  r.e = now + ttl
+  r.e = clock() + ttl
 elseif r.st ~= 'held' then
-  r.e = now + tonumber(ARGV[4])
+  r.e = clock() + tonumber(ARGV[3])
 end
 redis.call('HSET', KEYS[2], id, rec_encode(r))
 if r.e then redis.call('RPUSH', KEYS[3], r.e .. ' ' .. id) end

@@ -6,9 +6,8 @@
 --          (entries)
 -- KEYS[2]  <p>:{sku}:gone, or <p>:dir:{<shard>}:gone: list "<e> <order
 --          ID>", one item per ending, in the order they ended
--- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
--- ARGV[2]  the most items to take off the list
--- ARGV[3]  'line' (KEYS[1] holds line records) or 'dir' (directory entries)
+-- ARGV[1]  the most items to take off the list
+-- ARGV[2]  'line' (KEYS[1] holds line records) or 'dir' (directory entries)
 -- Reply    {deleted, taken, more}: records deleted, items taken off the
 --          list, and 1 when the list still starts with a due item.
 --
@@ -20,9 +19,10 @@
 -- it, so a record is kept at least Retention, a little longer where
 -- Stores with another Retention share the prefix. Running it twice is
 -- safe.
-local now, max = tonumber(ARGV[1]), tonumber(ARGV[2])
+-- Ends are the server's time (see stock_lib.lua).
+local now, max = clock(), tonumber(ARGV[1])
 local decode = rec_decode
-if ARGV[3] == 'dir' then decode = dir_decode end
+if ARGV[2] == 'dir' then decode = dir_decode end
 local deleted, taken = 0, 0
 while taken < max do
   local item = redis.call('LINDEX', KEYS[2], 0)
@@ -32,8 +32,8 @@ while taken < max do
   redis.call('LPOP', KEYS[2])
   taken = taken + 1
   if id then
-    -- Decoded as of time -1: a record past its e is read, not hidden.
-    local r = decode(redis.call('HGET', KEYS[1], id), -1)
+    -- Decoded whole: a record past its e is read, not hidden.
+    local r = decode(redis.call('HGET', KEYS[1], id), true)
     if r and r.e and r.e <= now then
       redis.call('HDEL', KEYS[1], id)
       deleted = deleted + 1

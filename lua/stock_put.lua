@@ -1,5 +1,6 @@
 -- stock_put.lua: put a SKU on sale. Overwrites the available units and the
 -- settings; keeps the units held and sold.
+-- Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:{sku}:state   hash avail, held, sold, limit, hold, max_ms,
 --                            ver, epoch, gen
@@ -16,6 +17,7 @@
 -- Reply    the new epoch.
 --
 -- Running it twice leaves the same state, with ver and epoch bumped twice.
+refuse_layout1(KEYS[1])
 if redis.call('HEXISTS', KEYS[1], 'hold') == 0 or redis.call('HEXISTS', KEYS[1], 'gen') == 0 then
   redis.call('HSET', KEYS[1], 'gen', ARGV[4])
   redis.call('DEL', KEYS[2])

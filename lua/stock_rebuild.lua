@@ -33,6 +33,7 @@
 -- (a state hash lost alone keeps its holds zset and records): their
 -- Confirm, Revert or reclaim moves them out of it again. No hold is added
 -- to a SKU without a state.
+refuse_layout1(KEYS[1])
 if redis.call('HEXISTS', KEYS[1], 'hold') == 1 then
   local e = redis.call('HMGET', KEYS[1], 'epoch', 'gen')
   -- The generation is drawn per call: a state that has it is this call's
@@ -51,7 +52,7 @@ for from = 1, #ids, 1000 do
   local to = math.min(from + 999, #ids)
   local v = redis.call('HMGET', KEYS[4], unpack(ids, from, to))
   for i = 1, to - from + 1 do
-    local r = rec_decode(v[i], now)
+    local r = rec_decode(v[i])
     if r and r.st == 'held' then held = held + r.qty - r.ret end
   end
 end

@@ -48,12 +48,13 @@ local out = {}
 -- A SKU whose state is gone (flushed, evicted) is rebuilt from the
 -- database: its holds end, the missing counters are not recreated.
 local live = redis.call('HEXISTS', KEYS[1], 'hold') == 1
+if not live then refuse_layout1(KEYS[1]) end
 for i = 4, #ARGV do
   local id = ARGV[i]
   local score = redis.call('ZSCORE', KEYS[2], id)
   if score and tonumber(score) <= now then
     redis.call('ZREM', KEYS[2], id)
-    local r = rec_get(KEYS[6], id, now)
+    local r = rec_get(KEYS[6], id)
     if r and r.st == 'held' then
       local qty = r.qty - r.ret
       if live and qty > 0 then
@@ -65,7 +66,7 @@ for i = 4, #ARGV do
         redis.call('HDEL', KEYS[3], r.user)
       end
       r.st = 'expired'
-      rec_end(KEYS[6], KEYS[7], id, r, now, keep)
+      rec_end(KEYS[6], KEYS[7], id, r, keep)
       redis.call('ZADD', KEYS[5], now, id .. '\n' .. r.id)
       out[#out + 1] = id
       out[#out + 1] = r.user

@@ -38,7 +38,7 @@ local found, changed = 0, 0
 local recs = {}
 for i = 1, n do
   local b = 5 * (i - 1)
-  local r = rec_get(KEYS[b + 4], id, now)
+  local r = rec_get(KEYS[b + 4], id)
   recs[i] = r
   -- A revert counts on the SKU's state: a gate that lost it answers
   -- nothing until it is rebuilt.
@@ -94,7 +94,7 @@ for i = 1, n do
         redis.call('HDEL', KEYS[b + 4], id)
       else
         r.st = to
-        rec_end(KEYS[b + 4], KEYS[b + 5], id, r, now, keep)
+        rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep)
       end
     end
   end

@@ -3,6 +3,7 @@
 -- the one the caller read (same generation and epoch: no flush, rebuild or
 -- administrative write since) and, unless forced, only if it has no live
 -- holds at this instant.
+-- Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:{sku}:state   hash avail, held, ..., hold, ver, epoch, gen
 -- KEYS[2]  <p>:{sku}:bl      the SKU's transfer lease: while it is held the
@@ -18,7 +19,10 @@
 -- Reply    {'ok', new epoch} | {'absent'} | {'stale', epoch} |
 --          {'held', units held} | {'range', avail}; only 'ok' writes
 local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'hold', 'epoch', 'gen')
-if not s[1] or not s[3] then return {'absent'} end
+if not s[1] or not s[3] then
+  refuse_layout1(KEYS[1])
+  return {'absent'}
+end
 local epoch = tonumber(s[4] or '0')
 if (s[5] or '') ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return {'stale', epoch} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'stale', epoch} end

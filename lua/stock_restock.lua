@@ -1,4 +1,5 @@
 -- stock_restock.lua: add units to a SKU that is on sale, once per operation.
+-- Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:{sku}:state         hash avail, ..., hold, ver, epoch, gen
 -- KEYS[2]  <p>:{sku}:rs:<op ID>    marker of the operation on this SKU: its
@@ -20,7 +21,10 @@ if m then
   return {'conflict'}
 end
 local s = redis.call('HMGET', KEYS[1], 'avail', 'hold')
-if not s[1] or not s[2] then return {'unknown_sku'} end
+if not s[1] or not s[2] then
+  refuse_layout1(KEYS[1])
+  return {'unknown_sku'}
+end
 local units = tonumber(ARGV[1])
 if tonumber(s[1]) + units > tonumber(ARGV[2]) then return {'too_many', tonumber(s[1])} end
 local now = redis.call('HINCRBY', KEYS[1], 'avail', units)

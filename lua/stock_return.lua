@@ -54,7 +54,7 @@ local m = tonumber(ARGV[8])
 local recs = {}
 local applied = nil
 for i = 1, n do
-  local r = rec_get(KEYS[5 * (i - 1) + 4], id, now)
+  local r = rec_get(KEYS[5 * (i - 1) + 4], id)
   if not r or r.id ~= ident then return {'unknown', i} end
   recs[i] = r
   if r.ops and r.ops[opf] then applied = r.ops[opf] end
@@ -139,7 +139,7 @@ for i = 1, n do
   if close and (r.st == 'held' or r.st == 'confirmed') and r.qty - r.ret <= 0 then
     r.st = (r.st == 'held') and 'reverted' or 'refunded'
     redis.call('ZREM', KEYS[b + 2], id)
-    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, now, keep)
+    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep)
   else
     rec_put(KEYS[b + 4], id, r)
   end

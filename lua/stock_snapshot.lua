@@ -8,8 +8,7 @@
 -- KEYS[2]      <p>:{sku}:holds      zset order ID -> hold deadline ms
 -- KEYS[3]      <p>:{sku}:lines      hash order ID -> line record
 -- KEYS[3+j]    <p>:{sku}:rs:<op>    marker of watched restock operation j
--- ARGV[1]      now, in ms, from the caller's clock (not the server's TIME)
--- ARGV[1+i]    order ID of watched order line i
+-- ARGV[i]      order ID of watched order line i
 -- Reply        {state fields (HMGET, nil for missing), {id, deadline, ...}
 --              of every hold, {st of watched line i, '' when it has no
 --              record}, {1 if operation j's marker exists, else 0}, rn}
@@ -17,12 +16,11 @@
 --              units (stock_return.lua; '' for none): the caller reads the
 --              holds' quantities after this step, and tells by an rn read
 --              after them that none changed in between
-local now = tonumber(ARGV[1])
 local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'sold', 'limit', 'hold', 'ver', 'epoch', 'gen', 'max_ms')
 local h = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
 local w = {}
-for i = 2, #ARGV do
-  local r = rec_get(KEYS[3], ARGV[i], now)
+for i = 1, #ARGV do
+  local r = rec_get(KEYS[3], ARGV[i])
   w[#w + 1] = r and r.st or ''
 end
 local ops = {}

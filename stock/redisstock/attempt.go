@@ -37,7 +37,7 @@ func (s *Store) endsKey(sku string) string { return s.skuKey(sku, ":ends", "") }
 // the Retention of its ended records, if it still names ident.
 func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident string) *redis.Cmd {
 	return dirKeepScript.Run(ctx, c, []string{s.dirKey(order), s.dirGoneKey(order)},
-		s.nowMs(), order, ident, s.keep.Milliseconds(), "end")
+		order, ident, s.keep.Milliseconds(), "end")
 }
 
 // notOnSale is the error for a SKU whose state hash is missing: the gate
@@ -76,7 +76,7 @@ func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
 // SKU's state is gone): the entry lives as long as the order holds stock.
 func (s *Store) keepDirectory(ctx context.Context, orderID string) error {
 	err := dirKeepScript.Run(ctx, s.c, []string{s.dirKey(orderID), s.dirGoneKey(orderID)},
-		s.nowMs(), orderID, "", s.keep.Milliseconds(), "keep").Err()
+		orderID, "", s.keep.Milliseconds(), "keep").Err()
 	if err != nil {
 		return s.writeErr(ctx, "keep order ID", err)
 	}

@@ -291,7 +291,7 @@ func (s *Store) bindRest(ctx context.Context, a *attempt, created *redis.BoolCmd
 	if created.Val() {
 		return redis.NewCmdResult("new", nil)
 	}
-	return partReply(dirBindScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.now, a.o.ID, a.ident, a.token), 0, "deduct")
+	return partReply(dirBindScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, a.ident, a.token), 0, "deduct")
 }
 
 // bindReply reads the bind's reply: its word, and for "stale" the
@@ -326,11 +326,11 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 	if err != nil && err != redis.Nil {
 		return "", &outcomeError{op: "deduct", err: err}
 	}
-	r, ok, err := parseRecord(v, a.now)
+	r, ok, err := parseRecord(v, 0) // an ended record still read: the order is left alone
 	if err != nil || ok && r.ident == stale {
 		return "conflict", nil
 	}
-	word, err := dirTakeoverScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.now, a.o.ID, stale, a.ident, a.token).Text()
+	word, err := dirTakeoverScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, stale, a.ident, a.token).Text()
 	if err != nil {
 		return "", &outcomeError{op: "deduct", err: err}
 	}
@@ -352,7 +352,7 @@ func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) 
 	if !seen {
 		lease = (stock.DefaultHoldTTL + s.keep).Milliseconds()
 	}
-	err := dirReleaseScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, s.nowMs(), a.o.ID, a.ident, a.token, lease).Err()
+	err := dirReleaseScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, a.ident, a.token, lease).Err()
 	if err == nil {
 		return cause
 	}

@@ -83,7 +83,7 @@
 // written and read by one codec in Lua (lua/stock_lib.lua, which the
 // scripts that touch them run after) and one in Go. They live as long as
 // their order holds stock, whatever the time; when the order ends they get
-// e, Retention from the end by the Store's clock, and from then on read
+// e, Retention from the end by the server's clock, and from then on read
 // as absent (a retry past Retention meets a new order, as with the TTLs of
 // layout 1). The reclaimer deletes them: each pass takes the due items off
 // the gone lists of the SKUs it visits and of the 16 shards, and deletes a
@@ -360,12 +360,13 @@
 // # Time
 //
 // Deadlines are computed from the Store's stock.Clock and passed to the
-// scripts in milliseconds; the scripts never read the server's TIME. So
-// are the ends of line records and directory entries (Retention after
-// their order ended), and the lease of a Cluster entry's attempt set: all
-// by the Stores' clocks, which should agree to well within Retention (the
-// restock markers, rebuild claims and reclaim replies, off the order path,
-// keep relative Redis TTLs).
+// scripts in milliseconds. Lifetimes are the servers': the end of a line
+// record or a directory entry (Retention after its order ended) and the
+// lease of a Cluster entry's attempt set are the time of the server that
+// holds them (TIME, read by the script that writes or reads them, as Redis
+// judges a TTL), and the reclaimer deletes by it too; so they do not
+// depend on the Stores' clocks agreeing. The restock markers, rebuild
+// claims and reclaim replies keep relative Redis TTLs.
 //
 // # Idempotency and unknown outcomes
 //

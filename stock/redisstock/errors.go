@@ -42,6 +42,9 @@ func (s *Store) writeErr(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if layout1(err) {
+		return &layoutError{prefix: s.prefix}
+	}
 	if certain(err) {
 		return withCtx(ctx, fmt.Errorf("redisstock: %s: %w", op, err))
 	}
@@ -54,7 +57,18 @@ func (s *Store) writeErr(ctx context.Context, op string, err error) error {
 
 // readErr wraps the failure of a request that only reads.
 func (s *Store) readErr(ctx context.Context, op string, err error) error {
+	if layout1(err) {
+		return &layoutError{prefix: s.prefix}
+	}
 	return withCtx(ctx, fmt.Errorf("redisstock: %s: %w", op, err))
+}
+
+// layout1 reports whether err is a script's refusal of a state of key
+// layout 1 (refuse_layout1 in stock_lib.lua), raised before it wrote (the
+// server puts the script's location around the message).
+func layout1(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "LAYOUT1 ")
 }
 
 // withCtx makes err match ctx.Err() too when the context has ended.

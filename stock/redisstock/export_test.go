@@ -96,13 +96,17 @@ func BucketLeaseScriptHash() string { return bucketLeaseScript.Hash() }
 // Line is a line record as a test reads it: its fields by their names in
 // the record's codec ("st", "qty", "dl", "mx", "id", "at", "ret", "e", and
 // "r:<op>" per return applied), "" for a field it lacks. ok is false when
-// there is no record, or its retention has passed by the Store's clock.
+// there is no record, or its retention has passed by the server's clock.
 func (s *Store) Line(ctx context.Context, sku, order string) (map[string]string, bool, error) {
+	now, err := s.c.Time(ctx).Result()
+	if err != nil {
+		return nil, false, err
+	}
 	v, err := s.c.HGet(ctx, s.linesKey(sku), order).Result()
 	if err != nil && err != redis.Nil {
 		return nil, false, err
 	}
-	r, ok, err := parseRecord(v, s.nowMs())
+	r, ok, err := parseRecord(v, now.UnixMilli())
 	if err != nil || !ok {
 		return nil, ok, err
 	}
@@ -121,14 +125,18 @@ func (s *Store) Line(ctx context.Context, sku, order string) (map[string]string,
 }
 
 // Entry reads the order's directory entry: its identity and when it stops
-// being read (ms; 0 while the order lives). ok is false when there is
-// none, or its retention has passed by the Store's clock.
+// being read (ms, the server's time; 0 while the order lives). ok is false
+// when there is none, or its retention has passed by the server's clock.
 func (s *Store) Entry(ctx context.Context, order string) (ident string, ends int64, ok bool, err error) {
+	now, err := s.c.Time(ctx).Result()
+	if err != nil {
+		return "", 0, false, err
+	}
 	v, err := s.c.HGet(ctx, s.dirKey(order), order).Result()
 	if err != nil && err != redis.Nil {
 		return "", 0, false, err
 	}
-	d, ok, err := parseEntry(v, s.nowMs())
+	d, ok, err := parseEntry(v, now.UnixMilli())
 	return d.ident, d.e, ok, err
 }
 

@@ -29,6 +29,7 @@ func (s *Store) readLines(ctx context.Context, op, order string, groups [][]stoc
 		live *redis.BoolCmd
 	}
 	var cs []cmds
+	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		cs = cs[:0]
 		for _, g := range groups {
@@ -36,8 +37,12 @@ func (s *Store) readLines(ctx context.Context, op, order string, groups [][]stoc
 				cs = append(cs, cmds{p.HGet(ctx, s.linesKey(it.SKU), order), p.HExists(ctx, s.stateKey(it.SKU), "hold")})
 			}
 		}
+		at = p.Time(ctx)
 	})
-	now := s.nowMs()
+	now, err := serverMs(at) // records' ends are the server's time
+	if err != nil {
+		return nil, s.readErr(ctx, op, err)
+	}
 	out := make([]lineState, 0, len(cs))
 	k := 0
 	for gi, g := range groups {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -35,7 +36,7 @@ type MigrateReport struct {
 // prefix's keys on every server (every master of a Cluster, every shard of
 // a Ring; SCAN, in batches) and converts each key in one script of its own.
 // A line's or an entry's Redis TTL becomes its end (Retention's rest, by
-// the Store's clock). Every step can run twice, so a Migrate that fails or
+// the server's clock). Every step can run twice, so a Migrate that fails or
 // stops is run again; on a prefix already of this layout it converts
 // nothing. The alternative for a gate in front of a SQL record: delete the
 // prefix's keys and rebuild the gate from the record (package reconcile).
@@ -96,20 +97,19 @@ func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
 // migrateKeys converts the keys of layout 1 among keys (every other key
 // is left alone).
 func (s *Store) migrateKeys(ctx context.Context, keys []string, rep *MigrateReport) error {
-	now := s.nowMs()
 	for _, k := range keys {
 		var err error
 		var done bool
 		switch {
 		case strings.HasPrefix(k, s.prefix+":order:{"):
-			done, err = s.migrateEntry(ctx, strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+":order:{"), "}"), now)
+			done, err = s.migrateEntry(ctx, strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+":order:{"), "}"))
 			if done {
 				rep.Orders++
 			}
 		case strings.HasPrefix(k, s.prefix+":bind:{"):
 			// Moved with its entry (whichever the scan finds first); one
 			// left without an entry is deleted.
-			done, err = s.migrateEntry(ctx, strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+":bind:{"), "}"), now)
+			done, err = s.migrateEntry(ctx, strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+":bind:{"), "}"))
 			if done {
 				rep.Orders++
 			}
@@ -118,13 +118,13 @@ func (s *Store) migrateKeys(ctx context.Context, keys []string, rep *MigrateRepo
 			switch {
 			case !ok:
 			case rest == stateSuffix:
-				done, err = s.migrateRun(ctx, []string{k}, now, "state")
+				done, err = s.migrateRun(ctx, []string{k}, "state")
 				if done {
 					rep.States++
 				}
 			case strings.HasPrefix(rest, ":o:"):
 				id := rest[len(":o:"):]
-				done, err = s.migrateRun(ctx, []string{k, s.linesKey(sku), s.goneKey(sku)}, now, "line", id, s.keep.Milliseconds())
+				done, err = s.migrateRun(ctx, []string{k, s.linesKey(sku), s.goneKey(sku)}, "line", id, s.keep.Milliseconds())
 				if done {
 					rep.Lines++
 				}
@@ -137,8 +137,8 @@ func (s *Store) migrateKeys(ctx context.Context, keys []string, rep *MigrateRepo
 	return nil
 }
 
-func (s *Store) migrateRun(ctx context.Context, keys []string, now int64, mode string, args ...any) (bool, error) {
-	n, err := migrateScript.Run(ctx, s.c, keys, append([]any{now, mode}, args...)...).Int()
+func (s *Store) migrateRun(ctx context.Context, keys []string, mode string, args ...any) (bool, error) {
+	n, err := migrateScript.Run(ctx, s.c, keys, append([]any{mode}, args...)...).Int()
 	if err != nil {
 		return false, s.writeErr(ctx, "migrate", err)
 	}
@@ -150,7 +150,7 @@ func (s *Store) migrateRun(ctx context.Context, keys []string, now int64, mode s
 // the order's directory shard, then deletes the old keys. The keys are in
 // two slots: it reads them, writes the entry (unless the shard has one of
 // the ID), then deletes them, so it can run twice.
-func (s *Store) migrateEntry(ctx context.Context, order string, now int64) (bool, error) {
+func (s *Store) migrateEntry(ctx context.Context, order string) (bool, error) {
 	dirKey, bindKey := s.prefix+":order:{"+order+"}", s.prefix+":bind:{"+order+"}"
 	var ident *redis.StringCmd
 	var ttl, bindTTL *redis.DurationCmd
@@ -167,22 +167,14 @@ func (s *Store) migrateEntry(ctx context.Context, order string, now int64) (bool
 	if ident.Err() == redis.Nil {
 		return false, s.dropKeys(ctx, bindKey)
 	}
-	v := ident.Val()
-	end := int64(0)
-	if d := ttl.Val(); d > 0 {
-		end = now + d.Milliseconds()
-	}
-	if ts := toks.Val(); len(ts) > 0 {
-		lease := int64(0)
-		if d := bindTTL.Val(); d > 0 && end == 0 {
-			lease = now + d.Milliseconds()
+	ms := func(d time.Duration) int64 {
+		if d > 0 {
+			return d.Milliseconds()
 		}
-		v += fmt.Sprintf("\ta%d:%s", lease, strings.Join(ts, ","))
+		return -1
 	}
-	if end > 0 {
-		v += fmt.Sprintf("\te%d", end)
-	}
-	done, err := s.migrateRun(ctx, []string{s.dirKey(order), s.dirGoneKey(order)}, now, "entry", order, v, end)
+	done, err := s.migrateRun(ctx, []string{s.dirKey(order), s.dirGoneKey(order)}, "entry",
+		order, ident.Val(), ms(ttl.Val()), strings.Join(toks.Val(), ","), ms(bindTTL.Val()))
 	if err != nil {
 		return false, err
 	}

@@ -129,9 +129,12 @@ func TestMigrateFromLayout1(t *testing.T) {
 		fx.want("b", 10, 0, 0)
 		fx.wantUser("b", "u3", 0)
 		// c1's record and entry kept the retention they had (an hour from
-		// its Confirm, on the server's TTL), then read as gone.
-		fx.clock.Advance(time.Hour)
-		is(t, s2.Deduct(fx.ctx(), ord("c1", "u2", it("b", 1))), nil, "c1's ID, after its retention")
-		fx.want("b", 9, 1, 0)
+		// its Confirm, on the server's TTL), then read as gone (moving the
+		// server's clock: miniredis only).
+		if fx.mini != nil {
+			elapse(fx, time.Hour)
+			is(t, s2.Deduct(fx.ctx(), ord("c1", "u2", it("b", 1))), nil, "c1's ID, after its retention")
+			fx.want("b", 9, 1, 0)
+		}
 	})
 }

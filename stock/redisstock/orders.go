@@ -96,13 +96,18 @@ func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, er
 
 // ordersBatch fills out[:len(ids)].
 func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.OrderInfo) error {
-	now := s.nowMs()
 	dirs := make([]*redis.StringCmd, len(ids))
+	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, id := range ids {
 			dirs[i] = p.HGet(ctx, s.dirKey(id), id)
 		}
+		at = p.Time(ctx)
 	})
+	now, err := serverMs(at) // the ends of entries and records are the server's time
+	if err != nil {
+		return s.readErr(ctx, "orders", err)
+	}
 	type line struct {
 		order int
 		sku   string

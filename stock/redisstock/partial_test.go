@@ -58,7 +58,7 @@ func (fx *fixture) delEntry(order string) {
 
 // entryTTL is what a TTL of the order's directory entry would be: -2 when
 // there is none, -1 while the order lives (no end), else the time left
-// until it stops being read.
+// until it stops being read (by the server's clock).
 func (fx *fixture) entryTTL(order string) time.Duration {
 	fx.t.Helper()
 	_, ends, ok, err := fx.s.Entry(fx.ctx(), order)
@@ -70,7 +70,11 @@ func (fx *fixture) entryTTL(order string) time.Duration {
 	case ends == 0:
 		return -1
 	}
-	return time.UnixMilli(ends).Sub(fx.clock.Now())
+	now, err := fx.c.Time(fx.ctx()).Result() // ends are the server's time
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return time.UnixMilli(ends).Sub(now)
 }
 
 // wantDeadline checks both where a line's deadline lives: the record and

@@ -14,7 +14,7 @@ import (
 const purgeBatch = 1000
 
 // goneDue reports whether a gone list's first item (LINDEX 0: "<e> <order
-// ID>"; redis.Nil for an empty list) is due at now.
+// ID>"; redis.Nil for an empty list) is due at now (the server's time).
 func goneDue(head *redis.StringCmd, now int64) (bool, error) {
 	v, err := head.Result()
 	if err == redis.Nil {
@@ -30,13 +30,14 @@ func goneDue(head *redis.StringCmd, now int64) (bool, error) {
 
 // purgeSKU queues the script that deletes the SKU's line records whose
 // retention has passed.
-func (s *Store) purgeSKU(ctx context.Context, p redis.Pipeliner, sku string, now int64) *redis.Cmd {
-	return purgeScript.Run(ctx, p, []string{s.linesKey(sku), s.goneKey(sku)}, now, purgeBatch, "line")
+func (s *Store) purgeSKU(ctx context.Context, p redis.Pipeliner, sku string) *redis.Cmd {
+	return purgeScript.Run(ctx, p, []string{s.linesKey(sku), s.goneKey(sku)}, purgeBatch, "line")
 }
 
 // purgeDirs deletes the directory entries whose retention has passed, from
-// the shards of dir whose gone list's first item (heads, one per shard) is due, in
-// one round trip (none when nothing is due).
+// the shards of dir whose gone list's first item (heads, one per shard) is
+// due at now (the server's time), in one round trip (none when nothing is
+// due).
 func (s *Store) purgeDirs(ctx context.Context, dir *directory, heads []*redis.StringCmd, now int64) error {
 	var due []int
 	for k, h := range heads {
@@ -54,7 +55,7 @@ func (s *Store) purgeDirs(ctx context.Context, dir *directory, heads []*redis.St
 	cmds := make([]*redis.Cmd, len(due))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, k := range due {
-			cmds[i] = purgeScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k]}, now, purgeBatch, "dir")
+			cmds[i] = purgeScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k]}, purgeBatch, "dir")
 		}
 	})
 	for _, c := range cmds {

@@ -26,7 +26,10 @@ const peekBatch = 256
 // every SKU's holds zset (and its zset of orders an earlier pass stopped
 // before finishing) in pipelined batches, runs one script per SKU that has
 // due holds, then finishes the orders it ended (their directory entries,
-// their lines on other slots).
+// their lines on other slots). The pass also deletes the line records and
+// directory entries of orders that ended more than Retention ago (by the
+// server's clock; at most 1000 per SKU, and per directory shard, each
+// pass): nothing else deletes them.
 //
 // The lines of one order share its deadline, so a pass returns them
 // together (unless limit ends the pass between them; the next pass returns
@@ -62,6 +65,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	// The registry, and the directory shards whose ended entries are due
 	// for deletion: one round trip.
 	var members *redis.StringSliceCmd
+	var at *redis.TimeCmd
 	dir := s.dir.Load()
 	heads := make([]*redis.StringCmd, len(dir.gones))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -69,15 +73,20 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		for k := range heads {
 			heads[k] = p.LIndex(ctx, dir.gones[k], 0)
 		}
+		at = p.Time(ctx)
 	})
 	skus, err := members.Result()
+	if err != nil {
+		return nil, s.readErr(ctx, "reclaim", err)
+	}
+	snow, err := serverMs(at) // ended records and entries are due by the server's time
 	if err != nil {
 		return nil, s.readErr(ctx, "reclaim", err)
 	}
 	skus = slices.DeleteFunc(skus, func(sku string) bool { return isMark(sku) })
 	for start, round := 0, 0; start < len(skus) && len(out) < limit; round++ {
 		batch := skus[start:min(start+peekBatch, len(skus))]
-		due, err := s.peekDue(ctx, batch, now, limit-len(out))
+		due, err := s.peekDue(ctx, batch, now, snow, limit-len(out))
 		if err != nil {
 			return out, err
 		}
@@ -112,7 +121,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	}
 	// Last, the directory entries past their retention (the pass's own
 	// endings are not due yet).
-	if err := s.purgeDirs(ctx, dir, heads, now); err != nil {
+	if err := s.purgeDirs(ctx, dir, heads, snow); err != nil {
 		if len(out) > 0 {
 			err = &outcomeError{op: "reclaim", err: err}
 		}
@@ -136,8 +145,10 @@ type dueHolds struct {
 // still running (finishing twice is harmless, only wasted).
 const endsGrace = time.Minute
 
-// peekDue lists, in one round trip, up to budget due holds across skus.
-func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget int) ([]dueHolds, error) {
+// peekDue lists, in one round trip, up to budget due holds across skus
+// (by now, the Store's clock), and marks the SKUs with ended records due
+// for deletion (by snow, the server's).
+func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, budget int) ([]dueHolds, error) {
 	var cmds, lefts []*redis.ZSliceCmd
 	var gones []*redis.StringCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -162,7 +173,7 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now int64, budget in
 		if err != nil {
 			return nil, s.readErr(ctx, "reclaim", err)
 		}
-		purge, err := goneDue(gones[i], now)
+		purge, err := goneDue(gones[i], snow)
 		if err != nil {
 			return nil, s.readErr(ctx, "reclaim", err)
 		}
@@ -204,7 +215,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, d := range due {
 			if d.purge {
-				purges[i] = s.purgeSKU(ctx, p, d.sku, now)
+				purges[i] = s.purgeSKU(ctx, p, d.sku)
 			}
 			if len(d.orders) == 0 {
 				continue // unfinished ends, or records to delete, only
@@ -344,13 +355,18 @@ func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaim
 	if len(ls) == 0 {
 		return nil, nil, s.dropEnds(ctx, drop)
 	}
+	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i := range ls {
 			ls[i].rec = p.HGet(ctx, s.linesKey(ls[i].sku), ls[i].id)
 			ls[i].dir = p.HGet(ctx, s.dirKey(ls[i].id), ls[i].id)
 		}
+		at = p.Time(ctx)
 	})
-	now := s.nowMs()
+	now, err := serverMs(at) // the ends of records and entries are the server's time
+	if err != nil {
+		return nil, nil, s.readErr(ctx, "reclaim", err)
+	}
 	var lines []stock.Reclaimed
 	var idents []string
 	for _, l := range ls {
@@ -421,7 +437,9 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	}
 	var others []other
 	items := map[order][]stock.Item{}
+	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
+		at = p.Time(ctx)
 		others = others[:0]
 		for _, o := range orders {
 			its, err := parseIdent(o.ident)
@@ -438,12 +456,16 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	})
 	live := map[order]bool{}
 	sold := map[order]map[string]bool{} // order -> SKUs confirmed on other slots
+	snow, err := serverMs(at) // records' ends are the server's time
+	if err != nil {
+		return s.writeErr(ctx, "reclaim", err)
+	}
 	for _, x := range others {
 		v, err := x.cmd.Result()
 		if err != nil && err != redis.Nil {
 			return s.writeErr(ctx, "reclaim", err)
 		}
-		r, ok, err := parseRecord(v, now)
+		r, ok, err := parseRecord(v, snow)
 		if err != nil {
 			return &outcomeError{op: "reclaim", err: badReply("reclaim", v)}
 		}
@@ -546,10 +568,9 @@ func (s *Store) heldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	if err != nil {
 		return nil, s.readErr(ctx, "held orders", err)
 	}
-	now := s.nowMs()
 	out := make([]Hold, 0, len(zs))
 	for i, v := range vals {
-		r, ok, err := parseRecord(v, now)
+		r, ok, err := parseRecord(v, 0)
 		if err != nil {
 			return nil, badReply("held orders", v)
 		}

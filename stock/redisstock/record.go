@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // record is an order line's record as stock_lib.lua stores it: one field
@@ -30,7 +32,9 @@ var stateNames = map[byte]string{'h': "held", 'c': "confirmed", 'v': "reverted",
 
 // parseRecord decodes a lines hash value (a redis HGET or HMGET value: a
 // string, or nil when absent). ok is false when there is no record, or
-// when its retention has passed at now (ms).
+// when its retention has passed at now: the server's time in ms (the ends
+// are the server's, see stock_lib.lua; serverMs reads it), or 0 to read
+// ended records whatever their end.
 func parseRecord(v any, now int64) (r record, ok bool, err error) {
 	str, _ := v.(string)
 	if str == "" {
@@ -50,7 +54,7 @@ func parseRecord(v any, now int64) (r record, ok bool, err error) {
 			return record{}, false, bad
 		}
 	}
-	r.qty, r.dl, r.mx, r.ident = nums[0], nums[1], nums[2], fields[3]
+	r.qty, r.dl, r.mx, r.ident = nums[0], nums[1], nums[1]+nums[2], fields[3]
 	for _, f := range fields[4:] {
 		if f == "" {
 			return record{}, false, bad
@@ -92,7 +96,7 @@ type entry struct {
 
 // parseEntry decodes a directory shard's value (a string, or nil when
 // absent). ok is false when there is no entry, or its retention has passed
-// at now (ms).
+// at now (the server's time in ms, as for parseRecord).
 func parseEntry(v any, now int64) (d entry, ok bool, err error) {
 	str, _ := v.(string)
 	if str == "" {
@@ -111,4 +115,12 @@ func parseEntry(v any, now int64) (d entry, ok bool, err error) {
 		return entry{}, false, nil
 	}
 	return d, true, nil
+}
+
+// serverMs is the time a TIME command read, in ms: queue it in the
+// pipeline whose records and entries it judges (on a Cluster it comes
+// from one master, whose clock the others follow within NTP's error).
+func serverMs(t *redis.TimeCmd) (int64, error) {
+	v, err := t.Result()
+	return v.UnixMilli(), err
 }

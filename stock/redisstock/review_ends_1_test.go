@@ -8,11 +8,16 @@ import (
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
-// elapse lets d pass on the Store's clock and for the server's TTLs
-// (miniredis: fast-forward; a real server: sleep).
+// elapse lets d pass on the Store's clock and on the server's (miniredis:
+// its TIME moved and its TTLs fast-forwarded; a real server: sleep).
 func elapse(fx *fixture, d time.Duration) {
 	fx.clock.Advance(d)
 	if fx.mini != nil {
+		now, err := fx.c.Time(fx.ctx()).Result()
+		if err != nil {
+			fx.t.Fatal(err)
+		}
+		fx.mini.SetTime(now.Add(d))
 		fx.mini.FastForward(d)
 		return
 	}

@@ -104,6 +104,7 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 	var cmds []*redis.StringCmd
 	var live []*redis.BoolCmd
 	var skus []string
+	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		cmds, live, skus = cmds[:0], live[:0], skus[:0]
 		for _, g := range groups {
@@ -113,7 +114,12 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 				skus = append(skus, it.SKU)
 			}
 		}
+		at = p.Time(ctx)
 	})
+	snow, err := serverMs(at) // records' ends are the server's time
+	if err != nil {
+		return true, s.readErr(ctx, "confirm", err)
+	}
 	confirmed, expired, lost := 0, "", ""
 	for i, c := range cmds {
 		v, err := c.Result()
@@ -126,7 +132,7 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 		if err != nil {
 			return true, s.readErr(ctx, "confirm", err)
 		}
-		r, ok, err := parseRecord(v, now)
+		r, ok, err := parseRecord(v, snow)
 		if err != nil {
 			return true, badReply("confirm", v)
 		}
@@ -259,11 +265,20 @@ func (s *Store) lookup(ctx context.Context, orderID string) (string, [][]stock.I
 	if err := s.ready(ctx); err != nil {
 		return "", nil, err
 	}
-	v, err := s.c.HGet(ctx, s.dirKey(orderID), orderID).Result()
+	var get *redis.StringCmd
+	var at *redis.TimeCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		get, at = p.HGet(ctx, s.dirKey(orderID), orderID), p.Time(ctx)
+	})
+	v, err := get.Result()
 	if err != nil && err != redis.Nil {
 		return "", nil, s.readErr(ctx, "order lookup", err)
 	}
-	d, ok, err := parseEntry(v, s.nowMs())
+	now, err := serverMs(at)
+	if err != nil {
+		return "", nil, s.readErr(ctx, "order lookup", err)
+	}
+	d, ok, err := parseEntry(v, now)
 	if err != nil {
 		return "", nil, fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
 	}

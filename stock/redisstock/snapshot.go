@@ -137,7 +137,6 @@ func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Sn
 // whether a hold of the instant read ended, its record deleted, before
 // its quantity was read (read it again).
 func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo []int) ([]Snapshot, []bool, error) {
-	now := s.nowMs()
 	cmds := make([]*redis.Cmd, len(todo))
 	skus := make([]any, len(todo))
 	var listed *redis.BoolSliceCmd
@@ -150,8 +149,7 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 			for _, op := range r.Ops {
 				keys = append(keys, s.opMarkerKey(r.SKU, op))
 			}
-			args := make([]any, 0, 1+len(r.Orders))
-			args = append(args, now)
+			args := make([]any, 0, len(r.Orders))
 			for _, id := range r.Orders {
 				args = append(args, id)
 			}
@@ -181,7 +179,7 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 	if err := s.relist(ctx, out, in); err != nil {
 		return nil, nil, err
 	}
-	ended, err := s.holdQtys(ctx, out, ids, rns, now)
+	ended, err := s.holdQtys(ctx, out, ids, rns)
 	return out, ended, err
 }
 
@@ -269,7 +267,7 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn
 // ended reports the snapshot to be read again. The zset is read after the
 // record, on the same server, so a missing record and a hold still in the
 // zset mean the former.
-func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rns []string, now int64) (ended []bool, err error) {
+func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rns []string) (ended []bool, err error) {
 	ended = make([]bool, len(out))
 	n := 0
 	for _, x := range ids {
@@ -315,7 +313,7 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 		kept := out[i].Holds[:0]
 		for j, v := range vals {
 			h := out[i].Holds[j]
-			r, ok, err := parseRecord(v, now)
+			r, ok, err := parseRecord(v, 0) // a hold's record: no end
 			if err != nil {
 				return nil, badReply("snapshot", v)
 			}
@@ -578,6 +576,9 @@ func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 // (done > 0, or a server's error reply to one of several writes, which says
 // nothing of the others). Otherwise it is writeErr's.
 func (s *Store) batchErr(ctx context.Context, op string, err error, done, n int) error {
+	if layout1(err) {
+		return &layoutError{prefix: s.prefix} // refused before any write
+	}
 	var rerr redis.Error
 	if done > 0 || (n > 1 && errors.As(err, &rerr)) {
 		e := &outcomeError{op: op, err: err}

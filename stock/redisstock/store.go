@@ -31,7 +31,8 @@ type Config struct {
 	// retries with the same order ID stay idempotent; default 24h, at
 	// least MinRetention. A held line's record lives until the hold is
 	// confirmed or returned, whatever the time. Past Retention (by the
-	// Store's Clock) they read as gone, and ReclaimExpired deletes them.
+	// server's clock, as for a TTL) they read as gone, and ReclaimExpired
+	// deletes them.
 	Retention time.Duration
 	// MaxBatch is the most concurrent Deducts sent together in one script
 	// call; default DefaultMaxBatch. While a call is in flight, the next

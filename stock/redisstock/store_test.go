@@ -70,12 +70,12 @@ func TestRecordsExpireAfterRetention(t *testing.T) {
 			t.Fatalf("%d records and entries, want 4", n)
 		}
 		// Within retention a retry is still idempotent.
-		fx.clock.Advance(time.Hour - time.Second)
+		elapse(fx, time.Hour-time.Second)
 		is(t, fx.s.Deduct(fx.ctx(), ord("paid", "u1", it("a", 2))), nil, "retried Deduct")
 		fx.want("a", 7, 1, 2)
 		// A held record has no end: the hold keeps its record, whatever the
 		// time, until it is returned; then it lives Retention more.
-		fx.clock.Advance(stock.DefaultHoldTTL + time.Minute)
+		elapse(fx, stock.DefaultHoldTTL+time.Minute)
 		if !fx.hasRecord("a", "held") || fx.entryTTL("held") != -1 {
 			t.Fatal("the held order lost its record or its entry before it was returned")
 		}
@@ -90,12 +90,12 @@ func TestRecordsExpireAfterRetention(t *testing.T) {
 		if n := stored(); n != 2 {
 			t.Fatalf("%d records and entries after the pass, want the held order's 2", n)
 		}
-		fx.clock.Advance(time.Hour - time.Second)
+		elapse(fx, time.Hour-time.Second)
 		if !fx.hasRecord("a", "held") || fx.entryTTL("held") <= 0 {
 			t.Fatal("the expired order's record or entry is gone within its retention")
 		}
 		is(t, fx.s.Deduct(fx.ctx(), ord("held", "u1", it("a", 1))), stock.ErrHoldExpired, "retried Deduct of the expired order")
-		fx.clock.Advance(time.Second)
+		elapse(fx, time.Second)
 		if _, err := fx.s.ReclaimExpired(fx.ctx(), 10); err != nil {
 			t.Fatal(err)
 		}
