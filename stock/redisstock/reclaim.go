@@ -456,7 +456,7 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	})
 	live := map[order]bool{}
 	sold := map[order]map[string]bool{} // order -> SKUs confirmed on other slots
-	snow, err := serverMs(at) // records' ends are the server's time
+	snow, err := serverMs(at)           // records' ends are the server's time
 	if err != nil {
 		return s.writeErr(ctx, "reclaim", err)
 	}
