@@ -138,3 +138,44 @@ func TestMigrateFromLayout1(t *testing.T) {
 		}
 	})
 }
+
+// A state of layout 1 is refused with ErrLayout by every call that would
+// write it or return its holds, also where the registry key alone was lost
+// (the Store's first check, on the registry, then finds nothing to
+// refuse): the old data is left as it was for Migrate.
+func TestLayout1StateIsRefusedWithoutTheRegistry(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Hour})
+		layout1(t, fx, fx.clock.Now())
+		if err := fx.c.Del(fx.ctx(), fx.cfg.Prefix+":skus").Err(); err != nil {
+			t.Fatal(err)
+		}
+		refused := func(what string, err error) {
+			t.Helper()
+			if !errors.Is(err, redisstock.ErrLayout) || !errors.Is(err, stock.ErrUnavailable) {
+				t.Errorf("%s on a state of layout 1: %v, want ErrLayout", what, err)
+			}
+		}
+		refused("Deduct", fx.s.Deduct(fx.ctx(), ord("new", "u9", it("a", 1))))
+		refused("PutOnSale", fx.s.PutOnSale(fx.ctx(), stock.Listing{SKU: "a", Units: 5, HoldTTL: time.Minute}))
+		refused("Restock", fx.s.Restock(fx.ctx(), stock.Restock{OpID: "r1", SKU: "a", Units: 1}))
+		_, err := fx.s.Rebuild(fx.ctx(), []redisstock.Rebuild{{Listing: stock.Listing{SKU: "a", Units: 5, HoldTTL: time.Minute}}})
+		refused("Rebuild", err)
+		fx.clock.Advance(2 * time.Minute) // h1 and p1 are due
+		if err := fx.s.PutOnSale(fx.ctx(), stock.Listing{SKU: "c", Units: 1, HoldTTL: time.Minute}); err != nil {
+			t.Fatal(err) // a registry again, naming c only
+		}
+		if err := fx.c.SAdd(fx.ctx(), fx.cfg.Prefix+":skus", "a").Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = fx.s.ReclaimExpired(fx.ctx(), 10)
+		refused("ReclaimExpired", err)
+		st := fx.c.HGetAll(fx.ctx(), fx.cfg.Prefix+":{a}:state").Val()
+		if st["hold_ms"] != "60000" || st["hold"] != "" || st["avail"] != "7" || st["held"] != "2" {
+			t.Fatalf("a's state of layout 1 changed: %v", st)
+		}
+		if n := fx.c.ZCard(fx.ctx(), fx.cfg.Prefix+":{a}:holds").Val(); n != 1 {
+			t.Fatalf("a's holds of layout 1: %d, want h1 still there", n)
+		}
+	})
+}
