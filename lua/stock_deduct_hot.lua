@@ -1,12 +1,12 @@
 -- stock_deduct_hot.lua: place the holds of a batch of single-line orders
 -- of one SKU: the flash sale's shape (one hot SKU, one line per order),
 -- with less work per order and per call than stock_deduct_batch.lua and
--- stock_deduct.lua. An order it cannot settle as new (its ID already has a
--- record, or a directory entry: a repeat, a conflict) is left untouched
--- and answered 15, and so is every order of a SKU whose state is missing
--- (mode 'one'): the Store sends those through the general script of the
--- mode, which decides them exactly as it decides any order.
--- Runs after stock_lib.lua.
+-- stock_deduct.lua. An order it cannot settle as new (its ID has a record
+-- or a directory entry, ended or not: a repeat, a conflict) is left
+-- untouched and answered 15, and so is every order of a SKU whose state is
+-- missing: the Store sends those through the general script of the mode,
+-- which decides them exactly as it decides any order. It needs nothing of
+-- stock_lib.lua (it decodes no record), so it runs without it.
 --
 -- KEYS[1]  <p>:{sku}:state   hash avail, held, sold, limit, hold, max_ms, ver
 -- KEYS[2]  <p>:{sku}:holds   zset order ID -> deadline ms
@@ -29,8 +29,8 @@
 --          a single-line order: mode 'one' an integer (0 held; code + 16:
 --          3 sold_out, 4 limit, 5 need_user, 9 hold_too_long); mode 'slot'
 --          {'ok', deadline, 1, 0, bound, maxhold, 1, 0} or {code, 1, 0}
---          ('unknown_sku', 'sold_out', 'limit', 'need_user',
---          'hold_too_long'); or 15: not decided here.
+--          ('sold_out', 'limit', 'need_user', 'hold_too_long'); or 15: not
+--          decided here.
 --
 -- The orders are taken one after another, each all or nothing against the
 -- state the ones before it left; a new order's record (and directory
@@ -44,10 +44,8 @@ local n = (#ARGV - 2) / stride
 local out = {}
 local s = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
 if not s[1] or not s[3] then
-  refuse_layout1(KEYS[1])
-  -- Not on sale, or lost: the batch script tells the two apart (a slot's
-  -- caller asks the registry).
-  for i = 1, n do out[i] = slot and {'unknown_sku', 1, 0} or 15 end
+  -- Not on sale, lost, or of key layout 1: the general script tells.
+  for i = 1, n do out[i] = 15 end
   return out
 end
 local avail, limit, hold = tonumber(s[1]), tonumber(s[2] or '0'), tonumber(s[3])
@@ -86,7 +84,7 @@ for i = 1, n do
   local a = 3 + stride * (i - 1)
   local code = 0
   local dl, dln -- the order's deadline, as a string and a number
-  if (lv[i] and rec_decode(lv[i])) or (dv[i] and dir_decode(dv[i])) then
+  if lv[i] or dv[i] then
     code = 15
   else
     local user, own, qty = ARGV[a + 1], ARGV[a + 3], tonumber(ARGV[a + 4])
