@@ -1,34 +1,38 @@
--- stock_deduct_hot.lua: place the holds of a batch of single-line orders
--- of one SKU: the flash sale's shape (one hot SKU, one line per order),
--- with less work per order and per call than stock_deduct_batch.lua and
--- stock_deduct.lua. An order it cannot settle as new (its ID has a record
--- or a directory entry, ended or not: a repeat, a conflict) is left
--- untouched and answered 15, and so is every order of a SKU whose state is
--- missing: the Store sends those through the general script of the mode,
--- which decides them exactly as it decides any order. It needs nothing of
--- stock_lib.lua (it decodes no record), so it runs without it.
+-- stock_deduct_hot.lua: place the holds of a batch of orders that all have
+-- a line of each of the same k SKUs: the flash sale's shape (one hot SKU,
+-- or a few sold together), with less work per order and per call than
+-- stock_deduct_batch.lua and stock_deduct.lua. An order it cannot settle
+-- as new (its ID has a record or a directory entry, ended or not: a
+-- repeat, a conflict) is left untouched and answered 15, and so is every
+-- order when a SKU's state is missing: the Store sends those through the
+-- general script of the mode, which decides them exactly as it decides any
+-- order. It needs nothing of stock_lib.lua (it decodes no record), so it
+-- runs without it.
 --
--- KEYS[1]  <p>:{sku}:state   hash avail, held, sold, limit, hold, max_ms, ver
--- KEYS[2]  <p>:{sku}:holds   zset order ID -> deadline ms
--- KEYS[3]  <p>:{sku}:users   hash user -> units held + bought
--- KEYS[4]  <p>:{sku}:lines   hash order ID -> line record
--- KEYS[5]  mode 'one': <p>:dir:{<shard>}, hash order ID -> directory entry
---          (the one shard of a directory on one server)
+-- KEYS     4 per SKU j (j = 1..k, in the orders' line order):
+--            <p>:{sku}:state   hash avail, held, sold, limit, hold, max_ms,
+--                              ver
+--            <p>:{sku}:holds   zset order ID -> deadline ms
+--            <p>:{sku}:users   hash user -> units held + bought
+--            <p>:{sku}:lines   hash order ID -> line record
+--          then, mode 'one': <p>:dir:{<shard>}, hash order ID -> directory
+--          entry (the one shard of a directory on one server)
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  mode: 'one' (one server: the orders' directory entries are
 --          checked and written here, as stock_deduct_batch.lua does) or
 --          'slot' (a slot of a Redis Cluster: each order is one attempt,
 --          its ID bound in the same pipeline, as stock_deduct.lua takes a
 --          single-group order)
+-- ARGV[3]  k, the SKUs
 -- ARGV     then per order: order ID, user ID ('' for none), identity (user
---          + "\n" + canonical signature), own hold time ms (0 for none),
---          units; in mode 'slot' also the attempt's token. The order IDs of
---          one call are distinct (the Store sends any other batch through
---          the general script).
+--          + "\n" + canonical signature), own hold time ms (0 for none), in
+--          mode 'slot' the attempt's token, then the units of each line j.
+--          The order IDs of one call are distinct (the Store sends any
+--          other batch through the general script).
 -- Reply    one reply per order, as the general script of the mode answers
---          a single-line order: mode 'one' an integer (0 held; code + 16:
---          3 sold_out, 4 limit, 5 need_user, 9 hold_too_long); mode 'slot'
---          {'ok', deadline, 1, 0, bound, maxhold, 1, 0} or {code, 1, 0}
+--          it: mode 'one' an integer (0 held; code + 16 * line: 3 sold_out,
+--          4 limit, 5 need_user, 9 hold_too_long); mode 'slot' {'ok',
+--          deadline, k, 0, bound, maxhold, line, 0} or {code, line, 0}
 --          ('sold_out', 'limit', 'need_user', 'hold_too_long'); or 15: not
 --          decided here.
 --
@@ -38,116 +42,150 @@
 -- are one command per key and call. Running the call twice takes the stock
 -- once: the second run finds the records (15, and the general script
 -- answers them as repeats).
-local now, slot = tonumber(ARGV[1]), ARGV[2] == 'slot'
-local stride = slot and 6 or 5
-local n = (#ARGV - 2) / stride
+local now, slot, k = tonumber(ARGV[1]), ARGV[2] == 'slot', tonumber(ARGV[3])
+local stride = (slot and 5 or 4) + k
+local n = (#ARGV - 3) / stride
 local out = {}
-local s = redis.call('HMGET', KEYS[1], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
-if not s[1] or not s[3] then
-  -- Not on sale, lost, or of key layout 1: the general script tells.
-  for i = 1, n do out[i] = 15 end
-  return out
+
+-- The SKUs' counts, by line j.
+local avail, limit, hold, held, ver, max = {}, {}, {}, {}, {}, {}
+local minhold, minmax, maxline -- of the order's SKUs (every order has them all)
+for j = 1, k do
+  local s = redis.call('HMGET', KEYS[4 * j - 3], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
+  if not s[1] or not s[3] then
+    -- Not on sale, lost, or of key layout 1: the general script tells.
+    for i = 1, n do out[i] = 15 end
+    return out
+  end
+  avail[j], limit[j], hold[j] = tonumber(s[1]), tonumber(s[2] or '0'), tonumber(s[3])
+  held[j], ver[j], max[j] = tonumber(s[4] or '0'), tonumber(s[5] or '0'), tonumber(s[6] or s[3])
+  if not minhold or hold[j] < minhold then minhold = hold[j] end
+  if not minmax or max[j] < minmax then minmax, maxline = max[j], j end
 end
-local avail, limit, hold = tonumber(s[1]), tonumber(s[2] or '0'), tonumber(s[3])
-local held, ver, max = tonumber(s[4] or '0'), tonumber(s[5] or '0'), tonumber(s[6] or s[3])
 
 -- The orders' records (and entries), and their users' counts: one HMGET
--- each.
+-- per key.
 local ids, us, nus = {}, {}, 0
 for i = 1, n do
-  local a = 3 + stride * (i - 1)
+  local a = 4 + stride * (i - 1)
   ids[i] = ARGV[a]
   local u = ARGV[a + 1]
   if u ~= '' then nus = nus + 1; us[nus] = u end
 end
-local lv = redis.call('HMGET', KEYS[4], unpack(ids))
-local dv = slot and {} or redis.call('HMGET', KEYS[5], unpack(ids))
-local uv = {} -- user -> count, as this call leaves it
-if nus > 0 then
-  local v = redis.call('HMGET', KEYS[3], unpack(us))
-  for i = 1, nus do uv[us[i]] = v[i] end
+local lv, uv = {}, {} -- by line: the records' values; user -> count, as this call leaves it
+for j = 1, k do
+  lv[j] = redis.call('HMGET', KEYS[4 * j], unpack(ids))
+  uv[j] = {}
+  if nus > 0 then
+    local v = redis.call('HMGET', KEYS[4 * j - 1], unpack(us))
+    for i = 1, nus do uv[j][us[i]] = v[i] end
+  end
+end
+local dv = slot and {} or redis.call('HMGET', KEYS[4 * k + 1], unpack(ids))
+
+-- The refusals of mode 'slot', by code and line.
+local function refusal(code, j)
+  if code == 3 then return {'sold_out', j, 0}
+  elseif code == 4 then return {'limit', j, 0}
+  elseif code == 5 then return {'need_user', j, 0}
+  else return {'hold_too_long', j, 0} end
 end
 
--- The refusals of mode 'slot', by code.
-local refusal = {}
-if slot then
-  refusal = {[3] = {'sold_out', 1, 0}, [4] = {'limit', 1, 0}, [5] = {'need_user', 1, 0},
-             [9] = {'hold_too_long', 1, 0}}
-end
-
--- holds, recs, dirs: the ZADD and HSET arguments; users: the users' new
--- counts (a user twice is written twice, the later count last).
-local holds, recs, dirs, users = {}, {}, {}, {}
-local taken, nu = 0, 0
-local sdl, sgap -- the decimal forms of now + hold, max - hold
+-- By line j: holds[j], recs[j] the ZADD and HSET arguments, users[j] the
+-- users' new counts (a user twice is written twice, the later count
+-- last); dirs the directory's HSET arguments.
+local holds, recs, users, nu = {}, {}, {}, {}
+for j = 1, k do holds[j], recs[j], users[j], nu[j] = {}, {}, {}, 0 end
+local dirs, taken = {}, 0
+local sdl, sgap -- the decimal forms of now + minhold, minmax - minhold
 for i = 1, n do
-  local a = 3 + stride * (i - 1)
-  local code = 0
-  local dl, dln -- the order's deadline, as a string and a number
-  if lv[i] or dv[i] then
+  local a = 4 + stride * (i - 1)
+  local code, at = 0, 0
+  local dl, dln, gap -- the order's deadline (a string, a number) and its bound's distance
+  local seen = dv[i]
+  for j = 1, k do seen = seen or lv[j][i] end
+  if seen then
     code = 15
   else
-    local user, own, qty = ARGV[a + 1], ARGV[a + 3], tonumber(ARGV[a + 4])
-    if avail < qty then
-      code = 3
-    elseif limit > 0 and user == '' then
-      code = 5
-    elseif limit > 0 and (tonumber(uv[user]) or 0) + qty > limit then
-      code = 4
-    elseif own ~= '0' then
-      own = tonumber(own)
-      if own > max then code = 9 else dln = now + own; dl = string.format('%d', dln) end
+    local user, own = ARGV[a + 1], ARGV[a + 3]
+    local q0 = a + (slot and 5 or 4) -- ARGV index of line 1's units
+    for j = 1, k do
+      local qty = tonumber(ARGV[q0 + j - 1])
+      if avail[j] < qty then
+        code = 3
+      elseif limit[j] > 0 and user == '' then
+        code = 5
+      elseif limit[j] > 0 and (tonumber(uv[j][user]) or 0) + qty > limit[j] then
+        code = 4
+      end
+      if code ~= 0 then at = j; break end
     end
-    local gap -- the bound's distance from the deadline
-    if dl then gap = string.format('%d', max - own) end
+    if code == 0 and own ~= '0' then
+      own = tonumber(own)
+      if own > minmax then
+        code, at = 9, maxline
+      else
+        dln = now + own
+        dl, gap = string.format('%d', dln), string.format('%d', minmax - own)
+      end
+    end
     if code == 0 then
-      local id, ident, qs = ARGV[a], ARGV[a + 2], ARGV[a + 4]
+      local id, ident = ARGV[a], ARGV[a + 2]
       if not dl then
-        sdl = sdl or string.format('%d', now + hold)
-        sgap = sgap or string.format('%d', max - hold)
-        dl, dln, gap = sdl, now + hold, sgap
+        sdl = sdl or string.format('%d', now + minhold)
+        sgap = sgap or string.format('%d', minmax - minhold)
+        dl, dln, gap = sdl, now + minhold, sgap
       end
-      avail, held, ver = avail - qty, held + qty, ver + 1
-      if user ~= '' then
-        -- A user new to the SKU holds what it takes: its decimal form is
-        -- the order's own.
-        local had = uv[user]
-        if had then had = tonumber(had) + qty else had = qs end
-        uv[user] = had
-        nu = nu + 1
-        users[2 * nu - 1], users[2 * nu] = user, had
-      end
+      local head, tail = '\t' .. dl .. '\t' .. gap .. '\t' .. ident, ''
+      if slot then tail = '\ta' .. ARGV[a + 4] end
       taken = taken + 1
-      holds[2 * taken - 1], holds[2 * taken] = dl, id
-      local rec = 'h' .. qs .. '\t' .. dl .. '\t' .. gap .. '\t' .. ident
-      if slot then rec = rec .. '\ta' .. ARGV[a + 5] end
-      recs[2 * taken - 1], recs[2 * taken] = id, rec
+      for j = 1, k do
+        local qs = ARGV[q0 + j - 1]
+        local qty = tonumber(qs)
+        avail[j], held[j], ver[j] = avail[j] - qty, held[j] + qty, ver[j] + 1
+        if user ~= '' then
+          -- A user new to the SKU holds what it takes: its decimal form
+          -- is the order's own.
+          local had = uv[j][user]
+          if had then had = tonumber(had) + qty else had = qs end
+          uv[j][user] = had
+          local m = nu[j] + 1
+          nu[j] = m
+          users[j][2 * m - 1], users[j][2 * m] = user, had
+        end
+        holds[j][2 * taken - 1], holds[j][2 * taken] = dl, id
+        recs[j][2 * taken - 1], recs[j][2 * taken] = id, 'h' .. qs .. head .. tail
+      end
       dirs[2 * taken - 1], dirs[2 * taken] = id, ident
     end
   end
   if not slot then
-    if code ~= 0 and code ~= 15 then code = code + 16 end
+    if code ~= 0 and code ~= 15 then code = code + 16 * at end
     out[i] = code
   elseif code == 0 then
-    out[i] = {'ok', dln, 1, 0, now + max, max, 1, 0}
+    out[i] = {'ok', dln, k, 0, now + minmax, minmax, maxline, 0}
   elseif code == 15 then
     out[i] = 15
   else
-    out[i] = refusal[code]
+    out[i] = refusal(code, at)
   end
 end
 
 if taken > 0 then
-  redis.call('HSET', KEYS[1], 'avail', string.format('%d', avail), 'held', string.format('%d', held),
-    'ver', string.format('%d', ver))
-  redis.call('ZADD', KEYS[2], unpack(holds))
-  if nu > 0 then
-    for i = 2, 2 * nu, 2 do
-      if type(users[i]) == 'number' then users[i] = string.format('%d', users[i]) end
+  for j = 1, k do
+    local b = 4 * j - 3
+    redis.call('HSET', KEYS[b], 'avail', string.format('%d', avail[j]), 'held', string.format('%d', held[j]),
+      'ver', string.format('%d', ver[j]))
+    redis.call('ZADD', KEYS[b + 1], unpack(holds[j]))
+    if nu[j] > 0 then
+      local u = users[j]
+      for i = 2, 2 * nu[j], 2 do
+        if type(u[i]) == 'number' then u[i] = string.format('%d', u[i]) end
+      end
+      redis.call('HSET', KEYS[b + 2], unpack(u))
     end
-    redis.call('HSET', KEYS[3], unpack(users))
+    redis.call('HSET', KEYS[b + 3], unpack(recs[j]))
   end
-  redis.call('HSET', KEYS[4], unpack(recs))
-  if not slot then redis.call('HSET', KEYS[5], unpack(dirs)) end
+  if not slot then redis.call('HSET', KEYS[4 * k + 1], unpack(dirs)) end
 end
 return out

@@ -22,16 +22,21 @@ func init() { allScripts = append(allScripts, hotScript) }
 const notHere = 15
 
 // hotBatch reports whether calls have the flash sale's shape that
-// stock_deduct_hot.lua takes: single-line orders of one SKU, with distinct
-// order IDs, on a directory of one shard (one server).
+// stock_deduct_hot.lua takes: orders of the same SKUs (a line of each),
+// with distinct order IDs, on a directory of one shard (one server).
 func (s *Store) hotBatch(calls []*call) bool {
 	if len(s.dir.Load().keys) != 1 {
 		return false
 	}
-	state := calls[0].o.keys[1]
-	for _, c := range calls {
-		if c.o.n != 1 || c.o.keys[1] != state {
+	first := calls[0].o.keys[1:]
+	for _, c := range calls[1:] {
+		if c.o.n != calls[0].o.n {
 			return false
+		}
+		for i, k := range c.o.keys[1:] {
+			if k != first[i] {
+				return false
+			}
 		}
 	}
 	return distinctIDs(calls)
@@ -65,12 +70,16 @@ func distinctIDs(calls []*call) bool {
 // (repeats, conflicts, a SKU not on sale). A failed call gives every order
 // the same classified error, which it returns.
 func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
-	k := calls[0].o
-	args := make([]any, 0, 10+5*len(calls))
-	args = append(args, "evalsha", hotScript.Hash(), 5, &k.keys[1], &k.keys[2], &k.keys[3], &k.keys[4], &k.keys[0], s.nowMs(), "one")
+	o := &calls[0].o
+	lines := len(o.items)
+	args := make([]any, 0, 7+len(o.refs)+(4+lines)*len(calls))
+	args = append(args, "evalsha", hotScript.Hash(), o.nkeys)
+	args = append(args, o.refs[1:o.nkeys]...) // the SKUs' keys, then the directory's
+	args = append(args, o.refs[0], s.nowMs(), "one", lines)
 	for _, c := range calls {
-		r := c.o.refs[c.o.nkeys:]
-		args = append(args, r[0], r[1], r[2], r[3], r[5]) // ID, user, identity, own hold, units
+		r := c.o.refs[c.o.nkeys:] // ID, user, identity, own hold, lines, units...
+		args = append(args, r[0], r[1], r[2], r[3])
+		args = append(args, r[5:]...)
 	}
 	res, err := s.c.Do(ctx, args...).Slice()
 	if err != nil && isNoScript(err) {

@@ -2,12 +2,16 @@ package redisstock_test
 
 import (
 	"context"
+	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/keyslot"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
@@ -23,18 +27,32 @@ func (h *scriptCount) DialHook(next redis.DialHook) redis.DialHook { return next
 func (h *scriptCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if a := cmd.Args(); cmd.Name() == "evalsha" && len(a) > 1 && (err == nil || err.Error()[:8] != "NOSCRIPT") {
-			h.mu.Lock()
-			sha, _ := a[1].(string)
-			h.n[sha]++
-			h.mu.Unlock()
-		}
+		h.count(cmd)
 		return err
 	}
 }
 
 func (h *scriptCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			h.count(c)
+		}
+		return err
+	}
+}
+
+// count counts a script call that ran (not one the server lacked the
+// script for).
+func (h *scriptCount) count(cmd redis.Cmder) {
+	a := cmd.Args()
+	if cmd.Name() != "evalsha" || len(a) < 2 || (cmd.Err() != nil && strings.HasPrefix(cmd.Err().Error(), "NOSCRIPT")) {
+		return
+	}
+	sha, _ := a[1].(string)
+	h.mu.Lock()
+	h.n[sha]++
+	h.mu.Unlock()
 }
 
 func (h *scriptCount) calls(sha string) int {
@@ -140,4 +158,102 @@ func TestHotBatchResentTakesOnce(t *testing.T) {
 		is(t, fx.s.Revert(fx.ctx(), "o1"), nil, "Revert")
 		fx.want("a", 10, 0, 0)
 	})
+}
+
+// sameSlot returns n SKU names in the slot of "a" (any names on one
+// server): the lines of an order of them are one slot group on a Cluster.
+func sameSlot(n int) []string {
+	out := []string{"a"}
+	for i := 0; len(out) < n; i++ {
+		if sku := "s" + strconv.Itoa(i); keyslot.Slot(sku) == keyslot.Slot("a") {
+			out = append(out, sku)
+		}
+	}
+	return out
+}
+
+// A batch of orders of the same three SKUs goes through the hot script
+// too: each order all or nothing, refused naming its first failing line
+// (sold out, a user past the limit, an own hold time past the shortest
+// maximum), a repeat and a conflict left to the general script.
+func TestHotBatchOfSeveralLines(t *testing.T) {
+	run := func(t *testing.T, fx *batchFixture) {
+		count := &scriptCount{n: map[string]int{}}
+		fx.c.AddHook(count)
+		skus := sameSlot(3)
+		x, y, z := skus[0], skus[1], skus[2]
+		fx.saleMax(x, 10, 0, time.Minute, 10*time.Minute)
+		fx.saleMax(y, 10, 0, time.Minute, 3*time.Minute)
+		fx.saleMax(z, 10, 2, 2*time.Minute, 10*time.Minute)
+		three := func(id, user string, qx, qy, qz int64) stock.Order {
+			return ord(id, user, it(x, qx), it(y, qy), it(z, qz))
+		}
+		is(t, fx.s.Deduct(fx.ctx(), three("held", "u1", 1, 1, 1)), nil, "Deduct held")
+		is(t, fx.s.Deduct(fx.ctx(), ord("other", "u2", it(x, 1))), nil, "Deduct other")
+		is(t, fx.s.Deduct(fx.ctx(), three("lim0", "L", 1, 1, 2)), nil, "Deduct lim0") // L holds 2 of z, its limit
+		hot := count.calls(redisstock.HotScriptHash())
+		fx.gate.close()
+		blockers := make([]error, 2)
+		var bw sync.WaitGroup
+		for i := range blockers {
+			bw.Go(func() {
+				blockers[i] = fx.s.Deduct(fx.ctx(), three("b"+strconv.Itoa(i), "b"+strconv.Itoa(i), 1, 0+1, 1))
+			})
+		}
+		waitFor(t, "two Deducts held at the gate", func() bool { return fx.gate.held() == 2 })
+		long := three("long", "u5", 1, 1, 1)
+		long.HoldTTL = 4 * time.Minute // past y's maximum (3m)
+		orders := []stock.Order{
+			three("new1", "u3", 2, 1, 1),
+			three("held", "u1", 1, 1, 1),  // a repeat
+			three("other", "u2", 1, 1, 1), // the ID with other items
+			three("soldout", "u4", 1, 9, 1),
+			three("limit", "L", 1, 1, 1), // past L's limit of z
+			long,
+			three("new2", "u6", 1, 1, 1),
+		}
+		errs := make([]error, len(orders))
+		var wg sync.WaitGroup
+		for i, o := range orders {
+			fx.enqueue(fx.ctx(), o, i+1, &errs[i], &wg)
+		}
+		fx.gate.open()
+		wg.Wait()
+		bw.Wait()
+		for _, err := range blockers {
+			is(t, err, nil, "blocker")
+		}
+		var se *stock.SKUError
+		is(t, errs[0], nil, "new1")
+		is(t, errs[1], nil, "held, repeated")
+		is(t, errs[2], stock.ErrConflict, "other")
+		if !errors.As(errs[3], &se) || se.SKU != y || !errors.Is(errs[3], stock.ErrSoldOut) {
+			t.Errorf("soldout: %v, want ErrSoldOut naming %s", errs[3], y)
+		}
+		if !errors.As(errs[4], &se) || se.SKU != z || !errors.Is(errs[4], stock.ErrLimitReached) {
+			t.Errorf("limit: %v, want ErrLimitReached naming %s", errs[4], z)
+		}
+		if !errors.As(errs[5], &se) || se.SKU != y || !errors.Is(errs[5], stock.ErrHoldTooLong) {
+			t.Errorf("long: %v, want ErrHoldTooLong naming %s", errs[5], y)
+		}
+		is(t, errs[6], nil, "new2")
+		// held, lim0, the blockers, new1 and new2; other's 1 of x
+		fx.want(x, 10-1-1-1-2-2-1, 1+1+1+2+2+1, 0)
+		fx.want(y, 10-1-1-2-1-1, 1+1+2+1+1, 0)
+		fx.want(z, 10-1-2-2-1-1, 1+2+2+1+1, 0)
+		if got := count.calls(redisstock.HotScriptHash()) - hot; got < 1 {
+			t.Errorf("%d calls of the hot script", got)
+		}
+		// One deadline and one bound per order: the shortest hold time
+		// (1m) and the shortest maximum (3m) of its SKUs, on every line.
+		t0 := fx.clock.Now()
+		for _, sku := range skus {
+			fx.wantDeadline(sku, "new1", t0.Add(time.Minute))
+			if mx := fx.field(sku, "new1", "mx"); mx != strconv.FormatInt(t0.Add(3*time.Minute).UnixMilli(), 10) {
+				t.Errorf("new1's bound on %s: %s", sku, mx)
+			}
+		}
+	}
+	t.Run("one server", func(t *testing.T) { eachBatched(t, run) })
+	t.Run("slot", func(t *testing.T) { eachSlotBatched(t, run) })
 }

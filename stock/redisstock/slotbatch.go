@@ -87,12 +87,18 @@ func (s *Store) deductGroups(ctx context.Context, c redis.Scripter, calls []*cal
 }
 
 // hotSlotBatch reports whether calls have the shape stock_deduct_hot.lua
-// takes on a slot: single-line orders of one SKU, with distinct order IDs.
+// takes on a slot: orders of the same SKUs (a line of each), with distinct
+// order IDs.
 func hotSlotBatch(calls []*call) bool {
 	g := calls[0].a.groups[0]
 	for _, c := range calls {
-		if len(c.a.groups) != 1 || len(c.a.groups[0]) != 1 || c.a.groups[0][0].SKU != g[0].SKU {
+		if len(c.a.groups) != 1 || len(c.a.groups[0]) != len(g) {
 			return false
+		}
+		for i, it := range c.a.groups[0] {
+			if it.SKU != g[i].SKU {
+				return false
+			}
 		}
 	}
 	seen := make(map[string]struct{}, len(calls))
@@ -108,12 +114,19 @@ func hotSlotBatch(calls []*call) bool {
 // deductHotSlot queues stock_deduct_hot.lua (mode 'slot') taking calls
 // (see hotSlotBatch).
 func (s *Store) deductHotSlot(ctx context.Context, p redis.Pipeliner, calls []*call) *redis.Cmd {
-	keys := s.dealKeys(make([]string, 0, 4), calls[0].a.groups[0][0].SKU)
-	args := make([]any, 0, 2+6*len(calls))
-	args = append(args, s.nowMs(), "slot")
+	g := calls[0].a.groups[0]
+	keys := make([]string, 0, 4*len(g))
+	for _, it := range g {
+		keys = s.dealKeys(keys, it.SKU)
+	}
+	args := make([]any, 0, 3+(5+len(g))*len(calls))
+	args = append(args, s.nowMs(), "slot", len(g))
 	for _, c := range calls {
 		a := c.a
-		args = append(args, a.o.ID, a.o.UserID, a.ident, a.own, a.groups[0][0].Qty, a.token)
+		args = append(args, a.o.ID, a.o.UserID, a.ident, a.own, a.token)
+		for _, it := range a.groups[0] {
+			args = append(args, it.Qty)
+		}
 	}
 	return hotScript.Run(ctx, p, keys, args...)
 }
