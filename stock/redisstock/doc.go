@@ -133,13 +133,13 @@
 // (sold out, the common case once a sale is gone) writes nothing, not even
 // its directory entry, and costs no second round trip.
 //
-// A batch of the flash sale's shape (single-line orders of one SKU, with
-// distinct order IDs) goes through stock_deduct_hot.lua instead, on one
-// server and on a Cluster slot alike: the same checks and writes for a new
-// order, with the SKU's counts in locals and about half the server work
-// per order; an order it finds already recorded (a repeat, a conflict) it
-// leaves untouched, and the Store sends those through the general script
-// in one more call.
+// A batch of the flash sale's shape (orders of the same SKUs, one line of
+// each, with distinct order IDs: one hot SKU, or a few sold together) goes
+// through stock_deduct_hot.lua instead, on one server and on a Cluster
+// slot alike: the same checks and writes for a new order, with the SKUs'
+// counts in locals and about half the server work per order; an order it
+// finds already recorded (a repeat, a conflict) it leaves untouched, and
+// the Store sends those through the general script in one more call.
 //
 // On that path concurrent Deducts are coalesced (group commit, see
 // [Config.MaxBatch]): while a script call is in flight the next callers
