@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,13 +47,24 @@ func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
 	if err := ctx.Err(); err != nil {
 		return rep, fmt.Errorf("redisstock: migrate: %w", err)
 	}
+	// A Cluster's or Ring's masters are scanned at once, each into its
+	// own report, added to rep under mu when its scan ends.
+	var mu sync.Mutex
 	scan := func(ctx context.Context, c *redis.Client) error {
+		var own MigrateReport
+		defer func() {
+			mu.Lock()
+			rep.States += own.States
+			rep.Lines += own.Lines
+			rep.Orders += own.Orders
+			mu.Unlock()
+		}()
 		iter := c.Scan(ctx, 0, s.prefix+":*", 1000).Iterator()
 		var keys []string
 		for iter.Next(ctx) {
 			keys = append(keys, iter.Val())
 			if len(keys) == 1000 {
-				if err := s.migrateKeys(ctx, keys, &rep); err != nil {
+				if err := s.migrateKeys(ctx, keys, &own); err != nil {
 					return err
 				}
 				keys = keys[:0]
@@ -61,7 +73,7 @@ func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
 		if err := iter.Err(); err != nil {
 			return s.readErr(ctx, "migrate: scan", err)
 		}
-		return s.migrateKeys(ctx, keys, &rep)
+		return s.migrateKeys(ctx, keys, &own)
 	}
 	var err error
 	switch c := s.base().(type) {
