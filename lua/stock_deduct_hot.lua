@@ -4,9 +4,10 @@
 -- stock_deduct_batch.lua and stock_deduct.lua. An order it cannot settle
 -- as new (its ID has a record or a directory entry, ended or not: a
 -- repeat, a conflict) is left untouched and answered 15, and so is every
--- order when a SKU's state is missing: the Store sends those through the
--- general script of the mode, which decides them exactly as it decides any
--- order. It needs nothing of stock_lib.lua (it decodes no record), so it
+-- order after it (so that the orders are decided in the call's order), and
+-- every order when a SKU's state is missing: the Store sends those through
+-- the general script of the mode, which decides them exactly as it decides
+-- any order. It needs nothing of stock_lib.lua (it decodes no record), so it
 -- runs without it.
 --
 -- KEYS     4 per SKU j (j = 1..k, in the orders' line order):
@@ -17,7 +18,8 @@
 --            <p>:{sku}:lines   hash order ID -> line record
 --          then, mode 'one': <p>:dir:{<shard>}, hash order ID -> directory
 --          entry (the one shard of a directory on one server)
--- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
+-- ARGV[1]  mode 'one': now, in ms, from the caller's clock (not the
+--          server's TIME); mode 'slot': unused (each attempt has its own)
 -- ARGV[2]  mode: 'one' (one server: the orders' directory entries are
 --          checked and written here, as stock_deduct_batch.lua does) or
 --          'slot' (a slot of a Redis Cluster: each order is one attempt,
@@ -26,7 +28,9 @@
 -- ARGV[3]  k, the SKUs
 -- ARGV     then per order: order ID, user ID ('' for none), identity (user
 --          + "\n" + canonical signature), own hold time ms (0 for none), in
---          mode 'slot' the attempt's token, then the units of each line j.
+--          mode 'slot' the attempt's token and its now (ms, the caller's
+--          clock when the attempt began, as stock_deduct.lua takes it),
+--          then the units of each line j.
 --          The order IDs of one call are distinct (the Store sends any
 --          other batch through the general script).
 -- Reply    one reply per order, as the general script of the mode answers
@@ -43,7 +47,8 @@
 -- once: the second run finds the records (15, and the general script
 -- answers them as repeats).
 local now, slot, k = tonumber(ARGV[1]), ARGV[2] == 'slot', tonumber(ARGV[3])
-local stride = (slot and 5 or 4) + k
+local skip = slot and 6 or 4 -- an order's arguments before its units
+local stride = skip + k
 local n = (#ARGV - 3) / stride
 local out = {}
 
@@ -97,18 +102,20 @@ end
 local holds, recs, users, nu = {}, {}, {}, {}
 for j = 1, k do holds[j], recs[j], users[j], nu[j] = {}, {}, {}, 0 end
 local dirs, taken = {}, 0
-local sdl, sgap -- the decimal forms of now + minhold, minmax - minhold
+local sdl, sgap, snow -- the decimal forms of now + minhold, minmax - minhold; the now of sdl
+local rest = false -- an order was left: so is every order after it
 for i = 1, n do
   local a = 4 + stride * (i - 1)
   local code, at = 0, 0
   local dl, dln, gap -- the order's deadline (a string, a number) and its bound's distance
-  local seen = dv[i]
+  local seen = rest or dv[i]
   for j = 1, k do seen = seen or lv[j][i] end
+  if slot then now = tonumber(ARGV[a + 5]) end
   if seen then
-    code = 15
+    code, rest = 15, true
   else
     local user, own = ARGV[a + 1], ARGV[a + 3]
-    local q0 = a + (slot and 5 or 4) -- ARGV index of line 1's units
+    local q0 = a + skip -- ARGV index of line 1's units
     for j = 1, k do
       local qty = tonumber(ARGV[q0 + j - 1])
       if avail[j] < qty then
@@ -132,7 +139,7 @@ for i = 1, n do
     if code == 0 then
       local id, ident = ARGV[a], ARGV[a + 2]
       if not dl then
-        sdl = sdl or string.format('%d', now + minhold)
+        if snow ~= now then sdl, snow = string.format('%d', now + minhold), now end
         sgap = sgap or string.format('%d', minmax - minhold)
         dl, dln, gap = sdl, now + minhold, sgap
       end

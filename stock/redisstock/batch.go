@@ -42,14 +42,14 @@ type call struct {
 	ctx context.Context
 	o   prepared // on a single server: the order's part of the script call
 	// On a Redis Cluster: the attempt, and once its batch is sent, the
-	// reply of its bind (bindNew's) and of its part of the deduct script.
-	a       *attempt
-	created *redis.BoolCmd
-	first   *redis.Cmd
-	sent    bool          // taken into a batch; guarded by batcher.mu
-	at      time.Time     // when it was queued, if batches are observed
-	done    chan struct{} // closed when err is set
-	err     error
+	// replies of its bind and of its part of the deduct script.
+	a     *attempt
+	bind  *redis.Cmd
+	first *redis.Cmd
+	sent  bool          // taken into a batch; guarded by batcher.mu
+	at    time.Time     // when it was queued, if batches are observed
+	done  chan struct{} // closed when err is set
+	err   error
 }
 
 // do runs c's order in a batch and returns its outcome. A caller whose ctx

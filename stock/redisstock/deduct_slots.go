@@ -55,24 +55,28 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 
 	// One round trip: bind the order ID to its items, and take the first
 	// slot group; an order of one slot group shares it with the concurrent
-	// Deducts of its slot.
-	var created *redis.BoolCmd
-	var first *redis.Cmd
+	// Deducts of its slot. The bind is the script whatever the entry
+	// holds, never a plain HSETNX that leaves an existing entry to a later
+	// round trip: the attempt is on the entry when its first group may be
+	// taken, so a caller that stops after this round trip leaves no hold
+	// that its order's entry does not account for (an entry past its
+	// Retention would otherwise be taken over by another order, or
+	// deleted by an attempt leaving it, under that hold).
+	var bind, first *redis.Cmd
 	if b := s.slotBatcher(a); b != nil {
 		c := &call{ctx: ctx, a: a}
 		if err := b.do(ctx, c); err != nil {
 			return err
 		}
-		created, first = c.created, c.first
+		bind, first = c.bind, c.first
 	} else {
-		var multi *redis.Cmd
+		var binds, multi *redis.Cmd
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			created = s.bindNew(ctx, p, a)
+			binds = dirBindScript.Run(ctx, p, []string{s.dirKey(o.ID)}, o.ID, ident, token)
 			multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound)
 		})
-		first = partReply(multi, 0, "deduct")
+		bind, first = partReply(binds, 0, "deduct"), partReply(multi, 0, "deduct")
 	}
-	bind := s.bindRest(ctx, a, created)
 	if err := bind.Err(); err != nil {
 		err = s.writeErr(ctx, "deduct", err)
 		if errors.Is(err, stock.ErrUnknownOutcome) {
@@ -269,29 +273,6 @@ func (a *attempt) past(got []groupTaken) bool {
 		}
 	}
 	return false
-}
-
-// bindNew queues the common case of an attempt's bind: the order ID's
-// directory entry created where there is none (HSETNX), naming the order's
-// identity and the attempt (as stock_dir_bind.lua creates it), no script
-// needed.
-func (s *Store) bindNew(ctx context.Context, p redis.Pipeliner, a *attempt) *redis.BoolCmd {
-	return p.HSetNX(ctx, s.dirKey(a.o.ID), a.o.ID, a.ident+"\ta0:"+a.token)
-}
-
-// bindRest completes an attempt's bind after bindNew: "new" when it created
-// the entry; else the reply of stock_dir_bind.lua (one more round trip),
-// which decides an entry that exists: this order's (another attempt, or a
-// resend of this one), another's, a stale one, or one past its retention
-// (read as absent: the script writes over it).
-func (s *Store) bindRest(ctx context.Context, a *attempt, created *redis.BoolCmd) *redis.Cmd {
-	if err := created.Err(); err != nil {
-		return redis.NewCmdResult(nil, err)
-	}
-	if created.Val() {
-		return redis.NewCmdResult("new", nil)
-	}
-	return partReply(dirBindScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, a.ident, a.token), 0, "deduct")
 }
 
 // bindReply reads the bind's reply: its word, and for "stale" the

@@ -138,8 +138,9 @@
 // through stock_deduct_hot.lua instead, on one server and on a Cluster
 // slot alike: the same checks and writes for a new order, with the SKUs'
 // counts in locals and about half the server work per order; an order it
-// finds already recorded (a repeat, a conflict) it leaves untouched, and
-// the Store sends those through the general script in one more call.
+// finds already recorded (a repeat, a conflict) it leaves untouched, with
+// every order after it, and the Store sends those through the general
+// script in one more call: every order is decided in the batch's order.
 //
 // On that path concurrent Deducts are coalesced (group commit, see
 // [Config.MaxBatch]): while a script call is in flight the next callers
@@ -160,20 +161,23 @@
 //
 // On a *redis.ClusterClient every script must stay in one slot, and the
 // directory shard's slot is not its SKUs'. Deduct sends one pipeline: the
-// bind of the order ID to its items (an HSETNX of its directory entry; an
-// ID whose entry exists, a repeat or a conflict, then runs the bind script,
-// stock_dir_bind.lua, in one more round trip) and the deduct script
-// (stock_deduct.lua) for the first slot group. When
+// bind of the order ID to its items (stock_dir_bind.lua on its directory
+// entry) and the deduct script (stock_deduct.lua) for the first slot
+// group. The bind is a script, not a plain HSETNX that would leave an
+// entry that exists (a repeat, an ID reused past Retention) to a later
+// round trip: a caller that stops after the pipeline leaves no hold that
+// its order's entry does not name. When
 // the directory names other items the call fails with stock.ErrConflict and
 // undoes what the script took; a refused order frees the directory entry in
 // a second round trip. Orders of one slot group (every single-SKU order,
 // and orders whose SKUs share a hash tag) are batched per slot as on a
 // single server ([Config.MaxBatch]): the pipeline then carries every
-// order's bind (on its directory shard's master) and one deduct script
-// call that takes the orders one after another, each all or nothing with
-// its own reply; each caller then goes on as an unbatched one (a conflict
-// undoes its own lines, a refusal frees its own entry). Orders on several slots are not batched, nor are Deducts on a
-// Ring.
+// order's bind (one bind script call per directory shard, on its master)
+// and one deduct script call that takes the orders one after another,
+// each all or nothing with its own reply and the deadline its own call's
+// time gives; each caller then goes on as an unbatched one (a conflict
+// undoes its own lines, a refusal frees its own entry). Orders on several
+// slots are not batched, nor are Deducts on a Ring.
 //
 // Each Deduct call on this path is an attempt with a random token of its
 // own. The token goes into the directory entry's attempt set and into the

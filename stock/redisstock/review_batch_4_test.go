@@ -24,9 +24,9 @@ func (e rbServerRefusal) Error() string { return string(e) }
 func (rbServerRefusal) RedisError()     {}
 
 // rbBindRefuser makes the master of the order's directory entry refuse the
-// bind (its HSETNX, or the bind script; as a master out of memory,
-// read-only or loading does), while the rest of the pipeline (the deduct
-// script, on the SKU's master) runs.
+// bind script (as a master out of memory, read-only or loading does),
+// while the rest of the pipeline (the deduct script, on the SKU's master)
+// runs.
 type rbBindRefuser struct{ armed atomic.Bool }
 
 var rbBindHash = func() string {
@@ -43,7 +43,7 @@ func (h *rbBindRefuser) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		}
 		var rest, refused []redis.Cmder
 		for _, c := range cmds {
-			if args := c.Args(); len(args) > 1 && (c.Name() == "evalsha" && args[1] == rbBindHash || c.Name() == "hsetnx") {
+			if args := c.Args(); len(args) > 1 && c.Name() == "evalsha" && args[1] == rbBindHash {
 				refused = append(refused, c)
 			} else {
 				rest = append(rest, c)

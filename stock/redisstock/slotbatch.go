@@ -32,20 +32,43 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 }
 
 // deductSlotBatch sends the first round trip of the attempts of calls,
-// orders of one slot group each, all in one slot: one pipeline with each
-// order's bindNew (on its directory shard's master) and one deduct script
+// orders of one slot group each, all in one slot: one pipeline with one
+// bind script call per directory shard the orders' IDs fall in (each on
+// its shard's master, binding that shard's orders) and one deduct script
 // call taking every order in turn: stock_deduct_hot.lua for a batch of the
 // flash sale's shape (see hotSlotBatch), stock_deduct.lua for any other.
-// The orders the hot script leaves (repeats, conflicts) go through
+// The orders the hot script leaves (from the first repeat or conflict on,
+// so that every order is decided in the batch's order) go through
 // stock_deduct.lua in one more call. It gives each call its replies, which
 // the caller reads as an unbatched attempt reads them, and returns the
 // deduct script call's failure, if it failed.
 func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
+	type shard struct {
+		cmd   *redis.Cmd
+		calls []int // indexes into calls, in the calls' order
+	}
+	dir := s.dir.Load()
+	shards := make([]shard, len(dir.keys))
+	at := make([]int, len(calls)) // each call's part of its shard's reply
+	for i, c := range calls {
+		sh := &shards[dir.shard(c.a.o.ID)]
+		at[i] = len(sh.calls)
+		sh.calls = append(sh.calls, i)
+	}
 	hot := hotSlotBatch(calls)
 	var multi *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for _, c := range calls {
-			c.created = s.bindNew(ctx, p, c.a)
+		for k := range shards {
+			sh := &shards[k]
+			if len(sh.calls) == 0 {
+				continue
+			}
+			args := make([]any, 0, 3*len(sh.calls))
+			for _, i := range sh.calls {
+				a := calls[i].a
+				args = append(args, a.o.ID, a.ident, a.token)
+			}
+			sh.cmd = dirBindScript.Run(ctx, p, []string{dir.keys[k]}, args...)
 		}
 		if hot {
 			multi = s.deductHotSlot(ctx, p, calls)
@@ -55,7 +78,7 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 	})
 	var left []*call // the orders the hot script left
 	for i, c := range calls {
-		c.first = partReply(multi, i, "deduct")
+		c.bind, c.first = partReply(shards[dir.shard(c.a.o.ID)].cmd, at[i], "deduct"), partReply(multi, i, "deduct")
 		if v, err := c.first.Int64(); hot && err == nil && v == notHere {
 			left = append(left, c)
 		}
@@ -119,11 +142,11 @@ func (s *Store) deductHotSlot(ctx context.Context, p redis.Pipeliner, calls []*c
 	for _, it := range g {
 		keys = s.dealKeys(keys, it.SKU)
 	}
-	args := make([]any, 0, 3+(5+len(g))*len(calls))
-	args = append(args, s.nowMs(), "slot", len(g))
+	args := make([]any, 0, 3+(6+len(g))*len(calls))
+	args = append(args, 0, "slot", len(g))
 	for _, c := range calls {
 		a := c.a
-		args = append(args, a.o.ID, a.o.UserID, a.ident, a.own, a.token)
+		args = append(args, a.o.ID, a.o.UserID, a.ident, a.own, a.token, a.now)
 		for _, it := range a.groups[0] {
 			args = append(args, it.Qty)
 		}
