@@ -107,10 +107,11 @@ func (e *layoutError) Unwrap() []error { return []error{ErrLayout, stock.ErrUnav
 // ready checks, once per Store, that the prefix holds this layout, and
 // takes its directory's shard count from the mark: a registry of SKUs
 // that exists without a mark was written by an earlier version, whose
-// data this version would misread. A prefix with no registry keeps the
-// count New chose for the client (one shard on one server, maxDirShards
-// where keys live on several). It costs one round trip on the Store's
-// first call, none after it succeeds.
+// data this version would misread. A prefix with no registry (new, or its
+// registry key lost) follows the directory it finds (probeDirectory),
+// else keeps the count New chose for the client (one shard on one server,
+// maxDirShards where keys live on several). It costs a round trip or two
+// on the Store's first call, none after it succeeds.
 func (s *Store) ready(ctx context.Context) error {
 	if s.layout.Load() {
 		return nil
@@ -135,8 +136,57 @@ func (s *Store) ready(ctx context.Context) error {
 		s.useDirectory(maxDirShards)
 	case exists.Val() == 1:
 		return &layoutError{prefix: s.prefix}
+	default:
+		if err := s.probeDirectory(ctx); err != nil {
+			return err
+		}
 	}
 	s.layout.Store(true)
+	return nil
+}
+
+// probeDirectory makes a Store whose prefix has no registry, and so no
+// layout mark, follow the directory's shard count from its keys: a prefix
+// written by a Store of one count (its data moved from one server to a
+// Cluster, or back) whose registry key alone was lost. Shard 0 of both
+// counts is one key, so a directory of maxDirShards shows by a key of
+// another shard, and one of a single shard by entries in shard 0 that
+// another shard of maxDirShards would hold (a sample of 64 fields, all of
+// them when there are fewer: where all that sample's belong to shard 0,
+// the shard is the directory's shard 0 or holds so few entries that any
+// other is in the sample).
+func (s *Store) probeDirectory(ctx context.Context) error {
+	if len(s.dir.Load().keys) == 1 {
+		wide := newDirectory(s.prefix, maxDirShards)
+		cmds := make([]*redis.IntCmd, 0, maxDirShards-1)
+		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range wide.keys[1:] {
+				cmds = append(cmds, p.Exists(ctx, k))
+			}
+			return nil
+		})
+		if err != nil {
+			return s.readErr(ctx, "read the key layout", err)
+		}
+		for _, c := range cmds {
+			if c.Val() == 1 {
+				s.useDirectory(maxDirShards)
+				break
+			}
+		}
+		return nil
+	}
+	d := s.dir.Load()
+	ids, err := s.c.HRandField(ctx, d.keys[0], 64).Result()
+	if err != nil && err != redis.Nil {
+		return s.readErr(ctx, "read the key layout", err)
+	}
+	for _, id := range ids {
+		if d.shard(id) != 0 {
+			s.useDirectory(1)
+			break
+		}
+	}
 	return nil
 }
 
