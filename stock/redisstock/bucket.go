@@ -248,7 +248,40 @@ func (s *Store) route(ctx context.Context, o stock.Order, items []stock.Item) ([
 // buckets.home). A line its bucket cannot take is sold out only once a
 // refill found no units left in the SKU's other buckets; until then the
 // refill moves units to the bucket and the order is tried again.
+//
+// The order's identity names the buckets it was routed to, and the route
+// follows the bucket count the Store reads, which a lost and restored
+// count can change between two Deducts of one order. A Deduct whose ID is
+// bound to the order's own items routed to other buckets (stock.ErrConflict
+// for its own route) is a repeat: it is sent again on the bound route.
 func (s *Store) deductBuckets(ctx context.Context, o stock.Order, items []stock.Item) error {
+	err := s.deductRouted(ctx, o, items)
+	if !errors.Is(err, stock.ErrConflict) {
+		return err
+	}
+	ident, groups, lerr := s.lookup(ctx, o.ID)
+	if lerr != nil {
+		return err
+	}
+	var bound []stock.Item
+	for _, g := range groups {
+		bound = append(bound, g...)
+	}
+	own := make([]stock.Item, len(bound))
+	for i, it := range bound {
+		own[i] = stock.Item{SKU: skuOf(it.SKU), Qty: it.Qty}
+	}
+	if ident != o.UserID+"\n"+canon.Signature(canon.Sorted(bound)) ||
+		canon.Signature(canon.Sorted(own)) != canon.Signature(items) {
+		return err // another order's items
+	}
+	ro := o
+	ro.Items = canon.Sorted(bound)
+	return publicErr(s.deductSlots(ctx, ro, ident, ro.Items))
+}
+
+// deductRouted is deductBuckets on the route the Store reads.
+func (s *Store) deductRouted(ctx context.Context, o stock.Order, items []stock.Item) error {
 	if s.unsplit(items) {
 		return s.deductSlots(ctx, o, o.UserID+"\n"+canon.Signature(items), items)
 	}
