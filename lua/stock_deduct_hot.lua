@@ -22,9 +22,9 @@
 --          server's TIME); mode 'slot': unused (each attempt has its own)
 -- ARGV[2]  mode: 'one' (one server: the orders' directory entries are
 --          checked and written here, as stock_deduct_batch.lua does) or
---          'slot' (a slot of a Redis Cluster: each order is one attempt,
---          its ID bound in the same pipeline, as stock_deduct.lua takes a
---          single-group order)
+--          'slot' (a slot of a Redis Cluster: each order is one attempt
+--          whose ID its directory entry already names, as stock_deduct.lua
+--          takes a single-group order)
 -- ARGV[3]  k, the SKUs
 -- ARGV     then per order: order ID, user ID ('' for none), identity (user
 --          + "\n" + canonical signature), own hold time ms (0 for none), in

@@ -53,15 +53,14 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	}
 	deadline, bound := int64(0), int64(0) // the order's, from the groups' replies
 
-	// One round trip: bind the order ID to its items, and take the first
-	// slot group; an order of one slot group shares it with the concurrent
-	// Deducts of its slot. The bind is the script whatever the entry
-	// holds, never a plain HSETNX that leaves an existing entry to a later
-	// round trip: the attempt is on the entry when its first group may be
-	// taken, so a caller that stops after this round trip leaves no hold
-	// that its order's entry does not account for (an entry past its
-	// Retention would otherwise be taken over by another order, or
-	// deleted by an attempt leaving it, under that hold).
+	// Bind the order ID to its items (its directory entry, on its shard's
+	// master), then take the first slot group: a group is taken only by
+	// an attempt its order's entry names, so a caller that stops anywhere
+	// leaves no hold the entry does not account for (an entry that does
+	// not name the hold can be taken over by another order, or deleted by
+	// an attempt leaving it), and a conflict takes nothing. An order of
+	// one slot group shares both round trips with the concurrent Deducts
+	// of its slot.
 	var bind, first *redis.Cmd
 	if b := s.slotBatcher(a); b != nil {
 		c := &call{ctx: ctx, a: a}
@@ -70,28 +69,12 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 		}
 		bind, first = c.bind, c.first
 	} else {
-		var binds, multi *redis.Cmd
-		s.pipelined(ctx, func(p redis.Pipeliner) {
-			binds = dirBindScript.Run(ctx, p, []string{s.dirKey(o.ID)}, o.ID, ident, token)
-			multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound)
-		})
-		bind, first = partReply(binds, 0, "deduct"), partReply(multi, 0, "deduct")
+		bind = s.bindOne(ctx, a)
 	}
 	if err := bind.Err(); err != nil {
-		err = s.writeErr(ctx, "deduct", err)
-		if errors.Is(err, stock.ErrUnknownOutcome) {
-			return err
-		}
-		// The bind was refused for certain, but the first group went to
-		// its own master and may have been taken: undo it, so a plain
-		// error means nothing is held.
-		if ferr := first.Err(); ferr != nil {
-			if ferr = s.writeErr(ctx, "deduct", ferr); errors.Is(ferr, stock.ErrUnknownOutcome) {
-				return ferr
-			}
-			return err
-		}
-		return s.undo(ctx, a, a.groups[:firstTaken(first)], err, a.token)
+		// Nothing was taken; a bind of unknown outcome may have bound the
+		// ID, which a retry of the order finds as its own.
+		return s.writeErr(ctx, "deduct", err)
 	}
 	word, stale := bindReply(bind)
 	if word == "stale" {
@@ -102,18 +85,26 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 			return err
 		}
 	}
+	switch word {
+	case "new", "same":
+	case "conflict":
+		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict)
+	default: // the script ran: what it wrote is not known
+		return &outcomeError{op: "deduct", err: badReply("deduct", bind.Val())}
+	}
+	if first == nil { // unbatched, or the bind was settled after the batch
+		var multi *redis.Cmd
+		s.pipelined(ctx, func(p redis.Pipeliner) { multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound) })
+		first = partReply(multi, 0, "deduct")
+	}
 	if err := first.Err(); err != nil {
 		err = s.writeErr(ctx, "deduct", err)
-		if word != "conflict" && !errors.Is(err, stock.ErrUnknownOutcome) {
+		if !errors.Is(err, stock.ErrUnknownOutcome) {
 			// The group refused for certain (a server error): leave the
 			// directory entry as a refused order does.
 			return s.unbind(ctx, a, false, err)
 		}
 		return err
-	}
-	if word == "conflict" {
-		return s.undo(ctx, a, a.groups[:firstTaken(first)],
-			fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict), a.token)
 	}
 
 	got := make([]groupTaken, len(a.groups))
@@ -273,6 +264,31 @@ func (a *attempt) past(got []groupTaken) bool {
 		}
 	}
 	return false
+}
+
+// bindNew queues the common case of an attempt's bind: the order ID's
+// directory entry created where there is none (HSETNX), naming the order's
+// identity and the attempt (as stock_dir_bind.lua creates it), no script
+// needed. Where the entry exists (a repeat, an attempt of the same order,
+// a conflict, an entry past its Retention) the bind script decides, before
+// anything is taken.
+func (s *Store) bindNew(ctx context.Context, p redis.Pipeliner, a *attempt) *redis.BoolCmd {
+	return p.HSetNX(ctx, s.dirKey(a.o.ID), a.o.ID, a.ident+"\ta0:"+a.token)
+}
+
+// bindOne binds an attempt's order ID: bindNew, then stock_dir_bind.lua
+// if the entry exists. Its reply is the bind script's ("new" for an entry
+// HSETNX created).
+func (s *Store) bindOne(ctx context.Context, a *attempt) *redis.Cmd {
+	var created *redis.BoolCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) { created = s.bindNew(ctx, p, a) })
+	if err := created.Err(); err != nil {
+		return redis.NewCmdResult(nil, err)
+	}
+	if created.Val() {
+		return redis.NewCmdResult("new", nil)
+	}
+	return partReply(dirBindScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, a.ident, a.token), 0, "deduct")
 }
 
 // bindReply reads the bind's reply: its word, and for "stale" the
@@ -457,15 +473,6 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		}
 	}
 	return groupTaken{}, found, badReply("deduct", res)
-}
-
-// firstTaken is how many slot groups the first round trip took: 1 when
-// its deduct script answered ok, else 0.
-func firstTaken(first *redis.Cmd) int {
-	if res, _ := first.Slice(); len(res) > 0 && res[0] == "ok" {
-		return 1
-	}
-	return 0
 }
 
 // undo takes the attempt token (this attempt's; "*" for every attempt,

@@ -160,24 +160,26 @@
 // integer, so a batched Deduct costs the client a few allocations.
 //
 // On a *redis.ClusterClient every script must stay in one slot, and the
-// directory shard's slot is not its SKUs'. Deduct sends one pipeline: the
-// bind of the order ID to its items (stock_dir_bind.lua on its directory
-// entry) and the deduct script (stock_deduct.lua) for the first slot
-// group. The bind is a script, not a plain HSETNX that would leave an
-// entry that exists (a repeat, an ID reused past Retention) to a later
-// round trip: a caller that stops after the pipeline leaves no hold that
-// its order's entry does not name. When
-// the directory names other items the call fails with stock.ErrConflict and
-// undoes what the script took; a refused order frees the directory entry in
-// a second round trip. Orders of one slot group (every single-SKU order,
-// and orders whose SKUs share a hash tag) are batched per slot as on a
-// single server ([Config.MaxBatch]): the pipeline then carries every
-// order's bind (one bind script call per directory shard, on its master)
-// and one deduct script call that takes the orders one after another,
-// each all or nothing with its own reply and the deadline its own call's
-// time gives; each caller then goes on as an unbatched one (a conflict
-// undoes its own lines, a refusal frees its own entry). Orders on several
-// slots are not batched, nor are Deducts on a Ring.
+// directory shard's slot is not its SKUs'. Deduct first binds the order ID
+// to its items: an HSETNX of its directory entry, which creates the entry
+// naming the order and the attempt; an ID whose entry exists (a repeat,
+// another attempt of the order, a conflict, an entry past its Retention)
+// then goes through the bind script, stock_dir_bind.lua. Only a bound
+// attempt takes stock, in the next round trip (stock_deduct.lua for the
+// first slot group, then the others): a caller that stops anywhere leaves
+// no hold that its order's entry does not name, and an order whose ID
+// names other items fails with stock.ErrConflict having taken nothing. A
+// refused order frees the directory entry in one more round trip. Orders
+// of one slot group (every single-SKU order, and orders whose SKUs share
+// a hash tag) are batched per slot as on a single server
+// ([Config.MaxBatch]): one pipeline carries every order's HSETNX (each on
+// its directory shard's master), one more the bind script calls for the
+// IDs whose entries exist (one per directory shard), and one deduct
+// script call takes the bound orders one after another, each all or
+// nothing with its own reply and the deadline its own call's time gives;
+// each caller then goes on as an unbatched one (a refusal frees its own
+// entry). Orders on several slots are not batched, nor are Deducts on a
+// Ring.
 //
 // Each Deduct call on this path is an attempt with a random token of its
 // own. The token goes into the directory entry's attempt set and into the

@@ -151,10 +151,10 @@ func (s *Store) ready(ctx context.Context) error {
 // Cluster, or back) whose registry key alone was lost. Shard 0 of both
 // counts is one key, so a directory of maxDirShards shows by a key of
 // another shard, and one of a single shard by entries in shard 0 that
-// another shard of maxDirShards would hold (a sample of 64 fields, all of
-// them when there are fewer: where all that sample's belong to shard 0,
-// the shard is the directory's shard 0 or holds so few entries that any
-// other is in the sample).
+// another shard of maxDirShards would hold (the first page of a scan of
+// shard 0, about 64 entries, all of them in a small hash: where every one
+// of those belongs to shard 0, the shard is the directory's shard 0, or
+// holds so few entries that the scan saw them all).
 func (s *Store) probeDirectory(ctx context.Context) error {
 	if len(s.dir.Load().keys) == 1 {
 		wide := newDirectory(s.prefix, maxDirShards)
@@ -177,12 +177,12 @@ func (s *Store) probeDirectory(ctx context.Context) error {
 		return nil
 	}
 	d := s.dir.Load()
-	ids, err := s.c.HRandField(ctx, d.keys[0], 64).Result()
+	kv, _, err := s.c.HScan(ctx, d.keys[0], 0, "", 64).Result()
 	if err != nil && err != redis.Nil {
 		return s.readErr(ctx, "read the key layout", err)
 	}
-	for _, id := range ids {
-		if d.shard(id) != 0 {
+	for i := 0; i < len(kv); i += 2 { // field, value, ...
+		if d.shard(kv[i]) != 0 {
 			s.useDirectory(1)
 			break
 		}

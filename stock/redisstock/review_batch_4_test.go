@@ -24,9 +24,8 @@ func (e rbServerRefusal) Error() string { return string(e) }
 func (rbServerRefusal) RedisError()     {}
 
 // rbBindRefuser makes the master of the order's directory entry refuse the
-// bind script (as a master out of memory, read-only or loading does),
-// while the rest of the pipeline (the deduct script, on the SKU's master)
-// runs.
+// bind (its HSETNX, or the bind script; as a master out of memory,
+// read-only or loading does), while the rest of the pipeline runs.
 type rbBindRefuser struct{ armed atomic.Bool }
 
 var rbBindHash = func() string {
@@ -43,7 +42,7 @@ func (h *rbBindRefuser) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		}
 		var rest, refused []redis.Cmder
 		for _, c := range cmds {
-			if args := c.Args(); len(args) > 1 && c.Name() == "evalsha" && args[1] == rbBindHash {
+			if args := c.Args(); len(args) > 1 && (c.Name() == "evalsha" && args[1] == rbBindHash || c.Name() == "hsetnx") {
 				refused = append(refused, c)
 			} else {
 				rest = append(rest, c)
@@ -66,13 +65,11 @@ func (h *rbBindRefuser) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	}
 }
 
-// On a Cluster the bind script and the deduct script go out in one
-// pipeline, to different masters. When the directory's master refuses the
-// bind (a server error reply: a "certain" error), the deduct script on
-// the SKU's master has run and taken the stock; Deduct returns that
-// certain error as is (not stock.ErrUnknownOutcome), without undoing the
-// group it took: the caller is told nothing was applied while its units
-// stay held, under no directory entry, until the reclaimer returns them.
+// On a Cluster an order's bind and its deduct script go to different
+// masters. When the directory's master refuses the bind (a server error
+// reply: a "certain" error), Deduct may answer that certain error only if
+// nothing is held: a caller told nothing was applied must not leave units
+// held under no directory entry until the reclaimer returns them.
 func TestReviewBatchRefusedBindLeavesNothingHeld(t *testing.T) {
 	for _, maxBatch := range []int{0, 1} { // slot-batched, and unbatched
 		t.Run("MaxBatch"+strconv.Itoa(maxBatch), func(t *testing.T) {

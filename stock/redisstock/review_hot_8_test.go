@@ -14,45 +14,51 @@ import (
 
 type rh8Key struct{}
 
-// rh8FailBind lets the pipelines naming key, in a context marked with
-// rh8Key, run and then loses their replies: the attempt stops (its
-// process dies, its connection drops) right after its first round trip,
-// which binds the order ID and takes the stock. (When the bind of an
-// entry that exists was a second round trip, the attempt stopped before
-// it, with its stock taken and its token on no entry.)
+// rh8FailBind lets the commands naming key (the SKU's lines hash: the
+// script that takes the stock), in a context marked with rh8Key, run and
+// then loses their replies: the attempt stops (its process dies, its
+// connection drops) right after its stock is taken. (When the bind of an
+// entry that exists was a round trip after the one that took the stock,
+// the attempt stopped with its stock taken and its token on no entry.)
 type rh8FailBind struct{ key string }
 
-func (h rh8FailBind) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h rh8FailBind) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h rh8FailBind) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h rh8FailBind) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.lose(ctx, []redis.Cmder{cmd}, next(ctx, cmd))
+	}
+}
 func (h rh8FailBind) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		if ctx.Value(rh8Key{}) == nil || err != nil {
-			return err
-		}
-		for _, c := range cmds {
-			if slices.Contains(c.Args(), any(h.key)) {
-				for _, c := range cmds {
-					c.SetErr(errLostReply)
-				}
-				return errLostReply
-			}
-		}
-		return nil
+		return h.lose(ctx, cmds, next(ctx, cmds))
 	}
+}
+
+func (h rh8FailBind) lose(ctx context.Context, cmds []redis.Cmder, err error) error {
+	if ctx.Value(rh8Key{}) == nil || err != nil {
+		return err
+	}
+	for _, c := range cmds {
+		if slices.Contains(c.Args(), any(h.key)) {
+			for _, c := range cmds {
+				c.SetErr(errLostReply)
+			}
+			return errLostReply
+		}
+	}
+	return nil
 }
 
 // Two attempts of one order on a Cluster (a retry while the first still
 // runs): A is refused and is about to leave the entry it created; B finds
-// the entry, takes the stock in its first pipeline, and stops right
-// after it. A's release must find B's token on the entry and leave it: an
+// the entry, takes the stock, and stops right after. A's release must find B's token on the entry and leave it: an
 // entry deleted under B's hold frees the ID, and another order binds it
 // with other items and takes stock while the first still holds 2 units
 // under the same ID (and a Confirm of the ID confirms the newcomer).
 func TestReviewHotEntryDeletedUnderAHoldBetweenPipelineAndBind(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		fx.c.AddHook(pauseHook{})
-		fx.c.AddHook(rh8FailBind{key: fx.s.DirKey("o1")})
+		fx.c.AddHook(rh8FailBind{key: fx.s.LinesKey("a")})
 		fx.sale("a", 1, 0, 2*time.Hour)
 		fx.sale("b", 10, 0, time.Hour)
 		o := ord("o1", "u1", it("a", 2))
@@ -61,7 +67,7 @@ func TestReviewHotEntryDeletedUnderAHoldBetweenPipelineAndBind(t *testing.T) {
 		go func() { doneA <- fx.s.Deduct(pa.ctx(fx.ctx()), o) }()
 		pa.wait(t) // A was refused (sold out) and is about to leave the entry
 		is(t, fx.s.Restock(fx.ctx(), stock.Restock{OpID: "more", SKU: "a", Units: 1}), nil, "Restock")
-		unknown(t, fx.s.Deduct(context.WithValue(fx.ctx(), rh8Key{}, true), o), "B, stopped after its first round trip")
+		unknown(t, fx.s.Deduct(context.WithValue(fx.ctx(), rh8Key{}, true), o), "B, stopped once its stock is taken")
 		fx.want("a", 0, 2, 0) // B's hold
 		pa.release()
 		is(t, <-doneA, stock.ErrSoldOut, "A")
@@ -76,8 +82,8 @@ func TestReviewHotEntryDeletedUnderAHoldBetweenPipelineAndBind(t *testing.T) {
 
 // The same window without a second attempt: an order ID reused after its
 // old entry passed Retention (not yet deleted: the field is there). The
-// new order takes its stock in the first pipeline and stops right after
-// it: its entry must already be written over the old one, or the old
+// new order takes its stock and stops right after: its entry must
+// already be written over the old one, or the old
 // entry reads as absent, and the next order under the ID, with other
 // items, binds it and takes stock too: two live orders under one ID.
 //
@@ -89,14 +95,14 @@ func TestReviewHotReusedIDHoldWithoutEntryAfterPipeline(t *testing.T) {
 		cfg := redisstockConfig(fx, time.Second)
 		cfg.MaxBatch = 1
 		fx.s = newStore(t, fx.c, cfg)
-		fx.c.AddHook(rh8FailBind{key: fx.s.DirKey("o1")})
+		fx.c.AddHook(rh8FailBind{key: fx.s.LinesKey("a")})
 		fx.sale("a", 10, 0, time.Hour)
 		fx.sale("b", 10, 0, time.Hour)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u0", it("a", 1))), nil, "the ID's first order")
 		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm it")
 		elapse(fx, 1500*time.Millisecond) // its record and entry are past Retention
 		unknown(t, fx.s.Deduct(context.WithValue(fx.ctx(), rh8Key{}, true), ord("o1", "u1", it("a", 2))),
-			"a new order under o1, stopped after its first round trip")
+			"a new order under o1, stopped once its stock is taken")
 		fx.want("a", 7, 2, 1)
 		err := fx.s.Deduct(fx.ctx(), ord("o1", "u2", it("b", 1)))
 		if err == nil {

@@ -1,6 +1,7 @@
 package redisstock
 
 import (
+	"cmp"
 	"context"
 	"sync"
 
@@ -31,54 +32,55 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 	return b.(*batcher)
 }
 
-// deductSlotBatch sends the first round trip of the attempts of calls,
-// orders of one slot group each, all in one slot: one pipeline with one
-// bind script call per directory shard the orders' IDs fall in (each on
-// its shard's master, binding that shard's orders) and one deduct script
-// call taking every order in turn: stock_deduct_hot.lua for a batch of the
-// flash sale's shape (see hotSlotBatch), stock_deduct.lua for any other.
-// The orders the hot script leaves (from the first repeat or conflict on,
-// so that every order is decided in the batch's order) go through
-// stock_deduct.lua in one more call. It gives each call its replies, which
-// the caller reads as an unbatched attempt reads them, and returns the
-// deduct script call's failure, if it failed.
+// deductSlotBatch binds and takes the attempts of calls, orders of one
+// slot group each, all in one slot. First one pipeline binds every order
+// ID (bindNew, on its directory shard's master); the IDs whose entries
+// exist then go through the bind script, one call per directory shard.
+// Then one deduct script call takes, one after another, the orders whose
+// bind said "new" or "same": stock_deduct_hot.lua for a batch of the flash
+// sale's shape (see hotSlotBatch), stock_deduct.lua for any other; the
+// orders the hot script leaves (from the first repeat or conflict on, so
+// that every order is decided in the batch's order) go through
+// stock_deduct.lua in one more call. It gives each call its bind's reply
+// and, if its order was sent, its part of the deduct script's (the caller
+// reads them as an unbatched attempt does: a stale entry or a failed bind
+// it settles itself), and returns the first failure of a script call.
 func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
-	type shard struct {
-		cmd   *redis.Cmd
-		calls []int // indexes into calls, in the calls' order
+	defer func() {
+		for _, c := range calls {
+			close(c.done)
+		}
+	}()
+	created := make([]*redis.BoolCmd, len(calls))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, c := range calls {
+			created[i] = s.bindNew(ctx, p, c.a)
+		}
+	})
+	if err := s.bindExisting(ctx, calls, created); err != nil {
+		return err
 	}
-	dir := s.dir.Load()
-	shards := make([]shard, len(dir.keys))
-	at := make([]int, len(calls)) // each call's part of its shard's reply
-	for i, c := range calls {
-		sh := &shards[dir.shard(c.a.o.ID)]
-		at[i] = len(sh.calls)
-		sh.calls = append(sh.calls, i)
+	take := make([]*call, 0, len(calls))
+	for _, c := range calls {
+		if w, _ := bindReply(c.bind); w == "new" || w == "same" {
+			take = append(take, c)
+		}
 	}
-	hot := hotSlotBatch(calls)
+	if len(take) == 0 {
+		return nil
+	}
+	hot := hotSlotBatch(take)
 	var multi *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for k := range shards {
-			sh := &shards[k]
-			if len(sh.calls) == 0 {
-				continue
-			}
-			args := make([]any, 0, 3*len(sh.calls))
-			for _, i := range sh.calls {
-				a := calls[i].a
-				args = append(args, a.o.ID, a.ident, a.token)
-			}
-			sh.cmd = dirBindScript.Run(ctx, p, []string{dir.keys[k]}, args...)
-		}
 		if hot {
-			multi = s.deductHotSlot(ctx, p, calls)
+			multi = s.deductHotSlot(ctx, p, take)
 		} else {
-			multi = s.deductGroups(ctx, p, calls)
+			multi = s.deductGroups(ctx, p, take)
 		}
 	})
 	var left []*call // the orders the hot script left
-	for i, c := range calls {
-		c.bind, c.first = partReply(shards[dir.shard(c.a.o.ID)].cmd, at[i], "deduct"), partReply(multi, i, "deduct")
+	for i, c := range take {
+		c.first = partReply(multi, i, "deduct")
 		if v, err := c.first.Int64(); hot && err == nil && v == notHere {
 			left = append(left, c)
 		}
@@ -89,13 +91,63 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 			c.first = partReply(more, i, "deduct")
 		}
 	}
-	for _, c := range calls {
-		close(c.done)
-	}
 	if err := multi.Err(); err != nil {
 		return s.writeErr(ctx, "deduct", err)
 	}
 	return nil
+}
+
+// bindExisting sets each call's bind reply from its bindNew (created):
+// "new" where HSETNX created the entry, its failure where it failed, and
+// where the entry exists the reply of stock_dir_bind.lua, run for those
+// IDs in one pipeline, one call per directory shard. It returns the first
+// failure.
+func (s *Store) bindExisting(ctx context.Context, calls []*call, created []*redis.BoolCmd) error {
+	type shard struct {
+		cmd   *redis.Cmd
+		calls []int // indexes into calls, in the calls' order
+	}
+	dir := s.dir.Load()
+	var shards map[int]*shard
+	var first error
+	for i, c := range calls {
+		switch err := created[i].Err(); {
+		case err != nil:
+			c.bind = redis.NewCmdResult(nil, err)
+			first = cmp.Or(first, err)
+		case created[i].Val():
+			c.bind = redis.NewCmdResult("new", nil)
+		default:
+			if shards == nil {
+				shards = make(map[int]*shard)
+			}
+			k := dir.shard(c.a.o.ID)
+			if shards[k] == nil {
+				shards[k] = &shard{}
+			}
+			shards[k].calls = append(shards[k].calls, i)
+		}
+	}
+	if len(shards) == 0 {
+		return first
+	}
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for k, sh := range shards {
+			args := make([]any, 0, 3*len(sh.calls))
+			for _, i := range sh.calls {
+				a := calls[i].a
+				args = append(args, a.o.ID, a.ident, a.token)
+			}
+			sh.cmd = dirBindScript.Run(ctx, p, []string{dir.keys[k]}, args...)
+		}
+	})
+	for _, sh := range shards {
+		for j, i := range sh.calls {
+			calls[i].bind = partReply(sh.cmd, j, "deduct")
+		}
+		first = cmp.Or(first, sh.cmd.Err())
+	}
+	return first
 }
 
 // deductGroups queues or runs one stock_deduct.lua call taking the first

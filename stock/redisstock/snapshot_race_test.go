@@ -89,8 +89,9 @@ func (h *dropBetween) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	}
 }
 
-// A Deduct on a Cluster that finds its order ID bound to other items takes
-// its first slot group, then drops it, deleting the hold's record. A
+// A Deduct on a Cluster of an order on two slots takes its first slot
+// group (SKU a), then finds the second (SKU x, of a higher slot) sold out
+// and drops the first, deleting the hold's record. A
 // Snapshot whose script saw the hold and whose second round trip finds the
 // record gone must not report it Lost (a hold Redis will never return):
 // its units were in the available count read, so a reconciler leaving them
@@ -99,20 +100,17 @@ func TestSnapshotReadsAgainAHoldDroppedBetweenItsRoundTrips(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
 		fx.sale("a", 10, 0, 0)
-		fx.sale("b", 10, 0, 0)
+		fx.sale("x", 1, 0, 0)
 		h := &dropBetween{pending: make(chan struct{}), drop: make(chan struct{}), dropped: make(chan struct{}),
 			snapSHA: redis.NewScript(lua.Script("stock_snapshot.lua")).Hash(),
 			dropSHA: redis.NewScript(lua.Script("stock_release.lua")).Hash()}
 		fx.c.AddHook(h)
-		conflicting := func(id string) error {
-			if err := fx.s.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: "b", Qty: 1}}}); err != nil {
-				return err
-			}
-			return fx.s.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}})
+		refused := func(id string) error {
+			return fx.s.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}, {SKU: "x", Qty: 2}}})
 		}
 		// Once unhooked: the scripts are loaded, and the drop is real.
-		if err := conflicting("warm"); !errors.Is(err, stock.ErrConflict) {
-			t.Fatalf("Deduct of a bound order ID with other items: %v, want ErrConflict", err)
+		if err := refused("warm"); !errors.Is(err, stock.ErrSoldOut) {
+			t.Fatalf("Deduct of an order whose second slot group is sold out: %v, want ErrSoldOut", err)
 		}
 		if _, err := fx.s.Snapshot(ctx, []redisstock.SnapshotRequest{{SKU: "a"}}); err != nil {
 			t.Fatal(err)
@@ -123,18 +121,18 @@ func TestSnapshotReadsAgainAHoldDroppedBetweenItsRoundTrips(t *testing.T) {
 		h.armed = true
 		h.mu.Unlock()
 		done := make(chan error, 1)
-		go func() { done <- conflicting("o1") }()
-		waitFor(t, "the conflicting Deduct's hold", func() bool {
+		go func() { done <- refused("o1") }()
+		waitFor(t, "the refused Deduct's hold", func() bool {
 			lv, err := fx.s.Levels(ctx, "a")
 			return err == nil && lv.Held == 1
 		})
 		got, err := fx.s.Snapshot(ctx, []redisstock.SnapshotRequest{{SKU: "a"}})
 		derr := <-done
 		if err != nil {
-			t.Fatalf("Snapshot: %v (the conflicting Deduct: %v)", err, derr)
+			t.Fatalf("Snapshot: %v (the refused Deduct: %v)", err, derr)
 		}
-		if !errors.Is(derr, stock.ErrConflict) {
-			t.Fatalf("the conflicting Deduct: %v, want ErrConflict", derr)
+		if !errors.Is(derr, stock.ErrSoldOut) {
+			t.Fatalf("the refused Deduct: %v, want ErrSoldOut", derr)
 		}
 		if err := h.failed(); err != nil {
 			t.Fatal(err)

@@ -445,7 +445,7 @@ func TestWaitOnlyWhenAsked(t *testing.T) {
 // either is overridden by the waiting client (wait.go) or only reads. A
 // new call of a writing method on s.c fails here until wait.go covers it.
 func TestWaitCoversEveryWrite(t *testing.T) {
-	reads := []string{"Exists", "Get", "HGet", "HMGet", "HExists", "HGetAll", "HRandField", "SMembers", "SIsMember",
+	reads := []string{"Exists", "Get", "HGet", "HMGet", "HExists", "HGetAll", "HScan", "SMembers", "SIsMember",
 		"ZRange", "ZRangeWithScores", "ZRangeByScoreWithScores", "ZScore", "Info", "Options", "ScriptLoad"}
 	fset := token.NewFileSet()
 	files, err := filepath.Glob("*.go")
@@ -498,8 +498,9 @@ func TestWaitCoversEveryWrite(t *testing.T) {
 
 // TestWaitClusterWaitsOnTheKeysMaster: on a Redis Cluster the wait runs on
 // the master that holds the command's keys (the shared test cluster has
-// no replicas, so it falls short there and Deduct answers
-// stock.ErrUnknownOutcome).
+// no replicas, so it falls short there and the call answers
+// stock.ErrUnknownOutcome): a Deduct's first write, its bind, on the master
+// of its directory shard, and a Restock on the SKU's.
 func TestWaitClusterWaitsOnTheKeysMaster(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(testdb.Need(t, testdb.Cluster), ",")})
 	defer cc.Close()
@@ -512,25 +513,35 @@ func TestWaitClusterWaitsOnTheKeysMaster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, sku := range []string{"a", "b"} {
-		node, err := cc.MasterForKey(ctx, prefix+":{"+sku+"}:state")
+	waited := func(key, what string, call func() error) {
+		t.Helper()
+		node, err := cc.MasterForKey(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		before := commandCalls(t, node, "wait")
-		o := stock.Order{ID: "o-" + sku, Items: []stock.Item{{SKU: sku, Qty: 1}}}
-		if err := s.Deduct(ctx, o); !errors.Is(err, stock.ErrUnknownOutcome) {
-			t.Fatalf("Deduct on a Cluster without replicas: %v, want ErrUnknownOutcome", err)
+		if err := call(); !errors.Is(err, stock.ErrUnknownOutcome) {
+			t.Fatalf("%s on a Cluster without replicas: %v, want ErrUnknownOutcome", what, err)
 		}
 		if commandCalls(t, node, "wait") == before {
-			t.Fatalf("no WAIT ran on %s, the master of SKU %s", node.Options().Addr, sku)
+			t.Fatalf("%s: no WAIT ran on %s, the master of %s", what, node.Options().Addr, key)
 		}
-		// Without the wait the retry completes the order, taken once.
+	}
+	for _, sku := range []string{"a", "b"} {
+		o := stock.Order{ID: "o-" + sku, Items: []stock.Item{{SKU: sku, Qty: 1}}}
+		waited(s.DirKey(o.ID), "Deduct "+o.ID, func() error { return s.Deduct(ctx, o) })
+		r := stock.Restock{OpID: "r-" + sku, SKU: sku, Units: 1}
+		waited(prefix+":{"+sku+"}:state", "Restock of "+sku, func() error { return s.Restock(ctx, r) })
+		// Without the wait the retries complete the order and the
+		// restock, each applied once.
 		if err := plain.Deduct(ctx, o); err != nil {
 			t.Fatal(err)
 		}
-		if l := levels(t, plain, sku); l.Held != 1 || l.Available != 9 {
-			t.Fatalf("SKU %s after the retry: %+v", sku, l)
+		if err := plain.Restock(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if l := levels(t, plain, sku); l.Held != 1 || l.Available != 10 {
+			t.Fatalf("SKU %s after the retries: %+v", sku, l)
 		}
 	}
 }
