@@ -31,6 +31,9 @@ type batcher struct {
 	// its done channel) and returns the error the whole call failed with,
 	// if it did.
 	run func(ctx context.Context, batch []*call) error
+	// quiet batches are not reported to the Observer: the binds of a
+	// Cluster's Deducts, a stage before the batches of their takes.
+	quiet bool
 
 	mu     sync.Mutex
 	queue  []*call
@@ -98,7 +101,7 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 
 // send runs batch with b.run, and reports it to the Observer.
 func (b *batcher) send(ctx context.Context, batch []*call) {
-	if !b.s.obs.Batching() {
+	if b.quiet || !b.s.obs.Batching() {
 		_ = b.run(ctx, batch)
 		return
 	}

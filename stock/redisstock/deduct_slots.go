@@ -58,16 +58,17 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	// an attempt its order's entry names, so a caller that stops anywhere
 	// leaves no hold the entry does not account for (an entry that does
 	// not name the hold can be taken over by another order, or deleted by
-	// an attempt leaving it), and a conflict takes nothing. An order of
-	// one slot group shares both round trips with the concurrent Deducts
-	// of its slot.
-	var bind, first *redis.Cmd
-	if b := s.slotBatcher(a); b != nil {
+	// an attempt leaving it), and a conflict takes nothing. With batching
+	// the binds of concurrent Deducts go together, and so do the takes of
+	// orders of one slot group: the two stages overlap, each batch of
+	// binds in flight while the takes of an earlier one are.
+	var bind *redis.Cmd
+	if s.slots != nil {
 		c := &call{ctx: ctx, a: a}
-		if err := b.do(ctx, c); err != nil {
+		if err := s.slots.binds.do(ctx, c); err != nil {
 			return err
 		}
-		bind, first = c.bind, c.first
+		bind = c.bind
 	} else {
 		bind = s.bindOne(ctx, a)
 	}
@@ -92,7 +93,19 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	default: // the script ran: what it wrote is not known
 		return &outcomeError{op: "deduct", err: badReply("deduct", bind.Val())}
 	}
-	if first == nil { // unbatched, or the bind was settled after the batch
+	var first *redis.Cmd
+	if b := s.slotBatcher(a); b != nil {
+		c := &call{ctx: ctx, a: a}
+		if err := b.do(ctx, c); err != nil {
+			if errors.Is(err, stock.ErrUnknownOutcome) {
+				return err // sent: the group may have been taken
+			}
+			// Not sent (the caller's context ended while it was queued):
+			// leave the entry as a refused order does.
+			return s.unbind(context.WithoutCancel(ctx), a, false, err)
+		}
+		first = c.first
+	} else {
 		var multi *redis.Cmd
 		s.pipelined(ctx, func(p redis.Pipeliner) { multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound) })
 		first = partReply(multi, 0, "deduct")

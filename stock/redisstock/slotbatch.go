@@ -10,12 +10,14 @@ import (
 	"github.com/stockguard/stockguard/internal/keyslot"
 )
 
-// slotBatchers coalesces, on a Redis Cluster, the concurrent Deducts of
-// orders whose SKUs share one hash slot: one batcher per slot, made when
-// the slot is first used (at most one per slot of the cluster).
+// slotBatchers coalesces, on a Redis Cluster, the binds of concurrent
+// Deducts (one batcher, whatever their slots) and the takes of orders
+// whose SKUs share one hash slot: one batcher per slot, made when the slot
+// is first used (at most one per slot of the cluster).
 type slotBatchers struct {
-	max int
-	m   sync.Map // slot -> *batcher
+	max   int
+	binds *batcher
+	m     sync.Map // slot -> *batcher
 }
 
 // slotBatcher returns the batcher of the attempt's slot, or nil when its
@@ -32,20 +34,12 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 	return b.(*batcher)
 }
 
-// deductSlotBatch binds and takes the attempts of calls, orders of one
-// slot group each, all in one slot. First one pipeline binds every order
-// ID (bindNew, on its directory shard's master); the IDs whose entries
-// exist then go through the bind script, one call per directory shard.
-// Then one deduct script call takes, one after another, the orders whose
-// bind said "new" or "same": stock_deduct_hot.lua for a batch of the flash
-// sale's shape (see hotSlotBatch), stock_deduct.lua for any other; the
-// orders the hot script leaves (from the first repeat or conflict on, so
-// that every order is decided in the batch's order) go through
-// stock_deduct.lua in one more call. It gives each call its bind's reply
-// and, if its order was sent, its part of the deduct script's (the caller
-// reads them as an unbatched attempt does: a stale entry or a failed bind
-// it settles itself), and returns the first failure of a script call.
-func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
+// bindBatch binds the order IDs of the attempts of calls: one pipeline of
+// HSETNX (bindNew, each on its directory shard's master), then, for the
+// IDs whose entries exist, the bind script, one call per directory shard.
+// It gives each call its bind's reply, which the caller reads as an
+// unbatched attempt reads bindOne's, and returns the first failure.
+func (s *Store) bindBatch(ctx context.Context, calls []*call) error {
 	defer func() {
 		for _, c := range calls {
 			close(c.done)
@@ -57,29 +51,36 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 			created[i] = s.bindNew(ctx, p, c.a)
 		}
 	})
-	if err := s.bindExisting(ctx, calls, created); err != nil {
-		return err
-	}
-	take := make([]*call, 0, len(calls))
-	for _, c := range calls {
-		if w, _ := bindReply(c.bind); w == "new" || w == "same" {
-			take = append(take, c)
+	return s.bindExisting(ctx, calls, created)
+}
+
+// deductSlotBatch takes the first slot group of the attempts of calls,
+// orders of one slot group each, all in one slot, whose IDs are bound: one
+// deduct script call takes the orders one after another:
+// stock_deduct_hot.lua for a batch of the flash sale's shape (see
+// hotSlotBatch), stock_deduct.lua for any other; the orders the hot script
+// leaves (from the first repeat or conflict on, so that every order is
+// decided in the batch's order) go through stock_deduct.lua in one more
+// call. It gives each call its part of the replies, which the caller reads
+// as an unbatched attempt reads its own, and returns the deduct script
+// call's failure, if it failed.
+func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
+	defer func() {
+		for _, c := range calls {
+			close(c.done)
 		}
-	}
-	if len(take) == 0 {
-		return nil
-	}
-	hot := hotSlotBatch(take)
+	}()
+	hot := hotSlotBatch(calls)
 	var multi *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		if hot {
-			multi = s.deductHotSlot(ctx, p, take)
+			multi = s.deductHotSlot(ctx, p, calls)
 		} else {
-			multi = s.deductGroups(ctx, p, take)
+			multi = s.deductGroups(ctx, p, calls)
 		}
 	})
 	var left []*call // the orders the hot script left
-	for i, c := range take {
+	for i, c := range calls {
 		c.first = partReply(multi, i, "deduct")
 		if v, err := c.first.Int64(); hot && err == nil && v == notHere {
 			left = append(left, c)

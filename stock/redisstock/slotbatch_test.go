@@ -71,8 +71,8 @@ func TestClusterBatchExactCounts(t *testing.T) {
 }
 
 // One batch on a Cluster with an order, its repeat, the same ID with other
-// items, and another order: each gets its own outcome, the conflict is
-// undone, and the batch is one deduct script call.
+// items, and another order: each gets its own outcome, the conflict (refused
+// at its bind) takes nothing, and the batch is one deduct script call.
 func TestClusterBatchConflictAndRepeatInOneCall(t *testing.T) {
 	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 10, 0, time.Minute)
@@ -207,5 +207,34 @@ func TestClusterBatchScriptFailingMidwayIsAnUnknownOutcome(t *testing.T) {
 		is(t, fx.s.Deduct(fx.ctx(), ord("o2", "u2", it("a", 1), it(twin, 1))), nil, "o2 retried")
 		fx.want("a", 5, 5, 0) // the blockers, o1 and o2 hold
 		fx.want(twin, 9, 1, 0)
+	})
+}
+
+// A Cluster Deduct whose caller leaves while its take is queued (its ID
+// already bound) is answered with its context's error, nothing taken, and
+// frees its order ID as a refused order does: the ID then takes other
+// items.
+func TestClusterBatchCallerLeavesAfterItsBind(t *testing.T) {
+	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
+		fx.sale("a", 10, 0, time.Minute)
+		fx.sale("b", 10, 0, time.Minute)
+		blockers := fx.block("a")
+		ctx, cancel := context.WithCancel(fx.ctx())
+		var err error
+		var wg sync.WaitGroup
+		fx.enqueue(ctx, ord("o1", "u1", it("a", 2)), 1, &err, &wg)
+		cancel()
+		waitFor(t, "the Deduct to leave the queue", func() bool { return fx.s.Queued() == 0 })
+		fx.gate.open() // the entry is left by a script call, held at the gate too
+		wg.Wait()
+		if !errors.Is(err, context.Canceled) || errors.Is(err, stock.ErrUnknownOutcome) {
+			t.Fatalf("Deduct whose caller left while queued: %v, want context.Canceled, not an unknown outcome", err)
+		}
+		for _, err := range blockers() {
+			is(t, err, nil, "blocker")
+		}
+		fx.want("a", 8, 2, 0) // the blockers' units only
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u2", it("b", 1))), nil, "the ID with other items")
+		fx.want("b", 9, 1, 0)
 	})
 }

@@ -187,6 +187,7 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 		s.batch = &batcher{s: s, max: cfg.MaxBatch, run: s.deductBatch}
 	case slotted:
 		s.slots = &slotBatchers{max: cfg.MaxBatch}
+		s.slots.binds = &batcher{s: s, max: cfg.MaxBatch, run: s.bindBatch, quiet: true}
 	}
 	if wait != nil {
 		s.c = wait.wrap(c)
