@@ -49,10 +49,13 @@ type call struct {
 	a     *attempt
 	bind  *redis.Cmd
 	first *redis.Cmd
-	sent  bool          // taken into a batch; guarded by batcher.mu
-	at    time.Time     // when it was queued, if batches are observed
-	done  chan struct{} // closed when err is set
-	err   error
+	// take is the call of the attempt's take, queued by its bind's batch
+	// when the bind said "new" or "same" (nil: the caller queues it).
+	take *call
+	sent bool          // taken into a batch; guarded by batcher.mu
+	at   time.Time     // when it was queued, if batches are observed
+	done chan struct{} // closed when err is set
+	err  error
 }
 
 // do runs c's order in a batch and returns its outcome. A caller whose ctx
@@ -78,7 +81,38 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 	}
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
+	return b.wait(ctx, c)
+}
 
+// enqueue queues the calls cs together, behind any queued before them, and
+// starts a batch for each free in-flight slot; their callers then wait
+// with b.wait. So the orders of one earlier stage (the binds of one
+// batch) go on together, not one by one as each caller wakes.
+func (b *batcher) enqueue(cs []*call) {
+	var at time.Time
+	if b.s.obs.Batching() {
+		at = time.Now()
+	}
+	for _, c := range cs {
+		c.done = make(chan struct{})
+		c.at = at
+	}
+	var start [][]*call
+	b.mu.Lock()
+	b.queue = append(b.queue, cs...)
+	for b.flying < maxFlying && len(b.queue) > 0 {
+		b.flying++
+		start = append(start, b.take())
+	}
+	b.mu.Unlock()
+	for _, batch := range start {
+		go b.drain(batch)
+	}
+}
+
+// wait waits for the outcome of c, queued (by do or enqueue), as do
+// describes.
+func (b *batcher) wait(ctx context.Context, c *call) error {
 	select {
 	case <-c.done:
 		return c.err

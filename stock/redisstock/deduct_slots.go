@@ -63,12 +63,13 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	// orders of one slot group: the two stages overlap, each batch of
 	// binds in flight while the takes of an earlier one are.
 	var bind *redis.Cmd
+	var take *call // the take queued by the bind's batch
 	if s.slots != nil {
 		c := &call{ctx: ctx, a: a}
 		if err := s.slots.binds.do(ctx, c); err != nil {
 			return err
 		}
-		bind = c.bind
+		bind, take = c.bind, c.take
 	} else {
 		bind = s.bindOne(ctx, a)
 	}
@@ -95,8 +96,14 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	}
 	var first *redis.Cmd
 	if b := s.slotBatcher(a); b != nil {
-		c := &call{ctx: ctx, a: a}
-		if err := b.do(ctx, c); err != nil {
+		c, err := take, error(nil)
+		if c != nil {
+			err = b.wait(ctx, c)
+		} else {
+			c = &call{ctx: ctx, a: a}
+			err = b.do(ctx, c)
+		}
+		if err != nil {
 			if errors.Is(err, stock.ErrUnknownOutcome) {
 				return err // sent: the group may have been taken
 			}

@@ -38,9 +38,12 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 // HSETNX (bindNew, each on its directory shard's master), then, for the
 // IDs whose entries exist, the bind script, one call per directory shard.
 // It gives each call its bind's reply, which the caller reads as an
-// unbatched attempt reads bindOne's, and returns the first failure.
+// unbatched attempt reads bindOne's, and returns the first failure. The
+// takes of the orders it bound ("new" or "same") of one slot group go to
+// their slot's batcher together (see queueTakes).
 func (s *Store) bindBatch(ctx context.Context, calls []*call) error {
 	defer func() {
+		s.queueTakes(calls)
 		for _, c := range calls {
 			close(c.done)
 		}
@@ -52,6 +55,31 @@ func (s *Store) bindBatch(ctx context.Context, calls []*call) error {
 		}
 	})
 	return s.bindExisting(ctx, calls, created)
+}
+
+// queueTakes queues, in one step per slot, the takes of the calls whose
+// bind said "new" or "same" and whose order is batched, and names each in
+// its call's take; a caller whose context has ended is left to queue its
+// own take, which it then leaves unsent.
+func (s *Store) queueTakes(calls []*call) {
+	var bySlot map[*batcher][]*call
+	for _, c := range calls {
+		if w, _ := bindReply(c.bind); (w != "new" && w != "same") || c.ctx.Err() != nil {
+			continue
+		}
+		b := s.slotBatcher(c.a)
+		if b == nil {
+			continue
+		}
+		if bySlot == nil {
+			bySlot = make(map[*batcher][]*call)
+		}
+		c.take = &call{ctx: c.ctx, a: c.a}
+		bySlot[b] = append(bySlot[b], c.take)
+	}
+	for b, takes := range bySlot {
+		b.enqueue(takes)
+	}
 }
 
 // deductSlotBatch takes the first slot group of the attempts of calls,
