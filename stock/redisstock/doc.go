@@ -171,14 +171,18 @@
 // names other items fails with stock.ErrConflict having taken nothing. A
 // refused order frees the directory entry in one more round trip. Orders
 // of one slot group (every single-SKU order, and orders whose SKUs share
-// a hash tag) are batched per slot as on a single server
-// ([Config.MaxBatch]): one pipeline carries every order's HSETNX (each on
+// a hash tag) are batched as on a single server ([Config.MaxBatch]), in
+// two stages that overlap. The binds of concurrent Deducts, whatever their
+// slots, go together: one pipeline carries every order's HSETNX (each on
 // its directory shard's master), one more the bind script calls for the
-// IDs whose entries exist (one per directory shard), and one deduct
-// script call takes the bound orders one after another, each all or
-// nothing with its own reply and the deadline its own call's time gives;
-// each caller then goes on as an unbatched one (a refusal frees its own
-// entry). Orders on several slots are not batched, nor are Deducts on a
+// IDs whose entries exist (one per directory shard). The orders a batch of
+// binds bound then queue together on their slot's batcher, and one deduct
+// script call takes a slot's queued orders one after another, each all or
+// nothing with its own reply and the deadline its own call's time gives,
+// while the next batch of binds is in flight. Each caller then goes on as
+// an unbatched one (a refusal frees its own entry; a caller whose context
+// ends while its take is queued leaves nothing taken and frees its entry
+// too). Orders on several slots are not batched, nor are Deducts on a
 // Ring.
 //
 // Each Deduct call on this path is an attempt with a random token of its
