@@ -6,11 +6,11 @@
 --
 -- KEYS     per order j, 4 per line i (i = 1..n_j):
 --            <p>:{sku}:state   hash avail, held, sold, limit, hold,
---                              max_ms, ver
+--                              max_ms, ver, gen
 --            <p>:{sku}:holds   zset order ID -> deadline ms
 --            <p>:{sku}:users   hash user -> units held + bought
 --            <p>:{sku}:lines   hash order ID -> line record
--- ARGV     per order j, 12 + n_j values:
+-- ARGV     per order j, 12 + 2 n_j values:
 --          now, in ms, from the caller's clock (not the server's TIME);
 --          order ID;
 --          user ID, or '' for none;
@@ -28,7 +28,9 @@
 --          the latest deadline and the latest bound new lines may get (ms,
 --          from the hold times of all the order's SKUs), or 0 for none:
 --          they never move lines already held;
---          n_j; then the qty of each line i
+--          n_j; then for each line i its qty and the generation (gen) of
+--          its SKU's state that the attempt read before it bound the
+--          order ID ('' for a state it found missing, or without gen)
 -- Reply    a list of one reply per order j:
 --          {'ok', deadline, new, found, bound, maxhold, line, past} when every
 --          line is held (newly or already) or confirmed: deadline is the
@@ -44,7 +46,13 @@
 --          nothing written: 'unknown_sku', 'sold_out', 'limit',
 --          'need_user', 'conflict' (the ID holds other items), 'expired',
 --          'closed' (reverted), 'hold_too_long' (with the check flag only);
---          found is 1 if a line before it had a record of the order.
+--          found is 1 if a line before it had a record of the order; or
+--          {'regen', i, found, gen} when a line to take new finds its SKU's
+--          state of another generation than the attempt read (lost and
+--          recreated since: a flush, a failover, then a rebuild), gen the
+--          state's, with nothing written: the directory entry that named
+--          the attempt may have been lost with it, so the attempt binds
+--          again before it takes.
 --
 -- One order, one deadline: new lines get the earliest of the deadline so
 -- far and the deadlines of the order's held lines here; an order with
@@ -74,7 +82,7 @@
 -- states, lines and users, a ZADD per SKU).
 --
 -- On a Redis Cluster the Store runs this script once per slot group, after
--- binding the order ID (stock_dir_bind.lua) in the same pipeline. Without
+-- binding the order ID (HSETNX, or stock_dir_bind.lua). Without
 -- hash slots it runs stock_deduct_batch.lua instead, which binds the ID
 -- inside the script.
 
@@ -94,7 +102,7 @@ do
       ask(KEYS[b + 4], id)
       if user ~= '' then ask(KEYS[b + 3], user) end
     end
-    k, a = k + 4 * n, a + 12 + n
+    k, a = k + 4 * n, a + 12 + 2 * n
   end
 end
 local got = {} -- key -> field -> value (false: none)
@@ -134,7 +142,7 @@ local skus, touched = {}, {}
 local function sku(b)
   local c = skus[KEYS[b + 1]]
   if c ~= nil then return c end
-  local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
+  local s = redis.call('HMGET', KEYS[b + 1], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms', 'gen')
   -- A state without hold is not a SKU on sale (only PutOnSale writes it).
   if not s[1] or not s[3] then
     refuse_layout1(KEYS[b + 1])
@@ -143,7 +151,7 @@ local function sku(b)
   end
   c = {b = b, avail = tonumber(s[1]), limit = tonumber(s[2] or '0'), hold = tonumber(s[3]),
        held = tonumber(s[4] or '0'), ver = tonumber(s[5] or '0'), max = tonumber(s[6] or s[3]),
-       users = read(KEYS[b + 3]), changed = {}, nchanged = 0, holds = {}}
+       gen = s[7] or '', users = read(KEYS[b + 3]), changed = {}, nchanged = 0, holds = {}}
   skus[KEYS[b + 1]] = c
   return c
 end
@@ -178,7 +186,7 @@ local function deduct(k, a, n)
 
   for i = 1, n do
     local b = k + 4 * (i - 1)
-    local qs = ARGV[a + 11 + i]
+    local qs = ARGV[a + 10 + 2 * i]
     local v = read(KEYS[b + 4])[id]
     local r = v and rec_decode(v)
     if r then
@@ -198,6 +206,7 @@ local function deduct(k, a, n)
       local c = sku(b)
       local qty = tonumber(qs)
       if not c then return {'unknown_sku', i, math.min(found, 1)} end
+      if c.gen ~= ARGV[a + 11 + 2 * i] then return {'regen', i, math.min(found, 1), c.gen} end
       if c.avail < qty then return {'sold_out', i, math.min(found, 1)} end
       if c.limit > 0 then
         if user == '' then return {'need_user', i, math.min(found, 1)} end
@@ -281,7 +290,7 @@ local k, a = 0, 1
 while a <= nargv do
   local n = tonumber(ARGV[a + 11])
   out[#out + 1] = deduct(k, a, n)
-  k, a = k + 4 * n, a + 12 + n
+  k, a = k + 4 * n, a + 12 + 2 * n
 end
 
 -- Writes: every SKU touched once (state, holds, users), then the records.

@@ -5,21 +5,25 @@
 -- as new (its ID has a record or a directory entry, ended or not: a
 -- repeat, a conflict) is left untouched and answered 15, and so is every
 -- order after it (so that the orders are decided in the call's order), and
--- every order when a SKU's state is missing: the Store sends those through
+-- every order when a SKU's state is missing (or, in mode 'slot', of another
+-- generation than the orders' attempts read): the Store sends those through
 -- the general script of the mode, which decides them exactly as it decides
 -- any order. It needs nothing of stock_lib.lua (it decodes no record), so it
 -- runs without it.
 --
 -- KEYS     4 per SKU j (j = 1..k, in the orders' line order):
 --            <p>:{sku}:state   hash avail, held, sold, limit, hold, max_ms,
---                              ver
+--                              ver, gen
 --            <p>:{sku}:holds   zset order ID -> deadline ms
 --            <p>:{sku}:users   hash user -> units held + bought
 --            <p>:{sku}:lines   hash order ID -> line record
 --          then, mode 'one': <p>:dir:{<shard>}, hash order ID -> directory
 --          entry (the one shard of a directory on one server)
 -- ARGV[1]  mode 'one': now, in ms, from the caller's clock (not the
---          server's TIME); mode 'slot': unused (each attempt has its own)
+--          server's TIME); mode 'slot' (each attempt has its own now): the
+--          generation (gen) of each SKU's state, in line order, joined by
+--          spaces, as every order's attempt read it before it bound the
+--          order ID ('' for a state it found missing or without gen)
 -- ARGV[2]  mode: 'one' (one server: the orders' directory entries are
 --          checked and written here, as stock_deduct_batch.lua does) or
 --          'slot' (a slot of a Redis Cluster: each order is one attempt
@@ -46,7 +50,8 @@
 -- are one command per key and call. Running the call twice takes the stock
 -- once: the second run finds the records (15, and the general script
 -- answers them as repeats).
-local now, slot, k = tonumber(ARGV[1]), ARGV[2] == 'slot', tonumber(ARGV[3])
+local slot, k = ARGV[2] == 'slot', tonumber(ARGV[3])
+local now = not slot and tonumber(ARGV[1])
 local skip = slot and 6 or 4 -- an order's arguments before its units
 local stride = skip + k
 local n = (#ARGV - 3) / stride
@@ -55,17 +60,24 @@ local out = {}
 -- The SKUs' counts, by line j.
 local avail, limit, hold, held, ver, max = {}, {}, {}, {}, {}, {}
 local minhold, minmax, maxline -- of the order's SKUs (every order has them all)
+local gens = {}
 for j = 1, k do
-  local s = redis.call('HMGET', KEYS[4 * j - 3], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
+  local s = redis.call('HMGET', KEYS[4 * j - 3], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms', 'gen')
   if not s[1] or not s[3] then
     -- Not on sale, lost, or of key layout 1: the general script tells.
     for i = 1, n do out[i] = 15 end
     return out
   end
+  gens[j] = s[7] or ''
   avail[j], limit[j], hold[j] = tonumber(s[1]), tonumber(s[2] or '0'), tonumber(s[3])
   held[j], ver[j], max[j] = tonumber(s[4] or '0'), tonumber(s[5] or '0'), tonumber(s[6] or s[3])
   if not minhold or hold[j] < minhold then minhold = hold[j] end
   if not minmax or max[j] < minmax then minmax, maxline = max[j], j end
+end
+if slot and table.concat(gens, ' ') ~= ARGV[1] then
+  -- Recreated since the attempts read it: the general script tells.
+  for i = 1, n do out[i] = 15 end
+  return out
 end
 
 -- The orders' records (and entries), and their users' counts: one HMGET

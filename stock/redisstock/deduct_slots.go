@@ -32,6 +32,9 @@ type attempt struct {
 	// included).
 	capDeadline, capBound int64
 	capSKU                string // the first SKU (by name) with the shortest maximum hold time
+	// gens are the generations of the SKUs' states (SKU -> gen) as the
+	// attempt read them before it bound the order ID (stateGens).
+	gens map[string]string
 }
 
 // deductSlots is Deduct on a Redis Cluster, where one script may touch one
@@ -40,6 +43,73 @@ type attempt struct {
 // taken one by one; a failure undoes what this attempt took and leaves the
 // directory entry (the last attempt to leave deletes it).
 func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, items []stock.Item) error {
+	err := s.deductAttempt(ctx, o, ident, items)
+	if _, ok := errors.AsType[*regenError](err); ok {
+		// A SKU's state was recreated since the generation the attempt
+		// read (it took nothing, and left its entry): the others may have
+		// been too. Once more, with the generations read again.
+		for _, it := range items {
+			s.gens.Delete(it.SKU)
+		}
+		err = s.deductAttempt(ctx, o, ident, items)
+	}
+	return err
+}
+
+// regenError is the refusal of a slot group whose SKU's state is of another
+// generation than the attempt read before it bound the order ID: lost and
+// recreated since, maybe with the order's directory entry. It is
+// stock.ErrUnavailable for that SKU.
+type regenError struct{ err error }
+
+func (e *regenError) Error() string { return e.err.Error() }
+func (e *regenError) Unwrap() error { return e.err }
+
+// stateGens sets the attempt's gens from the Store's cache, reading in one
+// round trip the SKUs it has not seen. It runs before the attempt binds
+// the order ID, so a take that finds the same generation knows the state
+// was not lost since the bind, nor the directory entry with it (losing
+// data loses it all, and a state is recreated with a new generation): a
+// hold is only ever taken under an entry that names it. A state found
+// missing reads as "" (the take refuses it, or finds it recreated).
+func (s *Store) stateGens(ctx context.Context, a *attempt) error {
+	a.gens = make(map[string]string, len(a.groups))
+	var miss []string
+	for _, g := range a.groups {
+		for _, it := range g {
+			if v, ok := s.gens.Load(it.SKU); ok {
+				a.gens[it.SKU] = v.(string)
+			} else {
+				miss = append(miss, it.SKU)
+			}
+		}
+	}
+	if len(miss) == 0 {
+		return nil
+	}
+	cmds := make([]*redis.StringCmd, len(miss))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, sku := range miss {
+			cmds[i] = p.HGet(ctx, s.stateKey(sku), "gen")
+		}
+	})
+	for i, c := range cmds {
+		v, err := c.Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			a.gens[miss[i]] = ""
+		case err != nil:
+			return s.readErr(ctx, "deduct", err)
+		default:
+			a.gens[miss[i]] = v
+			s.gens.Store(miss[i], v)
+		}
+	}
+	return nil
+}
+
+// deductAttempt is one attempt of deductSlots.
+func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, items []stock.Item) error {
 	token, err := randomToken()
 	if err != nil {
 		return fmt.Errorf("redisstock: deduct: %w", err)
@@ -49,6 +119,9 @@ func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, it
 	// any group is taken: a call that stops after the first groups leaves
 	// their lines due at the order's deadline, not at their own SKUs'.
 	if err := s.orderDeadline(ctx, a); err != nil {
+		return err
+	}
+	if err := s.stateGens(ctx, a); err != nil {
 		return err
 	}
 	deadline, bound := int64(0), int64(0) // the order's, from the groups' replies
@@ -417,7 +490,7 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, d
 // lines of one slot group, with the order's deadline and bound so far (0:
 // none). Its reply is a list of one order's reply (see partReply).
 func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g []stock.Item, deadline, bound int64) *redis.Cmd {
-	keys, args := s.groupArgs(make([]string, 0, 4*len(g)), make([]any, 0, 12+len(g)), a, g, deadline, bound)
+	keys, args := s.groupArgs(make([]string, 0, 4*len(g)), make([]any, 0, 12+2*len(g)), a, g, deadline, bound)
 	return deductScript.Run(ctx, c, keys, args...)
 }
 
@@ -432,7 +505,7 @@ func (s *Store) groupArgs(keys []string, args []any, a *attempt, g []stock.Item,
 		a.capDeadline, a.capBound, len(g))
 	for _, it := range g {
 		keys = s.dealKeys(keys, it.SKU)
-		args = append(args, it.Qty)
+		args = append(args, it.Qty, a.gens[it.SKU])
 	}
 	return keys, args
 }
@@ -480,11 +553,15 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		return groupTaken{}, found > 0, badReply("deduct", res)
 	}
 	found := false
-	if len(res) == 3 {
+	if len(res) >= 3 {
 		k, _ := res[2].(int64)
 		found = k > 0
 	}
 	if n >= 1 && int(n) <= len(g) {
+		if gen, ok := replyGen(res); code == "regen" && ok {
+			s.gens.Store(g[n-1].SKU, gen)
+			return groupTaken{}, found, &regenError{err: lineErr("unavailable", g[n-1].SKU)}
+		}
 		if code == "unknown_sku" {
 			return groupTaken{}, found, s.notOnSale(ctx, g[n-1].SKU)
 		}
@@ -493,6 +570,15 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		}
 	}
 	return groupTaken{}, found, badReply("deduct", res)
+}
+
+// replyGen is the generation in a deduct script's 'regen' reply.
+func replyGen(res []any) (string, bool) {
+	if len(res) != 4 {
+		return "", false
+	}
+	gen, ok := res[3].(string)
+	return gen, ok
 }
 
 // undo takes the attempt token (this attempt's; "*" for every attempt,

@@ -169,7 +169,13 @@
 // first slot group, then the others): a caller that stops anywhere leaves
 // no hold that its order's entry does not name, and an order whose ID
 // names other items fails with stock.ErrConflict having taken nothing. A
-// refused order frees the directory entry in one more round trip. Orders
+// refused order frees the directory entry in one more round trip. The
+// take also checks that each SKU's state is of the generation the attempt
+// knew before it bound (the Store keeps the last it saw, and reads a SKU
+// it has not): a gate that lost its data between the bind and the take
+// lost the entry too, and a state put back meanwhile (a rebuild) has a new
+// generation, so the take refuses it, with nothing written, and the
+// Deduct binds again once (then stock.ErrUnavailable). Orders
 // of one slot group (every single-SKU order, and orders whose SKUs share
 // a hash tag) are batched as on a single server ([Config.MaxBatch]), in
 // two stages that overlap. The binds of concurrent Deducts, whatever their

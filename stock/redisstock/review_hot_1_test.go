@@ -59,7 +59,7 @@ func (e rhEnv) key(sku, suffix string) string { return e.prefix + ":{" + sku + "
 func (e rhEnv) put(skus []rhSKU) {
 	ctx := e.fx.ctx()
 	for _, k := range skus {
-		args := []any{"avail", k.avail, "held", 0, "sold", 0, "limit", k.limit, "hold", k.hold, "ver", 0}
+		args := []any{"avail", k.avail, "held", 0, "sold", 0, "limit", k.limit, "hold", k.hold, "ver", 0, "gen", "g-" + k.name}
 		if k.maxh > 0 {
 			args = append(args, "max_ms", k.maxh)
 		}
@@ -94,8 +94,11 @@ func (e rhEnv) general(slot bool, now int64, skus []rhSKU, orders []rhOrder) []s
 		} else {
 			args = append(args, o.id, o.user, o.ident(skus), o.own, len(skus))
 		}
-		for _, q := range o.qty {
+		for i, q := range o.qty {
 			args = append(args, q)
+			if slot {
+				args = append(args, "g-"+skus[i].name) // the generation the attempt read
+			}
 		}
 	}
 	if !slot {
@@ -131,6 +134,13 @@ func (e rhEnv) hot(slot bool, now int64, skus []rhSKU, orders []rhOrder) []strin
 		keys = append(keys, e.s.DirKey(orders[0].id))
 	}
 	args := []any{now, mode, len(skus)}
+	if slot { // the generations the attempts read
+		gens := make([]string, len(skus))
+		for i, k := range skus {
+			gens[i] = "g-" + k.name
+		}
+		args[0] = strings.Join(gens, " ")
+	}
 	for _, o := range orders {
 		args = append(args, o.id, o.user, o.ident(skus), o.own)
 		if slot {

@@ -3,6 +3,7 @@ package redisstock
 import (
 	"cmp"
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -191,16 +192,18 @@ func (s *Store) deductGroups(ctx context.Context, c redis.Scripter, calls []*cal
 }
 
 // hotSlotBatch reports whether calls have the shape stock_deduct_hot.lua
-// takes on a slot: orders of the same SKUs (a line of each), with distinct
-// order IDs.
+// takes on a slot: orders of the same SKUs (a line of each), whose
+// attempts read the same generations of their states, with distinct order
+// IDs.
 func hotSlotBatch(calls []*call) bool {
-	g := calls[0].a.groups[0]
+	a0 := calls[0].a
+	g := a0.groups[0]
 	for _, c := range calls {
 		if len(c.a.groups) != 1 || len(c.a.groups[0]) != len(g) {
 			return false
 		}
 		for i, it := range c.a.groups[0] {
-			if it.SKU != g[i].SKU {
+			if it.SKU != g[i].SKU || c.a.gens[it.SKU] != a0.gens[it.SKU] {
 				return false
 			}
 		}
@@ -223,8 +226,12 @@ func (s *Store) deductHotSlot(ctx context.Context, p redis.Pipeliner, calls []*c
 	for _, it := range g {
 		keys = s.dealKeys(keys, it.SKU)
 	}
+	gens := make([]string, len(g))
+	for j, it := range g {
+		gens[j] = calls[0].a.gens[it.SKU]
+	}
 	args := make([]any, 0, 3+(6+len(g))*len(calls))
-	args = append(args, 0, "slot", len(g))
+	args = append(args, strings.Join(gens, " "), "slot", len(g))
 	for _, c := range calls {
 		a := c.a
 		args = append(args, a.o.ID, a.o.UserID, a.ident, a.own, a.token, a.now)

@@ -99,6 +99,11 @@ type Store struct {
 	perSKU  bool          // shards are not hash slots (a Ring): one group per SKU
 	batch   *batcher      // nil: one script call per Deduct
 	slots   *slotBatchers // on a Redis Cluster; nil: one script call per Deduct
+	// gens caches, on the slot-by-slot path (a Cluster, a Ring), the
+	// generation of each SKU's state last seen: a Deduct's take refuses a
+	// state of another generation than the one its attempt read before it
+	// bound the order ID (see stateGens).
+	gens sync.Map // SKU -> gen
 	// listed is set once this Store put a SKU on sale (or rebuilt one): a
 	// registry missing after that means Redis lost its data, not a new gate.
 	listed atomic.Bool
