@@ -87,7 +87,9 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 // enqueue queues the calls cs together, behind any queued before them, and
 // starts a batch for each free in-flight slot; their callers then wait
 // with b.wait. So the orders of one earlier stage (the binds of one
-// batch) go on together, not one by one as each caller wakes.
+// batch) go on together, not one by one as each caller wakes. A call
+// whose at is set keeps it: its wait counts from the earlier stage's
+// queue.
 func (b *batcher) enqueue(cs []*call) {
 	var at time.Time
 	if b.s.obs.Batching() {
@@ -95,7 +97,9 @@ func (b *batcher) enqueue(cs []*call) {
 	}
 	for _, c := range cs {
 		c.done = make(chan struct{})
-		c.at = at
+		if c.at.IsZero() {
+			c.at = at
+		}
 	}
 	var start [][]*call
 	b.mu.Lock()

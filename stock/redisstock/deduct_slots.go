@@ -43,15 +43,14 @@ type attempt struct {
 // taken one by one; a failure undoes what this attempt took and leaves the
 // directory entry (the last attempt to leave deletes it).
 func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, items []stock.Item) error {
-	err := s.deductAttempt(ctx, o, ident, items)
+	err := s.deductAttempt(ctx, o, ident, items, false)
 	if _, ok := errors.AsType[*regenError](err); ok {
 		// A SKU's state was recreated since the generation the attempt
 		// read (it took nothing, and left its entry): the others may have
-		// been too. Once more, with the generations read again.
-		for _, it := range items {
-			s.gens.Delete(it.SKU)
-		}
-		err = s.deductAttempt(ctx, o, ident, items)
+		// been too. Once more, with the generations read from the server
+		// (the cache may be given an older one meanwhile, by a read that
+		// was answered before the state was recreated).
+		err = s.deductAttempt(ctx, o, ident, items, true)
 	}
 	return err
 }
@@ -66,18 +65,18 @@ func (e *regenError) Error() string { return e.err.Error() }
 func (e *regenError) Unwrap() error { return e.err }
 
 // stateGens sets the attempt's gens from the Store's cache, reading in one
-// round trip the SKUs it has not seen. It runs before the attempt binds
+// round trip the SKUs it has not seen (every SKU, if fresh). It runs before the attempt binds
 // the order ID, so a take that finds the same generation knows the state
 // was not lost since the bind, nor the directory entry with it (losing
 // data loses it all, and a state is recreated with a new generation): a
 // hold is only ever taken under an entry that names it. A state found
 // missing reads as "" (the take refuses it, or finds it recreated).
-func (s *Store) stateGens(ctx context.Context, a *attempt) error {
+func (s *Store) stateGens(ctx context.Context, a *attempt, fresh bool) error {
 	a.gens = make(map[string]string, len(a.groups))
 	var miss []string
 	for _, g := range a.groups {
 		for _, it := range g {
-			if v, ok := s.gens.Load(it.SKU); ok {
+			if v, ok := s.gens.Load(it.SKU); ok && !fresh {
 				a.gens[it.SKU] = v.(string)
 			} else {
 				miss = append(miss, it.SKU)
@@ -108,8 +107,9 @@ func (s *Store) stateGens(ctx context.Context, a *attempt) error {
 	return nil
 }
 
-// deductAttempt is one attempt of deductSlots.
-func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, items []stock.Item) error {
+// deductAttempt is one attempt of deductSlots; fresh reads the SKUs'
+// generations from the server (see stateGens).
+func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, items []stock.Item, fresh bool) error {
 	token, err := randomToken()
 	if err != nil {
 		return fmt.Errorf("redisstock: deduct: %w", err)
@@ -121,7 +121,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	if err := s.orderDeadline(ctx, a); err != nil {
 		return err
 	}
-	if err := s.stateGens(ctx, a); err != nil {
+	if err := s.stateGens(ctx, a, fresh); err != nil {
 		return err
 	}
 	deadline, bound := int64(0), int64(0) // the order's, from the groups' replies

@@ -175,7 +175,12 @@
 // it has not): a gate that lost its data between the bind and the take
 // lost the entry too, and a state put back meanwhile (a rebuild) has a new
 // generation, so the take refuses it, with nothing written, and the
-// Deduct binds again once (then stock.ErrUnavailable). Orders
+// Deduct binds again once (then stock.ErrUnavailable). A Cluster master
+// that loses its data alone (a failover to a replica that had not
+// replicated it) loses the entries of its directory shard while the SKUs'
+// states elsewhere keep their generation: a take then may still hold
+// stock under an entry that is gone, like every order held on that shard
+// at the loss; the reclaimer returns such holds at their deadline. Orders
 // of one slot group (every single-SKU order, and orders whose SKUs share
 // a hash tag) are batched as on a single server ([Config.MaxBatch]), in
 // two stages that overlap. The binds of concurrent Deducts, whatever their

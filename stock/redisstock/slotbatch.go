@@ -75,7 +75,7 @@ func (s *Store) queueTakes(calls []*call) {
 		if bySlot == nil {
 			bySlot = make(map[*batcher][]*call)
 		}
-		c.take = &call{ctx: c.ctx, a: c.a}
+		c.take = &call{ctx: c.ctx, a: c.a, at: c.at} // waited since it queued for its bind
 		bySlot[b] = append(bySlot[b], c.take)
 	}
 	for b, takes := range bySlot {
