@@ -38,10 +38,10 @@ type attempt struct {
 }
 
 // deductSlots is Deduct on a Redis Cluster, where one script may touch one
-// slot only: one pipeline binds the order ID to its items (the directory
-// entry's slot) and takes the first slot group, then the other groups are
-// taken one by one; a failure undoes what this attempt took and leaves the
-// directory entry (the last attempt to leave deletes it).
+// slot only: it binds the order ID to its items (the directory entry's
+// slot), then takes the slot groups one by one; a failure undoes what this
+// attempt took and leaves the directory entry (the last attempt to leave
+// deletes it).
 func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, items []stock.Item) error {
 	err := s.deductAttempt(ctx, o, ident, items, false)
 	if _, ok := errors.AsType[*regenError](err); ok {
@@ -64,18 +64,22 @@ type regenError struct{ err error }
 func (e *regenError) Error() string { return e.err.Error() }
 func (e *regenError) Unwrap() error { return e.err }
 
-// stateGens sets the attempt's gens from the Store's cache, reading in one
-// round trip the SKUs it has not seen (every SKU, if fresh). It runs before the attempt binds
-// the order ID, so a take that finds the same generation knows the state
-// was not lost since the bind, nor the directory entry with it (losing
-// data loses it all, and a state is recreated with a new generation): a
-// hold is only ever taken under an entry that names it. A state found
-// missing reads as "" (the take refuses it, or finds it recreated).
+// stateGens sets the attempt's gens that orderDeadline did not read (an
+// order of one slot group) from the Store's cache, reading in one round
+// trip the SKUs it has not seen (every SKU, if fresh). It runs before the
+// attempt binds the order ID, so a take that finds the same generation
+// knows the state was not lost since the bind, nor with it the directory
+// entry, when the gate lost all its data (a state is recreated with a new
+// generation; see the package doc for a Cluster master that loses its
+// data alone). A state found missing reads as "" (the take refuses it, or
+// finds it recreated).
 func (s *Store) stateGens(ctx context.Context, a *attempt, fresh bool) error {
-	a.gens = make(map[string]string, len(a.groups))
 	var miss []string
 	for _, g := range a.groups {
 		for _, it := range g {
+			if _, ok := a.gens[it.SKU]; ok {
+				continue
+			}
 			if v, ok := s.gens.Load(it.SKU); ok && !fresh {
 				a.gens[it.SKU] = v.(string)
 			} else {
@@ -114,7 +118,8 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	if err != nil {
 		return fmt.Errorf("redisstock: deduct: %w", err)
 	}
-	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), own: o.HoldTTL.Milliseconds(), groups: s.groups(items)}
+	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), own: o.HoldTTL.Milliseconds(), groups: s.groups(items),
+		gens: make(map[string]string, len(items))}
 	// The order's deadline and bound, from every SKU's hold times, before
 	// any group is taken: a call that stops after the first groups leaves
 	// their lines due at the order's deadline, not at their own SKUs'.
@@ -260,7 +265,8 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 // the caps as the latest deadline and bound new lines may get, so every
 // line of a new order gets the order's from its first write; should a
 // SKU's hold times change between the read and the scripts, oneDeadline
-// still moves the lines to the earliest.
+// still moves the lines to the earliest. The same read gives the SKUs'
+// state generations (the attempt's gens, see stateGens).
 func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 	if len(a.groups) == 1 {
 		return nil // one script sees every SKU
@@ -271,7 +277,7 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 		cmds, skus = cmds[:0], skus[:0]
 		for _, g := range a.groups {
 			for _, it := range g {
-				cmds = append(cmds, p.HMGet(ctx, s.stateKey(it.SKU), "hold", "max_ms"))
+				cmds = append(cmds, p.HMGet(ctx, s.stateKey(it.SKU), "hold", "max_ms", "gen"))
 				skus = append(skus, it.SKU)
 			}
 		}
@@ -281,6 +287,11 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 		v, err := c.Result()
 		if err != nil {
 			return s.readErr(ctx, "deduct", err)
+		}
+		gen, _ := v[2].(string) // "" for a state missing or without gen
+		a.gens[skus[i]] = gen
+		if gen != "" {
+			s.gens.Store(skus[i], gen)
 		}
 		h, ok := v[0].(string)
 		if !ok {

@@ -15,25 +15,29 @@ import (
 
 // staleGenHook holds the first generation read (HGET ... gen) it sees
 // while blockGen is set until release, and, once armed, releases it at
-// the second order-deadline read (HMGET pipeline: the retry's, after the
-// cache was cleared) and gives it time to cache what it read; D's bind
-// then waits for o1's end (so that D's own 'regen' does not fix the cache
-// first).
+// the second order-deadline read (HMGET pipeline: a retry's after a
+// 'regen' refusal) or at o1's end, whichever comes first, and gives it
+// time to cache what it read; D's bind then waits for o1's end (so that
+// D's own 'regen' does not fix the cache first).
 type staleGenHook struct {
 	blockGen atomic.Bool
 	blocked  chan struct{}
 	release  chan struct{}
+	once     sync.Once
 	armed    atomic.Bool
 	hmgets   atomic.Int64
 	done     chan struct{}
 }
+
+// free releases the held generation read, once.
+func (h *staleGenHook) free() { h.once.Do(func() { close(h.release) }) }
 
 func (h *staleGenHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (h *staleGenHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (h *staleGenHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if isDeadlineRead(cmds) && h.armed.Load() && h.hmgets.Add(1) == 2 {
-			close(h.release)
+			h.free()
 			time.Sleep(200 * time.Millisecond)
 		}
 		if c := cmds[0]; c.Name() == "hsetnx" && len(c.Args()) > 2 && c.Args()[2] == "d" && h.armed.Load() {
@@ -76,6 +80,7 @@ func TestClusterRegenRetryReadsTheServer(t *testing.T) {
 		fx.sale("b", 10, 0, time.Minute)
 		h.armed.Store(true)
 		err := fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 2), it("b", 1)))
+		h.free()
 		close(h.done)
 		wg.Wait()
 		t.Logf("D: %v", errD)
@@ -89,11 +94,11 @@ func TestClusterRegenRetryReadsTheServer(t *testing.T) {
 }
 
 // isDeadlineRead reports whether cmds are orderDeadline's read (HMGET
-// hold max_ms of every SKU).
+// hold max_ms gen of every SKU).
 func isDeadlineRead(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
 		a := c.Args()
-		if c.Name() != "hmget" || len(a) != 4 || a[2] != "hold" || a[3] != "max_ms" {
+		if c.Name() != "hmget" || len(a) != 5 || a[2] != "hold" || a[3] != "max_ms" || a[4] != "gen" {
 			return false
 		}
 	}
