@@ -18,7 +18,8 @@ type Observer struct {
 	// End, if set, is called as the call returns, with the context Begin
 	// returned.
 	End func(ctx context.Context, c Call, r Result)
-	// Batch, if set, is called after each batch of calls is sent.
+	// Batch, if set, is called after each batch of calls is sent, before
+	// any call in the batch returns.
 	Batch func(ctx context.Context, b Batch)
 	// Reclaim, if set, is called after each reclaim pass.
 	Reclaim func(ctx context.Context, r Reclaim)

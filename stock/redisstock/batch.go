@@ -27,9 +27,10 @@ const maxFlying = 2
 type batcher struct {
 	s   *Store
 	max int // orders per batch
-	// run sends one batch, sets the outcome of each call in it (closing
-	// its done channel) and returns the error the whole call failed with,
-	// if it did.
+	// run sends one batch, sets the outcome (err) of each call in it and
+	// returns the error the whole call failed with, if it did; send then
+	// reports the batch and closes the calls' done channels, so a batch
+	// is observed before any of its callers returns.
 	run func(ctx context.Context, batch []*call) error
 	// quiet batches are not reported to the Observer: the binds of a
 	// Cluster's Deducts, a stage before the batches of their takes.
@@ -137,8 +138,14 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	}
 }
 
-// send runs batch with b.run, and reports it to the Observer.
+// send runs batch with b.run, reports it to the Observer and then
+// releases its callers: the batch ends before the calls in it do.
 func (b *batcher) send(ctx context.Context, batch []*call) {
+	defer func() {
+		for _, c := range batch {
+			close(c.done)
+		}
+	}()
 	if b.quiet || !b.s.obs.Batching() {
 		_ = b.run(ctx, batch)
 		return

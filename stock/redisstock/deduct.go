@@ -131,7 +131,7 @@ func (s *Store) prepare(p *prepared, o stock.Order) {
 }
 
 // deductBatch runs the orders of calls in one script call on ctx and sets
-// each call's err (closing its done channel, if any): a batch of the
+// each call's err: a batch of the
 // flash sale's shape in stock_deduct_hot.lua (and the orders it leaves in
 // a second call), any other in stock_deduct_batch.lua. A failed call gives
 // every order the same classified error, which it returns.
@@ -169,9 +169,6 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
 			c.err = badReply("deduct", res)
 		default:
 			c.err = orderResult(&c.o, res[i])
-		}
-		if c.done != nil {
-			close(c.done)
 		}
 	}
 	if err != nil {

@@ -65,8 +65,7 @@ func distinctIDs(calls []*call) bool {
 }
 
 // deductHot runs calls (see hotBatch) in one stock_deduct_hot.lua call and
-// sets the outcome of each order the script decided (closing its done
-// channel, if any); it returns the calls it left to stock_deduct_batch.lua
+// sets the outcome of each order the script decided; it returns the calls it left to stock_deduct_batch.lua
 // (repeats, conflicts, a SKU not on sale). A failed call gives every order
 // the same classified error, which it returns.
 func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
@@ -99,9 +98,6 @@ func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
 				continue
 			}
 			c.err = orderResult(&c.o, res[i])
-		}
-		if c.done != nil {
-			close(c.done)
 		}
 	}
 	if err != nil {

@@ -43,12 +43,7 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 // takes of the orders it bound ("new" or "same") of one slot group go to
 // their slot's batcher together (see queueTakes).
 func (s *Store) bindBatch(ctx context.Context, calls []*call) error {
-	defer func() {
-		s.queueTakes(calls)
-		for _, c := range calls {
-			close(c.done)
-		}
-	}()
+	defer s.queueTakes(calls)
 	created := make([]*redis.BoolCmd, len(calls))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, c := range calls {
@@ -94,11 +89,6 @@ func (s *Store) queueTakes(calls []*call) {
 // as an unbatched attempt reads its own, and returns the deduct script
 // call's failure, if it failed.
 func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
-	defer func() {
-		for _, c := range calls {
-			close(c.done)
-		}
-	}()
 	hot := hotSlotBatch(calls)
 	var multi *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {

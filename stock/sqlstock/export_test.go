@@ -16,7 +16,7 @@ func (s *Store) DeductGroup(ctx context.Context, orders []stock.Order) []error {
 		if err := o.Validate(); err != nil {
 			panic(err)
 		}
-		batch[i] = &gcall{ctx: ctx, o: o, items: canon.Sorted(o.Items), sent: true, done: make(chan struct{})}
+		batch[i] = &gcall{ctx: ctx, o: o, items: canon.Sorted(o.Items), sent: true}
 	}
 	s.deductGroup(ctx, batch)
 	errs := make([]error, len(batch))

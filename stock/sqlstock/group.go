@@ -154,6 +154,9 @@ func (g *grouper) drain(key string, l *lane, batch []*gcall) {
 			g.s.deductGroup(ctx, batch)
 		}
 		cancel()
+		for _, c := range batch { // the group is reported before its callers return
+			close(c.done)
+		}
 		g.mu.Lock()
 		batch = g.take(key, l)
 		g.mu.Unlock()
