@@ -124,7 +124,8 @@
 // (a parked call inside a shared batch would hold up the others). The
 // gate's Retention must outlast a run's clock (default Settle is 1h), or a
 // late retry is rightly not recognised. The package's own tests wire the
-// real packages: miniredis and SQLite always, and real Redis, a Redis
+// real packages: miniredis (alone, behind a Cluster client, and two
+// behind a Ring) and SQLite always, and real Redis, a Redis
 // Cluster, MariaDB and PostgreSQL when the STOCKGUARD_* variables name
 // them (a redis-server the test starts on a port of its own for restarts;
 // shared servers are only ever cleared of the run's keys).

@@ -224,7 +224,7 @@ func TestSeams(t *testing.T) {
 // server, so redisstock takes the slot-by-slot path of a Cluster.
 type sharded struct{ *redis.Client }
 
-func shardedMini(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+func shardedMini(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, []*miniredis.Miniredis) {
 	c, flush, restart, m := miniRedis(t, prefix)
 	return sharded{c.(*redis.Client)}, flush, restart, m
 }

@@ -34,8 +34,9 @@ type backend struct {
 	needs    []testdb.Server
 	commands []string
 	// redis returns the client of the flow (with systemtest.RedisHook
-	// installed), a flush and, if the test owns the server, a restart.
-	redis  func(t testing.TB, prefix string) (rc redis.UniversalClient, flush, restart func(context.Context) error, mini *miniredis.Miniredis)
+	// installed), a flush, if the test owns the server a restart, and the
+	// miniredis servers whose key lifetimes the shop's clock moves.
+	redis  func(t testing.TB, prefix string) (rc redis.UniversalClient, flush, restart func(context.Context) error, minis []*miniredis.Miniredis)
 	record func(t testing.TB) (*sqlx.DB, sqlstock.Dialect)
 	seeds  int
 	// buckets, when above 1, splits every SKU into that many buckets
@@ -53,6 +54,7 @@ func backends() []backend {
 		{name: "own-redis+postgres", needs: []testdb.Server{testdb.Postgres}, commands: []string{"redis-server"}, redis: ownRedis, record: postgres, seeds: 4},
 		{name: "cluster+postgres", needs: []testdb.Server{testdb.Cluster, testdb.Postgres}, redis: clusterRedis, record: postgres, seeds: 4},
 		{name: "miniredis-cluster+sqlite/buckets", redis: miniCluster, record: sqlite, seeds: 8, buckets: 3},
+		{name: "miniredis-ring+sqlite", redis: miniRing, record: sqlite, seeds: 4},
 		{name: "cluster+postgres/buckets", needs: []testdb.Server{testdb.Cluster, testdb.Postgres}, redis: clusterRedis, record: postgres, seeds: 4, buckets: 3},
 	}
 }
@@ -80,7 +82,7 @@ func postgres(t testing.TB) (*sqlx.DB, sqlstock.Dialect) {
 	return testdb.PostgreSQL(t, 16), sqlstock.Postgres
 }
 
-func miniRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+func miniRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, []*miniredis.Miniredis) {
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	c.AddHook(systemtest.RedisHook{})
@@ -91,24 +93,37 @@ func miniRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Cont
 		m.FlushAll()
 		return m.Restart()
 	}
-	return c, flush, restart, m
+	return c, flush, restart, []*miniredis.Miniredis{m}
 }
 
 // miniCluster is a miniredis behind a ClusterClient: one node owning
 // every slot, so the Store takes its Cluster paths (slot groups, buckets).
-func miniCluster(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+func miniCluster(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, []*miniredis.Miniredis) {
 	m := miniredis.RunT(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
 	c.AddHook(systemtest.RedisHook{})
 	t.Cleanup(func() { c.Close() })
 	flush := func(context.Context) error { m.FlushAll(); return nil }
-	return c, flush, nil, m
+	return c, flush, nil, []*miniredis.Miniredis{m}
+}
+
+// miniRing is a Ring of two miniredis servers: keys are spread by their
+// hash tag with the Ring's own hash, so the Store takes the paths of a
+// client whose keys live on several servers (slot groups, directory
+// shards) without a Cluster's slots.
+func miniRing(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, []*miniredis.Miniredis) {
+	a, b := miniredis.RunT(t), miniredis.RunT(t)
+	c := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}})
+	c.AddHook(systemtest.RedisHook{})
+	t.Cleanup(func() { c.Close() })
+	flush := func(context.Context) error { a.FlushAll(); b.FlushAll(); return nil }
+	return c, flush, nil, []*miniredis.Miniredis{a, b}
 }
 
 // sharedRedis is the server STOCKGUARD_REDIS_ADDR names, which other
 // tests use too: a flush deletes the flow's keys only, and it is never
 // restarted.
-func sharedRedis(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+func sharedRedis(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, []*miniredis.Miniredis) {
 	c := redis.NewClient(&redis.Options{Addr: testdb.Need(t, testdb.Redis)})
 	c.AddHook(systemtest.RedisHook{})
 	t.Cleanup(func() { _ = deleteKeys(context.Background(), c, prefix); c.Close() })
@@ -117,7 +132,7 @@ func sharedRedis(t testing.TB, prefix string) (redis.UniversalClient, func(conte
 
 // clusterRedis is the Cluster STOCKGUARD_REDIS_CLUSTER names: a flush
 // deletes the flow's keys on every master.
-func clusterRedis(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+func clusterRedis(t testing.TB, prefix string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, []*miniredis.Miniredis) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(testdb.Need(t, testdb.Cluster), ",")})
 	c.AddHook(systemtest.RedisHook{})
 	flush := func(ctx context.Context) error {
@@ -162,7 +177,7 @@ func deleteKeys(ctx context.Context, c *redis.Client, prefix string) error {
 
 // ownRedis starts a redis-server of the test's own on a free port, so that
 // it can be flushed and restarted without touching anyone else's server.
-func ownRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, *miniredis.Miniredis) {
+func ownRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Context) error, func(context.Context) error, []*miniredis.Miniredis) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -208,13 +223,13 @@ func ownRedis(t testing.TB, _ string) (redis.UniversalClient, func(context.Conte
 // lifetimes with it.
 type clock struct {
 	*stocktest.Clock
-	mini *miniredis.Miniredis
+	minis []*miniredis.Miniredis
 }
 
 func (c clock) Advance(d time.Duration) {
 	c.Clock.Advance(d)
-	if c.mini != nil {
-		c.mini.FastForward(d)
+	for _, m := range c.minis {
+		m.FastForward(d)
 	}
 }
 
@@ -232,10 +247,10 @@ func wire(t testing.TB, b backend, seed uint64) systemtest.Config {
 // wireGrace is wire with tiered.Config.RecordGrace grace.
 func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) systemtest.Config {
 	prefix := testdb.Unique("sgsys")
-	rc, flush, restart, mini := b.redis(t, prefix)
+	rc, flush, restart, minis := b.redis(t, prefix)
 	db, d := b.record(t)
 	table, ledger := testdb.Unique("sgss"), testdb.Unique("sgsl")
-	clk := clock{Clock: stocktest.NewClock(stocktest.Epoch), mini: mini}
+	clk := clock{Clock: stocktest.NewClock(stocktest.Epoch), minis: minis}
 	newGate := func() *redisstock.Store {
 		g, err := redisstock.New(rc, redisstock.Config{Prefix: prefix, Clock: clk, Retention: retention, MaxBatch: 1})
 		if err != nil {
