@@ -17,17 +17,9 @@ import (
 // child of a Deduct's span and must end before it.)
 func TestBatchReportedBeforeItsCallsReturn(t *testing.T) {
 	each(t, func(t *testing.T, fx *fixture) {
-		var (
-			mu    sync.Mutex
-			sized int
-		)
+		var rec observe.Recorder
 		cfg := fx.cfg
-		cfg.Observer = observe.Observer{Batch: func(_ context.Context, b observe.Batch) {
-			time.Sleep(20 * time.Millisecond)
-			mu.Lock()
-			sized += b.Size
-			mu.Unlock()
-		}}
+		cfg.Observer = slowBatches(&rec)
 		s := newStore(t, fx.c, cfg)
 		if err := s.PutOnSale(fx.ctx(), stock.Listing{SKU: "hot", Units: 1000, HoldTTL: time.Minute}); err != nil {
 			t.Fatal(err)
@@ -41,10 +33,29 @@ func TestBatchReportedBeforeItsCallsReturn(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		if sized != buyers {
+		if sized := batched(rec.Batches()); sized != buyers {
 			t.Fatalf("once every Deduct returned, the reported batches held %d Deducts, want %d", sized, buyers)
 		}
 	})
+}
+
+// slowBatches is rec's Observer with a Batch hook that takes 20ms before
+// it records.
+func slowBatches(rec *observe.Recorder) observe.Observer {
+	o := rec.Observer()
+	record := o.Batch
+	o.Batch = func(ctx context.Context, b observe.Batch) {
+		time.Sleep(20 * time.Millisecond)
+		record(ctx, b)
+	}
+	return o
+}
+
+// batched is the number of calls in bs.
+func batched(bs []observe.Batch) int {
+	n := 0
+	for _, b := range bs {
+		n += b.Size
+	}
+	return n
 }

@@ -100,15 +100,23 @@ func (s *Store) stateGens(ctx context.Context, a *attempt, fresh bool) error {
 		v, err := c.Result()
 		switch {
 		case errors.Is(err, redis.Nil):
-			a.gens[miss[i]] = ""
+			s.keepGen(a, miss[i], "")
 		case err != nil:
 			return s.readErr(ctx, "deduct", err)
 		default:
-			a.gens[miss[i]] = v
-			s.gens.Store(miss[i], v)
+			s.keepGen(a, miss[i], v)
 		}
 	}
 	return nil
+}
+
+// keepGen gives the attempt gen as sku's generation ("" for a state
+// missing or without one) and caches a generation found.
+func (s *Store) keepGen(a *attempt, sku, gen string) {
+	a.gens[sku] = gen
+	if gen != "" {
+		s.gens.Store(sku, gen)
+	}
 }
 
 // deductAttempt is one attempt of deductSlots; fresh reads the SKUs'
@@ -289,10 +297,7 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 			return s.readErr(ctx, "deduct", err)
 		}
 		gen, _ := v[2].(string) // "" for a state missing or without gen
-		a.gens[skus[i]] = gen
-		if gen != "" {
-			s.gens.Store(skus[i], gen)
-		}
+		s.keepGen(a, skus[i], gen)
 		h, ok := v[0].(string)
 		if !ok {
 			continue // not on sale, or lost: its group is refused

@@ -19,16 +19,13 @@ func TestGroupReportedBeforeItsCallsReturn(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			b.need(t)
-			var (
-				mu    sync.Mutex
-				sized int
-			)
-			obs := observe.Observer{Batch: func(_ context.Context, ob observe.Batch) {
+			var rec observe.Recorder
+			obs := rec.Observer()
+			record := obs.Batch
+			obs.Batch = func(ctx context.Context, ob observe.Batch) {
 				time.Sleep(20 * time.Millisecond)
-				mu.Lock()
-				sized += ob.Size
-				mu.Unlock()
-			}}
+				record(ctx, ob)
+			}
 			s := newStore(t, b.open(t), sqlstock.Config{Dialect: b.dialect, Observer: obs})
 			if err := s.PutOnSale(t.Context(), stock.Listing{SKU: "a", Units: 1000}); err != nil {
 				t.Fatal(err)
@@ -44,8 +41,10 @@ func TestGroupReportedBeforeItsCallsReturn(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			mu.Lock()
-			defer mu.Unlock()
+			sized := 0
+			for _, g := range rec.Batches() {
+				sized += g.Size
+			}
 			if sized != buyers {
 				t.Fatalf("once every Deduct returned, the reported groups held %d Deducts, want %d", sized, buyers)
 			}
