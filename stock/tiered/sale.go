@@ -32,22 +32,33 @@ func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 // RecordHold returns the record's hold time for a gate hold time: gate plus
 // Config.RecordGrace (default: gate again), at most stock.MaxHoldTTL. Use
 // it when putting a SKU on sale at the record alone.
-func (m *Manager) RecordHold(gate time.Duration) time.Duration {
-	grace := m.cfg.RecordGrace
+func (m *Manager) RecordHold(gate time.Duration) time.Duration { return m.cfg.RecordHold(gate) }
+
+// GateHold is RecordHold's inverse: the gate hold time whose record hold is
+// record (at least a millisecond). Reconciliation uses it to rebuild a
+// flushed gate from the record (reconcile.Config.GateHold).
+func (m *Manager) GateHold(record time.Duration) time.Duration { return m.cfg.GateHold(record) }
+
+// RecordHold is the record's hold time for a gate hold time under c: gate
+// plus RecordGrace (zero: gate again), at most stock.MaxHoldTTL. A Manager
+// with Config c gives its record this hold time (Manager.RecordHold).
+func (c Config) RecordHold(gate time.Duration) time.Duration {
+	grace := c.RecordGrace
 	if grace <= 0 {
 		grace = gate
 	}
 	return min(gate+grace, stock.MaxHoldTTL)
 }
 
-// GateHold is RecordHold's inverse: the gate hold time whose record hold is
-// record (at least a millisecond). Reconciliation uses it to rebuild a
-// flushed gate from the record (reconcile.Config.GateHold).
-func (m *Manager) GateHold(record time.Duration) time.Duration {
-	if m.cfg.RecordGrace <= 0 {
+// GateHold is RecordHold's inverse under c: the gate hold time whose
+// record hold is record (at least a millisecond). Config{}.GateHold is the
+// mapping of a Manager with the default grace, which is what package
+// reconcile assumes unless told otherwise.
+func (c Config) GateHold(record time.Duration) time.Duration {
+	if c.RecordGrace <= 0 {
 		return max(record/2, time.Millisecond)
 	}
-	return max(record-m.cfg.RecordGrace, time.Millisecond)
+	return max(record-c.RecordGrace, time.Millisecond)
 }
 
 // Restock adds r.Units at the record, then at the gate, once per r.OpID
