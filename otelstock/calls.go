@@ -53,25 +53,23 @@ func (a *Adapter) end(ctx context.Context, c observe.Call, r observe.Result) {
 	}
 	span.SetAttributes(KeyOutcome.String(outcome))
 	if r.Outcome != observe.OK {
-		a.fail(span, r.Outcome, r.Err)
+		a.fail(span, r.Outcome)
 	}
 	span.End(trace.WithTimestamp(c.Start.Add(r.Duration)))
 }
 
-// fail marks span as ended by err, of class o: error.type always, the
-// status Error for an infrastructure failure (and a business outcome when
-// the Config asks).
-func (a *Adapter) fail(span trace.Span, o observe.Outcome, err error) {
-	span.SetAttributes(KeyErrorType.String(o.String()))
+// fail marks span as ended in an outcome of class o: error.type always,
+// and the status Error, described by the class, for an infrastructure
+// failure (and a business outcome when the Config asks). It takes the
+// class, not the error: an error's text may name an order or a user, and
+// no span carries either.
+func (a *Adapter) fail(span trace.Span, o observe.Outcome) {
+	class := o.String()
+	span.SetAttributes(KeyErrorType.String(class))
 	if o.Business() && !a.cfg.BusinessErrors {
 		return
 	}
-	msg := o.String()
-	if err != nil {
-		span.RecordError(err)
-		msg = err.Error()
-	}
-	span.SetStatus(codes.Error, msg)
+	span.SetStatus(codes.Error, class)
 }
 
 // batch records a batch's size, wait and duration, and, under a traced
@@ -96,7 +94,7 @@ func (a *Adapter) batch(ctx context.Context, b observe.Batch) {
 		trace.WithAttributes(append([]attribute.KeyValue{KeyComponent.String(b.Component), KeyOperation.String(op),
 			KeyBatchSize.Int(b.Size), KeyBatchWait.Float64(b.Wait.Seconds())}, a.base...)...))
 	if b.Err != nil {
-		a.fail(span, outcome, b.Err)
+		a.fail(span, outcome)
 	}
 	span.End(trace.WithTimestamp(end))
 }

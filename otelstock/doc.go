@@ -67,11 +67,15 @@
 // so they are its children. A redisstock batch or a sqlstock group is a
 // span "<component>.batch" with stockguard.batch.size and
 // stockguard.batch.wait, the child of the span of the oldest call in it
-// (whose context the batch carries). An infrastructure failure (unknown
-// outcome, contention, unavailable, canceled, any other error) sets the
-// span's status to Error and records the error; a business outcome (sold
-// out, limit, ...) sets error.type and leaves the status unset unless
-// Config.BusinessErrors says otherwise. Spans carry no user or order IDs.
+// (whose context the batch carries). A call or batch that ends in an error
+// sets error.type to its outcome class; an infrastructure failure (unknown
+// outcome, contention, unavailable, canceled, any other error) also sets
+// the span's status to Error, described by that class, and a business
+// outcome (sold out, limit, ...) leaves the status unset unless
+// Config.BusinessErrors says otherwise. Spans carry no user or order IDs:
+// no span, event or metric point carries an error's text (which may name
+// either), only its class; the errors of breaker changes, reconcile
+// findings and limiter decisions are counted by class or not at all.
 //
 // An Adapter is safe for concurrent use, and its Observer may be shared by
 // every part of a program.

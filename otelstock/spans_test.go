@@ -115,8 +115,9 @@ func spanNames(spans []sdktrace.ReadOnlySpan) []string {
 	return out
 }
 
-// An infrastructure failure sets the span's status to Error and records
-// the error; the call is counted under its class.
+// An infrastructure failure sets the span's status to Error, described by
+// the outcome class (never the error's text, which may name the order);
+// the call is counted under its class.
 func TestInfrastructureFailureIsAnError(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, otelstock.Config{})
@@ -137,15 +138,15 @@ func TestInfrastructureFailureIsAnError(t *testing.T) {
 		t.Fatalf("spans %v", spanNames(spans))
 	}
 	sp := spans[0]
-	if sp.Status().Code != codes.Error || sp.Status().Description != err.Error() {
-		t.Errorf("status %v, want Error %q", sp.Status(), err)
-	}
-	if len(sp.Events()) != 1 || sp.Events()[0].Name != "exception" {
-		t.Errorf("events %v, want the recorded error", sp.Events())
-	}
 	class := attr(sp, otelstock.KeyOutcome)
 	if class == "ok" || class == "" || attr(sp, otelstock.KeyErrorType) != class {
 		t.Errorf("outcome %q, error.type %q", class, attr(sp, otelstock.KeyErrorType))
+	}
+	if sp.Status().Code != codes.Error || sp.Status().Description != class {
+		t.Errorf("status %v, want Error %q", sp.Status(), class)
+	}
+	if len(sp.Events()) != 0 {
+		t.Errorf("events %v, want none (an exception event would copy the error's text)", sp.Events())
 	}
 	if n := sum(t, metric(t, h.collect(t), "stockguard.calls", "{call}"), confirm, outcome(class)); n != 1 {
 		t.Errorf("stockguard.calls{confirm %s} = %d, want 1", class, n)
