@@ -61,12 +61,21 @@ type Request struct {
 	// a constant (e.g. the sale's ID) when dimensions span users (SKU, IP)
 	// — then all of that limiter's counters live on one Cluster shard.
 	//
-	// Without a Tag each key is "<Prefix>:<algorithm>:{<dimension>:<value>}"
-	// in its own slot, which is one atomic script only when all keys share
-	// a slot or AllowCrossSlot is set; otherwise the call fails with
-	// ErrCrossSlot.
+	// Without a Tag each key is
+	// "<Prefix>:<algorithm>:dim:{<dimension>:<value>}" in its own slot,
+	// which is one atomic script only when all keys share a slot or
+	// AllowCrossSlot is set; otherwise the call fails with ErrCrossSlot.
+	//
+	// No key of a Composite is a Redis limiter's key, whatever the keys,
+	// values and tags, so the two may share a Prefix.
 	Tag string
 }
+
+// untagged starts the part of an untagged Composite key after
+// "<Prefix>:<algorithm>:". A Redis limiter's key and a tagged key have '{'
+// there, and no key, value or tag may contain a brace, so no untagged key
+// is ever one of theirs.
+const untagged = "dim:"
 
 // Composite is a distributed limiter over several dimensions (e.g. user+SKU,
 // user, SKU, IP, device) decided in one script round trip, all-or-nothing:
@@ -218,7 +227,7 @@ func (c *Composite) keys(req Request) (callKeys, error) {
 		if req.Tag != "" {
 			k.keys = append(k.keys, c.prefix+"{"+req.Tag+"}:"+id)
 		} else {
-			k.keys = append(k.keys, c.prefix+"{"+id+"}")
+			k.keys = append(k.keys, c.prefix+untagged+"{"+id+"}")
 			if s := keyslot.Slot(id); len(k.ids) == 0 {
 				first = s
 			} else if s != first {

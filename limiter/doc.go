@@ -31,7 +31,10 @@
 // shard). Without a tag, a call whose keys span slots fails with
 // [ErrCrossSlot] and counts nothing, unless CompositeConfig.AllowCrossSlot
 // says the server is not a cluster. Calls are never split: splitting would
-// lose all-or-nothing.
+// lose all-or-nothing. A Composite's keys are
+// "<prefix>:<algorithm>:{<tag>}:<dimension>:<value>" and, untagged,
+// "<prefix>:<algorithm>:dim:{<dimension>:<value>}": never a Redis limiter's
+// key, so a Redis limiter and a Composite may share a prefix.
 //
 // # Policy
 //
