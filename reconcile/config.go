@@ -6,6 +6,7 @@ import (
 
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // Config configures a Reconciler. The zero value means defaults.
@@ -42,10 +43,14 @@ type Config struct {
 	OnError func(error)
 	// GateHold maps the record's hold time of a SKU to the hold time the
 	// gate gets when a pass puts the SKU on sale there (warm-up, rebuild
-	// after a flush); default: the same. With stock/tiered, whose record
-	// holds longer than the gate, pass the tiered Manager's GateHold. The
-	// gate's MaxHoldTTL is the record's less the same grace (the record
-	// time less GateHold of it).
+	// after a flush). The default is the mapping of the tiered flow with
+	// its default Config (tiered.Config{}.GateHold: half the record's, as
+	// that flow gives the record twice the gate's hold time). With a
+	// tiered Config that sets RecordGrace, pass that Manager's GateHold
+	// (or that Config's GateHold); a shop whose gate and record hold for
+	// the same time (no stock/tiered) passes the identity. The gate's
+	// MaxHoldTTL is the record's less the same grace (the record time less
+	// GateHold of it).
 	GateHold func(record time.Duration) time.Duration
 	// RestockWindow is how far back a pass reads the record's restocks
 	// (by operation ID) to find those the gate has not applied yet: such a
@@ -87,7 +92,7 @@ func (c Config) withDefaults() Config {
 		c.WatchInterval = time.Second
 	}
 	if c.GateHold == nil {
-		c.GateHold = func(d time.Duration) time.Duration { return d }
+		c.GateHold = tiered.Config{}.GateHold
 	}
 	if c.Clock == nil {
 		c.Clock = stock.SystemClock

@@ -103,7 +103,10 @@
 // extended deadline changes nothing in the promise. A gate rebuilt from the
 // database gets the SKU's settings back through Config.GateHold: its hold
 // time and its MaxHoldTTL (the record's less the same grace), so the
-// bounds of own hold times and extensions hold again. The holds the
+// bounds of own hold times and extensions hold again. By default that is
+// the mapping of stock/tiered with its default Config (the record holds
+// twice as long as the gate); a tiered flow with its own RecordGrace
+// passes its Manager's GateHold. The holds the
 // database kept are counted taken by the rebuilt state; stock/tiered's
 // reclaimer returns each record copy at the gate deadline it reads back
 // from the record's, extended or not.

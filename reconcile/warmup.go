@@ -11,10 +11,11 @@ import (
 )
 
 // WarmUp puts SKUs on sale in Redis from the database before a sale:
-// each SKU's per-user limit and hold time become the database's, and its
-// available count the database's less the units Redis holds for orders the
-// database has not recorded (the database's count when Redis holds
-// nothing). nil skus means every SKU of the database.
+// each SKU's per-user limit becomes the database's, its hold time the one
+// Config.GateHold maps the database's to, and its available count the
+// database's less the units Redis holds for orders the database has not
+// recorded (the database's count when Redis holds nothing). nil skus means
+// every SKU of the database.
 //
 // No write is blind. A SKU Redis has no state for is created only if it
 // still has none (redisstock Store.Rebuild); a SKU on sale gets its

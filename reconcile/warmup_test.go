@@ -12,7 +12,9 @@ import (
 func TestWarmUpOverwritesAndRefusesLiveHoldsUnlessForced(t *testing.T) {
 	forEach(t, func(t *testing.T, p pair) {
 		w := newWorld(t, p, reconcile.Config{})
-		w.must(w.record.PutOnSale(w.ctx, stock.Listing{SKU: "a", Units: 30, PerUserLimit: 2, HoldTTL: time.Minute}), "record a")
+		// Listed at the record alone, as the tiered flow lists it: the
+		// record's hold time is the gate's 1m plus the default grace.
+		w.must(w.record.PutOnSale(w.ctx, stock.Listing{SKU: "a", Units: 30, PerUserLimit: 2, HoldTTL: w.flow.RecordHold(time.Minute)}), "record a")
 		w.must(w.record.PutOnSale(w.ctx, stock.Listing{SKU: "b", Units: 8}), "record b")
 		w.must(w.gate.PutOnSale(w.ctx, stock.Listing{SKU: "b", Units: 99}), "stale gate b")
 
