@@ -17,6 +17,11 @@ import (
 // recorded (the database's count when Redis holds nothing). nil skus means
 // every SKU of the database.
 //
+// A SKU's correction is computed as a repair pass computes it: from two
+// readings, the second bounding a correction upward (see the package
+// doc), so an order sold between a reading of the database and one of
+// Redis never raises Redis above what the database can take.
+//
 // No write is blind. A SKU Redis has no state for is created only if it
 // still has none (redisstock Store.Rebuild); a SKU on sale gets its
 // correction and settings only if its fence is still the one read and,
@@ -63,11 +68,10 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 		for attempt := 1; len(batch) > 0; attempt++ {
 			last := attempt >= r.cfg.MaxAttempts
 			began := time.Now()
-			fs, err := r.examine(ctx, batch)
+			fs, again, err := r.examineTwice(ctx, batch, attempt)
 			if err != nil {
 				return rep, err
 			}
-			var again []string
 			var rebuild, relist []*finding
 			for i := range fs {
 				f := &fs[i]

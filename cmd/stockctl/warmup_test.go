@@ -1,9 +1,14 @@
 package main
 
 import (
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2/server"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/lua"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -73,5 +78,41 @@ func TestWarmupUnknownSKU(t *testing.T) {
 		r := s.run("warmup", "lamp", "nosuch")
 		r.exits(t, exitUnknownSKU, `unknown SKU: "nosuch" (not in table`)
 		s.wantAvailable("lamp", 7, 7)
+	})
+}
+
+// An order the gate held before warmup read the record, recorded and
+// confirmed at both tiers between warmup's reading of the record and its
+// reading of the gate (miniredis runs it before the gate's snapshot
+// script): warmup must not raise the gate above what the record can take
+// (that reading alone says +1), and reports the SKU written, in agreement.
+func TestWarmupBesideASaleBetweenItsReadingsRaisesNothing(t *testing.T) {
+	forEach(t, func(t *testing.T, s *shop) {
+		if s.mini == nil {
+			t.Skip("needs miniredis's command hook to sell between warmup's readings")
+		}
+		s.putOnSale("lamp", 10, 0, 0)
+		o := stock.Order{ID: "o-1", UserID: "alice", Items: []stock.Item{{SKU: "lamp", Qty: 1}}}
+		s.deduct(s.gate, o.ID, o.UserID, "lamp", 1) // the gate step; the record's is queued
+		snapshot := redis.NewScript(lua.Script("stock_snapshot.lua"))
+		var once sync.Once
+		s.mini.Server().SetPreHook(func(_ *server.Peer, cmd string, args ...string) bool {
+			if len(args) > 0 && (cmd == "EVALSHA" && args[0] == snapshot.Hash() || cmd == "EVAL" && args[0] == lua.Script("stock_snapshot.lua")) {
+				once.Do(func() {
+					if err := s.flow.Settle(s.ctx, o); err != nil {
+						t.Errorf("record o-1: %v", err)
+					}
+					if err := s.flow.Confirm(s.ctx, o.ID); err != nil {
+						t.Errorf("confirm o-1: %v", err)
+					}
+				})
+			}
+			return false
+		})
+		s.run("warmup", "lamp").is(t, exitOK, warmHeader+
+			"lamp  9     9       0          0          0           0      rebuilt\n"+
+			"checked 1 SKU: 1 written\n")
+		s.wantAvailable("lamp", 9, 9)
+		s.run("reconcile", "--dry-run", "lamp").is(t, exitOK, "checked 1 SKU: 1 in agreement (dry run: nothing changed)\n")
 	})
 }
