@@ -190,12 +190,15 @@ func liveHolds(sku string, held int64) error {
 }
 
 // verify reads the SKUs just written and reports those not in agreement.
+// It reads as a repair pass's second reading does (examineBounded): an
+// order sold between its reading of the database and of Redis would
+// otherwise show a rise no pass would make, and a mismatch that is not.
 func (r *Reconciler) verify(ctx context.Context, rep *Report, put []*finding) (int, error) {
 	skus := make([]string, len(put))
 	for i, f := range put {
 		skus[i] = f.sku
 	}
-	fs, err := r.examine(ctx, skus)
+	fs, err := r.examineBounded(ctx, skus)
 	if err != nil {
 		return 0, fmt.Errorf("reconcile: verify: %w", err)
 	}

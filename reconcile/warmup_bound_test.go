@@ -50,3 +50,30 @@ func TestWarmUpBesideASaleBetweenItsReadingsRaisesNothing(t *testing.T) {
 		}
 	})
 }
+
+// A busy SKU: one unit is sold through the tiered flow between every
+// reading of the database and of Redis, so each reading WarmUp makes,
+// its check after writing included, catches another such sale. WarmUp
+// must neither raise the gate nor report the written SKU out of agreement.
+func TestWarmUpOnABusySKURaisesNothingAndReportsNoMismatch(t *testing.T) {
+	forEach(t, func(t *testing.T, p pair) {
+		w := newWorld(t, p, reconcile.Config{})
+		w.sale("a", 10)
+		r, sold := sellBetweenReadings(w, "a")
+		rep, err := r.WarmUp(w.ctx, []string{"a"}, false)
+		gl, rl := w.levels("a")
+		if gl.Available > rl.Available {
+			t.Fatalf("gate available %d, record available %d after WarmUp beside %d sales (%v, %+v): the gate admits more than the record can take",
+				gl.Available, rl.Available, *sold, err, rep.Corrections)
+		}
+		if err != nil || rep.Count(reconcile.ActionRebuilt) != 1 || len(rep.Corrections) != 1 || gl.Available != rl.Available ||
+			rl.Available != int64(10-*sold) {
+			t.Fatalf("WarmUp beside %d sales: %v, %+v; gate %d, record %d; want one SKU written, no mismatch, both at %d",
+				*sold, err, rep.Corrections, gl.Available, rl.Available, 10-*sold)
+		}
+		rep, err = w.rec.Repair(w.ctx, []string{"a"})
+		if err != nil || len(rep.Corrections) != 0 {
+			t.Fatalf("a Repair after WarmUp: %v, %+v; want agreement, nothing to raise", err, rep.Corrections)
+		}
+	})
+}
