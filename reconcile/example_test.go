@@ -39,11 +39,16 @@ func Example() {
 	record, _ := sqlstock.New(db, sqlstock.Config{Clock: clock})
 	_ = record.CreateTables(ctx)
 	flow := tiered.New(gate, record, tiered.Config{Clock: clock})
-	rec, _ := reconcile.New(gate, record, reconcile.Config{
-		GateHold: flow.GateHold, // the record holds longer than the gate
-		OnCorrection: func(c reconcile.Correction) {
+	found := make(chan reconcile.Correction, 16) // the breaker recalibrates in the background
+	printFound := func() {
+		for len(found) > 0 {
+			c := <-found
 			fmt.Printf("reconcile %s: Redis %d -> %d (database %d, in flight %d)\n", c.SKU, c.Before, c.After, c.Record, c.InFlight)
-		},
+		}
+	}
+	rec, _ := reconcile.New(gate, record, reconcile.Config{
+		GateHold:     flow.GateHold, // the record holds longer than the gate
+		OnCorrection: func(c reconcile.Correction) { found <- c },
 	})
 	events := make(chan degrade.Event, 16)
 	shop := degrade.New(flow, record, degrade.Config{
@@ -56,6 +61,7 @@ func Example() {
 
 	_ = record.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 100})
 	_, _ = rec.WarmUp(ctx, nil, false) // Redis gets the database's 100
+	printFound()
 	buy := func(id string) error {
 		return shop.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: "phone", Qty: 1}}})
 	}
@@ -77,6 +83,8 @@ func Example() {
 			break
 		}
 	}
+	// What the recalibration found, before traffic returned to Redis.
+	printFound()
 	fmt.Println("o4:", buy("o4")) // Redis again
 	r, _ := gate.Available(ctx, "phone")
 	s, _ := record.Available(ctx, "phone")
