@@ -117,3 +117,63 @@ func hgetall(b *testing.B, w *world, skus []string) {
 		}
 	}
 }
+
+// BenchmarkWarmUp20k warms up 20,000 SKUs on sale at both sides, on the
+// local Redis and MariaDB (skipped unless STOCKGUARD_REDIS_ADDR and
+// STOCKGUARD_MYSQL_DSN are set), with 1% or all of them one unit off at
+// the gate: a SKU that is off is read twice (the second reading bounds a
+// rise), and every written batch is read again once more. It reports
+// SKUs/s, the time of one WarmUp, and its cost relative to a bare
+// pipelined HGETALL of every SKU's state (baseline-x), measured in the
+// same run.
+//
+//	go test -run '^$' -bench WarmUp20k -benchtime 3x ./reconcile/
+func BenchmarkWarmUp20k(b *testing.B) {
+	const n = 20_000
+	var p pair
+	for _, q := range pairs() {
+		if q.name == "redis+mariadb" {
+			p = q
+		}
+	}
+	testdb.Need(b, p.needs...)
+	for _, every := range []int{100, 1} {
+		b.Run(fmt.Sprintf("off=%d%%", 100/every), func(b *testing.B) {
+			w := newWorld(b, p, reconcile.Config{MaxAutoFix: -1})
+			ctx := context.Background()
+			skus := make([]string, n)
+			ls := make([]stock.Listing, n)
+			for i := range skus {
+				skus[i] = fmt.Sprintf("sku%06d", i)
+				ls[i] = stock.Listing{SKU: skus[i], Units: 1000}
+			}
+			insertRows(b, w, skus)
+			if err := w.gate.PutOnSaleMany(ctx, ls); err != nil {
+				b.Fatal(err)
+			}
+			var pass, base time.Duration
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				for i := 0; i < n; i += every {
+					if _, err := w.gate.Adjust(ctx, skus[i], fenceOf(b, w, skus[i]), -1); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				rep, err := w.rec.WarmUp(ctx, nil, false)
+				pass += time.Since(t0)
+				if err != nil || rep.Checked != n || rep.Count(reconcile.ActionRebuilt) != n {
+					b.Fatalf("WarmUp: %v, checked %d, written %d", err, rep.Checked, rep.Count(reconcile.ActionRebuilt))
+				}
+				t1 := time.Now()
+				hgetall(b, w, skus)
+				base += time.Since(t1)
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/pass.Seconds(), "SKUs/s")
+			b.ReportMetric(pass.Seconds()/float64(b.N), "s/pass")
+			b.ReportMetric(pass.Seconds()/base.Seconds(), "baseline-x")
+		})
+	}
+}
