@@ -22,7 +22,9 @@ const (
 	Down
 	// LostReply applies the call to the wrapped Manager, discards its
 	// result and fails, as when the connection drops after the store
-	// acted: the caller cannot tell whether the call took effect.
+	// acted: the caller cannot tell whether the call took effect, and the
+	// error matches stock.ErrUnknownOutcome, as a store's does by the
+	// outcome rule of package stock.
 	LostReply
 	// Unavailable fails the call before it reaches the wrapped Manager
 	// with an error matching stock.ErrUnavailable: nothing is applied, as
@@ -49,7 +51,8 @@ func (x Fault) String() string {
 // error (stock.IsBusiness is false), so the code under test sees an
 // infrastructure failure; match it with errors.Is(err, ErrInjected). Down
 // and LostReply inject a *net.OpError (a net.Error with Timeout false),
-// Unavailable an error that also matches stock.ErrUnavailable.
+// LostReply's also matching stock.ErrUnknownOutcome; Unavailable an error
+// that also matches stock.ErrUnavailable.
 var ErrInjected = errors.New("stocktest: injected fault")
 
 // Call describes one call reaching a Faulty, for filters and hooks.
@@ -201,7 +204,7 @@ func (f *Faulty) do(c Call, run func() error) error {
 		return &net.OpError{Op: "dial", Net: "tcp", Err: ErrInjected}
 	case LostReply:
 		_ = run()
-		return &net.OpError{Op: "read", Net: "tcp", Err: ErrInjected}
+		return fmt.Errorf("%w: %w", stock.ErrUnknownOutcome, &net.OpError{Op: "read", Net: "tcp", Err: ErrInjected})
 	case Unavailable:
 		return fmt.Errorf("%w: %w", stock.ErrUnavailable, ErrInjected)
 	}
