@@ -13,10 +13,8 @@ import (
 // Deduct places the order at the gate and hands it to the record: see
 // Place. It returns nil when the gate holds the order and it is recorded
 // (synchronous hand-off) or queued (with a Recorder).
-func (m *Manager) Deduct(ctx context.Context, o stock.Order) (err error) {
-	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpDeduct, len(o.Items))
-	defer func() { tr.Done(err) }()
-	_, err = m.Place(ctx, o)
+func (m *Manager) Deduct(ctx context.Context, o stock.Order) error {
+	_, err := m.Place(ctx, o)
 	return err
 }
 
@@ -29,7 +27,9 @@ func (m *Manager) Deduct(ctx context.Context, o stock.Order) (err error) {
 // hold was placed and the record step, or the hand-off, failed) means the
 // order is half-way: call Deduct again with the same order to finish it
 // (or Revert it).
-func (m *Manager) Place(ctx context.Context, o stock.Order) (Placement, error) {
+func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err error) {
+	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpDeduct, len(o.Items))
+	defer func() { tr.Done(err) }()
 	if m.cfg.Recorder == nil {
 		return Recorded, m.Settle(ctx, o)
 	}
@@ -208,6 +208,13 @@ func (m *Manager) refused(ctx context.Context, o stock.Order, gerr error) error 
 	if in.State == stock.StateUnknown {
 		return gerr
 	}
+	return m.repeat(ctx, o, in, gerr)
+}
+
+// repeat answers a Deduct of an order the record has (in, as read) by what
+// a repeat gets by the contract, judging a held copy by its gate deadline
+// (see refused); gerr is the gate's answer, if it was asked.
+func (m *Manager) repeat(ctx context.Context, o stock.Order, in stock.OrderInfo, gerr error) error {
 	if err := endedAnswer(in.State); err != nil {
 		return err
 	}

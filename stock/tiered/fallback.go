@@ -1,0 +1,207 @@
+package tiered
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Fallback is the flow at its record alone: the stock.Manager that package
+// degrade sends calls to while the gate cannot take them. Get it from
+// [Manager.Fallback].
+//
+// It keeps the flow's rules without asking the gate. The gate decides
+// when a hold ends, and the record's deadlines are the gate's plus the
+// grace (see the package doc), so:
+//
+//   - Deduct records a new order at the record with the record's hold
+//     time (RecordOrder) and reports its SKUs to Config.OnDrift (the gate
+//     does not know the units are taken: reconciliation brings it down).
+//     A repeat of an order the record has is answered as the flow answers
+//     one whose gate lost it: nil while it is held before its gate
+//     deadline or confirmed, stock.ErrHoldExpired past it (its copy is
+//     returned), stock.ErrConflict for other items or user.
+//   - Confirm, ExtendHold and RevertItems decide by the order's gate
+//     deadline (the record's less the grace), as the flow does for an
+//     order its gate does not know, so a buyer paying late is refused on
+//     every node alike.
+//   - PutOnSale writes the record's listing (RecordListing); Restock adds
+//     at the record, under its operation ID, which reconciliation
+//     completes at the gate.
+//   - Available, Levels and Orders are the record's, with hold times and
+//     deadlines as the gate would report them; ReclaimExpired runs the
+//     record's own reclaimer (its deadline is the backstop while the gate
+//     cannot be asked which copies it still holds).
+//
+// An order taken here is unknown to the gate: the flow's reclaimer returns
+// it at its gate deadline once the gate answers again, and Confirm,
+// Revert, RevertItems and ExtendHold through the flow decide it by the
+// record as above. Orders written here move units at the record only; a
+// gate that takes traffic again must first be brought into agreement
+// (package reconcile, which package degrade runs before traffic returns).
+type Fallback struct{ m *Manager }
+
+var (
+	_ stock.Manager         = (*Fallback)(nil)
+	_ stock.Reclaimer       = (*Fallback)(nil)
+	_ stock.OrderReader     = (*Fallback)(nil)
+	_ stock.PartialReverter = (*Fallback)(nil)
+	_ stock.HoldExtender    = (*Fallback)(nil)
+)
+
+// Fallback returns the flow at its record alone (see [Fallback]).
+func (m *Manager) Fallback() *Fallback { return &Fallback{m: m} }
+
+// Flow returns the flow f belongs to.
+func (f *Fallback) Flow() *Manager { return f.m }
+
+// errRecordAlone is the drift of an order taken at the record alone.
+var errRecordAlone = errors.New("tiered: taken at the record alone")
+
+// errGateAside is what a Fallback tells the flow's record-side decisions
+// the gate answered: it was not asked.
+var errGateAside = errors.New("tiered: gate not asked")
+
+// Deduct takes the order at the record alone (see Fallback).
+func (f *Fallback) Deduct(ctx context.Context, o stock.Order) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	m := f.m
+	in, err := m.recordOrder(ctx, o.ID)
+	if err != nil {
+		return err // a read: nothing written
+	}
+	if in.State != stock.StateUnknown {
+		return m.repeat(ctx, o, in, nil)
+	}
+	ro, err := m.RecordOrder(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := m.record.Deduct(ctx, ro); err != nil {
+		return err
+	}
+	m.drift(Drift{OrderID: o.ID, Tier: Record, Op: "deduct at the record alone", Err: errRecordAlone, SKUs: skusOf(o.Items)})
+	return nil
+}
+
+// Confirm confirms the order at the record by its gate deadline (see
+// Manager.Confirm for an order the gate does not know).
+func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	m := f.m
+	in, err := m.recordOrder(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	switch in.State {
+	case stock.StateHeld:
+		return m.confirmByRecord(ctx, in, errGateAside, nil)
+	case stock.StateConfirmed:
+		return nil
+	case stock.StateUnknown:
+		return stock.ErrUnknownOrder
+	}
+	err = m.record.Confirm(ctx, orderID)
+	if ended(err) {
+		return m.closedReason(ctx, orderID, err)
+	}
+	return err
+}
+
+// Revert reverts the order at the record. A hold the gate may still have
+// for it ends at its gate deadline, and the flow's reclaimer finds the
+// record's copy reverted already.
+func (f *Fallback) Revert(ctx context.Context, orderID string) error {
+	return f.m.record.Revert(ctx, orderID)
+}
+
+// RevertItems gives back part of a recorded order at the record, by the
+// order's gate deadline for a held one.
+func (f *Fallback) RevertItems(ctx context.Context, r stock.Return) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	in, err := f.m.recordOrder(ctx, r.OrderID)
+	if err != nil {
+		return err
+	}
+	if in.State == stock.StateUnknown {
+		return stock.ErrUnknownOrder
+	}
+	return f.m.revertItemsByRecord(ctx, in, r)
+}
+
+// ExtendHold extends a held order at the record to deadline plus the
+// grace, by the order's gate deadline (see Manager.ExtendHold).
+func (f *Fallback) ExtendHold(ctx context.Context, orderID string, deadline time.Time) error {
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	return f.m.extendByRecord(ctx, orderID, deadline, stock.ErrUnknownOrder)
+}
+
+// PutOnSale puts the SKU on sale at the record with the record's listing
+// (RecordListing).
+func (f *Fallback) PutOnSale(ctx context.Context, l stock.Listing) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	return f.m.record.PutOnSale(ctx, f.m.RecordListing(l))
+}
+
+// Restock adds the units at the record, once per r.OpID.
+func (f *Fallback) Restock(ctx context.Context, r stock.Restock) error {
+	return f.m.record.Restock(ctx, r)
+}
+
+// Available is the record's available count.
+func (f *Fallback) Available(ctx context.Context, sku string) (int64, error) {
+	return f.m.record.Available(ctx, sku)
+}
+
+// Levels are the record's, with the hold times the gate has for them.
+func (f *Fallback) Levels(ctx context.Context, sku string) (stock.Levels, error) {
+	lv, err := f.m.record.Levels(ctx, sku)
+	if err != nil {
+		return lv, err
+	}
+	grace := lv.HoldTTL - f.m.GateHold(lv.HoldTTL)
+	lv.HoldTTL -= grace
+	lv.MaxHoldTTL = max(lv.MaxHoldTTL-grace, lv.HoldTTL)
+	return lv, nil
+}
+
+// Orders are the record's, a held order's deadline being its gate
+// deadline.
+func (f *Fallback) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+	out, err := f.m.record.Orders(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	holds := map[string]time.Duration{}
+	for i, in := range out {
+		if in.State == stock.StateHeld {
+			if out[i].Deadline, err = f.m.gateDeadline(ctx, in, holds); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// UserUnits is the record's count.
+func (f *Fallback) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
+	return f.m.record.UserUnits(ctx, sku, userID)
+}
+
+// ReclaimExpired runs the record's own reclaimer: copies past the
+// record's deadline, the backstop while the gate cannot be asked.
+func (f *Fallback) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
+	return f.m.record.ReclaimExpired(ctx, limit)
+}
