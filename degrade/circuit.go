@@ -34,6 +34,12 @@ type circuit struct {
 	tripped atomic.Bool // set by the current gobreaker when it opens
 	ramping atomic.Bool // read by ReadyToTrip
 
+	// fb is held shared by each write at the fallback alone while it
+	// runs, and taken exclusively by a recalibration before it starts, so
+	// that the recalibration reads after every such write (see
+	// Manager.enterFallback). Lock order: fb before mu.
+	fb sync.RWMutex
+
 	mu     sync.Mutex
 	cb     *gobreaker.TwoStepCircuitBreaker[struct{}]
 	gen    uint64
@@ -98,11 +104,23 @@ func (c *circuit) to(s State, now time.Time, err error) {
 	}
 }
 
-// admit says whether a call goes to the primary. With share, a ramping
-// breaker sends only its current share of calls there; without (Confirm,
-// Revert, operator writes), any breaker that is not open does. done, when
-// non-nil, must be called with the primary's error (or errSkip).
-func (c *circuit) admit(share bool) (primary bool, done func(error)) {
+// way is where a breaker sends a call.
+type way int
+
+const (
+	toPrimary way = iota
+	toFallback
+	// settling: the breaker is recalibrating the primary, or ramping
+	// traffic back and this call is not in the primary's share.
+	settling
+)
+
+// admit says where a call goes. With share, a ramping breaker sends only
+// its current share of calls to the primary; without (Confirm, Revert,
+// operator writes), any breaker that is not open or recalibrating does.
+// done, when non-nil, must be called with the primary's error (or
+// errSkip).
+func (c *circuit) admit(share bool) (w way, done func(error)) {
 	now := c.d.cfg.Clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,18 +133,15 @@ func (c *circuit) admit(share bool) (primary bool, done func(error)) {
 	c.observe(now)
 	switch c.state {
 	case Degraded:
-		if now.Sub(c.since) >= c.d.cfg.OpenFor {
-			c.to(Recalibrating, now, nil)
-			if c.d.cfg.Recalibrate == nil {
-				c.startRamp(now)
-			} else {
-				c.d.bg.Add(1)
-				go c.d.runRecalibrate(c, c.gen)
-			}
+		if now.Sub(c.since) < c.d.cfg.OpenFor {
+			return toFallback, nil
 		}
-		return false, nil
+		c.to(Recalibrating, now, nil)
+		c.d.bg.Add(1)
+		go c.d.runRecalibrate(c, c.gen)
+		return settling, nil
 	case Recalibrating:
-		return false, nil
+		return settling, nil
 	case Ramping:
 		if now.Sub(c.since) >= c.d.cfg.RampInterval && c.stepOK > 0 {
 			c.step++
@@ -141,16 +156,16 @@ func (c *circuit) admit(share bool) (primary bool, done func(error)) {
 			c.n++
 			p := c.d.cfg.RampSteps[c.step]
 			if math.Floor(float64(c.n)*p) == math.Floor(float64(c.n-1)*p) {
-				return false, nil
+				return settling, nil
 			}
 		}
 	}
 	cbDone, err := c.cb.Allow()
 	if err != nil {
-		return false, nil
+		return toFallback, nil
 	}
 	gen := c.gen
-	return true, func(err error) {
+	return toPrimary, func(err error) {
 		cbDone(err)
 		ok := err == nil || stock.IsBusiness(err)
 		if !ok && !c.tripped.Load() {
@@ -202,7 +217,20 @@ func (c *circuit) startRamp(now time.Time) {
 	c.to(Ramping, now, nil)
 }
 
-// state reports the circuit's state, for Manager.State.
+// open reports whether the breaker keeps traffic off the primary without
+// recalibrating it: open, or the operator's ForceFallback.
+func (c *circuit) open() bool {
+	if c.d.Mode() == ForceFallback {
+		return true
+	}
+	now := c.d.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observe(now)
+	return c.state == Degraded
+}
+
+// current reports the circuit's state, for Manager.State.
 func (c *circuit) current() State {
 	now := c.d.cfg.Clock.Now()
 	c.mu.Lock()
@@ -211,12 +239,18 @@ func (c *circuit) current() State {
 	return c.state
 }
 
-// runRecalibrate is the background body of one recalibration.
+// runRecalibrate is the background body of one recalibration. It first
+// waits for the writes at the fallback alone that were admitted before
+// the breaker began to recalibrate (no new one is admitted since), so the
+// recalibration reads what they wrote. Close cancels it.
 func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
 	defer d.bg.Done()
+	c.fb.Lock()
+	//lint:ignore SA2001 a barrier: the fallback's writes in flight are done
+	c.fb.Unlock()
 	var err error
 	if d.cfg.Recalibrate != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.RecalibrateTimeout)
+		ctx, cancel := context.WithTimeout(d.life, d.cfg.RecalibrateTimeout)
 		err = d.cfg.Recalibrate(ctx, c.key)
 		cancel()
 	}

@@ -29,7 +29,7 @@ func (unsure) Confirm(context.Context, string) error {
 func TestConfirmClosedAtFallbackKeepsThePrimarysUnknownOutcome(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	fallback := memstock.New(clock)
-	d := degrade.New(unsure{memstock.New(clock)}, fallback, degrade.Config{Clock: clock, FallbackLimit: rate.Inf})
+	d := mustNew(t, unsure{memstock.New(clock)}, fallback, degrade.Config{Clock: clock, FallbackLimit: rate.Inf})
 	defer d.Close()
 	ctx := context.Background()
 	if err := fallback.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 5}); err != nil {

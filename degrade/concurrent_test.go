@@ -24,7 +24,7 @@ func TestGateLosesRepliesMidSale(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
 	record := memstock.New(clock)
-	d := degrade.New(tiered.New(gate, record, tiered.Config{Clock: clock}), record,
+	d := mustNew(t, tiered.New(gate, record, tiered.Config{Clock: clock}), nil,
 		degrade.Config{Clock: clock, FallbackLimit: rate.Inf})
 	defer d.Close()
 	ctx := t.Context()

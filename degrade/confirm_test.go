@@ -26,7 +26,7 @@ func TestRepeatOfADegradedConfirmKeepsTheSale(t *testing.T) {
 			gate := stocktest.NewFaulty(memstock.New(clock))
 			record := memstock.New(clock)
 			tm := tiered.New(gate, record, tiered.Config{Clock: clock})
-			d := degrade.New(tm, record, degrade.Config{Clock: clock})
+			d := mustNew(t, tm, nil, degrade.Config{Clock: clock})
 			t.Cleanup(d.Close)
 			ctx := t.Context()
 			if err := d.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {

@@ -3,6 +3,8 @@ package degrade
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // Manager is a stock.Manager that sends calls to a primary while it works
@@ -19,8 +22,11 @@ import (
 // stock.Reclaimer. It is safe for concurrent use; call Close when done.
 type Manager struct {
 	primary, fallback stock.Manager
-	cfg               Config
-	obs               *observe.Observer // &cfg.Observer
+	// shared: the fallback is the primary's own record path (a tiered
+	// flow's Fallback), so an order ID is idempotent across the two.
+	shared bool
+	cfg    Config
+	obs    *observe.Observer // &cfg.Observer
 
 	mode  atomic.Int32
 	epoch atomic.Uint64 // bumped when ForceFallback ends
@@ -34,6 +40,9 @@ type Manager struct {
 	events  chan Event
 	dropped atomic.Uint64
 	quit    chan struct{}
+	// life ends with Close, and with it any recalibration running.
+	life    context.Context
+	end     context.CancelFunc
 	closing sync.Once
 	bg      sync.WaitGroup // recalibrations and the event goroutine
 }
@@ -51,18 +60,45 @@ var (
 	_ stock.Reclaimer = (*Manager)(nil)
 )
 
-// New returns a Manager over primary and fallback. The fallback must see the
-// primary's orders (it should be the primary's record, e.g. the SQL backend
-// that a tiered primary records into): a fallback that does not would sell
-// again the units the primary sold.
-func New(primary, fallback stock.Manager, cfg Config) *Manager {
+// New returns a Manager over primary and fallback.
+//
+// With a stock/tiered flow as the primary, pass nil as the fallback: the
+// Manager takes the flow's record path (tiered.Manager.Fallback), which
+// writes the flow's own record with the flow's hold times and decides by
+// the gate's deadlines, so an order ID is idempotent across the two paths
+// and an order whose outcome at the flow is unknown can be settled at the
+// record while the gate is down. A fallback given with a flow must be that
+// flow's Fallback (or a wrapper forwarding its Flow method); any other is
+// refused with an error wrapping stock.ErrInvalid.
+//
+// With any other primary the fallback must see the primary's orders: a
+// fallback that does not would sell the same units twice.
+func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
+	if primary == nil {
+		return nil, &stock.InvalidError{Field: "degrade.New primary", Reason: "nil"}
+	}
+	shared := false
+	if fl, ok := primary.(flow); ok {
+		path := fl.Fallback()
+		if fallback == nil {
+			fallback = path
+		}
+		if fb, ok := fallback.(flowPart); !ok || fb.Flow() != path.Flow() {
+			return nil, &stock.InvalidError{Field: "degrade.New fallback",
+				Reason: "the primary is a stock/tiered flow: pass nil (or its Fallback()) as the fallback, the record path that keeps the flow's hold times and deadlines"}
+		}
+		shared = true
+	} else if fallback == nil {
+		return nil, &stock.InvalidError{Field: "degrade.New fallback", Reason: "nil, and the primary is not a stock/tiered flow"}
+	}
 	cfg = cfg.withDefaults()
 	d := &Manager{
-		primary: primary, fallback: fallback, cfg: cfg,
+		primary: primary, fallback: fallback, shared: shared, cfg: cfg,
 		limiter: rate.NewLimiter(cfg.FallbackLimit, cfg.FallbackBurst),
 		events:  make(chan Event, cfg.EventBuffer),
 		quit:    make(chan struct{}),
 	}
+	d.life, d.end = context.WithCancel(context.Background())
 	d.obs = &d.cfg.Observer
 	d.orders, _ = lru.New[string, tier](cfg.Orders)
 	if cfg.PerSKU > 0 {
@@ -76,13 +112,23 @@ func New(primary, fallback stock.Manager, cfg Config) *Manager {
 		d.bg.Add(1)
 		go d.deliver()
 	}
-	return d
+	return d, nil
 }
 
-// Close stops the event goroutine and waits for running recalibrations.
-// The Manager must not be used afterwards.
+// flow is a stock/tiered flow: its record path is the fallback.
+type flow interface {
+	Fallback() *tiered.Fallback
+}
+
+// flowPart is a tiered flow's record path, or a wrapper of one.
+type flowPart interface {
+	Flow() *tiered.Manager
+}
+
+// Close stops the event goroutine, cancels a running recalibration and
+// waits for it to end. The Manager must not be used afterwards.
 func (d *Manager) Close() {
-	d.closing.Do(func() { close(d.quit) })
+	d.closing.Do(func() { close(d.quit); d.end() })
 	d.bg.Wait()
 }
 
@@ -151,7 +197,12 @@ func (d *Manager) circuit(sku string) *circuit {
 // outcome to every breaker that admitted it.
 type route struct {
 	primary bool
-	dones   []func(error)
+	// settling: not sent to the primary because one of the breakers is
+	// recalibrating it or ramping traffic back to it. A write at the
+	// fallback alone now would be missed by the recalibration, or not be
+	// in the primary the recalibration brought up to date.
+	settling bool
+	dones    []func(error)
 }
 
 func (d *Manager) route(share bool, skus ...string) route {
@@ -172,10 +223,10 @@ func (d *Manager) route(share bool, skus ...string) route {
 			continue
 		}
 		seen[c] = true
-		ok, done := c.admit(share)
-		if !ok {
+		w, done := c.admit(share)
+		if w != toPrimary {
 			r.skip()
-			return route{}
+			return route{settling: w == settling}
 		}
 		r.dones = append(r.dones, done)
 	}
@@ -235,100 +286,174 @@ func (e *unknownError) Is(target error) bool {
 
 func (e *unknownError) As(target any) bool { return errors.As(e.err, target) }
 
-// nothingApplied reports whether a primary error says, by the outcome rule
-// every backend keeps, that the call applied nothing: a context already
-// done before it was sent, stock.ErrContention or stock.ErrUnavailable
-// (and not stock.ErrUnknownOutcome).
-func nothingApplied(err error) bool {
-	if errors.Is(err, stock.ErrUnknownOutcome) {
-		return false
-	}
-	return errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnavailable)
+// Deduct places the order: see Place.
+func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
+	_, err := d.Place(ctx, o)
+	return err
 }
 
-// Deduct places the order on the primary while its breakers let it, on the
-// fallback (within its rate limit, else ErrBusy) while they do not.
+// Place places the order on the primary while its breakers let it, on the
+// fallback (within its rate limit, else ErrBusy) while they are open, and
+// says where it stands: the primary's Placement when the primary
+// implements Place (a stock/tiered flow with a Recorder may answer
+// tiered.Pending), tiered.Recorded otherwise and for the fallback.
 //
-// An order whose outcome on the primary is unknown (an infrastructure
-// error after the request may have been sent) never goes to the fallback:
-// it is re-deducted once on the primary at once (idempotent, so it tells
-// whether the order holds its units) and, if that fails too, the error
-// matches stock.ErrUnknownOutcome (and never stock.ErrUnavailable or
-// stock.ErrContention with it). This node remembers such orders, and
-// those the primary took, and sends their retries to the primary only.
-// Orders it remembers the fallback took go back to the fallback.
+// The answer follows the outcome rule of package stock. A primary error
+// that does not match stock.ErrUnknownOutcome applied nothing (a refused
+// dial, stock.ErrUnavailable, stock.ErrContention, a context already done):
+// it counts for the breaker and is returned as it is, and the order's retry
+// goes wherever the breakers then send new orders (the fallback once they
+// opened). An order whose outcome on the primary is unknown (an error
+// after the request may have been sent) is re-placed once on the primary
+// at once, bypassing the breakers (it is the same order, not new traffic),
+// and if that fails too the error matches stock.ErrUnknownOutcome. This
+// node remembers such orders, and those each tier took, and sends their
+// retries to the same tier. A retry of an order in doubt while the
+// breakers keep traffic off the primary goes to the fallback when it is
+// the primary's own record path (see New): the record knows the order by
+// its ID, so it is taken there at most once, and a hold the primary's gate
+// may also have returns at its deadline. With any other fallback it is
+// re-placed on the primary (never in ForceFallback mode: ErrPrimaryDown
+// with stock.ErrUnknownOutcome).
 //
-// A primary answer that says nothing was applied (stock.ErrUnavailable,
-// stock.ErrContention) is returned as it is: it counts as a failure for
-// the breaker, and the caller retries. A context that is done before the
-// call gets its own error, and nothing is sent anywhere.
-func (d *Manager) Deduct(ctx context.Context, o stock.Order) (err error) {
+// Once a breaker has begun to recalibrate the primary, no new order is
+// written at the fallback alone: while it recalibrates, and while it ramps
+// traffic back, the orders it does not send to the primary get ErrBusy
+// (nothing written), since the recalibrated primary would not know them.
+// A recalibration waits for the fallback's Deducts already running.
+//
+// A context that is done before the call gets its own error, and nothing
+// is sent anywhere.
+func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement, err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpDeduct, len(o.Items))
 	defer func() { tr.Done(err) }()
 	if err := o.Validate(); err != nil {
-		return err
+		return tiered.Recorded, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return tiered.Recorded, err
 	}
+	skus := skusOf(o.Items)
 	known, _ := d.orders.Get(o.ID)
-	r := d.route(true, skusOf(o.Items)...)
+	r := d.route(true, skus...)
 	switch {
 	case r.primary && known != atFallback:
-		err := d.primary.Deduct(ctx, o)
+		p, err := d.placePrimary(ctx, o)
 		r.finish(ctx, err)
-		if err == nil || stock.IsBusiness(err) {
-			if err == nil {
-				d.orders.Add(o.ID, atPrimary)
-			}
-			return err
+		if err == nil {
+			d.orders.Add(o.ID, atPrimary)
 		}
-		if nothingApplied(err) {
-			return err
+		if err == nil || stock.IsBusiness(err) || !errors.Is(err, stock.ErrUnknownOutcome) {
+			return p, err
 		}
 		d.orders.Add(o.ID, atPrimary)
 		return d.resolve(ctx, o, err)
 	case r.primary:
 		r.skip()
-		return d.fallbackDeduct(ctx, o)
-	case known == atPrimary:
-		return d.resolve(ctx, o, ErrPrimaryDown)
+		return tiered.Recorded, d.fallback.Deduct(ctx, o) // a retry: it takes nothing more
 	case known == atFallback:
-		return d.fallbackDeduct(ctx, o) // a retry: it takes nothing more
+		return tiered.Recorded, d.fallback.Deduct(ctx, o)
+	case known == atPrimary && d.shared && !r.settling:
+		// In doubt at the primary, which takes no traffic: the record
+		// settles it (not rate limited: it is not new traffic).
+		if err, ok := d.atFallback(ctx, o, skus); ok {
+			return tiered.Recorded, err
+		}
+		return d.resolve(ctx, o, ErrPrimaryDown)
+	case known == atPrimary:
+		if d.Mode() == ForceFallback {
+			return tiered.Recorded, unknown(ErrPrimaryDown)
+		}
+		return d.resolve(ctx, o, ErrPrimaryDown)
+	case r.settling:
+		return tiered.Recorded, ErrBusy
 	}
 	if !d.limiter.AllowN(d.cfg.Clock.Now(), 1) {
-		return ErrBusy
+		return tiered.Recorded, ErrBusy
 	}
-	err = d.fallbackDeduct(ctx, o)
+	err, ok := d.atFallback(ctx, o, skus)
+	if !ok {
+		return tiered.Recorded, ErrBusy
+	}
+	return tiered.Recorded, err
+}
+
+// placer is a primary that says where an order stands (stock/tiered).
+type placer interface {
+	Place(ctx context.Context, o stock.Order) (tiered.Placement, error)
+}
+
+func (d *Manager) placePrimary(ctx context.Context, o stock.Order) (tiered.Placement, error) {
+	if pl, ok := d.primary.(placer); ok {
+		return pl.Place(ctx, o)
+	}
+	return tiered.Recorded, d.primary.Deduct(ctx, o)
+}
+
+// atFallback places a new order (or one in doubt at the primary) on the
+// fallback alone, while every breaker of its SKUs keeps traffic off the
+// primary; ok is false, with nothing sent, once one of them has begun to
+// recalibrate (see enterFallback). An order the fallback took is
+// remembered.
+func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string) (err error, ok bool) {
+	leave, ok := d.enterFallback(skus)
+	if !ok {
+		return nil, false
+	}
+	defer leave()
+	err = d.fallback.Deduct(ctx, o)
 	if err == nil {
 		d.orders.Add(o.ID, atFallback)
 	}
-	return err
+	return err, true
 }
 
-// fallbackDeduct places the order on the fallback. An order with its own
-// hold time is given the hold time the primary would give its record
-// (stock/tiered's Manager.RecordOrder), so that its deadline there is the
-// one the primary reads back as a gate deadline plus the grace.
-func (d *Manager) fallbackDeduct(ctx context.Context, o stock.Order) error {
-	if ro, ok := d.primary.(recordOrderer); ok && o.HoldTTL != 0 {
-		var err error
-		if o, err = ro.RecordOrder(ctx, o); err != nil {
-			return err
+// enterFallback admits a write at the fallback alone about skus: it holds
+// the fallback lock of each of their breakers (shared, in key order) until
+// leave is called, so that a recalibration starting meanwhile waits for
+// the write before it reads (see circuit.runRecalibrate). It refuses once
+// a breaker is no longer open (ForceFallback mode holds every breaker
+// open): the recalibration may already have read.
+func (d *Manager) enterFallback(skus []string) (leave func(), ok bool) {
+	var cs []*circuit
+	if d.global != nil {
+		cs = []*circuit{d.global}
+	} else {
+		seen := map[*circuit]bool{}
+		for _, s := range skus {
+			if c := d.circuit(s); !seen[c] {
+				seen[c] = true
+				cs = append(cs, c)
+			}
+		}
+		slices.SortFunc(cs, func(a, b *circuit) int { return strings.Compare(a.key, b.key) })
+	}
+	leave = func() {
+		for _, c := range cs {
+			c.fb.RUnlock()
 		}
 	}
-	return d.fallback.Deduct(ctx, o)
+	for i, c := range cs {
+		c.fb.RLock()
+		if !c.open() {
+			for _, c := range cs[:i+1] {
+				c.fb.RUnlock()
+			}
+			return nil, false
+		}
+	}
+	return leave, true
 }
 
-// resolve re-deducts an order whose primary outcome is unknown, once,
+// resolve re-places an order whose primary outcome is unknown, once,
 // bypassing the breakers (it is the same order, not new traffic).
-func (d *Manager) resolve(ctx context.Context, o stock.Order, cause error) error {
+func (d *Manager) resolve(ctx context.Context, o stock.Order, cause error) (tiered.Placement, error) {
 	if ctx.Err() != nil {
-		return unknown(errors.Join(cause, ctx.Err()))
+		return tiered.Recorded, unknown(errors.Join(cause, ctx.Err()))
 	}
-	err := d.primary.Deduct(ctx, o)
+	p, err := d.placePrimary(ctx, o)
 	if err == nil || stock.IsBusiness(err) {
-		return err
+		return p, err
 	}
-	return unknown(err)
+	return p, unknown(err)
 }

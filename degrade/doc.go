@@ -11,22 +11,19 @@
 //
 // # Wiring
 //
-// The fallback must see every order the primary took: make it the
-// primary's record (stock/tiered's record tier). Then an order ID is
-// idempotent across both paths, because both end in the same record, and no
-// state has to be shared between application nodes. A fallback that does
-// not see the primary's orders would sell the same units twice.
-//
-// An order the fallback takes is unknown to the gate, so the tiered
-// reclaimer returns it once the listing's hold time has passed (the gate
-// deadline it would have had), not at the record's longer deadline. For
-// that the record must hold the listing with the tiered primary's record
-// hold time: PutOnSale while degraded writes the fallback's listing with
-// it and with the record's MaxHoldTTL (tiered's Manager.RecordListing), as
-// the primary writes its record. An order with its own hold time that the
-// fallback takes gets the record's hold time for it (RecordOrder), and an
-// extension of such an order the record's deadline (RecordDeadline), so
-// the primary reads each back as the gate deadline it would have had.
+// The fallback must see every order the primary took, or it would sell
+// the same units twice. With a stock/tiered flow as the primary that is
+// built in: pass nil as the fallback to New, and the Manager sends
+// degraded calls to the flow's record path (tiered.Manager.Fallback). It
+// writes the flow's own record with the flow's hold times and decides by
+// the gate's deadlines, as the flow does for an order its gate does not
+// know: an order it takes holds at the record with the grace on top, is
+// returned by the flow's reclaimer at the gate deadline it would have had,
+// and a late payment is refused on every node alike. An order ID is then
+// idempotent across both paths, and no state has to be shared between
+// application nodes. New refuses a flow with any other fallback (the raw
+// record would take orders with the gate's hold times). Package stockguard
+// wires all of this, with reconcile as the recalibration.
 //
 // With a queued hand-off (a tiered.Recorder), orders the gate admitted and
 // that still wait in the queue are not in the record yet: while the breaker
@@ -34,6 +31,17 @@
 // queue drains (the record is never oversold, but those buyers lose the
 // order). With the synchronous hand-off the record sees every order the
 // gate told yes.
+//
+// A write at the fallback alone puts the record ahead of the primary's
+// gate, so it is made only while the gate takes no traffic: while the
+// breakers of the order's SKUs are open. Before traffic returns, the
+// recalibration (a reconcile pass) reads the record after every such write
+// this node made; from then on, until all traffic is back, new orders go
+// to the primary or get ErrBusy. Another node whose breaker is still open
+// may write at the record alone after this node's recalibration read it;
+// the reconcile pass that a record-alone write asks for (tiered's
+// Config.OnDrift, which package stockguard turns into a repair of those
+// SKUs) brings the gate back within the record.
 //
 // # What it promises
 //
@@ -48,14 +56,23 @@
 //     bucket (Config.FallbackLimit, FallbackBurst); a refused call gets
 //     ErrBusy and nothing is written. Confirm, Revert, PutOnSale and
 //     Restock are not limited.
-//   - An order whose outcome on the primary is unknown is never sent to
-//     the fallback: it is re-deducted on the primary (idempotent), and if
-//     that fails too the caller gets an error matching
-//     stock.ErrUnknownOutcome (never together with stock.ErrUnavailable or
-//     stock.ErrContention, which say nothing was applied). This node remembers such orders (a bounded
-//     LRU, Config.Orders) and sends their retries to the primary only; with
-//     the wiring above, a retry that reaches another node and the fallback
-//     takes nothing twice, because the record already knows the order.
+//   - The outcome rule of package stock holds through the Manager: a
+//     primary error that does not match stock.ErrUnknownOutcome (a refused
+//     dial, stock.ErrUnavailable, stock.ErrContention) applied nothing and
+//     is returned as it is; it counts for the breaker, and the order's
+//     retry goes where new orders go (the fallback once the breaker has
+//     opened).
+//   - An order whose outcome on the primary is unknown is re-placed on the
+//     primary at once (idempotent), and if that fails too the caller gets
+//     an error matching stock.ErrUnknownOutcome (never together with
+//     stock.ErrUnavailable or stock.ErrContention). This node remembers
+//     such orders (a bounded LRU, Config.Orders). A retry while the
+//     breaker keeps traffic off the primary is settled at a tiered flow's
+//     record path (the record knows the order by its ID: it is taken there
+//     at most once, and a hold the gate may also have only makes the gate
+//     sell less until it expires); with any other fallback it goes to the
+//     primary again (not in ForceFallback mode, where it gets
+//     ErrPrimaryDown with stock.ErrUnknownOutcome).
 //   - Confirm and Revert go to the tier that took the order: the one this
 //     node remembers, else the primary (while it takes traffic), and on
 //     stock.ErrUnknownOrder ("not taken there") the other tier. They answer
@@ -74,11 +91,20 @@
 //     by an LRU), so a failing hot SKU does not trip the rest. An operator
 //     can force either path (SetMode).
 //   - Switching back: after Config.OpenFor, Config.Recalibrate runs in the
-//     background while traffic stays on the fallback; only when it succeeds
-//     does a share of traffic (Config.RampSteps, default 10% then 50%)
-//     return to the primary, each step lasting Config.RampInterval and
-//     needing at least one success; one failure during the ramp goes back
-//     to degraded.
+//     background, once the fallback's Deducts of this node that were
+//     running have ended; meanwhile new orders and PutOnSale get ErrBusy
+//     (nothing written), reads and the calls that finish orders
+//     (Confirm, Revert, RevertItems, ExtendHold, Restock) go to the
+//     fallback as before. Only when it succeeds does a share of new orders
+//     (Config.RampSteps, default 10% then 50%) go to the primary, each
+//     step lasting Config.RampInterval and needing at least one success;
+//     the rest get ErrBusy. One failure during the ramp goes back to
+//     degraded. Close cancels a running recalibration.
+//   - ReclaimExpired returns the primary's due holds (a tiered flow's
+//     include its record's), and the fallback's own when the primary's
+//     pass failed or the fallback is a store of its own: a tier that
+//     cannot be reached does not keep the other's holds past their
+//     deadlines.
 //   - State changes reach Config.OnStateChange on a goroutine of their own
 //     through a bounded buffer: a slow hook never stalls a breaker or a
 //     call (events beyond the buffer are dropped and counted).

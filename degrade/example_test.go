@@ -26,7 +26,7 @@ func Example() {
 	events := make(chan degrade.Event, 16)
 
 	flow := tiered.New(redis, sql, tiered.Config{Clock: clock}) // Redis gate, SQL record
-	shop := degrade.New(flow, sql, degrade.Config{
+	shop, err := degrade.New(flow, nil, degrade.Config{         // nil: the flow's record is the fallback
 		FallbackLimit: rate.Limit(1), FallbackBurst: 2, // SQL takes 2 orders now, then 1/s
 		Recalibrate: func(ctx context.Context, key string) error {
 			return nil // a reconcile pass: repair Redis from SQL
@@ -35,6 +35,9 @@ func Example() {
 		OnStateChange: func(e degrade.Event) { events <- e },
 		Clock:         clock,
 	})
+	if err != nil {
+		panic(err)
+	}
 	defer shop.Close()
 
 	_ = shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 100})
@@ -55,7 +58,7 @@ func Example() {
 
 	redis.down = false // Redis is back; after OpenFor (10s) it is recalibrated
 	clock.Advance(10 * time.Second)
-	fmt.Println("o5:", buy("o5")) // still SQL: this call starts the recalibration
+	fmt.Println("o5:", buy("o5")) // this call starts the recalibration: busy until it ends
 	for e := range events {
 		fmt.Println("breaker:", e.From, "->", e.To)
 		if e.To == degrade.Primary {
@@ -73,12 +76,12 @@ func Example() {
 	// o2: <nil> (busy: false)
 	// o3: <nil> (busy: false)
 	// o4: degrade: busy, retry later (busy: true)
-	// o5: <nil>
+	// o5: degrade: busy, retry later
 	// breaker: primary -> degraded
 	// breaker: degraded -> recalibrating
 	// breaker: recalibrating -> primary
 	// o6: <nil>
-	// held in Redis: 2 held in SQL: 5
+	// held in Redis: 2 held in SQL: 4
 }
 
 // switchable is a gate whose Deduct fails like a dead connection. It

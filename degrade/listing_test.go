@@ -23,7 +23,7 @@ func TestFallbackListingKeepsItsHoldTime(t *testing.T) {
 			clock := stocktest.NewClock(stocktest.Epoch)
 			record := memstock.New(clock)
 			tm := tiered.New(memstock.New(clock), record, tiered.Config{Clock: clock, RecordGrace: grace})
-			d := degrade.New(tm, record, degrade.Config{Clock: clock})
+			d := mustNew(t, tm, nil, degrade.Config{Clock: clock})
 			t.Cleanup(d.Close)
 			ctx := t.Context()
 			d.SetMode(degrade.ForceFallback)
@@ -51,7 +51,7 @@ func TestLatePayerOfAFallbackOrderGetsHoldExpired(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	record := memstock.New(clock)
 	tm := tiered.New(memstock.New(clock), record, tiered.Config{Clock: clock})
-	d := degrade.New(tm, record, degrade.Config{Clock: clock})
+	d := mustNew(t, tm, nil, degrade.Config{Clock: clock})
 	t.Cleanup(d.Close)
 	ctx := t.Context()
 	d.SetMode(degrade.ForceFallback)
@@ -66,7 +66,7 @@ func TestLatePayerOfAFallbackOrderGetsHoldExpired(t *testing.T) {
 	if _, err := tm.ReclaimExpired(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	other := degrade.New(tm, record, degrade.Config{Clock: clock})
+	other := mustNew(t, tm, nil, degrade.Config{Clock: clock})
 	t.Cleanup(other.Close)
 	for name, n := range map[string]*degrade.Manager{"taker": d, "other node": other} {
 		if err := n.Confirm(ctx, "o1"); !errors.Is(err, stock.ErrHoldExpired) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
@@ -137,47 +136,27 @@ func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Lev
 }
 
 // PutOnSale goes to the primary unless its breaker is open, then to the
-// fallback (not rate limited). With the fallback the primary's record, the
-// primary's fast tier is brought up to date by recalibration. A primary
-// that gives its record a longer hold time than the listing's (a
-// stock/tiered Manager: RecordListing) has the fallback's listing written
-// with that hold time and MaxHoldTTL, as it writes its record itself, so
-// the reclaimer still finds each order's deadline from the record's.
+// fallback (not rate limited): a tiered flow's record path writes the
+// record's listing with the flow's hold times (tiered.Fallback), and the
+// primary's fast tier is brought up to date by recalibration. While the
+// breaker recalibrates the primary it gets ErrBusy, nothing written: the
+// recalibration would miss a listing written at the fallback alone.
 func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	fl := l
-	if rl, ok := d.primary.(recordLister); ok {
-		fl = rl.RecordListing(l)
-	}
 	r := d.route(false, l.SKU)
-	if !r.primary {
-		return d.fallback.PutOnSale(ctx, fl)
+	switch {
+	case r.settling:
+		return ErrBusy
+	case !r.primary:
+		return d.fallback.PutOnSale(ctx, l)
 	}
 	err = d.primary.PutOnSale(ctx, l)
 	r.finish(ctx, err)
 	return err
-}
-
-// recordLister is a primary that writes its record's listings with hold
-// times of its own (stock/tiered's Manager).
-type recordLister interface {
-	RecordListing(l stock.Listing) stock.Listing
-}
-
-// recordOrderer is a primary that writes an order with its own hold time
-// to its record with a longer one (stock/tiered's Manager).
-type recordOrderer interface {
-	RecordOrder(ctx context.Context, o stock.Order) (stock.Order, error)
-}
-
-// recordDeadliner is a primary whose record's deadlines are later than
-// the ones it reports (stock/tiered's Manager).
-type recordDeadliner interface {
-	RecordDeadline(ctx context.Context, orderID string, deadline time.Time) (time.Time, error)
 }
 
 // Restock goes where PutOnSale goes.
@@ -200,31 +179,38 @@ func (d *Manager) write(ctx context.Context, sku string, op func(stock.Manager) 
 	return err
 }
 
-// ReclaimExpired drains the fallback's due holds, then returns at most
-// limit of the primary's and reports those (a tiered primary reclaims its
-// record, which is the fallback, too: the second pass finds nothing). A
-// tier that is not a stock.Reclaimer is skipped.
+// ReclaimExpired returns at most limit of the primary's expired holds and
+// reports those. A primary that is a tiered flow drains its record too
+// (the fallback's holds): the fallback's own reclaimer runs only when the
+// primary's pass failed, so that the record's deadlines still bound every
+// hold while the gate cannot be asked. With any other fallback, the
+// fallback's due holds are drained as well, after the primary's. A
+// failure of one does not stop the other; the error joins both. A tier
+// that is not a stock.Reclaimer is skipped.
 func (d *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Reclaimed, err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpReclaim, 0)
 	defer func() { tr.Done(err) }()
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: "must be at least 1"}
 	}
-	if r, ok := d.fallback.(stock.Reclaimer); ok {
+	var got []stock.Reclaimed
+	var perr, ferr error
+	if r, ok := d.primary.(stock.Reclaimer); ok {
+		got, perr = r.ReclaimExpired(ctx, limit)
+	}
+	if r, ok := d.fallback.(stock.Reclaimer); ok && (!d.shared || perr != nil) {
 		for {
-			got, err := r.ReclaimExpired(ctx, limit)
+			n, err := r.ReclaimExpired(ctx, limit)
 			if err != nil {
-				return nil, err
+				ferr = err
+				break
 			}
-			if len(got) < limit {
+			if len(n) < limit {
 				break
 			}
 		}
 	}
-	if r, ok := d.primary.(stock.Reclaimer); ok {
-		return r.ReclaimExpired(ctx, limit)
-	}
-	return nil, nil
+	return got, errors.Join(perr, ferr)
 }
 
 // Orders implements stock.OrderReader: the primary answers, and the

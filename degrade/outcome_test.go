@@ -36,7 +36,7 @@ func TestUnknownAtPrimaryThenPlainFallbackErrorStaysUnknown(t *testing.T) {
 	if err := f.deduct("o1", "a", 1); err != nil {
 		t.Fatal(err)
 	}
-	d := degrade.New(confirmApplied{f.primary}, canceledConfirm{f.fallback}, degrade.Config{Clock: f.clock})
+	d := mustNew(t, confirmApplied{f.primary}, canceledConfirm{f.fallback}, degrade.Config{Clock: f.clock})
 	t.Cleanup(d.Close)
 	err := d.Confirm(t.Context(), "o1")
 	if !errors.Is(err, stock.ErrUnknownOutcome) {

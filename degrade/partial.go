@@ -47,13 +47,14 @@ func (d *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 }
 
 // ExtendHold implements stock.HoldExtender. An order this node remembers
-// the fallback took is extended there (to the deadline the primary's
-// record would have: stock/tiered's Manager.RecordDeadline, so that the
-// primary's reclaimer reads the new deadline back); every other order is
-// extended through the primary, even while its breaker is open (it is not
-// new traffic), and the fallback is asked only when the primary does not
-// know the order. A stock/tiered primary extends at its record alone an
-// order its gate does not know (one a fallback took, on any node).
+// the fallback took is extended there (a tiered flow's record path moves
+// the record's deadline to the new one plus the flow's grace, so that the
+// flow's reclaimer reads the new deadline back, and refuses an order past
+// its gate deadline); every other order is extended through the primary,
+// even while its breaker is open (it is not new traffic), and the
+// fallback is asked only when the primary does not know the order. A
+// stock/tiered primary extends at its record alone an order its gate does
+// not know (one a fallback took, on any node).
 //
 // Unlike Confirm, an order this node does not remember is never extended
 // at the fallback while the primary cannot answer: a hold the gate may
@@ -75,16 +76,7 @@ func (d *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 	if !ok1 || !ok2 {
 		return fmt.Errorf("degrade: both tiers must be stock.HoldExtenders to extend a hold: %w", errors.ErrUnsupported)
 	}
-	onFallback := func() error {
-		at := deadline
-		if rd, ok := d.primary.(recordDeadliner); ok {
-			var err error
-			if at, err = rd.RecordDeadline(ctx, orderID, deadline); err != nil {
-				return err
-			}
-		}
-		return f.ExtendHold(ctx, orderID, at)
-	}
+	onFallback := func() error { return f.ExtendHold(ctx, orderID, deadline) }
 	known, _ := d.orders.Get(orderID)
 	if known == atFallback || d.Mode() == ForceFallback {
 		err := onFallback()

@@ -26,9 +26,9 @@ func TestFallbackOrderExtendedAndPartlyReturned(t *testing.T) {
 			clock := stocktest.NewClock(stocktest.Epoch)
 			record, gate := memstock.New(clock), memstock.New(clock)
 			tm := tiered.New(gate, record, tiered.Config{Clock: clock, RecordGrace: c.grace})
-			d := degrade.New(tm, record, degrade.Config{Clock: clock})
+			d := mustNew(t, tm, nil, degrade.Config{Clock: clock})
 			t.Cleanup(d.Close)
-			other := degrade.New(tm, record, degrade.Config{Clock: clock})
+			other := mustNew(t, tm, nil, degrade.Config{Clock: clock})
 			t.Cleanup(other.Close)
 			ctx := t.Context()
 			d.SetMode(degrade.ForceFallback)
@@ -126,7 +126,7 @@ func (downExtender) ExtendHold(context.Context, string, time.Time) error {
 func TestExtendHoldWaitsForThePrimary(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	primary, fallback := downExtender{memstock.New(clock)}, memstock.New(clock)
-	d := degrade.New(primary, fallback, degrade.Config{Clock: clock})
+	d := mustNew(t, primary, fallback, degrade.Config{Clock: clock})
 	t.Cleanup(d.Close)
 	ctx := t.Context()
 	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
@@ -147,7 +147,7 @@ func TestExtendHoldWaitsForThePrimary(t *testing.T) {
 		t.Fatalf("the fallback was extended: %v -> %v", before[0].Deadline, after[0].Deadline)
 	}
 	// Tiers without the interfaces: refused before anything is sent.
-	bare := degrade.New(struct{ stock.Manager }{primary}, struct{ stock.Manager }{fallback}, degrade.Config{Clock: clock})
+	bare := mustNew(t, struct{ stock.Manager }{primary}, struct{ stock.Manager }{fallback}, degrade.Config{Clock: clock})
 	t.Cleanup(bare.Close)
 	if err := bare.ExtendHold(ctx, "o1", clock.Now().Add(time.Minute)); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("ExtendHold over tiers without it = %v", err)

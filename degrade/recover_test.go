@@ -14,16 +14,36 @@ import (
 )
 
 // sendN places n orders of one unit of sku and returns how many reached
-// the primary.
+// the primary. Every order must be taken.
 func (f *fixture) sendN(prefix, sku string, n int) int64 {
 	f.t.Helper()
-	before := f.primary.Calls("Deduct")
+	p, _, busy := f.spread(prefix, sku, n)
+	if busy != 0 {
+		f.t.Fatalf("%d of %d orders %s* were refused as busy", busy, n, prefix)
+	}
+	return p
+}
+
+// spread places n orders of one unit of sku and counts where each went:
+// taken by the primary, taken by the fallback, or refused with ErrBusy
+// (then nothing was sent to either).
+func (f *fixture) spread(prefix, sku string, n int) (primary, fallback, busy int64) {
+	f.t.Helper()
+	p0, f0 := f.primary.Calls("Deduct"), f.fallback.Calls("Deduct")
 	for i := range n {
-		if err := f.deduct(fmt.Sprint(prefix, i), sku, 1); err != nil {
+		err := f.deduct(fmt.Sprint(prefix, i), sku, 1)
+		switch {
+		case errors.Is(err, degrade.ErrBusy):
+			busy++
+		case err != nil:
 			f.t.Fatalf("Deduct %s%d: %v", prefix, i, err)
 		}
 	}
-	return f.primary.Calls("Deduct") - before
+	primary, fallback = f.primary.Calls("Deduct")-p0, f.fallback.Calls("Deduct")-f0
+	if primary+fallback+busy != int64(n) {
+		f.t.Fatalf("%d orders: %d at the primary, %d at the fallback, %d busy", n, primary, fallback, busy)
+	}
+	return primary, fallback, busy
 }
 
 func TestRecalibrationBeforeRampAndRampSteps(t *testing.T) {
@@ -45,13 +65,14 @@ func TestRecalibrationBeforeRampAndRampSteps(t *testing.T) {
 		t.Fatalf("%d orders reached the primary while open", got)
 	}
 	f.clock.Advance(time.Millisecond)
-	if got := f.sendN("recal-", "a", 1); got != 0 {
-		t.Fatal("the order that started recalibration reached the primary")
+	// Once recalibration begins, no order is written at the fallback
+	// alone: the recalibrated primary would not know it.
+	if p, fb, busy := f.spread("recal-", "a", 1); busy != 1 {
+		t.Fatalf("the order that started recalibration: %d at the primary, %d at the fallback", p, fb)
 	}
 	f.wantEvent("", degrade.Recalibrating, 0)
-	// While recalibrating, still nothing reaches the primary.
-	if got := f.sendN("during-", "a", 20); got != 0 {
-		t.Fatalf("%d orders reached the primary during recalibration", got)
+	if p, fb, busy := f.spread("during-", "a", 20); busy != 20 {
+		t.Fatalf("during recalibration: %d at the primary, %d at the fallback, want all busy", p, fb)
 	}
 	recal <- errors.New("reconcile failed")
 	if e := f.wantEvent("", degrade.Degraded, 0); e.Err == nil {
@@ -61,7 +82,7 @@ func TestRecalibrationBeforeRampAndRampSteps(t *testing.T) {
 		t.Fatal("traffic returned after a failed recalibration")
 	}
 	f.clock.Advance(time.Minute)
-	f.sendN("retry-", "a", 1)
+	f.spread("retry-", "a", 1)
 	f.wantEvent("", degrade.Recalibrating, 0)
 	recal <- nil
 	f.wantEvent("", degrade.Ramping, 0.1)
@@ -69,13 +90,13 @@ func TestRecalibrationBeforeRampAndRampSteps(t *testing.T) {
 		t.Fatalf("Recalibrate ran %d times, want 2", calls.Load())
 	}
 
-	// 10%, then 50%, then all of it.
-	if got := f.sendN("r10-", "a", 50); got != 5 {
-		t.Fatalf("%d of 50 orders reached the primary at 10%%, want 5", got)
+	// 10%, then 50%, then all of it; the rest of each step is busy.
+	if p, fb, busy := f.spread("r10-", "a", 50); p != 5 || fb != 0 || busy != 45 {
+		t.Fatalf("at 10%%: %d at the primary, %d at the fallback, %d busy; want 5, 0, 45", p, fb, busy)
 	}
 	f.clock.Advance(10 * time.Second)
-	if got := f.sendN("r50-", "a", 50); got != 25 {
-		t.Fatalf("%d of 50 orders reached the primary at 50%%, want 25", got)
+	if p, fb, busy := f.spread("r50-", "a", 50); p != 25 || fb != 0 || busy != 25 {
+		t.Fatalf("at 50%%: %d at the primary, %d at the fallback, %d busy; want 25, 0, 25", p, fb, busy)
 	}
 	f.wantEvent("", degrade.Ramping, 0.5)
 	f.clock.Advance(10 * time.Second)
@@ -83,9 +104,9 @@ func TestRecalibrationBeforeRampAndRampSteps(t *testing.T) {
 		t.Fatalf("%d of 20 orders reached the primary after the ramp, want 20", got)
 	}
 	f.wantEvent("", degrade.Primary, 1)
-	// Each order went to exactly one tier.
-	if p, fb := f.held(f.primary, "a"), f.held(f.fallback, "a"); p+fb != 5+1+20+5+1+50+50+20 {
-		t.Fatalf("held primary %d + fallback %d, want %d", p, fb, 5+1+20+5+1+50+50+20)
+	// Each order taken went to exactly one tier.
+	if p, fb := f.held(f.primary, "a"), f.held(f.fallback, "a"); p != 5+25+20 || fb != 5+5 {
+		t.Fatalf("held primary %d, fallback %d; want %d, %d", p, fb, 5+25+20, 5+5)
 	}
 }
 
@@ -94,12 +115,12 @@ func TestRampStepNeedsASuccess(t *testing.T) {
 	f.sale("a", 1000)
 	f.trip("", "a")
 	f.clock.Advance(time.Minute)
-	f.sendN("x", "a", 1)
+	f.spread("x", "a", 1) // starts the recalibration: busy
 	f.wantEvent("", degrade.Recalibrating, 0)
 	f.wantEvent("", degrade.Ramping, 0.5)
 	// No traffic during the step: it does not move on when time passes.
 	f.clock.Advance(time.Hour)
-	if got := f.sendN("r-", "a", 1); got != 0 {
+	if p, _, busy := f.spread("r-", "a", 1); p != 0 || busy != 1 {
 		t.Fatal("the first call after an idle step went to the primary at 50%")
 	}
 	if s := f.d.State("a"); s != degrade.Ramping {
@@ -112,12 +133,15 @@ func TestFailureDuringRampGoesBackToDegraded(t *testing.T) {
 	f.sale("a", 1000)
 	f.trip("", "a")
 	f.clock.Advance(time.Minute)
-	f.sendN("x", "a", 1)
+	f.spread("x", "a", 1) // starts the recalibration: busy
 	f.wantEvent("", degrade.Recalibrating, 0)
 	f.wantEvent("", degrade.Ramping, 0.5)
 	f.primary.SetFault(stocktest.Down)
-	_ = f.deduct("r0", "a", 1) // fallback (every other call)
-	if err := f.deduct("r1", "a", 1); !errors.Is(err, stock.ErrUnknownOutcome) {
+	if err := f.deduct("r0", "a", 1); !errors.Is(err, degrade.ErrBusy) { // not in the primary's share
+		t.Fatalf("the call out of the ramp's share: %v, want ErrBusy", err)
+	}
+	// A failure before anything was sent is returned as it is.
+	if err := f.deduct("r1", "a", 1); !errors.Is(err, stocktest.ErrInjected) || errors.Is(err, stock.ErrUnknownOutcome) {
 		t.Fatalf("primary failure during ramp: %v", err)
 	}
 	f.wantEvent("", degrade.Degraded, 0)
@@ -147,9 +171,11 @@ func TestPerSKUBreakersIsolateAFailingSKU(t *testing.T) {
 	if f.fallback.Calls("Deduct")-before != 3 {
 		t.Fatal("the bad SKU's orders did not go to the fallback")
 	}
-	// An order with both SKUs goes to the fallback: one breaker is open.
+	// An order with both SKUs is busy: one breaker is open, and the other
+	// SKU's primary takes traffic, which a write at the fallback alone
+	// would put out of agreement with the fallback.
 	o := stock.Order{ID: "both", Items: []stock.Item{{SKU: "good", Qty: 1}, {SKU: "bad", Qty: 1}}}
-	if err := f.d.Deduct(t.Context(), o); err != nil || f.held(f.fallback, "good") != 1 {
+	if err := f.d.Deduct(t.Context(), o); !errors.Is(err, degrade.ErrBusy) || f.held(f.fallback, "good") != 0 {
 		t.Fatalf("mixed order: %v", err)
 	}
 	if s := f.d.State("good"); s != degrade.Primary {
@@ -169,7 +195,7 @@ func TestManualSwitch(t *testing.T) {
 		t.Fatalf("ForceFallback: %d deducts reached the primary", got)
 	}
 	f.d.SetMode(degrade.Auto)
-	if got := f.sendN("back", "a", 1); got != 0 {
+	if p, _, busy := f.spread("back", "a", 1); p != 0 || busy != 1 {
 		t.Fatal("leaving ForceFallback skipped recalibration")
 	}
 	if key := <-recalibrated; key != "" {

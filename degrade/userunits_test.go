@@ -74,7 +74,7 @@ func TestUserUnitsAsksTheFallbackWhenTheGateLostItsData(t *testing.T) {
 			if errors.Is(derr, stock.ErrUnavailable) && errors.Is(uerr, stock.ErrUnknownSKU) {
 				t.Errorf("redisstock.UserUnits of a SKU whose state the gate lost answers %v; Deduct says %v", uerr, derr)
 			}
-			d := degrade.New(gate, record, degrade.Config{})
+			d := mustNew(t, gate, record, degrade.Config{})
 			defer d.Close()
 			n, err := d.UserUnits(ctx, "tv", "u1")
 			t.Logf("degrade.UserUnits: %d, %v", n, err)

@@ -328,8 +328,11 @@ func TestDegradeReportsBreakerChanges(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	primary := stocktest.NewFaulty(memstock.New(clock))
 	fallback := memstock.New(clock)
-	d := degrade.New(primary, fallback, degrade.Config{Clock: clock, FallbackLimit: rate.Inf, Observer: rec.Observer(),
+	d, err := degrade.New(primary, fallback, degrade.Config{Clock: clock, FallbackLimit: rate.Inf, Observer: rec.Observer(),
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 2 }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer d.Close()
 	ctx := context.Background()
 	for _, m := range []stock.Manager{primary.Manager, fallback} {
@@ -351,9 +354,9 @@ func TestDegradeReportsBreakerChanges(t *testing.T) {
 			outcomes = append(outcomes, c.Outcome)
 		}
 	}
-	// Two failures at the primary (unknown: it may have applied), then the
-	// fallback takes the third order.
-	want := []observe.Outcome{observe.UnknownOutcome, observe.UnknownOutcome, observe.OK}
+	// Two failures at the primary (refused dials: nothing was applied),
+	// then the fallback takes the third order.
+	want := []observe.Outcome{observe.Failed, observe.Failed, observe.OK}
 	if !slices.Equal(outcomes, want) {
 		t.Fatalf("degrade outcomes %v, want %v", outcomes, want)
 	}

@@ -51,7 +51,7 @@ func Example() {
 		OnCorrection: func(c reconcile.Correction) { found <- c },
 	})
 	events := make(chan degrade.Event, 16)
-	shop := degrade.New(flow, record, degrade.Config{
+	shop, _ := degrade.New(flow, nil, degrade.Config{ // nil: the flow's record is the fallback
 		Recalibrate:   rec.Recalibrate,
 		RampSteps:     []float64{},
 		OnStateChange: func(e degrade.Event) { events <- e },

@@ -12,6 +12,7 @@ import (
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // wireBreaker puts a breaker in front of the flow: while Redis fails,
@@ -43,8 +44,8 @@ func (s *system) wireBreaker(cfg config) error {
 	}); err != nil {
 		return err
 	}
-	s.fallback = &fallback{Manager: s.record, r: s.record, dirty: s.repairs.mark}
-	s.orders = degrade.New(s.flow, s.fallback, degrade.Config{
+	s.fallback = &fallback{Fallback: s.flow.Fallback(), dirty: s.repairs.mark}
+	if s.orders, err = degrade.New(s.flow, s.fallback, degrade.Config{
 		OpenFor:       max(200*time.Millisecond, cfg.duration/10),
 		RampInterval:  max(100*time.Millisecond, cfg.duration/20),
 		FallbackLimit: rate.Limit(cfg.fallbackRate),
@@ -56,7 +57,9 @@ func (s *system) wireBreaker(cfg config) error {
 		RecalibrateTimeout: 10 * time.Second,
 		OnStateChange:      s.breaker.note,
 		Observer:           s.obs,
-	})
+	}); err != nil {
+		return err
+	}
 	s.cleanup = append(s.cleanup, s.orders.Close)
 	return nil
 }
@@ -67,15 +70,14 @@ func (s *system) wireBreaker(cfg config) error {
 // Redis (orders it took, and their unpaid holds its reclaimer returned) for
 // the repairer.
 type fallback struct {
-	stock.Manager
-	r     stock.Reclaimer
+	*tiered.Fallback
 	dirty func(skus ...string)
 	took  sync.Map // order ID -> struct{}
 }
 
 // Deduct takes the order at the record and remembers it.
 func (f *fallback) Deduct(ctx context.Context, o stock.Order) error {
-	err := f.Manager.Deduct(ctx, o)
+	err := f.Fallback.Deduct(ctx, o)
 	if err == nil {
 		f.took.Store(o.ID, struct{}{})
 		for _, it := range o.Items {
@@ -88,7 +90,7 @@ func (f *fallback) Deduct(ctx context.Context, o stock.Order) error {
 // ReclaimExpired returns the record's own unpaid holds: orders the record
 // took alone (the gate never had them), or copies a stopped reclaimer left.
 func (f *fallback) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
-	got, err := f.r.ReclaimExpired(ctx, limit)
+	got, err := f.Fallback.ReclaimExpired(ctx, limit)
 	for _, l := range got {
 		f.dirty(l.SKU)
 	}

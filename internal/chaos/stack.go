@@ -199,11 +199,13 @@ func Build(cfg StackConfig) (*Stack, error) {
 	}
 	s.Top = s.Tiered
 	if cfg.Degrade {
-		s.Degrade = degrade.New(s.Tiered, s.Record, degrade.Config{
+		if s.Degrade, err = degrade.New(s.Tiered, nil, degrade.Config{
 			OpenFor: 400 * time.Millisecond, Recalibrate: s.Rec.Recalibrate, RecalibrateTimeout: 2 * time.Second,
 			RampSteps: []float64{0.5}, RampInterval: 300 * time.Millisecond,
 			FallbackLimit: 300, FallbackBurst: 30,
-		})
+		}); err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
 		s.Top = s.Degrade
 	}
 	if cfg.StripUnknown {
