@@ -52,9 +52,16 @@ type Config struct {
 	Strategy Strategy
 
 	// Dialect is the database's SQL flavour. The zero value picks it from
-	// db.DriverName(): "mysql" is MySQL, "pgx" and "postgres" are
-	// Postgres, "sqlite" and "sqlite3" are SQLite. Set MariaDB explicitly
-	// for MariaDB, which gets a per-statement lock wait (FOR UPDATE WAIT n).
+	// db.DriverName(): "pgx" and "postgres" are Postgres, "sqlite" and
+	// "sqlite3" are SQLite, and "mysql", the driver of MySQL and MariaDB
+	// alike, is MariaDB when the server's VERSION() says "MariaDB" and
+	// MySQL otherwise. The server is asked once per Store, by its first
+	// call that reaches the database (New does no I/O); see Store.Dialect.
+	// Set it for a driver registered under another name. On MySQL and
+	// MariaDB a Dialect that is set is checked by the same query: MySQL on
+	// a MariaDB server, or MariaDB on a MySQL server, whose lock wait
+	// bounds the server would not run, fails every call of the Store with
+	// an error wrapping stock.ErrInvalid, before anything is written.
 	Dialect Dialect
 
 	// Table names the application's stock table; default "stock".

@@ -26,6 +26,9 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	if err := s.ready(ctx, s.db); err != nil {
+		return err
+	}
 	items := canon.Sorted(o.Items)
 	if s.group != nil {
 		return s.group.do(ctx, o, items)

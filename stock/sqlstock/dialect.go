@@ -15,13 +15,16 @@ import (
 type Dialect int
 
 const (
-	// MySQL is MySQL 8 (github.com/go-sql-driver/mysql). Pessimistic lock
-	// waits are bounded with a SET_VAR(innodb_lock_wait_timeout) hint.
+	// MySQL is MySQL 8 (github.com/go-sql-driver/mysql), and any server
+	// on that driver whose VERSION() does not say MariaDB. Lock waits are
+	// bounded with SET_VAR(innodb_lock_wait_timeout) hints, which MariaDB
+	// reads as comments.
 	// Add interpolateParams=true to the DSN: it saves a round trip per
 	// statement.
 	MySQL Dialect = iota + 1
 	// MariaDB is MariaDB 10.6 or later (github.com/go-sql-driver/mysql).
-	// Pessimistic lock waits are bounded with FOR UPDATE WAIT n.
+	// Lock waits are bounded with SET STATEMENT innodb_lock_wait_timeout
+	// and FOR UPDATE WAIT n, which MySQL refuses.
 	MariaDB
 	// Postgres is PostgreSQL 13 or later (github.com/jackc/pgx/v5/stdlib).
 	Postgres
@@ -49,11 +52,10 @@ func (d Dialect) String() string {
 	return "Dialect(" + itoa(int64(d)) + ")"
 }
 
-// dialectOf names the dialect of a driver, or 0 if it is not known.
+// dialectOf names the dialect of a driver, or 0 if it is not known. The
+// "mysql" driver's is the server's to tell (see detect).
 func dialectOf(driverName string) Dialect {
 	switch driverName {
-	case "mysql":
-		return MySQL
 	case "pgx", "pgx/v5", "postgres":
 		return Postgres
 	case "sqlite", "sqlite3":

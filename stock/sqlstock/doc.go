@@ -11,8 +11,20 @@
 // the degraded path when Redis is down.
 //
 //	db, _ := sqlx.Open("mysql", "user@tcp(db:3306)/shop?interpolateParams=true")
-//	s, _ := sqlstock.New(db, sqlstock.Config{Dialect: sqlstock.MariaDB})
+//	s, _ := sqlstock.New(db, sqlstock.Config{}) // MySQL or MariaDB: the server says which
 //	_ = s.CreateTables(ctx) // or run sqlstock.Schema(...) in your migrations
+//
+// The driver names the dialect, except "mysql", which serves MySQL and
+// MariaDB alike and whose servers bound a lock wait differently (MariaDB
+// reads MySQL's bound as a comment, and waits its own 50s). With
+// Config.Dialect zero, the Store's first call that reaches the database
+// asks the server which it is, with one query (SELECT VERSION()) on that
+// call's context; concurrent first calls wait for that one answer, and
+// every later call pays one atomic load. A question that fails is
+// returned as it is (nothing was written) and asked again by the next
+// call. The same query checks a Config.Dialect that is set: one the
+// server contradicts is refused by every call, before anything is
+// written. New itself sends nothing.
 //
 // # Tables
 //

@@ -35,6 +35,9 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
+	if err := s.ready(ctx, s.db); err != nil {
+		return err
+	}
 	to := deadline.UnixMilli()
 	return s.retry(ctx, "extend hold", true, func() error { return s.extendOnce(ctx, orderID, to) })
 }

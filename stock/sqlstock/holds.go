@@ -21,6 +21,9 @@ func (s *Store) HeldBefore(ctx context.Context, t time.Time, limit int) ([]stock
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := s.ready(ctx, s.db); err != nil {
+		return nil, err
+	}
 	rs, err := s.db.QueryContext(ctx, s.q.heldBefore, t.UnixMilli(), limit)
 	if err != nil {
 		return nil, err

@@ -101,6 +101,11 @@ func (e *TxError) Unwrap() error { return e.Err }
 // a deferred transaction that read before another writer committed gets
 // SQLITE_BUSY at its first write.
 //
+// On MySQL and MariaDB, a TxStore call that is its Store's first call to
+// reach the database asks the server which it is (see Config.Dialect) on
+// the caller's transaction, with SELECT VERSION(), which reads no table
+// and takes no lock; if that fails the answer is a *TxError.
+//
 // Lock waits: on MySQL and MariaDB each statement carries Config.LockWait
 // as in the Store's own transactions. On PostgreSQL the transaction's own
 // lock_timeout applies (a TxStore never changes the caller's settings):
@@ -180,6 +185,15 @@ type callBody func(q querier, undo func() error) (answer, err error)
 func (t *TxStore) run(ctx context.Context, op string, body callBody) error {
 	if t.tx == nil {
 		return &stock.InvalidError{Field: "sqlstock.Store.InTx tx", Reason: "nil"}
+	}
+	// Asked on tx itself: a second connection could wait forever for a
+	// pool the caller's transaction holds the last connection of.
+	if err := t.s.ready(ctx, t.tx); err != nil {
+		if t.pool != nil || stock.IsBusiness(err) {
+			return err // a refusal, or a failure before any write
+		}
+		return txFailed(ctx, op, err) // the transaction may have gone with it
+
 	}
 	if t.pool != nil {
 		var answer error

@@ -38,6 +38,9 @@ func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if err := r.Validate(); err != nil {
 		return err
 	}
+	if err := s.ready(ctx, s.db); err != nil {
+		return err
+	}
 	items := canon.Sorted(r.Items)
 	sig := canon.Signature(items)
 	return s.retry(ctx, "revert items", true, func() error {

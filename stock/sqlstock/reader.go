@@ -27,6 +27,9 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 	if err := stock.ValidateID("userID", userID); err != nil {
 		return 0, err
 	}
+	if err := s.ready(ctx, s.db); err != nil {
+		return 0, err
+	}
 	q := s.q.sql("SELECT COALESCE((SELECT SUM(qty - returned) FROM {L} WHERE sku = ? AND user_id = ? AND state IN (1, 2)), 0)" +
 		" FROM {T} WHERE {sku} = ?")
 	var units int64
@@ -50,6 +53,9 @@ func (s *Store) orders(ctx context.Context, q querier, ids []string) ([]stock.Or
 		if err := stock.ValidateID("ids["+strconv.Itoa(i)+"]", id); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.ready(ctx, s.db); err != nil { // a View's reads find it known
+		return nil, err
 	}
 	found := make(map[string]*stock.OrderInfo, len(ids))
 	returned := map[string]map[string]int64{}

@@ -54,6 +54,9 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := s.ready(ctx, s.db); err != nil {
+		return nil, err
+	}
 	now = s.nowMS()
 	ids, oldest, err := s.dueOrders(ctx, now, limit)
 	if err != nil || len(ids) == 0 {

@@ -189,6 +189,9 @@ func addColumn(c column) string {
 // is harmless. An existing stock table is otherwise left as it is: it must
 // have the columns of Config.Columns.
 func (s *Store) CreateTables(ctx context.Context) error {
+	if err := s.ready(ctx, s.db); err != nil {
+		return err
+	}
 	stmts, err := Schema(s.d, s.cfg)
 	if err != nil {
 		return err

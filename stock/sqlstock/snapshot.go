@@ -44,6 +44,9 @@ func (s *Store) SKUs(ctx context.Context, after string, limit int) ([]string, er
 	if limit < 1 {
 		return nil, &stock.InvalidError{Field: "limit", Reason: strconv.Itoa(limit) + " is below 1"}
 	}
+	if err := s.ready(ctx, s.db); err != nil {
+		return nil, err
+	}
 	rs, err := s.db.QueryContext(ctx, s.q.sql("SELECT {sku} FROM {T} WHERE {sku} > ? ORDER BY {sku} LIMIT ?"), after, limit)
 	if err != nil {
 		return nil, err
@@ -73,6 +76,9 @@ type View struct {
 // View opens a consistent read. The instant it reads is fixed by its first
 // read, not by this call.
 func (s *Store) View(ctx context.Context) (*View, error) {
+	if err := s.ready(ctx, s.db); err != nil {
+		return nil, err
+	}
 	var opts *sql.TxOptions
 	if s.d != SQLite {
 		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
@@ -136,6 +142,9 @@ func (v *View) HeldLines(ctx context.Context, skus []string) ([]Line, error) {
 
 func (s *Store) levelsOf(ctx context.Context, q querier, skus []string) ([]SKULevels, error) {
 	if err := validSKUs(skus); err != nil {
+		return nil, err
+	}
+	if err := s.ready(ctx, s.db); err != nil { // a View's reads find it known
 		return nil, err
 	}
 	found := make(map[string]SKULevels, len(skus))

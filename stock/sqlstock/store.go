@@ -19,14 +19,19 @@ import (
 // holds the counts, the ledger holds one row per order line. It is safe for concurrent use, and any number of Stores in
 // any number of processes may share the tables.
 type Store struct {
-	db       *sqlx.DB
-	cfg      Config
-	d        Dialect
-	q        *queries
-	settings *lru.Cache[string, settings]
-	inFlight stripes
-	group    *grouper          // nil unless Atomic with MaxGroup > 1
-	obs      *observe.Observer // &cfg.Observer
+	db  *sqlx.DB
+	cfg Config // cfg.Dialect: as given, or the driver's; 0 to be detected
+	// d and q are the dialect the Store speaks and its statements. A
+	// Store whose dialect is detected sets them in detect, before it
+	// stores known: read them only in a call that ready let through.
+	d         Dialect
+	q         *queries
+	known     atomic.Pointer[verdict] // nil until the server's dialect is known
+	detecting chan struct{}           // one slot: one detection at a time
+	settings  *lru.Cache[string, settings]
+	inFlight  stripes
+	group     *grouper          // nil unless Atomic with MaxGroup > 1
+	obs       *observe.Observer // &cfg.Observer
 }
 
 // stripes counts deducts in flight per SKU, hashed onto a fixed array: a
@@ -69,7 +74,9 @@ var (
 // New returns a Store over db. It checks cfg (every table and column name
 // must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$) and fails with an error
 // wrapping stock.ErrInvalid before anything is sent to the database. It
-// does not create tables: see CreateTables and Schema.
+// sends nothing: on MySQL and MariaDB the Store's first call that reaches
+// the database asks the server which it is (see Config.Dialect). It does
+// not create tables: see CreateTables and Schema.
 func New(db *sqlx.DB, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, &stock.InvalidError{Field: "sqlstock.New db", Reason: "nil"}
@@ -78,21 +85,27 @@ func New(db *sqlx.DB, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Dialect == 0 {
+	if cfg.Dialect == 0 && db.DriverName() != mysqlDriver {
 		cfg.Dialect = dialectOf(db.DriverName())
 		if cfg.Dialect == 0 {
 			return nil, &stock.InvalidError{Field: "sqlstock.Config.Dialect",
 				Reason: "unset, and driver " + quoteName(db.DriverName()) + " is not one this package knows"}
 		}
 	}
-	if cfg.Dialect < MySQL || cfg.Dialect > SQLite {
+	if cfg.Dialect < 0 || cfg.Dialect > SQLite {
 		return nil, &stock.InvalidError{Field: "sqlstock.Config.Dialect", Reason: cfg.Dialect.String() + " is not a dialect"}
 	}
 	cache, err := lru.New[string, settings](cfg.SettingsCache)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, cfg: cfg, d: cfg.Dialect, q: newQueries(cfg.Dialect, cfg), settings: cache}
+	s := &Store{db: db, cfg: cfg, settings: cache, detecting: make(chan struct{}, 1)}
+	if cfg.Dialect != 0 { // else the server tells (detect)
+		s.d, s.q = cfg.Dialect, newQueries(cfg.Dialect, cfg)
+		if !cfg.Dialect.mysqlLike() {
+			s.known.Store(&verdict{}) // PostgreSQL and SQLite: nothing to ask
+		}
+	}
 	s.obs = &s.cfg.Observer
 	if cfg.Strategy == Atomic && cfg.MaxGroup > 1 {
 		s.group = &grouper{s: s, max: cfg.MaxGroup, flying: maxFlying, lanes: map[string]*lane{}}
@@ -106,8 +119,18 @@ func New(db *sqlx.DB, cfg Config) (*Store, error) {
 // Strategy returns the strategy the Store deducts with.
 func (s *Store) Strategy() Strategy { return s.cfg.Strategy }
 
-// Dialect returns the dialect the Store speaks.
-func (s *Store) Dialect() Dialect { return s.d }
+// Dialect returns the dialect the Store speaks: Config.Dialect when set,
+// else the one its driver names. With the "mysql" driver and
+// Config.Dialect zero it is 0 until a call of the Store has reached the
+// database and found the server to be MariaDB or MySQL, and then that
+// one. A Store whose Config.Dialect the server contradicts returns
+// Config.Dialect, and refuses every call.
+func (s *Store) Dialect() Dialect {
+	if s.known.Load() == nil {
+		return s.cfg.Dialect // 0, or as given: detect never changes it
+	}
+	return s.d
+}
 
 // PutOnSale implements stock.Manager: it inserts the SKU's row or
 // overwrites its available count, limit, hold time and maximum hold time,
@@ -117,6 +140,9 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
+		return err
+	}
+	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
 	set := settings{limit: l.PerUserLimit, ttlMS: l.EffectiveHoldTTL().Milliseconds(), maxMS: l.MaxHoldTTL.Milliseconds()}
@@ -142,6 +168,9 @@ func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
 // including those past their deadline that no reclaimer has returned yet.
 func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
+		return stock.Levels{}, err
+	}
+	if err := s.ready(ctx, s.db); err != nil {
 		return stock.Levels{}, err
 	}
 	var (
