@@ -26,6 +26,7 @@ import (
 // waits for the server's innodb_lock_wait_timeout (50s by default) or
 // until its context ends.
 func TestDetectedMariaDBBoundsLockWait(t *testing.T) {
+	testdb.Need(t, testdb.MySQL)
 	for _, st := range strategies {
 		t.Run(st.String(), func(t *testing.T) {
 			db := testdb.MariaDB(t, 8)
