@@ -164,7 +164,7 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 	if done != nil {
 		return done
 	}
-	m.drift(Drift{OrderID: id, Tier: Gate, Op: "confirm", Err: gerr})
+	m.drift(Drift{OrderID: id, Tier: Gate, Op: "confirm", Err: gerr, SKUs: skusOf(in.Items)})
 	return nil
 }
 
