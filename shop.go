@@ -1,0 +1,246 @@
+package stockguard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/reconcile"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// Config configures a Shop. The zero value is a complete shop: a gate
+// under the prefix "stockguard", the record in the tables "stock" and
+// "stockguard_ledger" (in the dialect the database says it speaks), a
+// synchronous hand-off, a breaker that opens after five failures, and
+// reconciliation every minute.
+//
+// Each part's own Config is here for the settings that are the part's
+// alone. The settings two parts must agree on are derived by New, and a
+// part Config that sets one of them is refused (stock.ErrInvalid): the
+// clock and the observer of every part (Clock, Observer), the gate's hold
+// time that reconciliation rebuilds from the record's
+// (reconcile.Config.GateHold, from the flow's grace), the breaker's
+// recalibration (a reconcile pass) and its fallback (the flow's record).
+type Config struct {
+	// Gate configures the Redis gate (package stock/redisstock): Prefix,
+	// Retention, MaxBatch, replication waits. Clock and Observer must be
+	// zero.
+	Gate redisstock.Config
+	// Record configures the SQL record (package stock/sqlstock): tables,
+	// columns, strategy, LockWait, grouping. A zero Dialect is found from
+	// the driver and, on the "mysql" driver, by asking the server. Clock
+	// and Observer must be zero.
+	Record sqlstock.Config
+	// Flow configures the order flow (package stock/tiered): the hand-off
+	// (Recorder: your queue, whose consumer calls Shop.Settle),
+	// RecordGrace, RecheckAfter, and OnDrift, which is called besides the
+	// Shop's own repair of the SKUs a drift names. Clock and Observer must
+	// be zero.
+	Flow tiered.Config
+	// Breaker configures the circuit breaker around the gate (package
+	// degrade): when it opens, the fallback rate, the ramp back. Clock,
+	// Observer and Recalibrate must be zero: the Shop recalibrates the
+	// gate with a reconcile pass before traffic returns to it.
+	Breaker degrade.Config
+	// Reconcile configures reconciliation (package reconcile): how often
+	// Run makes a full pass, how large a correction it applies by itself.
+	// Clock, Observer and GateHold must be zero.
+	Reconcile reconcile.Config
+	// Reclaim configures the reclaimer Run drives (stock.RunReclaimer):
+	// its Interval must be shorter than a RecordGrace you set.
+	Reclaim stock.ReclaimerConfig
+	// OnError, if set, receives the failures of Run's background work
+	// (a reclaim pass, a reconcile pass or check, a repair): each is
+	// retried by itself. Reclaim.OnError and Reconcile.OnError, if set,
+	// receive those of their part instead.
+	OnError func(error)
+	// Observer receives the calls, batches, breaker changes and
+	// corrections of every part (package observe; otelstock turns them
+	// into OpenTelemetry); the zero value reports nothing.
+	Observer observe.Observer
+	// Clock is the time every part reads; default stock.SystemClock.
+	Clock stock.Clock
+	// Wrap, if set, wraps the gate and the record as the flow uses them
+	// (tracing, fault injection). A wrapper must forward every interface
+	// of the store it wraps (see package stock); reconciliation reads the
+	// stores themselves.
+	Wrap func(gate tiered.GateStore, record tiered.RecordStore) (tiered.GateStore, tiered.RecordStore)
+}
+
+// Shop is the standard flow, built by New: orders are admitted by a Redis
+// gate and recorded in a SQL record (package stock/tiered), behind a
+// circuit breaker that sends them to the record alone while Redis fails
+// (package degrade), with reconciliation repairing the gate from the
+// record (package reconcile) and reclaimers returning unpaid holds (Run).
+//
+// A Shop is a stock.Manager through its embedded *degrade.Manager: Deduct
+// (and Place), Confirm, Revert, RevertItems, ExtendHold, PutOnSale,
+// Restock, Available, Levels, Orders, UserUnits and ReclaimExpired, plus
+// the breaker's SetMode and State. It is safe for concurrent use, and any
+// number of Shops on any number of nodes may share one Redis and one
+// database.
+type Shop struct {
+	*degrade.Manager
+
+	gate   *redisstock.Store
+	record *sqlstock.Store
+	flow   *tiered.Manager
+	rec    *reconcile.Reconciler
+	cfg    Config
+
+	mu    sync.Mutex
+	dirty map[string]bool // SKUs a drift named, to repair
+	all   bool            // a drift named no SKU: repair every one
+	kick  chan struct{}
+}
+
+var (
+	_ stock.Manager         = (*Shop)(nil)
+	_ stock.Reclaimer       = (*Shop)(nil)
+	_ stock.OrderReader     = (*Shop)(nil)
+	_ stock.PartialReverter = (*Shop)(nil)
+	_ stock.HoldExtender    = (*Shop)(nil)
+)
+
+// New builds a Shop over the Redis client rdb (a *redis.Client,
+// *redis.ClusterClient, Ring or failover client; see
+// redisstock.ClientOptions for a client that fails fast) and the database
+// db. It sends nothing to either: create the tables with CreateTables,
+// then start Run. It fails with an error wrapping stock.ErrInvalid, having
+// built nothing, for a nil client or database, for a part Config that sets
+// a setting New derives, and for settings that contradict each other.
+func New(rdb redis.UniversalClient, db *sqlx.DB, cfg Config) (*Shop, error) {
+	if rdb == nil {
+		return nil, &stock.InvalidError{Field: "stockguard.New rdb", Reason: "nil"}
+	}
+	if db == nil {
+		return nil, &stock.InvalidError{Field: "stockguard.New db", Reason: "nil"}
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = stock.SystemClock
+	}
+	s := &Shop{cfg: cfg, dirty: map[string]bool{}, kick: make(chan struct{}, 1)}
+
+	gc := cfg.Gate
+	gc.Clock, gc.Observer = cfg.Clock, cfg.Observer
+	gate, err := redisstock.New(rdb, gc)
+	if err != nil {
+		return nil, err
+	}
+	rc := cfg.Record
+	rc.Clock, rc.Observer = cfg.Clock, cfg.Observer
+	record, err := sqlstock.New(db, rc)
+	if err != nil {
+		return nil, err
+	}
+	s.gate, s.record = gate, record
+
+	fc := cfg.Flow
+	fc.Clock, fc.Observer = cfg.Clock, cfg.Observer
+	fc.OnDrift = func(d tiered.Drift) {
+		s.mark(d.SKUs)
+		if cfg.Flow.OnDrift != nil {
+			cfg.Flow.OnDrift(d)
+		}
+	}
+	var g tiered.GateStore = gate
+	var r tiered.RecordStore = record
+	if cfg.Wrap != nil {
+		g, r = cfg.Wrap(g, r)
+	}
+	s.flow = tiered.New(g, r, fc)
+
+	kc := cfg.Reconcile
+	kc.Clock, kc.Observer, kc.GateHold = cfg.Clock, cfg.Observer, s.flow.GateHold
+	if kc.OnError == nil {
+		kc.OnError = cfg.OnError
+	}
+	if s.rec, err = reconcile.New(gate, record, kc); err != nil {
+		return nil, err
+	}
+
+	bc := cfg.Breaker
+	bc.Clock, bc.Observer, bc.Recalibrate = cfg.Clock, cfg.Observer, s.rec.Recalibrate
+	if s.Manager, err = degrade.New(s.flow, nil, bc); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// check refuses a Config that sets what New derives, or whose settings
+// contradict each other.
+func (cfg Config) check() error {
+	derived := []struct {
+		field string
+		set   bool
+	}{
+		{"Gate.Clock", cfg.Gate.Clock != nil},
+		{"Gate.Observer", !isZero(cfg.Gate.Observer)},
+		{"Record.Clock", cfg.Record.Clock != nil},
+		{"Record.Observer", !isZero(cfg.Record.Observer)},
+		{"Flow.Clock", cfg.Flow.Clock != nil},
+		{"Flow.Observer", !isZero(cfg.Flow.Observer)},
+		{"Breaker.Clock", cfg.Breaker.Clock != nil},
+		{"Breaker.Observer", !isZero(cfg.Breaker.Observer)},
+		{"Breaker.Recalibrate", cfg.Breaker.Recalibrate != nil},
+		{"Reconcile.Clock", cfg.Reconcile.Clock != nil},
+		{"Reconcile.Observer", !isZero(cfg.Reconcile.Observer)},
+		{"Reconcile.GateHold", cfg.Reconcile.GateHold != nil},
+	}
+	for _, d := range derived {
+		if d.set {
+			return &stock.InvalidError{Field: "stockguard.Config." + d.field,
+				Reason: "set by New for every part alike (see Config): leave it zero"}
+		}
+	}
+	reclaim := cfg.Reclaim.Interval
+	if reclaim <= 0 {
+		reclaim = time.Second
+	}
+	if g := cfg.Flow.RecordGrace; g > 0 && g <= reclaim {
+		return &stock.InvalidError{Field: "stockguard.Config.Flow.RecordGrace",
+			Reason: fmt.Sprintf("%v is not longer than the reclaimer's interval %v: the record would end holds the gate still counts", g, reclaim)}
+	}
+	return nil
+}
+
+// isZero reports whether o reports nothing.
+func isZero(o observe.Observer) bool {
+	return o.Begin == nil && o.End == nil && o.Batch == nil && o.Reclaim == nil &&
+		o.Breaker == nil && o.Correction == nil && o.Limit == nil
+}
+
+// Settle records an order the gate holds: the consumer of the queue that
+// Config.Flow.Recorder feeds calls it (see tiered.Manager.Settle).
+func (s *Shop) Settle(ctx context.Context, o stock.Order) error { return s.flow.Settle(ctx, o) }
+
+// CreateTables creates the record's tables if they do not exist (see
+// sqlstock.Store.CreateTables).
+func (s *Shop) CreateTables(ctx context.Context) error { return s.record.CreateTables(ctx) }
+
+// Gate returns the Redis gate.
+func (s *Shop) Gate() *redisstock.Store { return s.gate }
+
+// Record returns the SQL record, the truth.
+func (s *Shop) Record() *sqlstock.Store { return s.record }
+
+// Flow returns the order flow over the gate and the record, without the
+// breaker.
+func (s *Shop) Flow() *tiered.Manager { return s.flow }
+
+// Reconciler returns the reconciler Run drives and the breaker
+// recalibrates with.
+func (s *Shop) Reconciler() *reconcile.Reconciler { return s.rec }
