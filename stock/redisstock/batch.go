@@ -24,13 +24,17 @@ const maxFlying = 2
 // batch ends the oldest queued callers (up to max) leave together in the
 // next one. So an idle Store adds no latency, and a busy one sends one
 // script call per batch instead of one per order.
+//
+// A batch is reported to the Observer on the goroutine of one of its
+// callers, never while it holds an in-flight slot: whatever the hook does
+// (a panic included), the slot is free and the batch's other callers are
+// answered (see answer).
 type batcher struct {
 	s   *Store
 	max int // orders per batch
 	// run sends one batch, sets the outcome (err) of each call in it and
 	// returns the error the whole call failed with, if it did; send then
-	// reports the batch and closes the calls' done channels, so a batch
-	// is observed before any of its callers returns.
+	// hands the calls their outcomes (see answer).
 	run func(ctx context.Context, batch []*call) error
 	// quiet batches are not reported to the Observer: the binds of a
 	// Cluster's Deducts, a stage before the batches of their takes.
@@ -51,12 +55,23 @@ type call struct {
 	bind  *redis.Cmd
 	first *redis.Cmd
 	// take is the call of the attempt's take, queued by its bind's batch
-	// when the bind said "new" or "same" (nil: the caller queues it).
+	// when the bind said "new" or "same" (nil: the caller queues it); set
+	// under the binds' batcher.mu, and then the caller waits for it.
 	take *call
-	sent bool          // taken into a batch; guarded by batcher.mu
-	at   time.Time     // when it was queued, if batches are observed
-	done chan struct{} // closed when err is set
-	err  error
+	sent bool      // taken into a batch; guarded by batcher.mu
+	left bool      // its caller stopped waiting once it was sent; guarded by batcher.mu
+	at   time.Time // when it was queued, if batches are observed
+	// report is the batch's report when this call's caller makes it: set
+	// under batcher.mu before done is closed (see answer).
+	report *report
+	done   chan struct{} // closed when err is set
+	err    error
+}
+
+// report is a batch that ran, for the Observer, with its calls.
+type report struct {
+	b     observe.Batch
+	calls []*call
 }
 
 // do runs c's order in a batch and returns its outcome. A caller whose ctx
@@ -77,8 +92,8 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 		c.sent = true
 		b.mu.Unlock()
 		b.send(ctx, []*call{c})
-		b.next()
-		return c.err
+		b.next() // the slot is free before the batch is reported
+		return b.result(c)
 	}
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
@@ -120,15 +135,25 @@ func (b *batcher) enqueue(cs []*call) {
 func (b *batcher) wait(ctx context.Context, c *call) error {
 	select {
 	case <-c.done:
-		return c.err
+		return b.result(c)
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
-	if !c.sent {
+	switch {
+	case !c.sent:
 		b.remove(c)
 		b.mu.Unlock()
 		return withCtx(ctx, fmt.Errorf("redisstock: deduct: not sent: %w", ctx.Err()))
+	case c.report != nil || c.take != nil:
+		// Its caller is the one to report its batch, which the batch's
+		// other calls wait for, or has its take queued, which needs its
+		// caller: it stays for its outcome, known by now (done is being
+		// closed).
+		b.mu.Unlock()
+		<-c.done
+		return b.result(c)
 	}
+	c.left = true
 	b.mu.Unlock()
 	select {
 	case <-c.done:
@@ -138,23 +163,66 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	}
 }
 
-// send runs batch with b.run, reports it to the Observer and then
-// releases its callers: the batch ends before the calls in it do.
+// result returns the outcome of c, whose done is closed, once its caller
+// has reported the batch if it is the one to.
+func (b *batcher) result(c *call) error {
+	if c.report != nil {
+		c.report.send(c.ctx, b.s.obs, c)
+	}
+	return c.err
+}
+
+// send runs batch with b.run and hands its calls their outcomes.
 func (b *batcher) send(ctx context.Context, batch []*call) {
-	defer func() {
-		for _, c := range batch {
-			close(c.done)
-		}
-	}()
 	if b.quiet || !b.s.obs.Batching() {
 		_ = b.run(ctx, batch)
+		b.answer(batch, nil)
 		return
 	}
 	start := time.Now()
 	err := b.run(ctx, batch)
-	ob := observe.Batch{Component: "redisstock", Op: observe.OpDeduct, Size: len(batch),
-		Wait: start.Sub(batch[0].at), Duration: time.Since(start), Err: err}
-	b.s.obs.SendBatch(ctx, ob)
+	b.answer(batch, &report{calls: batch, b: observe.Batch{Component: "redisstock", Op: observe.OpDeduct,
+		Size: len(batch), Wait: start.Sub(batch[0].at), Duration: time.Since(start), Err: err}})
+}
+
+// answer hands the calls of batch, which ran, their outcomes. Without a
+// report it closes every done channel. With one, the first call whose
+// caller still waits gets it: only its done is closed here, and its caller
+// reports the batch on its own goroutine (result), then closes the
+// others', so the batch is reported before any of its calls returns. A
+// batch whose callers have all left is reported here, on the goroutine
+// that ran it.
+func (b *batcher) answer(batch []*call, r *report) {
+	if r == nil {
+		for _, c := range batch {
+			close(c.done)
+		}
+		return
+	}
+	b.mu.Lock()
+	i := slices.IndexFunc(batch, func(c *call) bool { return !c.left })
+	if i >= 0 {
+		batch[i].report = r
+	}
+	b.mu.Unlock()
+	if i < 0 {
+		r.send(batch[0].ctx, b.s.obs, nil)
+		return
+	}
+	close(batch[i].done)
+}
+
+// send reports r, then closes the done channels of its calls other than
+// by (whose caller reports it), even if the hook panics.
+func (r *report) send(ctx context.Context, obs *observe.Observer, by *call) {
+	defer func() {
+		for _, c := range r.calls {
+			if c != by {
+				close(c.done)
+			}
+		}
+	}()
+	obs.SendBatch(ctx, r.b)
 }
 
 // next hands the queue, if any, to a new goroutine that sends it batch

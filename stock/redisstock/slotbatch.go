@@ -55,12 +55,15 @@ func (s *Store) bindBatch(ctx context.Context, calls []*call) error {
 
 // queueTakes queues, in one step per slot, the takes of the calls whose
 // bind said "new" or "same" and whose order is batched, and names each in
-// its call's take; a caller whose context has ended is left to queue its
-// own take, which it then leaves unsent.
+// its call's take, under the binds' lock, so that the caller waits for it
+// (see batcher.wait); a caller that has left, or whose context has ended,
+// is left to queue its own take, which it then leaves unsent.
 func (s *Store) queueTakes(calls []*call) {
 	var bySlot map[*batcher][]*call
+	binds := s.slots.binds
+	binds.mu.Lock()
 	for _, c := range calls {
-		if w, _ := bindReply(c.bind); (w != "new" && w != "same") || c.ctx.Err() != nil {
+		if w, _ := bindReply(c.bind); (w != "new" && w != "same") || c.left || c.ctx.Err() != nil {
 			continue
 		}
 		b := s.slotBatcher(c.a)
@@ -73,6 +76,7 @@ func (s *Store) queueTakes(calls []*call) {
 		c.take = &call{ctx: c.ctx, a: c.a, at: c.at} // waited since it queued for its bind
 		bySlot[b] = append(bySlot[b], c.take)
 	}
+	binds.mu.Unlock()
 	for b, takes := range bySlot {
 		b.enqueue(takes)
 	}
