@@ -50,11 +50,21 @@ type lane struct {
 type gcall struct {
 	ctx   context.Context
 	o     stock.Order
-	items []stock.Item  // sorted
-	sent  bool          // taken into a group; guarded by grouper.mu
-	at    time.Time     // when it was queued
-	done  chan struct{} // closed when res is set
-	res   error         // what the group says; see settleCall
+	items []stock.Item // sorted
+	sent  bool         // taken into a group; guarded by grouper.mu
+	left  bool         // its caller stopped waiting once it was sent; guarded by grouper.mu
+	at    time.Time    // when it was queued
+	// report is the group's report when this call's caller makes it: set
+	// under grouper.mu before done is closed (see answer).
+	report *groupReport
+	done   chan struct{} // closed when res is set
+	res    error         // what the group says; see settleCall
+}
+
+// groupReport is a group that ran, for the Observer, with its calls.
+type groupReport struct {
+	b     observe.Batch
+	calls []*gcall
 }
 
 // errSplit is a group's answer to an order it did not decide: the order
@@ -82,6 +92,11 @@ func (g *grouper) laneKey(items []stock.Item) string {
 // ends while it is queued leaves with nothing sent; once its order is
 // sent it gets the order's outcome, or stock.ErrUnknownOutcome if ctx
 // ends first.
+//
+// A transaction is reported to the Observer on the goroutine of one of
+// its callers, never while it holds the lane's in-flight slot: whatever
+// the hook does (a panic included), the slot is free and the group's
+// other callers are answered (see answer).
 func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -98,15 +113,16 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 		l.flying++
 		c.sent = true
 		g.mu.Unlock()
-		var start time.Time
-		if g.s.obs.Batching() {
-			start = time.Now()
+		if !g.s.obs.Batching() {
+			err := g.s.deductOne(ctx, o, items)
+			g.next(key, l)
+			return err
 		}
+		start := time.Now()
 		err := g.s.deductOne(ctx, o, items)
-		if g.s.obs.Batching() {
-			g.report(ctx, 1, start.Sub(c.at), start, err)
-		}
-		g.next(key, l)
+		b := g.batch(1, start.Sub(c.at), start, err)
+		g.next(key, l) // the slot is free before the transaction is reported
+		g.s.obs.SendBatch(ctx, b)
 		return err
 	}
 	l.queue = append(l.queue, c)
@@ -114,15 +130,23 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 
 	select {
 	case <-c.done:
-		return g.s.settleCall(c)
+		return g.result(c)
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
-	if !c.sent {
+	switch {
+	case !c.sent:
 		l.queue = slices.DeleteFunc(l.queue, func(q *gcall) bool { return q == c })
 		g.mu.Unlock()
 		return ctx.Err()
+	case c.report != nil:
+		// Its group ran and its caller is the one to report it: it stays
+		// for its outcome, which is known (done is being closed).
+		g.mu.Unlock()
+		<-c.done
+		return g.result(c)
 	}
+	c.left = true
 	g.mu.Unlock()
 	select {
 	case <-c.done:
@@ -130,6 +154,15 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 	default:
 		return &UnknownOutcomeError{Op: "deduct", Attempts: 1, Last: ctx.Err(), Ctx: ctx.Err()}
 	}
+}
+
+// result returns the outcome of c, whose done is closed, once its caller
+// has reported the group if it is the one to.
+func (g *grouper) result(c *gcall) error {
+	if c.report != nil {
+		c.report.send(c.ctx, g.s.obs, c)
+	}
+	return g.s.settleCall(c)
 }
 
 // next hands the lane's queue, if any, to a new goroutine that sends it
@@ -146,32 +179,71 @@ func (g *grouper) next(key string, l *lane) {
 func (g *grouper) drain(key string, l *lane, batch []*gcall) {
 	for batch != nil {
 		ctx, cancel := groupContext(batch)
+		var r *groupReport
 		if g.s.obs.Batching() {
 			start := time.Now()
 			g.s.deductGroup(ctx, batch)
-			g.report(ctx, len(batch), start.Sub(batch[0].at), start, batch[0].res)
+			r = &groupReport{calls: batch, b: g.batch(len(batch), start.Sub(batch[0].at), start, batch[0].res)}
 		} else {
 			g.s.deductGroup(ctx, batch)
 		}
 		cancel()
-		for _, c := range batch { // the group is reported before its callers return
-			close(c.done)
-		}
+		g.answer(batch, r)
 		g.mu.Lock()
 		batch = g.take(key, l)
 		g.mu.Unlock()
 	}
 }
 
-// report tells the Observer of a transaction of size orders that started
-// at start after its oldest order waited wait; err is its first order's
-// result, reported as the group's error when it is an infrastructure one.
-func (g *grouper) report(ctx context.Context, size int, wait time.Duration, start time.Time, err error) {
-	ob := observe.Batch{Component: "sqlstock", Op: observe.OpDeduct, Size: size, Wait: wait, Duration: time.Since(start)}
-	if o := observe.Classify(err); o != observe.OK && !o.Business() && !errors.Is(err, errSplit) {
-		ob.Err = err
+// answer hands the calls of batch, which ran, their outcomes. Without a
+// report it closes every done channel. With one, the first call whose
+// caller still waits gets it: only its done is closed here, and its caller
+// reports the group on its own goroutine (result), then closes the
+// others', so the group is reported before any of its calls returns. A
+// group whose callers have all left is reported here, on the goroutine
+// that ran it.
+func (g *grouper) answer(batch []*gcall, r *groupReport) {
+	if r == nil {
+		for _, c := range batch {
+			close(c.done)
+		}
+		return
 	}
-	g.s.obs.SendBatch(ctx, ob)
+	g.mu.Lock()
+	i := slices.IndexFunc(batch, func(c *gcall) bool { return !c.left })
+	if i >= 0 {
+		batch[i].report = r
+	}
+	g.mu.Unlock()
+	if i < 0 {
+		r.send(batch[0].ctx, g.s.obs, nil)
+		return
+	}
+	close(batch[i].done)
+}
+
+// send reports r, then closes the done channels of its calls other than
+// by (whose caller reports it), even if the hook panics.
+func (r *groupReport) send(ctx context.Context, obs *observe.Observer, by *gcall) {
+	defer func() {
+		for _, c := range r.calls {
+			if c != by {
+				close(c.done)
+			}
+		}
+	}()
+	obs.SendBatch(ctx, r.b)
+}
+
+// batch is the report of a transaction of size orders that started at
+// start after its oldest order waited wait; err is its first order's
+// result, reported as the group's error when it is an infrastructure one.
+func (g *grouper) batch(size int, wait time.Duration, start time.Time, err error) observe.Batch {
+	b := observe.Batch{Component: "sqlstock", Op: observe.OpDeduct, Size: size, Wait: wait, Duration: time.Since(start)}
+	if o := observe.Classify(err); o != observe.OK && !o.Business() && !errors.Is(err, errSplit) {
+		b.Err = err
+	}
+	return b
 }
 
 // take removes up to max queued calls of the lane and marks them sent;

@@ -19,11 +19,11 @@ var errNoFit = fmt.Errorf("%w: group does not fit", errRetry)
 const maxLinesPerInsert = 1000
 
 // deductGroup writes the orders of batch in one transaction, and sets
-// every call's res (the caller, drain, then reports the group and closes
-// the calls' done channels). A later
-// order with the ID of an earlier one in the batch is not written by the
-// group: it runs alone once the group has ended, and gets the ledger's
-// answer. A group of one order runs alone too.
+// every call's res (the caller, drain, then hands the calls their
+// outcomes: grouper.answer). A later order with the ID of an earlier one
+// in the batch is not written by the group: it runs alone once the group
+// has ended, and gets the ledger's answer. A group of one order runs alone
+// too.
 func (s *Store) deductGroup(ctx context.Context, batch []*gcall) {
 	seen := make(map[string]bool, len(batch))
 	calls := make([]*gcall, 0, len(batch))
