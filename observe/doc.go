@@ -23,9 +23,19 @@
 //     a change (corrections, rebuilds, restocks completed, SKUs left).
 //   - Limit reports each limiter decision.
 //
-// The funcs are called on the caller's goroutine, synchronously: keep them
-// fast and never block in them. Events carry no user IDs and no order IDs;
-// SKUs appear only in Correction, where an operator needs them.
+// The funcs are called synchronously: keep them fast and never block in
+// them. Begin, End, Reclaim and Limit run on the goroutine of the call
+// they report; Batch on the goroutine of one call of the batch (the one
+// that sent it, or the first still waiting for it), before any call of the
+// batch returns. Events carry no user IDs and no order IDs; SKUs appear
+// only in Correction, where an operator needs them.
+//
+// A hook that panics is not recovered: the panic unwinds the call that ran
+// the hook, and memstock, redisstock and sqlstock hold no lock, slot or
+// lane while a hook runs, so they stay usable and a batch's other calls
+// get their own outcomes. Only a batch whose callers have all left (their
+// contexts ended) is reported on the Store's own goroutine, where a panic
+// ends the program.
 //
 // The OpenTelemetry adapter (module github.com/stockguard/stockguard/otelstock)
 // turns an Observer into OTel metrics and spans.

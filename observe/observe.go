@@ -19,7 +19,8 @@ type Observer struct {
 	// returned.
 	End func(ctx context.Context, c Call, r Result)
 	// Batch, if set, is called after each batch of calls is sent, before
-	// any call in the batch returns.
+	// any call in the batch returns, on the goroutine of one call of the
+	// batch and with its context (see the package doc).
 	Batch func(ctx context.Context, b Batch)
 	// Reclaim, if set, is called after each reclaim pass.
 	Reclaim func(ctx context.Context, r Reclaim)
