@@ -136,9 +136,12 @@ func (c *circuit) admit(share bool) (w way, done func(error)) {
 		if now.Sub(c.since) < c.d.cfg.OpenFor {
 			return toFallback, nil
 		}
-		c.to(Recalibrating, now, nil)
+		// Started before the change is reported: a hook that panics must
+		// not leave the breaker recalibrating with nothing running (the
+		// recalibration waits for c.mu to report its end).
 		c.d.bg.Add(1)
 		go c.d.runRecalibrate(c, c.gen)
+		c.to(Recalibrating, now, nil)
 		return settling, nil
 	case Recalibrating:
 		return settling, nil
@@ -173,11 +176,11 @@ func (c *circuit) admit(share bool) (w way, done func(error)) {
 		}
 		now := c.d.cfg.Clock.Now()
 		c.mu.Lock()
+		defer c.mu.Unlock() // observe may report to a hook that panics
 		c.observe(now)
 		if ok && c.gen == gen && c.state == Ramping {
 			c.stepOK++
 		}
-		c.mu.Unlock()
 	}
 }
 

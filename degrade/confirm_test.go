@@ -1,6 +1,7 @@
 package degrade_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// A Confirm answered nil while the gate could not be told (the fallback,
-// the tiered primary's record, confirmed it) is a final sale: a repeat of
+// A Confirm while the gate cannot be told is confirmed at the record (the
+// truth) and answered as an unknown outcome while the breaker lets calls
+// through (a retry tells the gate), then nil once the breaker has opened
+// (the record path decides). Answered nil, it is a final sale: a repeat of
 // the same Confirm after the gate's deadline, as a payment webhook sends,
 // returns nil and refunds nothing, whether or not the reclaimer has run.
 func TestRepeatOfADegradedConfirmKeepsTheSale(t *testing.T) {
@@ -36,8 +39,17 @@ func TestRepeatOfADegradedConfirmKeepsTheSale(t *testing.T) {
 				t.Fatal(err)
 			}
 			gate.SetFaultFor(stocktest.Down, stocktest.OnMethod("Confirm"))
-			if err := d.Confirm(ctx, "o1"); err != nil {
-				t.Fatalf("Confirm with the gate down: %v, want nil (confirmed at the fallback)", err)
+			for i := 0; ; i++ {
+				err := d.Confirm(ctx, "o1")
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, stock.ErrUnknownOutcome) || i == 10 {
+					t.Fatalf("Confirm %d with the gate down: %v, want an unknown outcome until the breaker opens, then nil", i, err)
+				}
+				if lv, _ := record.Levels(ctx, "a"); lv.Sold != 1 {
+					t.Fatalf("Confirm %d answered %v, and the record has not sold: %+v", i, err, lv)
+				}
 			}
 			gate.SetFault(stocktest.Healthy)
 			clock.Advance(2 * time.Minute)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/memstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
@@ -442,5 +443,63 @@ func TestNewRefusesAFlowWithAnotherFallback(t *testing.T) {
 	d.Close()
 	if _, err := degrade.New(memstock.New(clock), nil, degrade.Config{}); !errors.Is(err, stock.ErrInvalid) {
 		t.Fatalf("New(store, nil): %v, want ErrInvalid", err)
+	}
+}
+
+// An Observer.Breaker hook that panics on a caller's goroutine (the
+// caller recovers it) does not jam the breaker: it still sends calls to
+// the fallback, recalibrates and returns traffic to the primary.
+func TestBreakerHookPanicLeavesTheBreakerWorking(t *testing.T) {
+	obs := observe.Observer{Breaker: func(b observe.Breaker) {
+		if b.To == degrade.Degraded.String() {
+			panic("hook")
+		}
+	}}
+	f := newFlowFixture(t, degrade.Config{RampSteps: []float64{}, Observer: obs})
+	if err := f.d.PutOnSale(t.Context(), stock.Listing{SKU: "a", Units: 100}); err != nil {
+		t.Fatal(err)
+	}
+	buy := func(id string) (err error, panicked bool) {
+		defer func() {
+			if recover() != nil {
+				panicked = true
+			}
+		}()
+		return f.buy(id), false
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.gate.SetFault(stocktest.Down)
+		panics := 0
+		for i := 0; panics == 0 && i < 10; i++ {
+			_, p := buy(fmt.Sprint("trip", i))
+			if p {
+				panics++
+			}
+		}
+		if panics != 1 {
+			t.Errorf("%d hook panics while the breaker tripped", panics)
+			return
+		}
+		f.gate.SetFault(stocktest.Healthy)
+		if err, _ := buy("fallback"); err != nil || f.levels(f.record).Held != 1 {
+			t.Errorf("Deduct after the panic: %v", err)
+		}
+		f.clock.Advance(10 * time.Second)
+		if err, _ := buy("recal"); !errors.Is(err, degrade.ErrBusy) {
+			t.Errorf("Deduct that starts the recalibration: %v", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // a guard against the jam
+		t.Fatal("the breaker jammed after its hook panicked")
+	}
+	for f.d.State("a") != degrade.Primary {
+		time.Sleep(time.Millisecond)
+	}
+	if err := f.buy("back"); err != nil || f.levels(f.gate.Manager).Held != 1 {
+		t.Fatalf("Deduct after the recalibration: %v", err)
 	}
 }

@@ -11,7 +11,10 @@ import (
 
 // Confirm confirms the order on the tier that took it: first the tier this
 // node remembers, else the primary while its breaker lets traffic through,
-// else the fallback. stock.ErrUnknownOrder from one tier means "not taken
+// else the fallback. With a tiered flow as the primary, the flow (which
+// reads its record itself) answers while the breaker lets calls through,
+// unless this node remembers the fallback took the order; otherwise the
+// flow's record path decides. stock.ErrUnknownOrder from one tier means "not taken
 // there", so the other tier is asked next (and an infrastructure failure of
 // the first is answered by the second if it has the order); the answer is
 // ErrUnknownOrder only when both tiers say so. This rule needs no state
@@ -54,6 +57,13 @@ func (d *Manager) onTakerBy(ctx context.Context, id string, op func(m stock.Mana
 	known, _ := d.orders.Get(id)
 	r := d.route(false, "")
 	primaryFirst := known == atPrimary || (known == 0 && r.primary)
+	if d.shared {
+		// The flow reads its record itself: while the breaker lets calls
+		// through, its answer stands (its error is retried through it, and
+		// the retry tells the gate); while it does not, the record path
+		// decides by the gate's deadlines.
+		primaryFirst = r.primary && known != atFallback
+	}
 	callPrimary := func() error {
 		if d.Mode() == ForceFallback {
 			return unknown(ErrPrimaryDown)
@@ -85,7 +95,7 @@ func (d *Manager) onTakerBy(ctx context.Context, id string, op func(m stock.Mana
 		return err
 	}
 	err := callPrimary()
-	if err == nil || (stock.IsBusiness(err) && !errors.Is(err, stock.ErrUnknownOrder)) {
+	if err == nil || (stock.IsBusiness(err) && !errors.Is(err, stock.ErrUnknownOrder)) || (d.shared && !errors.Is(err, stock.ErrUnknownOrder)) {
 		return err
 	}
 	ferr := op(d.fallback, true)
