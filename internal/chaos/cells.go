@@ -59,8 +59,8 @@ func Cells() []Cell {
 			Setup: pauseSetup(0), Fault: pauseRedis},
 		{Name: "pause-retry", About: "the same, callers retry ErrUnknownOutcome with the same ID up to 6 times",
 			Setup: pauseSetup(6), Fault: pauseRedis},
-		{Name: "degrade", About: "Redis down 1.5s then back empty, degrade in front of tiered",
-			Setup: func(e *Env) error { e.Config.Degrade = true; return nil }, Fault: downRedis, Heal: reviveRedis},
+		{Name: "degrade", About: "Redis down 1.5s then back empty, the Shop's breaker opening; buyers retry a failed checkout with the same order",
+			Setup: setupDegrade, Fault: downRedis, Heal: reviveRedis},
 		{Name: "handoff-crash", About: "faults at each gate/record hand-off (stocktest.Faulty), 25% of calls with 1-4ms deadlines",
 			Setup: setupHandoff, Fault: handoffFaults, Heal: func(e *Env) {
 				e.Stack.GateF.SetFault(stocktest.Healthy)
@@ -92,6 +92,16 @@ func downRedis(ctx context.Context, e *Env) {
 			e.logf("restart redis: %v", err)
 		}
 	}
+}
+
+// setupDegrade lets the breaker open, and has buyers retry a Deduct that
+// failed with nothing applied (before the breaker opened, or refused as
+// busy by the fallback's rate): every buyer whose first attempt failed
+// must be able to buy on a retry once the breaker is open.
+func setupDegrade(e *Env) error {
+	e.Config.Degrade = true
+	e.Sale.RetryFailed, e.Sale.Retries, e.Sale.RetryWait = true, 8, 100*time.Millisecond
+	return nil
 }
 
 func reviveRedis(e *Env) {

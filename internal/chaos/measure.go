@@ -32,6 +32,8 @@ type Measures struct {
 	RefusedLimit      int     // of which for the per-user limit (a gate that lost its per-user counts)
 	DriftBefore       int64   // the same as DriftAfter, before the final reconcile
 	Mixed             int     // ErrUnknownOutcome together with ErrContention or ErrUnavailable
+	FailedFirst       int     // orders whose first Deduct failed and applied nothing (a plain error, busy)
+	BoughtOnRetry     int     // of which a later attempt took (SaleConfig.RetryFailed)
 	MaxMs             float64 // the slowest call
 	Finals            map[string]int
 	Notes             []string // the first examples of each failure
@@ -68,6 +70,8 @@ type orderLog struct {
 	items   []stock.Item
 	final   map[string]string // op -> what the caller knows after its last answer
 	unknown map[string]bool   // op -> some attempt answered ErrUnknownOutcome
+	// failedFirst: the first Deduct attempt failed and applied nothing.
+	failedFirst bool
 	errs    map[string]string // op -> text of its last error
 	refused string            // the record refused it: its error
 }
@@ -98,6 +102,9 @@ func fold(events []Event, m *Measures) ([]string, map[string]*orderLog) {
 			}
 			o.final[e.Op] = ClassInFlight
 		default:
+			if e.Op == "deduct" && e.Attempt == 0 && (e.Class == ClassPlain || e.Class == ClassBusy) {
+				o.failedFirst = true
+			}
 			o.final[e.Op], o.errs[e.Op] = e.Class, e.Err
 			switch {
 			case e.Class == ClassUnknown || e.Class == ClassMixed:
@@ -223,6 +230,12 @@ func Measure(ctx context.Context, events []Event, sale SaleConfig, record, gate 
 func (m *Measures) classify(id string, o *orderLog, rs, gs stock.State) {
 	d := o.final["deduct"]
 	m.Finals[d]++
+	if o.failedFirst {
+		m.FailedFirst++
+		if d == ClassOK {
+			m.BoughtOnRetry++
+		}
+	}
 	applied := rs != stock.StateUnknown || gs != stock.StateUnknown
 	switch {
 	case d == ClassOK:

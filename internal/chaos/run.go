@@ -252,14 +252,10 @@ func (e *Env) run(c Cell) (Measures, error) {
 	return e.finish(ctx, rec, events)
 }
 
-// background runs a node's reclaimer and reconciler until ctx ends.
+// background runs a node's reclaimer, reconciler and repairs (Shop.Run)
+// until ctx ends.
 func background(ctx context.Context, wg *sync.WaitGroup, s *Stack) {
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		_ = stock.RunReclaimer(ctx, s.Top, stock.ReclaimerConfig{Interval: 100 * time.Millisecond, BatchSize: 64})
-	}()
-	go func() { defer wg.Done(); _ = s.Rec.Run(ctx) }()
+	wg.Go(func() { _ = s.Shop.Run(ctx) })
 }
 
 // finish drains the reclaimers, measures drift, reconciles, measures again
@@ -287,7 +283,7 @@ func (e *Env) finish(ctx context.Context, rec *sqlstock.Store, events []Event) (
 	if err != nil {
 		return Measures{}, err
 	}
-	r, err := reconcile.New(e.Stack.Gate, rec, reconcile.Config{GateHold: e.Stack.Tiered.GateHold, MaxAutoFix: -1})
+	r, err := reconcile.New(e.Stack.Gate, rec, reconcile.Config{GateHold: e.Stack.Tiered.GateHold, MaxAutoFix: -1}) // the record on a pool no proxy cuts
 	if err != nil {
 		return Measures{}, err
 	}

@@ -27,6 +27,10 @@ type SaleConfig struct {
 	// with the same order (the README's advice); 0 never.
 	Retries   int
 	RetryWait time.Duration
+	// RetryFailed also repeats, up to Retries times, a Deduct answered
+	// with an error that applied nothing (a plain failure, ErrBusy), as a
+	// buyer does whose checkout failed in an outage.
+	RetryFailed bool
 	// Bound is how long a call may take before it counts as late; zero
 	// means its deadline plus one second.
 	Bound time.Duration
@@ -119,7 +123,9 @@ func Call(r *rand.Rand, cfg SaleConfig, h *History, op string, o stock.Order, f 
 			e.Err = err.Error()
 		}
 		h.Add(e)
-		if (e.Class != ClassUnknown && e.Class != ClassMixed) || attempt >= cfg.Retries {
+		again := e.Class == ClassUnknown || e.Class == ClassMixed ||
+			(cfg.RetryFailed && op == "deduct" && (e.Class == ClassPlain || e.Class == ClassBusy))
+		if !again || attempt >= cfg.Retries {
 			return e.Class
 		}
 		time.Sleep(cfg.RetryWait)

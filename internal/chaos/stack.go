@@ -12,8 +12,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
 	_ "modernc.org/sqlite" // registers "sqlite"
 
+	"github.com/stockguard/stockguard"
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
@@ -114,7 +116,7 @@ type StackConfig struct {
 	Hold, Grace    time.Duration
 	LockWait       time.Duration // sqlstock Config.LockWait; 0 its default
 	Faulty         bool          // wrap both tiers in stocktest.Faulty
-	Degrade        bool          // put degrade in front of the tiered flow
+	Degrade        bool          // let the Shop's breaker open (it never does otherwise)
 	History        *History      `json:"-"` // receives the record's refusals
 	// StripUnknown makes the flow (the node's top Manager) report every
 	// ErrUnknownOutcome as a plain error, as a library without the outcome
@@ -125,19 +127,19 @@ type StackConfig struct {
 	StripUnknown bool
 }
 
-// Stack is one application node: the gate, the record, the tiered flow,
-// a reconciler and, when configured, fault wrappers and degrade.
+// Stack is one application node: a stockguard.Shop (the gate, the record,
+// the tiered flow, the breaker, the reconciler) on the node's own clients,
+// with fault wrappers when configured.
 type Stack struct {
 	RDB     redis.UniversalClient
-	Gate    *redisstock.Store
 	DB      *sqlx.DB
+	Shop    *stockguard.Shop
+	Gate    *redisstock.Store
 	Record  *sqlstock.Store
 	GateF   *stocktest.Faulty // nil unless Faulty
 	RecordF *stocktest.Faulty
 	Tiered  *tiered.Manager
-	Degrade *degrade.Manager
-	Rec     *reconcile.Reconciler
-	// Top is what buyers call: the tiered flow, or degrade in front of it.
+	// Top is what buyers call: the Shop, or StripUnknown's wrapper of it.
 	Top interface {
 		stock.Manager
 		stock.Reclaimer
@@ -159,7 +161,9 @@ func (t recordTap) Deduct(ctx context.Context, o stock.Order) error {
 	return err
 }
 
-// Build wires a node. It does no I/O.
+// Build wires a node through stockguard.New, as an application does. It
+// does no I/O. Without Degrade the breaker never opens, so that a cell's
+// fault reaches the flow as it is.
 func Build(cfg StackConfig) (*Stack, error) {
 	s := &Stack{}
 	if len(cfg.SentinelAddrs) > 0 {
@@ -175,39 +179,38 @@ func Build(cfg StackConfig) (*Stack, error) {
 		})
 	}
 	var err error
-	if s.Gate, err = redisstock.New(s.RDB, redisstock.Config{Prefix: cfg.Prefix}); err != nil {
-		return nil, errors.Join(err, s.Close())
-	}
 	if s.DB, err = cfg.DB.Open(cfg.DBAddr, 16); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	if s.Record, err = sqlstock.New(s.DB, sqlstock.Config{Dialect: cfg.DB.Dialect, Table: cfg.Table, Ledger: cfg.Ledger, LockWait: cfg.LockWait}); err != nil {
-		return nil, errors.Join(err, s.Close())
-	}
-	var gate tiered.GateStore = s.Gate
-	var record tiered.RecordStore = recordTap{RecordStore: s.Record, h: cfg.History}
-	if cfg.Faulty {
-		s.GateF, s.RecordF = stocktest.NewFaulty(gate), stocktest.NewFaulty(record)
-		gate, record = s.GateF, s.RecordF
-	}
-	s.Tiered = tiered.New(gate, record, tiered.Config{RecordGrace: cfg.Grace})
-	if s.Rec, err = reconcile.New(s.Gate, s.Record, reconcile.Config{
-		Interval: time.Second, WatchInterval: 200 * time.Millisecond, GateHold: s.Tiered.GateHold,
-		MaxAutoFix: -1,
-	}); err != nil {
-		return nil, errors.Join(err, s.Close())
-	}
-	s.Top = s.Tiered
+	breaker := degrade.Config{ReadyToTrip: func(gobreaker.Counts) bool { return false }}
 	if cfg.Degrade {
-		if s.Degrade, err = degrade.New(s.Tiered, nil, degrade.Config{
-			OpenFor: 400 * time.Millisecond, Recalibrate: s.Rec.Recalibrate, RecalibrateTimeout: 2 * time.Second,
+		breaker = degrade.Config{
+			OpenFor: 400 * time.Millisecond, RecalibrateTimeout: 2 * time.Second,
 			RampSteps: []float64{0.5}, RampInterval: 300 * time.Millisecond,
 			FallbackLimit: 300, FallbackBurst: 30,
-		}); err != nil {
-			return nil, errors.Join(err, s.Close())
 		}
-		s.Top = s.Degrade
 	}
+	s.Shop, err = stockguard.New(s.RDB, s.DB, stockguard.Config{
+		Gate:      redisstock.Config{Prefix: cfg.Prefix},
+		Record:    sqlstock.Config{Table: cfg.Table, Ledger: cfg.Ledger, LockWait: cfg.LockWait},
+		Flow:      tiered.Config{RecordGrace: cfg.Grace},
+		Breaker:   breaker,
+		Reconcile: reconcile.Config{Interval: time.Second, WatchInterval: 200 * time.Millisecond, MaxAutoFix: -1},
+		Reclaim:   stock.ReclaimerConfig{Interval: 100 * time.Millisecond, BatchSize: 64},
+		Wrap: func(gate tiered.GateStore, record tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) {
+			record = recordTap{RecordStore: record, h: cfg.History}
+			if cfg.Faulty {
+				s.GateF, s.RecordF = stocktest.NewFaulty(gate), stocktest.NewFaulty(record)
+				return s.GateF, s.RecordF
+			}
+			return gate, record
+		},
+	})
+	if err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	s.Gate, s.Record, s.Tiered = s.Shop.Gate(), s.Shop.Record(), s.Shop.Flow()
+	s.Top = s.Shop
 	if cfg.StripUnknown {
 		s.Top = stripUnknown{Top: s.Top}
 	}
@@ -265,8 +268,8 @@ func plainErr(err error) error {
 // Close releases the node's clients and goroutines.
 func (s *Stack) Close() error {
 	var errs []error
-	if s.Degrade != nil {
-		s.Degrade.Close()
+	if s.Shop != nil {
+		s.Shop.Close()
 	}
 	if s.RDB != nil {
 		errs = append(errs, s.RDB.Close())

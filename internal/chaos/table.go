@@ -45,9 +45,9 @@ func Summary(r Result) string {
 		return fmt.Sprintf("%s/%s: could not run: %v", r.Cell, r.DB, r.Err)
 	}
 	m := r.M
-	s := fmt.Sprintf("%s/%s: %d orders, %d yes, finals %v, unknown-not-applied %d, record refusals %d (limit %d), drift %d->%d, max %.0fms, %s",
-		r.Cell, r.DB, m.Attempts, m.ToldYes, m.Finals, m.UnknownNotApplied, m.RecordRefusals, m.RefusedLimit, m.DriftBefore, m.DriftAfter,
-		m.MaxMs, r.Took.Round(100*time.Millisecond))
+	s := fmt.Sprintf("%s/%s: %d orders, %d yes, finals %v, unknown-not-applied %d, record refusals %d (limit %d), failed first %d (bought on a retry %d), drift %d->%d, max %.0fms, %s",
+		r.Cell, r.DB, m.Attempts, m.ToldYes, m.Finals, m.UnknownNotApplied, m.RecordRefusals, m.RefusedLimit, m.FailedFirst, m.BoughtOnRetry,
+		m.DriftBefore, m.DriftAfter, m.MaxMs, r.Took.Round(100*time.Millisecond))
 	if f := m.Failed(); len(f) > 0 {
 		s += " FAILED " + strings.Join(f, " ")
 	}

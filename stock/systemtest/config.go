@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // Flow is one node's composed order flow: a stock.Manager and
@@ -13,6 +14,10 @@ type Flow interface {
 	stock.Manager
 	stock.Reclaimer
 }
+
+// Wrap puts the checker's hand-off points around one node's gate and
+// record (see Config.Node).
+type Wrap func(gate tiered.GateStore, record tiered.RecordStore) (tiered.GateStore, tiered.RecordStore)
 
 // Reader is what the checks read of a tier: its levels and its orders. The
 // checker reads through it directly, never through the faults it injects.
@@ -30,8 +35,8 @@ type Clock interface {
 	Advance(d time.Duration)
 }
 
-// Config wires the composed flow the checker drives. Nodes, Compose, Gate,
-// Record, Clock and Repair are required; every other field has a default.
+// Config wires the composed flow the checker drives. Node, Gate, Record,
+// Clock and Repair are required; every other field has a default.
 // The checker calls the functions from one goroutine at a time, except
 // that a call it parked (see the package doc) stays blocked inside them
 // while later calls run.
@@ -47,15 +52,13 @@ type Config struct {
 	Script []Step
 	// Nodes is how many application nodes share the two tiers; default 3.
 	Nodes int
-	// Tiers returns node i's own gate and record (its own Store values
-	// over the shared servers, as separate processes would have). The
-	// checker wraps each in its fault injector before Compose sees it.
-	Tiers func(node int) (gate, record stock.Manager)
-	// Compose builds a node's flow from the wrapped tiers, e.g.
-	// tiered.New(gate, record, tiered.Config{}). The wrappers implement
-	// stock.Reclaimer, stock.OrderReader and stock.HoldLister exactly when
-	// the tiers given by Tiers do.
-	Compose func(gate, record stock.Manager) (Flow, error)
+	// Node builds node i's flow over its own gate and record (its own
+	// Store values over the shared servers, as separate processes would
+	// have), with wrap around the two as the flow uses them: the checker's
+	// hand-off points, which forward every interface of the stores.
+	// stockguard.Config.Wrap takes wrap as it is; the flow must call it
+	// once.
+	Node func(i int, wrap Wrap) (Flow, error)
 	// Gate and Record read the two tiers for the checks.
 	Gate, Record Reader
 	// Clock is the clock every tier reads.

@@ -114,21 +114,26 @@
 //
 // # Wiring
 //
-// The core takes its parts through Config: Tiers returns a node's own gate
-// and record Stores, Compose builds its flow from them (the checker passes
-// them wrapped, with the same optional interfaces, e.g. to tiered.New),
+// The core takes its parts through Config: Node builds a node's flow over
+// its own gate and record, putting the checker's hand-off points (the Wrap
+// it is given) around the two (stockguard.Config.Wrap takes it as it is),
 // Gate and Record read the tiers for the checks, Clock is the clock they
 // all read, Repair runs a reconcile pass, Flush and Restart make the gate
 // lose its data. Install RedisHook on the gate's and the reconcilers'
 // Redis clients for the Redis-level faults, and give redisstock MaxBatch 1
 // (a parked call inside a shared batch would hold up the others). The
 // gate's Retention must outlast a run's clock (default Settle is 1h), or a
-// late retry is rightly not recognised. The package's own tests wire the
-// real packages: miniredis (alone, behind a Cluster client, and two
-// behind a Ring) and SQLite always, and real Redis, a Redis
-// Cluster, MariaDB and PostgreSQL when the STOCKGUARD_* variables name
-// them (a redis-server the test starts on a port of its own for restarts;
-// shared servers are only ever cleared of the run's keys).
+// late retry is rightly not recognised.
+//
+// The package's own tests build every node as a stockguard.Shop, the shop
+// a user wires from the README, with breakers that never open: the gate
+// bound it checks assumes every node sends its orders to the gate (the
+// breaker's outage paths are proven by package degrade's tests and the
+// fault matrix, internal/chaos). They run on miniredis (alone, behind a
+// Cluster client, and two behind a Ring) and SQLite always, and real
+// Redis, a Redis Cluster, MariaDB and PostgreSQL when the STOCKGUARD_*
+// variables name them (a redis-server the test starts on a port of its own
+// for restarts; shared servers are only ever cleared of the run's keys).
 //
 // Config.Script replaces the random steps with given ones (Step), for
 // tests of one interleaving.

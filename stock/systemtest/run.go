@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // call is one call the checker made to the flow, running on its own
@@ -78,17 +79,23 @@ type runner struct {
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
 	res := Result{Seed: cfg.Seed, Counts: map[string]int{}}
-	if cfg.Tiers == nil || cfg.Compose == nil || cfg.Gate == nil || cfg.Record == nil || cfg.Clock == nil || cfg.Repair == nil {
-		return res, errors.New("systemtest: Config needs Tiers, Compose, Gate, Record, Clock and Repair")
+	if cfg.Node == nil || cfg.Gate == nil || cfg.Record == nil || cfg.Clock == nil || cfg.Repair == nil {
+		return res, errors.New("systemtest: Config needs Node, Gate, Record, Clock and Repair")
 	}
 	began := time.Now()
 	r := &runner{cfg: cfg, ctx: ctx, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), res: &res,
 		listing: map[string]stock.Listing{}, put: map[string]int64{}}
 	for i := range cfg.Nodes {
-		gate, record := cfg.Tiers(i)
-		f, err := cfg.Compose(wrap("gate", gate), wrap("record", record))
-		if err != nil {
-			return res, fmt.Errorf("systemtest: compose node %d: %w", i, err)
+		wrapped := 0
+		f, err := cfg.Node(i, func(g tiered.GateStore, rec tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) {
+			wrapped++
+			return wrap("gate", g).(tiered.GateStore), wrap("record", rec).(tiered.RecordStore)
+		})
+		switch {
+		case err != nil:
+			return res, fmt.Errorf("systemtest: node %d: %w", i, err)
+		case wrapped != 1:
+			return res, fmt.Errorf("systemtest: node %d wrapped its tiers %d times, want once (see Config.Node)", i, wrapped)
 		}
 		r.flows = append(r.flows, f)
 	}

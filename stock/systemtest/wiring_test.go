@@ -3,7 +3,6 @@ package systemtest_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -15,10 +14,12 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
 
+	"github.com/stockguard/stockguard"
+	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/reconcile"
-	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
@@ -237,12 +238,15 @@ func (c clock) Advance(d time.Duration) {
 // every retry the checker makes is one the gate still recognises.
 const retention = 3 * time.Hour
 
-// wire builds the checker's Config on b: each node has its own gate and
-// record Store over the shared servers, composed by stock/tiered, and a
-// reconciler repairs from a Store of its own.
+// wire builds the checker's Config on b: each node is a stockguard.Shop
+// of its own over the shared servers (the shop a user wires), and another
+// Shop reads the tiers for the checks and runs the reconcile passes.
 func wire(t testing.TB, b backend, seed uint64) systemtest.Config {
 	return wireGrace(t, b, seed, 0)
 }
+
+// never is a breaker's ReadyToTrip that never opens it.
+func never(gobreaker.Counts) bool { return false }
 
 // wireGrace is wire with tiered.Config.RecordGrace grace.
 func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) systemtest.Config {
@@ -251,52 +255,40 @@ func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) system
 	db, d := b.record(t)
 	table, ledger := testdb.Unique("sgss"), testdb.Unique("sgsl")
 	clk := clock{Clock: stocktest.NewClock(stocktest.Epoch), minis: minis}
-	newGate := func() *redisstock.Store {
-		g, err := redisstock.New(rc, redisstock.Config{Prefix: prefix, Clock: clk, Retention: retention, MaxBatch: 1})
+	shop := func(wrap systemtest.Wrap) *stockguard.Shop {
+		s, err := stockguard.New(rc, db, stockguard.Config{
+			Gate:   redisstock.Config{Prefix: prefix, Retention: retention, MaxBatch: 1},
+			Record: sqlstock.Config{Table: table, Ledger: ledger},
+			Flow:   tiered.Config{RecheckAfter: time.Millisecond, RecordGrace: grace},
+			// The breakers never open: the gate bound the checker holds the
+			// shop to assumes every node sends its orders to the gate (the
+			// breaker's outage is the degrade tests' and the fault matrix's).
+			Breaker:   degrade.Config{ReadyToTrip: never},
+			Reconcile: reconcile.Config{MaxAutoFix: -1},
+			Clock:     clk,
+			Wrap:      wrap,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return g
-	}
-	newRecord := func() *sqlstock.Store {
-		s, err := sqlstock.New(db, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
+		t.Cleanup(s.Close)
 		return s
 	}
-	record := newRecord()
-	if err := record.CreateTables(context.Background()); err != nil {
+	admin := shop(nil)
+	if err := admin.CreateTables(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropTables(t, db, d, table, ledger) })
-	tcfg := tiered.Config{Clock: clk, RecheckAfter: time.Millisecond, RecordGrace: grace}
-	gateHold := tiered.New(newGate(), record, tcfg).GateHold
-	rec, err := reconcile.New(newGate(), newRecord(), reconcile.Config{MaxAutoFix: -1, GateHold: gateHold, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := systemtest.Config{
 		Seed: seed,
-		Tiers: func(int) (stock.Manager, stock.Manager) {
-			return newGate(), newRecord()
+		Node: func(_ int, wrap systemtest.Wrap) (systemtest.Flow, error) {
+			return shop(wrap), nil
 		},
-		Compose: func(gate, record stock.Manager) (systemtest.Flow, error) {
-			g, ok := gate.(tiered.GateStore)
-			if !ok {
-				return nil, fmt.Errorf("%T is not a tiered.GateStore", gate)
-			}
-			r, ok := record.(tiered.RecordStore)
-			if !ok {
-				return nil, fmt.Errorf("%T is not a tiered.RecordStore", record)
-			}
-			return tiered.New(g, r, tcfg), nil
-		},
-		Gate:   newGate(),
-		Record: newRecord(),
+		Gate:   admin.Gate(),
+		Record: admin.Record(),
 		Clock:  clk,
 		Repair: func(ctx context.Context, skus []string) error {
-			_, err := rec.Repair(ctx, skus)
+			_, err := admin.Reconciler().Repair(ctx, skus)
 			return err
 		},
 		Flush:   flush,
