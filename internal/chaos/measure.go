@@ -72,8 +72,8 @@ type orderLog struct {
 	unknown map[string]bool   // op -> some attempt answered ErrUnknownOutcome
 	// failedFirst: the first Deduct attempt failed and applied nothing.
 	failedFirst bool
-	errs    map[string]string // op -> text of its last error
-	refused string            // the record refused it: its error
+	errs        map[string]string // op -> text of its last error
+	refused     string            // the record refused it: its error
 }
 
 // fold reads a history into orders, in the order IDs were first seen.
