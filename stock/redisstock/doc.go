@@ -3,7 +3,8 @@
 // stock.Reclaimer, stock.OrderReader, stock.PartialReverter and
 // stock.HoldExtender on any redis.UniversalClient (standalone, Sentinel or
 // Cluster). All its methods are safe for concurrent use by any number of
-// processes sharing one Redis.
+// processes sharing one Redis. [FailFast] fills a client's options so
+// that, with the server down, a call fails within tens of milliseconds.
 //
 // # Key layout
 //

@@ -51,3 +51,26 @@ func Example() {
 	// refund: <nil>
 	// left:   100
 }
+
+func ExampleFailFast() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	// One address: a *redis.Client. Several, or IsClusterMode: a
+	// *redis.ClusterClient; MasterName: Sentinel.
+	client := redis.NewUniversalClient(redisstock.FailFast(&redis.UniversalOptions{Addrs: []string{mr.Addr()}}))
+	defer client.Close()
+
+	store, err := redisstock.New(client, redisstock.Config{Prefix: "shop"})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	_ = store.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 100, HoldTTL: 15 * time.Minute})
+	order := stock.Order{ID: "order-1", UserID: "alice", Items: []stock.Item{{SKU: "phone", Qty: 1}}}
+	fmt.Println("deduct:", store.Deduct(ctx, order))
+	// Output:
+	// deduct: <nil>
+}
