@@ -49,7 +49,7 @@ func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident
 func (s *Store) notOnSale(ctx context.Context, sku string) error {
 	reg, err := s.readRegistry(ctx, sku)
 	if err != nil {
-		return withCtx(ctx, fmt.Errorf("redisstock: SKU %s: %w (reading the registry: %w)", strconv.Quote(sku), stock.ErrUnavailable, err))
+		return withCtx(ctx, fmt.Errorf("SKU %s: %w: %w", strconv.Quote(sku), stock.ErrUnavailable, err))
 	}
 	if !reg.exists || reg.member || reg.lost {
 		return &stock.SKUError{SKU: sku, Err: stock.ErrUnavailable}
@@ -63,10 +63,10 @@ func (s *Store) notOnSale(ctx context.Context, sku string) error {
 func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
 	reg, err := s.readRegistry(ctx, "")
 	if err != nil {
-		return withCtx(ctx, fmt.Errorf("redisstock: order %s: %w (reading the registry: %w)", strconv.Quote(orderID), stock.ErrUnavailable, err))
+		return withCtx(ctx, fmt.Errorf("%w: %w", stock.ErrUnavailable, err))
 	}
 	if !reg.exists || reg.lost {
-		return fmt.Errorf("redisstock: order %s: the gate lost its data: %w", strconv.Quote(orderID), stock.ErrUnavailable)
+		return fmt.Errorf("the gate lost its data: %w", stock.ErrUnavailable)
 	}
 	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
 }
@@ -78,7 +78,7 @@ func (s *Store) keepDirectory(ctx context.Context, orderID string) error {
 	err := dirKeepScript.Run(ctx, s.c, []string{s.dirKey(orderID), s.dirGoneKey(orderID)},
 		orderID, "", s.keep.Milliseconds(), "keep").Err()
 	if err != nil {
-		return s.writeErr(ctx, "keep order ID", err)
+		return s.writeErr(ctx, err)
 	}
 	return nil
 }
@@ -100,7 +100,7 @@ func (s *Store) statesLive(ctx context.Context, groups [][]stock.Item) error {
 	for i, c := range cmds {
 		live, err := c.Result()
 		if err != nil {
-			return s.readErr(ctx, "revert", err)
+			return s.readErr(ctx, err)
 		}
 		if !live {
 			return &stock.SKUError{SKU: skus[i], Err: stock.ErrUnavailable}

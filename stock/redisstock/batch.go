@@ -2,7 +2,6 @@ package redisstock
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -80,7 +79,7 @@ type report struct {
 // first.
 func (b *batcher) do(ctx context.Context, c *call) error {
 	if err := ctx.Err(); err != nil {
-		return withCtx(ctx, fmt.Errorf("redisstock: deduct: not sent: %w", err))
+		return withCtx(ctx, notSent(err))
 	}
 	c.done = make(chan struct{})
 	if b.s.obs.Batching() {
@@ -143,7 +142,7 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	case !c.sent:
 		b.remove(c)
 		b.mu.Unlock()
-		return withCtx(ctx, fmt.Errorf("redisstock: deduct: not sent: %w", ctx.Err()))
+		return withCtx(ctx, notSent(ctx.Err()))
 	case c.report != nil || c.take != nil:
 		// Its caller is the one to report its batch, which the batch's
 		// other calls wait for, or has its take queued, which needs its
@@ -159,7 +158,7 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	case <-c.done:
 		return c.err
 	default:
-		return &outcomeError{op: "deduct", err: ctx.Err()}
+		return &outcomeError{err: ctx.Err()}
 	}
 }
 

@@ -174,7 +174,7 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 	for k, i := range miss {
 		v, err := cmds[k].Result()
 		if err != nil {
-			return nil, s.readErr(ctx, "read bucket counts", err)
+			return nil, s.readErr(ctx, err)
 		}
 		count, _ := v[0].(string)
 		if count == "" {
@@ -182,13 +182,13 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 			// stopped before writing it): the counts hash beside the
 			// registry says whether the SKU is split.
 			if count, err = kept[k].Result(); err != nil && err != redis.Nil {
-				return nil, s.readErr(ctx, "read bucket counts", err)
+				return nil, s.readErr(ctx, err)
 			}
 		}
 		n := 1
 		if count != "" {
 			if n, err = strconv.Atoi(count); err != nil || n < 1 || n > stock.MaxBuckets {
-				return nil, badReply("bucket count", v)
+				return nil, badReply(v)
 			}
 		}
 		b := &buckets{names: bucketNames(skus[i], n), read: now}
@@ -202,10 +202,10 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 
 // setCount writes the bucket count into bucket i's state (a pipeline of
 // one, so that a replication wait covers it).
-func (s *Store) setCount(ctx context.Context, op string, b *buckets, i int) error {
+func (s *Store) setCount(ctx context.Context, b *buckets, i int) error {
 	var cmd *redis.IntCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) { cmd = p.HSet(ctx, s.stateKey(b.names[i]), "bk", len(b.names)) })
-	return s.writeErr(ctx, op, cmd.Err())
+	return s.writeErr(ctx, cmd.Err())
 }
 
 // countsKey is the hash of the bucket counts of the SKUs split into
@@ -289,8 +289,8 @@ func (s *Store) deductRouted(ctx context.Context, o stock.Order, items []stock.I
 	refills := 0
 	for {
 		if refills == maxRefills {
-			return fmt.Errorf("redisstock: deduct: order %q: %w: the units refills brought were taken by other orders %d times",
-				o.ID, stock.ErrContention, maxRefills)
+			return fmt.Errorf("%w: the units refills brought to its bucket were taken by other orders %d times",
+				stock.ErrContention, maxRefills)
 		}
 		routed, of, err := s.route(ctx, o, items)
 		if err != nil {
@@ -409,7 +409,7 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 		case <-other.done:
 			return other.short && joined.Before(other.sold.from) && want > other.sold.total, false, nil
 		case <-ctx.Done():
-			return false, false, fmt.Errorf("redisstock: deduct: waiting for a refill: %w", ctx.Err())
+			return false, false, fmt.Errorf("waiting for a refill of SKU %q: %w", b.names[0], ctx.Err())
 		case <-t.C:
 			// That refill is stuck (a call that stalled): refill alone,
 			// under the lease as any other process would.
@@ -480,7 +480,7 @@ type bucketState struct {
 // this one settled them first).
 func (s *Store) refill(ctx context.Context, b *buckets, home int, want int64, sold *soldAt) (short bool, err error) {
 	if home < 0 {
-		return false, fmt.Errorf("redisstock: refill: %w", stock.ErrUnavailable)
+		return false, fmt.Errorf("SKU %q: %w", b.names[0], stock.ErrUnavailable)
 	}
 	token, drop, err := s.holdLease(ctx, b)
 	if err != nil {
@@ -568,7 +568,7 @@ const refillRounds = 8
 func (s *Store) holdLease(ctx context.Context, b *buckets) (string, func() error, error) {
 	token, err := randomToken()
 	if err != nil {
-		return "", nil, fmt.Errorf("redisstock: refill: %w", err)
+		return "", nil, err
 	}
 	if err := s.takeLease(ctx, b, token); err != nil {
 		return "", nil, err
@@ -588,27 +588,27 @@ func (s *Store) takeLease(ctx context.Context, b *buckets, token string) error {
 		res, err := bucketLeaseScript.Run(ctx, s.c, s.leaseKeys(b.names[0]),
 			"take", token, bucketLease.Milliseconds()).Slice()
 		if err != nil {
-			return s.writeErr(ctx, "refill", err)
+			return s.writeErr(ctx, err)
 		}
 		switch code, _ := replyCode(res); code {
 		case "ok":
 			return nil
 		case "missing":
-			return fmt.Errorf("redisstock: refill: SKU %q: %w: its first state is gone", b.names[0], stock.ErrUnavailable)
+			return fmt.Errorf("SKU %q: %w: the gate lost its first bucket", b.names[0], stock.ErrUnavailable)
 		case "busy":
 			if time.Now().After(until) {
 				// The holder outlived its lease without freeing it (a
 				// stopped process, or a clock that does not move).
-				return fmt.Errorf("redisstock: refill: SKU %q: %w: another refill holds its lease", b.names[0], stock.ErrContention)
+				return fmt.Errorf("SKU %q: %w: another refill of it did not finish in time", b.names[0], stock.ErrContention)
 			}
 		default:
-			return badReply("refill", res)
+			return badReply(res)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("redisstock: refill: waiting for another refill: %w", ctx.Err())
+			return fmt.Errorf("waiting for a refill of SKU %q: %w", b.names[0], ctx.Err())
 		case <-t.C:
 		}
 		wait = min(2*wait, 20*time.Millisecond)
@@ -626,7 +626,7 @@ func (s *Store) leaseKeys(sku string) []string {
 func (s *Store) lease(ctx context.Context, b *buckets, mode, token string) error {
 	err := bucketLeaseScript.Run(ctx, s.c, s.leaseKeys(b.names[0]),
 		mode, token, bucketLease.Milliseconds()).Err()
-	return s.writeErr(ctx, "refill", err)
+	return s.writeErr(ctx, err)
 }
 
 // readBuckets reads every bucket's available units and departure records,
@@ -644,20 +644,20 @@ func (s *Store) readBuckets(ctx context.Context, b *buckets) ([]bucketState, err
 	for i := range b.names {
 		v, err := avails[i].Result()
 		if err != nil {
-			return nil, s.readErr(ctx, "refill", err)
+			return nil, s.readErr(ctx, err)
 		}
 		if st[i].out, err = outs[i].Result(); err != nil {
-			return nil, s.readErr(ctx, "refill", err)
+			return nil, s.readErr(ctx, err)
 		}
 		if str, _ := v[0].(string); str != "" && v[1] != nil {
 			st[i].exists = true
 			if st[i].avail, err = strconv.ParseInt(str, 10, 64); err != nil {
-				return nil, badReply("refill", v)
+				return nil, badReply(v)
 			}
 		}
 		if str, _ := v[2].(string); str != "" {
 			if st[i].ver, err = strconv.ParseInt(str, 10, 64); err != nil {
-				return nil, badReply("refill", v)
+				return nil, badReply(v)
 			}
 		}
 		st[i].gen, _ = v[3].(string)
@@ -751,7 +751,7 @@ func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, m
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return nil, s.writeErr(ctx, "refill", err)
+			return nil, s.writeErr(ctx, err)
 		}
 	}
 	return words, nil
@@ -822,14 +822,14 @@ func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen stri
 	for _, t := range outs {
 		res, err := t.cmd.Slice()
 		if err != nil {
-			return 0, s.writeErr(ctx, "refill", err)
+			return 0, s.writeErr(ctx, err)
 		}
 		code, n := replyCode(res)
 		if code == "missing" {
 			continue
 		}
 		if (code != "ok" && code != "dup") || len(res) != 3 {
-			return 0, badReply("refill", res)
+			return 0, badReply(res)
 		}
 		if n > 0 {
 			ps = append(ps, pending{t.from, t.id, departure{dest: b.names[home], units: n, gen: homeGen}})
@@ -861,11 +861,11 @@ type departure struct {
 func parseDeparture(rec string) (departure, error) {
 	parts := strings.Split(rec, "\n")
 	if len(parts) != 4 {
-		return departure{}, badReply("departure record", rec)
+		return departure{}, badReply(rec)
 	}
 	n, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil {
-		return departure{}, badReply("departure record", rec)
+		return departure{}, badReply(rec)
 	}
 	return departure{dest: parts[0], units: n, gen: parts[3]}, nil
 }
@@ -889,10 +889,10 @@ func (s *Store) arrive(ctx context.Context, dest, mode string, as []arrival) ([]
 	}
 	res, err := bucketInScript.Run(ctx, s.c, keys, args...).Slice()
 	if err != nil {
-		return nil, 0, s.writeErr(ctx, "refill", err)
+		return nil, 0, s.writeErr(ctx, err)
 	}
 	if len(res) != len(as)+1 {
-		return nil, 0, badReply("refill", res)
+		return nil, 0, badReply(res)
 	}
 	words := make([]string, len(as))
 	for j := range as {
@@ -920,7 +920,7 @@ func clearWord(mode, word string) string {
 func (s *Store) restoreBucket(ctx context.Context, b *buckets, i int) error {
 	v, err := s.c.HMGet(ctx, s.stateKey(b.names[0]), stateFields...).Result()
 	if err != nil {
-		return s.readErr(ctx, "restore bucket", err)
+		return s.readErr(ctx, err)
 	}
 	first, err := parseState(b.names[0], v)
 	if err != nil || !first.Exists {
@@ -933,7 +933,7 @@ func (s *Store) restoreBucket(ctx context.Context, b *buckets, i int) error {
 	if o, err := s.rebuild(ctx, []Rebuild{{Listing: l}}); err != nil || o[0] != Applied {
 		return err
 	}
-	return s.setCount(ctx, "restore bucket", b, i)
+	return s.setCount(ctx, b, i)
 }
 
 // putBuckets is PutOnSale on a Redis Cluster. It reports false, having
@@ -959,7 +959,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	}
 	exists, err := s.c.HExists(ctx, s.stateKey(l.SKU), "hold").Result()
 	if err != nil {
-		return false, s.readErr(ctx, "put on sale", err)
+		return false, s.readErr(ctx, err)
 	}
 	if !exists && len(bs[0].names) == 1 {
 		// The first state and the counts hash are gone: other buckets
@@ -983,7 +983,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 		return false, &stock.InvalidError{Field: "listing.Buckets", Reason: "SKU " + strconv.Quote(l.SKU) + " is in " +
 			strconv.Itoa(have) + " bucket(s); a SKU's bucket count is set when it is first put on sale (sell it under a new SKU)"}
 	}
-	gens, err := newGens(ctx, "put on sale", n)
+	gens, err := newGens(ctx, n)
 	if err != nil {
 		return false, err
 	}
@@ -1035,7 +1035,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 			}
 		})
 		if err := firstErr(cmds...); err != nil {
-			return s.writeErr(ctx, "put on sale", err)
+			return s.writeErr(ctx, err)
 		}
 		return nil
 	}
@@ -1124,7 +1124,7 @@ func (s *Store) versions(ctx context.Context, b *buckets, field string) ([]int64
 	for i, c := range cmds {
 		n, err := c.Int64()
 		if err != nil && err != redis.Nil {
-			return nil, s.readErr(ctx, "levels", err)
+			return nil, s.readErr(ctx, err)
 		}
 		out[i] = n
 	}
@@ -1146,7 +1146,7 @@ func (s *Store) sumBuckets(ctx context.Context, b *buckets) (SKUState, []int64, 
 	for i, name := range b.names {
 		v, err := cmds[i].Result()
 		if err != nil {
-			return SKUState{}, nil, s.readErr(ctx, "levels", err)
+			return SKUState{}, nil, s.readErr(ctx, err)
 		}
 		st, err := parseState(name, v)
 		if err != nil {
@@ -1200,17 +1200,17 @@ func (s *Store) onTheWay(ctx context.Context, outs []*redis.MapStringStringCmd) 
 		}
 	})
 	if err != nil {
-		return 0, s.readErr(ctx, "levels", err)
+		return 0, s.readErr(ctx, err)
 	}
 	var away int64
 	for _, d := range deps {
 		m, err := d.marker.Result()
 		if err != nil && err != redis.Nil {
-			return 0, s.readErr(ctx, "levels", err)
+			return 0, s.readErr(ctx, err)
 		}
 		gen, err := d.now.Result()
 		if err != nil && err != redis.Nil {
-			return 0, s.readErr(ctx, "levels", err)
+			return 0, s.readErr(ctx, err)
 		}
 		// Not yet arrived, and either going back ('void', or no state
 		// to arrive at) or still to arrive at the state it was meant
@@ -1428,7 +1428,7 @@ func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready,
 		return true, false, nil // no state: the correction's script says so
 	}
 	if err != nil {
-		return false, false, s.readErr(ctx, "gather", err)
+		return false, false, s.readErr(ctx, err)
 	}
 	if avail >= want {
 		return true, false, nil
@@ -1450,7 +1450,7 @@ func (s *Store) settleBuckets(ctx context.Context, b *buckets, rl Relist) error 
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, "relist", err)
+			return s.writeErr(ctx, err)
 		}
 	}
 	return nil
@@ -1526,7 +1526,7 @@ func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) 
 			continue
 		}
 		if err != nil {
-			return s.readErr(ctx, "rebuild", err)
+			return s.readErr(ctx, err)
 		}
 		if n > 1 && n <= stock.MaxBuckets {
 			bs[pr.sku] = &buckets{names: bucketNames(skus[pr.sku], n)}
@@ -1558,7 +1558,7 @@ func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Out
 	var kept *redis.IntCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) { kept = p.HSet(ctx, s.countsKey(), b.names[0], len(b.names)) })
 	if err := kept.Err(); err != nil {
-		return 0, s.writeErr(ctx, "rebuild", err)
+		return 0, s.writeErr(ctx, err)
 	}
 	out, err := s.rebuild(ctx, []Rebuild{first})
 	if err != nil {
@@ -1567,7 +1567,7 @@ func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Out
 	if out[0] != Applied && out[0] != Exists {
 		return out[0], nil
 	}
-	if err := s.setCount(ctx, "rebuild", b, 0); err != nil {
+	if err := s.setCount(ctx, b, 0); err != nil {
 		return 0, err
 	}
 	for i := 1; i < len(b.names); i++ {
@@ -1582,7 +1582,7 @@ func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Out
 			}
 			continue
 		}
-		if err := s.setCount(ctx, "rebuild", b, i); err != nil {
+		if err := s.setCount(ctx, b, i); err != nil {
 			return 0, err
 		}
 	}

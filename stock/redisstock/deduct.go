@@ -31,11 +31,12 @@ import (
 func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpDeduct, len(o.Items))
 	defer func() { tr.Done(err) }()
+	defer named(&err, "deduct order", o.ID)
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstock: deduct: not sent: %w", err)
+		return notSent(err)
 	}
 	if err := s.ready(ctx); err != nil {
 		return err
@@ -164,15 +165,15 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
 	for i, c := range calls {
 		switch {
 		case err != nil:
-			c.err = s.writeErr(c.ctx, "deduct", err)
+			c.err = s.writeErr(c.ctx, err)
 		case len(res) != len(calls):
-			c.err = badReply("deduct", res)
+			c.err = badReply(res)
 		default:
 			c.err = orderResult(&c.o, res[i])
 		}
 	}
 	if err != nil {
-		return s.writeErr(ctx, "deduct", err)
+		return s.writeErr(ctx, err)
 	}
 	return nil
 }
@@ -205,5 +206,5 @@ func orderResult(p *prepared, reply any) error {
 			return err
 		}
 	}
-	return badReply("deduct", reply)
+	return badReply(reply)
 }

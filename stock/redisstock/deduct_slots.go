@@ -102,7 +102,7 @@ func (s *Store) stateGens(ctx context.Context, a *attempt, fresh bool) error {
 		case errors.Is(err, redis.Nil):
 			s.keepGen(a, miss[i], "")
 		case err != nil:
-			return s.readErr(ctx, "deduct", err)
+			return s.readErr(ctx, err)
 		default:
 			s.keepGen(a, miss[i], v)
 		}
@@ -124,7 +124,7 @@ func (s *Store) keepGen(a *attempt, sku, gen string) {
 func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, items []stock.Item, fresh bool) error {
 	token, err := randomToken()
 	if err != nil {
-		return fmt.Errorf("redisstock: deduct: %w", err)
+		return err
 	}
 	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), own: o.HoldTTL.Milliseconds(), groups: s.groups(items),
 		gens: make(map[string]string, len(items))}
@@ -162,7 +162,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	if err := bind.Err(); err != nil {
 		// Nothing was taken; a bind of unknown outcome may have bound the
 		// ID, which a retry of the order finds as its own.
-		return s.writeErr(ctx, "deduct", err)
+		return s.writeErr(ctx, err)
 	}
 	word, stale := bindReply(bind)
 	if word == "stale" {
@@ -178,7 +178,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	case "conflict":
 		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict)
 	default: // the script ran: what it wrote is not known
-		return &outcomeError{op: "deduct", err: badReply("deduct", bind.Val())}
+		return &outcomeError{err: badReply(bind.Val())}
 	}
 	var first *redis.Cmd
 	if b := s.slotBatcher(a); b != nil {
@@ -201,10 +201,10 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	} else {
 		var multi *redis.Cmd
 		s.pipelined(ctx, func(p redis.Pipeliner) { multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound) })
-		first = partReply(multi, 0, "deduct")
+		first = partReply(multi, 0)
 	}
 	if err := first.Err(); err != nil {
-		err = s.writeErr(ctx, "deduct", err)
+		err = s.writeErr(ctx, err)
 		if !errors.Is(err, stock.ErrUnknownOutcome) {
 			// The group refused for certain (a server error): leave the
 			// directory entry as a refused order does.
@@ -218,9 +218,9 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	for i, g := range a.groups {
 		res := first
 		if i > 0 {
-			res = partReply(s.deductGroup(ctx, s.c, a, g, deadline, bound), 0, "deduct")
+			res = partReply(s.deductGroup(ctx, s.c, a, g, deadline, bound), 0)
 			if err := res.Err(); err != nil {
-				err = s.writeErr(ctx, "deduct", err)
+				err = s.writeErr(ctx, err)
 				if !errors.Is(err, stock.ErrUnknownOutcome) {
 					// The server refused the group for certain: undo the
 					// groups taken before it, as a refused order does, so
@@ -294,7 +294,7 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 	for i, c := range cmds {
 		v, err := c.Result()
 		if err != nil {
-			return s.readErr(ctx, "deduct", err)
+			return s.readErr(ctx, err)
 		}
 		gen, _ := v[2].(string) // "" for a state missing or without gen
 		s.keepGen(a, skus[i], gen)
@@ -304,12 +304,12 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 		}
 		hms, err := strconv.ParseInt(h, 10, 64)
 		if err != nil {
-			return badReply("deduct", v)
+			return badReply(v)
 		}
 		mms := hms // a state written without max_ms reads as hold
 		if m, ok := v[1].(string); ok {
 			if mms, err = strconv.ParseInt(m, 10, 64); err != nil {
-				return badReply("deduct", v)
+				return badReply(v)
 			}
 		}
 		if hold == 0 || hms < hold {
@@ -397,7 +397,7 @@ func (s *Store) bindOne(ctx context.Context, a *attempt) *redis.Cmd {
 	if created.Val() {
 		return redis.NewCmdResult("new", nil)
 	}
-	return partReply(dirBindScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, a.ident, a.token), 0, "deduct")
+	return partReply(dirBindScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, a.ident, a.token), 0)
 }
 
 // bindReply reads the bind's reply: its word, and for "stale" the
@@ -430,7 +430,7 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 	first := s.groups(items)[0][0]
 	v, err := s.c.HGet(ctx, s.linesKey(first.SKU), a.o.ID).Result()
 	if err != nil && err != redis.Nil {
-		return "", &outcomeError{op: "deduct", err: err}
+		return "", &outcomeError{err: err}
 	}
 	r, ok, err := parseRecord(v, 0) // an ended record still read: the order is left alone
 	if err != nil || ok && r.ident == stale {
@@ -438,7 +438,7 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 	}
 	word, err := dirTakeoverScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, stale, a.ident, a.token).Text()
 	if err != nil {
-		return "", &outcomeError{op: "deduct", err: err}
+		return "", &outcomeError{err: err}
 	}
 	return word, nil
 }
@@ -465,7 +465,7 @@ func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) 
 	if errors.Is(cause, stock.ErrUnavailable) {
 		cause = detached(cause)
 	}
-	return errors.Join(cause, s.writeErr(ctx, "free order ID", err))
+	return errors.Join(cause, fmt.Errorf("freeing its order ID: %w", s.writeErr(ctx, err)))
 }
 
 // oneDeadline moves the held lines of the groups taken before a group with
@@ -496,7 +496,7 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, d
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, "deduct", err)
+			return s.writeErr(ctx, err)
 		}
 	}
 	return nil
@@ -529,13 +529,13 @@ func (s *Store) groupArgs(keys []string, args []any, a *attempt, g []stock.Item,
 // partReply is the j-th order's reply of a script call that takes several
 // orders (stock_deduct.lua, stock_dir_bind.lua), as a command of its own
 // (the call's error, if it failed).
-func partReply(cmd *redis.Cmd, j int, op string) *redis.Cmd {
+func partReply(cmd *redis.Cmd, j int) *redis.Cmd {
 	res, err := cmd.Slice()
 	switch {
 	case err != nil:
 		return redis.NewCmdResult(nil, err)
 	case j >= len(res):
-		return redis.NewCmdResult(nil, badReply(op, res))
+		return redis.NewCmdResult(nil, badReply(res))
 	}
 	return redis.NewCmdResult(res[j], nil)
 }
@@ -566,7 +566,7 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 			}
 			return gt, found > 0, nil
 		}
-		return groupTaken{}, found > 0, badReply("deduct", res)
+		return groupTaken{}, found > 0, badReply(res)
 	}
 	found := false
 	if len(res) >= 3 {
@@ -585,7 +585,7 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 			return groupTaken{}, found, err
 		}
 	}
-	return groupTaken{}, found, badReply("deduct", res)
+	return groupTaken{}, found, badReply(res)
 }
 
 // replyGen is the generation in a deduct script's 'regen' reply.
@@ -620,7 +620,7 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 				// and "outcome unknown" together.
 				cause = detached(cause)
 			}
-			return errors.Join(cause, &undoError{s.writeErr(ctx, "undo deduct", err)})
+			return errors.Join(cause, &undoError{s.writeErr(ctx, err)})
 		}
 	}
 	return cause
@@ -630,7 +630,9 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 // off may still be held under the attempt's token.
 type undoError struct{ err error }
 
-func (e *undoError) Error() string { return e.err.Error() }
+func (e *undoError) Error() string {
+	return "the units it took stay held until its deadline: " + e.err.Error()
+}
 func (e *undoError) Unwrap() error { return e.err }
 
 // release queues or runs the release script for one slot group; token

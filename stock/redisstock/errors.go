@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -16,13 +17,12 @@ import (
 // not have been applied. It matches stock.ErrUnknownOutcome, the underlying
 // error and, when the caller's context ended, ctx.Err().
 type outcomeError struct {
-	op  string
 	err error
 	ctx error // ctx.Err() when the context ended and err does not say so
 }
 
 func (e *outcomeError) Error() string {
-	return "redisstock: " + e.op + ": outcome unknown, retry with the same order ID: " + e.err.Error()
+	return "outcome unknown, retry with the same order ID: " + strings.TrimPrefix(e.err.Error(), "redisstock: ")
 }
 
 func (e *outcomeError) Unwrap() []error {
@@ -38,7 +38,7 @@ func (e *outcomeError) Unwrap() []error {
 // Anything else (timeout, reset, EOF, canceled context), and a script that
 // failed while it ran (it may have written before), leaves the outcome
 // unknown.
-func (s *Store) writeErr(ctx context.Context, op string, err error) error {
+func (s *Store) writeErr(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -46,9 +46,9 @@ func (s *Store) writeErr(ctx context.Context, op string, err error) error {
 		return &layoutError{prefix: s.prefix}
 	}
 	if certain(err) {
-		return withCtx(ctx, fmt.Errorf("redisstock: %s: %w", op, err))
+		return withCtx(ctx, failed(err))
 	}
-	e := &outcomeError{op: op, err: err}
+	e := &outcomeError{err: err}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		e.ctx = cerr
 	}
@@ -56,12 +56,58 @@ func (s *Store) writeErr(ctx context.Context, op string, err error) error {
 }
 
 // readErr wraps the failure of a request that only reads.
-func (s *Store) readErr(ctx context.Context, op string, err error) error {
+func (s *Store) readErr(ctx context.Context, err error) error {
 	if layout1(err) {
 		return &layoutError{prefix: s.prefix}
 	}
-	return withCtx(ctx, fmt.Errorf("redisstock: %s: %w", op, err))
+	return withCtx(ctx, failed(err))
 }
+
+// failed says, in a caller's terms, why a request that was not applied
+// failed: the server refused it (a reply that is an error), or the gate
+// could not reach the server. A context that ended says so by itself.
+func failed(err error) error {
+	var rerr redis.Error
+	switch {
+	case errors.As(err, &rerr):
+		return fmt.Errorf("redis refused the request: %w", err)
+	case stock.IsCanceled(err):
+		return err
+	}
+	return fmt.Errorf("redis unavailable: %w", err)
+}
+
+// callError is an infrastructure failure of a Store method, named by the
+// call the caller made (and the order or SKU it was for), never by the
+// step inside it that failed.
+type callError struct {
+	call, subject string // subject: an order ID or a SKU, or empty
+	err           error
+}
+
+func (e *callError) Error() string {
+	call := e.call
+	if e.subject != "" {
+		call += " " + strconv.Quote(e.subject)
+	}
+	return "redisstock: " + call + ": " + strings.TrimPrefix(e.err.Error(), "redisstock: ")
+}
+
+func (e *callError) Unwrap() error { return e.err }
+
+// named names the call in *err, the error a Store method returns, unless
+// it is a business outcome (stock.IsBusiness), which names what it refused
+// itself. Each method defers it, with the call's subject as the caller
+// gave it.
+func named(err *error, call, subject string) {
+	if *err != nil && !stock.IsBusiness(*err) {
+		*err = &callError{call: call, subject: subject, err: *err}
+	}
+}
+
+// notSent is the error of a call whose context ended before anything was
+// sent.
+func notSent(err error) error { return fmt.Errorf("not sent: %w", err) }
 
 // layout1 reports whether err is a script's refusal of a state of key
 // layout 1 (refuse_layout1 in stock_lib.lua), raised before it wrote (the
@@ -183,8 +229,10 @@ func replyCode(res []any) (string, int64) {
 	return code, n
 }
 
-func badReply(op string, res any) error {
-	return fmt.Errorf("redisstock: %s: unexpected script reply %v", op, res)
+// badReply is the error of a reply the Store cannot read (a server that is
+// not Redis, or keys under the prefix written by something else).
+func badReply(res any) error {
+	return fmt.Errorf("unexpected reply from redis: %v", res)
 }
 
 // lineErr turns a line script's failure code into the error for the line's

@@ -53,7 +53,7 @@ func (s *Store) BucketOut(ctx context.Context, sku string, n, from, to int, id s
 		return 0, err
 	}
 	if code, _ := replyCode(res); code != "ok" || len(res) != 3 {
-		return 0, badReply("test out", res)
+		return 0, badReply(res)
 	}
 	got, _ := res[1].(int64)
 	return got, nil
@@ -76,7 +76,7 @@ func (s *Store) BucketOutIn(ctx context.Context, sku string, n, from, to int, id
 		return 0, err
 	}
 	if words[0] != "in" {
-		return 0, badReply("test in", words)
+		return 0, badReply(words)
 	}
 	return got, nil
 }

@@ -36,12 +36,13 @@ import (
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()
+	defer named(&err, "extend hold of order", orderID)
 	defer func() { err = publicErr(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstock: extend hold: not sent: %w", err)
+		return notSent(err)
 	}
 	ident, groups, err := s.lookup(ctx, orderID)
 	if err != nil {
@@ -50,7 +51,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	now, want := s.nowMs(), deadline.UnixMilli()
 	mode := "all"
 	if len(groups) > 1 {
-		lines, err := s.readLines(ctx, "extend hold", orderID, groups, "")
+		lines, err := s.readLines(ctx, orderID, groups, "")
 		if err != nil {
 			return err
 		}
@@ -70,9 +71,9 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	for _, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
-			err = s.writeErr(ctx, "extend hold", err)
+			err = s.writeErr(ctx, err)
 			if len(cmds) > 1 {
-				err = &outcomeError{op: "extend hold", err: err}
+				err = &outcomeError{err: err}
 			}
 			return err
 		}
@@ -86,13 +87,13 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 			if err := extendErr(orderID, code, n); err != nil {
 				return err
 			}
-			return badReply("extend hold", res)
+			return badReply(res)
 		}
 		if refused == nil {
 			// Only a record gone, or of another order, since the check
 			// gets here; the other groups' replies still count.
 			if refused = extendErr(orderID, code, n); refused == nil {
-				refused = badReply("extend hold", res)
+				refused = badReply(res)
 			}
 		}
 	}
@@ -100,7 +101,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		// Other groups may have moved their lines (now, or in a first run
 		// of this pipeline the client resent): never a plain error, which
 		// says nothing was applied.
-		return &outcomeError{op: "extend hold", err: detached(refused)}
+		return &outcomeError{err: detached(refused)}
 	}
 	if expired {
 		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrHoldExpired)

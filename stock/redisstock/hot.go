@@ -89,9 +89,9 @@ func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
 	for i, c := range calls {
 		switch {
 		case err != nil:
-			c.err = s.writeErr(c.ctx, "deduct", err)
+			c.err = s.writeErr(c.ctx, err)
 		case len(res) != len(calls):
-			c.err = badReply("deduct", res)
+			c.err = badReply(res)
 		default:
 			if v, ok := res[i].(int64); ok && v == notHere {
 				slow = append(slow, c)
@@ -101,7 +101,7 @@ func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
 		}
 	}
 	if err != nil {
-		return nil, s.writeErr(ctx, "deduct", err)
+		return nil, s.writeErr(ctx, err)
 	}
 	return slow, nil
 }

@@ -2,7 +2,6 @@ package redisstock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -47,7 +46,8 @@ const inspectBatch = 512
 // Inspect reads the state of every SKU, in one round trip per 512 SKUs.
 // Each SKU's state is read atomically; different SKUs at slightly
 // different moments.
-func (s *Store) Inspect(ctx context.Context, skus []string) ([]SKUState, error) {
+func (s *Store) Inspect(ctx context.Context, skus []string) (_ []SKUState, err error) {
+	defer named(&err, "inspect", "")
 	for i, sku := range skus {
 		if err := stock.ValidateID("skus["+strconv.Itoa(i)+"]", sku); err != nil {
 			return nil, err
@@ -68,7 +68,7 @@ func (s *Store) Inspect(ctx context.Context, skus []string) ([]SKUState, error) 
 		for i, c := range cmds {
 			v, err := c.Result()
 			if err != nil {
-				return nil, s.readErr(ctx, "inspect", err)
+				return nil, s.readErr(ctx, err)
 			}
 			st, err := parseState(batch[i], v)
 			if err != nil {
@@ -87,7 +87,7 @@ func (s *Store) Inspect(ctx context.Context, skus []string) ([]SKUState, error) 
 func parseState(sku string, v []any) (SKUState, error) {
 	st := SKUState{SKU: sku}
 	if len(v) != len(stateFields) {
-		return st, badReply("state", v)
+		return st, badReply(v)
 	}
 	if v[0] == nil {
 		return st, nil
@@ -100,7 +100,7 @@ func parseState(sku string, v []any) (SKUState, error) {
 		}
 		var err error
 		if n[i], err = strconv.ParseInt(str, 10, 64); err != nil {
-			return st, badReply("state", v)
+			return st, badReply(v)
 		}
 	}
 	st.Exists = true
@@ -111,7 +111,7 @@ func parseState(sku string, v []any) (SKUState, error) {
 	if str, _ := v[8].(string); str != "" {
 		ms, err := strconv.ParseInt(str, 10, 64)
 		if err != nil {
-			return st, badReply("state", v)
+			return st, badReply(v)
 		}
 		st.MaxHoldTTL = time.Duration(ms) * time.Millisecond
 	}
@@ -135,6 +135,7 @@ func parseState(sku string, v []any) (SKUState, error) {
 // stock.ErrUnknownOutcome, Inspect again: an applied correction has moved
 // the fence.
 func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (applied bool, err error) {
+	defer named(&err, "adjust SKU", sku)
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return false, err
 	}
@@ -142,7 +143,7 @@ func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (a
 		return false, &stock.InvalidError{Field: "delta", Reason: strconv.FormatInt(delta, 10) + " is out of range"}
 	}
 	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("redisstock: adjust: %w", err)
+		return false, notSent(err)
 	}
 	if err := s.ready(ctx); err != nil {
 		return false, err
@@ -164,11 +165,11 @@ func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (a
 	}
 	token, err := randomToken()
 	if err != nil {
-		return false, fmt.Errorf("redisstock: adjust: %w", err)
+		return false, err
 	}
 	res, err := adjustScript.Run(ctx, s.c, s.leaseKeys(sku), f.Gen, f.Epoch, delta, int64(stock.MaxUnits), token).Slice()
 	if err != nil {
-		return false, s.writeErr(ctx, "adjust", err)
+		return false, s.writeErr(ctx, err)
 	}
 	code, n := replyCode(res)
 	switch code {
@@ -181,7 +182,7 @@ func (s *Store) Adjust(ctx context.Context, sku string, f Fence, delta int64) (a
 	case "range":
 		return false, rangeErr(n)
 	}
-	return false, badReply("adjust", res)
+	return false, badReply(res)
 }
 
 // rangeErr is the refusal of a correction that would take a SKU's available
@@ -244,7 +245,8 @@ type Relist struct {
 // no units are held at that instant, in one round trip per 1024 SKUs. The
 // outcomes are in input order. On stock.ErrUnknownOutcome, read again:
 // an applied Relist moved the fence.
-func (s *Store) Relist(ctx context.Context, rls []Relist) ([]Outcome, error) {
+func (s *Store) Relist(ctx context.Context, rls []Relist) (_ []Outcome, err error) {
+	defer named(&err, "relist", "")
 	for i, rl := range rls {
 		l := stock.Listing{SKU: rl.SKU, PerUserLimit: rl.PerUserLimit, HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
 		if err := l.Validate(); err != nil {
@@ -255,7 +257,7 @@ func (s *Store) Relist(ctx context.Context, rls []Relist) ([]Outcome, error) {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("redisstock: relist: %w", err)
+		return nil, notSent(err)
 	}
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -314,12 +316,12 @@ func (s *Store) relistStates(ctx context.Context, rls []Relist) ([]Outcome, erro
 		for _, c := range cmds {
 			res, err := c.Slice()
 			if err != nil {
-				return out, s.batchErr(ctx, "relist", err, start, len(batch))
+				return out, s.batchErr(ctx, err, start, len(batch))
 			}
 			code, _ := replyCode(res)
 			o, ok := relistOutcomes[code]
 			if !ok {
-				return out, badReply("relist", res)
+				return out, badReply(res)
 			}
 			out = append(out, o)
 		}

@@ -124,12 +124,12 @@ func (s *Store) ready(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return s.readErr(ctx, "read the key layout", err)
+		return s.readErr(ctx, err)
 	}
 	m := marked.Val()
 	switch {
 	case len(m) != 2:
-		return badReply("read the key layout", m)
+		return badReply(m)
 	case m[0]:
 		s.useDirectory(1)
 	case m[1]:
@@ -166,7 +166,7 @@ func (s *Store) probeDirectory(ctx context.Context) error {
 			return nil
 		})
 		if err != nil {
-			return s.readErr(ctx, "read the key layout", err)
+			return s.readErr(ctx, err)
 		}
 		for _, c := range cmds {
 			if c.Val() == 1 {
@@ -179,7 +179,7 @@ func (s *Store) probeDirectory(ctx context.Context) error {
 	d := s.dir.Load()
 	kv, _, err := s.c.HScan(ctx, d.keys[0], 0, "", 64).Result()
 	if err != nil && err != redis.Nil {
-		return s.readErr(ctx, "read the key layout", err)
+		return s.readErr(ctx, err)
 	}
 	for i := 0; i < len(kv); i += 2 { // field, value, ...
 		if d.shard(kv[i]) != 0 {

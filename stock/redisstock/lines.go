@@ -23,7 +23,7 @@ type lineState struct {
 // whether each SKU's state exists, in one round trip; done is the
 // signature of the return op where it was applied to a line ("" for no
 // op).
-func (s *Store) readLines(ctx context.Context, op, order string, groups [][]stock.Item, ret string) ([]lineState, error) {
+func (s *Store) readLines(ctx context.Context, order string, groups [][]stock.Item, ret string) ([]lineState, error) {
 	type cmds struct {
 		rec  *redis.StringCmd
 		live *redis.BoolCmd
@@ -41,7 +41,7 @@ func (s *Store) readLines(ctx context.Context, op, order string, groups [][]stoc
 	})
 	now, err := serverMs(at) // records' ends are the server's time
 	if err != nil {
-		return nil, s.readErr(ctx, op, err)
+		return nil, s.readErr(ctx, err)
 	}
 	out := make([]lineState, 0, len(cs))
 	k := 0
@@ -57,11 +57,11 @@ func (s *Store) readLines(ctx context.Context, op, order string, groups [][]stoc
 				err = c.live.Err()
 			}
 			if err != nil {
-				return nil, s.readErr(ctx, op, err)
+				return nil, s.readErr(ctx, err)
 			}
 			r, ok, err := parseRecord(v, now)
 			if err != nil {
-				return nil, badReply(op, v)
+				return nil, badReply(v)
 			}
 			l := lineState{sku: it.SKU, group: gi, live: c.live.Val()}
 			if ok {

@@ -42,10 +42,11 @@ type MigrateReport struct {
 // nothing. The alternative for a gate in front of a SQL record: delete the
 // prefix's keys and rebuild the gate from the record (package reconcile).
 // A context already done returns its error with nothing sent.
-func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
+func (s *Store) Migrate(ctx context.Context) (_ MigrateReport, err error) {
+	defer named(&err, "migrate", "")
 	var rep MigrateReport
 	if err := ctx.Err(); err != nil {
-		return rep, fmt.Errorf("redisstock: migrate: %w", err)
+		return rep, notSent(err)
 	}
 	// A Cluster's or Ring's masters are scanned at once, each into its
 	// own report, added to rep under mu when its scan ends.
@@ -71,20 +72,31 @@ func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
 			}
 		}
 		if err := iter.Err(); err != nil {
-			return s.readErr(ctx, "migrate: scan", err)
+			return s.readErr(ctx, err)
 		}
 		return s.migrateKeys(ctx, keys, &own)
 	}
-	var err error
 	switch c := s.base().(type) {
 	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
+		// An error no scan returned is the failure to list the masters.
+		type scanned struct{ error }
+		err = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			if err := scan(ctx, c); err != nil {
+				return scanned{err}
+			}
+			return nil
+		})
+		if sc, ok := err.(scanned); ok {
+			err = sc.error
+		} else if err != nil {
+			err = failed(err)
+		}
 	case *redis.Ring:
 		err = c.ForEachShard(ctx, scan)
 	case *redis.Client:
 		err = scan(ctx, c)
 	default:
-		err = fmt.Errorf("redisstock: migrate: a %T cannot be scanned", c)
+		err = fmt.Errorf("cannot list the keys through a %T: give the Store a *redis.Client, *redis.ClusterClient or *redis.Ring", c)
 	}
 	if err != nil {
 		return rep, err
@@ -93,13 +105,13 @@ func (s *Store) Migrate(ctx context.Context) (MigrateReport, error) {
 	// refused by Stores of this version, and is run again.
 	n, err := s.c.Exists(ctx, s.registryKey()).Result()
 	if err != nil {
-		return rep, s.readErr(ctx, "migrate", err)
+		return rep, s.readErr(ctx, err)
 	}
 	if n == 1 {
 		var add *redis.IntCmd
 		s.pipelined(ctx, func(p redis.Pipeliner) { add = p.SAdd(ctx, s.registryKey(), s.mark()) })
 		if err := add.Err(); err != nil {
-			return rep, s.writeErr(ctx, "migrate", err)
+			return rep, s.writeErr(ctx, err)
 		}
 	}
 	s.layout.Store(true)
@@ -152,7 +164,7 @@ func (s *Store) migrateKeys(ctx context.Context, keys []string, rep *MigrateRepo
 func (s *Store) migrateRun(ctx context.Context, keys []string, mode string, args ...any) (bool, error) {
 	n, err := migrateScript.Run(ctx, s.c, keys, append([]any{mode}, args...)...).Int()
 	if err != nil {
-		return false, s.writeErr(ctx, "migrate", err)
+		return false, s.writeErr(ctx, err)
 	}
 	return n == 1, nil
 }
@@ -174,7 +186,7 @@ func (s *Store) migrateEntry(ctx context.Context, order string) (bool, error) {
 		bindTTL = p.PTTL(ctx, bindKey)
 	})
 	if err := firstErr(ident, ttl, toks, bindTTL); err != nil {
-		return false, s.readErr(ctx, "migrate", err)
+		return false, s.readErr(ctx, err)
 	}
 	if ident.Err() == redis.Nil {
 		return false, s.dropKeys(ctx, bindKey)
@@ -204,7 +216,7 @@ func (s *Store) dropKeys(ctx context.Context, keys ...string) error {
 		}
 	})
 	if err := firstErr(cmds...); err != nil {
-		return s.writeErr(ctx, "migrate", err)
+		return s.writeErr(ctx, err)
 	}
 	return nil
 }

@@ -21,7 +21,8 @@ const ordersBatch = 512
 // with the SKU's state in one round trip. A SKU whose state Redis lost is
 // stock.ErrUnavailable, as for Deduct; a rebuilt one counts from zero
 // again (the record's count stays exact).
-func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error) {
+func (s *Store) UserUnits(ctx context.Context, sku, userID string) (_ int64, err error) {
+	defer named(&err, "read user units of SKU", sku)
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return 0, err
 	}
@@ -38,16 +39,16 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 	}
 	var on *redis.BoolCmd
 	var n *redis.StringCmd
-	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		on = p.HExists(ctx, s.stateKey(sku), "hold")
 		n = p.HGet(ctx, s.usersKey(sku), userID)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, s.readErr(ctx, "user units", err)
+		return 0, s.readErr(ctx, err)
 	}
 	if err := on.Err(); err != nil {
-		return 0, s.readErr(ctx, "user units", err)
+		return 0, s.readErr(ctx, err)
 	}
 	if !on.Val() {
 		return 0, s.missingErr(ctx, sku) // unknown, or lost with Redis's data
@@ -57,7 +58,7 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 		return 0, nil
 	}
 	if err != nil {
-		return 0, badReply("user units", n.Val())
+		return 0, badReply(n.Val())
 	}
 	return units, nil
 }
@@ -75,7 +76,8 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 // the first line's state. Deadline is the order's deadline (its lines share
 // one; the earliest, should they differ). Items are the order's lines as
 // ordered, Returned what partial reverts gave back (stock.PartialReverter).
-func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+func (s *Store) Orders(ctx context.Context, ids []string) (_ []stock.OrderInfo, err error) {
+	defer named(&err, "read orders", "")
 	for i, id := range ids {
 		if err := stock.ValidateID("ids["+strconv.Itoa(i)+"]", id); err != nil {
 			return nil, err
@@ -106,7 +108,7 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 	})
 	now, err := serverMs(at) // the ends of entries and records are the server's time
 	if err != nil {
-		return s.readErr(ctx, "orders", err)
+		return s.readErr(ctx, err)
 	}
 	type line struct {
 		order int
@@ -119,18 +121,18 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 		out[i] = stock.OrderInfo{ID: ids[i]}
 		v, err := c.Result()
 		if err != nil && err != redis.Nil {
-			return s.readErr(ctx, "orders", err)
+			return s.readErr(ctx, err)
 		}
 		d, ok, err := parseEntry(v, now)
 		if err != nil {
-			return badReply("orders", v)
+			return badReply(v)
 		}
 		if !ok {
 			continue
 		}
 		its, err := parseIdent(d.ident)
 		if err != nil {
-			return badReply("orders", d.ident)
+			return badReply(d.ident)
 		}
 		items[i] = its
 		out[i].UserID = d.ident[:indexNL(d.ident)]
@@ -148,11 +150,11 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 	for _, l := range lines {
 		v, err := l.cmd.Result()
 		if err != nil && err != redis.Nil {
-			return s.readErr(ctx, "orders", err)
+			return s.readErr(ctx, err)
 		}
 		r, ok, err := parseRecord(v, now)
 		if err != nil {
-			return badReply("orders", v)
+			return badReply(v)
 		}
 		if !ok {
 			states[l.order] = append(states[l.order], stock.StateUnknown)

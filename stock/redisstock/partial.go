@@ -86,12 +86,13 @@ func (s *Store) returnLockKey(order string) string { return s.prefix + ":rl:{" +
 func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevertItems, len(r.Items))
 	defer func() { tr.Done(err) }()
+	defer named(&err, "revert items of order", r.OrderID)
 	defer func() { err = publicErr(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstock: revert items: not sent: %w", err)
+		return notSent(err)
 	}
 	items := canon.Sorted(r.Items)
 	rt := &giveBack{op: r.OpID, order: r.OrderID, items: items, sig: canon.Signature(items)}
@@ -141,7 +142,7 @@ func (rt *giveBack) args(s *Store, g []stock.Item, mode string, lines []stock.It
 func (s *Store) returnOne(ctx context.Context, rt *giveBack, g []stock.Item) error {
 	res, err := s.lineScript(ctx, s.c, returnScript, rt.order, g, rt.now, rt.args(s, g, "all", rt.items)...).Slice()
 	if err != nil {
-		return s.writeErr(ctx, "revert items", err)
+		return s.writeErr(ctx, err)
 	}
 	code, n := replyCode(res)
 	switch code {
@@ -163,7 +164,7 @@ func (s *Store) returnOne(ctx context.Context, rt *giveBack, g []stock.Item) err
 			return err
 		}
 	}
-	return badReply("revert items", res)
+	return badReply(res)
 }
 
 // refusal maps an order-wide refusal code of stock_return.lua to its
@@ -190,7 +191,7 @@ func (rt *giveBack) refusal(code string) error {
 // unknown outcome, which the retry (answered as a repeat) completes.
 func (s *Store) endReturned(ctx context.Context, rt *giveBack) error {
 	if err := s.endDirectory(ctx, s.c, rt.order, rt.ident).Err(); err != nil {
-		return &outcomeError{op: "revert items", err: err}
+		return &outcomeError{err: err}
 	}
 	return nil
 }
@@ -221,7 +222,7 @@ func (s *Store) returnSlots(ctx context.Context, rt *giveBack, groups [][]stock.
 }
 
 func (rt *giveBack) contention() error {
-	return fmt.Errorf("redisstock: order %s: %w: another return of the order is running", strconv.Quote(rt.order), stock.ErrContention)
+	return fmt.Errorf("%w: another return of the order is running", stock.ErrContention)
 }
 
 // takeLock takes (or renews) the order's return lock for rt's operation
@@ -230,7 +231,7 @@ func (rt *giveBack) contention() error {
 func (s *Store) takeLock(ctx context.Context, rt *giveBack, lease time.Duration, value string) (string, error) {
 	res, err := returnLockScript.Run(ctx, s.c, []string{s.returnLockKey(rt.order)}, rt.op, lease.Milliseconds(), value).Result()
 	if err != nil {
-		return "", s.writeErr(ctx, "revert items", err)
+		return "", s.writeErr(ctx, err)
 	}
 	switch v := res.(type) {
 	case int64:
@@ -242,7 +243,7 @@ func (s *Store) takeLock(ctx context.Context, rt *giveBack, lease time.Duration,
 			return v, nil
 		}
 	}
-	return "", badReply("revert items", res)
+	return "", badReply(res)
 }
 
 // applying is the lock's value while rt's applies are sent: its operation
@@ -289,7 +290,7 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 		_ = returnLockScript.Run(ctx, s.c, lock, rt.op, 0).Err()
 		return cause
 	}
-	lines, err := s.readLines(ctx, "revert items", rt.order, groups, rt.op)
+	lines, err := s.readLines(ctx, rt.order, groups, rt.op)
 	if err != nil {
 		return unlock(err)
 	}
@@ -336,12 +337,12 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 	for _, c := range cmds {
 		res, err := c.cmd.Slice()
 		if err != nil {
-			err = s.writeErr(ctx, "revert items", err)
+			err = s.writeErr(ctx, err)
 			if len(cmds) == 1 && !errors.Is(err, stock.ErrUnknownOutcome) {
 				return unlock(err) // refused for certain, and nothing else sent
 			}
 			if !errors.Is(err, stock.ErrUnknownOutcome) {
-				err = &outcomeError{op: "revert items", err: err}
+				err = &outcomeError{err: err}
 			}
 			return err // the lock stays for the retry
 		}
@@ -354,12 +355,12 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 				cause = lineErr(code, g[n-1].SKU)
 			}
 			if cause == nil {
-				cause = badReply("revert items", res)
+				cause = badReply(res)
 			}
 			if len(cmds) == 1 {
 				return unlock(cause)
 			}
-			return &outcomeError{op: "revert items", err: detached(cause)}
+			return &outcomeError{err: detached(cause)}
 		}
 		ended[c.g] = n == 1
 	}

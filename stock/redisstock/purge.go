@@ -43,7 +43,7 @@ func (s *Store) purgeDirs(ctx context.Context, dir *directory, heads []*redis.St
 	for k, h := range heads {
 		ok, err := goneDue(h, now)
 		if err != nil {
-			return s.readErr(ctx, "reclaim", err)
+			return s.readErr(ctx, err)
 		}
 		if ok {
 			due = append(due, k)
@@ -60,7 +60,7 @@ func (s *Store) purgeDirs(ctx context.Context, dir *directory, heads []*redis.St
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, "reclaim: delete ended directory entries", err)
+			return s.writeErr(ctx, err)
 		}
 	}
 	return nil

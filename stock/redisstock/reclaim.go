@@ -3,7 +3,6 @@ package redisstock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +44,7 @@ const peekBatch = 256
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpReclaim, 0)
 	defer func() { tr.Done(err) }()
+	defer named(&err, "reclaim expired holds", "")
 	var start, oldest time.Time
 	var now int64 // the pass's time, ms
 	if s.obs.Reclaiming() {
@@ -56,7 +56,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	}
 	pass, err := randomToken()
 	if err != nil {
-		return nil, fmt.Errorf("redisstock: reclaim: %w", err)
+		return nil, notSent(err)
 	}
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -77,11 +77,11 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	})
 	skus, err := members.Result()
 	if err != nil {
-		return nil, s.readErr(ctx, "reclaim", err)
+		return nil, s.readErr(ctx, err)
 	}
 	snow, err := serverMs(at) // ended records and entries are due by the server's time
 	if err != nil {
-		return nil, s.readErr(ctx, "reclaim", err)
+		return nil, s.readErr(ctx, err)
 	}
 	skus = slices.DeleteFunc(skus, func(sku string) bool { return isMark(sku) })
 	for start, round := 0, 0; start < len(skus) && len(out) < limit; round++ {
@@ -123,7 +123,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	// endings are not due yet).
 	if err := s.purgeDirs(ctx, dir, heads, snow); err != nil {
 		if len(out) > 0 {
-			err = &outcomeError{op: "reclaim", err: err}
+			err = &outcomeError{err: err}
 		}
 		return out, err
 	}
@@ -167,15 +167,15 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 	for i, c := range cmds {
 		zs, err := c.Result()
 		if err != nil {
-			return nil, s.readErr(ctx, "reclaim", err)
+			return nil, s.readErr(ctx, err)
 		}
 		ls, err := lefts[i].Result()
 		if err != nil {
-			return nil, s.readErr(ctx, "reclaim", err)
+			return nil, s.readErr(ctx, err)
 		}
 		purge, err := goneDue(gones[i], snow)
 		if err != nil {
-			return nil, s.readErr(ctx, "reclaim", err)
+			return nil, s.readErr(ctx, err)
 		}
 		if len(ls) > 0 || purge {
 			d := dueHolds{sku: skus[i], purge: purge}
@@ -235,7 +235,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	var firstErr error
 	for _, c := range purges {
 		if c != nil && c.Err() != nil && firstErr == nil {
-			firstErr = s.writeErr(ctx, "reclaim: delete ended records", c.Err())
+			firstErr = s.writeErr(ctx, c.Err())
 		}
 	}
 	for i, c := range cmds {
@@ -245,12 +245,12 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 		res, err := c.Slice()
 		if err != nil {
 			if firstErr == nil {
-				firstErr = s.writeErr(ctx, "reclaim", err)
+				firstErr = s.writeErr(ctx, err)
 			}
 			continue
 		}
 		if len(res)%4 != 0 {
-			return out, 0, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
+			return out, 0, &outcomeError{err: badReply(res)}
 		}
 		for j := 0; j < len(res); j += 4 {
 			id, ok1 := res[j].(string)
@@ -259,7 +259,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 			ident, ok4 := res[j+3].(string)
 			qty, err := strconv.ParseInt(q, 10, 64)
 			if !ok1 || !ok2 || !ok3 || !ok4 || err != nil {
-				return out, 0, &outcomeError{op: "reclaim", err: badReply("reclaim", res)}
+				return out, 0, &outcomeError{err: badReply(res)}
 			}
 			r := stock.Reclaimed{OrderID: id, UserID: user, SKU: due[i].sku, Qty: qty}
 			if qty > 0 {
@@ -276,7 +276,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	if err != nil {
 		if n > 0 {
 			// This pass's scripts ended lines: an error now follows writes.
-			err = &outcomeError{op: "reclaim", err: err}
+			err = &outcomeError{err: err}
 		}
 		return out, n, errors.Join(firstErr, err)
 	}
@@ -322,7 +322,7 @@ func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
 	})
 	for _, c := range zrems {
 		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, "reclaim", err)
+			return s.writeErr(ctx, err)
 		}
 	}
 	return nil
@@ -365,26 +365,26 @@ func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaim
 	})
 	now, err := serverMs(at) // the ends of records and entries are the server's time
 	if err != nil {
-		return nil, nil, s.readErr(ctx, "reclaim", err)
+		return nil, nil, s.readErr(ctx, err)
 	}
 	var lines []stock.Reclaimed
 	var idents []string
 	for _, l := range ls {
 		rv, err := l.rec.Result()
 		if err != nil && err != redis.Nil {
-			return nil, nil, s.readErr(ctx, "reclaim", err)
+			return nil, nil, s.readErr(ctx, err)
 		}
 		dv, err := l.dir.Result()
 		if err != nil && err != redis.Nil {
-			return nil, nil, s.readErr(ctx, "reclaim", err)
+			return nil, nil, s.readErr(ctx, err)
 		}
 		rec, recOK, err := parseRecord(rv, now)
 		if err != nil {
-			return nil, nil, badReply("reclaim", rv)
+			return nil, nil, badReply(rv)
 		}
 		dir, dirOK, err := parseEntry(dv, now)
 		if err != nil {
-			return nil, nil, badReply("reclaim", dv)
+			return nil, nil, badReply(dv)
 		}
 		mine := recOK && rec.st == "expired" && rec.ident == l.ident ||
 			!recOK && dirOK && dir.ident == l.ident && dir.e == 0
@@ -458,16 +458,16 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	sold := map[order]map[string]bool{} // order -> SKUs confirmed on other slots
 	snow, err := serverMs(at)           // records' ends are the server's time
 	if err != nil {
-		return s.writeErr(ctx, "reclaim", err)
+		return s.writeErr(ctx, err)
 	}
 	for _, x := range others {
 		v, err := x.cmd.Result()
 		if err != nil && err != redis.Nil {
-			return s.writeErr(ctx, "reclaim", err)
+			return s.writeErr(ctx, err)
 		}
 		r, ok, err := parseRecord(v, snow)
 		if err != nil {
-			return &outcomeError{op: "reclaim", err: badReply("reclaim", v)}
+			return &outcomeError{err: badReply(v)}
 		}
 		if !ok || r.ident != x.o.ident {
 			continue
@@ -500,7 +500,7 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, "reclaim", err)
+			return s.writeErr(ctx, err)
 		}
 	}
 	return nil
@@ -521,7 +521,8 @@ type Hold struct {
 // round trips. A hold's Qty is what it still holds: its line less what
 // partial reverts gave back; a line they emptied is not listed. A reconciler uses it to find holds the database has not
 // recorded. The list is a snapshot: holds may change while it is read.
-func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
+func (s *Store) HeldOrders(ctx context.Context, sku string) (_ []Hold, err error) {
+	defer named(&err, "read held orders of SKU", sku)
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return nil, err
 	}
@@ -555,7 +556,7 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) ([]Hold, error) {
 func (s *Store) heldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	zs, err := s.c.ZRangeWithScores(ctx, s.holdsKey(sku), 0, -1).Result()
 	if err != nil {
-		return nil, s.readErr(ctx, "held orders", err)
+		return nil, s.readErr(ctx, err)
 	}
 	if len(zs) == 0 {
 		return nil, nil
@@ -566,13 +567,13 @@ func (s *Store) heldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	}
 	vals, err := s.c.HMGet(ctx, s.linesKey(sku), ids...).Result()
 	if err != nil {
-		return nil, s.readErr(ctx, "held orders", err)
+		return nil, s.readErr(ctx, err)
 	}
 	out := make([]Hold, 0, len(zs))
 	for i, v := range vals {
 		r, ok, err := parseRecord(v, 0)
 		if err != nil {
-			return nil, badReply("held orders", v)
+			return nil, badReply(v)
 		}
 		if !ok || r.st != "held" {
 			continue

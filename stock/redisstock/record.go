@@ -40,7 +40,7 @@ func parseRecord(v any, now int64) (r record, ok bool, err error) {
 	if str == "" {
 		return record{}, false, nil
 	}
-	bad := fmt.Errorf("redisstock: malformed line record %q", str)
+	bad := fmt.Errorf("malformed line record %q", str)
 	fields := strings.Split(str, "\t")
 	if len(fields) < 4 || len(fields[0]) < 2 {
 		return record{}, false, bad
@@ -107,7 +107,7 @@ func parseEntry(v any, now int64) (d entry, ok bool, err error) {
 	for _, f := range fields[1:] {
 		if f != "" && f[0] == 'e' {
 			if d.e, err = strconv.ParseInt(f[1:], 10, 64); err != nil {
-				return entry{}, false, fmt.Errorf("redisstock: malformed directory entry %q", str)
+				return entry{}, false, fmt.Errorf("malformed directory entry %q", str)
 			}
 		}
 	}

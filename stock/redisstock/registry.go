@@ -34,18 +34,19 @@ func (s *Store) rebuildRegistry(ctx context.Context, c redis.Scripter, sku strin
 // It leaves the mark when the marker of [Store.Mark] is gone: the Redis
 // lost its data again during the pass, and SKUs the pass rebuilt before
 // that are lost again.
-func (s *Store) Calibrated(ctx context.Context) error {
+func (s *Store) Calibrated(ctx context.Context) (err error) {
+	defer named(&err, "mark calibrated", "")
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	n, err := s.c.Exists(ctx, s.markerKey()).Result()
 	if err != nil {
-		return s.readErr(ctx, "calibrated", err)
+		return s.readErr(ctx, err)
 	}
 	if n == 0 {
 		return nil
 	}
-	return s.writeErr(ctx, "calibrated", s.c.SRem(ctx, s.registryKey(), lostMark).Err())
+	return s.writeErr(ctx, s.c.SRem(ctx, s.registryKey(), lostMark).Err())
 }
 
 // registry is what one read of the SKU registry says.

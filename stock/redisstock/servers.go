@@ -3,7 +3,6 @@ package redisstock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -43,16 +42,18 @@ func (s *Store) markerKey() string { return s.prefix + ":marker" }
 // full pass starts, so that a later Servers reading without it means the
 // data the pass rebuilt has been lost since.
 // A context already done returns its error with nothing sent.
-func (s *Store) Mark(ctx context.Context) error {
+func (s *Store) Mark(ctx context.Context) (err error) {
+	defer named(&err, "mark", "")
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstock: mark: %w", err)
+		return notSent(err)
 	}
-	return s.writeErr(ctx, "mark", s.c.Set(ctx, s.markerKey(), "1", 0).Err())
+	return s.writeErr(ctx, s.c.Set(ctx, s.markerKey(), "1", 0).Err())
 }
 
 // Servers reads the servers' run_ids (INFO server on every master) and
 // whether the marker key exists.
-func (s *Store) Servers(ctx context.Context) (Servers, error) {
+func (s *Store) Servers(ctx context.Context) (_ Servers, err error) {
+	defer named(&err, "read servers", "")
 	out := Servers{RunIDs: map[string]string{}}
 	var mu sync.Mutex
 	read := func(ctx context.Context, c *redis.Client) error {
@@ -65,7 +66,6 @@ func (s *Store) Servers(ctx context.Context) (Servers, error) {
 		mu.Unlock()
 		return nil
 	}
-	var err error
 	switch c := s.base().(type) {
 	case *redis.ClusterClient:
 		err = c.ForEachMaster(ctx, read)
@@ -77,11 +77,11 @@ func (s *Store) Servers(ctx context.Context) (Servers, error) {
 		out.RunIDs[""] = id
 	}
 	if err != nil {
-		return Servers{}, s.readErr(ctx, "servers", err)
+		return Servers{}, s.readErr(ctx, err)
 	}
 	n, err := s.c.Exists(ctx, s.markerKey()).Result()
 	if err != nil {
-		return Servers{}, s.readErr(ctx, "servers", err)
+		return Servers{}, s.readErr(ctx, err)
 	}
 	out.Marked = n == 1
 	return out, nil

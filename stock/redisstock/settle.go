@@ -21,12 +21,13 @@ import (
 func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpConfirm, 0)
 	defer func() { tr.Done(err) }()
+	defer named(&err, "confirm order", orderID)
 	defer func() { err = publicErr(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstock: confirm: not sent: %w", err)
+		return notSent(err)
 	}
 	ident, groups, err := s.lookup(ctx, orderID)
 	if err != nil {
@@ -55,9 +56,9 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 			// Groups before this one may be confirmed: the caller retries
 			// and the retry confirms the rest, or expires them all. Even a
 			// certain refusal of this group leaves them confirmed.
-			err = s.writeErr(ctx, "confirm", err)
+			err = s.writeErr(ctx, err)
 			if i > 0 && !errors.Is(err, stock.ErrUnknownOutcome) {
-				return &outcomeError{op: "confirm", err: err}
+				return &outcomeError{err: err}
 			}
 			return err
 		}
@@ -76,7 +77,7 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 				err = errors.Join(detached(err), perr)
 			}
 			if i > 0 {
-				return &outcomeError{op: "confirm", err: detached(err)}
+				return &outcomeError{err: detached(err)}
 			}
 			return err
 		case n >= 1 && int(n) <= len(g) && lineErr(code, g[n-1].SKU) != nil:
@@ -91,7 +92,7 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 			}
 			return s.settleAll(ctx, orderID, ident, groups, now, mode, lineErr(code, g[n-1].SKU))
 		default:
-			return badReply("confirm", res)
+			return badReply(res)
 		}
 	}
 	return nil
@@ -118,7 +119,7 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 	})
 	snow, err := serverMs(at) // records' ends are the server's time
 	if err != nil {
-		return true, s.readErr(ctx, "confirm", err)
+		return true, s.readErr(ctx, err)
 	}
 	confirmed, expired, lost := 0, "", ""
 	for i, c := range cmds {
@@ -130,11 +131,11 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 			err = live[i].Err()
 		}
 		if err != nil {
-			return true, s.readErr(ctx, "confirm", err)
+			return true, s.readErr(ctx, err)
 		}
 		r, ok, err := parseRecord(v, snow)
 		if err != nil {
-			return true, badReply("confirm", v)
+			return true, badReply(v)
 		}
 		st, deadline := r.st, r.dl
 		if st == "held" && !live[i].Val() && lost == "" {
@@ -179,7 +180,7 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return fmt.Errorf("%w (returning the other lines failed: %w)", cause, s.writeErr(ctx, "confirm", err))
+			return fmt.Errorf("%w (returning the other lines failed: %w)", cause, s.writeErr(ctx, err))
 		}
 	}
 	return cause
@@ -195,12 +196,13 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
+	defer named(&err, "revert order", orderID)
 	defer func() { err = publicErr(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstock: revert: not sent: %w", err)
+		return notSent(err)
 	}
 	ident, groups, err := s.lookup(ctx, orderID)
 	if err != nil {
@@ -227,10 +229,10 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	for i, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
-			return s.writeErr(ctx, "revert", err)
+			return s.writeErr(ctx, err)
 		}
 		if len(res) != 2 {
-			return badReply("revert", res)
+			return badReply(res)
 		}
 		if code, n := replyCode(res); code == "unavailable" && n >= 1 && int(n) <= len(groups[i]) {
 			lost = lineErr(code, groups[i][n-1].SKU)
@@ -239,7 +241,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 		n, ok1 := res[0].(int64)
 		m, ok2 := res[1].(int64)
 		if !ok1 || !ok2 {
-			return badReply("revert", res)
+			return badReply(res)
 		}
 		found, changed = found+n, changed+m
 	}
@@ -249,7 +251,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 			lost = errors.Join(detached(lost), err)
 		}
 		if changed > 0 {
-			return &outcomeError{op: "revert", err: detached(lost)}
+			return &outcomeError{err: detached(lost)}
 		}
 		return lost
 	}
@@ -272,15 +274,15 @@ func (s *Store) lookup(ctx context.Context, orderID string) (string, [][]stock.I
 	})
 	v, err := get.Result()
 	if err != nil && err != redis.Nil {
-		return "", nil, s.readErr(ctx, "order lookup", err)
+		return "", nil, s.readErr(ctx, err)
 	}
 	now, err := serverMs(at)
 	if err != nil {
-		return "", nil, s.readErr(ctx, "order lookup", err)
+		return "", nil, s.readErr(ctx, err)
 	}
 	d, ok, err := parseEntry(v, now)
 	if err != nil {
-		return "", nil, fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
+		return "", nil, err
 	}
 	if !ok {
 		return "", nil, s.unknownOrder(ctx, orderID)
@@ -288,7 +290,7 @@ func (s *Store) lookup(ctx context.Context, orderID string) (string, [][]stock.I
 	ident := d.ident
 	items, err := parseIdent(ident)
 	if err != nil {
-		return "", nil, fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
+		return "", nil, err
 	}
 	return ident, s.groups(items), nil
 }

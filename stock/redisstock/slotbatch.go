@@ -104,7 +104,7 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 	})
 	var left []*call // the orders the hot script left
 	for i, c := range calls {
-		c.first = partReply(multi, i, "deduct")
+		c.first = partReply(multi, i)
 		if v, err := c.first.Int64(); hot && err == nil && v == notHere {
 			left = append(left, c)
 		}
@@ -112,11 +112,11 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 	if len(left) > 0 {
 		more := s.deductGroups(ctx, s.c, left)
 		for i, c := range left {
-			c.first = partReply(more, i, "deduct")
+			c.first = partReply(more, i)
 		}
 	}
 	if err := multi.Err(); err != nil {
-		return s.writeErr(ctx, "deduct", err)
+		return s.writeErr(ctx, err)
 	}
 	return nil
 }
@@ -167,7 +167,7 @@ func (s *Store) bindExisting(ctx context.Context, calls []*call, created []*redi
 	})
 	for _, sh := range shards {
 		for j, i := range sh.calls {
-			calls[i].bind = partReply(sh.cmd, j, "deduct")
+			calls[i].bind = partReply(sh.cmd, j)
 		}
 		first = cmp.Or(first, sh.cmd.Err())
 	}

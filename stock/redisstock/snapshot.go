@@ -3,7 +3,6 @@ package redisstock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -65,7 +64,8 @@ const snapshotBatch = 1024
 // (see [Store.Calibrated]), so that ReclaimExpired, which walks the
 // registry, returns that SKU's holds again. That costs one more round trip,
 // on that path only.
-func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) ([]Snapshot, error) {
+func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) (_ []Snapshot, err error) {
+	defer named(&err, "snapshot", "")
 	for i, r := range reqs {
 		if err := stock.ValidateID("reqs["+strconv.Itoa(i)+"].SKU", r.SKU); err != nil {
 			return nil, err
@@ -104,7 +104,7 @@ const snapshotRereads = 8
 
 // errHoldsEnding: a SKU's holds kept ending between Snapshot's two round
 // trips.
-var errHoldsEnding = errors.New("redisstock: snapshot: holds kept ending, their records deleted, while read")
+var errHoldsEnding = errors.New("a SKU's holds kept ending while it was read, try again")
 
 func (s *Store) snapshotBatch(ctx context.Context, reqs []SnapshotRequest) ([]Snapshot, error) {
 	out := make([]Snapshot, len(reqs))
@@ -163,7 +163,7 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 	for k, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
-			return nil, nil, s.readErr(ctx, "snapshot", err)
+			return nil, nil, s.readErr(ctx, err)
 		}
 		if err := parseSnapshot(&out[k], reqs[todo[k]], res, &ids[k], &rns[k]); err != nil {
 			return nil, nil, err
@@ -171,10 +171,10 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 	}
 	in, err := listed.Result()
 	if err != nil {
-		return nil, nil, s.readErr(ctx, "snapshot: read the registry", err)
+		return nil, nil, s.readErr(ctx, err)
 	}
 	if len(in) != len(todo) {
-		return nil, nil, badReply("snapshot: read the registry", in)
+		return nil, nil, badReply(in)
 	}
 	if err := s.relist(ctx, out, in); err != nil {
 		return nil, nil, err
@@ -207,7 +207,7 @@ func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 	})
 	if err := firstErr(cmds...); err != nil {
 		// One failed reply among several sent may leave the others applied.
-		return s.batchErr(ctx, "snapshot: relist in the registry", err, 0, len(skus))
+		return s.batchErr(ctx, err, 0, len(skus))
 	}
 	return nil
 }
@@ -217,7 +217,7 @@ func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 // state's count of partial returns of held units into rn.
 func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn *string) error {
 	if len(res) != 5 {
-		return badReply("snapshot", res)
+		return badReply(res)
 	}
 	*rn, _ = res[4].(string)
 	st, _ := res[0].([]any)
@@ -225,7 +225,7 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn
 	ws, ok2 := res[2].([]any)
 	ops, ok3 := res[3].([]any)
 	if st == nil || !ok1 || !ok2 || !ok3 || len(hs)%2 != 0 || len(ws) != len(r.Orders) || len(ops) != len(r.Ops) {
-		return badReply("snapshot", res)
+		return badReply(res)
 	}
 	state, err := parseState(r.SKU, st)
 	if err != nil {
@@ -237,7 +237,7 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn
 		score, ok2 := hs[j+1].(string)
 		dl, err := strconv.ParseFloat(score, 64)
 		if !ok1 || !ok2 || err != nil {
-			return badReply("snapshot", res)
+			return badReply(res)
 		}
 		*ids = append(*ids, id)
 		sn.Holds = append(sn.Holds, Hold{OrderID: id, SKU: r.SKU, Deadline: time.UnixMilli(int64(dl))})
@@ -251,7 +251,7 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn
 	for j, o := range ops {
 		n, ok := o.(int64)
 		if !ok {
-			return badReply("snapshot", res)
+			return badReply(res)
 		}
 		sn.OpsApplied[j] = n == 1
 	}
@@ -300,7 +300,7 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 		}
 		v, err := rn[i].Result()
 		if err != nil && err != redis.Nil {
-			return nil, s.readErr(ctx, "snapshot", err)
+			return nil, s.readErr(ctx, err)
 		}
 		if v != rns[i] {
 			ended[i] = true // a hold's quantity changed meanwhile: read again
@@ -308,21 +308,21 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 		}
 		vals, err := recs[i].Result()
 		if err != nil {
-			return nil, s.readErr(ctx, "snapshot", err)
+			return nil, s.readErr(ctx, err)
 		}
 		kept := out[i].Holds[:0]
 		for j, v := range vals {
 			h := out[i].Holds[j]
 			r, ok, err := parseRecord(v, 0) // a hold's record: no end
 			if err != nil {
-				return nil, badReply("snapshot", v)
+				return nil, badReply(v)
 			}
 			if !ok {
 				switch err := ins[i][j].Err(); {
 				case err == redis.Nil:
 					ended[i] = true // it ended meanwhile: its quantity is gone
 				case err != nil:
-					return nil, s.readErr(ctx, "snapshot", err)
+					return nil, s.readErr(ctx, err)
 				}
 				out[i].Lost = append(out[i].Lost, h.OrderID)
 				continue
@@ -343,14 +343,15 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 // some may have been applied (every one is safe to apply again). It
 // overwrites whatever state a SKU has, live holds included: to restore a
 // gate from its record, use Rebuild, which never does.
-func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
+func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) (err error) {
+	defer named(&err, "put on sale", "")
 	for i := range ls {
 		if err := ls[i].Validate(); err != nil {
 			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstock: put on sale: %w", err)
+		return notSent(err)
 	}
 	if err := s.ready(ctx); err != nil {
 		return err
@@ -362,7 +363,7 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 			return err
 		}
 	}
-	all, err := newGens(ctx, "put on sale", len(ls))
+	all, err := newGens(ctx, len(ls))
 	if err != nil {
 		return err
 	}
@@ -379,7 +380,7 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) error {
 			}
 		})
 		if err := firstErr(cmds...); err != nil {
-			return s.batchErr(ctx, "put on sale", err, start, len(batch))
+			return s.batchErr(ctx, err, start, len(batch))
 		}
 		s.listed.Store(true)
 	}
@@ -419,13 +420,14 @@ type Rebuild struct {
 // one round trip per 1024 SKUs, and returns the tokens in input order. The
 // latest claim on a SKU wins; a claim lives for the Store's Retention. A
 // context already done returns its error with nothing sent.
-func (s *Store) ClaimRebuild(ctx context.Context, skus []string) ([]string, error) {
+func (s *Store) ClaimRebuild(ctx context.Context, skus []string) (_ []string, err error) {
+	defer named(&err, "claim rebuild", "")
 	for i, sku := range skus {
 		if err := stock.ValidateID("skus["+strconv.Itoa(i)+"]", sku); err != nil {
 			return nil, err
 		}
 	}
-	tokens, err := newGens(ctx, "claim rebuild", len(skus))
+	tokens, err := newGens(ctx, len(skus))
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +443,7 @@ func (s *Store) ClaimRebuild(ctx context.Context, skus []string) ([]string, erro
 			}
 		})
 		if err := firstErr(cmds...); err != nil {
-			return nil, s.batchErr(ctx, "claim rebuild", err, start, len(batch))
+			return nil, s.batchErr(ctx, err, start, len(batch))
 		}
 	}
 	return tokens, nil
@@ -459,7 +461,8 @@ func (s *Store) ClaimRebuild(ctx context.Context, skus []string) ([]string, erro
 // rebuild keeps the counts whole. Each SKU is written atomically
 // and on its own; the outcomes are in input order. On error some may have
 // been applied, and running the same Rebuild again is safe.
-func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
+func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) (_ []Outcome, err error) {
+	defer named(&err, "rebuild", "")
 	for i, r := range rs {
 		if err := r.Listing.Validate(); err != nil {
 			return nil, err
@@ -471,7 +474,7 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("redisstock: rebuild: %w", err)
+		return nil, notSent(err)
 	}
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -521,7 +524,7 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 // rebuild is Rebuild of valid requests; a bucket's state is rebuilt by its
 // name.
 func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
-	all, err := newGens(ctx, "rebuild", len(rs))
+	all, err := newGens(ctx, len(rs))
 	if err != nil {
 		return nil, err
 	}
@@ -546,13 +549,13 @@ func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 			}
 		})
 		if err := firstErr(regs...); err != nil {
-			return out, s.batchErr(ctx, "rebuild", err, start, len(batch))
+			return out, s.batchErr(ctx, err, start, len(batch))
 		}
 		s.listed.Store(true)
 		for _, c := range cmds {
 			res, err := c.Slice()
 			if err != nil {
-				return out, s.batchErr(ctx, "rebuild", err, start, len(batch))
+				return out, s.batchErr(ctx, err, start, len(batch))
 			}
 			switch code, _ := replyCode(res); code {
 			case "ok":
@@ -562,7 +565,7 @@ func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 			case "stale":
 				out = append(out, Moved)
 			default:
-				return out, badReply("rebuild", res)
+				return out, badReply(res)
 			}
 		}
 	}
@@ -575,28 +578,28 @@ func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 // applied in part: an unknown outcome once anything may have been written
 // (done > 0, or a server's error reply to one of several writes, which says
 // nothing of the others). Otherwise it is writeErr's.
-func (s *Store) batchErr(ctx context.Context, op string, err error, done, n int) error {
+func (s *Store) batchErr(ctx context.Context, err error, done, n int) error {
 	if layout1(err) {
 		return &layoutError{prefix: s.prefix} // refused before any write
 	}
 	var rerr redis.Error
 	if done > 0 || (n > 1 && errors.As(err, &rerr)) {
-		e := &outcomeError{op: op, err: err}
+		e := &outcomeError{err: err}
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			e.ctx = cerr
 		}
 		return e
 	}
-	return s.writeErr(ctx, op, err)
+	return s.writeErr(ctx, err)
 }
 
 // newGens checks that ctx is not done (nothing is sent then) and draws n
 // new Fence generations.
-func newGens(ctx context.Context, op string, n int) ([]string, error) {
+func newGens(ctx context.Context, n int) ([]string, error) {
 	gens := make([]string, n)
 	for i := range gens {
 		var err error
-		if gens[i], err = newGen(ctx, op); err != nil {
+		if gens[i], err = newGen(ctx); err != nil {
 			return nil, err
 		}
 	}

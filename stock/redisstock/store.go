@@ -265,6 +265,7 @@ func (s *Store) Retention() time.Duration { return s.keep }
 func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
+	defer named(&err, "put on sale SKU", l.SKU)
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -274,7 +275,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if done, err := s.putBuckets(ctx, l); done || err != nil {
 		return err
 	}
-	gen, err := newGen(ctx, "put on sale")
+	gen, err := newGen(ctx)
 	if err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen, l.EffectiveMaxHoldTTL().Milliseconds())
 	})
 	if err := firstErr(reg, put); err != nil {
-		return s.writeErr(ctx, "put on sale", err)
+		return s.writeErr(ctx, err)
 	}
 	s.listed.Store(true)
 	return nil
@@ -294,13 +295,13 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 
 // newGen checks that ctx is not done (nothing is sent then) and draws a new
 // Fence generation.
-func newGen(ctx context.Context, op string) (string, error) {
+func newGen(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
-		return "", fmt.Errorf("redisstock: %s: %w", op, err)
+		return "", notSent(err)
 	}
 	gen, err := randomToken()
 	if err != nil {
-		return "", fmt.Errorf("redisstock: %s: %w", op, err)
+		return "", notSent(err)
 	}
 	return gen, nil
 }
@@ -329,11 +330,12 @@ func (s *Store) opMarkerKey(sku, op string) string { return s.skuKey(sku, ":rs:"
 func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRestock, 1)
 	defer func() { tr.Done(err) }()
+	defer named(&err, "restock SKU", r.SKU)
 	if err := r.Validate(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstock: restock: %w", err)
+		return notSent(err)
 	}
 	if err := s.ready(ctx); err != nil {
 		return err
@@ -344,14 +346,14 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 	case err == redis.Nil:
 		prev = "" // bound now
 	case err != nil:
-		return s.writeErr(ctx, "restock", err)
+		return s.writeErr(ctx, err)
 	case prev != bind:
 		return &stock.SKUError{SKU: r.SKU, Err: fmt.Errorf("%w: restock operation %q was used for other units or another SKU", stock.ErrConflict, r.OpID)}
 	}
 	res, err := restockScript.Run(ctx, s.c, []string{s.stateKey(r.SKU), s.opMarkerKey(r.SKU, r.OpID)},
 		r.Units, int64(stock.MaxUnits), s.keep.Milliseconds()).Slice()
 	if err != nil {
-		return s.writeErr(ctx, "restock", err)
+		return s.writeErr(ctx, err)
 	}
 	var refusal error
 	code, n := replyCode(res)
@@ -366,7 +368,7 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 		refusal = &stock.InvalidError{Field: "units", Reason: "SKU " + strconv.Quote(r.SKU) + " has " + strconv.FormatInt(n, 10) +
 			" units; it would have more than " + strconv.FormatInt(stock.MaxUnits, 10)}
 	default:
-		return badReply("restock", res)
+		return badReply(res)
 	}
 	if prev == "" {
 		// Nothing was added: free the ID this call bound. If this fails the
@@ -384,7 +386,7 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 func (s *Store) missingErr(ctx context.Context, sku string) error {
 	reg, err := s.readRegistry(ctx, sku)
 	if err != nil {
-		return s.readErr(ctx, "read the SKU registry", err)
+		return s.readErr(ctx, err)
 	}
 	if !reg.member && !reg.lost && (reg.exists || !s.listed.Load()) {
 		return &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
@@ -404,7 +406,8 @@ func (e *lostError) Error() string {
 func (e *lostError) Unwrap() error { return stock.ErrUnavailable }
 
 // Available returns the SKU's units that can be deducted now, in one read.
-func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
+func (s *Store) Available(ctx context.Context, sku string) (_ int64, err error) {
+	defer named(&err, "read available units of SKU", sku)
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return 0, err
 	}
@@ -426,14 +429,15 @@ func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
 		return 0, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
 	}
 	if err != nil {
-		return 0, s.readErr(ctx, "available", err)
+		return 0, s.readErr(ctx, err)
 	}
 	return v, nil
 }
 
 // Levels returns the SKU's available, held and sold units and settings, in
 // one read.
-func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
+func (s *Store) Levels(ctx context.Context, sku string) (_ stock.Levels, err error) {
+	defer named(&err, "read levels of SKU", sku)
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return stock.Levels{}, err
 	}
@@ -450,7 +454,7 @@ func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
 	} else {
 		vals, err := s.c.HMGet(ctx, s.stateKey(sku), stateFields...).Result()
 		if err != nil {
-			return stock.Levels{}, s.readErr(ctx, "levels", err)
+			return stock.Levels{}, s.readErr(ctx, err)
 		}
 		if st, err = parseState(sku, vals); err != nil {
 			return stock.Levels{}, err

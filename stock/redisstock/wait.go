@@ -258,7 +258,7 @@ func (wc *waitClient) execCluster(ctx context.Context, cmds []redis.Cmder) {
 	for _, c := range cmds {
 		key, ok := firstKey(c)
 		if !ok {
-			setErr(cmds, fmt.Errorf("redisstock: %s has no key to route its wait by", c.Name()))
+			setErr(cmds, fmt.Errorf("%s has no key to send its replication wait by", c.Name()))
 			return
 		}
 		node, err := wc.cluster.MasterForKey(ctx, key)
@@ -311,7 +311,7 @@ func (w *waiter) exec(ctx context.Context, c *redis.Client, cmds []redis.Cmder) 
 		acked = func() (int64, error) {
 			v, err := cmd.Int64Slice()
 			if err == nil && len(v) != 2 {
-				err = fmt.Errorf("unexpected reply %v", v)
+				err = badReply(v)
 			}
 			if err != nil {
 				return 0, err
@@ -370,7 +370,7 @@ func (w *waiter) checkAOF(ctx context.Context, c *redis.Client) error {
 		w.hasAOF.Store(addr, true)
 		return nil
 	case errors.As(err, &serr):
-		return fmt.Errorf("redisstock: Config.WaitAOF: the server at %s refused WAITAOF (it needs Redis 7.2 or later, or Valkey 8), nothing was sent: %w", addr, err)
+		return fmt.Errorf("Config.WaitAOF: the server at %s refused WAITAOF (it needs Redis 7.2 or later, or Valkey 8), nothing was sent: %w", addr, err)
 	default:
 		return nil
 	}
