@@ -25,6 +25,10 @@ type Measures struct {
 	Misclassified int   // applied (or left held) but answered with an error that says otherwise
 	DriftAfter    int64 // |gate available - record available| after the final reconcile
 	Late          int   // calls that answered after their bound
+	// Stranded: with SaleConfig.RetryFailed, orders whose first Deduct
+	// failed with nothing applied and whose retries never got a final
+	// answer (taken, or a business refusal).
+	Stranded int
 
 	// Allowed, but reported.
 	UnknownNotApplied int     // answered ErrUnknownOutcome, provably not applied
@@ -32,11 +36,13 @@ type Measures struct {
 	RefusedLimit      int     // of which for the per-user limit (a gate that lost its per-user counts)
 	DriftBefore       int64   // the same as DriftAfter, before the final reconcile
 	Mixed             int     // ErrUnknownOutcome together with ErrContention or ErrUnavailable
-	FailedFirst       int     // orders whose first Deduct failed and applied nothing (a plain error, busy)
+	FailedFirst       int     // orders whose first Deduct failed and applied nothing (plain, busy, contention, unavailable)
 	BoughtOnRetry     int     // of which a later attempt took (SaleConfig.RetryFailed)
 	MaxMs             float64 // the slowest call
 	Finals            map[string]int
 	Notes             []string // the first examples of each failure
+
+	retryFailed bool // the sale's SaleConfig.RetryFailed
 }
 
 // Failed lists the invariant figures that are not zero.
@@ -55,6 +61,7 @@ func (m Measures) Failed() []string {
 	add("misclassified", int64(m.Misclassified))
 	add("drift-after", m.DriftAfter)
 	add("late", int64(m.Late))
+	add("stranded", int64(m.Stranded))
 	return out
 }
 
@@ -102,7 +109,7 @@ func fold(events []Event, m *Measures) ([]string, map[string]*orderLog) {
 			}
 			o.final[e.Op] = ClassInFlight
 		default:
-			if e.Op == "deduct" && e.Attempt == 0 && (e.Class == ClassPlain || e.Class == ClassBusy) {
+			if e.Op == "deduct" && e.Attempt == 0 && nothingApplied(e.Class) {
 				o.failedFirst = true
 			}
 			o.final[e.Op], o.errs[e.Op] = e.Class, e.Err
@@ -143,7 +150,7 @@ type Tier interface {
 // Measure computes the figures of a sale over skus from its history, the
 // record and the gate. Drift is left to the caller.
 func Measure(ctx context.Context, events []Event, sale SaleConfig, record, gate Tier) (Measures, error) {
-	var m Measures
+	m := Measures{retryFailed: sale.RetryFailed}
 	ids, orders := fold(events, &m)
 	var placed []string
 	for _, id := range ids {
@@ -232,8 +239,12 @@ func (m *Measures) classify(id string, o *orderLog, rs, gs stock.State) {
 	m.Finals[d]++
 	if o.failedFirst {
 		m.FailedFirst++
-		if d == ClassOK {
+		switch {
+		case d == ClassOK:
 			m.BoughtOnRetry++
+		case d != ClassBusiness && m.retryFailed:
+			m.Stranded++
+			m.note("stranded: deduct %s failed first and ended %s: %s", id, d, o.errs["deduct"])
 		}
 	}
 	applied := rs != stock.StateUnknown || gs != stock.StateUnknown

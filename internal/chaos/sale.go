@@ -28,8 +28,9 @@ type SaleConfig struct {
 	Retries   int
 	RetryWait time.Duration
 	// RetryFailed also repeats, up to Retries times, a Deduct answered
-	// with an error that applied nothing (a plain failure, ErrBusy), as a
-	// buyer does whose checkout failed in an outage.
+	// with an error that applied nothing (a plain failure, contention or
+	// ErrBusy, unavailable), as a buyer does whose checkout failed in an
+	// outage.
 	RetryFailed bool
 	// Bound is how long a call may take before it counts as late; zero
 	// means its deadline plus one second.
@@ -124,7 +125,7 @@ func Call(r *rand.Rand, cfg SaleConfig, h *History, op string, o stock.Order, f 
 		}
 		h.Add(e)
 		again := e.Class == ClassUnknown || e.Class == ClassMixed ||
-			(cfg.RetryFailed && op == "deduct" && (e.Class == ClassPlain || e.Class == ClassBusy))
+			(cfg.RetryFailed && op == "deduct" && nothingApplied(e.Class))
 		if !again || attempt >= cfg.Retries {
 			return e.Class
 		}
