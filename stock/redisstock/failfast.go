@@ -25,14 +25,15 @@ import (
 //   - MaxRetries -1 (default 3, with backoff): a failed call is not sent
 //     again by the client. The caller retries, with the same order ID,
 //     which is what makes a retry safe.
-//   - ReadTimeout 50ms (default 5s), which WriteTimeout follows when unset:
-//     a script call of the gate runs in well under a millisecond, a batch
-//     of MaxMaxBatch orders in a few; a server that accepts and does not
-//     answer fails at this bound. Config.WaitTimeout then defaults to half
-//     of it. Raise it where a call may stall longer without the server
-//     being gone (a client throttled by its CPU quota, a server forking
-//     for a snapshot): a call that runs out of it after it was sent fails
-//     with stock.ErrUnknownOutcome.
+//   - ReadTimeout 250ms (default 5s), which WriteTimeout follows when
+//     unset: a script call of the gate runs in well under a millisecond, a
+//     batch of MaxMaxBatch orders in a few, and tens of milliseconds on a
+//     loaded machine with hundreds of callers; a server that accepts and
+//     does not answer fails at this bound. Config.WaitTimeout then
+//     defaults to half of it. Raise it where a call may stall longer
+//     without the server being gone (a client throttled by its CPU quota,
+//     a server forking for a snapshot): a call that runs out of it after
+//     it was sent fails with stock.ErrUnknownOutcome.
 //   - PoolTimeout 50ms (default ReadTimeout + 1s): a call waits this long
 //     for a connection when PoolSize calls are in flight, then fails with
 //     nothing sent.
@@ -71,7 +72,7 @@ func FailFast(o *redis.UniversalOptions) *redis.UniversalOptions {
 	fill(&o.DialTimeout, bound)
 	fill(&o.DialerRetries, 1)
 	fill(&o.MaxRetries, -1)
-	fill(&o.ReadTimeout, bound)
+	fill(&o.ReadTimeout, 5*bound)
 	fill(&o.PoolTimeout, bound)
 	fill(&o.PipelinePoolSize, -1)
 	fill(&o.MaxRedirects, 1)

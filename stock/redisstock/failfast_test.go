@@ -28,7 +28,7 @@ import (
 const refusedBound = 200 * time.Millisecond
 
 // silentBound is how long a Deduct against a server that accepts and never
-// answers may take on a FailFast client: its ReadTimeout (50ms) with 20
+// answers may take on a FailFast client: its ReadTimeout (250ms) with 4
 // times that to spare. go-redis's default ReadTimeout alone is 5s.
 const silentBound = time.Second
 
