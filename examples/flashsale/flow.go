@@ -9,6 +9,7 @@ import (
 
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // shop is the order path of the sale, on the library's tiered flow: the
@@ -25,6 +26,10 @@ type shop struct {
 	// recorded holds the order IDs the record has taken, so a redelivered
 	// message does not schedule a second payment.
 	recorded sync.Map
+	// placed holds the order IDs told yes, ended those whose hand-off
+	// ended: recorded, expired in the queue, refused by the record or
+	// dead-lettered. A placed order that never ended is a lost sale.
+	placed, ended sync.Map
 	// soldOut maps a SKU to the time (Unix ns) until which this node
 	// answers "sold out" without asking the gate: a local mark that keeps
 	// the flood of late buyers off Redis, and expires soon enough that
@@ -41,29 +46,38 @@ const soldOutFor = 50 * time.Millisecond
 func (s *shop) buy(ctx context.Context, o stock.Order) reason {
 	it := o.Items[0]
 	if until, ok := s.soldOut.Load(it.SKU); ok && time.Now().UnixNano() < until.(int64) {
+		s.st.refusedSoldOut(it.SKU)
 		return reasonSoldOut
 	}
-	if s.q.inFlight() >= int64(s.cfg.queueMax) {
+	// Backpressure: a hand-off that waits in the queue longer than its
+	// hold lasts reaches the record too late, and its units are held for
+	// nothing meanwhile; new orders are turned away as busy (a retry later
+	// succeeds) while the queue lags, unless the breaker sends them to the
+	// record directly.
+	if s.q.inFlight() >= int64(s.cfg.queueMax) || (s.q.lag() > s.cfg.maxLag && s.sys.shop.State(it.SKU) == degrade.Primary) {
 		return reasonBusy
 	}
-	err := s.sys.place(ctx, o)
+	p, err := s.sys.place(ctx, o)
 	if err != nil {
 		if errors.Is(err, stock.ErrSoldOut) {
+			s.st.refusedSoldOut(it.SKU)
 			s.soldOut.Store(it.SKU, time.Now().Add(soldOutFor).UnixNano())
 		}
 		if !stock.IsBusiness(err) {
 			// The gate may hold the order without a hand-off: give it
 			// back now (or the gate reclaimer will at the deadline).
-			_ = s.sys.orders.Revert(ctx, o.ID)
+			_ = s.sys.shop.Revert(ctx, o.ID)
 		}
 		return classify(err)
 	}
 	s.st.orders.Add(1)
 	s.st.taken.Add(it.Qty)
-	if s.sys.fallback.tookIt(o.ID) {
+	s.placed.Store(o.ID, struct{}{})
+	if p == tiered.Recorded {
 		// The breaker was open: the record itself took the order, so it
 		// is recorded already and no hand-off follows.
 		s.st.degraded.Add(1)
+		s.ended.Store(o.ID, struct{}{})
 		if _, dup := s.recorded.LoadOrStore(o.ID, struct{}{}); !dup {
 			s.schedulePayment(context.WithoutCancel(ctx), o.ID)
 		}
@@ -74,8 +88,9 @@ func (s *shop) buy(ctx context.Context, o stock.Order) reason {
 // enqueue is the tiered flow's Recorder: the order goes on the stream.
 func (s *shop) enqueue(ctx context.Context, o stock.Order) error {
 	it := o.Items[0]
+	now := time.Now()
 	return s.q.publish(ctx, handoff{OrderID: o.ID, UserID: o.UserID, SKU: it.SKU, Qty: it.Qty,
-		Deadline: time.Now().Add(s.cfg.hold)})
+		Deadline: now.Add(s.cfg.hold), Sent: now})
 }
 
 // record is the queue's handler: the record takes the order the gate holds.
@@ -84,7 +99,10 @@ func (s *shop) enqueue(ctx context.Context, o stock.Order) error {
 // leaves the message for redelivery.
 func (s *shop) record(ctx context.Context, h handoff) error {
 	o := stock.Order{ID: h.OrderID, UserID: h.UserID, Items: []stock.Item{{SKU: h.SKU, Qty: h.Qty}}}
-	err := s.sys.settle(ctx, o)
+	err := s.sys.shop.Settle(ctx, o)
+	if err == nil || stock.IsBusiness(err) {
+		s.ended.Store(h.OrderID, struct{}{})
+	}
 	switch {
 	case err == nil:
 		if _, dup := s.recorded.LoadOrStore(h.OrderID, struct{}{}); !dup {
@@ -105,7 +123,21 @@ func (s *shop) record(ctx context.Context, h handoff) error {
 // deadLettered compensates an order that could not be recorded after all
 // its deliveries: it is reverted, so its units go back on sale.
 func (s *shop) deadLettered(ctx context.Context, h handoff, _ error) {
-	_ = retry(ctx, func() error { return s.sys.orders.Revert(ctx, h.OrderID) })
+	s.ended.Store(h.OrderID, struct{}{})
+	_ = retry(ctx, func() error { return s.sys.shop.Revert(ctx, h.OrderID) })
+}
+
+// lost counts the orders told yes whose hand-off never ended: sales the
+// report cannot explain.
+func (s *shop) lost() int64 {
+	var n int64
+	s.placed.Range(func(id, _ any) bool {
+		if _, ok := s.ended.Load(id); !ok {
+			n++
+		}
+		return true
+	})
+	return n
 }
 
 // schedulePayment decides whether the buyer pays, and if so pays at a random
@@ -126,7 +158,7 @@ func (s *shop) schedulePayment(ctx context.Context, id string) {
 
 // pay confirms the order; a hold that expired first is refused.
 func (s *shop) pay(ctx context.Context, id string) {
-	if err := retry(ctx, func() error { return s.sys.orders.Confirm(ctx, id) }); err == nil {
+	if err := retry(ctx, func() error { return s.sys.shop.Confirm(ctx, id) }); err == nil {
 		s.st.paid.Add(1)
 	} else {
 		s.st.latePay.Add(1)

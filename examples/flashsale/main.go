@@ -58,7 +58,7 @@ type config struct {
 	fallbackRate                 int
 	maxGroup                     int
 	unpaid                       float64
-	duration, hold               time.Duration
+	duration, hold, maxLag       time.Duration
 	maxDeliveries                int64
 
 	redisAddr, mysqlDSN, postgresDSN string
@@ -97,7 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	if !rep.ok() {
-		fmt.Fprintln(stderr, "flashsale: the sale broke a promise: oversold", rep.Oversold, "drift", rep.Drift, "accounting exact", rep.Accounting)
+		fmt.Fprintln(stderr, "flashsale: the sale broke a promise: oversold", rep.Oversold, "undersold", rep.Undersold, "of at most", rep.UndersoldBound,
+			"lost sales", rep.Lost, "leaked", rep.Leaked, "drift", rep.Drift, "accounting exact", rep.Accounting)
 		return exitFailed
 	}
 	return exitOK
@@ -121,6 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.workers, "workers", 64, "concurrent buyers")
 	fs.IntVar(&c.consumers, "consumers", 16, "queue consumers writing the database record")
 	fs.IntVar(&c.queueMax, "queue-max", 2000, "hand-offs in flight before new orders are turned away as busy")
+	fs.DurationVar(&c.maxLag, "max-lag", 0, "queue lag past which new orders are turned away as busy (0: a quarter of -hold)")
 	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered")
 	fs.IntVar(&c.fallbackRate, "fallback-rate", 200, "orders per second the database takes directly while the breaker is open")
 	fs.IntVar(&c.maxGroup, "max-group", 0, "most orders the database record writes in one transaction (sqlstock Config.MaxGroup; 0: its default, 1: no grouping)")
@@ -138,6 +140,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.maxLag == 0 {
+		c.maxLag = c.hold / 4
 	}
 	if err := c.validate(fs.Args()); err != nil {
 		fmt.Fprintln(stderr, "flashsale:", err)
@@ -176,6 +181,8 @@ func (c config) validate(rest []string) error {
 		return fmt.Errorf("-consumers %d: want 1 to 256", c.consumers)
 	case c.queueMax < 1:
 		return fmt.Errorf("-queue-max %d: want at least 1", c.queueMax)
+	case c.maxLag < 0 || c.maxLag >= c.hold:
+		return fmt.Errorf("-max-lag %s: want 0 (a quarter of -hold) or less than -hold %s", c.maxLag, c.hold)
 	case c.maxDeliveries < 1:
 		return fmt.Errorf("-max-deliveries %d: want at least 1", c.maxDeliveries)
 	case c.maxGroup < 0 || c.maxGroup > 1024:

@@ -54,6 +54,18 @@ func TestSaleSellsExactlyTheStock(t *testing.T) {
 	if rep["accounting_exact"] != true {
 		t.Errorf("accounting_exact = %v", rep["accounting_exact"])
 	}
+	// It sells: no order told yes is lost, nothing is held once the flow
+	// is at rest, and no more units than the bound were for sale when the
+	// buyers stopped while some were told "sold out".
+	if n, b := num(t, rep, "undersold"), num(t, rep, "undersold_bound"); n > b {
+		t.Errorf("undersold = %d, more than %d", n, b)
+	}
+	if n := num(t, rep, "lost_sales"); n != 0 {
+		t.Errorf("lost_sales = %d", n)
+	}
+	if n := num(t, rep, "leaked"); n != 0 {
+		t.Errorf("leaked = %d", n)
+	}
 	// The tiered flow kept Redis and the database in step by itself: the
 	// final reconcile pass found nothing to correct, and no order went to
 	// the database directly.
@@ -116,7 +128,7 @@ func TestBadFlagsExitTwo(t *testing.T) {
 // nothing is oversold or left out of agreement.
 func TestChaosSaleDegradesAndRecovers(t *testing.T) {
 	t.Parallel()
-	rep := runSale(t, "-chaos", "-duration", "2s", "-hold", "1s", "-attempts", "3000", "-fallback-rate", "100")
+	rep := runSale(t, "-chaos", "-duration", "2s", "-hold", "1s", "-units", "1000", "-attempts", "4000", "-fallback-rate", "100")
 	if n := num(t, rep, "oversold"); n != 0 {
 		t.Errorf("oversold = %d, want 0", n)
 	}
@@ -141,4 +153,27 @@ func TestChaosSaleDegradesAndRecovers(t *testing.T) {
 		t.Errorf("recalibrations = %d: the breaker never tried to go back to Redis", n)
 	}
 	t.Logf("chaos sale: %v", rep)
+}
+
+// The verdict fails a sale that undersold beyond its bound, lost a sale
+// or left units held at rest, as it fails one that oversold or drifted.
+func TestVerdict(t *testing.T) {
+	good := report{UndersoldBound: 5, Accounting: true}
+	for name, c := range map[string]struct {
+		r  report
+		ok bool
+	}{
+		"clean":            {good, true},
+		"undersold within": {func() report { r := good; r.Undersold = 5; return r }(), true},
+		"undersold past":   {func() report { r := good; r.Undersold = 6; return r }(), false},
+		"lost":             {func() report { r := good; r.Lost = 1; return r }(), false},
+		"leaked":           {func() report { r := good; r.Leaked = 1; return r }(), false},
+		"oversold":         {func() report { r := good; r.Oversold = 1; return r }(), false},
+		"drift":            {func() report { r := good; r.Drift = 1; return r }(), false},
+		"accounting off":   {func() report { r := good; r.Accounting = false; return r }(), false},
+	} {
+		if got := c.r.ok(); got != c.ok {
+			t.Errorf("%s: ok() = %v, want %v", name, got, c.ok)
+		}
+	}
 }

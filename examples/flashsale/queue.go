@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,12 +18,13 @@ type handoff struct {
 	SKU      string
 	Qty      int64
 	Deadline time.Time // the gate hold's deadline
+	Sent     time.Time // when it was published
 }
 
 func (h handoff) values() map[string]any {
 	return map[string]any{
 		"order": h.OrderID, "user": h.UserID, "sku": h.SKU,
-		"qty": h.Qty, "deadline_ms": h.Deadline.UnixMilli(),
+		"qty": h.Qty, "deadline_ms": h.Deadline.UnixMilli(), "sent_ms": h.Sent.UnixMilli(),
 	}
 }
 
@@ -30,7 +32,8 @@ func parseHandoff(m redis.XMessage) (handoff, bool) {
 	str := func(k string) string { s, _ := m.Values[k].(string); return s }
 	qty, err1 := strconv.ParseInt(str("qty"), 10, 64)
 	dl, err2 := strconv.ParseInt(str("deadline_ms"), 10, 64)
-	h := handoff{OrderID: str("order"), UserID: str("user"), SKU: str("sku"), Qty: qty, Deadline: time.UnixMilli(dl)}
+	sent, _ := strconv.ParseInt(str("sent_ms"), 10, 64)
+	h := handoff{OrderID: str("order"), UserID: str("user"), SKU: str("sku"), Qty: qty, Deadline: time.UnixMilli(dl), Sent: time.UnixMilli(sent)}
 	return h, err1 == nil && err2 == nil && h.OrderID != "" && h.SKU != ""
 }
 
@@ -56,6 +59,11 @@ type queue struct {
 	onDead func(context.Context, handoff, error)
 
 	published, acked, deadLettered, redelivered atomic.Int64
+	// sent are the publish times of the messages, in publish order. Their
+	// consumers read in that order, so the first message not acknowledged
+	// yet is about the acked-th one: its age is the queue's lag.
+	mu   sync.Mutex
+	sent []time.Time
 }
 
 // setup creates the stream and its consumer group.
@@ -71,7 +79,10 @@ func (q *queue) setup(ctx context.Context) error {
 func (q *queue) publish(ctx context.Context, h handoff) error {
 	err := q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: h.values()}).Err()
 	if err == nil {
+		q.mu.Lock()
+		q.sent = append(q.sent, h.Sent)
 		q.published.Add(1)
+		q.mu.Unlock()
 	}
 	return err
 }
@@ -79,6 +90,18 @@ func (q *queue) publish(ctx context.Context, h handoff) error {
 // inFlight is the number of messages published and not yet acknowledged.
 func (q *queue) inFlight() int64 {
 	return q.published.Load() - q.acked.Load()
+}
+
+// lag is how long the oldest hand-off still in flight has waited (about:
+// see queue.sent), zero with none in flight.
+func (q *queue) lag() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := q.acked.Load()
+	if i >= int64(len(q.sent)) || i < 0 {
+		return 0
+	}
+	return time.Since(q.sent[i])
 }
 
 // consume reads new messages as consumer until ctx ends. Read failures (Redis
@@ -100,11 +123,16 @@ func (q *queue) consume(ctx context.Context, consumer string) {
 			}
 			continue
 		}
+		// The messages of one read are settled at once, so that the
+		// record's group commit writes them together, and none waits
+		// behind the others of its read.
+		var wg sync.WaitGroup
 		for _, s := range res {
 			for _, m := range s.Messages {
-				q.deliver(ctx, m, nil)
+				wg.Go(func() { q.deliver(ctx, m, nil) })
 			}
 		}
+		wg.Wait()
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
@@ -16,27 +15,28 @@ import (
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
-// openRecord opens the database record: SQLite in a temporary directory, or
-// the MySQL/MariaDB or PostgreSQL server cfg names, with tables unique to
-// this run (dropped when the run ends).
-func openRecord(ctx context.Context, cfg config, s *system) (*sqlstock.Store, string, error) {
+// openDB opens the database of the record: SQLite in a temporary
+// directory, or the MySQL/MariaDB or PostgreSQL server cfg names. The
+// record's tables are unique to this run (dropped when it ends on a
+// server).
+func openDB(ctx context.Context, cfg config, s *system) (*sqlx.DB, sqlstock.Config, string, error) {
 	var (
 		db   *sqlx.DB
 		err  error
 		name string
-		sc   = sqlstock.Config{Table: s.prefix + "_stock", Ledger: s.prefix + "_ledger", Observer: s.obs, MaxGroup: cfg.maxGroup}
+		sc   = sqlstock.Config{Table: s.prefix + "_stock", Ledger: s.prefix + "_ledger", MaxGroup: cfg.maxGroup}
 	)
 	switch {
 	case cfg.mysqlDSN != "":
 		db, err = sqlx.Open("mysql", cfg.mysqlDSN)
-		name = "MySQL"
+		name = "MySQL/MariaDB"
 	case cfg.postgresDSN != "":
 		db, err = sqlx.Open("pgx", cfg.postgresDSN)
 		name = "PostgreSQL"
 	default:
 		dir, derr := os.MkdirTemp("", "flashsale-")
 		if derr != nil {
-			return nil, "", derr
+			return nil, sc, "", derr
 		}
 		s.cleanup = append(s.cleanup, func() { _ = os.RemoveAll(dir) })
 		path := filepath.Join(dir, "sale.db")
@@ -45,7 +45,7 @@ func openRecord(ctx context.Context, cfg config, s *system) (*sqlstock.Store, st
 		sc.LockWait = 10 * time.Second
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, sc, "", err
 	}
 	s.cleanup = append(s.cleanup, func() { _ = db.Close() })
 	if name == "SQLite" {
@@ -57,30 +57,7 @@ func openRecord(ctx context.Context, cfg config, s *system) (*sqlstock.Store, st
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", name, err)
+		return nil, sc, "", fmt.Errorf("%s: %w", name, err)
 	}
-	if name == "MySQL" {
-		var v string
-		if db.GetContext(pctx, &v, "SELECT VERSION()") == nil && strings.Contains(v, "MariaDB") {
-			sc.Dialect, name = sqlstock.MariaDB, "MariaDB"
-		}
-	}
-	st, err := sqlstock.New(db, sc)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := st.CreateTables(ctx); err != nil {
-		return nil, "", err
-	}
-	if name != "SQLite" {
-		s.cleanup = append(s.cleanup, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			for _, t := range st.Tables() {
-				_, _ = db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t)
-			}
-		})
-	}
-	s.recordDB, s.recordTables = db, sc
-	return st, name, nil
+	return db, sc, name, nil
 }

@@ -36,12 +36,27 @@ type stats struct {
 
 	mu       sync.Mutex
 	rejected map[reason]int64
+	soldOut  map[string]int64 // sold-out refusals per SKU
 	attempts int64
 	lat      []time.Duration // of the attempts the limiter let through
 }
 
 func newStats(attempts int) *stats {
-	return &stats{rejected: map[reason]int64{}, lat: make([]time.Duration, 0, attempts)}
+	return &stats{rejected: map[reason]int64{}, soldOut: map[string]int64{}, lat: make([]time.Duration, 0, attempts)}
+}
+
+// refusedSoldOut counts a buyer of sku told it is sold out.
+func (s *stats) refusedSoldOut(sku string) {
+	s.mu.Lock()
+	s.soldOut[sku]++
+	s.mu.Unlock()
+}
+
+// soldOutOf returns the sold-out refusals of sku so far.
+func (s *stats) soldOutOf(sku string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.soldOut[sku]
 }
 
 // attempt records one finished attempt. Its latency counts only when the
@@ -82,9 +97,20 @@ type report struct {
 	Repaired    int64            `json:"repaired_units"`
 	Reconciled  int64            `json:"reconciled_units"`
 	Oversold    int64            `json:"oversold"`
-	Drift       int64            `json:"drift"`
-	Accounting  bool             `json:"accounting_exact"`
-	Seconds     float64          `json:"seconds"`
+	// Undersold is the most units that stayed for sale over a quarter of a
+	// second in which buyers were told "sold out" (units available at the
+	// record, less those of hand-offs on their way to it); more than
+	// UndersoldBound fails the sale.
+	Undersold      int64 `json:"undersold"`
+	UndersoldBound int64 `json:"undersold_bound"`
+	// Lost is the orders told yes whose hand-off to the record never
+	// ended (recorded, expired, refused or dead-lettered); Leaked the units
+	// still held at either tier once the flow came to rest.
+	Lost       int64   `json:"lost_sales"`
+	Leaked     int64   `json:"leaked"`
+	Drift      int64   `json:"drift"`
+	Accounting bool    `json:"accounting_exact"`
+	Seconds    float64 `json:"seconds"`
 	// AttemptsPerS is every purchase attempt (admitted or turned away) per
 	// second of the run; OrdersPerS is the orders placed (holds taken) per
 	// second.
@@ -113,7 +139,9 @@ type chaosReport struct {
 }
 
 // ok reports whether the sale kept its promises.
-func (r *report) ok() bool { return r.Oversold == 0 && r.Drift == 0 && r.Accounting }
+func (r *report) ok() bool {
+	return r.Oversold == 0 && r.Undersold <= r.UndersoldBound && r.Lost == 0 && r.Leaked == 0 && r.Drift == 0 && r.Accounting
+}
 
 // fill sets the latency and rate figures from the recorded attempts.
 func (r *report) fill(st *stats, elapsed time.Duration) {
@@ -189,6 +217,9 @@ func (r *report) writeTable(w io.Writer) error {
 	row("units repaired during the sale", r.Repaired)
 	row("units corrected by the final reconcile", r.Reconciled)
 	row("oversold", verdict(r.Oversold))
+	row("undersold (units left while buyers heard sold out)", bounded(r.Undersold, r.UndersoldBound))
+	row("lost sales", verdict(r.Lost))
+	row("leaked (held at rest)", verdict(r.Leaked))
 	row("Redis-vs-database drift", verdict(r.Drift))
 	row("accounting exact", r.Accounting)
 	row("attempts/s (all)", r.AttemptsPerS)
@@ -212,6 +243,13 @@ func (r *report) writeTable(w io.Writer) error {
 	list("final reconcile", r.Corrections)
 	list("PROBLEMS", r.Problems)
 	return nil
+}
+
+func bounded(n, bound int64) string {
+	if n <= bound {
+		return fmt.Sprintf("%d ok (<= %d)", n, bound)
+	}
+	return fmt.Sprintf("%d FAIL (> %d)", n, bound)
 }
 
 func verdict(n int64) string {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -63,27 +64,21 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		return nil, err
 	}
 
-	// The background: queue consumers, redelivery, and both reclaimers.
+	// The background: queue consumers and redelivery, and the shop's own
+	// work (reclaimers, reconciliation, repairs), stopped for the final
+	// check.
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	goBg := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	for i := range cfg.consumers {
-		goBg(func() { q.consume(bg, "c"+strconv.Itoa(i)) })
+		wg.Go(func() { q.consume(bg, "c"+strconv.Itoa(i)) })
 	}
-	goBg(func() { q.redeliver(bg, "claimer", q.minIdle/2) })
-	// One reclaimer for both tiers (degrade.Manager.ReclaimExpired: the
-	// record's holds, then the tiered flow's), which can be stopped between
-	// batches for the final comparison.
-	reclaimer := &guardedReclaimer{r: sys.orders}
-	goBg(func() {
-		_ = stock.RunReclaimer(bg, reclaimer, stock.ReclaimerConfig{Interval: max(20*time.Millisecond, cfg.hold/10)})
-	})
+	wg.Go(func() { q.redeliver(bg, "claimer", q.minIdle/2) })
 	defer func() { stopBg(); wg.Wait() }()
-	// The repairer, stopped before the final check.
-	repCtx, stopRepairs := context.WithCancel(bg)
-	repDone := make(chan struct{})
-	go func() { defer close(repDone); sys.repairs.run(repCtx, max(50*time.Millisecond, cfg.hold/10)) }()
-	defer func() { stopRepairs(); <-repDone }()
+	sys.fixes.during = func() bool { return sys.shop.State("") == degrade.Recalibrating }
+	runCtx, stopRun := context.WithCancel(bg)
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); _ = sys.shop.Run(runCtx) }()
+	defer func() { stopRun(); <-runDone }()
 
 	start := time.Now()
 	sys.breaker.start = start // before any traffic: the log's times are from here
@@ -97,8 +92,14 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	if cfg.chaos {
 		chaosDone = chaos(sys.redis, sys.breaker, cfg.duration, max(200*time.Millisecond, cfg.duration/5), selling)
 	}
+	watch := &undersell{sys: sys, st: st, skus: skus}
+	watchDone := make(chan struct{})
+	watchCtx, stopWatch := context.WithCancel(bg)
+	go func() { defer close(watchDone); watch.run(watchCtx) }()
 	buyers(ctx, cfg, sh, skus, progress)
 	elapsed := time.Since(start)
+	stopWatch()
+	<-watchDone
 	close(selling)
 	var chaosRep *chaosReport
 	if chaosDone != nil {
@@ -117,8 +118,11 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		return nil, fmt.Errorf("queue did not drain: %d hand-offs in flight", q.inFlight())
 	}
 	sh.payers.Wait()
-	settle(drainCtx, sys, listings, cfg.hold+time.Second)
-	reclaimer.stop()
+	// The flow comes to rest: every hold paid or returned at both tiers
+	// (the record's own deadline, the latest, is twice the hold time).
+	rest(drainCtx, sys, skus, 2*cfg.hold+5*time.Second)
+	stopRun()
+	<-runDone
 	var samples []sample
 	if tl != nil {
 		samples = tl.stop(drainCtx)
@@ -129,20 +133,21 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		Refused: st.refusedByRecord.Load(), Expired: st.expiredInQueue.Load(),
 		Redelivered: q.redelivered.Load(), DeadLetters: q.deadLettered.Load(),
 		Degraded: st.degraded.Load()}
+	rep.fill(st, elapsed)
+	rep.Lost = sh.lost()
+	rep.Undersold = watch.worst
+	rep.UndersoldBound = undersoldBound(cfg)
 	if chaosRep != nil {
 		chaosRep.BreakerTrips = sys.breaker.trips.Load()
 		chaosRep.States = sys.breaker.log()
 		chaosRep.Recalibrations = sys.breaker.recalibrations.Load()
-		chaosRep.Recalibrated = sys.breaker.recalibrated.Load()
+		chaosRep.Recalibrated = sys.fixes.recalibrated.Load()
 		if chaosRep.RedisDownS > 0 {
 			chaosRep.DegradedPerS = round(float64(rep.Degraded)/chaosRep.RedisDownS, 0)
 		}
 		rep.Chaos = chaosRep
 	}
-	rep.fill(st, elapsed)
-	stopRepairs()
-	<-repDone
-	rep.Repaired = sys.repairs.corrected.Load()
+	rep.Repaired = sys.fixes.repaired.Load()
 	// The reconciler checks Redis against the database: what it corrects
 	// is reported (orders the database took alone while the breaker was
 	// open are such a correction; a sale without faults needs none).
@@ -183,44 +188,117 @@ func split(cfg config) []stock.Listing {
 	return out
 }
 
-// putOnSale puts the listings on sale through the tiered flow: the gate
-// gets each listing's hold time and decides when a hold ends; the record
-// gets a longer one, a backstop the tiered reclaimer never needs while it
-// runs (it returns the record's copy of every hold the gate returns).
+// putOnSale puts the listings on sale through the shop: the gate gets each
+// listing's hold time and decides when a hold ends; the record gets a
+// longer one, a backstop the shop's reclaimer never needs while it runs (it
+// returns the record's copy of every hold the gate returns).
 func putOnSale(ctx context.Context, sys *system, listings []stock.Listing) error {
 	for _, l := range listings {
-		if err := sys.flow.PutOnSale(ctx, l); err != nil {
+		if err := sys.shop.PutOnSale(ctx, l); err != nil {
 			return fmt.Errorf("put %s on sale: %w", l.SKU, err)
 		}
 	}
 	return nil
 }
 
-// settle waits, at most within, until the gate and the record agree on every
-// SKU's available units: reverts the reclaimers mirror may still be on
-// their way.
-func settle(ctx context.Context, sys *system, listings []stock.Listing, within time.Duration) {
+// available is the units still for sale on skus: the record's available
+// units less those of hand-offs on their way to it (held at the gate and
+// not yet at the record). An error counts as none: the check at the end
+// reads the tiers again.
+func available(ctx context.Context, sys *system, skus []string) int64 {
+	var n int64
+	for _, sku := range skus {
+		r, err1 := sys.record.Levels(ctx, sku)
+		g, err2 := sys.gate.Levels(ctx, sku)
+		if err1 == nil && err2 == nil {
+			n += max(0, r.Available-max(0, g.Held-r.Held))
+		}
+	}
+	return n
+}
+
+// undersell watches the sale for units left for sale while buyers are
+// told they are sold out: every sample, the units for sale (available) and
+// the sold-out refusals so far. worst is the most units that were for sale
+// throughout a span of undersellWindow in which buyers were refused as sold
+// out: units nobody could buy, not ones just back from an unpaid hold.
+type undersell struct {
+	sys   *system
+	st    *stats
+	skus  []string
+	worst int64
+}
+
+// undersellWindow is the span over which units must stay for sale, while
+// buyers hear "sold out", to count as undersold; a sample is taken every
+// tenth of it.
+const undersellWindow = 250 * time.Millisecond
+
+func (u *undersell) run(ctx context.Context) {
+	type sample struct{ left, soldOut int64 }
+	wins := make([][]sample, len(u.skus))
+	t := time.NewTicker(undersellWindow / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var worst int64
+		for i, sku := range u.skus {
+			win := append(wins[i], sample{available(ctx, u.sys, []string{sku}), u.st.soldOutOf(sku)})
+			if len(win) > 11 {
+				win = win[len(win)-11:]
+			}
+			wins[i] = win
+			if len(win) < 11 || win[len(win)-1].soldOut == win[0].soldOut {
+				continue // a short span, or nobody heard "sold out" in it
+			}
+			low := win[0].left
+			for _, x := range win {
+				low = min(low, x.left)
+			}
+			worst += low
+		}
+		u.worst = max(u.worst, worst)
+	}
+}
+
+// rest waits, at most within, until nothing is held at either tier: every
+// hold paid, or returned by the shop's reclaimers (at the gate's deadline,
+// at the latest at the record's).
+func rest(ctx context.Context, sys *system, skus []string, within time.Duration) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		agree := true
-		for _, l := range listings {
-			g, err1 := sys.gate.Available(ctx, l.SKU)
-			r, err2 := sys.record.Available(ctx, l.SKU)
-			if err1 != nil || err2 != nil || g != r {
-				agree = false
+		held := false
+		for _, sku := range skus {
+			g, err1 := sys.gate.Levels(ctx, sku)
+			r, err2 := sys.record.Levels(ctx, sku)
+			if err1 != nil || err2 != nil || g.Held != 0 || r.Held != 0 {
+				held = true
 				break
 			}
 		}
-		if agree || pause(ctx, 50*time.Millisecond) != nil {
+		if !held || pause(ctx, 50*time.Millisecond) != nil {
 			return
 		}
 	}
 }
 
+// undersoldBound is how many units a sale that sells what it has may
+// leave for sale over a span in which buyers hear "sold out" (see
+// undersell): one in two hundred of the units on sale, at least one per
+// SKU (the buyers of a span each want one SKU).
+func undersoldBound(cfg config) int64 {
+	return max(int64(cfg.skus), cfg.units/200)
+}
+
 // finalReconcile runs one reconcile pass over every SKU and notes what it
 // corrected in rep.
 func finalReconcile(ctx context.Context, sys *system, rep *report) error {
-	r, err := sys.final.RepairAll(ctx)
+	sys.fixes.final.Store(true)
+	r, err := sys.shop.Reconciler().RepairAll(ctx)
 	for _, c := range r.Corrections {
 		rep.Reconciled += abs(c.Delta)
 		rep.Corrections = append(rep.Corrections, fmt.Sprintf("%s: %s Redis from %d to %d (database %d, in flight %d, returning %d)",
@@ -246,6 +324,10 @@ func check(ctx context.Context, sys *system, listings []stock.Listing, st *stats
 		}
 		rep.Sold += rec.Sold
 		rep.Held += rec.Held
+		if n := rec.Held + gate.Held; n != 0 {
+			rep.Leaked += n
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %d units still held at rest (record %d, Redis %d)", l.SKU, n, rec.Held, gate.Held))
+		}
 		rep.Available += rec.Available
 		if over := rec.Sold + rec.Held - l.Units; over > 0 {
 			rep.Oversold += over
@@ -270,28 +352,4 @@ func abs(n int64) int64 {
 		return -n
 	}
 	return n
-}
-
-// guardedReclaimer is a reclaimer that can be stopped between batches: once
-// stop returns, no batch is in progress and none starts.
-type guardedReclaimer struct {
-	r       stock.Reclaimer
-	mu      sync.Mutex
-	stopped bool
-}
-
-// ReclaimExpired implements stock.Reclaimer.
-func (g *guardedReclaimer) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopped {
-		return nil, nil
-	}
-	return g.r.ReclaimExpired(ctx, limit)
-}
-
-func (g *guardedReclaimer) stop() {
-	g.mu.Lock()
-	g.stopped = true
-	g.mu.Unlock()
 }

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
 
+	"github.com/stockguard/stockguard"
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/limiter"
 	"github.com/stockguard/stockguard/observe"
@@ -22,31 +23,25 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// system is everything the sale runs on: the Redis gate, the database
-// record, the Redis the queue and the limiter use, and how to tear it all
-// down. This file is the only one that knows which backend is which.
+// system is everything the sale runs on: the shop (a stockguard.Shop: the
+// Redis gate, the database record, the breaker and the reconciler), the
+// Redis the queue and the limiter use, and how to tear it all down. This
+// file is the only one that knows which backend is which.
 type system struct {
 	name   string // e.g. "miniredis + SQLite"
 	prefix string // unique per run: keys, streams and tables
 
-	gate   *redisstock.Store
-	record *sqlstock.Store
-	// flow is the tiered flow over gate and record, the hand-off going
-	// through enqueue; the queue's consumers call its Settle.
-	flow    *tiered.Manager
+	// shop is the order path buyers, payers and the queue's consumers use,
+	// wired as the README wires it; its hand-off goes through enqueue.
+	shop    *stockguard.Shop
+	gate    *redisstock.Store
+	record  *sqlstock.Store
 	enqueue func(context.Context, stock.Order) error
-	// orders is the order path buyers and payers use: a breaker over the
-	// flow, with the record as its fallback (see degraded.go).
-	orders   *degrade.Manager
-	fallback *fallback
-	breaker  *breakerLog
-	// recal repairs the gate from the record before the breaker sends
-	// traffic back to it; final checks the two at the end of the sale.
-	recal, final *reconcile.Reconciler
-	repairs      *repairer
-
-	recordDB     *sqlx.DB
-	recordTables sqlstock.Config
+	breaker *breakerLog
+	// fixes counts the units the shop's reconciler corrected during the
+	// sale (final is set for the closing pass, whose corrections the
+	// report lists itself).
+	fixes fixes
 
 	rdb   redis.UniversalClient // the queue's and the limiter's Redis
 	users limiter.Limiter       // per-user attempts
@@ -98,10 +93,12 @@ func build(ctx context.Context, cfg config, obs observe.Observer) (*system, erro
 			addr = p.addr()
 		}
 	}
-	// A refused dial fails at once (go-redis would otherwise try five
-	// times, 100ms apart, per command), so the breaker sees an outage fast.
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 4 * cfg.workers, MaxRetries: 2,
-		DialTimeout: 200 * time.Millisecond, DialerRetries: 1, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	// The client of a hot path (redisstock.FailFast): a refused or dead
+	// server fails a call at once, so the breaker sees an outage fast. The
+	// read timeout is longer than FailFast's, for a loaded machine.
+	rdb := redis.NewUniversalClient(redisstock.FailFast(&redis.UniversalOptions{
+		Addrs: []string{addr}, PoolSize: 4 * cfg.workers, ReadTimeout: time.Second,
+	}))
 	s.cleanup = append(s.cleanup, func() { _ = rdb.Close() })
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redis %s: %w", addr, err)
@@ -111,27 +108,52 @@ func build(ctx context.Context, cfg config, obs observe.Observer) (*system, erro
 		s.cleanup = append(s.cleanup, func() { deletePrefix(rdb, s.prefix) })
 	}
 
-	gate, err := redisstock.New(rdb, redisstock.Config{Prefix: s.prefix, Observer: obs})
-	if err != nil {
-		return nil, err
-	}
-	s.gate = gate
-
-	rec, name, err := openRecord(ctx, cfg, s)
+	db, tables, name, err := openDB(ctx, cfg, s)
 	if err != nil {
 		return nil, err
 	}
 	s.name += " + " + name
-	s.record = rec
-	s.flow = tiered.New(gate, rec, tiered.Config{
-		Recorder: tiered.RecorderFunc(func(ctx context.Context, o stock.Order) error { return s.enqueue(ctx, o) }),
-		OnDrift:  func(d tiered.Drift) { s.repairs.mark(d.SKUs...) },
+	s.breaker = &breakerLog{start: time.Now()}
+	s.shop, err = stockguard.New(rdb, db, stockguard.Config{
+		Gate:   redisstock.Config{Prefix: s.prefix},
+		Record: tables,
+		Flow: tiered.Config{
+			Recorder: tiered.RecorderFunc(func(ctx context.Context, o stock.Order) error { return s.enqueue(ctx, o) }),
+		},
+		// The breaker's timings scale with the sale's length, so a short
+		// sale still shows the whole cycle; while it is open the database
+		// takes orders at -fallback-rate.
+		Breaker: degrade.Config{
+			OpenFor:       max(200*time.Millisecond, cfg.duration/10),
+			RampInterval:  max(100*time.Millisecond, cfg.duration/20),
+			FallbackLimit: rate.Limit(cfg.fallbackRate),
+			FallbackBurst: max(1, cfg.fallbackRate/10),
+			OnStateChange: s.breaker.note,
+		},
+		Reconcile: reconcile.Config{
+			MaxAutoFix:   -1, // the sale's own figures: fix any size, and report it
+			OnCorrection: s.fixes.note,
+		},
+		Reclaim:  stock.ReclaimerConfig{Interval: max(20*time.Millisecond, cfg.hold/10)},
 		Observer: obs,
 	})
-	if err := s.wireBreaker(cfg); err != nil {
+	if err != nil {
 		return nil, err
 	}
-
+	s.cleanup = append(s.cleanup, s.shop.Close)
+	s.gate, s.record = s.shop.Gate(), s.shop.Record()
+	if err := s.shop.CreateTables(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.mysqlDSN != "" || cfg.postgresDSN != "" {
+		s.cleanup = append(s.cleanup, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for _, t := range s.record.Tables() {
+				_, _ = db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t)
+			}
+		})
+	}
 	if s.users, err = newUserLimiter(rdb, cfg, s.prefix, cfg.redisAddr != "", obs); err != nil {
 		return nil, err
 	}
@@ -161,22 +183,19 @@ func newUserLimiter(rdb redis.Scripter, cfg config, prefix string, shared bool, 
 	})
 }
 
-// place takes the order: normally a hold at the gate handed to the queue,
-// while the breaker is open a hold at the record itself. An unknown outcome
-// is resolved by placing the same order again.
-func (s *system) place(ctx context.Context, o stock.Order) error {
+// place takes the order: normally a hold at the gate handed to the queue
+// (tiered.Pending), while the breaker is open a hold at the record itself
+// (tiered.Recorded). An unknown outcome is resolved by placing the same
+// order again.
+func (s *system) place(ctx context.Context, o stock.Order) (tiered.Placement, error) {
+	var p tiered.Placement
 	var err error
 	for range 3 {
-		if err = s.orders.Deduct(ctx, o); !errors.Is(err, stock.ErrUnknownOutcome) {
-			return err
+		if p, err = s.shop.Place(ctx, o); !errors.Is(err, stock.ErrUnknownOutcome) {
+			return p, err
 		}
 	}
-	return err
-}
-
-// settle records an order the gate holds.
-func (s *system) settle(ctx context.Context, o stock.Order) error {
-	return s.flow.Settle(ctx, o)
+	return p, err
 }
 
 // close releases everything build acquired, last first.
