@@ -19,6 +19,9 @@ import (
 //   - Deduct records a new order at the record with the record's hold
 //     time (RecordOrder) and reports its SKUs to Config.OnDrift (the gate
 //     does not know the units are taken: reconciliation brings it down).
+//     So does every other call that moves units at the record alone
+//     (Revert, RevertItems, ReclaimExpired, PutOnSale, Restock): the gate
+//     must be brought to agree once it takes traffic again.
 //     A repeat of an order the record has is answered as the flow answers
 //     one whose gate lost it: nil while it is held before its gate
 //     deadline or confirmed, stock.ErrHoldExpired past it (its copy is
@@ -116,9 +119,21 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 
 // Revert reverts the order at the record. A hold the gate may still have
 // for it ends at its gate deadline, and the flow's reclaimer finds the
-// record's copy reverted already.
+// record's copy reverted already. The units come back at the record
+// alone: the order's SKUs are reported to Config.OnDrift.
 func (f *Fallback) Revert(ctx context.Context, orderID string) error {
-	return f.m.record.Revert(ctx, orderID)
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return err
+	}
+	in, err := f.m.recordOrder(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	err = f.m.record.Revert(ctx, orderID)
+	if err == nil && in.State.Takes() {
+		f.m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "revert at the record alone", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
+	}
+	return err
 }
 
 // RevertItems gives back part of a recorded order at the record, by the
@@ -134,7 +149,11 @@ func (f *Fallback) RevertItems(ctx context.Context, r stock.Return) error {
 	if in.State == stock.StateUnknown {
 		return stock.ErrUnknownOrder
 	}
-	return f.m.revertItemsByRecord(ctx, in, r)
+	err = f.m.revertItemsByRecord(ctx, in, r)
+	if err == nil {
+		f.m.drift(Drift{OrderID: r.OrderID, Tier: Gate, Op: "revert items at the record alone", SKUs: skusOf(r.Items), Err: errReturnedAtRecord})
+	}
+	return err
 }
 
 // ExtendHold extends a held order at the record to deadline plus the
@@ -147,17 +166,27 @@ func (f *Fallback) ExtendHold(ctx context.Context, orderID string, deadline time
 }
 
 // PutOnSale puts the SKU on sale at the record with the record's listing
-// (RecordListing).
+// (RecordListing), and reports the SKU to Config.OnDrift.
 func (f *Fallback) PutOnSale(ctx context.Context, l stock.Listing) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	return f.m.record.PutOnSale(ctx, f.m.RecordListing(l))
+	err := f.m.record.PutOnSale(ctx, f.m.RecordListing(l))
+	if err == nil {
+		f.m.drift(Drift{Tier: Gate, Op: "put on sale at the record alone", SKUs: []string{l.SKU}, Err: errRecordAlone})
+	}
+	return err
 }
 
-// Restock adds the units at the record, once per r.OpID.
+// Restock adds the units at the record, once per r.OpID, and reports the
+// SKU to Config.OnDrift (reconciliation completes the restock at the gate
+// by its operation ID).
 func (f *Fallback) Restock(ctx context.Context, r stock.Restock) error {
-	return f.m.record.Restock(ctx, r)
+	err := f.m.record.Restock(ctx, r)
+	if err == nil {
+		f.m.drift(Drift{Tier: Gate, Op: "restock at the record alone", SKUs: []string{r.SKU}, Err: errRecordAlone})
+	}
+	return err
 }
 
 // Available is the record's available count.
@@ -201,7 +230,10 @@ func (f *Fallback) UserUnits(ctx context.Context, sku, userID string) (int64, er
 }
 
 // ReclaimExpired runs the record's own reclaimer: copies past the
-// record's deadline, the backstop while the gate cannot be asked.
+// record's deadline, the backstop while the gate cannot be asked. Their
+// orders are reported to Config.OnDrift (returned at the record alone).
 func (f *Fallback) ReclaimExpired(ctx context.Context, limit int) ([]stock.Reclaimed, error) {
-	return f.m.record.ReclaimExpired(ctx, limit)
+	got, err := f.m.record.ReclaimExpired(ctx, limit)
+	f.m.returnedAlone(got)
+	return got, err
 }

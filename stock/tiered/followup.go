@@ -38,6 +38,7 @@ func (m *Manager) followUp(ctx context.Context, limit int) error {
 		return errors.Join(append(errs, &TierError{Tier: Gate, Op: "read held copies", Err: err})...)
 	}
 	ids = ids[:0]
+	var alone []string // copies the gate does not know: returned at the record alone
 	for _, g := range at {
 		switch g.State {
 		case stock.StateHeld:
@@ -45,14 +46,24 @@ func (m *Manager) followUp(ctx context.Context, limit int) error {
 			if err := m.finishConfirm(ctx, g.ID); err != nil {
 				errs = append(errs, err)
 			}
+		case stock.StateUnknown:
+			alone = append(alone, g.ID)
+			ids = append(ids, g.ID)
 		default:
 			ids = append(ids, g.ID)
 		}
 	}
+	skus := make(map[string][]string, len(held))
+	for _, in := range held {
+		skus[in.ID] = skusOf(in.Items)
+	}
 	// Each copy is returned only while it is held: one confirmed since
 	// the listing is a sale (its Confirm asked the gate too), and is kept.
-	if err := m.revertAll(ctx, ids, nil, "revert held copies"); err != nil {
+	if err := m.revertAll(ctx, ids, skus, "revert held copies"); err != nil {
 		errs = append(errs, err)
+	}
+	for _, id := range alone {
+		m.drift(Drift{OrderID: id, Tier: Gate, Op: "reclaim", SKUs: skus[id], Err: errReturnedAtRecord})
 	}
 	return errors.Join(errs...)
 }

@@ -92,17 +92,46 @@ func (m *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Recl
 			errs = append(errs, err)
 		}
 	}
-	for {
-		batch, err := m.record.ReclaimExpired(ctx, limit)
-		if err != nil {
-			errs = append(errs, &TierError{Tier: Record, Op: "reclaim", Err: err})
-			break
-		}
-		if len(batch) < limit {
-			break
-		}
+	if err := m.drainRecord(ctx, limit); err != nil {
+		errs = append(errs, &TierError{Tier: Record, Op: "reclaim", Err: err})
 	}
 	return got, errors.Join(errs...)
+}
+
+// errReturnedAtRecord is the drift of units returned at the record alone.
+var errReturnedAtRecord = errors.New("tiered: returned at the record alone")
+
+// drainRecord runs the record's own reclaimer until a pass returns fewer
+// than limit lines. What it returns goes back at the record alone (the
+// gate never had it, or lost it): each order is reported to
+// Config.OnDrift with its SKUs, for reconciliation to give the gate the
+// units too.
+func (m *Manager) drainRecord(ctx context.Context, limit int) error {
+	for {
+		batch, err := m.record.ReclaimExpired(ctx, limit)
+		m.returnedAlone(batch)
+		if err != nil || len(batch) < limit {
+			return err
+		}
+	}
+}
+
+// returnedAlone reports the orders of lines returned at the record alone.
+func (m *Manager) returnedAlone(lines []stock.Reclaimed) {
+	if m.cfg.OnDrift == nil {
+		return
+	}
+	skus := map[string][]string{}
+	var ids []string
+	for _, l := range lines {
+		if _, seen := skus[l.OrderID]; !seen {
+			ids = append(ids, l.OrderID)
+		}
+		skus[l.OrderID] = append(skus[l.OrderID], l.SKU)
+	}
+	for _, id := range ids {
+		m.drift(Drift{OrderID: id, Tier: Gate, Op: "reclaim", SKUs: skus[id], Err: errReturnedAtRecord})
+	}
 }
 
 // revertCopies reverts at the record the orders whose gate holds were
