@@ -16,9 +16,9 @@ import (
 // o.Failover() for a *redis.Client, a *redis.ClusterClient or a Sentinel
 // client. The values, against go-redis's defaults:
 //
-//   - DialTimeout 50ms (default 5s): a connect on a LAN, TLS included,
-//     takes a few milliseconds; an address that does not answer fails at
-//     this bound.
+//   - DialTimeout 250ms (default 5s): a connect on a LAN, TLS included,
+//     takes a few milliseconds, tens on a loaded machine; an address that
+//     does not answer fails at this bound.
 //   - DialerRetries 1 (default 5, 100ms apart): one connect per attempt. A
 //     refused connect fails at once; four more 100ms apart only delay the
 //     error.
@@ -34,7 +34,7 @@ import (
 //     without the server being gone (a client throttled by its CPU quota,
 //     a server forking for a snapshot): a call that runs out of it after
 //     it was sent fails with stock.ErrUnknownOutcome.
-//   - PoolTimeout 50ms (default ReadTimeout + 1s): a call waits this long
+//   - PoolTimeout 250ms (default ReadTimeout + 1s): a call waits this long
 //     for a connection when PoolSize calls are in flight, then fails with
 //     nothing sent.
 //   - PipelinePoolSize -1 (default a second pool of 10): pipelines use the
@@ -68,11 +68,11 @@ func FailFast(o *redis.UniversalOptions) *redis.UniversalOptions {
 	if o == nil {
 		o = new(redis.UniversalOptions)
 	}
-	const bound = 50 * time.Millisecond
+	const bound = 250 * time.Millisecond
 	fill(&o.DialTimeout, bound)
 	fill(&o.DialerRetries, 1)
 	fill(&o.MaxRetries, -1)
-	fill(&o.ReadTimeout, 5*bound)
+	fill(&o.ReadTimeout, bound)
 	fill(&o.PoolTimeout, bound)
 	fill(&o.PipelinePoolSize, -1)
 	fill(&o.MaxRedirects, 1)
