@@ -27,7 +27,10 @@ const retryRepairAfter = time.Second
 //     its data (a restart, a failover, a flush);
 //   - repairs: the SKUs a drift names (an order taken at the record alone
 //     while the breaker was open, a sale confirmed at the record after its
-//     gate hold ended) are reconciled at once, and again after a failure.
+//     gate hold ended) are reconciled at once, and again after a failure
+//     or while live orders keep a SKU from settling (reconcile's
+//     ActionStale); a correction larger than Config.Reconcile.MaxAutoFix
+//     is left for a person (ActionLeft).
 //
 // The breaker recalibrates the gate by itself before traffic returns to
 // it. Run it on every node: the work is safe to share. Failures go to
@@ -75,19 +78,31 @@ func (s *Shop) repair(ctx context.Context) {
 		clear(s.dirty)
 		s.all = false
 		s.mu.Unlock()
+		var rep reconcile.Report
 		var err error
 		switch {
 		case all:
-			_, err = s.rec.RepairAll(ctx)
+			rep, err = s.rec.RepairAll(ctx)
 		case len(skus) > 0:
-			_, err = s.rec.Repair(ctx, skus)
+			rep, err = s.rec.Repair(ctx, skus)
 		}
 		if err == nil || ctx.Err() != nil {
 			continue
 		}
 		s.fail(err)
 		if errors.Is(err, reconcile.ErrUnresolved) {
-			continue // left for a person, or for the next full pass
+			// Again the SKUs that live traffic kept changing, or that
+			// failed; a correction too large for MaxAutoFix waits for a
+			// person (and the next full pass).
+			all, skus = false, skus[:0]
+			for _, c := range rep.Corrections {
+				if c.Action == reconcile.ActionStale || c.Action == reconcile.ActionFailed {
+					skus = append(skus, c.SKU)
+				}
+			}
+			if len(skus) == 0 {
+				continue
+			}
 		}
 		t := time.NewTimer(retryRepairAfter)
 		select {

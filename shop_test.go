@@ -28,7 +28,7 @@ import (
 func shopOn(t *testing.T, cfg stockguard.Config) (*stockguard.Shop, *miniredis.Miniredis, *stocktest.Clock) {
 	t.Helper()
 	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	rdb := redis.NewUniversalClient(redisstock.FailFast(&redis.UniversalOptions{Addrs: []string{mr.Addr()}}))
 	t.Cleanup(func() { rdb.Close() })
 	clock := stocktest.NewClock(stocktest.Epoch)
 	cfg.Clock = clock
