@@ -57,7 +57,9 @@ func (s *shop) buy(ctx context.Context, o stock.Order) reason {
 	if s.q.inFlight() >= int64(s.cfg.queueMax) || (s.q.lag() > s.cfg.maxLag && s.sys.shop.State(it.SKU) == degrade.Primary) {
 		return reasonBusy
 	}
+	s.q.place(it.SKU, it.Qty)
 	p, err := s.sys.place(ctx, o)
+	s.q.place(it.SKU, -it.Qty)
 	if err != nil {
 		if errors.Is(err, stock.ErrSoldOut) {
 			s.st.refusedSoldOut(it.SKU)

@@ -59,11 +59,19 @@ type queue struct {
 	onDead func(context.Context, handoff, error)
 
 	published, acked, deadLettered, redelivered atomic.Int64
-	// sent are the publish times of the messages, in publish order. Their
-	// consumers read in that order, so the first message not acknowledged
-	// yet is about the acked-th one: its age is the queue's lag.
-	mu   sync.Mutex
-	sent []time.Time
+	// sent are the send times of the messages published, in publish
+	// order, and handled how many were handled (recorded, ended or
+	// dead-lettered, whether or not the reply of their acknowledgement
+	// came back). Consumers read in publish order, so the handled-th
+	// message is about the oldest not handled yet: its age is the lag.
+	mu      sync.Mutex
+	sent    []time.Time
+	handled int
+	// units are the units of each SKU's hand-offs published and not
+	// handled yet: held at the gate, on their way to the record; placing
+	// those of orders being placed (the gate may hold them before their
+	// hand-off is published).
+	units, placing map[string]int64
 }
 
 // setup creates the stream and its consumer group.
@@ -81,10 +89,42 @@ func (q *queue) publish(ctx context.Context, h handoff) error {
 	if err == nil {
 		q.mu.Lock()
 		q.sent = append(q.sent, h.Sent)
-		q.published.Add(1)
+		if q.units == nil {
+			q.units = map[string]int64{}
+		}
+		q.units[h.SKU] += h.Qty
 		q.mu.Unlock()
+		q.published.Add(1)
 	}
 	return err
+}
+
+// handledOne counts a message handled (h its hand-off, when it parsed).
+func (q *queue) handledOne(h handoff, ok bool) {
+	q.mu.Lock()
+	q.handled++
+	if ok {
+		q.units[h.SKU] -= h.Qty
+	}
+	q.mu.Unlock()
+}
+
+// onTheWay is the units of sku's hand-offs not handled yet, and of its
+// orders being placed.
+func (q *queue) onTheWay(sku string) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return max(0, q.units[sku]) + q.placing[sku]
+}
+
+// place counts n units of sku being placed (negative n: placed).
+func (q *queue) place(sku string, n int64) {
+	q.mu.Lock()
+	if q.placing == nil {
+		q.placing = map[string]int64{}
+	}
+	q.placing[sku] += n
+	q.mu.Unlock()
 }
 
 // inFlight is the number of messages published and not yet acknowledged.
@@ -92,16 +132,15 @@ func (q *queue) inFlight() int64 {
 	return q.published.Load() - q.acked.Load()
 }
 
-// lag is how long the oldest hand-off still in flight has waited (about:
-// see queue.sent), zero with none in flight.
+// lag is about how long the oldest hand-off not handled yet has waited
+// (see queue.sent), zero with none.
 func (q *queue) lag() time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	i := q.acked.Load()
-	if i >= int64(len(q.sent)) || i < 0 {
+	if q.handled >= len(q.sent) {
 		return 0
 	}
-	return time.Since(q.sent[i])
+	return time.Since(q.sent[q.handled])
 }
 
 // consume reads new messages as consumer until ctx ends. Read failures (Redis
@@ -192,9 +231,11 @@ func (q *queue) deliver(ctx context.Context, m redis.XMessage, deliveries *int64
 	}
 	switch {
 	case err == nil:
+		q.handledOne(h, ok)
 		q.ack(ctx, m.ID)
 	case errors.Is(err, errPermanent) || (deliveries != nil && *deliveries >= q.maxDeliveries):
 		if q.deadLetter(ctx, m, err) == nil {
+			q.handledOne(h, ok)
 			q.deadLettered.Add(1)
 			q.ack(ctx, m.ID)
 			if ok && q.onDead != nil {

@@ -92,7 +92,7 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	if cfg.chaos {
 		chaosDone = chaos(sys.redis, sys.breaker, cfg.duration, max(200*time.Millisecond, cfg.duration/5), selling)
 	}
-	watch := &undersell{sys: sys, st: st, skus: skus}
+	watch := &undersell{sys: sys, q: q, st: st, skus: skus}
 	watchDone := make(chan struct{})
 	watchCtx, stopWatch := context.WithCancel(bg)
 	go func() { defer close(watchDone); watch.run(watchCtx) }()
@@ -202,16 +202,18 @@ func putOnSale(ctx context.Context, sys *system, listings []stock.Listing) error
 }
 
 // available is the units still for sale on skus: the record's available
-// units less those of hand-offs on their way to it (held at the gate and
-// not yet at the record). An error counts as none: the check at the end
-// reads the tiers again.
-func available(ctx context.Context, sys *system, skus []string) int64 {
+// units less those promised to orders on their way to it: the units of
+// hand-offs in the queue or being placed, or, when more, those the gate
+// has taken and the record not (an order whose hand-off failed, held at
+// the gate until its deadline). An error counts as none: the check at the
+// end reads the tiers again.
+func available(ctx context.Context, sys *system, q *queue, skus []string) int64 {
 	var n int64
 	for _, sku := range skus {
 		r, err1 := sys.record.Levels(ctx, sku)
 		g, err2 := sys.gate.Levels(ctx, sku)
 		if err1 == nil && err2 == nil {
-			n += max(0, r.Available-max(0, g.Held-r.Held))
+			n += max(0, r.Available-max(q.onTheWay(sku), g.Held+g.Sold-r.Held-r.Sold))
 		}
 	}
 	return n
@@ -224,6 +226,7 @@ func available(ctx context.Context, sys *system, skus []string) int64 {
 // out: units nobody could buy, not ones just back from an unpaid hold.
 type undersell struct {
 	sys   *system
+	q     *queue
 	st    *stats
 	skus  []string
 	worst int64
@@ -232,7 +235,7 @@ type undersell struct {
 // undersellWindow is the span over which units must stay for sale, while
 // buyers hear "sold out", to count as undersold; a sample is taken every
 // tenth of it.
-const undersellWindow = 250 * time.Millisecond
+const undersellWindow = 250 * time.Millisecond // sampled every tenth of it
 
 func (u *undersell) run(ctx context.Context) {
 	type sample struct{ left, soldOut int64 }
@@ -247,7 +250,7 @@ func (u *undersell) run(ctx context.Context) {
 		}
 		var worst int64
 		for i, sku := range u.skus {
-			win := append(wins[i], sample{available(ctx, u.sys, []string{sku}), u.st.soldOutOf(sku)})
+			win := append(wins[i], sample{available(ctx, u.sys, u.q, []string{sku}), u.st.soldOutOf(sku)})
 			if len(win) > 11 {
 				win = win[len(win)-11:]
 			}

@@ -93,11 +93,14 @@ func build(ctx context.Context, cfg config, obs observe.Observer) (*system, erro
 			addr = p.addr()
 		}
 	}
-	// The client of a hot path (redisstock.FailFast): a refused or dead
-	// server fails a call at once, so the breaker sees an outage fast. The
-	// read timeout is longer than FailFast's, for a loaded machine.
+	// The client of a hot path (redisstock.FailFast): a refused server
+	// fails a call at once, so the breaker sees an outage fast. Its
+	// timeouts are longer than FailFast's, for a loaded machine (a dial or
+	// a read that a starved process takes 250ms for would trip the
+	// breaker).
 	rdb := redis.NewUniversalClient(redisstock.FailFast(&redis.UniversalOptions{
-		Addrs: []string{addr}, PoolSize: 4 * cfg.workers, ReadTimeout: time.Second,
+		Addrs: []string{addr}, PoolSize: 4 * cfg.workers,
+		DialTimeout: time.Second, ReadTimeout: time.Second, PoolTimeout: time.Second,
 	}))
 	s.cleanup = append(s.cleanup, func() { _ = rdb.Close() })
 	if err := rdb.Ping(ctx).Err(); err != nil {
