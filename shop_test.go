@@ -121,9 +121,10 @@ func TestRebuiltGateKeepsTheListingsHoldTime(t *testing.T) {
 }
 
 // An order taken at the record alone (the breaker forced open) is a drift
-// the Shop repairs by itself: Run brings the gate down to the record.
+// the Shop repairs by itself: Run brings the gate down to the record, and
+// up again when the order's units come back at the record alone.
 func TestRunRepairsAnOrderTakenAtTheRecordAlone(t *testing.T) {
-	shop, _, _ := shopOn(t, stockguard.Config{})
+	shop, _, clock := shopOn(t, stockguard.Config{})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	if err := shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 10}); err != nil {
@@ -142,6 +143,21 @@ func TestRunRepairsAnOrderTakenAtTheRecordAlone(t *testing.T) {
 	for levels(t, shop.Gate()).Available != 7 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the gate was not repaired: %+v", levels(t, shop.Gate()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Unpaid, the order comes back at the record alone (the gate never had
+	// it): Run gives the gate the units back too.
+	clock.Advance(time.Hour)
+	if _, err := shop.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if r := levels(t, shop.Record()); r.Available != 10 {
+		t.Fatalf("record after the reclaim: %+v", r)
+	}
+	for levels(t, shop.Gate()).Available != 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gate did not get the returned units: %+v", levels(t, shop.Gate()))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
