@@ -63,5 +63,5 @@ func Example() {
 	// Output:
 	// confirm: <nil>
 	// available: 99 sold: 1
-	// alice again: stock: per-user limit reached: SKU "phone"
+	// alice again: order "order-43": stock: per-user limit reached: SKU "phone"
 }

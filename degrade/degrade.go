@@ -326,7 +326,7 @@ func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
 // is sent anywhere.
 func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement, err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpDeduct, len(o.Items))
-	defer func() { tr.Done(err) }()
+	defer func() { err = stock.NameOrder(o.ID, err); tr.Done(err) }()
 	if err := o.Validate(); err != nil {
 		return tiered.Recorded, err
 	}

@@ -75,8 +75,8 @@ func Example() {
 	// breaker: degraded
 	// o2: <nil> (busy: false)
 	// o3: <nil> (busy: false)
-	// o4: degrade: busy, retry later (busy: true)
-	// o5: degrade: busy, retry later
+	// o4: order "o4": degrade: busy, retry later (busy: true)
+	// o5: order "o5": degrade: busy, retry later
 	// breaker: primary -> degraded
 	// breaker: degraded -> recalibrating
 	// breaker: recalibrating -> primary

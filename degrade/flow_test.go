@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -501,5 +502,31 @@ func TestBreakerHookPanicLeavesTheBreakerWorking(t *testing.T) {
 	}
 	if err := f.buy("back"); err != nil || f.levels(f.gate.Manager).Held != 1 {
 		t.Fatalf("Deduct after the recalibration: %v", err)
+	}
+}
+
+// Every error of a call about an order names it (stock.IDError), and still
+// matches the error it names.
+func TestErrorsNameTheOrder(t *testing.T) {
+	f := newFlowFixture(t, degrade.Config{})
+	if err := f.d.PutOnSale(t.Context(), stock.Listing{SKU: "a", Units: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.buy("o1"); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"sold out":      f.buy("o2"),
+		"unknown order": f.d.Confirm(t.Context(), "ghost"),
+		"revert":        f.d.Revert(t.Context(), "ghost"),
+		"extend":        f.d.ExtendHold(t.Context(), "ghost", f.clock.Now().Add(time.Minute)),
+	} {
+		var named *stock.IDError
+		if !errors.As(err, &named) || !stock.IsBusiness(err) || !strings.Contains(err.Error(), `order "`) {
+			t.Errorf("%s: %v does not name its order", name, err)
+		}
+	}
+	if err := f.buy("o2"); !errors.Is(err, stock.ErrSoldOut) || !strings.HasPrefix(err.Error(), `order "o2": `) {
+		t.Errorf("sold out: %v", err)
 	}
 }

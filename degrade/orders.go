@@ -30,7 +30,7 @@ import (
 // ErrPrimaryDown: retry later.
 func (d *Manager) Confirm(ctx context.Context, orderID string) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpConfirm, 0)
-	defer func() { tr.Done(err) }()
+	defer func() { err = stock.NameOrder(orderID, err); tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (d *Manager) Confirm(ctx context.Context, orderID string) (err error) {
 // Confirm.
 func (d *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRevert, 0)
-	defer func() { tr.Done(err) }()
+	defer func() { err = stock.NameOrder(orderID, err); tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 // Restock goes where PutOnSale goes.
 func (d *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRestock, 1)
-	defer func() { tr.Done(err) }()
+	defer func() { err = stock.NameRestock(r.OpID, err); tr.Done(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}

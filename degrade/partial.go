@@ -29,7 +29,7 @@ var (
 // before anything is sent, with an error wrapping errors.ErrUnsupported.
 func (d *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRevertItems, len(r.Items))
-	defer func() { tr.Done(err) }()
+	defer func() { err = stock.NameOrder(r.OrderID, err); tr.Done(err) }()
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (d *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 // anything is sent, with an error wrapping errors.ErrUnsupported.
 func (d *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpExtendHold, 0)
-	defer func() { tr.Done(err) }()
+	defer func() { err = stock.NameOrder(orderID, err); tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // Business outcomes. Compare with errors.Is: backends wrap them with detail.
@@ -76,6 +77,45 @@ func (e *SKUError) Error() string { return e.Err.Error() + ": SKU " + quote(e.SK
 
 // Unwrap returns the sentinel, so errors.Is(err, ErrSoldOut) works.
 func (e *SKUError) Unwrap() error { return e.Err }
+
+// IDError names the order (or, for a restock, the operation) a failure
+// concerns: its text is `order "o-42": ` (or `restock "op-7": `) before the
+// error's own, unless the error already quotes the ID. It matches, through
+// Unwrap, whatever Err matches. The composed shop (package degrade, and so
+// package stockguard) returns every error of a call about an order or a
+// restock as one.
+type IDError struct {
+	Kind string // "order" or "restock"
+	ID   string
+	Err  error
+}
+
+func (e *IDError) Error() string {
+	msg := e.Err.Error()
+	q := quote(e.ID)
+	if strings.Contains(msg, q) {
+		return msg
+	}
+	return e.Kind + " " + q + ": " + msg
+}
+
+// Unwrap returns the error the ID was added to.
+func (e *IDError) Unwrap() error { return e.Err }
+
+// NameOrder returns err naming the order id (see IDError), or nil for nil.
+func NameOrder(id string, err error) error { return nameID("order", id, err) }
+
+// NameRestock returns err naming the restock operation opID, or nil for
+// nil.
+func NameRestock(opID string, err error) error { return nameID("restock", opID, err) }
+
+func nameID(kind, id string, err error) error {
+	var named *IDError
+	if err == nil || id == "" || (errors.As(err, &named) && named.ID == id) {
+		return err
+	}
+	return &IDError{Kind: kind, ID: id, Err: err}
+}
 
 // InvalidError says which input was refused and why. It matches ErrInvalid.
 type InvalidError struct {

@@ -1,7 +1,9 @@
 package stock_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +122,41 @@ func TestErrorClasses(t *testing.T) {
 	se := &stock.SKUError{SKU: "a b", Err: stock.ErrSoldOut}
 	if !strings.Contains(se.Error(), `"a b"`) || !strings.HasPrefix(se.Error(), "stock: sold out") {
 		t.Errorf("SKUError text %q", se.Error())
+	}
+}
+
+// An error of a call about an order names the order once, whatever it
+// wraps, and still matches what it wraps.
+func TestNameOrder(t *testing.T) {
+	err := stock.NameOrder("o-42", stock.ErrUnknownOrder)
+	if got := err.Error(); got != `order "o-42": stock: unknown order` {
+		t.Errorf("text %q", got)
+	}
+	if !errors.Is(err, stock.ErrUnknownOrder) {
+		t.Error("does not match ErrUnknownOrder")
+	}
+	sku := &stock.SKUError{SKU: "phone", Err: stock.ErrSoldOut}
+	if got := stock.NameOrder("o-42", sku).Error(); got != `order "o-42": stock: sold out: SKU "phone"` {
+		t.Errorf("text %q", got)
+	}
+	var se *stock.SKUError
+	if !errors.As(stock.NameOrder("o-42", sku), &se) || se.SKU != "phone" {
+		t.Error("does not unwrap to the *SKUError")
+	}
+	quoted := fmt.Errorf(`redisstock: deduct order "o-42": %w`, stock.ErrUnknownOutcome)
+	if got := stock.NameOrder("o-42", quoted).Error(); got != quoted.Error() {
+		t.Errorf("an error that quotes the order names it twice: %q", got)
+	}
+	if got := stock.NameOrder("o-42", err).Error(); got != err.Error() {
+		t.Errorf("naming twice: %q", got)
+	}
+	if stock.NameOrder("o-42", nil) != nil {
+		t.Error("nil named")
+	}
+	if got := stock.NameRestock("op-7", stock.ErrConflict).Error(); got != `restock "op-7": stock: ID reused with different content` {
+		t.Errorf("restock text %q", got)
+	}
+	if !errors.Is(stock.NameOrder("o-1", context.Canceled), context.Canceled) {
+		t.Error("a context error named does not match the context's")
 	}
 }
