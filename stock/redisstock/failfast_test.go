@@ -208,10 +208,10 @@ func TestFailFastKeepsSetFields(t *testing.T) {
 	if o.ReadTimeout != time.Second || o.MaxRetries != 2 {
 		t.Fatalf("ReadTimeout %v, MaxRetries %d: the caller's were replaced", o.ReadTimeout, o.MaxRetries)
 	}
-	if o.DialTimeout != 50*time.Millisecond || o.DialerRetries != 1 {
+	if o.DialTimeout != 250*time.Millisecond || o.DialerRetries != 1 {
 		t.Fatalf("DialTimeout %v, DialerRetries %d: unset fields not filled", o.DialTimeout, o.DialerRetries)
 	}
-	if o := redisstock.FailFast(nil); o == nil || o.DialTimeout != 50*time.Millisecond {
+	if o := redisstock.FailFast(nil); o == nil || o.DialTimeout != 250*time.Millisecond {
 		t.Fatalf("FailFast(nil) = %+v", o)
 	}
 }
