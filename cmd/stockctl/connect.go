@@ -84,6 +84,9 @@ func (p program) connect(ctx context.Context, o options, stdout, stderr io.Write
 	s.closers = append(s.closers, func() { _ = db.Close() })
 	db.SetMaxOpenConns(4)
 	cfg := sqlstock.Config{Dialect: kind.dialect, Table: o.table, Ledger: o.ledger, Columns: cols, Clock: p.clock}
+	if cfg.Dialect == sqlstock.MySQL {
+		cfg.Dialect = 0 // the Store asks the server whether it is MariaDB or MySQL
+	}
 	if _, err := sqlstock.New(db, cfg); err != nil {
 		return nil, usagef("--table, --ledger or --columns: %v", err)
 	}
@@ -93,12 +96,6 @@ func (p program) connect(ctx context.Context, o options, stdout, stderr io.Write
 	}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", kind.name, err)
-	}
-	if cfg.Dialect == sqlstock.MySQL {
-		var version string
-		if db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version) == nil && strings.Contains(version, "MariaDB") {
-			cfg.Dialect = sqlstock.MariaDB // a bounded FOR UPDATE WAIT instead of MySQL's hints
-		}
 	}
 	if s.record, err = sqlstock.New(db, cfg); err != nil {
 		return nil, usagef("--table, --ledger or --columns: %v", err)

@@ -1,32 +1,33 @@
-// Command basic is stockguard in a few lines: put a SKU on sale in Redis,
-// hold two units for an order, pay for it, cancel another, and read what is
-// left. It runs on an in-process miniredis, so it needs no server.
+// Command basic is stockguard in a few lines: a shop (a Redis gate in front
+// of a SQL record) puts a SKU on sale, holds two units for an order, is
+// paid for it, cancels another, and reads what is left. It runs on an
+// in-process miniredis and SQLite in a temporary file, so it needs no
+// server; a real shop passes its own Redis client and database.
 package main
 
 import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite" // registers "sqlite"
 
+	"github.com/stockguard/stockguard"
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
 func main() {
-	ctx := context.Background()
-	mr, err := miniredis.Run() // a real shop passes its own Redis client
-	if err != nil {
-		log.Fatal(err)
-	}
+	ctx, mr, dir := context.Background(), miniredis.NewMiniRedis(), fmt.Sprintf("%s/basic-%d.db", os.TempDir(), os.Getpid())
+	must(mr.Start())
 	defer mr.Close()
-	shop, err := redisstock.New(redis.NewClient(&redis.Options{Addr: mr.Addr()}), redisstock.Config{})
-	if err != nil {
-		log.Fatal(err)
-	}
-
+	defer os.Remove(dir)
+	shop, err := stockguard.New(redis.NewClient(&redis.Options{Addr: mr.Addr()}), sqlx.MustOpen("sqlite", "file:"+dir), stockguard.Config{})
+	must(err)
+	must(shop.CreateTables(ctx))
 	must(shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 10, PerUserLimit: 2}))
 	must(shop.Deduct(ctx, stock.Order{ID: "order-1", UserID: "ann", Items: []stock.Item{{SKU: "phone", Qty: 2}}}))
 	must(shop.Confirm(ctx, "order-1")) // paid: sold for good
@@ -34,7 +35,7 @@ func main() {
 	must(shop.Revert(ctx, "order-2")) // cancelled: the unit goes back
 
 	err = shop.Deduct(ctx, stock.Order{ID: "order-3", UserID: "ann", Items: []stock.Item{{SKU: "phone", Qty: 1}}})
-	fmt.Println("ann again:", err) // stock: per-user limit reached
+	fmt.Println("ann again:", err) // per-user limit reached
 
 	lv, err := shop.Levels(ctx, "phone")
 	must(err)

@@ -4,6 +4,6 @@ package main
 func Example() {
 	main()
 	// Output:
-	// ann again: stock: per-user limit reached: SKU "phone"
+	// ann again: order "order-3": stock: per-user limit reached: SKU "phone"
 	// available 8, held 0, sold 2
 }
