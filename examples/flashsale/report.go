@@ -97,10 +97,11 @@ type report struct {
 	Repaired    int64            `json:"repaired_units"`
 	Reconciled  int64            `json:"reconciled_units"`
 	Oversold    int64            `json:"oversold"`
-	// Undersold is the most units that stayed for sale over a quarter of a
-	// second in which buyers were told "sold out" (units available at the
-	// record, less those of hand-offs on their way to it); more than
-	// UndersoldBound fails the sale.
+	// Undersold is the units that stayed for sale over the last quarter of
+	// a second before the buyers stopped, while buyers of their SKU were
+	// told "sold out" (units available at the record, less those promised
+	// to orders on their way to it); more than UndersoldBound fails the
+	// sale.
 	Undersold      int64 `json:"undersold"`
 	UndersoldBound int64 `json:"undersold_bound"`
 	// Lost is the orders told yes whose hand-off to the record never
@@ -217,7 +218,7 @@ func (r *report) writeTable(w io.Writer) error {
 	row("units repaired during the sale", r.Repaired)
 	row("units corrected by the final reconcile", r.Reconciled)
 	row("oversold", verdict(r.Oversold))
-	row("undersold (units left while buyers heard sold out)", bounded(r.Undersold, r.UndersoldBound))
+	row("undersold (left at the end while buyers heard sold out)", bounded(r.Undersold, r.UndersoldBound))
 	row("lost sales", verdict(r.Lost))
 	row("leaked (held at rest)", verdict(r.Leaked))
 	row("Redis-vs-database drift", verdict(r.Drift))

@@ -135,7 +135,7 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		Degraded: st.degraded.Load()}
 	rep.fill(st, elapsed)
 	rep.Lost = sh.lost()
-	rep.Undersold = watch.worst
+	rep.Undersold = watch.left
 	rep.UndersoldBound = undersoldBound(cfg)
 	if chaosRep != nil {
 		chaosRep.BreakerTrips = sys.breaker.trips.Load()
@@ -219,17 +219,20 @@ func available(ctx context.Context, sys *system, q *queue, skus []string) int64 
 	return n
 }
 
-// undersell watches the sale for units left for sale while buyers are
-// told they are sold out: every sample, the units for sale (available) and
-// the sold-out refusals so far. worst is the most units that were for sale
-// throughout a span of undersellWindow in which buyers were refused as sold
-// out: units nobody could buy, not ones just back from an unpaid hold.
+// undersell watches the end of the sale for units left for sale while
+// buyers are told they are sold out: every sample, each SKU's units for
+// sale (available) and its sold-out refusals so far. left is the units that
+// were for sale throughout the last span of undersellWindow before the
+// buyers stopped, of the SKUs whose buyers were refused as sold out in it:
+// units nobody could buy, not ones just back from an unpaid hold. (Mid-sale
+// a flow catching up after an outage may leave some for a moment: the
+// verdict is on the end.)
 type undersell struct {
-	sys   *system
-	q     *queue
-	st    *stats
-	skus  []string
-	worst int64
+	sys  *system
+	q    *queue
+	st   *stats
+	skus []string
+	left int64
 }
 
 // undersellWindow is the span over which units must stay for sale, while
@@ -248,7 +251,7 @@ func (u *undersell) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		var worst int64
+		var left int64
 		for i, sku := range u.skus {
 			win := append(wins[i], sample{available(ctx, u.sys, u.q, []string{sku}), u.st.soldOutOf(sku)})
 			if len(win) > 11 {
@@ -262,9 +265,9 @@ func (u *undersell) run(ctx context.Context) {
 			for _, x := range win {
 				low = min(low, x.left)
 			}
-			worst += low
+			left += low
 		}
-		u.worst = max(u.worst, worst)
+		u.left = left
 	}
 }
 
