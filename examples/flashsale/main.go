@@ -117,7 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.unpaid, "unpaid", 0.2, "fraction of orders never paid for")
 	fs.Int64Var(&c.perUser, "limit", 2, "per-user limit, units of one SKU")
 	fs.Int64Var(&c.userRate, "user-rate", 2, "attempts per second one user may make")
-	fs.DurationVar(&c.duration, "duration", 8*time.Second, "how long the attempts keep arriving")
+	fs.DurationVar(&c.duration, "duration", 12*time.Second, "how long the attempts keep arriving")
 	fs.DurationVar(&c.hold, "hold", 3*time.Second, "how long an order may stay unpaid")
 	fs.IntVar(&c.workers, "workers", 64, "concurrent buyers")
 	fs.IntVar(&c.consumers, "consumers", 16, "queue consumers writing the database record")

@@ -92,7 +92,7 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	if cfg.chaos {
 		chaosDone = chaos(sys.redis, sys.breaker, cfg.duration, max(200*time.Millisecond, cfg.duration/5), selling)
 	}
-	watch := &undersell{sys: sys, q: q, st: st, skus: skus}
+	watch := &undersell{sys: sys, q: q, st: st, skus: skus, from: start.Add(cfg.duration - 2*undersellWindow)}
 	watchDone := make(chan struct{})
 	watchCtx, stopWatch := context.WithCancel(bg)
 	go func() { defer close(watchDone); watch.run(watchCtx) }()
@@ -232,6 +232,7 @@ type undersell struct {
 	q    *queue
 	st   *stats
 	skus []string
+	from time.Time // when the sampling starts: the sale's last moments
 	left int64
 }
 
@@ -243,6 +244,9 @@ const undersellWindow = 250 * time.Millisecond // sampled every tenth of it
 func (u *undersell) run(ctx context.Context) {
 	type sample struct{ left, soldOut int64 }
 	wins := make([][]sample, len(u.skus))
+	if pause(ctx, time.Until(u.from)) != nil {
+		return
+	}
 	t := time.NewTicker(undersellWindow / 10)
 	defer t.Stop()
 	for {
