@@ -56,6 +56,20 @@ func (f *flowFixture) levels(m stock.Manager) stock.Levels {
 	return lv
 }
 
+// tripGate opens the breaker with the gate refusing connections, then
+// lets the gate answer again.
+func (f *flowFixture) tripGate() {
+	f.t.Helper()
+	f.gate.SetFault(stocktest.Down)
+	for i := 0; f.d.State("a") == degrade.Primary; i++ {
+		if i > 10 {
+			f.t.Fatal("the breaker never opened")
+		}
+		_ = f.buy(fmt.Sprint("trip", i))
+	}
+	f.gate.SetFault(stocktest.Healthy)
+}
+
 // recordHas fails the test unless the record holds exactly the orders ids,
 // each once.
 func (f *flowFixture) recordHas(ids []string) {
@@ -132,13 +146,8 @@ func TestInDoubtOrderSettlesAtTheRecordWhileTheGateIsDown(t *testing.T) {
 			t.Fatalf("Deduct %s with its reply lost: %v, want ErrUnknownOutcome", id, err)
 		}
 	}
+	f.tripGate()
 	f.gate.SetFault(stocktest.Down)
-	for i := 0; f.d.State("a") == degrade.Primary; i++ {
-		if i > 10 {
-			t.Fatal("the breaker never opened")
-		}
-		_ = f.buy(fmt.Sprint("trip", i))
-	}
 	for range 2 { // the retry, and its repeat, take it once
 		for _, id := range ids {
 			if err := f.buy(id); err != nil {
@@ -169,11 +178,7 @@ func TestRampKeepsTheGateWithinTheRecord(t *testing.T) {
 	if err := f.d.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 100}); err != nil {
 		t.Fatal(err)
 	}
-	f.gate.SetFault(stocktest.Down)
-	for i := 0; f.d.State("a") == degrade.Primary; i++ {
-		_ = f.buy(fmt.Sprint("trip", i))
-	}
-	f.gate.SetFault(stocktest.Healthy)
+	f.tripGate()
 	for i := range 10 { // at the record alone while the breaker is open
 		if err := f.buy(fmt.Sprint("open", i)); err != nil {
 			t.Fatal(err)
@@ -233,11 +238,7 @@ func TestRecalibrationWaitsForTheFallbacksWrites(t *testing.T) {
 	if err := f.d.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 100}); err != nil {
 		t.Fatal(err)
 	}
-	f.gate.SetFault(stocktest.Down)
-	for i := 0; f.d.State("a") == degrade.Primary; i++ {
-		_ = f.buy(fmt.Sprint("trip", i))
-	}
-	f.gate.SetFault(stocktest.Healthy)
+	f.tripGate()
 	// A slow fallback Deduct: it stops before the record's write until let go.
 	entered, release := make(chan struct{}), make(chan struct{})
 	f.record.SetBefore(func(c stocktest.Call) {
