@@ -113,6 +113,19 @@
 // package degrade) are unknown to the gate, so the follow-up returns them
 // at the gate deadline they would have had: the listing's hold time.
 //
+// # At the record alone
+//
+// [Manager.Fallback] is the flow at its record alone, the fallback package
+// degrade sends calls to while the gate cannot take them: the record's
+// hold times, and every decision (a late Confirm, an extension, a repeat)
+// by the order's gate deadline, as the flow decides for an order its gate
+// does not know. Every unit it moves at the record alone (an order taken
+// or returned, a listing, a restock), and every unit the follow-up or the
+// record's own reclaimer returns for an order the gate never had, is
+// reported to Config.OnDrift with its SKUs: the gate must be brought to
+// agree (package reconcile) before it takes traffic again, and package
+// stockguard does it as the reports come.
+//
 // # Own hold times and extended holds
 //
 // Every record deadline is its gate deadline plus one grace G (the
