@@ -150,6 +150,7 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 		if sold {
 			return nil // confirmed since the read, before its deadline: a repeat
 		}
+		m.returnedAtRecord(in)
 		return stock.ErrHoldExpired
 	}
 	if rerr := m.record.Confirm(ctx, id); rerr != nil {

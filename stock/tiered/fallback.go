@@ -57,8 +57,13 @@ var (
 // Fallback returns the flow at its record alone (see [Fallback]).
 func (m *Manager) Fallback() *Fallback { return &Fallback{m: m} }
 
-// Flow returns the flow f belongs to.
-func (f *Fallback) Flow() *Manager { return f.m }
+// Flow returns the flow f belongs to (nil for a nil f).
+func (f *Fallback) Flow() *Manager {
+	if f == nil {
+		return nil
+	}
+	return f.m
+}
 
 // errRecordAlone is the drift of an order taken at the record alone.
 var errRecordAlone = errors.New("tiered: taken at the record alone")

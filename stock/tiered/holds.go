@@ -123,9 +123,13 @@ func (m *Manager) grace(ctx context.Context, items []stock.Item, holds map[strin
 // down) is reported to Config.OnDrift and its answer returned. Without a
 // Recorder, a record that does not have the order (its Deduct stopped
 // after the gate) is a *TierError too: finish the Deduct, then call
-// again. A record that refuses the deadline plus the grace as too long (the cap at
-// stock.MaxHoldTTL, see RecordOrder) is extended to the gate's deadline
-// itself. With a Recorder, a hold extended before its hand-off is settled
+// again. A record that refuses the deadline plus the grace as too long
+// (the cap at stock.MaxHoldTTL, see RecordOrder) is extended to the gate's
+// deadline itself. Decided at the record alone, the bound is the
+// record's: within the grace of stock.MaxHoldTTL it is the listing's less
+// the grace, and a deadline past it is stock.ErrHoldTooLong, nothing
+// written (the record cannot tell it from one past the listing's own).
+// With a Recorder, a hold extended before its hand-off is settled
 // reaches the record with the record's hold time counted from the
 // Settle; extend it again after Settle to carry the extension over.
 func (m *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {

@@ -239,7 +239,15 @@ func (m *Manager) repeat(ctx context.Context, o stock.Order, in stock.OrderInfo,
 	if sold {
 		return nil // confirmed since the read: a repeat of a sale
 	}
+	m.returnedAtRecord(in)
 	return stock.ErrHoldExpired
+}
+
+// returnedAtRecord reports to Config.OnDrift that the copy in, which the
+// gate does not hold (it lost it, or never had it), went back at the
+// record alone: the gate must get its units too.
+func (m *Manager) returnedAtRecord(in stock.OrderInfo) {
+	m.drift(Drift{OrderID: in.ID, Tier: Gate, Op: "return at the record alone", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
 }
 
 // returnCopy reverts the order's copy at the record, if it holds one, after
