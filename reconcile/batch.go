@@ -39,11 +39,11 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				r.note(&rep, f.correction(ActionDryRun, nil))
 			case !f.gate.Exists:
 				rebuild = append(rebuild, f)
-			case f.delta() == 0 && f.restocking == 0:
+			case f.delta() == 0 && f.restocking == 0 && !r.settingsDiffer(f):
 				rep.InAgreement++
 			case dry:
 				r.note(&rep, f.correction(ActionDryRun, nil))
-			case f.delta() == 0:
+			case f.delta() == 0 && !r.settingsDiffer(f):
 				if _, err := r.settle(ctx, &rep, f, ActionRestocked, &again, last); err != nil {
 					return rep, err
 				}
@@ -52,7 +52,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 					return rep, err
 				}
 			default:
-				applied, err := r.gate.Adjust(ctx, f.sku, f.fence, f.delta())
+				applied, err := r.correct(ctx, f)
 				switch {
 				case (errors.Is(err, stock.ErrUnknownSKU) || errors.Is(err, stock.ErrInvalid)) && !last:
 					// Flushed since the reading (rebuild it), or Redis sold
@@ -85,6 +85,42 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 		skus = append(append(again, more...), claimed...)
 	}
 	return rep, nil
+}
+
+// settingsDiffer reports whether the gate's settings of f's SKU (per-user
+// limit, hold time, maximum hold time) are not the record's, as
+// Config.GateHold maps them: a listing changed at the record alone (while
+// a breaker kept traffic off the gate).
+func (r *Reconciler) settingsDiffer(f *finding) bool {
+	g, rec := f.gate.Levels, f.rec.Levels
+	return g.PerUserLimit != rec.PerUserLimit ||
+		g.HoldTTL != (stock.Listing{HoldTTL: r.cfg.GateHold(rec.HoldTTL)}).EffectiveHoldTTL() ||
+		g.MaxHoldTTL != r.gateEffectiveMaxHold(rec)
+}
+
+// correct applies f's correction at the gate, fenced: the delta (Adjust),
+// with the record's settings too when they differ (a forced Relist). It
+// reports whether it was applied; a SKU the gate lost since the reading
+// is stock.ErrUnknownSKU, a delta the gate's count no longer allows
+// stock.ErrInvalid, as Adjust answers them.
+func (r *Reconciler) correct(ctx context.Context, f *finding) (bool, error) {
+	if !r.settingsDiffer(f) {
+		return r.gate.Adjust(ctx, f.sku, f.fence, f.delta())
+	}
+	got, err := r.gate.Relist(ctx, []redisstock.Relist{{SKU: f.sku, Fence: f.fence, Delta: f.delta(),
+		PerUserLimit: f.rec.PerUserLimit, HoldTTL: r.cfg.GateHold(f.rec.HoldTTL), MaxHoldTTL: r.gateMaxHold(f.rec.Levels), Force: true}})
+	switch {
+	case err != nil:
+		return false, err
+	case got[0] == redisstock.Applied:
+		f.settings = true
+		return true, nil
+	case got[0] == redisstock.Absent:
+		return false, stock.ErrUnknownSKU
+	case got[0] == redisstock.OutOfRange:
+		return false, stock.ErrInvalid
+	}
+	return false, nil // moved
 }
 
 // settle completes f's restocks in flight at the gate (each by its

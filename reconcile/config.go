@@ -178,6 +178,11 @@ type Correction struct {
 	// Returning is the units the database holds for orders Redis has
 	// already returned: the database will release them.
 	Returning int64
+	// Settings says the correction also gave Redis the database's
+	// settings of the SKU (per-user limit, hold time and maximum hold
+	// time, mapped by Config.GateHold): a listing changed at the database
+	// alone.
+	Settings bool
 	// Restocking is the units of restocks (within Config.RestockWindow)
 	// the database applied and Redis had not: After leaves them out, and
 	// the pass completes them at Redis by their operation IDs (whatever the

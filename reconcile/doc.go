@@ -17,7 +17,11 @@
 //	                    and Redis has not yet                     Restocking
 //
 // (a pass completes the restocks it finds in flight, so their term is 0
-// once it is done). The in-transit terms vanish once the orders and
+// once it is done), and Redis has the database's settings of the SKU: its
+// per-user limit, and its hold time and maximum hold time as
+// Config.GateHold maps them (a listing changed at the database alone, by a
+// fallback while Redis was down, is given to Redis with the count's
+// correction, in the same fenced write: redisstock Store.Relist). The in-transit terms vanish once the orders and
 // restocks in flight settle, leaving Redis available = database available. The seeds'
 // reconciliation overwrites Redis with the database count, which sells
 // every in-flight hold twice; here a correction is a delta (redisstock

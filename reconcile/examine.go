@@ -31,6 +31,7 @@ type finding struct {
 	inFlight, returning, restocking, read, target int64
 	stale                                         bool  // the SKU moved between the reads: read it again
 	err                                           error // the SKU cannot be computed
+	settings                                      bool  // the correction also gave the gate the record's settings
 }
 
 // examine reads the SKUs from both sides in the order the package doc
@@ -314,7 +315,8 @@ func (f *finding) readDelta() int64 { return f.read - f.gate.Available }
 
 func (f *finding) correction(a Action, err error) Correction {
 	return Correction{SKU: f.sku, Action: a, Before: f.gate.Available, After: f.target, Delta: f.delta(),
-		Record: f.rec.Available, InFlight: f.inFlight, Returning: f.returning, Restocking: f.restocking, Err: err}
+		Record: f.rec.Available, InFlight: f.inFlight, Returning: f.returning, Restocking: f.restocking,
+		Settings: f.settings, Err: err}
 }
 
 // unresolved wraps ErrUnresolved with a count.

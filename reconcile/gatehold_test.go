@@ -70,3 +70,33 @@ func TestRebuildByDefaultGivesTheTieredGateItsOwnHoldTime(t *testing.T) {
 		}
 	})
 }
+
+// A listing changed at the record alone (the flow's record path, while a
+// breaker kept traffic off the gate) reaches the gate's settings at the
+// next pass: the record is the truth for the per-user limit and the hold
+// times as for the counts, with or without live holds, and a pass after
+// that finds the two in agreement.
+func TestRepairGivesTheGateTheRecordsSettings(t *testing.T) {
+	forEach(t, func(t *testing.T, p pair) {
+		w := newWorld(t, p, reconcile.Config{})
+		w.must(w.flow.PutOnSale(w.ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}), "put on sale")
+		w.must(w.flow.Deduct(w.ctx, order("o1", "a", 2)), "Deduct") // a live hold
+		w.must(w.flow.Fallback().PutOnSale(w.ctx, stock.Listing{SKU: "a", Units: 8, PerUserLimit: 3, HoldTTL: 5 * time.Minute, MaxHoldTTL: time.Hour}),
+			"put on sale at the record alone")
+		r, err := reconcile.New(w.gate, w.record, reconcile.Config{GateHold: w.flow.GateHold})
+		w.must(err, "New")
+		rep, err := r.Repair(w.ctx, []string{"a"})
+		w.must(err, "Repair")
+		if len(rep.Corrections) != 1 || !rep.Corrections[0].Settings || rep.Corrections[0].Action != reconcile.ActionCorrected {
+			t.Fatalf("Repair %+v, want one correction of the settings", rep.Corrections)
+		}
+		g, rec := w.levels("a")
+		if g.PerUserLimit != 3 || g.HoldTTL != 5*time.Minute || g.MaxHoldTTL != time.Hour || g.Available != rec.Available || g.Held != 2 {
+			t.Fatalf("gate after the repair %+v, record %+v; want limit 3, hold 5m, max 1h, the record's available, the hold kept", g, rec)
+		}
+		rep, err = r.Repair(w.ctx, []string{"a"})
+		if err != nil || len(rep.Corrections) != 0 {
+			t.Fatalf("a second repair: %v, %+v; want agreement", err, rep.Corrections)
+		}
+	})
+}

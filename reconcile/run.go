@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
@@ -13,8 +14,13 @@ import (
 // the SKU key (a per-SKU breaker), or every SKU when key is "" (the shared
 // breaker). It returns an error, which keeps the breaker open, when the
 // pass failed or left any SKU out of agreement: traffic should not return
-// to a Redis that disagrees with the database by more than MaxAutoFix.
+// to a Redis that disagrees with the database by more than MaxAutoFix. A
+// Reconciler with Config.DryRun cannot recalibrate: it fails with an error
+// wrapping stock.ErrInvalid.
 func (r *Reconciler) Recalibrate(ctx context.Context, key string) error {
+	if r.cfg.DryRun {
+		return &stock.InvalidError{Field: "reconcile.Config.DryRun", Reason: "a dry run changes nothing: it cannot recalibrate"}
+	}
 	var err error
 	if key == "" {
 		_, err = r.RepairAll(ctx)

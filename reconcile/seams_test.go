@@ -61,7 +61,7 @@ func TestParkedAdjustRefusedAfterFlushAndRebuild(t *testing.T) {
 	forEach(t, func(t *testing.T, p pair) {
 		w := newWorld(t, p, reconcile.Config{})
 		w.sale("a", 10)
-		w.must(w.record.PutOnSale(w.ctx, stock.Listing{SKU: "a", Units: 15}), "record-only PutOnSale") // drift +5
+		w.must(w.record.PutOnSale(w.ctx, w.flow.RecordListing(stock.Listing{SKU: "a", Units: 15})), "record-only PutOnSale") // drift +5
 		var rebuilt reconcile.Report
 		g := &hookedGate{beforeAdjust: func() {
 			w.flush()
