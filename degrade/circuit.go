@@ -126,7 +126,10 @@ func (c *circuit) admit(share bool) (w way, done func(error)) {
 	defer c.mu.Unlock()
 	if ep := c.d.epoch.Load(); ep != c.epoch {
 		// Back from ForceFallback: recalibrate and ramp as after an outage.
+		// A recalibration already running read before the fallback's
+		// writes of the forced spell: a new generation ignores its end.
 		c.epoch = ep
+		c.fresh()
 		c.tripped.Store(false)
 		c.to(Degraded, now.Add(-c.d.cfg.OpenFor), nil)
 	}

@@ -26,7 +26,9 @@ var (
 // Config configures a Manager. The zero value means the documented defaults.
 type Config struct {
 	// PerSKU is the number of per-SKU breakers kept (least recently used
-	// ones are forgotten, and start closed when next needed). Zero means
+	// ones are forgotten: one forgotten while closed starts closed when next
+	// needed, one forgotten while it kept traffic off the primary starts by
+	// recalibrating it, for as many SKUs again). Zero means
 	// one breaker for the whole shop. An order goes to the primary only if
 	// the breakers of all its SKUs let it; Confirm and Revert, which name
 	// no SKU, share one more breaker of their own.

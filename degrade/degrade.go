@@ -34,8 +34,11 @@ type Manager struct {
 	global   *circuit                     // PerSKU == 0: the only one
 	ids      *circuit                     // Confirm and Revert
 	circuits *lru.Cache[string, *circuit] // PerSKU > 0
-	orders   *lru.Cache[string, tier]     // who took an order, as far as this node knows
-	limiter  *rate.Limiter
+	// forgotten are the SKUs whose breaker was dropped from circuits while
+	// it kept traffic off the primary: made again, it recalibrates first.
+	forgotten *lru.Cache[string, struct{}]
+	orders    *lru.Cache[string, tier] // who took an order, as far as this node knows
+	limiter   *rate.Limiter
 
 	events  chan Event
 	dropped atomic.Uint64
@@ -102,7 +105,12 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 	d.obs = &d.cfg.Observer
 	d.orders, _ = lru.New[string, tier](cfg.Orders)
 	if cfg.PerSKU > 0 {
-		d.circuits, _ = lru.New[string, *circuit](cfg.PerSKU)
+		d.forgotten, _ = lru.New[string, struct{}](cfg.PerSKU)
+		d.circuits, _ = lru.NewWithEvict(cfg.PerSKU, func(sku string, c *circuit) {
+			if c.current() != Primary {
+				d.forgotten.Add(sku, struct{}{})
+			}
+		})
 		d.ids = newCircuit(d, "")
 	} else {
 		d.global = newCircuit(d, "")
@@ -187,9 +195,14 @@ func (d *Manager) circuit(sku string) *circuit {
 		return c
 	}
 	c := newCircuit(d, sku)
+	if d.forgotten.Contains(sku) {
+		// Dropped while open: the primary may be behind its fallback.
+		c.state, c.since = Degraded, d.cfg.Clock.Now().Add(-d.cfg.OpenFor)
+	}
 	if prev, ok, _ := d.circuits.PeekOrAdd(sku, c); ok {
 		return prev
 	}
+	d.forgotten.Remove(sku)
 	return c
 }
 

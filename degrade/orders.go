@@ -49,11 +49,15 @@ func (d *Manager) Revert(ctx context.Context, orderID string) (err error) {
 }
 
 func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager, context.Context, string) error) error {
-	return d.onTakerBy(ctx, id, func(m stock.Manager, _ bool) error { return op(m, ctx, id) })
+	return d.onTakerBy(ctx, id, false, func(m stock.Manager, _ bool) error { return op(m, ctx, id) })
 }
 
 // onTakerBy is onTaker with an op told whether it runs on the fallback.
-func (d *Manager) onTakerBy(ctx context.Context, id string, op func(m stock.Manager, fallback bool) error) error {
+// With gateToo, a tiered flow's record path does not apply the op alone to
+// an order the gate may hold (one this node does not remember the fallback
+// took): the call gets ErrBusy, nothing written, until the breaker lets it
+// through the flow.
+func (d *Manager) onTakerBy(ctx context.Context, id string, gateToo bool, op func(m stock.Manager, fallback bool) error) error {
 	known, _ := d.orders.Get(id)
 	r := d.route(false, "")
 	primaryFirst := known == atPrimary || (known == 0 && r.primary)
@@ -76,14 +80,18 @@ func (d *Manager) onTakerBy(ctx context.Context, id string, op func(m stock.Mana
 	if !primaryFirst {
 		r.skip()
 		r = route{}
+		if gateToo && d.shared && known != atFallback {
+			return ErrBusy
+		}
 		err := op(d.fallback, true)
 		switch {
 		case errors.Is(err, stock.ErrUnknownOrder):
 			return callPrimary()
-		case errors.Is(err, stock.ErrOrderClosed) && d.Mode() != ForceFallback:
+		case errors.Is(err, stock.ErrOrderClosed) && d.Mode() != ForceFallback && !d.shared:
 			// A record copy the primary's reclaimer returned reads as
 			// closed at the record alone; the primary tells an expired
-			// hold from a cancel (and makes its tiers agree).
+			// hold from a cancel (and makes its tiers agree). A tiered
+			// flow's record path tells them itself, by the gate deadline.
 			perr := callPrimary()
 			if errors.Is(perr, stock.ErrUnknownOutcome) {
 				return perr // the primary may have applied it: a retry settles it
@@ -150,7 +158,8 @@ func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Lev
 // record's listing with the flow's hold times (tiered.Fallback), and the
 // primary's fast tier is brought up to date by recalibration. While the
 // breaker recalibrates the primary it gets ErrBusy, nothing written: the
-// recalibration would miss a listing written at the fallback alone.
+// recalibration would miss a listing written at the fallback alone (a
+// recalibration starting meanwhile waits for one under way).
 func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
@@ -162,6 +171,11 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	case r.settling:
 		return ErrBusy
 	case !r.primary:
+		leave, ok := d.enterFallback([]string{l.SKU})
+		if !ok {
+			return ErrBusy
+		}
+		defer leave()
 		return d.fallback.PutOnSale(ctx, l)
 	}
 	err = d.primary.PutOnSale(ctx, l)

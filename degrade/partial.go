@@ -19,11 +19,13 @@ var (
 // order, by Revert's rule (see Confirm): the tier this node remembers, else
 // the primary while its breaker lets traffic through, else the fallback,
 // and on stock.ErrUnknownOrder the other tier. It is not new traffic and
-// not rate limited. A return applied at the fallback alone to an order the
-// primary took (the breaker open, on a node that does not remember the
-// order) gives the units back at the record first, which errs on the safe
-// side (the gate sells less until reconciliation); its retry through the
-// primary, with the same r, gives nothing back twice at the record.
+// not rate limited. With a tiered flow as the primary, a return the breaker
+// keeps from the flow is made at the record path only for an order this
+// node remembers the fallback took: any other the gate may hold, and a
+// return at the record alone would not reach the gate's copy (a later
+// refund would give the gate back every unit, the returned ones too), so
+// it gets ErrBusy, nothing written: retry once the breaker lets it
+// through.
 //
 // Both tiers must implement stock.PartialReverter; otherwise it fails,
 // before anything is sent, with an error wrapping errors.ErrUnsupported.
@@ -38,7 +40,7 @@ func (d *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if !ok1 || !ok2 {
 		return fmt.Errorf("degrade: both tiers must be stock.PartialReverters to return part of an order: %w", errors.ErrUnsupported)
 	}
-	return d.onTakerBy(ctx, r.OrderID, func(_ stock.Manager, fallback bool) error {
+	return d.onTakerBy(ctx, r.OrderID, true, func(_ stock.Manager, fallback bool) error {
 		if fallback {
 			return f.RevertItems(ctx, r)
 		}
