@@ -2,7 +2,7 @@
 // most shops want, a Redis gate in front of a SQL record, wired so that no
 // setting two parts must agree on can be got wrong.
 //
-//	rdb := redis.NewClient(redisstock.ClientOptions("127.0.0.1:6379"))
+//	rdb := redis.NewUniversalClient(redisstock.FailFast(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}}))
 //	db := sqlx.MustOpen("mysql", "shop@tcp(127.0.0.1:3306)/shop?interpolateParams=true")
 //	shop, err := stockguard.New(rdb, db, stockguard.Config{})
 //	err = shop.CreateTables(ctx)

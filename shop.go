@@ -19,7 +19,7 @@ import (
 )
 
 // Config configures a Shop. The zero value is a complete shop: a gate
-// under the prefix "stockguard", the record in the tables "stock" and
+// under the prefix "sg" (redisstock's default), the record in the tables "stock" and
 // "stockguard_ledger" (in the dialect the database says it speaks), a
 // synchronous hand-off, a breaker that opens after five failures, and
 // reconciliation every minute.
@@ -53,8 +53,11 @@ type Config struct {
 	// gate with a reconcile pass before traffic returns to it.
 	Breaker degrade.Config
 	// Reconcile configures reconciliation (package reconcile): how often
-	// Run makes a full pass, how large a correction it applies by itself.
-	// Clock, Observer and GateHold must be zero.
+	// Run makes a full pass, how large a correction its passes and repairs
+	// apply by themselves (MaxAutoFix; the breaker's recalibration applies
+	// any, as the record is the truth the gate must follow before traffic
+	// returns to it). Clock, Observer and GateHold must be zero, and
+	// DryRun false.
 	Reconcile reconcile.Config
 	// Reclaim configures the reclaimer Run drives (stock.RunReclaimer):
 	// its Interval must be shorter than a RecordGrace you set.
@@ -114,7 +117,7 @@ var (
 
 // New builds a Shop over the Redis client rdb (a *redis.Client,
 // *redis.ClusterClient, Ring or failover client; see
-// redisstock.ClientOptions for a client that fails fast) and the database
+// redisstock.FailFast for the options of a client that fails fast) and the database
 // db. It sends nothing to either: create the tables with CreateTables,
 // then start Run. It fails with an error wrapping stock.ErrInvalid, having
 // built nothing, for a nil client or database, for a part Config that sets
@@ -159,7 +162,9 @@ func New(rdb redis.UniversalClient, db *sqlx.DB, cfg Config) (*Shop, error) {
 	var g tiered.GateStore = gate
 	var r tiered.RecordStore = record
 	if cfg.Wrap != nil {
-		g, r = cfg.Wrap(g, r)
+		if g, r = cfg.Wrap(g, r); g == nil || r == nil {
+			return nil, &stock.InvalidError{Field: "stockguard.Config.Wrap", Reason: "returned a nil gate or record"}
+		}
 	}
 	s.flow = tiered.New(g, r, fc)
 
@@ -171,9 +176,18 @@ func New(rdb redis.UniversalClient, db *sqlx.DB, cfg Config) (*Shop, error) {
 	if s.rec, err = reconcile.New(gate, record, kc); err != nil {
 		return nil, err
 	}
+	// The recalibration before traffic returns to the gate fixes any size:
+	// the drift of an outage is explained (the record took orders alone),
+	// and a gate left out of agreement would keep the shop on the fallback
+	// until a person acts.
+	kc.MaxAutoFix = -1
+	recal, err := reconcile.New(gate, record, kc)
+	if err != nil {
+		return nil, err
+	}
 
 	bc := cfg.Breaker
-	bc.Clock, bc.Observer, bc.Recalibrate = cfg.Clock, cfg.Observer, s.rec.Recalibrate
+	bc.Clock, bc.Observer, bc.Recalibrate = cfg.Clock, cfg.Observer, recal.Recalibrate
 	if s.Manager, err = degrade.New(s.flow, nil, bc); err != nil {
 		return nil, err
 	}
@@ -205,6 +219,10 @@ func (cfg Config) check() error {
 			return &stock.InvalidError{Field: "stockguard.Config." + d.field,
 				Reason: "set by New for every part alike (see Config): leave it zero"}
 		}
+	}
+	if cfg.Reconcile.DryRun {
+		return &stock.InvalidError{Field: "stockguard.Config.Reconcile.DryRun",
+			Reason: "a dry run changes nothing, so it cannot recalibrate the gate before traffic returns to it: use a Reconciler of your own for dry runs"}
 	}
 	reclaim := cfg.Reclaim.Interval
 	if reclaim <= 0 {
