@@ -16,6 +16,7 @@ type command struct {
 	synopsis string // e.g. "holds SKU [--max N]"
 	summary  string // one line for the program's usage text
 	help     string // the rest of 'stockctl COMMAND -h'
+	reach    reach  // what the command connects to
 	// setup registers the command's own flags on fs and returns the
 	// function that checks the positional arguments once fs is parsed and
 	// returns the command's work. Nothing is connected before both pass.
@@ -25,11 +26,26 @@ type command struct {
 // work is a command, ready to run on a connected session.
 type work func(ctx context.Context, s *session) error
 
+// reach is what a command connects to before its work runs.
+type reach int
+
+const (
+	// gateAndRecord: Redis and the database, whose tables must be there.
+	gateAndRecord reach = iota
+	// recordOnly: the database alone, whose tables the command makes
+	// (init): they are not checked first.
+	recordOnly
+	// nothing: the command prints what stockctl knows (version, schema);
+	// its session has no stores.
+	nothing
+)
+
 // commands are stockctl's commands, in the order the usage text lists them.
 var commands []command
 
 func init() {
-	commands = []command{inspectCommand, holdsCommand, reconcileCommand, warmupCommand, putOnSaleCommand, restockCommand}
+	commands = []command{inspectCommand, holdsCommand, reconcileCommand, warmupCommand, putOnSaleCommand, restockCommand,
+		initCommand, schemaCommand, versionCommand, completionCommand}
 }
 
 func commandNamed(name string) (command, bool) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net"
@@ -48,63 +49,83 @@ func (s *session) reconciler(cfg reconcile.Config) (*reconcile.Reconciler, error
 }
 
 // connect checks every setting that can be checked without I/O (usage
-// errors), then reaches Redis and the database and checks that the tables
-// are there (their absence is a usage error too: wrong names).
-func (p program) connect(ctx context.Context, o options, stdout, stderr io.Writer) (_ *session, err error) {
+// errors), then reaches what the command needs (r): Redis and the
+// database, whose tables must be there (a table that is missing is a usage
+// error too: a wrong name, or a database 'stockctl init' has not made),
+// or the database alone, or nothing.
+func (p program) connect(ctx context.Context, o options, r reach, stdout, stderr io.Writer) (_ *session, err error) {
 	s := &session{out: stdout, log: stderr, opts: o, clock: p.clock}
+	if r == nothing {
+		return s, nil
+	}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
 
-	rdb, raddr, err := newRedis(o.redis, o.redisPassword)
-	if err != nil {
-		return nil, err
+	var rdb redis.UniversalClient
+	var raddr string
+	if r == gateAndRecord {
+		if rdb, raddr, err = newRedis(o.redis, o.redisPassword); err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, func() { _ = rdb.Close() })
+		gate, err := redisstock.New(rdb, redisstock.Config{Prefix: o.prefix, Clock: p.clock})
+		if err != nil {
+			return nil, usagef("--prefix %q: %v", o.prefix, err)
+		}
+		s.gate = gate
 	}
-	s.closers = append(s.closers, func() { _ = rdb.Close() })
-	gate, err := redisstock.New(rdb, redisstock.Config{Prefix: o.prefix, Clock: p.clock})
-	if err != nil {
-		return nil, usagef("--prefix %q: %v", o.prefix, err)
-	}
-	s.gate = gate
 
-	kind, dsn, err := databaseOf(o.driver, o.dsn)
+	t, err := databaseOf(o.driver, o.dsn, r == recordOnly)
 	if err != nil {
 		return nil, err
 	}
+	db, err := p.openRecord(s, t, o)
+	if err != nil {
+		return nil, err
+	}
+
+	if rdb != nil {
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return nil, fmt.Errorf("redis %s: %w", raddr, err)
+		}
+	}
+	if err := db.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.name, err)
+	}
+	if r == recordOnly {
+		return s, nil
+	}
+	if err := checkTables(ctx, db, s.record, t.name); err != nil {
+		return nil, err
+	}
+	s.flow = tiered.New(s.gate, s.record, tiered.Config{RecordGrace: o.recordGrace, Clock: p.clock})
+	return s, nil
+}
+
+// openRecord opens the database t names (without connecting) and sets
+// s.record to the Store over it, with the shop's table and column names.
+func (p program) openRecord(s *session, t target, o options) (*sql.DB, error) {
 	cols, err := parseColumns(o.columns)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	db, err := sqlx.Open(kind.driver, dsn)
+	db, err := t.open()
 	if err != nil {
 		return nil, usagef("--dsn: %v", err)
 	}
 	s.closers = append(s.closers, func() { _ = db.Close() })
 	db.SetMaxOpenConns(4)
-	cfg := sqlstock.Config{Dialect: kind.dialect, Table: o.table, Ledger: o.ledger, Columns: cols, Clock: p.clock}
+	cfg := sqlstock.Config{Dialect: t.dialect, Table: o.table, Ledger: o.ledger, Columns: cols, Clock: p.clock}
 	if cfg.Dialect == sqlstock.MySQL {
 		cfg.Dialect = 0 // the Store asks the server whether it is MariaDB or MySQL
 	}
-	if _, err := sqlstock.New(db, cfg); err != nil {
+	if s.record, err = sqlstock.New(sqlx.NewDb(db, t.driver), cfg); err != nil {
 		return nil, usagef("--table, --ledger or --columns: %v", err)
 	}
-
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redis %s: %w", raddr, err)
-	}
-	if err := db.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("%s: %w", kind.name, err)
-	}
-	if s.record, err = sqlstock.New(db, cfg); err != nil {
-		return nil, usagef("--table, --ledger or --columns: %v", err)
-	}
-	if err := checkTables(ctx, db, s.record, kind.name); err != nil {
-		return nil, err
-	}
-	s.flow = tiered.New(s.gate, s.record, tiered.Config{RecordGrace: o.recordGrace, Clock: p.clock})
-	return s, nil
+	return db, nil
 }
 
 // newRedis returns a client for addr (host:port, a redis:// URL, or a
@@ -150,52 +171,4 @@ func newRedis(addr, password string) (redis.UniversalClient, string, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, Password: password,
 		DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, DialerRetries: 2, ContextTimeoutEnabled: true})
 	return c, addr, nil
-}
-
-// probeSKU is a SKU no shop has, read to check that the ledger and the
-// operations table are there.
-const probeSKU = "stockctl.probe"
-
-// checkTables reads each of the record's tables once. A table that cannot
-// be read from a database that answers is a wrong name (or a missing
-// migration): a usage error that names it.
-func checkTables(ctx context.Context, db *sqlx.DB, record *sqlstock.Store, name string) error {
-	tables := record.Tables() // stock, ledger, operations
-	steps := []func() error{
-		func() error { _, err := record.SKUs(ctx, "", 1); return err },
-		func() error {
-			v, err := record.View(ctx)
-			if err != nil {
-				return err
-			}
-			defer v.Close()
-			_, err = v.HeldLines(ctx, []string{probeSKU})
-			return err
-		},
-		func() error {
-			v, err := record.View(ctx)
-			if err != nil {
-				return err
-			}
-			defer v.Close()
-			_, err = v.Restocks(ctx, []string{probeSKU}, 0)
-			return err
-		},
-	}
-	for i, step := range steps {
-		err := step()
-		if err == nil {
-			continue
-		}
-		if ctx.Err() != nil || db.PingContext(ctx) != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		flag := "--table or --columns"
-		if i > 0 {
-			flag = "--ledger"
-		}
-		return usagef("%s: table %s cannot be read (check %s against the shop's sqlstock.Config): %v",
-			name, tables[min(i, len(tables)-1)], flag, err)
-	}
-	return nil
 }

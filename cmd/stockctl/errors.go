@@ -82,6 +82,8 @@ func report(w io.Writer, cmd string, o options, err error) int {
 		fmt.Fprintln(w, "the outcome is unknown: run the same command again (it is idempotent), or 'stockctl inspect' the SKU")
 	case code == exitInfra && errors.Is(err, stock.ErrUnavailable):
 		fmt.Fprintln(w, "the gate lost this SKU's state: 'stockctl reconcile --apply SKU' rebuilds it from the record")
+	default:
+		hintAbsent(w, err)
 	}
 	return code
 }

@@ -240,6 +240,20 @@ func (r result) exits(t *testing.T, code int, parts ...string) {
 	}
 }
 
+// prints checks that help was asked for and given: exit 0, stdout with
+// every one of parts, nothing on stderr.
+func (r result) prints(t *testing.T, parts ...string) {
+	t.Helper()
+	if r.code != exitOK || r.err != "" {
+		t.Fatalf("stockctl %s\nexit %d, want 0\nstdout:\n%s\nstderr (want none):\n%s", strings.Join(r.args, " "), r.code, r.out, r.err)
+	}
+	for _, p := range parts {
+		if !strings.Contains(r.out, p) {
+			t.Errorf("stockctl %s: stdout has no %q:\n%s", strings.Join(r.args, " "), p, r.out)
+		}
+	}
+}
+
 // decode reads stdout as one JSON object into v.
 func (r result) decode(t *testing.T, v any) {
 	t.Helper()

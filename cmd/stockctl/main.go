@@ -9,12 +9,18 @@
 //	stockctl warmup [SKU...]               load the gate from the record
 //	stockctl put-on-sale SKU UNITS         list a SKU on both tiers
 //	stockctl restock SKU UNITS --op ID     add units, once per operation ID
+//	stockctl init                          create the shop's tables on the database
+//	stockctl schema [-dialect KIND]        print the statements init runs
+//	stockctl version                       the version and storage layouts (--version)
+//	stockctl completion bash               a bash completion script
 //
 // It connects to the shop's Redis (--redis; a comma-separated list is a
 // Cluster) and database (--db, --dsn) with the shop's key prefix and table
 // names (--prefix, --table, --ledger, --columns). Every connection flag has
-// an environment variable (STOCKCTL_REDIS, STOCKCTL_DSN, ...). Tables go to
-// stdout (-json: one JSON object), messages to stderr, and the exit code
+// an environment variable (STOCKCTL_REDIS, STOCKCTL_DSN, ...), and a
+// PostgreSQL DSN left empty or partial is completed from libpq's PG*
+// variables. Tables and help go to stdout (-json: one JSON object),
+// messages to stderr, and the exit code
 // says what happened: 0 done and in agreement, 1 drift found or something
 // left unresolved, 2 usage error, 3 unknown SKU, 4 infrastructure failure.
 package main
@@ -73,27 +79,32 @@ type program struct {
 }
 
 // run parses the global flags, the command and its flags, connects, and
-// runs the command.
+// runs the command. Help asked for goes to stdout (exit 0); a usage error
+// goes to stderr (exit 2).
 func (p program) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := newOptions()
 	global := flag.NewFlagSet("stockctl", flag.ContinueOnError)
 	quiet(global)
 	o.register(global)
+	showVersion := global.Bool("version", false, "print stockctl's version and the storage layouts it reads and writes, and exit")
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			usage(stderr, global)
+			usage(stdout, global)
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "stockctl: %v\nrun 'stockctl -h' for usage\n", err)
 		return exitUsage
 	}
-	if global.NArg() == 0 {
-		usage(stderr, global)
-		return exitUsage
+	name, rest := "version", []string(nil) // --version: the command, whatever follows
+	if !*showVersion {
+		if global.NArg() == 0 {
+			usage(stderr, global)
+			return exitUsage
+		}
+		name, rest = global.Arg(0), global.Args()[1:]
 	}
-	name, rest := global.Arg(0), global.Args()[1:]
 	if name == "help" {
-		return help(rest, stderr, global)
+		return help(rest, stdout, stderr, global)
 	}
 	cmd, ok := commandNamed(name)
 	if !ok {
@@ -107,7 +118,7 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 	prepare := cmd.setup(fs)
 	pos, err := parseInterleaved(fs, rest)
 	if errors.Is(err, flag.ErrHelp) {
-		cmd.usage(stderr, fs)
+		cmd.usage(stdout, fs)
 		return exitOK
 	}
 	if err == nil {
@@ -127,7 +138,7 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	s, err := p.connect(ctx, *o, stdout, stderr)
+	s, err := p.connect(ctx, *o, cmd.reach, stdout, stderr)
 	if err != nil {
 		return report(stderr, cmd.name, *o, err)
 	}
@@ -135,10 +146,11 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 	return report(stderr, cmd.name, *o, w(ctx, s))
 }
 
-// help answers 'stockctl help [COMMAND]'.
-func help(args []string, stderr io.Writer, global *flag.FlagSet) int {
+// help answers 'stockctl help [COMMAND]': the usage text on stdout, or an
+// unknown command on stderr.
+func help(args []string, stdout, stderr io.Writer, global *flag.FlagSet) int {
 	if len(args) == 0 {
-		usage(stderr, global)
+		usage(stdout, global)
 		return exitOK
 	}
 	cmd, ok := commandNamed(args[0])
@@ -151,7 +163,7 @@ func help(args []string, stderr io.Writer, global *flag.FlagSet) int {
 	quiet(fs)
 	o.register(fs)
 	cmd.setup(fs)
-	cmd.usage(stderr, fs)
+	cmd.usage(stdout, fs)
 	return exitOK
 }
 
@@ -186,6 +198,7 @@ flags (-flag or --flag, before or after the command; the environment variable in
 	fmt.Fprint(w, exitText+`
 example:
   export STOCKCTL_REDIS=127.0.0.1:6379 STOCKCTL_DSN='shop@tcp(db:3306)/shop'
+  stockctl init        # once, on a new database
   stockctl inspect phone
   stockctl reconcile --dry-run || stockctl reconcile --apply
 `)
@@ -196,6 +209,9 @@ example:
 const exitText = `
 environment, besides the flags':
   STOCKCTL_REDIS_PASSWORD  Redis password (or give a redis:// URL)
+  PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE, ...
+                           what a PostgreSQL DSN leaves out, as psql reads them
+                           (--db postgres with no DSN: all of it)
 
 exit codes:
   0  done; the tiers are in agreement
@@ -203,7 +219,8 @@ exit codes:
      (a correction above --max-fix, a SKU on one tier only, live holds
      that warmup refused)
   2  usage error: bad flags or arguments, a bad DSN, prefix or table
-     name, an unknown command, input the stores refuse
+     name, a table that is missing ('stockctl init' creates them), an
+     unknown command, input the stores refuse
   3  an unknown SKU: on sale on neither tier (warmup: not in the record)
   4  infrastructure failure: Redis or the database unreachable, failing
      or too slow (--timeout); an outcome that is unknown (run the same

@@ -15,20 +15,24 @@ import (
 
 func TestUsageText(t *testing.T) {
 	s := &shop{t: t}
-	r := s.runRaw("-h")
-	r.exits(t, exitOK, "usage: stockctl [flags] COMMAND [ARGS] [flags]", "reconcile --dry-run|--apply [SKU...]",
-		"restock SKU UNITS --op ID", "[STOCKCTL_REDIS]", "[STOCKCTL_DSN]", "STOCKCTL_REDIS_PASSWORD",
-		"exit codes:", "3  an unknown SKU", "4  infrastructure failure")
-	for _, c := range commands {
-		if !strings.Contains(r.err, c.synopsis) {
-			t.Errorf("the usage text does not list %q", c.synopsis)
-		}
-		for _, args := range [][]string{{c.name, "-h"}, {"help", c.name}} {
-			s.runRaw(args...).exits(t, exitOK, "usage: stockctl "+c.synopsis+"\n", "exit codes:", "-dsn DSN")
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"-help"}, {"help"}, {"--redis", "x", "-h", "inspect"}} {
+		r := s.runRaw(args...)
+		r.prints(t, "usage: stockctl [flags] COMMAND [ARGS] [flags]", "reconcile --dry-run|--apply [SKU...]",
+			"restock SKU UNITS --op ID", "[STOCKCTL_REDIS]", "[STOCKCTL_DSN]", "STOCKCTL_REDIS_PASSWORD", "PGHOST",
+			"exit codes:", "3  an unknown SKU", "4  infrastructure failure", "'stockctl init' creates them")
+		for _, c := range commands {
+			if !strings.Contains(r.out, c.synopsis) {
+				t.Errorf("the usage text does not list %q", c.synopsis)
+			}
 		}
 	}
-	s.runRaw("holds", "-h").exits(t, exitOK, "-max N")
-	s.runRaw("help").exits(t, exitOK, "usage: stockctl [flags] COMMAND")
+	for _, c := range commands {
+		for _, args := range [][]string{{c.name, "-h"}, {c.name, "--help"}, {"help", c.name}} {
+			s.runRaw(args...).prints(t, "usage: stockctl "+c.synopsis+"\n", "exit codes:", "-dsn DSN")
+		}
+	}
+	s.runRaw("holds", "-h").prints(t, "-max N")
+	s.runRaw("schema", "-h").prints(t, "-dialect KIND", "-upgrade")
 }
 
 func TestUsageErrors(t *testing.T) {
