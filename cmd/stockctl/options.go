@@ -64,7 +64,7 @@ func (o *options) register(fs *flag.FlagSet) {
 		"database `DSN`: 'user:pass@tcp(host:3306)/shop', 'postgres://user@host/shop', or a SQLite file"))
 	fs.StringVar(&o.table, "table", o.table, env("table", "stock table `NAME` (sqlstock.Config.Table)"))
 	fs.StringVar(&o.ledger, "ledger", o.ledger, env("ledger",
-		"ledger table `NAME` (sqlstock.Config.Ledger); its operations table is NAME_ops"))
+		"ledger table `NAME` (sqlstock.Config.Ledger); its operations and returns tables are NAME_ops and NAME_returns"))
 	fs.StringVar(&o.columns, "columns", o.columns, env("columns",
 		"`LIST` of the stock table's column names that differ from sqlstock.Columns' defaults, e.g. 'sku=id,available=qty';\n"+
 			"keys: sku, available, held, sold, version, per_user_limit, hold_ttl"))
