@@ -20,9 +20,10 @@
 // an environment variable (STOCKCTL_REDIS, STOCKCTL_DSN, ...), and a
 // PostgreSQL DSN left empty or partial is completed from libpq's PG*
 // variables. Tables and help go to stdout (-json: one JSON object),
-// messages to stderr, and the exit code
-// says what happened: 0 done and in agreement, 1 drift found or something
-// left unresolved, 2 usage error, 3 unknown SKU, 4 infrastructure failure.
+// messages to stderr, and the exit code says what happened: 0 done and in
+// agreement, 1 drift found or something left unresolved, 2 usage error
+// (a missing table among them: 'stockctl init' creates them), 3 unknown
+// SKU, 4 infrastructure failure.
 package main
 
 import (
