@@ -31,7 +31,7 @@
 //	stockguard.reclaim.orders         counter    {order}       component
 //	stockguard.reclaim.units          counter    {unit}        component
 //	stockguard.reclaim.lag            gauge      s             component
-//	stockguard.breaker.status         gauge      1             breaker, breaker.state
+//	stockguard.breaker.status         gauge      {state}       breaker, breaker.state
 //	stockguard.breaker.share          gauge      1             breaker
 //	stockguard.breaker.transitions    counter    {transition}  breaker, from, to
 //	stockguard.reconcile.corrections  counter    {correction}  action

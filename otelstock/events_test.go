@@ -34,7 +34,7 @@ func TestBreakerGauges(t *testing.T) {
 	status := func(ms map[string]metricdata.Metrics, b attribute.KeyValue) map[string]int64 {
 		out := map[string]int64{}
 		for _, s := range otelstock.BreakerStates {
-			out[s] = gauge[int64](t, metric(t, ms, "stockguard.breaker.status", "1"), b, otelstock.KeyBreakerState.String(s))
+			out[s] = gauge[int64](t, metric(t, ms, "stockguard.breaker.status", "{state}"), b, otelstock.KeyBreakerState.String(s))
 		}
 		return out
 	}

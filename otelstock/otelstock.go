@@ -135,7 +135,7 @@ func (a *Adapter) instruments() error {
 		metric.WithDescription("Units of unpaid holds returned by reclaim passes."))
 	a.reclaimLag, errs[8] = m.Float64Gauge("stockguard.reclaim.lag", metric.WithUnit("s"),
 		metric.WithDescription("How long past its deadline the oldest hold the last reclaim pass found due was."))
-	a.breakerStatus, errs[9] = m.Int64Gauge("stockguard.breaker.status", metric.WithUnit("1"),
+	a.breakerStatus, errs[9] = m.Int64Gauge("stockguard.breaker.status", metric.WithUnit("{state}"),
 		metric.WithDescription("1 for the state a degrade breaker is in, 0 for each other state, from the breaker's start."))
 	a.breakerShare, errs[10] = m.Float64Gauge("stockguard.breaker.share", metric.WithUnit("1"),
 		metric.WithDescription("The share of traffic a degrade breaker sends to the primary."))
