@@ -104,6 +104,23 @@ func (c *circuit) to(s State, now time.Time, err error) {
 	}
 }
 
+// made reports the breaker's state as it is made (From ""), so that a
+// breaker shows from its start, before any change. It takes c.mu: a
+// change another caller makes meanwhile is reported after it, or is the
+// state it reports.
+func (c *circuit) made() {
+	if c.d.obs.Breaker == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	share := 0.0
+	if c.state == Primary {
+		share = 1
+	}
+	c.d.obs.Breaker(observe.Breaker{Name: c.key, To: c.state.String(), Share: share})
+}
+
 // way is where a breaker sends a call.
 type way int
 

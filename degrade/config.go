@@ -91,7 +91,9 @@ type Config struct {
 
 	// Observer receives the Manager's calls and its breakers' state
 	// changes (package observe), synchronously; the zero value reports
-	// nothing.
+	// nothing. Each breaker is reported as it is made, with From "" and
+	// its first state: the shared one by New, a per-SKU one when its SKU
+	// is first seen.
 	Observer observe.Observer
 }
 

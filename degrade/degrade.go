@@ -116,6 +116,7 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 		d.global = newCircuit(d, "")
 		d.ids = d.global
 	}
+	d.ids.made()
 	if cfg.OnStateChange != nil {
 		d.bg.Add(1)
 		go d.deliver()
@@ -203,6 +204,7 @@ func (d *Manager) circuit(sku string) *circuit {
 		return prev
 	}
 	d.forgotten.Remove(sku)
+	c.made()
 	return c
 }
 

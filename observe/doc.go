@@ -18,7 +18,8 @@
 //   - Reclaim reports each reclaim pass: orders, lines and units returned,
 //     and the reclaimer's lag (how long past its deadline the oldest hold
 //     it returned was).
-//   - Breaker reports degrade's breaker state changes.
+//   - Breaker reports each degrade breaker as it is made, then its state
+//     changes.
 //   - Correction reports each reconcile finding that changed or was refused
 //     a change (corrections, rebuilds, restocks completed, SKUs left).
 //   - Limit reports each limiter decision.

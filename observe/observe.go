@@ -24,8 +24,8 @@ type Observer struct {
 	Batch func(ctx context.Context, b Batch)
 	// Reclaim, if set, is called after each reclaim pass.
 	Reclaim func(ctx context.Context, r Reclaim)
-	// Breaker, if set, is called on each breaker state change (and each
-	// ramp step), synchronously under the breaker's lock: never block in
+	// Breaker, if set, is called as each breaker is made (From "") and on
+	// each state change (and each ramp step), synchronously under the breaker's lock: never block in
 	// it, and never call the degrade Manager from it.
 	Breaker func(b Breaker)
 	// Correction, if set, is called with each reconcile finding reported.
@@ -62,6 +62,12 @@ type Call struct {
 	Items int
 	// Start is when the call began (the wall clock).
 	Start time.Time
+	// Nested reports that the call runs on behalf of another call tracked
+	// in its context: a tiered Manager's call to its gate or record, a
+	// degrade Manager's call to its flow. The application's own calls are
+	// not nested, so counting only those counts each order operation
+	// once, however many layers it passes through.
+	Nested bool
 }
 
 // Result is how a call ended.
@@ -108,7 +114,10 @@ type Breaker struct {
 	// shared one.
 	Name string
 	// From and To are degrade's State names: "primary", "degraded",
-	// "recalibrating" or "ramping".
+	// "recalibrating" or "ramping". From is "" in the report of a breaker
+	// as it is made (degrade.New makes the shared one, a per-SKU one is
+	// made when its SKU is first seen): To is then its first state, so a
+	// breaker is seen before it ever changes.
 	From, To string
 	// Share is the share of traffic the primary gets in state To (0 to 1).
 	Share float64
@@ -237,8 +246,9 @@ type tracked struct {
 }
 
 // Track starts a call of op by component over items order lines. It
-// returns the context the call should run in (ctx itself unless Begin
-// derived one) and a Tracker whose Done reports the end. With neither
+// returns the context the call should run in and a Tracker whose Done
+// reports the end. The context is marked as a tracked call's, so the calls
+// made in it are Nested, and is the one Begin derived, if it did. With neither
 // Begin nor End set it returns ctx and the zero Tracker, reads no clock
 // and allocates nothing.
 func (o *Observer) Track(ctx context.Context, component string, op Op, items int) (context.Context, Tracker) {
@@ -250,6 +260,11 @@ func (o *Observer) Track(ctx context.Context, component string, op Op, items int
 
 func (o *Observer) track(ctx context.Context, component string, op Op, items int) (context.Context, Tracker) {
 	c := Call{Component: component, Op: op, Items: items, Start: time.Now()}
+	if ctx.Value(trackedKey{}) != nil {
+		c.Nested = true
+	} else {
+		ctx = context.WithValue(ctx, trackedKey{}, true)
+	}
 	if o.Begin != nil {
 		if derived := o.Begin(ctx, c); derived != nil {
 			ctx = derived
@@ -257,6 +272,10 @@ func (o *Observer) track(ctx context.Context, component string, op Op, items int
 	}
 	return ctx, Tracker{&tracked{o: o, ctx: ctx, c: c}}
 }
+
+// trackedKey marks a context as that of a tracked call: the calls made in
+// it are nested (Call.Nested).
+type trackedKey struct{}
 
 // Done reports the call's end with its error (nil for success).
 func (t Tracker) Done(err error) {

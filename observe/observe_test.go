@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -345,8 +346,8 @@ func TestDegradeReportsBreakerChanges(t *testing.T) {
 		_ = d.Deduct(ctx, order(fmt.Sprint("o", i), "a", 1))
 	}
 	b := rec.Breakers()
-	if len(b) == 0 || b[0].From != "primary" || b[0].To != "degraded" || b[0].Share != 0 {
-		t.Fatalf("breaker events %+v; want primary -> degraded first", b)
+	if len(b) < 2 || b[0] != (observe.Breaker{To: "primary", Share: 1}) || b[1].From != "primary" || b[1].To != "degraded" || b[1].Share != 0 {
+		t.Fatalf("breaker events %+v; want the breaker as made (primary), then primary -> degraded", b)
 	}
 	var outcomes []observe.Outcome
 	for _, c := range rec.Calls() {
@@ -431,5 +432,67 @@ func TestLimitersReportDecisions(t *testing.T) {
 	got = rec.Limits()
 	if len(got) != 2 || !got[0].Allowed || got[1].Allowed || got[1].Err != nil || got[0].Limiter != "composite" || got[1].N != 1 {
 		t.Fatalf("composite limit events %+v; want allowed, then refused by the user dimension", got)
+	}
+}
+
+// A call made in the context of a tracked call is nested; the
+// application's calls are not, whichever hooks the outer call's Observer
+// sets.
+func TestTrackMarksNestedCalls(t *testing.T) {
+	var mu sync.Mutex
+	nested := map[string]bool{}
+	inner := observe.Observer{End: func(_ context.Context, c observe.Call, _ observe.Result) {
+		mu.Lock()
+		nested[c.Component] = c.Nested
+		mu.Unlock()
+	}}
+	for _, outer := range []observe.Observer{inner, {Begin: func(ctx context.Context, _ observe.Call) context.Context { return ctx }}} {
+		ctx, top := outer.Track(context.Background(), "degrade", observe.OpDeduct, 1)
+		mid, flow := inner.Track(ctx, "tiered", observe.OpDeduct, 1)
+		_, gate := inner.Track(mid, "redisstock", observe.OpDeduct, 1)
+		gate.Done(nil)
+		flow.Done(nil)
+		top.Done(nil)
+		_, alone := inner.Track(context.Background(), "sqlstock", observe.OpConfirm, 0)
+		alone.Done(nil)
+		want := map[string]bool{"tiered": true, "redisstock": true, "sqlstock": false}
+		if outer.End != nil {
+			want["degrade"] = false
+		}
+		if !maps.Equal(nested, want) {
+			t.Errorf("Nested = %v, want %v", nested, want)
+		}
+		clear(nested)
+	}
+}
+
+// Each breaker is reported as it is made, before any change: the shared
+// one by degrade.New, a per-SKU one when its SKU is first seen (once).
+func TestDegradeReportsBreakersAsMade(t *testing.T) {
+	var rec observe.Recorder
+	clock := stocktest.NewClock(stocktest.Epoch)
+	primary, fallback := memstock.New(clock), memstock.New(clock)
+	d, err := degrade.New(primary, fallback, degrade.Config{Clock: clock, PerSKU: 8, Observer: rec.Observer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if b := rec.Breakers(); !slices.Equal(b, []observe.Breaker{{Name: "", To: "primary", Share: 1}}) {
+		t.Fatalf("after New: breaker events %+v; want the shared breaker, primary", b)
+	}
+	ctx := context.Background()
+	for _, m := range []stock.Manager{primary, fallback} {
+		if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		if err := d.Deduct(ctx, order(fmt.Sprint("o", i), "a", 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []observe.Breaker{{Name: "", To: "primary", Share: 1}, {Name: "a", To: "primary", Share: 1}}
+	if b := rec.Breakers(); !slices.Equal(b, want) {
+		t.Fatalf("after two Deducts of a: breaker events %+v; want %+v", b, want)
 	}
 }

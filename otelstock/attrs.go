@@ -10,8 +10,7 @@ const (
 	// KeyOperation is the call's operation: "deduct", "confirm", "revert",
 	// "restock", "put_on_sale", "reclaim" (observe.Op).
 	KeyOperation = attribute.Key("stockguard.operation")
-	// KeyOutcome is the outcome class of a call, batch, reclaim pass or
-	// limiter decision (observe.Outcome's names: "ok", "sold_out", ...).
+	// KeyOutcome is the outcome class of a call, batch or reclaim pass (observe.Outcome's names: "ok", "sold_out", ...).
 	KeyOutcome = attribute.Key("stockguard.outcome")
 	// KeyItems is the number of order lines of a call (spans only).
 	KeyItems = attribute.Key("stockguard.items")
@@ -25,18 +24,23 @@ const (
 	// KeyBreakerFrom and KeyBreakerTo are a transition's states.
 	KeyBreakerFrom = attribute.Key("stockguard.breaker.from")
 	KeyBreakerTo   = attribute.Key("stockguard.breaker.to")
+	// KeyBreakerState is the state (BreakerStates) a point of
+	// stockguard.breaker.status is about.
+	KeyBreakerState = attribute.Key("stockguard.breaker.state")
 	// KeyAction is a reconcile finding's action ("corrected", "rebuilt",
 	// "restocked", "left", ...).
 	KeyAction = attribute.Key("stockguard.reconcile.action")
-	// KeyLimiter is "local", "redis" or "composite"; KeyAllowed whether
-	// the decision allowed the events.
-	KeyLimiter = attribute.Key("stockguard.limiter")
-	KeyAllowed = attribute.Key("stockguard.limiter.allowed")
+	// KeyLimiter is "local", "redis" or "composite"; KeyDecision what the
+	// limiter decided: "allowed", "refused", or "error" when it could not
+	// decide (error.type then names the error's class).
+	KeyLimiter  = attribute.Key("stockguard.limiter")
+	KeyDecision = attribute.Key("stockguard.limiter.decision")
 	// KeyStore names the Manager a Levels registration reads, KeySKU the
 	// SKU.
 	KeyStore = attribute.Key("stockguard.store")
 	KeySKU   = attribute.Key("stockguard.sku")
 	// KeyErrorType is OpenTelemetry's error.type, set on spans that ended
-	// in an error: the outcome's name.
+	// in an error and on limiter decisions that could not be made: the
+	// outcome's name.
 	KeyErrorType = attribute.Key("error.type")
 )

@@ -30,6 +30,16 @@ func (a *Adapter) begin(ctx context.Context, c observe.Call) context.Context {
 	return ctx
 }
 
+// orderOp reports whether op acts on an order (stockguard.orders counts
+// those alone): Deduct, Confirm, Revert, RevertItems and ExtendHold.
+func orderOp(op observe.Op) bool {
+	switch op {
+	case observe.OpDeduct, observe.OpConfirm, observe.OpRevert, observe.OpRevertItems, observe.OpExtendHold:
+		return true
+	}
+	return false
+}
+
 // spanStart is what every span of one component and operation starts with.
 type spanStart struct {
 	name  string
@@ -43,6 +53,11 @@ func (a *Adapter) end(ctx context.Context, c observe.Call, r observe.Result) {
 	opt := a.opt(setKey{kindCall, c.Component, string(c.Op), outcome})
 	a.calls.Add(ctx, 1, opt)
 	a.callDuration.Record(ctx, r.Duration.Seconds(), opt)
+	if !c.Nested && orderOp(c.Op) {
+		oopt := a.opt(setKey{kind: kindOrder, b: string(c.Op), c: outcome})
+		a.orders.Add(ctx, 1, oopt)
+		a.orderDuration.Record(ctx, r.Duration.Seconds(), oopt)
+	}
 
 	if !a.spans {
 		return // no Begin: the span in ctx, if any, is the caller's

@@ -20,6 +20,8 @@
 // ("s") into stockguard_call_duration_seconds and stockguard.calls into
 // stockguard_calls_total.
 //
+//	stockguard.orders                 counter    {call}        operation, outcome
+//	stockguard.order.duration         histogram  s             operation, outcome
 //	stockguard.calls                  counter    {call}        component, operation, outcome
 //	stockguard.call.duration          histogram  s             component, operation, outcome
 //	stockguard.batch.size             histogram  {call}        component, operation
@@ -29,12 +31,12 @@
 //	stockguard.reclaim.orders         counter    {order}       component
 //	stockguard.reclaim.units          counter    {unit}        component
 //	stockguard.reclaim.lag            gauge      s             component
-//	stockguard.breaker.state          gauge      {state}       breaker
+//	stockguard.breaker.status         gauge      {state}       breaker, breaker.state
 //	stockguard.breaker.share          gauge      1             breaker
 //	stockguard.breaker.transitions    counter    {transition}  breaker, from, to
 //	stockguard.reconcile.corrections  counter    {correction}  action
 //	stockguard.reconcile.units        counter    {unit}        action
-//	stockguard.limiter.decisions      counter    {decision}    limiter, allowed, outcome
+//	stockguard.limiter.decisions      counter    {decision}    limiter, limiter.decision, error.type
 //	stockguard.limiter.duration       histogram  s             limiter
 //	stockguard.stock.available        gauge      {unit}        store, sku
 //	stockguard.stock.held             gauge      {unit}        store, sku
@@ -42,18 +44,33 @@
 //
 // Every attribute is namespaced: stockguard.component, stockguard.operation,
 // stockguard.outcome (observe.Outcome's names: "ok", "sold_out", ...),
-// stockguard.breaker, stockguard.breaker.from, stockguard.breaker.to,
-// stockguard.reconcile.action, stockguard.limiter, stockguard.limiter.allowed,
-// stockguard.store and stockguard.sku. Their values come from small fixed
+// stockguard.breaker, stockguard.breaker.state, stockguard.breaker.from,
+// stockguard.breaker.to, stockguard.reconcile.action, stockguard.limiter,
+// stockguard.limiter.decision, stockguard.store and stockguard.sku, besides
+// OpenTelemetry's error.type. Their values come from small fixed
 // sets, except stockguard.breaker (a SKU for per-SKU breakers, "" for the
 // shared one) and stockguard.sku, which name only the SKUs you list in
 // RegisterLevels. No metric carries a user ID or an order ID, nor a SKU
 // outside those two.
 //
-// stockguard.breaker.state is 0 primary, 1 degraded, 2 recalibrating,
-// 3 ramping (BreakerState), recorded at each change of each breaker. The
-// reclaim lag is that of the last pass that did not fail: how long past
-// its deadline the oldest hold the pass found due was, 0 when none was.
+// stockguard.orders and stockguard.order.duration count the order
+// operations (deduct, confirm, revert, revert_items, extend_hold) the
+// application called, once each, at the outermost layer: a call made in
+// the context of another tracked call (observe.Call.Nested) is left out.
+// Sum them for an order rate; stockguard.calls counts a call at every
+// layer it passes through (a Shop's Deduct as degrade, tiered, redisstock
+// and sqlstock), to read each layer's latency and outcomes.
+//
+// stockguard.breaker.status has one series per breaker and state
+// (BreakerStates: "primary", "degraded", "recalibrating", "ramping"): 1
+// for the state the breaker is in, 0 for the others. degrade reports each
+// breaker as it is made (the shared one in degrade.New), so the series
+// exist before any incident. The reclaim lag is that of the last pass that
+// did not fail: how long past its deadline the oldest hold the pass found
+// due was, 0 when none was.
+//
+// stockguard.limiter.decision is "allowed", "refused", or "error" when the
+// limiter could not decide (its error.type is then the error's class).
 //
 // # Spans
 //

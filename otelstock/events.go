@@ -6,22 +6,9 @@ import (
 	"github.com/stockguard/stockguard/observe"
 )
 
-// BreakerState is the value stockguard.breaker.state records for one of
-// degrade's state names: 0 "primary", 1 "degraded", 2 "recalibrating",
-// 3 "ramping", and -1 for any other name.
-func BreakerState(name string) int64 {
-	switch name {
-	case "primary":
-		return 0
-	case "degraded":
-		return 1
-	case "recalibrating":
-		return 2
-	case "ramping":
-		return 3
-	}
-	return -1
-}
+// BreakerStates are degrade's state names, each a stockguard.breaker.state
+// value of stockguard.breaker.status.
+var BreakerStates = []string{"primary", "degraded", "recalibrating", "ramping"}
 
 // reclaim counts a reclaim pass and what it returned, and, for a pass that
 // did not fail, records its lag.
@@ -36,14 +23,23 @@ func (a *Adapter) reclaim(ctx context.Context, r observe.Reclaim) {
 	}
 }
 
-// breaker records a breaker's new state and share, and counts the change.
-// It runs under the breaker's lock: it only records.
+// breaker records a breaker's state, as 1 for its state and 0 for the
+// others, and its share, and counts the change. The report of a breaker as
+// it is made (From "") is no change. It runs under the breaker's lock: it
+// only records.
 func (a *Adapter) breaker(b observe.Breaker) {
 	ctx := context.Background()
-	opt := a.with(KeyBreaker.String(b.Name))
-	a.breakerState.Record(ctx, BreakerState(b.To), opt)
-	a.breakerShare.Record(ctx, b.Share, opt)
-	a.breakerChanges.Add(ctx, 1, a.with(KeyBreaker.String(b.Name), KeyBreakerFrom.String(b.From), KeyBreakerTo.String(b.To)))
+	for _, s := range BreakerStates {
+		v := int64(0)
+		if s == b.To {
+			v = 1
+		}
+		a.breakerStatus.Record(ctx, v, a.with(KeyBreaker.String(b.Name), KeyBreakerState.String(s)))
+	}
+	a.breakerShare.Record(ctx, b.Share, a.with(KeyBreaker.String(b.Name)))
+	if b.From != "" {
+		a.breakerChanges.Add(ctx, 1, a.with(KeyBreaker.String(b.Name), KeyBreakerFrom.String(b.From), KeyBreakerTo.String(b.To)))
+	}
 }
 
 // correction counts a reconcile finding and the size of its change.
@@ -58,13 +54,17 @@ func (a *Adapter) correction(c observe.Correction) {
 	a.correctedUnits.Add(ctx, d, opt)
 }
 
-// limit counts a limiter decision and records its duration.
+// limit counts a limiter decision by what it decided ("allowed",
+// "refused", or "error" with error.type when none could be made) and
+// records its duration.
 func (a *Adapter) limit(ctx context.Context, l observe.Limit) {
-	outcome := observe.Classify(l.Err).String()
-	allowed := "false"
-	if l.Allowed {
-		allowed = "true"
+	decision, class := "refused", ""
+	switch {
+	case l.Err != nil:
+		decision, class = "error", observe.Classify(l.Err).String()
+	case l.Allowed:
+		decision = "allowed"
 	}
-	a.decisions.Add(ctx, 1, a.opt(setKey{kindLimitDecision, l.Limiter, allowed, outcome}))
+	a.decisions.Add(ctx, 1, a.opt(setKey{kindLimitDecision, l.Limiter, decision, class}))
 	a.limitDuration.Record(ctx, l.Duration.Seconds(), a.opt(setKey{kind: kindLimit, a: l.Limiter}))
 }

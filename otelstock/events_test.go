@@ -2,11 +2,13 @@ package otelstock_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -18,12 +20,31 @@ import (
 	"github.com/stockguard/stockguard/stock/memstock"
 )
 
-// The breaker gauges hold each breaker's last state and share; every
-// change is counted with its states.
+// The breaker gauges hold each breaker's last state, as one series per
+// state (1 for the state it is in, 0 for the others), from the report of
+// the breaker as it is made on; every change is counted with its states,
+// and the report as made is no change.
 func TestBreakerGauges(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, otelstock.Config{})
 	o := h.a.Observer()
+	o.Breaker(observe.Breaker{Name: "", To: "primary", Share: 1})
+	ms := h.collect(t)
+	shared, sku := otelstock.KeyBreaker.String(""), otelstock.KeyBreaker.String("sku-1")
+	status := func(ms map[string]metricdata.Metrics, b attribute.KeyValue) map[string]int64 {
+		out := map[string]int64{}
+		for _, s := range otelstock.BreakerStates {
+			out[s] = gauge[int64](t, metric(t, ms, "stockguard.breaker.status", "{state}"), b, otelstock.KeyBreakerState.String(s))
+		}
+		return out
+	}
+	if got, want := status(ms, shared), map[string]int64{"primary": 1, "degraded": 0, "recalibrating": 0, "ramping": 0}; !maps.Equal(got, want) {
+		t.Errorf("as made: breaker.status %v, want %v", got, want)
+	}
+	if _, ok := ms["stockguard.breaker.transitions"]; ok {
+		t.Errorf("the report of a breaker as made was counted as a transition")
+	}
+
 	for _, b := range []observe.Breaker{
 		{Name: "", From: "primary", To: "degraded"},
 		{Name: "sku-1", From: "primary", To: "degraded"},
@@ -34,11 +55,12 @@ func TestBreakerGauges(t *testing.T) {
 	} {
 		o.Breaker(b)
 	}
-	ms := h.collect(t)
-	shared, sku := otelstock.KeyBreaker.String(""), otelstock.KeyBreaker.String("sku-1")
-	state := metric(t, ms, "stockguard.breaker.state", "{state}")
-	if s, k := gauge[int64](t, state, shared), gauge[int64](t, state, sku); s != 3 || k != 2 {
-		t.Errorf("breaker.state shared %d, sku-1 %d; want 3 (ramping) and 2 (recalibrating)", s, k)
+	ms = h.collect(t)
+	if got, want := status(ms, shared), map[string]int64{"primary": 0, "degraded": 0, "recalibrating": 0, "ramping": 1}; !maps.Equal(got, want) {
+		t.Errorf("shared breaker.status %v, want %v", got, want)
+	}
+	if got, want := status(ms, sku), map[string]int64{"primary": 0, "degraded": 0, "recalibrating": 1, "ramping": 0}; !maps.Equal(got, want) {
+		t.Errorf("sku-1 breaker.status %v, want %v", got, want)
 	}
 	if v := gauge[float64](t, metric(t, ms, "stockguard.breaker.share", "1"), shared); v != 0.5 {
 		t.Errorf("breaker.share = %g, want 0.5", v)
@@ -49,11 +71,6 @@ func TestBreakerGauges(t *testing.T) {
 	}
 	if n := sum(t, tr, otelstock.KeyBreakerFrom.String("primary"), otelstock.KeyBreakerTo.String("degraded")); n != 2 {
 		t.Errorf("primary->degraded %d, want 2", n)
-	}
-	for name, want := range map[string]int64{"primary": 0, "degraded": 1, "recalibrating": 2, "ramping": 3, "open": -1} {
-		if got := otelstock.BreakerState(name); got != want {
-			t.Errorf("BreakerState(%q) = %d, want %d", name, got, want)
-		}
 	}
 }
 
@@ -98,8 +115,18 @@ func TestLimiterDecisions(t *testing.T) {
 	ms := h.collect(t)
 	d := metric(t, ms, "stockguard.limiter.decisions", "{decision}")
 	local := otelstock.KeyLimiter.String("local")
-	if y, n := sum(t, d, local, otelstock.KeyAllowed.Bool(true), ok), sum(t, d, local, otelstock.KeyAllowed.Bool(false), ok); y != 2 || n != 3 {
+	decision := func(d string) attribute.KeyValue { return otelstock.KeyDecision.String(d) }
+	if y, n := sum(t, d, local, decision("allowed")), sum(t, d, local, decision("refused")); y != 2 || n != 3 {
 		t.Errorf("decisions: allowed %d, refused %d; want 2, 3", y, n)
+	}
+	if n := sum(t, d, ok); n != 0 {
+		t.Errorf("%d decisions carry outcome ok: a refusal is no success", n)
+	}
+	// A decision that could not be made is an error, with its class.
+	h.a.Observer().Limit(context.Background(), observe.Limit{Limiter: "redis", N: 1, Err: stock.ErrUnavailable})
+	d = metric(t, h.collect(t), "stockguard.limiter.decisions", "{decision}")
+	if n := sum(t, d, otelstock.KeyLimiter.String("redis"), decision("error"), otelstock.KeyErrorType.String("unavailable")); n != 1 {
+		t.Errorf("decisions{redis, error, unavailable} = %d, want 1", n)
 	}
 	if n, _ := hist[float64](t, metric(t, ms, "stockguard.limiter.duration", "s"), local); n != 5 {
 		t.Errorf("limiter.duration count %d, want 5", n)

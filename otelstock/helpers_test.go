@@ -32,7 +32,10 @@ func newHarness(t *testing.T, cfg otelstock.Config) *harness {
 		_ = mp.Shutdown(context.Background())
 		_ = tp.Shutdown(context.Background())
 	})
-	cfg.MeterProvider, cfg.TracerProvider = mp, tp
+	cfg.MeterProvider = mp
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = tp
+	}
 	a, err := otelstock.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -149,7 +149,7 @@ func TestTelemetryCarriesNoIDs(t *testing.T) {
 		}
 	}
 	ms := h.collect(t)
-	if n := sum(t, metric(t, ms, "stockguard.limiter.decisions", "{decision}"), outcome("error")); n != 1 {
+	if n := sum(t, metric(t, ms, "stockguard.limiter.decisions", "{decision}"), otelstock.KeyDecision.String("error"), otelstock.KeyErrorType.String("error")); n != 1 {
 		t.Errorf("limiter decisions that failed: %d, want 1", n)
 	}
 	if n := sum(t, metric(t, ms, "stockguard.breaker.transitions", "{transition}")); n != 1 {

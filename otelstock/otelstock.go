@@ -59,8 +59,10 @@ type Adapter struct {
 	spans  bool // false for a noop TracerProvider: Begin unset, no span touched
 	base   []attribute.KeyValue
 
-	calls        metric.Int64Counter
-	callDuration metric.Float64Histogram
+	calls         metric.Int64Counter
+	callDuration  metric.Float64Histogram
+	orders        metric.Int64Counter
+	orderDuration metric.Float64Histogram
 
 	batchSize     metric.Int64Histogram
 	batchWait     metric.Float64Histogram
@@ -70,7 +72,7 @@ type Adapter struct {
 	reclaimOrders  metric.Int64Counter
 	reclaimUnits   metric.Int64Counter
 	reclaimLag     metric.Float64Gauge
-	breakerState   metric.Int64Gauge
+	breakerStatus  metric.Int64Gauge
 	breakerShare   metric.Float64Gauge
 	breakerChanges metric.Int64Counter
 	corrections    metric.Int64Counter
@@ -112,7 +114,7 @@ func New(cfg Config) (*Adapter, error) {
 // instruments makes every synchronous instrument.
 func (a *Adapter) instruments() error {
 	m, b := a.meter, a.cfg.DurationBuckets
-	var errs [16]error
+	var errs [18]error
 	a.calls, errs[0] = m.Int64Counter("stockguard.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls of a stock.Manager method, by component, operation and outcome."))
 	a.callDuration, errs[1] = m.Float64Histogram("stockguard.call.duration", metric.WithUnit("s"),
@@ -133,8 +135,8 @@ func (a *Adapter) instruments() error {
 		metric.WithDescription("Units of unpaid holds returned by reclaim passes."))
 	a.reclaimLag, errs[8] = m.Float64Gauge("stockguard.reclaim.lag", metric.WithUnit("s"),
 		metric.WithDescription("How long past its deadline the oldest hold the last reclaim pass found due was."))
-	a.breakerState, errs[9] = m.Int64Gauge("stockguard.breaker.state", metric.WithUnit("{state}"),
-		metric.WithDescription("A degrade breaker's state: 0 primary, 1 degraded, 2 recalibrating, 3 ramping."))
+	a.breakerStatus, errs[9] = m.Int64Gauge("stockguard.breaker.status", metric.WithUnit("{state}"),
+		metric.WithDescription("1 for the state a degrade breaker is in, 0 for each other state, from the breaker's start."))
 	a.breakerShare, errs[10] = m.Float64Gauge("stockguard.breaker.share", metric.WithUnit("1"),
 		metric.WithDescription("The share of traffic a degrade breaker sends to the primary."))
 	a.breakerChanges, errs[11] = m.Int64Counter("stockguard.breaker.transitions", metric.WithUnit("{transition}"),
@@ -144,9 +146,14 @@ func (a *Adapter) instruments() error {
 	a.correctedUnits, errs[13] = m.Int64Counter("stockguard.reconcile.units", metric.WithUnit("{unit}"),
 		metric.WithDescription("Units of drift reconcile found (the size of each finding's change), by action."))
 	a.decisions, errs[14] = m.Int64Counter("stockguard.limiter.decisions", metric.WithUnit("{decision}"),
-		metric.WithDescription("Limiter decisions, by limiter and whether they allowed the events."))
+		metric.WithDescription("Limiter decisions, by limiter and decision (allowed, refused, error)."))
 	a.limitDuration, errs[15] = m.Float64Histogram("stockguard.limiter.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of limiter decisions."), metric.WithExplicitBucketBoundaries(b...))
+	a.orders, errs[16] = m.Int64Counter("stockguard.orders", metric.WithUnit("{call}"),
+		metric.WithDescription("Order operations the application called, counted once at the outermost layer, by operation and outcome."))
+	a.orderDuration, errs[17] = m.Float64Histogram("stockguard.order.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of the order operations the application called, as it saw them."),
+		metric.WithExplicitBucketBoundaries(b...))
 	return errors.Join(errs[:]...)
 }
 
@@ -178,6 +185,7 @@ type setKey struct {
 
 const (
 	kindCall uint8 = iota
+	kindOrder
 	kindBatch
 	kindBatchOutcome
 	kindReclaim
@@ -202,6 +210,8 @@ func (k setKey) attrs() []attribute.KeyValue {
 	switch k.kind {
 	case kindCall, kindBatchOutcome:
 		return []attribute.KeyValue{KeyComponent.String(k.a), KeyOperation.String(k.b), KeyOutcome.String(k.c)}
+	case kindOrder:
+		return []attribute.KeyValue{KeyOperation.String(k.b), KeyOutcome.String(k.c)}
 	case kindBatch:
 		return []attribute.KeyValue{KeyComponent.String(k.a), KeyOperation.String(k.b)}
 	case kindReclaim:
@@ -210,8 +220,11 @@ func (k setKey) attrs() []attribute.KeyValue {
 		return []attribute.KeyValue{KeyComponent.String(k.a), KeyOutcome.String(k.b)}
 	case kindLimit:
 		return []attribute.KeyValue{KeyLimiter.String(k.a)}
-	default: // kindLimitDecision
-		return []attribute.KeyValue{KeyLimiter.String(k.a), KeyAllowed.Bool(k.b == "true"), KeyOutcome.String(k.c)}
+	default: // kindLimitDecision: b the decision, c the error's class
+		if k.c == "" {
+			return []attribute.KeyValue{KeyLimiter.String(k.a), KeyDecision.String(k.b)}
+		}
+		return []attribute.KeyValue{KeyLimiter.String(k.a), KeyDecision.String(k.b), KeyErrorType.String(k.c)}
 	}
 }
 

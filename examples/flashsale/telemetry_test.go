@@ -50,7 +50,7 @@ var wantSeries = []wantedSeries{
 	{"stockguard_calls_total", []string{`stockguard_component="sqlstock"`, `stockguard_operation="deduct"`, `stockguard_outcome="ok"`}},
 	{"stockguard_call_duration_seconds_bucket", []string{`stockguard_component="tiered"`, `stockguard_operation="deduct"`}},
 	{"stockguard_batch_size_bucket", []string{`stockguard_component="redisstock"`, `stockguard_operation="deduct"`}},
-	{"stockguard_limiter_decisions_total", []string{`stockguard_limiter="local"`, `stockguard_limiter_allowed="true"`}},
+	{"stockguard_limiter_decisions_total", []string{`stockguard_limiter="local"`, `stockguard_limiter_decision="allowed"`}},
 	{"stockguard_reclaim_passes_total", []string{`stockguard_component="redisstock"`, `stockguard_outcome="ok"`}},
 	{"stockguard_stock_available", []string{`stockguard_sku="sku-1"`, `stockguard_store="gate"`}},
 	{"stockguard_stock_held", []string{`stockguard_sku="sku-3"`, `stockguard_store="record"`}},
