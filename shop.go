@@ -145,7 +145,7 @@ func New(rdb redis.UniversalClient, db *sqlx.DB, cfg Config) (*Shop, error) {
 	}
 	rc := cfg.Record
 	rc.Clock, rc.Observer = cfg.Clock, cfg.Observer
-	record, err := sqlstock.New(db, rc)
+	record, err := sqlstock.New(db.DB, rc)
 	if err != nil {
 		return nil, err
 	}

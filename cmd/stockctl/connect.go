@@ -87,7 +87,7 @@ func (p program) connect(ctx context.Context, o options, stdout, stderr io.Write
 	if cfg.Dialect == sqlstock.MySQL {
 		cfg.Dialect = 0 // the Store asks the server whether it is MariaDB or MySQL
 	}
-	if _, err := sqlstock.New(db, cfg); err != nil {
+	if _, err := sqlstock.New(db.DB, cfg); err != nil {
 		return nil, usagef("--table, --ledger or --columns: %v", err)
 	}
 
@@ -97,7 +97,7 @@ func (p program) connect(ctx context.Context, o options, stdout, stderr io.Write
 	if err := db.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", kind.name, err)
 	}
-	if s.record, err = sqlstock.New(db, cfg); err != nil {
+	if s.record, err = sqlstock.New(db.DB, cfg); err != nil {
 		return nil, usagef("--table, --ledger or --columns: %v", err)
 	}
 	if err := checkTables(ctx, db, s.record, kind.name); err != nil {
