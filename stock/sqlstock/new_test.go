@@ -171,6 +171,15 @@ func TestNewReadsTheDriverWithoutIO(t *testing.T) {
 // does: its type tells nothing of the database.
 type wrapped struct{ driver.Driver }
 
+// wrappedOn is a connector of a wrapped driver on dsn.
+type wrappedOn struct {
+	w   wrapped
+	dsn string
+}
+
+func (c wrappedOn) Connect(context.Context) (driver.Conn, error) { return c.w.Open(c.dsn) }
+func (c wrappedOn) Driver() driver.Driver                        { return c.w }
+
 // A driver New cannot tell is refused with an error wrapping
 // stock.ErrInvalid that says to set Config.Dialect, before anything is
 // sent; with Config.Dialect set the Store works on it.
@@ -196,11 +205,7 @@ func TestNewRefusesADriverItCannotTell(t *testing.T) {
 	}
 
 	// A wrapped SQLite driver, told its dialect, is a working Store.
-	sql.Register("sqlstock-wrapped-sqlite", wrapped{&sqlite.Driver{}})
-	db, err := sql.Open("sqlstock-wrapped-sqlite", "file:"+filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := sql.OpenDB(wrappedOn{wrapped{&sqlite.Driver{}}, "file:" + filepath.Join(t.TempDir(), "w.db")})
 	t.Cleanup(func() { _ = db.Close() }) // after newStoreOn's cleanup
 	s := newStoreOn(t, db, sqlstock.Config{Dialect: sqlstock.SQLite})
 	if err := s.PutOnSale(t.Context(), stock.Listing{SKU: "a", Units: 1}); err != nil {
