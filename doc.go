@@ -3,7 +3,7 @@
 // setting two parts must agree on can be got wrong.
 //
 //	rdb := redis.NewUniversalClient(redisstock.FailFast(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}}))
-//	db := sqlx.MustOpen("mysql", "shop@tcp(127.0.0.1:3306)/shop?interpolateParams=true")
+//	db, err := sql.Open("mysql", "shop@tcp(127.0.0.1:3306)/shop?interpolateParams=true")
 //	shop, err := stockguard.New(rdb, db, stockguard.Config{})
 //	err = shop.CreateTables(ctx)
 //	go shop.Run(ctx) // reclaimers, reconciliation, repairs

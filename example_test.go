@@ -2,6 +2,7 @@ package stockguard_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite" // registers "sqlite"
 
@@ -35,7 +35,10 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	db := sqlx.MustOpen("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		panic(err)
+	}
 	defer db.Close()
 	shop, err := stockguard.New(rdb, db, stockguard.Config{})
 	if err != nil {

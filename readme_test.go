@@ -9,7 +9,8 @@ import (
 // The README's first code block is the package's Example: from the Shop's
 // constructor on, each of its lines stands in Example, in order (the two
 // lines before it open a Redis server's client and a database, which
-// Example opens on miniredis and SQLite instead).
+// Example opens on miniredis and SQLite instead). Both open the database
+// with database/sql's sql.Open, whose *sql.DB New takes.
 func TestREADMEFirstBlockIsTheExample(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -24,9 +25,13 @@ func TestREADMEFirstBlockIsTheExample(t *testing.T) {
 		t.Fatal("README.md has no go block")
 	}
 	block, _, _ = strings.Cut(block, "```")
-	_, block, ok = strings.Cut(block, "shop, err := stockguard.New(")
+	opening, block, ok := strings.Cut(block, "shop, err := stockguard.New(")
 	if !ok {
 		t.Fatal("README.md's first go block does not build a stockguard.Shop")
+	}
+	const open = "db, err := sql.Open("
+	if !strings.Contains(opening, open) || !strings.Contains(string(example), open) {
+		t.Fatalf("README.md's first go block and Example must open the database with %q", open)
 	}
 	lines := strings.Split("shop, err := stockguard.New("+block, "\n")
 	rest := string(example)

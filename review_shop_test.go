@@ -111,7 +111,7 @@ func TestReviewDryRunReconcileIsNoRecalibration(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	clock := stocktest.NewClock(stocktest.Epoch)
-	shop, err := stockguard.New(rdb, testdb.SQLite(t, 4), stockguard.Config{
+	shop, err := stockguard.New(rdb, testdb.SQLite(t, 4).DB, stockguard.Config{
 		Clock: clock, Reconcile: reconcile.Config{DryRun: true}, Breaker: degrade.Config{RampSteps: []float64{}},
 	})
 	if errors.Is(err, stock.ErrInvalid) {
@@ -154,7 +154,7 @@ func TestReviewNewRefusesAWrapThatReturnsNoStore(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	shop, err := stockguard.New(rdb, testdb.SQLite(t, 1), stockguard.Config{
+	shop, err := stockguard.New(rdb, testdb.SQLite(t, 1).DB, stockguard.Config{
 		Wrap: func(g tiered.GateStore, r tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) { return nil, r },
 	})
 	if errors.Is(err, stock.ErrInvalid) {

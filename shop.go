@@ -2,6 +2,7 @@ package stockguard
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"time"
@@ -38,8 +39,9 @@ type Config struct {
 	Gate redisstock.Config
 	// Record configures the SQL record (package stock/sqlstock): tables,
 	// columns, strategy, LockWait, grouping. A zero Dialect is found from
-	// the driver and, on the "mysql" driver, by asking the server. Clock
-	// and Observer must be zero.
+	// the driver and, on go-sql-driver/mysql, by asking the server; set it
+	// for a driver sqlstock.New cannot tell (one wrapped for tracing).
+	// Clock and Observer must be zero.
 	Record sqlstock.Config
 	// Flow configures the order flow (package stock/tiered): the hand-off
 	// (Recorder: your queue, whose consumer calls Shop.Settle),
@@ -117,17 +119,36 @@ var (
 
 // New builds a Shop over the Redis client rdb (a *redis.Client,
 // *redis.ClusterClient, Ring or failover client; see
-// redisstock.FailFast for the options of a client that fails fast) and the database
-// db. It sends nothing to either: create the tables with CreateTables,
-// then start Run. It fails with an error wrapping stock.ErrInvalid, having
-// built nothing, for a nil client or database, for a part Config that sets
-// a setting New derives, and for settings that contradict each other.
-func New(rdb redis.UniversalClient, db *sqlx.DB, cfg Config) (*Shop, error) {
-	if rdb == nil {
-		return nil, &stock.InvalidError{Field: "stockguard.New rdb", Reason: "nil"}
-	}
+// redisstock.FailFast for the options of a client that fails fast) and the
+// database db (sql.Open's *sql.DB, or pgx's stdlib.OpenDBFromPool on a
+// pgxpool.Pool; see sqlstock.New for the drivers whose dialect it tells,
+// and Config.Record.Dialect for the others). It sends nothing to either:
+// create the tables with CreateTables, then start Run. It fails with an
+// error wrapping stock.ErrInvalid, having built nothing, for a nil client
+// or database, a driver whose dialect it cannot tell, a part Config that
+// sets a setting New derives, and settings that contradict each other.
+func New(rdb redis.UniversalClient, db *sql.DB, cfg Config) (*Shop, error) {
 	if db == nil {
 		return nil, &stock.InvalidError{Field: "stockguard.New db", Reason: "nil"}
+	}
+	return build(rdb, cfg, func(rc sqlstock.Config) (*sqlstock.Store, error) { return sqlstock.New(db, rc) })
+}
+
+// NewSqlx is New over db.DB, whose dialect is read from the name its
+// driver was opened under (see sqlstock.NewSqlx).
+//
+// Deprecated: use New with db.DB.
+func NewSqlx(rdb redis.UniversalClient, db *sqlx.DB, cfg Config) (*Shop, error) {
+	if db == nil || db.DB == nil {
+		return nil, &stock.InvalidError{Field: "stockguard.NewSqlx db", Reason: "nil"}
+	}
+	return build(rdb, cfg, func(rc sqlstock.Config) (*sqlstock.Store, error) { return sqlstock.NewSqlx(db, rc) })
+}
+
+// build builds a Shop over rdb and the record newRecord returns.
+func build(rdb redis.UniversalClient, cfg Config, newRecord func(sqlstock.Config) (*sqlstock.Store, error)) (*Shop, error) {
+	if rdb == nil {
+		return nil, &stock.InvalidError{Field: "stockguard.New rdb", Reason: "nil"}
 	}
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -145,7 +166,7 @@ func New(rdb redis.UniversalClient, db *sqlx.DB, cfg Config) (*Shop, error) {
 	}
 	rc := cfg.Record
 	rc.Clock, rc.Observer = cfg.Clock, cfg.Observer
-	record, err := sqlstock.New(db, rc)
+	record, err := newRecord(rc)
 	if err != nil {
 		return nil, err
 	}

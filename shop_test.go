@@ -2,14 +2,18 @@ package stockguard_test
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"modernc.org/sqlite"
 
 	"github.com/stockguard/stockguard"
 	"github.com/stockguard/stockguard/degrade"
@@ -32,7 +36,7 @@ func shopOn(t *testing.T, cfg stockguard.Config) (*stockguard.Shop, *miniredis.M
 	t.Cleanup(func() { rdb.Close() })
 	clock := stocktest.NewClock(stocktest.Epoch)
 	cfg.Clock = clock
-	shop, err := stockguard.New(rdb, testdb.SQLite(t, 4), cfg)
+	shop, err := stockguard.New(rdb, testdb.SQLite(t, 4).DB, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +65,7 @@ func levels(t *testing.T, m stock.Manager) stock.Levels {
 func TestNewRefusesWhatItDerives(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	db := testdb.SQLite(t, 1)
+	db := testdb.SQLite(t, 1).DB
 	clock := stocktest.NewClock(stocktest.Epoch)
 	obs := observe.Observer{Breaker: func(observe.Breaker) {}}
 	for field, cfg := range map[string]stockguard.Config{
@@ -232,5 +236,60 @@ func TestRedisOutageThroughTheShop(t *testing.T) {
 	}
 	if g, r := levels(t, shop.Gate()), levels(t, shop.Record()); g.Available != r.Available || r.Held != 20 {
 		t.Fatalf("gate %+v, record %+v; want equal, 20 held", g, r)
+	}
+}
+
+// wrapped is a driver wrapped by another, as a tracing wrapper (otelsql)
+// does, opened on dsn: its type tells nothing of the database.
+type wrapped struct {
+	drv driver.Driver
+	dsn string
+}
+
+func (w wrapped) Open(name string) (driver.Conn, error)        { return w.drv.Open(name) }
+func (w wrapped) Connect(context.Context) (driver.Conn, error) { return w.drv.Open(w.dsn) }
+func (w wrapped) Driver() driver.Driver                        { return w }
+
+// New takes database/sql's *sql.DB. One whose driver's dialect it cannot
+// tell is refused, having built nothing, unless Config.Record.Dialect
+// names it. NewSqlx, the former constructor, still takes a *sqlx.DB.
+func TestNewTakesASQLDB(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	db := sql.OpenDB(wrapped{drv: &sqlite.Driver{}, dsn: "file:" + filepath.Join(t.TempDir(), "w.db") + "?_pragma=busy_timeout(5000)"})
+	t.Cleanup(func() { db.Close() })
+	if _, err := stockguard.New(rdb, db, stockguard.Config{}); !errors.Is(err, stock.ErrInvalid) || !strings.Contains(err.Error(), "Dialect") {
+		t.Fatalf("New over a driver it cannot tell: %v, want ErrInvalid naming the dialect", err)
+	}
+	shop, err := stockguard.New(rdb, db, stockguard.Config{Record: sqlstock.Config{Dialect: sqlstock.SQLite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(shop.Close)
+	ctx := t.Context()
+	if err := shop.CreateTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := shop.Deduct(ctx, order("o1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if lv := levels(t, shop); lv.Available != 1 || lv.Held != 1 {
+		t.Fatalf("levels %+v, want 1 available, 1 held", lv)
+	}
+
+	old, err := stockguard.NewSqlx(rdb, testdb.SQLite(t, 1), stockguard.Config{Gate: redisstock.Config{Prefix: "old"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(old.Close)
+	if err := old.CreateTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stockguard.NewSqlx(rdb, nil, stockguard.Config{}); !errors.Is(err, stock.ErrInvalid) {
+		t.Errorf("NewSqlx over nil: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ func TestUserUnitsAsksTheFallbackWhenTheGateLostItsData(t *testing.T) {
 					}
 				}
 			}
-			record, err := sqlstock.New(testdb.SQLite(t, 4), sqlstock.Config{Clock: clock})
+			record, err := sqlstock.New(testdb.SQLite(t, 4).DB, sqlstock.Config{Clock: clock})
 			if err != nil {
 				t.Fatal(err)
 			}

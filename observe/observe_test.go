@@ -163,7 +163,7 @@ func redisGate(t *testing.T, clock stock.Clock, o observe.Observer) *redisstock.
 
 // sqlRecord returns a sqlstock Store on SQLite reporting to o.
 func sqlRecord(t *testing.T, clock stock.Clock, o observe.Observer) *sqlstock.Store {
-	s, err := sqlstock.New(testdb.SQLite(t, 4), sqlstock.Config{Dialect: sqlstock.SQLite, Clock: clock, Observer: o})
+	s, err := sqlstock.New(testdb.SQLite(t, 4).DB, sqlstock.Config{Dialect: sqlstock.SQLite, Clock: clock, Observer: o})
 	if err != nil {
 		t.Fatal(err)
 	}

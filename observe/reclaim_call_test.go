@@ -44,7 +44,7 @@ func TestReclaimExpiredIsReportedAsACall(t *testing.T) {
 				}
 				m = s
 			case "sqlstock":
-				s, err := sqlstock.New(testdb.SQLite(t, 4), sqlstock.Config{Clock: clock, Observer: rec.Observer()})
+				s, err := sqlstock.New(testdb.SQLite(t, 4).DB, sqlstock.Config{Clock: clock, Observer: rec.Observer()})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,13 +2,13 @@ package reconcile_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/degrade"
@@ -32,7 +32,7 @@ func Example() {
 	rc := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	dir, _ := os.MkdirTemp("", "stockguard")
 	defer os.RemoveAll(dir)
-	db, _ := sqlx.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=journal_mode(WAL)")
+	db, _ := sql.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=journal_mode(WAL)")
 	defer db.Close()
 
 	gate, _ := redisstock.New(rc, redisstock.Config{Clock: clock})

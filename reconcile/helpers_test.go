@@ -91,7 +91,7 @@ func newWorld(t testing.TB, p pair, cfg reconcile.Config) *world {
 	db, d := p.record(t)
 	table, ledger := testdb.Unique("sgrs"), testdb.Unique("sgrl")
 	w.recordDB, w.table = db, table
-	w.record, err = sqlstock.New(db, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: w.clock})
+	w.record, err = sqlstock.New(db.DB, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/reconcile"
@@ -122,7 +121,7 @@ func (p program) openRecord(s *session, t target, o options) (*sql.DB, error) {
 	if cfg.Dialect == sqlstock.MySQL {
 		cfg.Dialect = 0 // the Store asks the server whether it is MariaDB or MySQL
 	}
-	if s.record, err = sqlstock.New(sqlx.NewDb(db, t.driver), cfg); err != nil {
+	if s.record, err = sqlstock.New(db, cfg); err != nil {
 		return nil, usagef("--table, --ledger or --columns: %v", err)
 	}
 	return db, nil

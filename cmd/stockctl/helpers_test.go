@@ -137,7 +137,7 @@ func newShop(t *testing.T, b backend) *shop {
 	}
 	kind, dsn, db, d := b.db(t)
 	table, ledger := testdb.Unique("sgctl_stock"), testdb.Unique("sgctl_ledger")
-	if s.record, err = sqlstock.New(db, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: s.clock}); err != nil {
+	if s.record, err = sqlstock.New(db.DB, sqlstock.Config{Dialect: d, Table: table, Ledger: ledger, Clock: s.clock}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.record.CreateTables(s.ctx); err != nil {

@@ -7,12 +7,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log"
 	"os"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite" // registers "sqlite"
 
@@ -25,7 +25,9 @@ func main() {
 	must(mr.Start())
 	defer mr.Close()
 	defer os.Remove(dir)
-	shop, err := stockguard.New(redis.NewClient(&redis.Options{Addr: mr.Addr()}), sqlx.MustOpen("sqlite", "file:"+dir), stockguard.Config{})
+	db, err := sql.Open("sqlite", "file:"+dir)
+	must(err)
+	shop, err := stockguard.New(redis.NewClient(&redis.Options{Addr: mr.Addr()}), db, stockguard.Config{})
 	must(err)
 	must(shop.CreateTables(ctx))
 	must(shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 10, PerUserLimit: 2}))
@@ -33,10 +35,8 @@ func main() {
 	must(shop.Confirm(ctx, "order-1")) // paid: sold for good
 	must(shop.Deduct(ctx, stock.Order{ID: "order-2", UserID: "bob", Items: []stock.Item{{SKU: "phone", Qty: 1}}}))
 	must(shop.Revert(ctx, "order-2")) // cancelled: the unit goes back
-
 	err = shop.Deduct(ctx, stock.Order{ID: "order-3", UserID: "ann", Items: []stock.Item{{SKU: "phone", Qty: 1}}})
 	fmt.Println("ann again:", err) // per-user limit reached
-
 	lv, err := shop.Levels(ctx, "phone")
 	must(err)
 	fmt.Printf("available %d, held %d, sold %d\n", lv.Available, lv.Held, lv.Sold)

@@ -417,7 +417,7 @@ func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(
 	}
 	for i, v := range variants {
 		table, ledger := tag+"_"+strconv.Itoa(i), tag+"_"+strconv.Itoa(i)+"_ledger"
-		s, err := sqlstock.New(db, sqlstock.Config{Strategy: v.st, Dialect: dialect, Table: table, Ledger: ledger,
+		s, err := sqlstock.New(db.DB, sqlstock.Config{Strategy: v.st, Dialect: dialect, Table: table, Ledger: ledger,
 			MaxAttempts: 3, MaxGroup: v.maxGroup})
 		if err != nil {
 			return group{}, drop, err

@@ -117,7 +117,7 @@ func build(ctx context.Context, cfg config, obs observe.Observer) (*system, erro
 	}
 	s.name += " + " + name
 	s.breaker = &breakerLog{start: time.Now()}
-	s.shop, err = stockguard.New(rdb, db, stockguard.Config{
+	s.shop, err = stockguard.New(rdb, db.DB, stockguard.Config{
 		Gate:   redisstock.Config{Prefix: s.prefix},
 		Record: tables,
 		Flow: tiered.Config{

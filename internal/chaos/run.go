@@ -187,7 +187,7 @@ func (e *Env) direct() (*sqlstock.Store, error) {
 		return nil, err
 	}
 	e.Defer(func() { _ = db.Close() })
-	return sqlstock.New(db, sqlstock.Config{Dialect: e.Config.DB.Dialect, Table: e.Config.Table, Ledger: e.Config.Ledger})
+	return sqlstock.New(db.DB, sqlstock.Config{Dialect: e.Config.DB.Dialect, Table: e.Config.Table, Ledger: e.Config.Ledger})
 }
 
 func (e *Env) run(c Cell) (Measures, error) {

@@ -190,7 +190,7 @@ func Build(cfg StackConfig) (*Stack, error) {
 			FallbackLimit: 300, FallbackBurst: 30,
 		}
 	}
-	s.Shop, err = stockguard.New(s.RDB, s.DB, stockguard.Config{
+	s.Shop, err = stockguard.New(s.RDB, s.DB.DB, stockguard.Config{
 		Gate:      redisstock.Config{Prefix: cfg.Prefix},
 		Record:    sqlstock.Config{Table: cfg.Table, Ledger: cfg.Ledger, LockWait: cfg.LockWait},
 		Flow:      tiered.Config{RecordGrace: cfg.Grace},

@@ -68,7 +68,7 @@ func BenchmarkDeduct(b *testing.B) {
 								b.Run(v.name, func(b *testing.B) {
 									cfg, names := benchTables(b, db, be, skus)
 									cfg.Strategy, cfg.MaxGroup = v.st, v.maxGroup
-									s, err := sqlstock.New(db, cfg)
+									s, err := sqlstock.New(db.DB, cfg)
 									if err != nil {
 										b.Fatal(err)
 									}

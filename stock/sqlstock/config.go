@@ -45,19 +45,23 @@ func (s Strategy) String() string {
 }
 
 // Config configures a Store. The zero value means defaults: the atomic
-// strategy, the dialect named by the *sqlx.DB's driver, the default table
+// strategy, the dialect of the database's driver, the default table
 // and column names below, and stock.SystemClock.
 type Config struct {
 	// Strategy is how Deduct takes units; default Atomic.
 	Strategy Strategy
 
 	// Dialect is the database's SQL flavour. The zero value picks it from
-	// db.DriverName(): "pgx" and "postgres" are Postgres, "sqlite" and
-	// "sqlite3" are SQLite, and "mysql", the driver of MySQL and MariaDB
-	// alike, is MariaDB when the server's VERSION() says "MariaDB" and
-	// MySQL otherwise. The server is asked once per Store, by its first
-	// call that reaches the database (New does no I/O); see Store.Dialect.
-	// Set it for a driver registered under another name. On MySQL and
+	// the database's driver (New: the *sql.DB's driver; NewSqlx: the name
+	// it was opened under): pgx's stdlib ("pgx") and lib/pq ("postgres")
+	// are Postgres, modernc.org/sqlite ("sqlite") and mattn/go-sqlite3
+	// ("sqlite3") are SQLite, and go-sql-driver/mysql ("mysql"), the
+	// driver of MySQL and MariaDB alike, is MariaDB when the server's
+	// VERSION() says "MariaDB" and MySQL otherwise. The server is asked
+	// once per Store, by its first call that reaches the database (New
+	// does no I/O); see Store.Dialect. Set it for any other driver, or a
+	// driver wrapped by another (otelsql and other tracing wrappers),
+	// which New cannot tell: it refuses them. On MySQL and
 	// MariaDB a Dialect that is set is checked by the same query: MySQL on
 	// a MariaDB server, or MariaDB on a MySQL server, whose lock wait
 	// bounds the server would not run, fails every call of the Store with

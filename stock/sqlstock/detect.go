@@ -27,7 +27,7 @@ type verdict struct{ refused error }
 // is one atomic load. Until then, on MySQL and MariaDB, it asks the server
 // which it is (detect) on on: the Store's pool, or a TxStore's
 // transaction.
-func (s *Store) ready(ctx context.Context, on Execer) error {
+func (s *Store) ready(ctx context.Context, on DBTX) error {
 	if v := s.known.Load(); v != nil {
 		return v.refused
 	}
@@ -42,7 +42,7 @@ func (s *Store) ready(ctx context.Context, on Execer) error {
 // MySQL) is refused, for good, with an error wrapping stock.ErrInvalid. A
 // failed query is returned as it is: nothing was written, and the next
 // call asks again.
-func (s *Store) detect(ctx context.Context, on Execer) error {
+func (s *Store) detect(ctx context.Context, on DBTX) error {
 	select {
 	case s.detecting <- struct{}{}:
 	case <-ctx.Done():
@@ -68,7 +68,7 @@ func (s *Store) detect(ctx context.Context, on Execer) error {
 	default:
 		v.refused = &stock.InvalidError{Field: "sqlstock.Config.Dialect",
 			Reason: s.cfg.Dialect.String() + ", but the server is " + name + " (VERSION() " + quoteName(version) +
-				"); leave it zero to speak the server's dialect"}
+				"); set it to " + name + ", or leave it zero to speak the server's dialect"}
 	}
 	s.known.Store(v) // publishes s.d and s.q to every later load
 	return v.refused

@@ -142,7 +142,7 @@ func TestEveryCallWaitsForDetection(t *testing.T) {
 	p := &probe{version: "10.11.6-MariaDB-0+deb12u1"}
 	p.failWith(errDown)
 	db := openProbe(t, p, "mysql", 4)
-	s, err := sqlstock.New(db, sqlstock.Config{})
+	s, err := sqlstock.New(db.DB, sqlstock.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestDialectFromServerVersion(t *testing.T) {
 		t.Run(tc.version+"/"+tc.set.String(), func(t *testing.T) {
 			p := &probe{version: tc.version}
 			db := openProbe(t, p, "mysql", 4)
-			s, err := sqlstock.New(db, sqlstock.Config{Dialect: tc.set, LockWait: 2 * time.Second})
+			s, err := sqlstock.New(db.DB, sqlstock.Config{Dialect: tc.set, LockWait: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

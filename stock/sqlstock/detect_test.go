@@ -106,7 +106,7 @@ func TestDetectionRunsOnceForConcurrentFirstCalls(t *testing.T) {
 				begun <- struct{}{}
 				return ctx
 			}}
-			s, err := sqlstock.New(openProbe(t, p, "mysql", n+2), cfg)
+			s, err := sqlstock.New(openProbe(t, p, "mysql", n+2).DB, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +166,7 @@ func TestDialectMySQLOnMariaDBIsRefused(t *testing.T) {
 	p := &probe{drv: real.Driver(), dsn: testdb.WithParam(testdb.MySQL.Value(), "interpolateParams=true")}
 	db := openProbe(t, p, "mysql", 4)
 	tables := good.Tables()
-	bad, err := sqlstock.New(db, sqlstock.Config{Dialect: sqlstock.MySQL, Table: tables[0], Ledger: tables[1]})
+	bad, err := sqlstock.New(db.DB, sqlstock.Config{Dialect: sqlstock.MySQL, Table: tables[0], Ledger: tables[1]})
 	if err != nil {
 		t.Fatalf("New does no I/O and cannot know the server yet: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestDialectMySQLOnMariaDBIsRefused(t *testing.T) {
 		t.Fatalf("Orders(o1) = %+v, %v; want the order unknown to the ledger", got, err)
 	}
 
-	fresh, err := sqlstock.New(db, sqlstock.Config{Dialect: sqlstock.MySQL, Table: testdb.Unique("sgs"), Ledger: testdb.Unique("sgl")})
+	fresh, err := sqlstock.New(db.DB, sqlstock.Config{Dialect: sqlstock.MySQL, Table: testdb.Unique("sgs"), Ledger: testdb.Unique("sgl")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestNoDetectionOffMySQL(t *testing.T) {
 				p.dsn = "file:" + filepath.Join(t.TempDir(), "stock.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)"
 			}
 			db := openProbe(t, p, real.DriverName(), 4)
-			s, err := sqlstock.New(db, sqlstock.Config{})
+			s, err := sqlstock.New(db.DB, sqlstock.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}

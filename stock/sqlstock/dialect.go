@@ -1,6 +1,8 @@
 package sqlstock
 
 import (
+	"database/sql/driver"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +64,36 @@ func dialectOf(driverName string) Dialect {
 		return SQLite
 	}
 	return 0
+}
+
+// drivers are the name each driver this package knows registers with
+// database/sql, by the driver's type (its package path and name): a
+// *sql.DB tells its driver, not the name it was opened under. The types
+// are named, not imported, so that this package pulls in no driver.
+var drivers = map[string]string{
+	"github.com/go-sql-driver/mysql.MySQLDriver": mysqlDriver,
+	"github.com/jackc/pgx/v5/stdlib.Driver":      "pgx",
+	"github.com/jackc/pgx/v4/stdlib.Driver":      "pgx",
+	"github.com/lib/pq.Driver":                   "postgres",
+	"modernc.org/sqlite.Driver":                  "sqlite",
+	"github.com/mattn/go-sqlite3.SQLiteDriver":   "sqlite3",
+}
+
+// driverName returns the name drv registers with database/sql, or "" if
+// this package does not know it, and the driver's type for an error.
+func driverName(drv driver.Driver) (name, desc string) {
+	t := reflect.TypeOf(drv)
+	if t == nil {
+		return "", "<nil>"
+	}
+	desc = t.String()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == "" {
+		return "", desc
+	}
+	return drivers[t.PkgPath()+"."+t.Name()], desc
 }
 
 func (d Dialect) mysqlLike() bool { return d == MySQL || d == MariaDB }

@@ -10,13 +10,19 @@
 // stock/redisstock) as the record that survives a Redis failover, or as
 // the degraded path when Redis is down.
 //
-//	db, _ := sqlx.Open("mysql", "user@tcp(db:3306)/shop?interpolateParams=true")
+//	db, _ := sql.Open("mysql", "user@tcp(db:3306)/shop?interpolateParams=true")
 //	s, _ := sqlstock.New(db, sqlstock.Config{}) // MySQL or MariaDB: the server says which
 //	_ = s.CreateTables(ctx) // or run sqlstock.Schema(...) in your migrations
 //
-// The driver names the dialect, except "mysql", which serves MySQL and
-// MariaDB alike and whose servers bound a lock wait differently (MariaDB
-// reads MySQL's bound as a comment, and waits its own 50s). With
+// New takes the *sql.DB of database/sql: sql.Open's, one wrapped for
+// tracing (otelsql: set Config.Dialect), or pgx's stdlib.OpenDBFromPool on a pgxpool.Pool
+// (see ExampleNew_pgxpool); a sqlx user passes db.DB. The driver names
+// the dialect: pgx's stdlib and lib/pq are PostgreSQL, modernc.org/sqlite
+// and mattn/go-sqlite3 SQLite. A driver New cannot tell (another one, or
+// one wrapped by another) is refused unless Config.Dialect names the
+// dialect. go-sql-driver/mysql serves MySQL and MariaDB alike, and their
+// servers bound a lock wait differently (MariaDB reads MySQL's bound as a
+// comment, and waits its own 50s). With
 // Config.Dialect zero, the Store's first call that reaches the database
 // asks the server which it is, with one query (SELECT VERSION()) on that
 // call's context; concurrent first calls wait for that one answer, and
@@ -173,7 +179,7 @@
 //
 // Store.InTx returns a TxStore whose Deduct, Confirm, Revert, RevertItems
 // and ExtendHold run in a
-// transaction the caller opened (*sql.Tx, *sqlx.Tx: any Execer), so the
+// transaction the caller opened (*sql.Tx, *sqlx.Tx: any DBTX), so the
 // caller's own rows (the order, an idempotency row) and the stock commit
 // or roll back together. Each call runs in a savepoint of its own and
 // never begins, commits, rolls back or runs again, and bypasses group

@@ -2,12 +2,12 @@ package sqlstock_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite"
 
 	"github.com/stockguard/stockguard/stock"
@@ -22,7 +22,7 @@ func ExampleStore_InTx() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "sqlstock-intx")
 	defer os.RemoveAll(dir)
-	db, err := sqlx.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
 	if err != nil {
 		panic(err)
 	}
@@ -40,7 +40,7 @@ func ExampleStore_InTx() {
 	_ = s.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 2})
 
 	placeOrder := func(id string, qty int64) error {
-		tx, err := db.BeginTxx(ctx, nil) // BEGIN
+		tx, err := db.BeginTx(ctx, nil) // BEGIN: a *sql.Tx
 		if err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func ExampleStore_InTx() {
 
 	fmt.Println("order-1:", placeOrder("order-1", 1))
 	fmt.Println("order-2:", placeOrder("order-2", 5))
-	rows, err := db.QueryxContext(ctx, "SELECT id, status FROM orders ORDER BY id")
+	rows, err := db.QueryContext(ctx, "SELECT id, status FROM orders ORDER BY id")
 	if err != nil {
 		panic(err)
 	}

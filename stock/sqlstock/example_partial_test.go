@@ -2,12 +2,11 @@ package sqlstock_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
@@ -19,7 +18,7 @@ func ExampleStore_RevertItems() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "sqlstock-example")
 	defer os.RemoveAll(dir)
-	db, err := sqlx.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=journal_mode(WAL)")
 	if err != nil {
 		panic(err)
 	}

@@ -2,12 +2,12 @@ package sqlstock_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite"
 
 	"github.com/stockguard/stockguard/stock"
@@ -18,13 +18,13 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "sqlstock-example")
 	defer os.RemoveAll(dir)
-	db, err := sqlx.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "shop.db")+"?_pragma=journal_mode(WAL)")
 	if err != nil {
 		panic(err)
 	}
 	defer db.Close()
 
-	// The zero Config: atomic strategy, dialect from the driver name, tables
+	// The zero Config: atomic strategy, dialect from the driver, tables
 	// "stock" and "stockguard_ledger".
 	s, err := sqlstock.New(db, sqlstock.Config{})
 	if err != nil {

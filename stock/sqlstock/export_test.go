@@ -2,8 +2,7 @@ package sqlstock
 
 import (
 	"context"
-
-	"github.com/jmoiron/sqlx"
+	"database/sql"
 
 	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/stock"
@@ -68,4 +67,4 @@ func (s *Store) Queued(sku string) int {
 }
 
 // DB returns the Store's database.
-func (s *Store) DB() *sqlx.DB { return s.db }
+func (s *Store) DB() *sql.DB { return s.db }

@@ -233,7 +233,7 @@ func TestOptimisticGivesUpWithContention(t *testing.T) {
 			var err error
 			otherCfg := cfg
 			otherCfg.Clock = nil // Restock reads its Store's clock: not the meddler's
-			if other, err = sqlstock.New(db, otherCfg); err != nil {
+			if other, err = sqlstock.New(db.DB, otherCfg); err != nil {
 				t.Fatal(err)
 			}
 			ctx := t.Context()

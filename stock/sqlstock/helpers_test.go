@@ -2,6 +2,7 @@ package sqlstock_test
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"strings"
 	"testing"
@@ -50,6 +51,12 @@ func (b backend) need(t testing.TB) {
 // newStore builds a Store over fresh tables of its own, dropped when the
 // test ends.
 func newStore(t testing.TB, db *sqlx.DB, cfg sqlstock.Config) *sqlstock.Store {
+	t.Helper()
+	return newStoreOn(t, db.DB, cfg)
+}
+
+// newStoreOn is newStore on a *sql.DB.
+func newStoreOn(t testing.TB, db *sql.DB, cfg sqlstock.Config) *sqlstock.Store {
 	t.Helper()
 	if cfg.Table == "" {
 		cfg.Table = testdb.Unique("sgs")

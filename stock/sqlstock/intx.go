@@ -11,13 +11,19 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// Execer is a handle statements run on. *sql.Tx, *sqlx.Tx, *sql.Conn,
-// *sql.DB and *sqlx.DB all satisfy it; see Store.InTx.
-type Execer interface {
+// DBTX is a handle statements run on, the three methods database/sql's
+// *sql.Tx, *sql.Conn and *sql.DB share (and so sqlx's *sqlx.Tx and
+// *sqlx.DB, and the DBTX interface sqlc generates); see Store.InTx.
+type DBTX interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
+
+// Execer is DBTX, under its former name.
+//
+// Deprecated: use DBTX.
+type Execer = DBTX
 
 // ErrTxFailed is matched by every error of a TxStore call on a caller's
 // transaction that is not a business outcome: the transaction may hold
@@ -117,18 +123,18 @@ func (e *TxError) Unwrap() error { return e.Err }
 // only be retried by running the whole transaction again).
 type TxStore struct {
 	s    *Store
-	tx   Execer
+	tx   DBTX
 	pool pool // tx, when it is a pool rather than a transaction
 }
 
 // InTx returns a TxStore whose calls run in tx: a *sql.Tx, a *sqlx.Tx,
 // or a *sql.Conn on which the caller ran BEGIN, on the Store's database
-// and tables. A pool (*sql.DB, *sqlx.DB, or any Execer with their BeginTx
+// and tables. A pool (*sql.DB, *sqlx.DB, or any DBTX with their BeginTx
 // and Conn methods) is no transaction of the caller's: each call then
 // runs in one transaction of its own on it, under the Store's own rules
 // (retries, and stock.ErrUnknownOutcome after a COMMIT whose reply was
 // lost), without group commit.
-func (s *Store) InTx(tx Execer) *TxStore {
+func (s *Store) InTx(tx DBTX) *TxStore {
 	t := &TxStore{s: s, tx: tx}
 	t.pool, _ = tx.(pool)
 	return t

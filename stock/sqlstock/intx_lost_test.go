@@ -3,7 +3,6 @@ package sqlstock_test
 import (
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -17,19 +16,7 @@ import (
 // the same database, through a flaky connector, for the caller.
 func openLostReply(t *testing.T, b backend) (store, callers *sqlx.DB, l *flaky) {
 	t.Helper()
-	var driverName, dsn string
-	switch b.dialect {
-	case sqlstock.MariaDB, sqlstock.MySQL:
-		driverName, dsn = "mysql", testdb.WithParam(testdb.Need(t, testdb.MySQL), "interpolateParams=true")
-	case sqlstock.Postgres:
-		driverName, dsn = "pgx", testdb.Need(t, testdb.Postgres)
-	default:
-		path := filepath.Join(t.TempDir(), "stock.db")
-		driverName, dsn = "sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)"
-		if b.name == "sqlite-mattn" {
-			driverName, dsn = "sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000"
-		}
-	}
+	driverName, dsn := source(t, b)
 	store = testdb.Open(t, driverName, dsn, 4)
 	l = &flaky{drv: store.Driver(), dsn: dsn}
 	callers = sqlx.NewDb(sql.OpenDB(l), driverName)

@@ -134,7 +134,7 @@ func TestInTxStaleSettingsNeverDecide(t *testing.T) {
 		clock := stocktest.NewClock(stocktest.Epoch)
 		c := newCaller(t, b, b.open(t), sqlstock.Config{Strategy: st, Clock: clock})
 		tables := c.s.Tables()
-		other, err := sqlstock.New(c.db, sqlstock.Config{Dialect: b.dialect, Table: tables[0], Ledger: tables[1], Clock: clock})
+		other, err := sqlstock.New(c.db.DB, sqlstock.Config{Dialect: b.dialect, Table: tables[0], Ledger: tables[1], Clock: clock})
 		mustOK(t, "New", err)
 		ctx := t.Context()
 		c.put(stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Hour})

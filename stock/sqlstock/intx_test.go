@@ -16,11 +16,11 @@ import (
 
 // The handles a caller's transaction comes in, and the pools.
 var (
-	_ sqlstock.Execer = (*sql.Tx)(nil)
-	_ sqlstock.Execer = (*sqlx.Tx)(nil)
-	_ sqlstock.Execer = (*sql.Conn)(nil)
-	_ sqlstock.Execer = (*sql.DB)(nil)
-	_ sqlstock.Execer = (*sqlx.DB)(nil)
+	_ sqlstock.DBTX = (*sql.Tx)(nil)
+	_ sqlstock.DBTX = (*sqlx.Tx)(nil)
+	_ sqlstock.DBTX = (*sql.Conn)(nil)
+	_ sqlstock.DBTX = (*sql.DB)(nil)
+	_ sqlstock.DBTX = (*sqlx.DB)(nil)
 )
 
 var txStrategies = []sqlstock.Strategy{sqlstock.Atomic, sqlstock.Pessimistic, sqlstock.Optimistic}
@@ -112,7 +112,7 @@ func (c *caller) begin(opts *sql.TxOptions) *sql.Tx {
 }
 
 // insert writes the caller's own row id through q.
-func (c *caller) insert(q sqlstock.Execer, id, note string) {
+func (c *caller) insert(q sqlstock.DBTX, id, note string) {
 	c.t.Helper()
 	if _, err := q.ExecContext(c.t.Context(), c.db.Rebind("INSERT INTO "+quote(c.d, c.orders)+" (id, note) VALUES (?, ?)"), id, note); err != nil {
 		c.t.Fatalf("insert the caller's row %s: %v", id, err)
@@ -238,7 +238,7 @@ func TestInTxHandleTypes(t *testing.T) {
 		ctx := t.Context()
 		c.put(stock.Listing{SKU: "a", Units: 10})
 		type handle struct {
-			h   sqlstock.Execer
+			h   sqlstock.DBTX
 			end func() error // commits; nil for a pool
 		}
 		handles := []struct {

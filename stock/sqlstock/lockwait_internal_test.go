@@ -2,18 +2,18 @@ package sqlstock
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite"
 
 	"github.com/stockguard/stockguard/stock"
 )
 
 func reviewStore(t *testing.T) *Store {
-	db, err := sqlx.Open("sqlite", "file:lockwait?mode=memory")
+	db, err := sql.Open("sqlite", "file:lockwait?mode=memory")
 	if err != nil {
 		t.Fatal(err)
 	}

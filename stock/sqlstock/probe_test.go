@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -76,7 +77,14 @@ func (p *probe) Connect(context.Context) (driver.Conn, error) {
 	return &probeConn{p: p, Conn: c}, nil
 }
 
-func (p *probe) Driver() driver.Driver { return p.drv }
+// Driver returns the real driver behind the probe, or without one the
+// MySQL driver's: the probe stands where a MySQL or MariaDB server would.
+func (p *probe) Driver() driver.Driver {
+	if p.drv == nil {
+		return &mysql.MySQLDriver{}
+	}
+	return p.drv
+}
 
 // probeConn is one connection: a real one in Conn, or none.
 type probeConn struct {

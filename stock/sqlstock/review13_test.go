@@ -70,7 +70,7 @@ func TestReviewConcurrentUpgrade(t *testing.T) {
 				cfg := oldTables(t, db, b.dialect)
 				cfg.Clock = stocktest.NewClock(stocktest.Epoch)
 				createTablesAtOnce(t, db, cfg, round)
-				s, err := sqlstock.New(db, cfg)
+				s, err := sqlstock.New(db.DB, cfg)
 				mustOK(t, "New", err)
 				mustOK(t, "RevertItems after the upgrade", s.RevertItems(t.Context(), mkReturn("r1", "old1", mkItem("a", 1))))
 				wantLevels(t, s, fmt.Sprintf("round %d", round), "a", 9, 1, 0)
@@ -128,7 +128,7 @@ func TestReviewExtendRacesReclaimAtTheOldDeadline(t *testing.T) {
 			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: early})
 			names := s.Tables()
 			late := stocktest.NewClock(stocktest.Epoch.Add(time.Minute))
-			r, err := sqlstock.New(db, sqlstock.Config{Dialect: b.dialect, Clock: late, Table: names[0], Ledger: names[1]})
+			r, err := sqlstock.New(db.DB, sqlstock.Config{Dialect: b.dialect, Clock: late, Table: names[0], Ledger: names[1]})
 			mustOK(t, "New", err)
 			const orders = 40
 			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 200, HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}))
@@ -399,7 +399,7 @@ func createTablesAtOnce(t *testing.T, db *sqlx.DB, cfg sqlstock.Config, round in
 	errs := make([]error, stores)
 	for i := range stores {
 		wg.Go(func() {
-			s, err := sqlstock.New(db, cfg)
+			s, err := sqlstock.New(db.DB, cfg)
 			if err == nil {
 				err = s.CreateTables(t.Context())
 			}

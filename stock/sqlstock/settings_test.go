@@ -21,7 +21,7 @@ func TestStaleSettingsNeverRefuse(t *testing.T) {
 		cfg := sqlstock.Config{Dialect: b.dialect, Strategy: st, Clock: clock, MaxAttempts: 1,
 			Table: testdb.Unique("sgs"), Ledger: testdb.Unique("sgl")}
 		a := newStore(t, db, cfg)
-		other, err := sqlstock.New(db, cfg)
+		other, err := sqlstock.New(db.DB, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

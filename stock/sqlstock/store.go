@@ -19,7 +19,7 @@ import (
 // holds the counts, the ledger holds one row per order line. It is safe for concurrent use, and any number of Stores in
 // any number of processes may share the tables.
 type Store struct {
-	db  *sqlx.DB
+	db  *sql.DB
 	cfg Config // cfg.Dialect: as given, or the driver's; 0 to be detected
 	// d and q are the dialect the Store speaks and its statements. A
 	// Store whose dialect is detected sets them in detect, before it
@@ -71,25 +71,51 @@ var (
 	_ stock.HoldLister = (*Store)(nil)
 )
 
-// New returns a Store over db. It checks cfg (every table and column name
-// must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$) and fails with an error
-// wrapping stock.ErrInvalid before anything is sent to the database. It
-// sends nothing: on MySQL and MariaDB the Store's first call that reaches
-// the database asks the server which it is (see Config.Dialect). It does
-// not create tables: see CreateTables and Schema.
-func New(db *sqlx.DB, cfg Config) (*Store, error) {
+// New returns a Store over db, a *sql.DB from sql.Open or sql.OpenDB
+// (pgx's stdlib.OpenDBFromPool for a pgxpool.Pool). It checks cfg (every
+// table and column name must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$) and
+// fails with an error wrapping stock.ErrInvalid before anything is sent
+// to the database. With Config.Dialect zero the dialect is the driver's:
+// go-sql-driver/mysql (MySQL or MariaDB: the server tells, see
+// Config.Dialect), pgx's stdlib or lib/pq (PostgreSQL), modernc.org/sqlite
+// or mattn/go-sqlite3 (SQLite). A driver this package does not know, such
+// as one wrapped for tracing, is refused with an error wrapping
+// stock.ErrInvalid: set Config.Dialect. New sends nothing: on MySQL and
+// MariaDB the Store's first call that reaches the database asks the
+// server which it is. It does not create tables: see CreateTables and
+// Schema.
+func New(db *sql.DB, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, &stock.InvalidError{Field: "sqlstock.New db", Reason: "nil"}
 	}
+	name, desc := driverName(db.Driver())
+	return newStore(db, name, desc, cfg)
+}
+
+// NewSqlx returns a Store over db.DB, as New does, reading the dialect
+// from db.DriverName() (the name the driver was opened under) instead of
+// the driver's type.
+//
+// Deprecated: use New with db.DB.
+func NewSqlx(db *sqlx.DB, cfg Config) (*Store, error) {
+	if db == nil || db.DB == nil {
+		return nil, &stock.InvalidError{Field: "sqlstock.NewSqlx db", Reason: "nil"}
+	}
+	return newStore(db.DB, db.DriverName(), quoteName(db.DriverName()), cfg)
+}
+
+// newStore builds a Store over db, whose driver is registered as name
+// ("" when not known), described as desc in an error.
+func newStore(db *sql.DB, name, desc string, cfg Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Dialect == 0 && db.DriverName() != mysqlDriver {
-		cfg.Dialect = dialectOf(db.DriverName())
+	if cfg.Dialect == 0 && name != mysqlDriver {
+		cfg.Dialect = dialectOf(name)
 		if cfg.Dialect == 0 {
 			return nil, &stock.InvalidError{Field: "sqlstock.Config.Dialect",
-				Reason: "unset, and driver " + quoteName(db.DriverName()) + " is not one this package knows"}
+				Reason: "unset, and driver " + desc + " is not one this package knows: set the dialect of its database"}
 		}
 	}
 	if cfg.Dialect < 0 || cfg.Dialect > SQLite {

@@ -10,10 +10,10 @@ import (
 
 // querier is what a transaction body runs its statements on: a *sql.Tx,
 // a *sql.Conn pinned for SQLite's BEGIN IMMEDIATE, or a caller's
-// transaction (Execer).
-type querier = Execer
+// transaction (DBTX).
+type querier = DBTX
 
-// pool is what a Store begins its transactions on: a *sqlx.DB or *sql.DB.
+// pool is what a Store begins its transactions on: a *sql.DB.
 type pool interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 	Conn(ctx context.Context) (*sql.Conn, error)

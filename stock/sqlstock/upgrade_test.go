@@ -102,7 +102,7 @@ func TestOldTablesAreUpgraded(t *testing.T) {
 				cfg := oldTables(t, db, b.dialect)
 				clock := stocktest.NewClock(stocktest.Epoch)
 				cfg.Clock = clock
-				s, err := sqlstock.New(db, cfg)
+				s, err := sqlstock.New(db.DB, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -256,7 +256,7 @@ func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) system
 	table, ledger := testdb.Unique("sgss"), testdb.Unique("sgsl")
 	clk := clock{Clock: stocktest.NewClock(stocktest.Epoch), minis: minis}
 	shop := func(wrap systemtest.Wrap) *stockguard.Shop {
-		s, err := stockguard.New(rc, db, stockguard.Config{
+		s, err := stockguard.New(rc, db.DB, stockguard.Config{
 			Gate:   redisstock.Config{Prefix: prefix, Retention: retention, MaxBatch: 1},
 			Record: sqlstock.Config{Table: table, Ledger: ledger},
 			Flow:   tiered.Config{RecheckAfter: time.Millisecond, RecordGrace: grace},

@@ -49,7 +49,7 @@ func readerShop(t *testing.T, p readerPair, clock stock.Clock) (*tiered.Manager,
 	case "postgres":
 		db = testdb.PostgreSQL(t, 8)
 	}
-	record, err := sqlstock.New(db, sqlstock.Config{Clock: clock, Table: testdb.Unique("rvs"), Ledger: testdb.Unique("rvl")})
+	record, err := sqlstock.New(db.DB, sqlstock.Config{Clock: clock, Table: testdb.Unique("rvs"), Ledger: testdb.Unique("rvl")})
 	if err != nil {
 		t.Fatal(err)
 	}

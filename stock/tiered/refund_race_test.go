@@ -19,7 +19,7 @@ func newFixtureOn(t *testing.T, backend string) *fixture {
 	f := &fixture{t: t, clock: stocktest.NewClock(stocktest.Epoch)}
 	var record stock.Manager = memstock.New(f.clock)
 	if backend == "sqlite" {
-		s, err := sqlstock.New(testdb.SQLite(t, 4), sqlstock.Config{Clock: f.clock,
+		s, err := sqlstock.New(testdb.SQLite(t, 4).DB, sqlstock.Config{Clock: f.clock,
 			Table: testdb.Unique("rr"), Ledger: testdb.Unique("rrl")})
 		if err != nil {
 			t.Fatal(err)
