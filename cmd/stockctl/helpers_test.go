@@ -33,7 +33,7 @@ const (
 
 func TestMain(m *testing.M) {
 	quietDrivers() // as main does
-	os.Exit(m.Run())
+	testdb.Main(m)
 }
 
 // backend is one gate + record pair stockctl runs on in the tests.
@@ -121,6 +121,7 @@ func newShop(t *testing.T, b backend) *shop {
 		}
 	}
 	if len(missing) > 0 {
+		testdb.CountSkip(missing...)
 		t.Skipf("%s: set %s to run", b.name, strings.Join(missing, " and "))
 	}
 	s := &shop{t: t, ctx: context.Background(), clock: stocktest.NewClock(stocktest.Epoch)}

@@ -14,7 +14,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(chaos.ChildEnv) != "" {
 		os.Exit(chaos.ChildMain())
 	}
-	os.Exit(m.Run())
+	testdb.Main(m)
 }
 
 // TestMatrix runs every cell on each database the environment names and

@@ -54,10 +54,17 @@ func (s Server) Value() string { return os.Getenv(s.Env) }
 // It returns the first server's value (empty when servers is empty: a
 // test that needs no server is never skipped). Call it from the test's own
 // goroutine, in the subtest of the backend, before the backend's subtests:
-// one skip per backend, not one per case.
+// one skip per backend, not one per case. Main counts the skip.
 func Need(t testing.TB, servers ...Server) string {
 	t.Helper()
 	if msg := missing(servers, " and "); msg != "" {
+		var envs []string
+		for _, s := range servers {
+			if s.Value() == "" {
+				envs = append(envs, s.Env)
+			}
+		}
+		CountSkip(envs...)
 		t.Skip(msg)
 	}
 	if len(servers) == 0 {
@@ -75,6 +82,11 @@ func NeedAny(t testing.TB, servers ...Server) Server {
 			return s
 		}
 	}
+	envs := make([]string, len(servers))
+	for i, s := range servers {
+		envs[i] = s.Env
+	}
+	CountSkip(envs...)
 	t.Skip(missing(servers, " or "))
 	return Server{}
 }

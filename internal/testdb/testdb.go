@@ -49,7 +49,21 @@ func All() []DB {
 // interpolateParams=true), or skips t when it is not set.
 func MariaDB(t testing.TB, conns int) *sqlx.DB {
 	t.Helper()
-	return Open(t, "mysql", WithParam(Need(t, MySQL), "interpolateParams=true"), conns)
+	return Open(t, "mysql", DSN(t, MySQL), conns)
+}
+
+// DSN returns the DSN the tests open s with, or skips t when s is not
+// given. For MySQL it adds interpolateParams=true whatever the variable
+// says: without it the driver prepares every statement with arguments,
+// and a test that wraps the driver's connections to inject a fault on a
+// statement (an ExecContext) would never see that statement.
+func DSN(t testing.TB, s Server) string {
+	t.Helper()
+	dsn := Need(t, s)
+	if s.Env == MySQLEnv {
+		dsn = WithParam(dsn, "interpolateParams=true")
+	}
+	return dsn
 }
 
 // PostgreSQL opens the database STOCKGUARD_POSTGRES_DSN names, or skips t
