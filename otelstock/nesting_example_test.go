@@ -9,7 +9,6 @@ import (
 
 	"github.com/XSAM/otelsql"
 	"github.com/alicebob/miniredis/v2"
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -18,6 +17,7 @@ import (
 	"github.com/stockguard/stockguard"
 	"github.com/stockguard/stockguard/otelstock"
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
 // With redisotel on the Redis client and otelsql on the database, their
@@ -49,13 +49,13 @@ func Example_redisotelAndOtelsql() {
 	if err != nil {
 		panic(err)
 	}
-	db := sqlx.NewDb(sqldb, "sqlite")
-	defer db.Close()
+	defer sqldb.Close()
 	a, err := otelstock.New(otelstock.Config{TracerProvider: tp})
 	if err != nil {
 		panic(err)
 	}
-	shop, err := stockguard.New(rdb, db, stockguard.Config{Observer: a.Observer()})
+	shop, err := stockguard.New(rdb, sqldb, stockguard.Config{Observer: a.Observer(),
+		Record: sqlstock.Config{Dialect: sqlstock.SQLite}}) // otelsql hides the driver: name the dialect
 	if err != nil {
 		panic(err)
 	}

@@ -73,7 +73,7 @@ func newSale(t *testing.T) *sale {
 	t.Cleanup(func() { _ = s.rdb.Close() })
 	db := sqlx.MustOpen("sqlite", "file:"+filepath.Join(t.TempDir(), "shop.db")+"?_pragma=busy_timeout(5000)")
 	t.Cleanup(func() { _ = db.Close() })
-	if s.shop, err = stockguard.New(s.rdb, db, stockguard.Config{Observer: a.Observer(), Clock: s.clk}); err != nil {
+	if s.shop, err = stockguard.New(s.rdb, db.DB, stockguard.Config{Observer: a.Observer(), Clock: s.clk}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.shop.Close)
