@@ -11,8 +11,9 @@
 #   - every program under examples/ builds from the proxy.
 # Third-party modules come from the local module cache (its download
 # directory is itself a proxy), so this step needs no network once the
-# workspace's tests have run. Needs MariaDB at STOCKGUARD_MYSQL_DSN's host
-# (root, no password) and redis-server, as .ci/run provides.
+# workspace's tests have run. Needs MariaDB on 127.0.0.1:3306 (root, no
+# password; the README block's server), redis-server and flock, as .ci/run
+# provides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
