@@ -27,18 +27,19 @@ if [ "$base" = "$release" ]; then
   exit 0
 fi
 
-
 command -v gorelease >/dev/null 2>&1 || go install golang.org/x/exp/cmd/gorelease@v0.0.0-20261113113407-e3970619a1a4
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. .ci/ourmods.sh
+trap 'purge_ours; rm -rf "$work"' EXIT
+take_modcache
 go build -o "$work/modproxy" ./internal/modproxy
 "$work/modproxy" -out "$work/proxy" -rev "$rev" -module . -version "$base"
 
 echo "ci: api: the core at $(git rev-parse --short HEAD) as $release against $base ($(git rev-parse --short "$rev^{commit}"))"
 status=0
 GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOTOOLCHAIN=local \
-  GOPROXY="file://$work/proxy,file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" \
+  GOPROXY="file://$work/proxy,file://$modcache/cache/download,$(go env GOPROXY)" \
   gorelease -base="$base" -version="$release" || status=$?
 if [ "$status" -ne 0 ]; then
   if [ "$fatal" = 1 ]; then

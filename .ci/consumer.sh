@@ -21,7 +21,7 @@ work=$(mktemp -d)
 redis_pid=
 db=stockguard_consumer_$$
 cleanup() {
-  if [ -n "${modcache:-}" ]; then purge || true; fi
+  if [ -n "${modcache:-}" ]; then purge_ours || true; fi
   if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; fi
   mariadb -h127.0.0.1 -uroot -e "DROP DATABASE IF EXISTS $db" 2>/dev/null || true
   chmod -R u+w "$work" 2>/dev/null || true
@@ -38,22 +38,8 @@ go build -o "$work/modproxy" ./internal/modproxy
 "$work/modproxy" -out "$work/proxy" -rev HEAD
 echo "ci: proxy holds the modules of $(git rev-parse --short HEAD): core $core, otelstock $otel, stockctl $stockctl"
 
-# Third-party modules come from the module cache, and what the workspace
-# compiled stays usable; our own modules must come from the proxy just
-# written: a copy an earlier run left in the cache (same version, older
-# content, no checksum to tell them apart) is removed first. The lock keeps
-# two runs on one machine from removing each other's.
-modcache=$(go env GOMODCACHE)
-mkdir -p "$modcache/cache"
-exec 9>"$modcache/cache/stockguard-consumer.lock"
-flock 9
-purge() {
-  local d
-  for d in "$modcache/github.com/stockguard" "$modcache/cache/download/github.com/stockguard"; do
-    if [ -e "$d" ]; then chmod -R u+w "$d" && rm -rf "$d"; fi
-  done
-}
-purge
+. .ci/ourmods.sh
+take_modcache
 export GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOTOOLCHAIN=local
 export GOPROXY="file://$work/proxy,file://$modcache/cache/download"
 
