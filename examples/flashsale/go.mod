@@ -10,8 +10,8 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
-	github.com/stockguard/stockguard v0.0.0-00010101000000-000000000000
-	github.com/stockguard/stockguard/otelstock v0.0.0-00010101000000-000000000000
+	github.com/stockguard/stockguard v0.2.0
+	github.com/stockguard/stockguard/otelstock v0.2.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
@@ -66,9 +66,4 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-)
-
-replace (
-	github.com/stockguard/stockguard => ../..
-	github.com/stockguard/stockguard/otelstock => ../../otelstock
 )
