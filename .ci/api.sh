@@ -38,7 +38,7 @@ go build -o "$work/modproxy" ./internal/modproxy
 
 echo "ci: api: the core at $(git rev-parse --short HEAD) as $release against $base ($(git rev-parse --short "$rev^{commit}"))"
 status=0
-GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOTOOLCHAIN=local \
+GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOTOOLCHAIN=local GODEBUG=goindex=0 \
   GOPROXY="file://$work/proxy,file://$modcache/cache/download,$(go env GOPROXY)" \
   gorelease -base="$base" -version="$release" || status=$?
 if [ "$status" -ne 0 ]; then

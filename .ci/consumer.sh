@@ -40,7 +40,7 @@ echo "ci: proxy holds the modules of $(git rev-parse --short HEAD): core $core, 
 
 . .ci/ourmods.sh
 take_modcache
-export GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOTOOLCHAIN=local
+export GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOTOOLCHAIN=local GODEBUG=goindex=0
 export GOPROXY="file://$work/proxy,file://$modcache/cache/download"
 
 # A private Redis on a free port, and a scratch database.
@@ -68,13 +68,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // registers "mysql"
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard"

@@ -5,7 +5,9 @@
 # cache must not be used: take_modcache locks the cache against another such
 # run on this machine and removes the repository's modules from it, and
 # again when the script exits. Third-party modules, and what the workspace
-# compiled from them, stay.
+# compiled from them, stay. The scripts also run the go command with
+# GODEBUG=goindex=0: its index of the module cache (in GOCACHE) is keyed by
+# module and version alone, and would describe an earlier run's content.
 modcache=$(go env GOMODCACHE)
 purge_ours() {
   local d
