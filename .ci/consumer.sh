@@ -22,10 +22,14 @@ redis_pid=
 db=stockguard_consumer_$$
 cleanup() {
   if [ -n "${modcache:-}" ]; then purge_ours || true; fi
-  if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; fi
+  if [ -n "$redis_pid" ]; then
+    # Stopped before its directory goes: it writes its log as it exits.
+    kill "$redis_pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
+  fi
   mariadb -h127.0.0.1 -uroot -e "DROP DATABASE IF EXISTS $db" 2>/dev/null || true
   chmod -R u+w "$work" 2>/dev/null || true
-  rm -rf "$work"
+  rm -rf "$work" || true
 }
 trap cleanup EXIT
 
