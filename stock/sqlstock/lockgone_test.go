@@ -3,6 +3,8 @@ package sqlstock_test
 import (
 	"errors"
 	"testing"
+
+	"github.com/stockguard/stockguard/stock"
 )
 
 // lockGoneTries bounds how often a test runs a call again when, once the
@@ -40,4 +42,14 @@ func isAny(err error, targets []error) bool {
 		}
 	}
 	return false
+}
+
+// settled runs a setup step of a test whose Store has a short LockWait
+// with no lock held by the test yet: on a starved machine a transaction
+// that waits for no lock may still outlast that bound (it bounds the
+// transaction) and be answered as contention or an unknown outcome, which
+// the contract tells callers to retry with the same call.
+func settled(t *testing.T, call func() error) error {
+	t.Helper()
+	return onceLockGone(t, call, stock.ErrContention, stock.ErrUnknownOutcome)
 }

@@ -217,8 +217,8 @@ func TestReviewRevertItemsLockWaitIsBounded(t *testing.T) {
 			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect,
 				LockWait: 100 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
 			ctx := t.Context()
-			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}))
-			mustOK(t, "Deduct", s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 3)}}))
+			mustOK(t, "PutOnSale", settled(t, func() error { return s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}) }))
+			mustOK(t, "Deduct", settled(t, func() error { return s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 3)}}) }))
 			conn, err := db.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -269,9 +269,11 @@ func TestReviewReclaimLockWaitIsBounded(t *testing.T) {
 			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: clock,
 				LockWait: 100 * time.Millisecond, MaxAttempts: 2, RetryWait: time.Millisecond})
 			ctx := t.Context()
-			mustOK(t, "PutOnSale", s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}))
-			mustOK(t, "Deduct", s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 3)}}))
-			mustOK(t, "RevertItems", s.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))))
+			mustOK(t, "PutOnSale", settled(t, func() error {
+				return s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute})
+			}))
+			mustOK(t, "Deduct", settled(t, func() error { return s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{mkItem("a", 3)}}) }))
+			mustOK(t, "RevertItems", settled(t, func() error { return s.RevertItems(ctx, mkReturn("r1", "o1", mkItem("a", 1))) }))
 			clock.Advance(time.Minute)
 			conn, err := db.Conn(ctx)
 			if err != nil {
