@@ -205,8 +205,7 @@ func (r *Reconciler) verify(ctx context.Context, rep *Report, put []*finding) (i
 	n := 0
 	for i := range fs {
 		f := &fs[i]
-		settings := f.gate.PerUserLimit == f.rec.PerUserLimit && f.gate.HoldTTL == r.cfg.GateHold(f.rec.HoldTTL) &&
-			f.gate.MaxHoldTTL == r.gateEffectiveMaxHold(f.rec.Levels)
+		settings := !r.settingsDiffer(f)
 		if f.err == nil && f.gate.Exists && f.delta() == 0 && settings {
 			continue
 		}
