@@ -1,0 +1,59 @@
+package handoff
+
+import (
+	"context"
+	"time"
+
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Message is one order on its way from the gate to the record.
+type Message struct {
+	// Order is the order the gate holds, as it was placed. Its ID is the
+	// message's deduplication ID at brokers that have one.
+	Order stock.Order
+	// Deadline is when the gate hold ends. A message delivered after it
+	// is still settled (Settle returns the hold through its refusal
+	// path and reverts any copy at the record) and counted as expired in
+	// the queue.
+	Deadline time.Time
+	// Sent is when the message was published: the start of its lag.
+	Sent time.Time
+}
+
+// Publisher sends messages to a broker. An adapter for a broker
+// implements it; Recorder turns it into the tiered flow's Recorder.
+type Publisher interface {
+	// Publish returns nil once the broker has m durably. An error means it
+	// may not have: the tiered flow leaves the gate hold for a retry of
+	// the Deduct (the same order ID publishes the same message, which a
+	// broker with deduplication drops and the consumer settles once
+	// either way) or for the gate's reclaimer.
+	Publish(ctx context.Context, m Message) error
+}
+
+// Delivery is one delivery of a message to a consumer.
+type Delivery interface {
+	// Message is the delivered message.
+	Message() Message
+	// Attempt is 1 on the message's first delivery, 2 on its second, ...
+	Attempt() int
+	// Ack removes the message from the queue: its order is settled.
+	Ack(ctx context.Context) error
+	// Retry hands the message back to be delivered again, no sooner than
+	// after delay.
+	Retry(ctx context.Context, delay time.Duration) error
+	// DeadLetter moves the message, with the reason, to the broker's
+	// dead-letter destination and removes it from the queue.
+	DeadLetter(ctx context.Context, reason error) error
+}
+
+// Source delivers messages to a consumer. An adapter for a broker
+// implements it; Consumer settles what it delivers.
+type Source interface {
+	// Fetch returns at most max deliveries, waiting until at least one is
+	// there or ctx ends (then it returns what it has, possibly none, and
+	// no error). A message not acknowledged, retried or dead-lettered is
+	// delivered again after the adapter's own timeout.
+	Fetch(ctx context.Context, max int) ([]Delivery, error)
+}
