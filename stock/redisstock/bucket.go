@@ -397,28 +397,36 @@ type soldAt struct {
 // (short) then too; otherwise it reports neither short nor led, to try its
 // order again (the refill may have brought it units). So a sale's last
 // units do not send every buyer of a node to the lease, and once it is
-// sold out one refill answers them all.
+// sold out one refill answers them all. A refill that outlasts the lease's
+// lifetime (a call that stalled) is taken over by one waiter, under the
+// lease as any other process would, and the others wait for that one:
+// never more than one refill of a SKU at a time per process.
 func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int64) (short, led bool, err error) {
+	key := b.names[0]
 	f := &flight{done: make(chan struct{})}
 	joined := time.Now()
-	if v, busy := s.flights.LoadOrStore(b.names[0], f); busy {
+	for {
+		v, busy := s.flights.LoadOrStore(key, f)
+		if !busy {
+			break
+		}
 		other := v.(*flight)
 		t := time.NewTimer(bucketLease)
-		defer t.Stop()
 		select {
 		case <-other.done:
+			t.Stop()
 			return other.short && joined.Before(other.sold.from) && want > other.sold.total, false, nil
 		case <-ctx.Done():
-			return false, false, fmt.Errorf("waiting for a refill of SKU %q: %w", b.names[0], ctx.Err())
+			t.Stop()
+			return false, false, fmt.Errorf("waiting for a refill of SKU %q: %w", key, ctx.Err())
 		case <-t.C:
-			// That refill is stuck (a call that stalled): refill alone,
-			// under the lease as any other process would.
-			short, err = s.refill(ctx, b, home, want, nil)
-			return short, true, err
+		}
+		if s.flights.CompareAndSwap(key, other, f) {
+			break
 		}
 	}
 	defer func() {
-		s.flights.Delete(b.names[0])
+		s.flights.CompareAndDelete(key, f)
 		close(f.done)
 	}()
 	short, err = s.refill(ctx, b, home, want, &f.sold)
