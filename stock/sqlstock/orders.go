@@ -101,7 +101,7 @@ func (s *Store) settle(ctx context.Context, op, orderID string,
 		return err
 	}
 	var answer error
-	err := s.retry(ctx, op, true, func() error {
+	err := s.retry(ctx, op, true, func(ctx context.Context) error {
 		answer = nil
 		return s.inTx(ctx, func(q querier) error {
 			var err error
