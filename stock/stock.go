@@ -186,12 +186,14 @@ type HoldLister interface {
 // flow read it as held keeps its sale.
 type HoldReverter interface {
 	// RevertHeld returns what a held order took, and the user's quota, as
-	// Revert does, and changes nothing for an order in any other state;
-	// the check and the revert are one atomic step. It reports the state
-	// it found the order in: StateHeld for an order it reverted,
+	// the reclaimer does at its deadline: the order ends expired (a repeat
+	// Deduct gets ErrHoldExpired, as it would from the tier that decided
+	// the hold's end), and it changes nothing for an order in any other
+	// state; the check and the return are one atomic step. It reports the
+	// state it found the order in: StateHeld for an order it returned,
 	// StateConfirmed for a sale it left alone, StateReverted,
 	// StateRefunded or StateExpired for one already returned (a repeat,
-	// or a retry whose first reply was lost, finds StateReverted), and
+	// or a retry whose first reply was lost, finds StateExpired), and
 	// StateUnknown, with a nil error, for an order that took nothing.
 	RevertHeld(ctx context.Context, orderID string) (State, error)
 }

@@ -287,7 +287,7 @@ func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.Sta
 	}
 	found = stateOf[o.state]
 	if o.state == held {
-		s.release(o, reverted)
+		s.release(o, expired)
 	}
 	return found, nil
 }

@@ -93,15 +93,17 @@ type Config struct {
 	RetryWait time.Duration
 
 	// LockWait bounds how long a write waits for a row lock, under every
-	// strategy (PostgreSQL lock_timeout per transaction, whose statements
-	// also stop LockWait after BEGIN in all, since one UPDATE can wait
-	// twice; a canceled one-statement deduct; MariaDB SET STATEMENT innodb_lock_wait_timeout
-	// and FOR UPDATE WAIT; MySQL SET_VAR hints), and how long SQLite waits
-	// for its write lock (busy_timeout); default 5s. A wait that runs out
-	// is stock.ErrContention (nothing applied), not retried: a call answers
-	// within LockWait per transaction, and a grouped Deduct, which may wait
-	// for the group ahead of it, within two. MySQL and MariaDB take whole
-	// seconds (rounded up).
+	// strategy (PostgreSQL lock_timeout per transaction, MariaDB SET
+	// STATEMENT innodb_lock_wait_timeout and FOR UPDATE WAIT, MySQL
+	// SET_VAR hints, and on all three a transaction's statements stop
+	// LockWait after BEGIN in all, since one transaction can wait more
+	// than once; a canceled one-statement deduct), and how long SQLite
+	// waits for its write lock (busy_timeout); default 5s. MySQL and
+	// MariaDB take whole seconds (rounded up). It also bounds every call:
+	// a lock wait that ran out or a deadlock is run again while the call
+	// is within two LockWaits of its start, then it is
+	// stock.ErrContention (nothing applied), and every call answers within
+	// three (Store.AnswerBound).
 	LockWait time.Duration
 
 	// SettingsCache is how many SKUs' per-user limit, hold time and

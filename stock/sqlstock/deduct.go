@@ -38,7 +38,7 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 
 // deductOne deducts the order in a transaction of its own.
 func (s *Store) deductOne(ctx context.Context, o stock.Order, items []stock.Item) error {
-	return s.retry(ctx, "deduct", true, func() error { return s.attemptOne(ctx, o, items) })
+	return s.retry(ctx, "deduct", true, func(ctx context.Context) error { return s.attemptOne(ctx, o, items) })
 }
 
 // attemptOne is one attempt of deductOne.

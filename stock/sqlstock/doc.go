@@ -103,7 +103,8 @@
 //     again alone, so one bad order never fails the others. A group whose
 //     COMMIT may have applied leaves each caller to learn its own
 //     order's outcome by its ID, under the outcome rule below. A caller
-//     whose context ends while it is queued leaves with nothing sent.
+//     whose context ends while it is queued, or before its group writes,
+//     leaves with nothing sent.
 //     Grouping pays where many callers of one process buy the same SKUs at
 //     once (a flash sale on the database alone, or the degraded path when
 //     Redis is down); with few callers, or orders spread over many SKUs,
@@ -196,9 +197,26 @@
 // (*stock.SKUError), the order ID or the operation ID. Deadlocks (MySQL
 // 1213, PostgreSQL 40P01), lock wait timeouts (1205, 3572, 55P03),
 // serialization failures (40001) and SQLITE_BUSY roll the transaction back
-// and run it again with backoff; when Config.MaxAttempts are used up the
-// call fails with a *ContentionError matching stock.ErrContention: nothing
-// was applied. Error codes are read without importing a driver
+// and run it again with backoff; when Config.MaxAttempts are used up, or
+// the call's time is, the call fails with a *ContentionError matching
+// stock.ErrContention: nothing was applied.
+//
+// # How long a call takes
+//
+// Every call answers within Store.AnswerBound, three Config.LockWaits
+// from its start, plus the round trips of its last statements, however
+// long others hold its rows. Each transaction's statements end within
+// one LockWait of its BEGIN. A call that applied nothing answers within
+// two: its lock waits and deadlocks are run again with backoff until
+// then, and a grouped Deduct's wait for the group ahead of it, its
+// group's transaction and its run alone after a group that failed all
+// count in the two; past them it is stock.ErrContention. A call whose
+// write may have applied (a lost COMMIT reply) runs again to learn its
+// outcome for one LockWait more, and past it answers
+// stock.ErrUnknownOutcome. A grouped Deduct whose caller leaves before its
+// group began to write leaves with the context's error: its order is
+// left out, nothing sent. A caller's context that ends sooner ends the
+// call sooner. Error codes are read without importing a driver
 // (SQLState() for pgx, Code() for modernc.org/sqlite, the Code
 // and ExtendedCode fields of mattn/go-sqlite3's sqlite3.Error, the Number
 // field of the MySQL driver's MySQLError), so importing this package pulls

@@ -39,7 +39,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		return err
 	}
 	to := deadline.UnixMilli()
-	return s.retry(ctx, "extend hold", true, func() error { return s.extendOnce(ctx, orderID, to) })
+	return s.retry(ctx, "extend hold", true, func(ctx context.Context) error { return s.extendOnce(ctx, orderID, to) })
 }
 
 // extendOnce is one attempt of ExtendHold.

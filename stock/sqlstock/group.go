@@ -52,8 +52,11 @@ type gcall struct {
 	o     stock.Order
 	items []stock.Item // sorted
 	sent  bool         // taken into a group; guarded by grouper.mu
-	left  bool         // its caller stopped waiting once it was sent; guarded by grouper.mu
-	at    time.Time    // when it was queued
+	// written: its group is about to send it (nothing of it is sent
+	// before); guarded by grouper.mu.
+	written bool
+	left    bool      // its caller stopped waiting once it was sent; guarded by grouper.mu
+	at      time.Time // when it was queued
 	// report is the group's report when this call's caller makes it: set
 	// under grouper.mu before done is closed (see answer).
 	report *groupReport
@@ -89,9 +92,10 @@ func (g *grouper) laneKey(items []stock.Item) string {
 }
 
 // do deducts o in a group and returns its outcome. A caller whose ctx
-// ends while it is queued leaves with nothing sent; once its order is
-// sent it gets the order's outcome, or stock.ErrUnknownOutcome if ctx
-// ends first.
+// ends while it is queued, or taken into a group that has not begun to
+// write, leaves with its context's error and nothing sent (the group
+// leaves its order out); once its group writes, it gets the order's
+// outcome, or stock.ErrUnknownOutcome if ctx ends first.
 //
 // A transaction is reported to the Observer on the goroutine of one of
 // its callers, never while it holds the lane's in-flight slot: whatever
@@ -139,6 +143,10 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 		l.queue = slices.DeleteFunc(l.queue, func(q *gcall) bool { return q == c })
 		g.mu.Unlock()
 		return ctx.Err()
+	case !c.written:
+		c.left = true // its group leaves it out
+		g.mu.Unlock()
+		return ctx.Err()
 	case c.report != nil:
 		// Its group ran and its caller is the one to report it: it stays
 		// for its outcome, which is known (done is being closed).
@@ -178,6 +186,17 @@ func (g *grouper) next(key string, l *lane) {
 
 func (g *grouper) drain(key string, l *lane, batch []*gcall) {
 	for batch != nil {
+		g.mu.Lock()
+		batch = slices.DeleteFunc(batch, func(c *gcall) bool { return c.left })
+		for _, c := range batch {
+			c.written = true
+		}
+		if len(batch) == 0 {
+			batch = g.take(key, l)
+			g.mu.Unlock()
+			continue
+		}
+		g.mu.Unlock()
 		ctx, cancel := groupContext(batch)
 		var r *groupReport
 		if g.s.obs.Batching() {
@@ -276,28 +295,24 @@ func (g *grouper) take(key string, l *lane) []*gcall {
 // answers.
 func (s *Store) settleCall(c *gcall) error {
 	ctx, o, items := c.ctx, c.o, c.items
-	again := func() error { return s.attemptOne(ctx, o, items) }
+	again := func(ctx context.Context) error { return s.attemptOne(ctx, o, items) }
+	start := c.at
+	if start.IsZero() {
+		start = time.Now()
+	}
 	switch err := c.res; {
 	case err == nil:
 		return nil
 	case errors.Is(err, errSplit):
-		// The call may have waited for the group ahead of it and in its
-		// own: run alone, it gets what is left of the two LockWaits a
-		// grouped Deduct answers within.
-		budget, cancel := ctx, context.CancelFunc(func() {})
-		if !c.at.IsZero() {
-			budget, cancel = context.WithDeadline(ctx, c.at.Add(2*s.cfg.LockWait))
-		}
-		defer cancel()
-		err := s.deductOne(budget, o, items)
-		if budget.Err() != nil && ctx.Err() == nil && errors.Is(err, budget.Err()) && !errors.Is(err, stock.ErrUnknownOutcome) {
-			return &ContentionError{Op: "deduct", Attempts: 1, Last: err} // nothing sent
-		}
-		return err
+		// Run alone, within what is left of the call's time: it may have
+		// waited for the group ahead of it and in its own.
+		return s.retryFrom(ctx, "deduct", true, start, errRetry, again)
 	case stock.IsBusiness(err):
-		return s.retryFrom(ctx, "deduct", true, s.answer(ctx, o, items, err, false), again)
-	default: // *maybeApplied
-		return s.retryFrom(ctx, "deduct", true, err, again)
+		actx, cancel := s.attemptCtx(ctx, start, false)
+		defer cancel()
+		return s.retryFrom(ctx, "deduct", true, start, s.answer(actx, o, items, err, false), again)
+	default: // *maybeApplied, or a lock wait or deadlock of the group
+		return s.retryFrom(ctx, "deduct", true, start, err, again)
 	}
 }
 

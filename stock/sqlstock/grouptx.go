@@ -163,9 +163,8 @@ func (s *Store) groupDone(calls []*gcall, refused []error, err error) {
 			c.res = nil
 		case unknown, classify(err) == errLockWait:
 			// An unknown outcome is the group's to learn. A lock wait took
-			// Config.LockWait already: running each order again alone would
-			// wait as long again, each; the retry loop answers it as
-			// contention without running it again.
+			// Config.LockWait already: each order runs again alone only
+			// within what is left of its call's time (retryFrom).
 			c.res = err
 		default:
 			c.res = errSplit

@@ -203,7 +203,7 @@ func (t *TxStore) run(ctx context.Context, op string, body callBody) error {
 	}
 	if t.pool != nil {
 		var answer error
-		err := t.s.retry(ctx, op, true, func() error {
+		err := t.s.retry(ctx, op, true, func(ctx context.Context) error {
 			answer = nil
 			return t.s.inTxOn(ctx, t.pool, func(q querier) error {
 				var err error

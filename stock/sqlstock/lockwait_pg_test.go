@@ -92,7 +92,9 @@ func TestPGChainedLockWaitsStayWithinLockWait(t *testing.T) {
 			db := b.open(t)
 			table := testdb.Unique("sgs")
 			const wait = 600 * time.Millisecond
-			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Table: table, LockWait: wait, MaxGroup: 1})
+			// One attempt: a call runs a lock wait again within two
+			// LockWaits, and this test is of one transaction's waits.
+			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Table: table, LockWait: wait, MaxGroup: 1, MaxAttempts: 1})
 			ctx := t.Context()
 			// A per-user limit sends the Deduct down the transaction path.
 			if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, PerUserLimit: 5}); err != nil {

@@ -64,8 +64,9 @@ func (s *Store) revertTo(state int64, _ bool) (to int64, move string, answer err
 
 var _ stock.HoldReverter = (*Store)(nil)
 
-// RevertHeld implements stock.HoldReverter: Revert of a held order only,
-// decided under the same lock, so a confirmed sale is never refunded.
+// RevertHeld implements stock.HoldReverter: a held order's units go back
+// and it ends expired, as its reclaimer ends it, decided under the same
+// lock, so a confirmed sale is never refunded.
 func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.State, err error) {
 	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
@@ -75,7 +76,7 @@ func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.Sta
 	err = s.settle(ctx, "revert held", orderID, func(state int64, _ bool) (int64, string, error) {
 		found = ledgerState(state)
 		if state == stateHeld {
-			return stateReverted, s.q.release, nil
+			return stateExpired, s.q.release, nil
 		}
 		return 0, "", nil
 	})
@@ -100,7 +101,7 @@ func (s *Store) settle(ctx context.Context, op, orderID string,
 		return err
 	}
 	var answer error
-	err := s.retry(ctx, op, true, func() error {
+	err := s.retry(ctx, op, true, func(ctx context.Context) error {
 		answer = nil
 		return s.inTx(ctx, func(q querier) error {
 			var err error

@@ -43,7 +43,7 @@ func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	}
 	items := canon.Sorted(r.Items)
 	sig := canon.Signature(items)
-	return s.retry(ctx, "revert items", true, func() error {
+	return s.retry(ctx, "revert items", true, func(ctx context.Context) error {
 		return s.inTx(ctx, func(q querier) error {
 			return s.returnLines(ctx, q, r, items, sig)
 		})

@@ -62,7 +62,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	err = s.retry(ctx, "reclaim", false, func() error {
+	err = s.retry(ctx, "reclaim", false, func(ctx context.Context) error {
 		out = nil
 		return s.inTx(ctx, func(q querier) error {
 			var lines []expiredLine

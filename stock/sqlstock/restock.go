@@ -45,7 +45,7 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
-	return s.retry(ctx, "restock", true, func() error {
+	return s.retry(ctx, "restock", true, func(ctx context.Context) error {
 		err := s.inTx(ctx, func(q querier) error {
 			if _, err := q.ExecContext(ctx, s.q.insertOp, r.OpID, r.SKU, r.Units, s.nowMS()); err != nil {
 				if classify(err) == errDuplicate {

@@ -172,7 +172,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 		return err
 	}
 	set := settings{limit: l.PerUserLimit, ttlMS: l.EffectiveHoldTTL().Milliseconds(), maxMS: l.MaxHoldTTL.Milliseconds()}
-	err = s.retry(ctx, "put on sale", false, func() error {
+	err = s.retry(ctx, "put on sale", false, func(ctx context.Context) error {
 		_, err := s.execWrite(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, set.ttlMS, set.maxMS)
 		return err
 	})

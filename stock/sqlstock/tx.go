@@ -54,20 +54,13 @@ func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) e
 			return err // a setting: nothing written yet
 		}
 	}
-	var q querier = tx
-	if s.d == Postgres {
-		body, cancel := context.WithTimeout(ctx, s.cfg.LockWait+bodySlack)
-		defer cancel()
-		q = boundedTx{tx, body}
-		if err := fn(q); err != nil {
-			_ = tx.Rollback()
-			if body.Err() != nil && ctx.Err() == nil {
-				return &bodyLockWait{err} // COMMIT not sent: nothing applied
-			}
-			return sent(err)
-		}
-	} else if err := fn(q); err != nil {
+	body, cancel := context.WithDeadline(ctx, s.bodyBy(ctx))
+	defer cancel()
+	if err := fn(boundedTx{tx, body}); err != nil {
 		_ = tx.Rollback()
+		if body.Err() != nil && ctx.Err() == nil {
+			return &bodyLockWait{err} // COMMIT not sent: nothing applied
+		}
 		return sent(err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -77,17 +70,19 @@ func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) e
 	return sent(tx.Commit())
 }
 
-// bodySlack is how much longer than Config.LockWait a PostgreSQL
-// transaction's statements may run in all (see boundedTx): a single lock
-// wait ends by lock_timeout first, with the connection kept.
+// bodySlack is how much longer than Config.LockWait a transaction's
+// statements may run in all (see boundedTx): a single lock wait ends by
+// the server's own bound first, with the connection kept.
 const bodySlack = 50 * time.Millisecond
 
-// boundedTx runs the statements of a PostgreSQL transaction under one
-// deadline, Config.LockWait from BEGIN, instead of each caller's own.
-// lock_timeout bounds each lock wait, but one UPDATE of a row others
-// queue for can wait several times: for the tuple lock while the waiter
-// ahead of it holds it, then for the transaction that holds the row. The
-// deadline keeps the whole body within LockWait; COMMIT runs outside it.
+// boundedTx runs the statements of a transaction under one deadline,
+// Config.LockWait from BEGIN (or the call's budget, if sooner: bodyBy),
+// instead of each caller's own. The server bounds each lock wait, but a
+// transaction waits once per statement (MariaDB, MySQL), and on
+// PostgreSQL one UPDATE of a row others queue for can wait several times:
+// for the tuple lock while the waiter ahead of it holds it, then for the
+// transaction that holds the row. The deadline keeps the whole body
+// within LockWait; COMMIT runs outside it.
 type boundedTx struct {
 	tx  *sql.Tx
 	ctx context.Context
@@ -105,9 +100,9 @@ func (b boundedTx) QueryRowContext(_ context.Context, query string, args ...any)
 	return b.tx.QueryRowContext(b.ctx, query, args...)
 }
 
-// bodyLockWait is a PostgreSQL transaction whose statements ran past
-// Config.LockWait in all (boundedTx) and were rolled back: nothing was
-// applied. It classifies as lock_timeout's own error (SQLSTATE 55P03),
+// bodyLockWait is a transaction whose statements ran past Config.LockWait
+// in all, or past the call's budget (boundedTx), and were rolled back:
+// nothing was applied. It classifies as lock_timeout's own error (SQLSTATE 55P03),
 // which the retry loop answers as stock.ErrContention.
 type bodyLockWait struct{ err error }
 

@@ -124,7 +124,8 @@ func init() {
 		e.want("a", 7, 2, 1)
 		revert("held", stock.StateHeld) // returned: units and quota
 		e.want("a", 9, 0, 1)
-		revert("held", stock.StateReverted)  // a repeat changes nothing
+		revert("held", stock.StateExpired) // a repeat changes nothing
+		e.is(e.m.Deduct(e.ctx(), order("held", "u1", item("a", 2))), stock.ErrHoldExpired, "Deduct of a returned hold")
 		revert("paid", stock.StateConfirmed) // a sale is never refunded by it
 		e.want("a", 9, 0, 1)
 		revert("never", stock.StateUnknown)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -13,12 +14,20 @@ import (
 
 // TestHunt runs the checker with a RecordGrace (TestSystem runs with none)
 // over a few seeds on miniredis+SQLite. The environment widens the hunt:
-// STOCKGUARD_HUNT_SEEDS=from-to names the seeds (default 1-3),
-// STOCKGUARD_HUNT_BACKEND a backend of TestSystem ("all" for every one;
-// default miniredis+sqlite), STOCKGUARD_HUNT_GRACE the RecordGrace
-// (default 1.5s) and STOCKGUARD_HUNT_STEPS the steps of each run.
+// STOCKGUARD_HUNT_SEEDS=from-to names the seeds (default: a window of
+// huntWindow seeds that moves with the UTC date, so every day's runs check
+// new ones; the log names it), STOCKGUARD_HUNT_BACKEND a backend of
+// TestSystem ("all" for every one; default miniredis+sqlite),
+// STOCKGUARD_HUNT_GRACE the RecordGrace (default 1.5s) and
+// STOCKGUARD_HUNT_STEPS the steps of each run. A seed that finds a
+// violation logs the command that replays it.
 func TestHunt(t *testing.T) {
-	spec := cmp.Or(os.Getenv("STOCKGUARD_HUNT_SEEDS"), "1-3")
+	spec := os.Getenv("STOCKGUARD_HUNT_SEEDS")
+	if spec == "" {
+		from := huntWindowStart(time.Now())
+		spec = fmt.Sprintf("%d-%d", from, from+huntWindow-1)
+		t.Logf("seeds %s, the window of the date (STOCKGUARD_HUNT_SEEDS=%s replays them)", spec, spec)
+	}
 	var from, to uint64
 	if _, err := fmt.Sscanf(spec, "%d-%d", &from, &to); err != nil {
 		t.Fatal(err)
@@ -37,6 +46,11 @@ func TestHunt(t *testing.T) {
 			b.need(t)
 			for seed := from; seed <= to; seed++ {
 				t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+					t.Cleanup(func() {
+						if t.Failed() {
+							t.Logf("seed %d found a violation on %s; replay: %s", seed, b.name, replayCommand(b.name, seed, grace, steps))
+						}
+					})
 					cfg := wireGrace(t, b, seed, grace)
 					if steps > 0 {
 						cfg.Steps = steps
@@ -45,5 +59,62 @@ func TestHunt(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// huntWindow is how many seeds TestHunt checks by default: within the CI
+// run's time on miniredis+SQLite.
+const huntWindow = 3
+
+// huntSeeds is the range the default window moves over: seeds 1-500.
+const huntSeeds = 500
+
+// huntWindowStart is the first seed of the default window on day t (UTC):
+// consecutive days check consecutive windows, and the windows cycle over
+// seeds 1-huntSeeds.
+func huntWindowStart(t time.Time) uint64 {
+	day := uint64(t.UTC().Unix() / 86400)
+	return 1 + (day*huntWindow)%(huntSeeds-huntWindow+1)
+}
+
+// replayCommand is the command that runs seed on backend alone, with the
+// grace and steps of this run.
+func replayCommand(backend string, seed uint64, grace time.Duration, steps int) string {
+	env := fmt.Sprintf("STOCKGUARD_HUNT_SEEDS=%d-%d STOCKGUARD_HUNT_BACKEND=%s", seed, seed, backend)
+	if grace != 1500*time.Millisecond {
+		env += " STOCKGUARD_HUNT_GRACE=" + grace.String()
+	}
+	if steps > 0 {
+		env += " STOCKGUARD_HUNT_STEPS=" + strconv.Itoa(steps)
+	}
+	return fmt.Sprintf("%s go test -race -count=1 -run 'TestHunt/%s/%d$' ./stock/systemtest",
+		env, regexp.QuoteMeta(backend), seed)
+}
+
+// The default window moves with the date: consecutive days check
+// consecutive windows, all within seeds 1-huntSeeds, and the replay
+// command names the seed and the backend's subtest exactly.
+func TestHuntWindowMovesWithTheDate(t *testing.T) {
+	day := time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC)
+	seen := map[uint64]bool{}
+	prev := huntWindowStart(day)
+	for i := 1; i <= huntSeeds; i++ {
+		from := huntWindowStart(day.AddDate(0, 0, i))
+		if from < 1 || from+huntWindow-1 > huntSeeds {
+			t.Fatalf("day %d: window %d-%d outside 1-%d", i, from, from+huntWindow-1, huntSeeds)
+		}
+		if from != prev+huntWindow && from >= prev {
+			t.Fatalf("day %d: window starts at %d after %d, want the next window", i, from, prev)
+		}
+		seen[from] = true
+		prev = from
+	}
+	if len(seen) < huntSeeds/huntWindow {
+		t.Fatalf("%d windows over %d days, want every one", len(seen), huntSeeds)
+	}
+	got := replayCommand("cluster+postgres/buckets", 25, 1500*time.Millisecond, 0)
+	want := "STOCKGUARD_HUNT_SEEDS=25-25 STOCKGUARD_HUNT_BACKEND=cluster+postgres/buckets go test -race -count=1 -run 'TestHunt/cluster\\+postgres/buckets/25$' ./stock/systemtest"
+	if got != want {
+		t.Fatalf("replay command\n%s\nwant\n%s", got, want)
 	}
 }

@@ -92,23 +92,6 @@ func TestInternalRevertNeverRefundsAConfirmedSale(t *testing.T) {
 		arm func(r *race)
 		act func(r *race) error
 	}{{
-		// Settle's recheck: the gate lost its data (a FLUSHALL and a
-		// rebuild) between the record's write and the recheck, which is
-		// refused as a new order and returns the copy.
-		name: "settle recheck after the gate lost the order",
-		arm: func(r *race) {
-			n := 0
-			r.f.gate.SetBefore(func(c stocktest.Call) {
-				if c.Method == "Deduct" {
-					if n++; n == 2 {
-						r.f.loseGateData(0, "a")
-					}
-				}
-			})
-			confirmAt(r, reverting, nil, nil)
-		},
-		act: func(r *race) error { return r.f.m.Deduct(r.f.t.Context(), ord("o1", 3)) },
-	}, {
 		// A repeat of the order, refused by a gate that lost it: the
 		// record holds it, and the flow reads the copy, then the time,
 		// and returns the copy if its gate deadline has passed. The

@@ -125,11 +125,15 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 		// The gate cannot say (a timeout, or stock.ErrUnavailable: it
 		// lost its data): the record holds the order and the gate may.
 		return &TierError{Tier: Gate, Op: "recheck", Err: err}
+	case refusal(err):
+		// The gate no longer knows the order (it lost it, and the
+		// re-Deduct was refused as a new order: unknown SKU, sold out,
+		// conflict): the record, which has it, answers, as for the first
+		// step.
+		return m.refused(ctx, o, err)
 	}
-	// Expired, closed, or an answer that means the gate no longer knows
-	// the order (it lost it, and the re-Deduct was refused as a new order:
-	// unknown SKU, sold out, conflict). The gate holds nothing for it, so
-	// the record's copy is returned before the answer is given.
+	// Expired or closed: the gate decided, and the record's copy is
+	// returned before the answer is given.
 	sold, rerr := m.revertRecord(ctx, o.ID, "recheck")
 	if rerr != nil {
 		rerr.Outcome = err
