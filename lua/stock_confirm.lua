@@ -6,7 +6,8 @@
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity, as in stock_deduct.lua
--- ARGV[4]  retention ms: records live this long after the change
+-- ARGV[4]  retention ms: records live this long after the call, ended
+--          now or before (the order's end: the call ends its entry too)
 -- Reply    {'ok'} when every line is confirmed (now or before);
 --          {'expired'} when a line's deadline passed: every line is
 --          returned (avail, user quota) and marked expired;
@@ -18,7 +19,8 @@
 -- A line's units are its qty less what partial reverts gave back (ret,
 -- stock_return.lua): only those move.
 --
--- Running it twice is safe: confirmed and expired records are final here.
+-- Running it twice is safe: confirmed and expired records are final here
+-- (a second run only moves their end, see ARGV[4]).
 local now = tonumber(ARGV[1])
 local id, ident = ARGV[2], ARGV[3]
 local keep = tonumber(ARGV[4])
@@ -76,8 +78,10 @@ for i = 1, n do
   if r.st ~= was then
     if live then redis.call('HINCRBY', KEYS[b + 1], 'ver', 1) end
     redis.call('ZREM', KEYS[b + 2], id)
-    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep)
   end
+  -- An ended line (now or before) lives Retention from this call, as the
+  -- order's directory entry the same call ends.
+  if r.st ~= 'held' then rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep) end
 end
 if expired then return {'expired'} end
 return {'ok'}

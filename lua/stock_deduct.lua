@@ -24,7 +24,9 @@
 --          '1' to refuse an own hold time past the shortest maximum hold
 --          time of the new lines here ('hold_too_long'; the Store sets it
 --          for an order of one slot group and checks other orders itself,
---          across their groups), '0' not to;
+--          across their groups), '0' not to, 'e' for an order whose
+--          directory entry has ended: it takes no new line (a line without
+--          a record is 'closed');
 --          the latest deadline and the latest bound new lines may get (ms,
 --          from the hold times of all the order's SKUs), or 0 for none:
 --          they never move lines already held;
@@ -202,6 +204,8 @@ local function deduct(k, a, n)
         if not dl or r.dl < dl then dl = r.dl end
         if not bound or r.mx < bound then bound = r.mx end
       end
+    elseif ARGV[a + 8] == 'e' then
+      return {'closed', i, math.min(found, 1)}
     else
       local c = sku(b)
       local qty = tonumber(qs)

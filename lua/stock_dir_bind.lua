@@ -10,7 +10,9 @@
 --          signature), the attempt's token (random, one per Deduct call)
 -- Reply    one reply per order: 'new' (the entry was created), 'same' (it
 --          already held this identity: another attempt, or a resend of
---          this one), 'conflict' (it holds another identity; nothing
+--          this one), 'ended' (it holds this identity and has ended: the
+--          order is over, and the attempt takes nothing new; nothing
+--          written), 'conflict' (it holds another identity; nothing
 --          written), or {'stale', identity} (it holds another identity, has
 --          not ended and has no attempt set: no attempt has bound it for a
 --          lease, see stock_dir_release.lua; nothing written: the caller
@@ -39,16 +41,12 @@ for a = 1, #ARGV, 3 do
     else
       out[#out + 1] = 'conflict'
     end
+  elseif d.e then
+    out[#out + 1] = 'ended'
   else
-    local toks = ''
-    if dir_attempts(d) then
-      toks = d.toks
-    elseif not d.e then
-      toks = '?'
-    end
-    if not has_token(toks, token) then
-      if toks == '' then toks = token else toks = toks .. ',' .. token end
-    end
+    local toks = '?'
+    if dir_attempts(d) then toks = d.toks end
+    if not has_token(toks, token) then toks = toks .. ',' .. token end
     -- The set lives as long as the entry from now on.
     d.toks, d.lease = toks, 0
     redis.call('HSET', KEYS[1], id, dir_encode(d))

@@ -2,7 +2,8 @@
 -- directory entry; the last attempt to leave deletes it (the order ID is
 -- free again). Runs after stock_lib.lua.
 --
--- KEYS[1]  <p>:dir:{<shard>}     hash order ID -> directory entry
+-- KEYS[1]  <p>:dir:{<shard>}        hash order ID -> directory entry
+-- KEYS[2]  <p>:dir:{<shard>}:open   zset of the shard's open entries
 -- ARGV[1]  order ID
 -- ARGV[2]  the identity the attempt bound
 -- ARGV[3]  the attempt's token
@@ -19,21 +20,22 @@
 -- Reply    1 if the entry was deleted, 0 otherwise (another identity, or
 --          other attempts still on it, or a successful one).
 --
--- An attempt that succeeded never leaves, so an entry some successful
--- Deduct counts on is never deleted here. Running it twice is safe.
+-- Only an attempt in the entry's live set leaves it: an ended entry, or
+-- one whose set expired (or that has none: written on one server, or by
+-- Migrate), is the order's, which attempts no longer decide. An attempt
+-- that succeeded never leaves, so an entry some successful Deduct counts
+-- on is never deleted here. Running it twice is safe.
 local id, ident, token = ARGV[1], ARGV[2], ARGV[3]
 local d = dir_decode(redis.call('HGET', KEYS[1], id))
-if not d or d.id ~= ident then return 0 end
-local left = ''
-if dir_attempts(d) then left = without_token(d.toks, token) end
+if not d or d.id ~= ident or d.e or not dir_attempts(d) or not has_token(d.toks, token) then return 0 end
+local left = without_token(d.toks, token)
 if left ~= '' then
   local lease = tonumber(ARGV[4])
-  if left ~= d.toks or (lease > 0 and not d.e) then
-    d.toks = left
-    if lease > 0 and not d.e then d.lease = clock() + lease end
-    redis.call('HSET', KEYS[1], id, dir_encode(d))
-  end
+  d.toks = left
+  if lease > 0 then d.lease = clock() + lease end
+  redis.call('HSET', KEYS[1], id, dir_encode(d))
   return 0
 end
 redis.call('HDEL', KEYS[1], id)
+redis.call('ZREM', KEYS[2], id)
 return 1

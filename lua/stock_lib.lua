@@ -172,6 +172,17 @@ local function dir_encode(d)
   return v
 end
 
+-- dir_end ends the entry d of order id in shard dir (gone: its gone list,
+-- open: its open zset): kept keep ms more, out of the open zset. Its
+-- attempt set, if it lives, lives as long as the entry now.
+local function dir_end(dir, gone, open, id, d, keep)
+  if d.toks ~= '' and (d.lease == 0 or d.lease > clock()) then d.lease = 0 else d.toks = '' end
+  d.e = clock() + keep
+  redis.call('HSET', dir, id, dir_encode(d))
+  redis.call('RPUSH', gone, d.e .. ' ' .. id)
+  redis.call('ZREM', open, id)
+end
+
 -- dir_attempts reports whether the entry's attempt set exists: it has
 -- tokens, and its lease (if any) has not run out.
 local function dir_attempts(d)

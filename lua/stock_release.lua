@@ -7,7 +7,8 @@
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity; records with another identity are skipped
--- ARGV[4]  retention ms: records live this long after the change
+-- ARGV[4]  retention ms: records live this long after the call, ended
+--          now or before (modes 'revert', 'expire': the order's end)
 -- ARGV[5]  mode:
 --            'revert'  held -> reverted (expired if past its deadline),
 --                      confirmed -> refunded
@@ -73,6 +74,9 @@ for i = 1, n do
       end
     elseif st == 'confirmed' and mode ~= 'drop' then
       to = (mode == 'revert') and 'refunded' or 'expired'
+    end
+    if not to and mode ~= 'drop' and r.e then
+      rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep) -- ended before: lives as long as the entry the call ends
     end
     if to then
       local qty = r.qty - r.ret

@@ -36,9 +36,20 @@ func (s *Store) endsKey(sku string) string { return s.skuKey(sku, ":ends", "") }
 // endDirectory queues the script that gives the order's directory entry
 // the Retention of its ended records, if it still names ident.
 func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident string) *redis.Cmd {
-	return dirKeepScript.Run(ctx, c, []string{s.dirKey(order), s.dirGoneKey(order)},
-		order, ident, s.keep.Milliseconds(), "end")
+	return dirKeepScript.Run(ctx, c, s.dirKeys(order), order, ident, s.keep.Milliseconds(), "end")
 }
+
+// openEntry queues the order's member in its directory shard's open zset,
+// due at at (ms): first in a bind's pipeline, or in that of a call that
+// ends the order, so that should the call stop before the entry's end, the
+// reclaimer settles the entry then (see stock_dir_check.lua).
+func (s *Store) openEntry(ctx context.Context, p redis.Pipeliner, order string, at int64) {
+	p.ZAdd(ctx, s.dirKeys(order)[2], redis.Z{Score: float64(at), Member: order})
+}
+
+// attemptLease is how long an attempt counts on an entry it bound, ms: the
+// default hold time plus Retention.
+func (s *Store) attemptLease() int64 { return (stock.DefaultHoldTTL + s.keep).Milliseconds() }
 
 // notOnSale is the error for a SKU whose state hash is missing: the gate
 // lost its data (stock.ErrUnavailable) if the registry says the SKU was put
@@ -75,8 +86,7 @@ func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
 // after a Confirm or Revert that gave it one could not end the order (a
 // SKU's state is gone): the entry lives as long as the order holds stock.
 func (s *Store) keepDirectory(ctx context.Context, orderID string) error {
-	err := dirKeepScript.Run(ctx, s.c, []string{s.dirKey(orderID), s.dirGoneKey(orderID)},
-		orderID, "", s.keep.Milliseconds(), "keep").Err()
+	err := dirKeepScript.Run(ctx, s.c, s.dirKeys(orderID), orderID, s.nowMs()+s.attemptLease(), s.keep.Milliseconds(), "keep").Err()
 	if err != nil {
 		return s.writeErr(ctx, err)
 	}

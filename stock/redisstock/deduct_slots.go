@@ -32,6 +32,9 @@ type attempt struct {
 	// included).
 	capDeadline, capBound int64
 	capSKU                string // the first SKU (by name) with the shortest maximum hold time
+	// ended: the bind found the order's entry ended; the attempt takes no
+	// new line, and answers as its lines' records do.
+	ended bool
 	// gens are the generations of the SKUs' states (SKU -> gen) as the
 	// attempt read them before it bound the order ID (stateGens).
 	gens map[string]string
@@ -175,6 +178,8 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	}
 	switch word {
 	case "new", "same":
+	case "ended":
+		a.ended = true
 	case "conflict":
 		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict)
 	default: // the script ran: what it wrote is not known
@@ -382,6 +387,7 @@ func (a *attempt) past(got []groupTaken) bool {
 // a conflict, an entry past its Retention) the bind script decides, before
 // anything is taken.
 func (s *Store) bindNew(ctx context.Context, p redis.Pipeliner, a *attempt) *redis.BoolCmd {
+	s.openEntry(ctx, p, a.o.ID, a.now+s.attemptLease())
 	return p.HSetNX(ctx, s.dirKey(a.o.ID), a.o.ID, a.ident+"\ta0:"+a.token)
 }
 
@@ -454,11 +460,15 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 // names holds nothing (takeOver). An order with records keeps its entry
 // untouched: its holds end it.
 func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) error {
+	if a.ended {
+		return cause // never on the entry
+	}
 	lease := int64(0)
 	if !seen {
-		lease = (stock.DefaultHoldTTL + s.keep).Milliseconds()
+		lease = s.attemptLease()
 	}
-	err := dirReleaseScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, a.ident, a.token, lease).Err()
+	keys := s.dirKeys(a.o.ID)
+	err := dirReleaseScript.Run(ctx, s.c, []string{keys[0], keys[2]}, a.o.ID, a.ident, a.token, lease).Err()
 	if err == nil {
 		return cause
 	}
@@ -514,7 +524,9 @@ func (s *Store) deductGroup(ctx context.Context, c redis.Scripter, a *attempt, g
 // and arguments of the lines of slot group g.
 func (s *Store) groupArgs(keys []string, args []any, a *attempt, g []stock.Item, deadline, bound int64) ([]string, []any) {
 	check := "0"
-	if len(a.groups) == 1 {
+	if a.ended {
+		check = "e"
+	} else if len(a.groups) == 1 {
 		check = "1"
 	}
 	args = append(args, a.now, a.o.ID, a.o.UserID, a.ident, a.token, deadline, a.own, bound, check,

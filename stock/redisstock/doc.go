@@ -47,6 +47,9 @@
 //	                           shard i's tag "d<i>.<k>" is in the i-th of
 //	                           16 equal slot ranges
 //	<prefix>:dir:{<shard>}:gone  list "<e> <order ID>" of ended entries
+//	<prefix>:dir:{<shard>}:open  zset order ID -> when the reclaimer checks
+//	                           the entry (ms): entries bound or being
+//	                           ended (see The life of an order)
 //	<prefix>:{<sku>}:rc:<pass> list, one reclaim pass's reply, kept a minute
 //	<prefix>:{<sku>}:ends      zset order ID + "\n" + identity -> when a
 //	                           reclaim pass ended a line of it (ms): orders
@@ -236,6 +239,51 @@
 // Confirm refuses at the deadline, a repeat Deduct past it is
 // stock.ErrHoldExpired and releases nothing, and the reclaimer returns
 // every line.
+//
+// # The life of an order
+//
+// An order's directory entry is its transaction record: the one item that
+// says whether the order lives, and the last of its items to end. Each
+// line record names it (the order ID and identity); a reader in doubt
+// about a line reads the entry first (Confirm, Revert, RevertItems,
+// ExtendHold and Orders look the entry up before any line; a Deduct binds
+// it before it takes).
+//
+//   - bound (a Cluster or a Ring): an attempt wrote the entry (HSETNX, or
+//     stock_dir_bind.lua) after its member in the shard's open zset
+//     (<prefix>:dir:{<shard>}:open, due after the attempt lease: the
+//     default hold time plus Retention). A retry binds "same"; other
+//     items are stock.ErrConflict. An attempt refused with nothing taken
+//     leaves the entry; the last to leave deletes it, member and all. On
+//     one server the Deduct's script writes the entry with the holds, so
+//     an order is never bound without holding.
+//   - holding: an attempt took lines (each record names the attempts that
+//     count on it). A repeat Deduct binds "same" and takes nothing twice.
+//   - ending: Confirm, Revert, a return that empties the order, or the
+//     reclaimer end the lines; the same call ends the entry last (stock_dir_keep.lua),
+//     after putting its member in the open zset, due a minute later.
+//     Every line the call reaches (including lines an earlier call ended)
+//     gets its end, e, Retention from this call, as the entry does, so no
+//     line of the order reads as absent while its entry is ended and still
+//     read.
+//   - ended: the entry and the lines have e. A repeat Deduct binds
+//     "ended": it takes no new line and answers as the lines' records do
+//     (a line without a record answers stock.ErrOrderClosed). A repeat
+//     Confirm or Revert answers as the lines do. A refused attempt never
+//     deletes an ended entry (it is not on it).
+//   - gone: from e on the items read as absent (the ID is free); the
+//     reclaimer deletes them from their gone lists.
+//
+// A call that stops between steps leaves the member in the open zset; the
+// reclaimer settles each member when it is due (stock_dir_check.lua, after
+// reading the entry and its order's lines): an order with a held line is
+// checked again after its deadline; one whose lines have all ended has
+// its entry ended; one with no line record (it took nothing, and no
+// attempt bound it for a lease) has its entry deleted; an entry gone or
+// ended leaves the zset. So every entry ends: an order that took nothing
+// within its attempt lease, any other by its deadline or end. [Store.Audit]
+// reports, at rest, any item that is neither ended nor live for one of
+// these reasons.
 //
 // # Buckets
 //

@@ -44,19 +44,20 @@ var dirTags = func() [maxDirShards]string {
 }()
 
 // directory is the order directory's layout under one prefix: its shards'
-// keys and their gone lists, and the layout mark that names their count.
+// keys, their gone lists and open zsets, and the layout mark that names
+// their count.
 type directory struct {
-	keys, gones []string
-	mark        string
+	keys, gones, opens []string
+	mark               string
 }
 
 // newDirectory is the directory of n shards (1 or maxDirShards) under
 // prefix.
 func newDirectory(prefix string, n int) *directory {
-	d := &directory{keys: make([]string, n), gones: make([]string, n), mark: layoutMark(n)}
+	d := &directory{keys: make([]string, n), gones: make([]string, n), opens: make([]string, n), mark: layoutMark(n)}
 	for i := range n {
 		d.keys[i] = prefix + ":dir:{" + dirTags[i] + "}"
-		d.gones[i] = d.keys[i] + goneSuffix
+		d.gones[i], d.opens[i] = d.keys[i]+goneSuffix, d.keys[i]+":open"
 	}
 	return d
 }
@@ -207,6 +208,14 @@ func (s *Store) dirKey(order string) string {
 func (s *Store) dirGoneKey(order string) string {
 	d := s.dir.Load()
 	return d.gones[d.shard(order)]
+}
+
+// dirKeys are the order's directory shard, its gone list and its open
+// zset.
+func (s *Store) dirKeys(order string) []string {
+	d := s.dir.Load()
+	k := d.shard(order)
+	return []string{d.keys[k], d.gones[k], d.opens[k]}
 }
 
 // mark is the layout mark of the Store's directory.

@@ -140,7 +140,12 @@ func (rt *giveBack) args(s *Store, g []stock.Item, mode string, lines []stock.It
 // returnOne returns part of an order whose lines share one server or slot:
 // one script checks and applies it all.
 func (s *Store) returnOne(ctx context.Context, rt *giveBack, g []stock.Item) error {
-	res, err := s.lineScript(ctx, s.c, returnScript, rt.order, g, rt.now, rt.args(s, g, "all", rt.items)...).Slice()
+	var cmd *redis.Cmd
+	s.pipelined(ctx, func(p redis.Pipeliner) { // as Confirm's
+		s.openEntry(ctx, p, rt.order, rt.now+endsGrace.Milliseconds())
+		cmd = s.lineScript(ctx, p, returnScript, rt.order, g, rt.now, rt.args(s, g, "all", rt.items)...)
+	})
+	res, err := cmd.Slice()
 	if err != nil {
 		return s.writeErr(ctx, err)
 	}
@@ -331,6 +336,7 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 				cmds = append(cmds, sent{gi, s.lineScript(ctx, p, returnScript, rt.order, g, rt.now,
 					rt.args(s, g, mode, plan.lines[gi])...)})
 			}
+			s.openEntry(ctx, p, rt.order, rt.now+endsGrace.Milliseconds()) // a Cluster's: its own master
 		})
 	}
 	ended := plan.ended

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/lua"
 )
 
 // purgeBatch is the most ended records (or directory entries) one purge
@@ -56,6 +58,106 @@ func (s *Store) purgeDirs(ctx context.Context, dir *directory, heads []*redis.St
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, k := range due {
 			cmds[i] = purgeScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k]}, purgeBatch, "dir")
+		}
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return s.writeErr(ctx, err)
+		}
+	}
+	return nil
+}
+
+// dirCheckScript settles the open entries whose check time came; see its
+// header.
+var dirCheckScript = redis.NewScript(lua.Script("stock_dir_check.lua"))
+
+func init() { allScripts = append(allScripts, dirCheckScript) }
+
+// checkOpen settles the directory entries whose check time came (due: one
+// ZRANGEBYSCORE reply per shard of dir), by what their orders' line
+// records say: an order with a held line is checked again after its
+// deadline, one whose lines all ended has its entry ended, one with no
+// record (it took nothing, and no attempt bound it for a lease) has its
+// entry deleted. Two round trips of reads, then one script per shard.
+func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.StringSliceCmd, now int64) error {
+	type open struct {
+		shard     int
+		id, ident string
+		entry     *redis.StringCmd
+		lines     []*redis.StringCmd
+	}
+	var ents []*open
+	for k, c := range due {
+		ids, err := c.Result()
+		if err != nil {
+			return s.readErr(ctx, err)
+		}
+		for _, id := range ids {
+			ents = append(ents, &open{shard: k, id: id})
+		}
+	}
+	if len(ents) == 0 {
+		return nil
+	}
+	var at *redis.TimeCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for _, o := range ents {
+			o.entry = p.HGet(ctx, dir.keys[o.shard], o.id)
+		}
+		at = p.Time(ctx)
+	})
+	snow, err := serverMs(at) // ends are the server's time
+	if err != nil {
+		return s.readErr(ctx, err)
+	}
+	for _, o := range ents {
+		if err := o.entry.Err(); err != nil && err != redis.Nil {
+			return s.readErr(ctx, err)
+		}
+	}
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for _, o := range ents {
+			d, ok, _ := parseEntry(o.entry.Val(), snow)
+			items, err := parseIdent(d.ident)
+			if !ok || d.e != 0 || err != nil {
+				continue // gone or ended: the member goes
+			}
+			o.ident, o.lines = d.ident, o.lines[:0]
+			for _, it := range items {
+				o.lines = append(o.lines, p.HGet(ctx, s.linesKey(it.SKU), o.id))
+			}
+		}
+	})
+	args := make(map[int][]any)
+	for _, o := range ents {
+		action, when := "drop", int64(0)
+		if o.ident != "" {
+			action = "free"
+		}
+		for _, l := range o.lines {
+			if err := l.Err(); err != nil && err != redis.Nil {
+				return s.readErr(ctx, err)
+			}
+			r, ok, _ := parseRecord(l.Val(), 0) // an ended record, even past its end, was taken
+			switch {
+			case !ok || r.ident != o.ident:
+			case r.st == "held":
+				action, when = "later", max(when, r.dl+endsGrace.Milliseconds(), now+endsGrace.Milliseconds())
+			case action == "free":
+				action = "end"
+			}
+		}
+		if args[o.shard] == nil {
+			args[o.shard] = []any{now, s.keep.Milliseconds()}
+		}
+		args[o.shard] = append(args[o.shard], o.id, o.ident, action, when)
+	}
+	var cmds []*redis.Cmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		cmds = cmds[:0]
+		for k, a := range args {
+			cmds = append(cmds, dirCheckScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k], dir.opens[k]}, a...))
 		}
 	})
 	for _, c := range cmds {

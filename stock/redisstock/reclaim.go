@@ -28,7 +28,8 @@ const peekBatch = 256
 // their lines on other slots). The pass also deletes the line records and
 // directory entries of orders that ended more than Retention ago (by the
 // server's clock; at most 1000 per SKU, and per directory shard, each
-// pass): nothing else deletes them.
+// pass): nothing else deletes them. Last it settles the directory entries
+// whose check time came (see "The life of an order" in the package doc).
 //
 // The lines of one order share its deadline, so a pass returns them
 // together (unless limit ends the pass between them; the next pass returns
@@ -68,10 +69,12 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	var at *redis.TimeCmd
 	dir := s.dir.Load()
 	heads := make([]*redis.StringCmd, len(dir.gones))
+	opens := make([]*redis.StringSliceCmd, len(dir.opens))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		members = p.SMembers(ctx, s.registryKey())
 		for k := range heads {
 			heads[k] = p.LIndex(ctx, dir.gones[k], 0)
+			opens[k] = p.ZRangeByScore(ctx, dir.opens[k], &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now, 10), Count: peekBatch})
 		}
 		at = p.Time(ctx)
 	})
@@ -119,9 +122,14 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		// again (they are out of the holds zsets now, or no longer due:
 		// every round makes progress).
 	}
-	// Last, the directory entries past their retention (the pass's own
-	// endings are not due yet).
-	if err := s.purgeDirs(ctx, dir, heads, snow); err != nil {
+	// Last, the open entries whose check time came, then the directory
+	// entries past their retention (the pass's own endings are not due
+	// yet).
+	err = s.checkOpen(ctx, dir, opens, now)
+	if err == nil {
+		err = s.purgeDirs(ctx, dir, heads, snow)
+	}
+	if err != nil {
 		if len(out) > 0 {
 			err = &outcomeError{err: err}
 		}

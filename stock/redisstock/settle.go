@@ -43,59 +43,88 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 			return err
 		}
 	}
-	for i, g := range groups {
-		var cmd *redis.Cmd
+	// Group by group; the last call carries every group again and the
+	// entry's end, the order's member in the open zset first: every line
+	// ends with the entry (a line ended before moves its end), so it lives
+	// Retention from the order's end, and should the call stop before the
+	// end, the reclaimer ends the entry.
+	for i := range groups {
+		last, batch := i == len(groups)-1, groups[i:i+1]
+		if last {
+			batch = groups
+		}
+		cmds := make([]*redis.Cmd, len(batch))
+		var end *redis.Cmd
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			cmd = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, s.keep.Milliseconds())
-			if i == len(groups)-1 {
-				s.endDirectory(ctx, p, orderID, ident)
+			if last {
+				s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
+			}
+			for j, g := range batch {
+				cmds[j] = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, s.keep.Milliseconds())
+			}
+			if last {
+				end = s.endDirectory(ctx, p, orderID, ident)
 			}
 		})
-		res, err := cmd.Slice()
-		if err != nil {
-			// Groups before this one may be confirmed: the caller retries
-			// and the retry confirms the rest, or expires them all. Even a
-			// certain refusal of this group leaves them confirmed.
-			err = s.writeErr(ctx, err)
-			if i > 0 && !errors.Is(err, stock.ErrUnknownOutcome) {
-				return &outcomeError{err: err}
+		for j, cmd := range cmds {
+			if err := s.confirmed(ctx, orderID, ident, groups, batch[j], cmd, now, i+j > 0); err != nil {
+				return err
 			}
-			return err
 		}
-		code, n := replyCode(res)
-		switch {
-		case code == "ok":
-			continue
-		case code == "expired":
-			return s.settleAll(ctx, orderID, ident, groups, now, "expire",
-				&stock.SKUError{SKU: g[0].SKU, Err: stock.ErrHoldExpired})
-		case code == "unavailable" && n >= 1 && int(n) <= len(g):
-			// Nothing written by this group; the order still holds stock,
-			// so its directory entry keeps no TTL.
-			err := lineErr(code, g[n-1].SKU)
-			if perr := s.keepDirectory(ctx, orderID); perr != nil {
-				err = errors.Join(detached(err), perr)
-			}
-			if i > 0 {
-				return &outcomeError{err: detached(err)}
-			}
-			return err
-		case n >= 1 && int(n) <= len(g) && lineErr(code, g[n-1].SKU) != nil:
-			// Only a race with Revert (closed), or a record gone past its
-			// retention (unknown), gets here with earlier groups confirmed.
-			mode := "revert"
-			if code == "unknown" {
-				mode = "expire"
-			}
-			if i == 0 {
-				return lineErr(code, g[n-1].SKU)
-			}
-			return s.settleAll(ctx, orderID, ident, groups, now, mode, lineErr(code, g[n-1].SKU))
-		default:
-			return badReply(res)
+		if last && end.Err() != nil {
+			return &outcomeError{err: s.writeErr(ctx, end.Err())} // confirmed; the entry ends with the retry, or the reclaimer
 		}
 	}
 	return nil
+}
+
+// confirmed reads the reply of group g's confirm script: nil when its
+// lines are confirmed, else the Confirm's outcome (after expiring or
+// returning every line where the group cannot be confirmed); others: other
+// groups may be confirmed already.
+func (s *Store) confirmed(ctx context.Context, orderID, ident string, groups [][]stock.Item, g []stock.Item, cmd *redis.Cmd, now int64, others bool) error {
+	res, err := cmd.Slice()
+	if err != nil {
+		// Groups before this one may be confirmed: the caller retries and
+		// the retry confirms the rest, or expires them all. Even a certain
+		// refusal of this group leaves them confirmed.
+		err = s.writeErr(ctx, err)
+		if others && !errors.Is(err, stock.ErrUnknownOutcome) {
+			return &outcomeError{err: err}
+		}
+		return err
+	}
+	code, n := replyCode(res)
+	switch {
+	case code == "ok":
+		return nil
+	case code == "expired":
+		return s.settleAll(ctx, orderID, ident, groups, now, "expire",
+			&stock.SKUError{SKU: g[0].SKU, Err: stock.ErrHoldExpired})
+	case code == "unavailable" && n >= 1 && int(n) <= len(g):
+		// Nothing written by this group; the order still holds stock, so
+		// its directory entry keeps no end.
+		err := lineErr(code, g[n-1].SKU)
+		if perr := s.keepDirectory(ctx, orderID); perr != nil {
+			err = errors.Join(detached(err), perr)
+		}
+		if others {
+			return &outcomeError{err: detached(err)}
+		}
+		return err
+	case n >= 1 && int(n) <= len(g) && lineErr(code, g[n-1].SKU) != nil:
+		// Only a race with Revert (closed), or a record gone past its
+		// retention (unknown), gets here with earlier groups confirmed.
+		mode := "revert"
+		if code == "unknown" {
+			mode = "expire"
+		}
+		if !others {
+			return lineErr(code, g[n-1].SKU)
+		}
+		return s.settleAll(ctx, orderID, ident, groups, now, mode, lineErr(code, g[n-1].SKU))
+	}
+	return badReply(res)
 }
 
 // precheck reads every line record of a multi-slot order. It returns
@@ -218,11 +247,13 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	}
 	now := s.nowMs()
 	cmds := make([]*redis.Cmd, len(groups))
-	s.pipelined(ctx, func(p redis.Pipeliner) {
+	var end *redis.Cmd
+	s.pipelined(ctx, func(p redis.Pipeliner) { // as Confirm's
+		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
 		for i, g := range groups {
 			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "revert", "")
 		}
-		s.endDirectory(ctx, p, orderID, ident)
+		end = s.endDirectory(ctx, p, orderID, ident)
 	})
 	found, changed := int64(0), int64(0)
 	var lost error
@@ -257,6 +288,9 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	}
 	if found == 0 {
 		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
+	}
+	if err := end.Err(); err != nil {
+		return &outcomeError{err: s.writeErr(ctx, err)}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ type slotBatchers struct {
 // slotBatcher returns the batcher of the attempt's slot, or nil when its
 // order is not batched (several slot groups, or no slot batching).
 func (s *Store) slotBatcher(a *attempt) *batcher {
-	if s.slots == nil || len(a.groups) != 1 {
+	if s.slots == nil || len(a.groups) != 1 || a.ended {
 		return nil
 	}
 	slot := keyslot.Slot(a.groups[0][0].SKU)

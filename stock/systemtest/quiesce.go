@@ -72,6 +72,7 @@ func (r *runner) quiesce() {
 			r.violate(CheckDrift, "%s: after the final reconcile gate available %d, record available %d, nothing in flight", sku, g.Available, rec.Available)
 		}
 	}
+	r.checkOrphans()
 	r.line += fmt.Sprintf(" gate/record available %s", r.levelsText(v))
 	r.trace(r.line)
 }
