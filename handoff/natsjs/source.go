@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -213,7 +214,7 @@ func (d *delivery) Retry(_ context.Context, delay time.Duration) error {
 func (d *delivery) DeadLetter(ctx context.Context, reason error) error {
 	msg := &nats.Msg{Subject: d.src.cfg.DeadSubject, Data: d.msg.Data(), Header: nats.Header{}}
 	for k, v := range d.msg.Headers() {
-		if k != jetstream.MsgIDHeader {
+		if !strings.HasPrefix(k, "Nats-") { // the server's: deduplication, expectations
 			msg.Header[k] = v
 		}
 	}
