@@ -94,13 +94,3 @@ func (l *link) close() error {
 	}
 	return nil
 }
-
-// dropConnection closes the link's connection as a network failure would,
-// for tests: the link opens a new one on its next use.
-func (l *link) dropConnection() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn != nil {
-		_ = l.conn.Close()
-	}
-}
