@@ -36,6 +36,11 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 	if err := o.Validate(); err != nil {
 		return Pending, err
 	}
+	if a, ok := m.cfg.Recorder.(Admitter); ok {
+		if err := a.Admit(ctx, o); err != nil {
+			return Pending, err
+		}
+	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
 		if refusal(err) {
 			if err := m.refused(ctx, o, err); err != nil {

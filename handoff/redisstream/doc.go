@@ -1,0 +1,31 @@
+// Package redisstream is the hand-off of the tiered flow on a Redis stream
+// (package handoff): a Queue publishes messages with XADD, and its Sources
+// read them in one consumer group.
+//
+//	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: "orders"})
+//	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{})        // tiered.Config.Recorder
+//	c, err := handoff.NewConsumer(q.Source("node1-0"), flow, handoff.ConsumerConfig{})
+//	go c.Run(ctx)
+//
+// It keeps the handoff adapter contract (it passes package handofftest,
+// on miniredis, a Redis server and a Redis Cluster):
+//
+//   - Ack acknowledges the message and deletes it from the stream (XACK
+//     and XDEL in one script): the stream belongs to its one group.
+//   - A delivery left unacknowledged for Config.Redelivery is claimed by
+//     the next Fetch of any Source (XAUTOCLAIM), with its delivery count
+//     one more (Delivery.Attempt).
+//   - Retry replaces the message by a copy that counts the deliveries so
+//     far, due after the delay in a sorted set (the server's clock), and
+//     moved back onto the stream by a Fetch once due. DeadLetter copies
+//     it with the reason to a dead-letter stream. Both act only while the
+//     delivery is the message's current one (same consumer, same delivery
+//     count): a delivery that timed out and was claimed again cannot
+//     hand the message back twice.
+//   - A payload that does not decode is delivered as a Message with an
+//     empty order, which the Consumer dead-letters as invalid.
+//
+// Redis streams have no deduplication: an order handed off twice is two
+// messages, and Settle records it once. Keys: the stream, Stream+":delayed"
+// and Stream+":dead", in one hash tag.
+package redisstream
