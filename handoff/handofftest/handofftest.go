@@ -19,6 +19,11 @@ type Harness struct {
 	// and not before. Keep it small in tests (a few hundred milliseconds):
 	// the suite waits for it several times.
 	Redelivery time.Duration
+	// Deduplicates says that the broker stores a message published again
+	// with the same order ID once (JetStream's Nats-Msg-Id within its
+	// window): the suite then expects one message per order where an
+	// order was handed off twice, instead of two.
+	Deduplicates bool
 }
 
 // Queue is one queue of the adapter under test.

@@ -120,7 +120,8 @@ func config(t testing.TB, js jetstream.JetStream, ackWait time.Duration) natsjs.
 // harness is the conformance suite's Harness on the tests' server.
 func harness(redelivery time.Duration) handofftest.Harness {
 	return handofftest.Harness{
-		Redelivery: redelivery,
+		Redelivery:   redelivery,
+		Deduplicates: true,
 		New: func(t *testing.T) handofftest.Queue {
 			js := connect(t, serverURL(t))
 			cfg := config(t, js, redelivery)
