@@ -196,8 +196,12 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 // Lag is how far behind the queue this consumer is: the age of the oldest
 // message of the batch in hand, or the lag the last batch ended with,
 // until a Fetch finds the queue empty (then zero). A Recorder's
-// RecorderConfig.Lag reads it to slow admissions.
+// RecorderConfig.Lag reads it to slow admissions. A nil Consumer's Lag
+// is zero.
 func (c *Consumer) Lag() time.Duration {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
