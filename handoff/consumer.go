@@ -45,7 +45,9 @@ type ConsumerConfig struct {
 	// one that expired in the queue), or an error matching
 	// ErrDeadLettered. It is called after the Ack or DeadLetter returned
 	// nil; a message whose Ack failed is delivered again and reported
-	// again.
+	// again. So is one whose delivery outlived the adapter's redelivery
+	// timeout (Settle took longer): the second delivery settles it again,
+	// with the same outcome, and both report it. Count by order ID.
 	Done func(ctx context.Context, m Message, err error)
 	// Observer receives a Handoff report per delivery that ended.
 	Observer observe.Observer
