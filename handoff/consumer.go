@@ -45,7 +45,9 @@ type ConsumerConfig struct {
 	// one that expired in the queue), or an error matching
 	// ErrDeadLettered. It is called after the Ack or DeadLetter returned
 	// nil; a message whose Ack failed is delivered again and reported
-	// again.
+	// again. So is one whose delivery outlived the adapter's redelivery
+	// timeout (Settle took longer): the second delivery settles it again,
+	// with the same outcome, and both report it. Count by order ID.
 	Done func(ctx context.Context, m Message, err error)
 	// Observer receives a Handoff report per delivery that ended.
 	Observer observe.Observer
@@ -196,8 +198,12 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 // Lag is how far behind the queue this consumer is: the age of the oldest
 // message of the batch in hand, or the lag the last batch ended with,
 // until a Fetch finds the queue empty (then zero). A Recorder's
-// RecorderConfig.Lag reads it to slow admissions.
+// RecorderConfig.Lag reads it to slow admissions. A nil Consumer's Lag
+// is zero.
 func (c *Consumer) Lag() time.Duration {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {

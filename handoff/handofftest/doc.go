@@ -33,8 +33,10 @@
 //   - end to end, through a handoff.Consumer settling into a tiered flow
 //     over memstock tiers: concurrent buyers, several consumers, an order
 //     handed off twice, a consumer that stops between Settle and Ack:
-//     every order is recorded exactly once, and every message is
-//     acknowledged exactly once (counted).
+//     every order is recorded exactly once (both tiers hold exactly the
+//     units ordered), every message is acknowledged, none dead-lettered,
+//     and the queue is empty after (a delivery that outlived the timeout
+//     on a starved machine may be acknowledged twice, by both consumers).
 //
 // The waits a promise bounds are checked with the margins stated in the
 // code (an early redelivery by 20ms of broker clock rounding; a late one by

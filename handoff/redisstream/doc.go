@@ -10,11 +10,15 @@
 // It keeps the handoff adapter contract (it passes package handofftest,
 // on miniredis, a Redis server and a Redis Cluster):
 //
+//   - Fetch reads new messages first (one XREADGROUP: the cost of a busy
+//     queue); when they do not fill the batch, or at least every
+//     Redelivery/2, it also sweeps: due retries go back onto the stream,
+//     and deliveries left unacknowledged for Config.Redelivery are claimed
+//     (XAUTOCLAIM), with their delivery count one more
+//     (Delivery.Attempt).
 //   - Ack acknowledges the message and deletes it from the stream (XACK
-//     and XDEL in one script): the stream belongs to its one group.
-//   - A delivery left unacknowledged for Config.Redelivery is claimed by
-//     the next Fetch of any Source (XAUTOCLAIM), with its delivery count
-//     one more (Delivery.Attempt).
+//     and XDEL in one MULTI): the stream belongs to its one group, so
+//     [Queue.Len] counts what is left to settle.
 //   - Retry replaces the message by a copy that counts the deliveries so
 //     far, due after the delay in a sorted set (the server's clock), and
 //     moved back onto the stream by a Fetch once due. DeadLetter copies

@@ -14,7 +14,6 @@ import (
 )
 
 var (
-	ackScript     = redis.NewScript(lua.Script("handoff_ack.lua"))
 	retryScript   = redis.NewScript(lua.Script("handoff_retry.lua"))
 	promoteScript = redis.NewScript(lua.Script("handoff_promote.lua"))
 	deadScript    = redis.NewScript(lua.Script("handoff_dead.lua"))
@@ -129,19 +128,37 @@ func (q *Queue) DeadLetters(ctx context.Context, after string, count int64) ([]D
 	return out, nil
 }
 
+// Len returns the number of messages the queue holds: published and not
+// yet acknowledged or dead-lettered (those on the stream, read or not,
+// and those waiting out a Retry's delay). Ack deletes a message from the
+// stream, so this is the stream's length plus the delayed set's.
+func (q *Queue) Len(ctx context.Context) (int64, error) {
+	var onStream, delayed *redis.IntCmd
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		onStream = p.XLen(ctx, q.stream)
+		delayed = p.ZCard(ctx, q.delayed)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return onStream.Val() + delayed.Val(), nil
+}
+
 // Keys returns the keys of the queue: its stream, delayed set and
 // dead-letter stream.
 func (q *Queue) Keys() (stream, delayed, dead string) { return q.stream, q.delayed, q.dead }
 
 type source struct {
-	q    *Queue
-	name string
+	q     *Queue
+	name  string
+	swept time.Time // the last sweep; Fetch is called by one goroutine at a time
 }
 
-// Fetch moves due retries back onto the stream, claims deliveries left
-// unacknowledged for Redelivery (XAUTOCLAIM), then reads new messages
-// (XREADGROUP), blocking for Block at a time until one is there or ctx
-// ends.
+// Fetch reads new messages (XREADGROUP), moves due retries back onto the
+// stream and claims deliveries left unacknowledged for Redelivery
+// (XAUTOCLAIM), blocking for Block at a time until one is there or ctx
+// ends. On a busy queue the sweep runs at least every Redelivery/2.
 func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	if n <= 0 {
 		return nil, nil
@@ -158,9 +175,59 @@ func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	return nil, nil
 }
 
+// fetchOnce reads new messages at once (XREADGROUP, one round trip: the
+// path of a busy queue); when they are fewer than n, or a while has passed
+// since the last sweep, it also sweeps (due retries back onto the stream,
+// abandoned deliveries claimed); and with nothing yet, it blocks for new
+// messages for at most Block.
 func (s *source) fetchOnce(ctx context.Context, n int) ([]handoff.Delivery, error) {
+	out, err := s.read(ctx, n, -1)
+	if err != nil || len(out) == n {
+		return out, err
+	}
+	if len(out) > 0 && time.Since(s.swept) < s.q.redelivery/2 {
+		return out, nil
+	}
+	s.swept = time.Now()
+	claimed, err := s.sweep(ctx, n-len(out))
+	out = append(out, claimed...)
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	block := s.q.block
+	if dl, ok := ctx.Deadline(); ok {
+		block = max(min(block, time.Until(dl)), time.Millisecond)
+	}
+	return s.read(ctx, n, block)
+}
+
+// read reads up to n new messages, waiting up to block for the first
+// (negative: not at all).
+func (s *source) read(ctx context.Context, n int, block time.Duration) ([]handoff.Delivery, error) {
 	q := s.q
-	if err := promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, n).Err(); err != nil {
+	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: q.group, Consumer: s.name, Streams: []string{q.stream, ">"}, Count: int64(n), Block: block,
+	}).Result()
+	if err != nil {
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []handoff.Delivery
+	for _, st := range res {
+		for _, x := range st.Messages {
+			out = append(out, s.delivery(x, 1))
+		}
+	}
+	return out, nil
+}
+
+// sweep moves due retries back onto the stream and claims up to n
+// deliveries left unacknowledged for Redelivery (XAUTOCLAIM).
+func (s *source) sweep(ctx context.Context, n int) ([]handoff.Delivery, error) {
+	q := s.q
+	if err := promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, max(n, 16)).Err(); err != nil {
 		return nil, err
 	}
 	claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
@@ -177,29 +244,6 @@ func (s *source) fetchOnce(ctx context.Context, n int) ([]handoff.Delivery, erro
 		}
 		if count > 0 {
 			out = append(out, s.delivery(x, count))
-		}
-	}
-	if len(out) >= n {
-		return out, nil
-	}
-	block := q.block
-	if len(out) > 0 {
-		block = -1 // no wait: return what was claimed
-	} else if dl, ok := ctx.Deadline(); ok {
-		block = max(min(block, time.Until(dl)), time.Millisecond)
-	}
-	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: q.group, Consumer: s.name, Streams: []string{q.stream, ">"}, Count: int64(n - len(out)), Block: block,
-	}).Result()
-	if err != nil {
-		if errors.Is(err, redis.Nil) {
-			return out, nil
-		}
-		return out, err
-	}
-	for _, st := range res {
-		for _, x := range st.Messages {
-			out = append(out, s.delivery(x, 1))
 		}
 	}
 	return out, nil
@@ -241,7 +285,12 @@ func (d *delivery) Attempt() int             { return d.attempt }
 // is nil too.
 func (d *delivery) Ack(ctx context.Context) error {
 	q := d.s.q
-	return ackScript.Run(ctx, q.rdb, []string{q.stream}, q.group, d.id).Err()
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAck(ctx, q.stream, q.group, d.id)
+		p.XDel(ctx, q.stream, d.id)
+		return nil
+	})
+	return err
 }
 
 // Retry replaces the message by a copy that counts this delivery, due

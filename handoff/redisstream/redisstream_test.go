@@ -2,6 +2,7 @@ package redisstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/stockguard/stockguard/handoff"
 	"github.com/stockguard/stockguard/handoff/handofftest"
 	"github.com/stockguard/stockguard/handoff/redisstream"
+	"github.com/stockguard/stockguard/stock"
 )
 
 var queues atomic.Int64
@@ -82,4 +84,49 @@ func TestRedisCluster(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
 	t.Cleanup(func() { _ = rdb.Close() })
 	handofftest.Run(t, harness(rdb))
+}
+
+// Len counts the messages published and not yet acknowledged or
+// dead-lettered, those waiting out a Retry's delay included.
+func TestLen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: "len"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(n int64) {
+		t.Helper()
+		if got, err := q.Len(ctx); err != nil || got != n {
+			t.Fatalf("Len = %d, %v; want %d", got, err, n)
+		}
+	}
+	want(0)
+	for _, id := range []string{"o1", "o2", "o3"} {
+		if err := q.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want(3)
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ds, err := q.Source("c").Fetch(fctx, 3)
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("Fetch = %d, %v", len(ds), err)
+	}
+	want(3) // read, not acknowledged
+	if err := ds[0].Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds[1].Retry(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	want(2)
+	if err := ds[2].DeadLetter(ctx, errors.New("bad")); err != nil {
+		t.Fatal(err)
+	}
+	want(1)
 }

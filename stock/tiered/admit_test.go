@@ -34,8 +34,8 @@ func TestAdmitterRefusesBeforeTheGate(t *testing.T) {
 	a := &admitter{}
 	m := tiered.New(f.gate, f.record, tiered.Config{Clock: f.clock, Recorder: a})
 	a.busy.Store(true)
-	if _, err := m.Place(ctx, ord("o1", 3)); !errors.Is(err, stock.ErrContention) {
-		t.Fatalf("Place while the recorder refuses: %v, want ErrContention", err)
+	if _, err := m.Place(ctx, ord("o1", 3)); !errors.Is(err, stock.ErrContention) || !errors.Is(err, tiered.ErrNotAdmitted) {
+		t.Fatalf("Place while the recorder refuses: %v, want ErrNotAdmitted wrapping ErrContention", err)
 	}
 	f.want(f.gate, "gate", "a", 10, 0, 0)
 	if n := a.recorded.Load(); n != 0 {

@@ -3,6 +3,7 @@ package tiered
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stockguard/stockguard/internal/canon"
@@ -38,7 +39,7 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 	}
 	if a, ok := m.cfg.Recorder.(Admitter); ok {
 		if err := a.Admit(ctx, o); err != nil {
-			return Pending, err
+			return Pending, fmt.Errorf("%w: %w", ErrNotAdmitted, err)
 		}
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
