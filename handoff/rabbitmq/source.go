@@ -193,22 +193,23 @@ func (d *delivery) end() bool {
 }
 
 // handBack ends the delivery by handing the message back to the queue
-// after delay (a negative acknowledgement with requeue). It does nothing
-// if the delivery had ended.
+// after delay: basic.reject with requeue, which the quorum queue counts as
+// a failed delivery (from RabbitMQ 4.3, basic.nack no longer does). It
+// does nothing if the delivery had ended.
 func (d *delivery) handBack(delay time.Duration) {
 	if !d.end() {
 		return
 	}
-	nack := func() {
+	reject := func() {
 		// On a closed channel the broker has handed the message back
 		// already.
-		_ = d.ch.Nack(d.msg.DeliveryTag, false, true)
+		_ = d.ch.Reject(d.msg.DeliveryTag, true)
 	}
 	if delay <= 0 {
-		nack()
+		reject()
 		return
 	}
-	time.AfterFunc(delay, nack)
+	time.AfterFunc(delay, reject)
 }
 
 // Ack acknowledges the message. AMQP 0-9-1 does not confirm an ack: nil
@@ -228,7 +229,9 @@ func (d *delivery) Ack(context.Context) error {
 
 // Retry hands the message back to the queue after delay: the Source holds
 // it meanwhile and then rejects it with requeue, and the queue delivers it
-// again with its delivery count one more. Should the Source's connection
+// again with its delivery count one more. A message handed back by a
+// connection that ended is delivered again too; whether the queue counts
+// that delivery depends on the RabbitMQ version (3.x does). Should the Source's connection
 // end first, the broker hands it back then.
 func (d *delivery) Retry(_ context.Context, delay time.Duration) error {
 	d.mu.Lock()
@@ -267,7 +270,7 @@ func (d *delivery) DeadLetter(ctx context.Context, reason error) error {
 		Body:         d.msg.Body,
 	}
 	if err := d.src.dead.publish(ctx, d.src.cfg.DeadQueue, msg); err != nil {
-		_ = d.ch.Nack(d.msg.DeliveryTag, false, true)
+		_ = d.ch.Reject(d.msg.DeliveryTag, true)
 		return fmt.Errorf("rabbitmq: dead-letter: %w", err)
 	}
 	if err := d.ch.Ack(d.msg.DeliveryTag, false); err != nil {
