@@ -27,10 +27,6 @@ type Config struct {
 	// queue for another delivery; default 30s. A Source whose connection
 	// ends hands back everything at once (the broker does).
 	Redelivery time.Duration
-	// PollInterval is how long Fetch waits before asking an empty queue
-	// again; default 20ms. Fetch asks with basic.get, so that a Source
-	// never holds messages it was not asked for.
-	PollInterval time.Duration
 	// PublishTimeout bounds a Publish whose context has no deadline, retries
 	// on a new connection included; default 5s.
 	PublishTimeout time.Duration
@@ -54,9 +50,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Redelivery == 0 {
 		c.Redelivery = 30 * time.Second
 	}
-	if c.PollInterval == 0 {
-		c.PollInterval = 20 * time.Millisecond
-	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 5 * time.Second
 	}
@@ -64,8 +57,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.Connection.Dial = amqp.DefaultDial(10 * time.Second)
 	}
 	switch {
-	case c.Redelivery < 0, c.PollInterval < 0, c.PublishTimeout < 0:
-		return c, fmt.Errorf("%w: negative Redelivery, PollInterval or PublishTimeout", errConfig)
+	case c.Redelivery < 0, c.PublishTimeout < 0:
+		return c, fmt.Errorf("%w: negative Redelivery or PublishTimeout", errConfig)
 	case c.Queue == c.DeadQueue:
 		return c, fmt.Errorf("%w: Queue and DeadQueue are both %q", errConfig, c.Queue)
 	}

@@ -24,8 +24,9 @@
 //     nil only once the broker's publisher confirm acknowledged it.
 //     RabbitMQ does not deduplicate: an order published twice is delivered
 //     twice, and Settle, being idempotent, records it once.
-//   - A Source takes messages with basic.get and manual acknowledgement,
-//     so it never holds a message it was not asked for. A delivery that is
+//   - A Source consumes with manual acknowledgement only while a Fetch
+//     runs (a consumer with a prefetch of the batch, cancelled before
+//     Fetch returns), so it never holds a message it was not asked for. A delivery that is
 //     neither acknowledged, retried nor dead-lettered within
 //     Config.Redelivery is handed back (a reject with requeue), and every
 //     delivery of a Source whose connection ends is handed back by the

@@ -32,10 +32,9 @@ func config(t testing.TB, url string, redelivery time.Duration) rabbitmq.Config 
 	t.Helper()
 	id := fmt.Sprintf("%d.%d.%d", os.Getpid(), time.Now().UnixNano()%1e9, names.Add(1))
 	cfg := rabbitmq.Config{
-		Queue:        "sgtest.handoff." + id,
-		DeadQueue:    "sgtest.dead." + id,
-		Redelivery:   redelivery,
-		PollInterval: 5 * time.Millisecond,
+		Queue:      "sgtest.handoff." + id,
+		DeadQueue:  "sgtest.dead." + id,
+		Redelivery: redelivery,
 	}
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(url)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -38,6 +39,7 @@ var ErrHandedBack = errors.New("rabbitmq: delivery already handed back")
 // queue share its messages, each delivered to one of them at a time. It
 // opens its connection on first use and a new one after a broker restart.
 type Source struct {
+	tags atomic.Int64 // consumer tags, one per Fetch
 	link *link
 	dead *Publisher // dead letters go through a confirming channel of their own
 	cfg  Config
@@ -63,56 +65,92 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 	return s, nil
 }
 
-// Fetch returns at most max deliveries, asking the queue (basic.get) every
-// Config.PollInterval until at least one is there or ctx ends (then it
-// returns none and no error). A message that does not decode as a
-// hand-off is dead-lettered with ErrMalformed and not returned. An error
-// of the connection or channel is returned, and the next Fetch opens new
-// ones.
+// Fetch returns at most max deliveries, waiting until at least one is
+// there or ctx ends (then it returns none and no error). It consumes from
+// the queue only while it runs: basic.consume with a prefetch of max,
+// until the first message and what else comes within a few milliseconds
+// (gather), then basic.cancel, keeping what the broker sent before the
+// cancel took effect; so a Source never holds messages it was not asked
+// for. A message that does not decode as a hand-off is dead-lettered with
+// ErrMalformed and not returned. An error of the connection or channel is
+// returned, and the next Fetch opens new ones.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("rabbitmq: Fetch of %d messages", max)
 	}
-	for {
-		if ctx.Err() != nil {
-			return nil, nil
-		}
-		ch, err := s.link.channel(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil
-			}
-			return nil, err
-		}
-		var ds []handoff.Delivery
-		for len(ds) < max {
-			msg, ok, err := ch.Get(s.cfg.Queue, false)
-			if err != nil {
-				s.link.broken(ch)
-				if len(ds) > 0 {
-					return ds, nil // their acks fail: the broker hands them back
-				}
-				return nil, fmt.Errorf("rabbitmq: get from %s: %w", s.cfg.Queue, err)
-			}
-			if !ok {
-				break
-			}
-			d, err := s.delivery(ch, msg)
-			if err != nil {
-				// Dead-lettered now; failing that, handed back and
-				// tried again.
-				_ = d.DeadLetter(ctx, err)
-				continue
-			}
-			ds = append(ds, d)
-		}
-		if len(ds) > 0 {
-			return ds, nil
-		}
-		if pause(ctx, s.cfg.PollInterval) != nil {
-			return nil, nil
-		}
+	if ctx.Err() != nil {
+		return nil, nil
 	}
+	ch, err := s.link.channel(ctx)
+	if err != nil {
+		return s.failed(ctx, err)
+	}
+	if err := ch.Qos(max, 0, false); err != nil {
+		s.link.broken(ch)
+		return s.failed(ctx, err)
+	}
+	tag := fmt.Sprintf("stockguard-%d", s.tags.Add(1))
+	in, err := ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
+	if err != nil {
+		s.link.broken(ch)
+		return s.failed(ctx, err)
+	}
+	var ds []handoff.Delivery
+	add := func(msg amqp.Delivery) {
+		d, err := s.delivery(ch, msg)
+		if err != nil {
+			// Dead-lettered now; failing that, handed back and tried
+			// again.
+			_ = d.DeadLetter(ctx, err)
+			return
+		}
+		ds = append(ds, d)
+	}
+	select {
+	case msg, ok := <-in:
+		if ok {
+			add(msg)
+		}
+	case <-ctx.Done():
+	}
+	if len(ds) > 0 {
+		t := time.NewTimer(gather)
+	more:
+		for len(ds) < max {
+			select {
+			case msg, ok := <-in:
+				if !ok {
+					break more
+				}
+				add(msg)
+			case <-t.C:
+				break more
+			}
+		}
+		t.Stop()
+	}
+	cerr := ch.Cancel(tag, false)
+	if cerr != nil {
+		s.link.broken(ch) // closing the channel closes in
+	}
+	for msg := range in { // what the broker sent before the cancel
+		add(msg)
+	}
+	if len(ds) == 0 && cerr != nil {
+		return s.failed(ctx, cerr)
+	}
+	return ds, nil
+}
+
+// gather is how long Fetch waits for more messages after the first.
+const gather = 5 * time.Millisecond
+
+// failed is Fetch's answer to err: none and no error once ctx ended.
+func (s *Source) failed(ctx context.Context, err error) ([]handoff.Delivery, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("rabbitmq: consume from %s: %w", s.cfg.Queue, err)
 }
 
 // Close closes the Source's connections: the broker hands back every
@@ -160,7 +198,7 @@ func deliveryCount(h amqp.Table) int {
 	return 0
 }
 
-// delivery is one delivery of a message by basic.get. It ends once: by
+// delivery is one delivery of a message to a Fetch. It ends once: by
 // Ack, Retry, DeadLetter or the Redelivery timer, whichever comes first.
 type delivery struct {
 	src     *Source
