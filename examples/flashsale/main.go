@@ -39,6 +39,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 )
@@ -60,6 +61,8 @@ type config struct {
 	unpaid                       float64
 	duration, hold, maxLag       time.Duration
 	maxDeliveries                int64
+	batch                        int
+	queue                        string
 
 	redisAddr, mysqlDSN, postgresDSN string
 	chaos, json, quiet               bool
@@ -123,6 +126,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.consumers, "consumers", 16, "queue consumers writing the database record")
 	fs.IntVar(&c.queueMax, "queue-max", 2000, "hand-offs in flight before new orders are turned away as busy")
 	fs.DurationVar(&c.maxLag, "max-lag", 0, "queue lag past which new orders are turned away as busy (0: a quarter of -hold)")
+	fs.StringVar(&c.queue, "queue", "redis", "the hand-off's broker: "+strings.Join(queueKinds, ", "))
+	fs.IntVar(&c.batch, "batch", 8, "hand-offs one consumer fetches and settles at once (at most the record's group)")
 	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered")
 	fs.IntVar(&c.fallbackRate, "fallback-rate", 200, "orders per second the database takes directly while the breaker is open")
 	fs.IntVar(&c.maxGroup, "max-group", 0, "most orders the database record writes in one transaction (sqlstock Config.MaxGroup; 0: its default, 1: no grouping)")
@@ -183,6 +188,10 @@ func (c config) validate(rest []string) error {
 		return fmt.Errorf("-queue-max %d: want at least 1", c.queueMax)
 	case c.maxLag < 0 || c.maxLag >= c.hold:
 		return fmt.Errorf("-max-lag %s: want 0 (a quarter of -hold) or less than -hold %s", c.maxLag, c.hold)
+	case !slices.Contains(queueKinds, c.queue):
+		return fmt.Errorf("-queue %q: want one of %s", c.queue, strings.Join(queueKinds, ", "))
+	case c.batch < 1 || c.batch > 1024:
+		return fmt.Errorf("-batch %d: want 1 to 1024", c.batch)
 	case c.maxDeliveries < 1:
 		return fmt.Errorf("-max-deliveries %d: want at least 1", c.maxDeliveries)
 	case c.maxGroup < 0 || c.maxGroup > 1024:
