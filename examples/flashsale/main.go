@@ -65,6 +65,7 @@ type config struct {
 	queue                        string
 
 	redisAddr, mysqlDSN, postgresDSN string
+	natsURL, amqpURL                 string
 	chaos, json, quiet               bool
 	metricsAddr, plotFile            string
 }
@@ -131,6 +132,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered")
 	fs.IntVar(&c.fallbackRate, "fallback-rate", 200, "orders per second the database takes directly while the breaker is open")
 	fs.IntVar(&c.maxGroup, "max-group", 0, "most orders the database record writes in one transaction (sqlstock Config.MaxGroup; 0: its default, 1: no grouping)")
+	fs.StringVar(&c.natsURL, "nats", "", "NATS (JetStream) URL for -queue nats, e.g. nats://127.0.0.1:4222 (default: an in-process server)")
+	fs.StringVar(&c.amqpURL, "amqp", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL for -queue rabbitmq")
 	fs.StringVar(&c.redisAddr, "redis", "", "Redis address (default: in-process miniredis)")
 	fs.StringVar(&c.mysqlDSN, "mysql", "", "MySQL/MariaDB DSN, e.g. 'root@tcp(127.0.0.1:3306)/test' (default: SQLite in a temp dir)")
 	fs.StringVar(&c.postgresDSN, "postgres", "", "PostgreSQL URL, e.g. 'postgres://postgres@127.0.0.1:5432/test'")

@@ -58,6 +58,9 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 	if err != nil {
 		return nil, err
 	}
+	if b.close != nil {
+		defer b.close()
+	}
 	q := newQueue(b)
 	sh := &shop{sys: sys, q: q, st: st, cfg: cfg}
 	consumed := q.observer(sys.obs)

@@ -121,6 +121,21 @@ func (p *Publisher) publishOnce(ctx context.Context, queue string, msg amqp.Publ
 	return ErrNacked
 }
 
+// Ready returns the number of messages in the queue ready for delivery:
+// not those delivered and not acknowledged yet (see Source.Holding).
+func (p *Publisher) Ready(ctx context.Context) (int64, error) {
+	ch, err := p.link.channel(ctx)
+	if err != nil {
+		return 0, err
+	}
+	q, err := ch.QueueDeclarePassive(p.cfg.Queue, true, false, false, false, nil)
+	if err != nil {
+		p.link.broken(ch)
+		return 0, fmt.Errorf("rabbitmq: inspect %s: %w", p.cfg.Queue, err)
+	}
+	return int64(q.Messages), nil
+}
+
 // Close closes the Publisher's connection. Publish fails after it.
 func (p *Publisher) Close() error { return p.link.close() }
 

@@ -39,7 +39,8 @@ var ErrHandedBack = errors.New("rabbitmq: delivery already handed back")
 // queue share its messages, each delivered to one of them at a time. It
 // opens its connection on first use and a new one after a broker restart.
 type Source struct {
-	tags atomic.Int64 // consumer tags, one per Fetch
+	tags    atomic.Int64 // consumer tags, one per Fetch
+	holding atomic.Int64 // deliveries not acknowledged, handed back or dead-lettered
 	link *link
 	dead *Publisher // dead letters go through a confirming channel of their own
 	cfg  Config
@@ -153,6 +154,12 @@ func (s *Source) failed(ctx context.Context, err error) ([]handoff.Delivery, err
 	return nil, fmt.Errorf("rabbitmq: consume from %s: %w", s.cfg.Queue, err)
 }
 
+// Holding is the number of messages the Source holds: delivered by a
+// Fetch and not acknowledged, dead-lettered or handed back yet (a Retry's
+// message until its delay passes included). With the queue's ready count
+// (Publisher.Ready) it is what the hand-off has not finished.
+func (s *Source) Holding() int64 { return s.holding.Load() }
+
 // Close closes the Source's connections: the broker hands back every
 // message delivered and not acknowledged. Fetch fails after it.
 func (s *Source) Close() error {
@@ -164,6 +171,7 @@ func (s *Source) Close() error {
 // dead-lettered.
 func (s *Source) delivery(ch *amqp.Channel, msg amqp.Delivery) (*delivery, error) {
 	d := &delivery{src: s, ch: ch, msg: msg, attempt: 1 + deliveryCount(msg.Headers)}
+	s.holding.Add(1)
 	d.timer = time.AfterFunc(s.cfg.Redelivery, func() { d.handBack(0) })
 	if err := json.Unmarshal(msg.Body, &d.m); err != nil {
 		return d, fmt.Errorf("%w: %v", ErrMalformed, err)
@@ -242,6 +250,7 @@ func (d *delivery) handBack(delay time.Duration) {
 		// On a closed channel the broker has handed the message back
 		// already.
 		_ = d.ch.Reject(d.msg.DeliveryTag, true)
+		d.src.holding.Add(-1)
 	}
 	if delay <= 0 {
 		reject()
@@ -259,6 +268,7 @@ func (d *delivery) Ack(context.Context) error {
 	if !d.end() {
 		return ErrHandedBack
 	}
+	defer d.src.holding.Add(-1)
 	if err := d.ch.Ack(d.msg.DeliveryTag, false); err != nil {
 		return fmt.Errorf("rabbitmq: ack: %w", err)
 	}
@@ -290,6 +300,7 @@ func (d *delivery) DeadLetter(ctx context.Context, reason error) error {
 	if !d.end() {
 		return ErrHandedBack
 	}
+	defer d.src.holding.Add(-1)
 	if reason == nil {
 		reason = errors.New("rabbitmq: dead-lettered without a reason")
 	}
