@@ -41,9 +41,9 @@ var ErrHandedBack = errors.New("rabbitmq: delivery already handed back")
 type Source struct {
 	tags    atomic.Int64 // consumer tags, one per Fetch
 	holding atomic.Int64 // deliveries not acknowledged, handed back or dead-lettered
-	link *link
-	dead *Publisher // dead letters go through a confirming channel of their own
-	cfg  Config
+	link    *link
+	dead    *Publisher // dead letters go through a confirming channel of their own
+	cfg     Config
 }
 
 var _ handoff.Source = (*Source)(nil)
