@@ -144,7 +144,12 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	if killed.Load() == 0 {
 		t.Errorf("the killed consumer settled nothing: the cell did not run")
 	}
-	_ = out
+	// Its batch was delivered again and acknowledged by the other.
+	for id := range out.placed {
+		if len(out.done[id]) == 0 {
+			t.Errorf("order %s was never acknowledged: the killed consumer's message was not delivered again", id)
+		}
+	}
 }
 
 // killAtAck is a Source whose deliveries' Ack kills the consumer's

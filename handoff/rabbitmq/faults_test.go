@@ -58,7 +58,7 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	cfg := cellConfig(t, brokerURL)
 	pub := publisher(t, brokerURL, cfg)
 	var killed atomic.Int64
-	sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
+	out := sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
 		newSource: func(i int) handoff.Source {
 			if i != 0 {
 				return source(t, brokerURL, cfg)
@@ -75,6 +75,12 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	}.run(t)
 	if killed.Load() == 0 {
 		t.Errorf("the killed consumer settled nothing: the cell did not run")
+	}
+	// Its batch was handed back and acknowledged by the other.
+	for id := range out.placed {
+		if len(out.done[id]) == 0 {
+			t.Errorf("order %s was never acknowledged: the killed consumer's message was not delivered again", id)
+		}
 	}
 }
 
