@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,7 +41,7 @@ func startPrivate(t *testing.T) *private {
 	return p
 }
 
-func (p *private) url() string { return "nats://127.0.0.1:" + itoa(p.port) }
+func (p *private) url() string { return "nats://127.0.0.1:" + strconv.Itoa(p.port) }
 
 func (p *private) start() {
 	p.t.Helper()
@@ -63,8 +63,6 @@ func (p *private) stop() {
 		p.srv = nil
 	}
 }
-
-func itoa(n int) string { return fmtInt(n) }
 
 // cellConfig is the hand-off's Config in a cell: names of the test's own,
 // a short AckWait (a consumer that stopped is replaced within it).
@@ -179,12 +177,13 @@ func (d killedDelivery) Ack(context.Context) error { d.kill(); return errKilled 
 // TestFaultDeliveredTwice: the ack of every other first delivery is lost
 // (the consumer thinks it acknowledged; the server never heard), so those
 // messages are delivered a second time after AckWait and settled again:
-// each order is recorded once, and Done hears of it twice.
+// each order is recorded once, and Done hears of it at least twice (more
+// if a busy machine let an AckWait pass during a Settle).
 func TestFaultDeliveredTwice(t *testing.T) {
 	t.Parallel()
 	srv := startPrivate(t)
 	pub, _, newSource := cell(t, srv)
-	var lost atomic.Int64
+	var lost sync.Map
 	out := sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
 		newSource: func(i int) handoff.Source {
 			src, _ := newSource(i)
@@ -192,21 +191,23 @@ func TestFaultDeliveredTwice(t *testing.T) {
 		},
 		settleFor: 2 * time.Second,
 	}.run(t)
-	twice := 0
-	for _, errs := range out.done {
-		if len(errs) == 2 {
-			twice++
+	n := 0
+	lost.Range(func(k, _ any) bool {
+		n++
+		if errs := out.done[k.(string)]; len(errs) < 2 {
+			t.Errorf("order %s: its first ack was lost and Done heard of it %d times; want the redelivery settled too", k, len(errs))
 		}
-	}
-	if lost.Load() == 0 || int64(twice) != lost.Load() {
-		t.Errorf("%d acks lost, %d orders settled twice; want equal and not zero", lost.Load(), twice)
+		return true
+	})
+	if n == 0 {
+		t.Errorf("no ack was lost: the cell did not run")
 	}
 }
 
 // lostAck drops the ack of every other first delivery and says it went.
 type lostAck struct {
 	handoff.Source
-	lost *atomic.Int64
+	lost *sync.Map // order IDs whose ack was dropped
 }
 
 var flip atomic.Int64
@@ -223,10 +224,13 @@ func (s lostAck) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 
 type droppedAck struct {
 	handoff.Delivery
-	lost *atomic.Int64
+	lost *sync.Map
 }
 
-func (d droppedAck) Ack(context.Context) error { d.lost.Add(1); return nil }
+func (d droppedAck) Ack(context.Context) error {
+	d.lost.Store(d.Message().Order.ID, true)
+	return nil
+}
 
 // TestFaultOlderThanHold: the consumers start only after every hold has
 // expired (the clock passes the hold time while the orders wait in the
@@ -283,5 +287,3 @@ func (p publishFailures) Publish(ctx context.Context, m handoff.Message) error {
 	}
 	return err
 }
-
-var _ = os.Getpid

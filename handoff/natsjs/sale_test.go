@@ -269,5 +269,3 @@ func (s sale) run(t *testing.T) outcome {
 }
 
 func isExpired(err error) bool { return errors.Is(err, stock.ErrHoldExpired) }
-
-func fmtInt(n int) string { return fmt.Sprint(n) }
