@@ -3,7 +3,8 @@
 # under test into a file-based module proxy at the version .ci/versions
 # gives (internal/modproxy: list, .info, .mod and .zip, as a tag would be
 # served), then, outside the repository and without go.work:
-#   - a new module go-gets the core and otelstock, builds the README's first
+#   - a new module go-gets the core, otelstock and the broker hand-offs
+#     (handoff/natsjs, handoff/rabbitmq), builds the README's first
 #     code block as it stands (only the Redis address and the database name
 #     changed, to a private redis-server and a scratch MariaDB database) and
 #     runs it: the order it takes must be confirmed, 99 of 100 left;
@@ -36,11 +37,13 @@ trap cleanup EXIT
 version() { awk -v d="$1" '$1 == d { print $2 }' .ci/versions; }
 core=$(version .)
 otel=$(version otelstock)
+natsjs=$(version handoff/natsjs)
+rabbitmq=$(version handoff/rabbitmq)
 stockctl=$(version cmd/stockctl)
 
 go build -o "$work/modproxy" ./internal/modproxy
 "$work/modproxy" -out "$work/proxy" -rev HEAD
-echo "ci: proxy holds the modules of $(git rev-parse --short HEAD): core $core, otelstock $otel, stockctl $stockctl"
+echo "ci: proxy holds the modules of $(git rev-parse --short HEAD): core $core, otelstock $otel, natsjs $natsjs, rabbitmq $rabbitmq, stockctl $stockctl"
 
 . .ci/ourmods.sh
 take_modcache
@@ -115,15 +118,21 @@ GO
 cat >"$work/consumer/otel.go" <<'GO'
 package main
 
-// The OpenTelemetry adapter builds in a consumer's module as well.
-import _ "github.com/stockguard/stockguard/otelstock"
+// The OpenTelemetry adapter and the broker hand-offs build in a consumer's
+// module as well.
+import (
+	_ "github.com/stockguard/stockguard/handoff/natsjs"
+	_ "github.com/stockguard/stockguard/handoff/rabbitmq"
+	_ "github.com/stockguard/stockguard/otelstock"
+)
 GO
 (
   cd "$work/consumer"
   go mod init example.com/consumer
-  go get "github.com/stockguard/stockguard@$core" "github.com/stockguard/stockguard/otelstock@$otel"
+  go get "github.com/stockguard/stockguard@$core" "github.com/stockguard/stockguard/otelstock@$otel" \
+    "github.com/stockguard/stockguard/handoff/natsjs@$natsjs" "github.com/stockguard/stockguard/handoff/rabbitmq@$rabbitmq"
   go mod tidy
-  grep -E "stockguard/stockguard(/otelstock)? " go.mod
+  grep -E "stockguard/stockguard(/otelstock|/handoff/natsjs|/handoff/rabbitmq)? " go.mod
   go vet .
   go build -o consumer .
   ./consumer

@@ -256,11 +256,15 @@ func (r route) skip() {
 	}
 }
 
-// finish reports the primary's outcome; the caller's own cancellation is
+// finish reports the primary's outcome; the caller's own cancellation, and
+// a flow's refusal to admit (tiered.ErrNotAdmitted: its hand-off lags), are
 // not the primary's failure.
 func (r route) finish(ctx context.Context, err error) {
 	if err != nil && ctx.Err() != nil && stock.IsCanceled(err) {
 		err = errSkip
+	}
+	if errors.Is(err, tiered.ErrNotAdmitted) {
+		err = errSkip // a healthy flow slowing admissions: no failure
 	}
 	for _, done := range r.dones {
 		done(err)

@@ -531,3 +531,35 @@ func TestErrorsNameTheOrder(t *testing.T) {
 		t.Errorf("sold out: %v", err)
 	}
 }
+
+// refusing is a Recorder whose Admit turns every order away, as a lagging
+// hand-off does.
+type refusing struct{}
+
+func (refusing) Record(context.Context, stock.Order) error { return nil }
+func (refusing) Admit(context.Context, stock.Order) error  { return stock.ErrContention }
+
+// A flow that refuses to admit (its hand-off lags) is healthy: its
+// refusals reach the caller, retryable, and never trip the breaker.
+func TestNotAdmittedDoesNotTrip(t *testing.T) {
+	f := &flowFixture{t: t, clock: stocktest.NewClock(stocktest.Epoch)}
+	f.gate = stocktest.NewFaulty(memstock.New(f.clock))
+	f.record = stocktest.NewFaulty(memstock.New(f.clock))
+	f.flow = tiered.New(f.gate, f.record, tiered.Config{Clock: f.clock, Recorder: refusing{}})
+	f.d = mustNew(t, f.flow, nil, degrade.Config{Clock: f.clock, FallbackLimit: rate.Inf})
+	if err := f.flow.PutOnSale(t.Context(), stock.Listing{SKU: "a", Units: 100}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		err := f.buy(fmt.Sprint("o", i))
+		if !errors.Is(err, tiered.ErrNotAdmitted) || !errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
+			t.Fatalf("order %d: %v, want the flow's refusal (ErrNotAdmitted, ErrContention)", i, err)
+		}
+	}
+	if s := f.d.State("a"); s != degrade.Primary {
+		t.Fatalf("breaker %v after 50 refusals to admit, want primary", s)
+	}
+	if lv := f.levels(f.gate); lv.Held != 0 {
+		t.Fatalf("gate holds %d, want 0", lv.Held)
+	}
+}

@@ -1,7 +1,87 @@
 // Package handoff carries orders from the gate to the record through a
 // message broker: the asynchronous hand-off of the tiered flow.
 //
-// An adapter for a broker implements [Publisher] and [Source]. The
-// interfaces are small so that a shop's own broker can be plugged in the
-// same way as the adapters the project ships.
+// # The flow
+//
+// The gate answers the buyer at once and the record takes the order at the
+// pace the database can:
+//
+//	buyer -> tiered.Manager.Place -> gate hold -> Recorder.Record -> Publisher (broker)
+//	broker -> Source.Fetch -> Consumer -> tiered.Manager.Settle -> record -> Delivery.Ack
+//
+// A [Recorder] is the flow's tiered.Recorder: it publishes each order the
+// gate holds as a [Message] with the gate hold's Deadline (the hold time
+// is the gate's own, read from it, never a second setting) and the time
+// it was Sent. A [Consumer] fetches batches (sized for the record's group
+// commit), settles each message concurrently, and ends each delivery by
+// Settle's answer: Ack after nil or a business error (the order ended
+// holding nothing), Retry with a doubling backoff after an infrastructure
+// error, DeadLetter on the last attempt or at once for a message that can
+// never settle (stock.ErrInvalid). A message delivered after its Deadline
+// is counted as expired in the queue and settled all the same: Settle
+// returns its hold through the refusal path. Each delivery that ended is
+// reported to observe.Observer.Handoff (lag from publish to record,
+// expired or not, attempt, outcome).
+//
+//	q, _ := redisstream.New(ctx, rdb, redisstream.Config{Stream: "orders"})
+//	var c *handoff.Consumer // made below: the flow needs the Recorder first
+//	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{Lag: func() time.Duration { return c.Lag() }})
+//	flow := tiered.New(gate, record, tiered.Config{Recorder: rec})
+//	c, _ = handoff.NewConsumer(q.Source("node1-0"), flow, handoff.ConsumerConfig{})
+//	go c.Run(ctx)
+//
+// # Backpressure
+//
+// One rule: while the hand-off lags more than a bound, new orders are
+// refused before the gate holds anything. The Recorder is a
+// tiered.Admitter; with RecorderConfig.Lag set (Consumer.Lag, or LagOf
+// over this node's consumers) its Admit returns [ErrBacklog] (matching
+// stock.ErrContention: nothing applied, retry later) while the lag exceeds
+// RecorderConfig.MaxLag, by default half the order's hold time, so an
+// order that is admitted reaches the record with at least half its hold
+// left to be paid in. tiered.Manager.Place returns it wrapped in
+// tiered.ErrNotAdmitted, which package degrade does not count against its
+// breaker. A consumer's lag is the age of the oldest message of the batch
+// in hand, held after the batch until a Fetch finds the queue empty, so
+// refusing admissions drains the queue and reopens them. Consumers on
+// other nodes are not seen: give Lag a func of your own (the broker's
+// oldest pending message) where they are.
+//
+// # Writing an adapter
+//
+// An adapter for a broker implements [Publisher] and [Source] (whose
+// Fetch returns [Delivery] values); package handoff/redisstream is one.
+// Its promises:
+//
+//   - Publish returns nil only once the broker has the message; a repeat
+//     of an order is harmless (Settle is idempotent), and the order ID is
+//     the broker's deduplication ID where it has one.
+//   - Every field of Message comes back as published, times to the
+//     millisecond. A payload that cannot be decoded is delivered with an
+//     invalid (e.g. empty) Order, so the Consumer dead-letters it.
+//   - Attempt counts deliveries: 1, then one more after each Retry or
+//     redelivery.
+//   - Ack removes the message for good. Retry(delay) hands it back, not
+//     delivered again before delay. A delivery neither acknowledged,
+//     retried nor dead-lettered is delivered again (to any consumer of the
+//     queue) after the adapter's timeout, and not before. DeadLetter moves
+//     it, with the reason's text, to a dead-letter destination.
+//   - Fetch returns at most max deliveries, waits while there are none,
+//     and returns with no error (and no delivery) when its context ends.
+//   - Publisher and Delivery are safe for concurrent use; each Source is
+//     one consumer, its Fetch called by one goroutine at a time.
+//
+// # Testing an adapter
+//
+// Package handoff/handofftest checks these promises, and the whole flow
+// through a Consumer on a tiered flow (concurrent buyers, several
+// consumers, one killed between Settle and Ack), on fresh queues of the
+// adapter:
+//
+//	func TestConformance(t *testing.T) {
+//		handofftest.Run(t, handofftest.Harness{Redelivery: 300 * time.Millisecond, New: newQueue})
+//	}
+//
+// handofftest.Memory is an in-process queue that keeps the contract, for
+// a shop's own tests.
 package handoff

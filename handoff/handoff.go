@@ -22,7 +22,8 @@ type Message struct {
 }
 
 // Publisher sends messages to a broker. An adapter for a broker
-// implements it; Recorder turns it into the tiered flow's Recorder.
+// implements it; Recorder turns it into the tiered flow's Recorder. It is
+// safe for concurrent use.
 type Publisher interface {
 	// Publish returns nil once the broker has m durably. An error means it
 	// may not have: the tiered flow leaves the gate hold for a retry of
@@ -32,7 +33,10 @@ type Publisher interface {
 	Publish(ctx context.Context, m Message) error
 }
 
-// Delivery is one delivery of a message to a consumer.
+// Delivery is one delivery of a message to a consumer. Its methods may be
+// called from any goroutine, concurrently with those of other deliveries
+// and with the Source's Fetch; the first of Ack, Retry and DeadLetter to
+// return nil ends the delivery.
 type Delivery interface {
 	// Message is the delivered message.
 	Message() Message
@@ -49,7 +53,10 @@ type Delivery interface {
 }
 
 // Source delivers messages to a consumer. An adapter for a broker
-// implements it; Consumer settles what it delivers.
+// implements it; Consumer settles what it delivers. Each Source is one
+// consumer of its queue: several Sources of one queue (on one node or
+// many) share its messages, each delivered to one of them at a time.
+// Fetch is called by one goroutine at a time.
 type Source interface {
 	// Fetch returns at most max deliveries, waiting until at least one is
 	// there or ctx ends (then it returns what it has, possibly none, and

@@ -23,9 +23,13 @@
 //   - Correction reports each reconcile finding that changed or was refused
 //     a change (corrections, rebuilds, restocks completed, SKUs left).
 //   - Limit reports each limiter decision.
+//   - Handoff reports each delivery of a queued hand-off (package
+//     handoff) as it ends: its lag from publish to record, whether its
+//     hold expired in the queue, its attempt, and whether it was
+//     dead-lettered.
 //
 // The funcs are called synchronously: keep them fast and never block in
-// them. Begin, End, Reclaim and Limit run on the goroutine of the call
+// them. Begin, End, Reclaim, Limit and Handoff run on the goroutine of the call
 // they report; Batch on the goroutine of one call of the batch (the one
 // that sent it, or the first still waiting for it), before any call of the
 // batch returns. Events carry no user IDs and no order IDs; SKUs appear

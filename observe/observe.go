@@ -32,6 +32,9 @@ type Observer struct {
 	Correction func(c Correction)
 	// Limit, if set, is called with each limiter decision.
 	Limit func(ctx context.Context, l Limit)
+	// Handoff, if set, is called by a handoff.Consumer as each delivery it
+	// settled ends: acknowledged, or dead-lettered.
+	Handoff func(ctx context.Context, h Handoff)
 }
 
 // Op names an operation.
@@ -147,6 +150,32 @@ type Limit struct {
 	// Err is set when no decision could be made (then Allowed is false).
 	Err      error
 	Duration time.Duration
+}
+
+// Handoff is one delivery of a queued hand-off (package handoff) that
+// ended: its order was settled, or its message dead-lettered.
+type Handoff struct {
+	// Lag is from the message's publish to the end of its settling (the
+	// publisher's clock against the consumer's).
+	Lag time.Duration
+	// Expired reports that the message was delivered after its gate
+	// hold's deadline: its order expired in the queue (it was still
+	// settled, which returned it through the refusal path).
+	Expired bool
+	// Attempt is the delivery's number: 1 for the message's first.
+	Attempt int
+	// Outcome is the class of Settle's answer; Failed, with
+	// DeadLettered, for a message that could not be settled.
+	Outcome Outcome
+	// DeadLettered reports that the message went to the dead letters.
+	DeadLettered bool
+}
+
+// SendHandoff reports h if the Handoff hook is set.
+func (o *Observer) SendHandoff(ctx context.Context, h Handoff) {
+	if o != nil && o.Handoff != nil {
+		o.Handoff(ctx, h)
+	}
 }
 
 // Outcome is the class of a call's result.

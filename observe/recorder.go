@@ -16,6 +16,7 @@ type Recorder struct {
 	breakers    []Breaker
 	corrections []Correction
 	limits      []Limit
+	handoffs    []Handoff
 }
 
 // Ended is a call as it ended: what Begin saw and what End reported.
@@ -48,6 +49,7 @@ func (r *Recorder) Observer() Observer {
 		Breaker:    func(b Breaker) { r.add(func() { r.breakers = append(r.breakers, b) }) },
 		Correction: func(c Correction) { r.add(func() { r.corrections = append(r.corrections, c) }) },
 		Limit:      func(_ context.Context, l Limit) { r.add(func() { r.limits = append(r.limits, l) }) },
+		Handoff:    func(_ context.Context, h Handoff) { r.add(func() { r.handoffs = append(r.handoffs, h) }) },
 	}
 }
 
@@ -99,9 +101,16 @@ func (r *Recorder) Limits() []Limit {
 	return append([]Limit(nil), r.limits...)
 }
 
+// Handoffs returns the hand-off deliveries reported so far.
+func (r *Recorder) Handoffs() []Handoff {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Handoff(nil), r.handoffs...)
+}
+
 // Reset forgets every event recorded so far.
 func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls, r.batches, r.reclaims, r.breakers, r.corrections, r.limits = nil, nil, nil, nil, nil, nil
+	r.calls, r.batches, r.reclaims, r.breakers, r.corrections, r.limits, r.handoffs = nil, nil, nil, nil, nil, nil, nil
 }

@@ -38,6 +38,9 @@
 //	stockguard.reconcile.units        counter    {unit}        action
 //	stockguard.limiter.decisions      counter    {decision}    limiter, limiter.decision, error.type
 //	stockguard.limiter.duration       histogram  s             limiter
+//	stockguard.handoff.messages       counter    {message}     outcome
+//	stockguard.handoff.lag            histogram  s
+//	stockguard.handoff.expired        counter    {message}
 //	stockguard.stock.available        gauge      {unit}        store, sku
 //	stockguard.stock.held             gauge      {unit}        store, sku
 //	stockguard.stock.sold             gauge      {unit}        store, sku
@@ -71,6 +74,13 @@
 //
 // stockguard.limiter.decision is "allowed", "refused", or "error" when the
 // limiter could not decide (its error.type is then the error's class).
+//
+// The hand-off metrics come from a handoff.Consumer, once per delivery it
+// ended: stockguard.handoff.messages by Settle's outcome ("ok", "expired",
+// ..., or "dead_lettered"), its lag from publish to record, and
+// stockguard.handoff.expired for a message delivered after its gate
+// hold's deadline (expired in the queue: settled all the same, its hold
+// returned).
 //
 // # Spans
 //

@@ -68,3 +68,18 @@ func (a *Adapter) limit(ctx context.Context, l observe.Limit) {
 	a.decisions.Add(ctx, 1, a.opt(setKey{kindLimitDecision, l.Limiter, decision, class}))
 	a.limitDuration.Record(ctx, l.Duration.Seconds(), a.opt(setKey{kind: kindLimit, a: l.Limiter}))
 }
+
+// handoff counts a hand-off delivery that ended, by outcome, records its
+// lag, and counts it expired in the queue if it was.
+func (a *Adapter) handoff(ctx context.Context, h observe.Handoff) {
+	outcome := h.Outcome.String()
+	if h.DeadLettered {
+		outcome = "dead_lettered"
+	}
+	a.handoffs.Add(ctx, 1, a.opt(setKey{kind: kindHandoff, a: outcome}))
+	plain := a.opt(setKey{kind: kindHandoff})
+	a.handoffLag.Record(ctx, h.Lag.Seconds(), plain)
+	if h.Expired {
+		a.handoffExpired.Add(ctx, 1, plain)
+	}
+}

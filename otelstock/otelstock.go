@@ -79,6 +79,9 @@ type Adapter struct {
 	correctedUnits metric.Int64Counter
 	decisions      metric.Int64Counter
 	limitDuration  metric.Float64Histogram
+	handoffs       metric.Int64Counter
+	handoffLag     metric.Float64Histogram
+	handoffExpired metric.Int64Counter
 
 	// sets caches the attribute sets of the hot paths, keyed by the
 	// values that make them (a setKey), so a call allocates none.
@@ -114,7 +117,7 @@ func New(cfg Config) (*Adapter, error) {
 // instruments makes every synchronous instrument.
 func (a *Adapter) instruments() error {
 	m, b := a.meter, a.cfg.DurationBuckets
-	var errs [18]error
+	var errs [21]error
 	a.calls, errs[0] = m.Int64Counter("stockguard.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls of a stock.Manager method, by component, operation and outcome."))
 	a.callDuration, errs[1] = m.Float64Histogram("stockguard.call.duration", metric.WithUnit("s"),
@@ -154,6 +157,13 @@ func (a *Adapter) instruments() error {
 	a.orderDuration, errs[17] = m.Float64Histogram("stockguard.order.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of the order operations the application called, as it saw them."),
 		metric.WithExplicitBucketBoundaries(b...))
+	a.handoffs, errs[18] = m.Int64Counter("stockguard.handoff.messages", metric.WithUnit("{message}"),
+		metric.WithDescription("Hand-off deliveries a consumer ended, by Settle's outcome (\"dead_lettered\" for those dead-lettered)."))
+	a.handoffLag, errs[19] = m.Float64Histogram("stockguard.handoff.lag", metric.WithUnit("s"),
+		metric.WithDescription("Hand-off lag: from a message's publish to the end of its settling."),
+		metric.WithExplicitBucketBoundaries(b...))
+	a.handoffExpired, errs[20] = m.Int64Counter("stockguard.handoff.expired", metric.WithUnit("{message}"),
+		metric.WithDescription("Hand-off messages delivered after their gate hold's deadline (expired in the queue)."))
 	return errors.Join(errs[:]...)
 }
 
@@ -173,6 +183,7 @@ func (a *Adapter) Observer() observe.Observer {
 		Breaker:    a.breaker,
 		Correction: a.correction,
 		Limit:      a.limit,
+		Handoff:    a.handoff,
 	}
 }
 
@@ -192,6 +203,7 @@ const (
 	kindReclaimPass
 	kindLimit
 	kindLimitDecision
+	kindHandoff
 	kindSpan // a spanStart, not a measurement option
 )
 
@@ -220,6 +232,11 @@ func (k setKey) attrs() []attribute.KeyValue {
 		return []attribute.KeyValue{KeyComponent.String(k.a), KeyOutcome.String(k.b)}
 	case kindLimit:
 		return []attribute.KeyValue{KeyLimiter.String(k.a)}
+	case kindHandoff:
+		if k.a == "" {
+			return nil
+		}
+		return []attribute.KeyValue{KeyOutcome.String(k.a)}
 	default: // kindLimitDecision: b the decision, c the error's class
 		if k.c == "" {
 			return []attribute.KeyValue{KeyLimiter.String(k.a), KeyDecision.String(k.b)}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/handoff"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/tiered"
 )
@@ -49,12 +50,12 @@ func (s *shop) buy(ctx context.Context, o stock.Order) reason {
 		s.st.refusedSoldOut(it.SKU)
 		return reasonSoldOut
 	}
-	// Backpressure: a hand-off that waits in the queue longer than its
-	// hold lasts reaches the record too late, and its units are held for
-	// nothing meanwhile; new orders are turned away as busy (a retry later
-	// succeeds) while the queue lags, unless the breaker sends them to the
-	// record directly.
-	if s.q.inFlight() >= int64(s.cfg.queueMax) || (s.q.lag() > s.cfg.maxLag && s.sys.shop.State(it.SKU) == degrade.Primary) {
+	// Backpressure: past queueMax hand-offs in flight, new orders are
+	// turned away as busy (a retry later succeeds). The lag has its own
+	// bound in the flow: the handoff.Recorder refuses new orders while the
+	// consumers lag past -max-lag (tiered.ErrNotAdmitted, busy too), unless
+	// the breaker sends them to the record directly.
+	if s.q.inFlight() >= int64(s.cfg.queueMax) {
 		return reasonBusy
 	}
 	s.q.place(it.SKU, it.Qty)
@@ -65,7 +66,7 @@ func (s *shop) buy(ctx context.Context, o stock.Order) reason {
 			s.st.refusedSoldOut(it.SKU)
 			s.soldOut.Store(it.SKU, time.Now().Add(soldOutFor).UnixNano())
 		}
-		if !stock.IsBusiness(err) {
+		if !stock.IsBusiness(err) && !errors.Is(err, tiered.ErrNotAdmitted) {
 			// The gate may hold the order without a hand-off: give it
 			// back now (or the gate reclaimer will at the deadline).
 			_ = s.sys.shop.Revert(ctx, o.ID)
@@ -87,46 +88,27 @@ func (s *shop) buy(ctx context.Context, o stock.Order) reason {
 	return ""
 }
 
-// enqueue is the tiered flow's Recorder: the order goes on the stream.
-func (s *shop) enqueue(ctx context.Context, o stock.Order) error {
-	it := o.Items[0]
-	now := time.Now()
-	return s.q.publish(ctx, handoff{OrderID: o.ID, UserID: o.UserID, SKU: it.SKU, Qty: it.Qty,
-		Deadline: now.Add(s.cfg.hold), Sent: now})
-}
-
-// record is the queue's handler: the record takes the order the gate holds.
-// A business outcome ends the order (the gate hold expired in the queue, or
-// the record refused it and the gate hold was reverted); any other failure
-// leaves the message for redelivery.
-func (s *shop) record(ctx context.Context, h handoff) error {
-	o := stock.Order{ID: h.OrderID, UserID: h.UserID, Items: []stock.Item{{SKU: h.SKU, Qty: h.Qty}}}
-	err := s.sys.shop.Settle(ctx, o)
-	if err == nil || stock.IsBusiness(err) {
-		s.ended.Store(h.OrderID, struct{}{})
-	}
+// settled is the consumers' Done: a hand-off ended. Recorded, the buyer
+// may pay; a business outcome ended the order (the gate hold expired in
+// the queue, or the record refused it and the gate hold was reverted); a
+// dead-lettered one, which could not be recorded after all its
+// deliveries, is reverted so its units go back on sale.
+func (s *shop) settled(ctx context.Context, m handoff.Message, err error) {
+	s.q.done(m, err)
+	id := m.Order.ID
+	s.ended.Store(id, struct{}{})
 	switch {
 	case err == nil:
-		if _, dup := s.recorded.LoadOrStore(h.OrderID, struct{}{}); !dup {
-			s.schedulePayment(ctx, h.OrderID)
+		if _, dup := s.recorded.LoadOrStore(id, struct{}{}); !dup {
+			s.schedulePayment(ctx, id)
 		}
-		return nil
 	case errors.Is(err, stock.ErrHoldExpired):
 		s.st.expiredInQueue.Add(1)
-		return nil
+	case errors.Is(err, handoff.ErrDeadLettered):
+		_ = retry(ctx, func() error { return s.sys.shop.Revert(ctx, id) })
 	case stock.IsBusiness(err):
 		s.st.refusedByRecord.Add(1)
-		return nil
-	default:
-		return err
 	}
-}
-
-// deadLettered compensates an order that could not be recorded after all
-// its deliveries: it is reverted, so its units go back on sale.
-func (s *shop) deadLettered(ctx context.Context, h handoff, _ error) {
-	s.ended.Store(h.OrderID, struct{}{})
-	_ = retry(ctx, func() error { return s.sys.shop.Revert(ctx, h.OrderID) })
 }
 
 // lost counts the orders told yes whose hand-off never ended: sales the

@@ -39,6 +39,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 )
@@ -60,8 +61,11 @@ type config struct {
 	unpaid                       float64
 	duration, hold, maxLag       time.Duration
 	maxDeliveries                int64
+	batch                        int
+	queue                        string
 
 	redisAddr, mysqlDSN, postgresDSN string
+	natsURL, amqpURL                 string
 	chaos, json, quiet               bool
 	metricsAddr, plotFile            string
 }
@@ -123,9 +127,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.consumers, "consumers", 16, "queue consumers writing the database record")
 	fs.IntVar(&c.queueMax, "queue-max", 2000, "hand-offs in flight before new orders are turned away as busy")
 	fs.DurationVar(&c.maxLag, "max-lag", 0, "queue lag past which new orders are turned away as busy (0: a quarter of -hold)")
+	fs.StringVar(&c.queue, "queue", "redis", "the hand-off's broker: "+strings.Join(queueKinds, ", "))
+	fs.IntVar(&c.batch, "batch", 8, "hand-offs one consumer fetches and settles at once (at most the record's group)")
 	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered")
 	fs.IntVar(&c.fallbackRate, "fallback-rate", 200, "orders per second the database takes directly while the breaker is open")
 	fs.IntVar(&c.maxGroup, "max-group", 0, "most orders the database record writes in one transaction (sqlstock Config.MaxGroup; 0: its default, 1: no grouping)")
+	fs.StringVar(&c.natsURL, "nats", "", "NATS (JetStream) URL for -queue nats, e.g. nats://127.0.0.1:4222 (default: an in-process server)")
+	fs.StringVar(&c.amqpURL, "amqp", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL for -queue rabbitmq")
 	fs.StringVar(&c.redisAddr, "redis", "", "Redis address (default: in-process miniredis)")
 	fs.StringVar(&c.mysqlDSN, "mysql", "", "MySQL/MariaDB DSN, e.g. 'root@tcp(127.0.0.1:3306)/test' (default: SQLite in a temp dir)")
 	fs.StringVar(&c.postgresDSN, "postgres", "", "PostgreSQL URL, e.g. 'postgres://postgres@127.0.0.1:5432/test'")
@@ -183,6 +191,10 @@ func (c config) validate(rest []string) error {
 		return fmt.Errorf("-queue-max %d: want at least 1", c.queueMax)
 	case c.maxLag < 0 || c.maxLag >= c.hold:
 		return fmt.Errorf("-max-lag %s: want 0 (a quarter of -hold) or less than -hold %s", c.maxLag, c.hold)
+	case !slices.Contains(queueKinds, c.queue):
+		return fmt.Errorf("-queue %q: want one of %s", c.queue, strings.Join(queueKinds, ", "))
+	case c.batch < 1 || c.batch > 1024:
+		return fmt.Errorf("-batch %d: want 1 to 1024", c.batch)
 	case c.maxDeliveries < 1:
 		return fmt.Errorf("-max-deliveries %d: want at least 1", c.maxDeliveries)
 	case c.maxGroup < 0 || c.maxGroup > 1024:

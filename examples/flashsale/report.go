@@ -92,11 +92,20 @@ type report struct {
 	Refused     int64            `json:"refused_by_record"`
 	Expired     int64            `json:"expired_in_queue"`
 	Redelivered int64            `json:"redelivered"`
-	DeadLetters int64            `json:"dead_letters"`
-	Degraded    int64            `json:"degraded_orders"`
-	Repaired    int64            `json:"repaired_units"`
-	Reconciled  int64            `json:"reconciled_units"`
-	Oversold    int64            `json:"oversold"`
+	// Queue names the hand-off's broker; Handoffs is the deliveries its
+	// consumers ended, LagP50ms and LagP99ms their lag from publish to
+	// record, ExpiredDelivered those delivered past their gate deadline
+	// (Expired counts those whose Settle found the hold ended).
+	Queue            string  `json:"queue"`
+	Handoffs         int64   `json:"handoffs"`
+	LagP50ms         float64 `json:"handoff_lag_p50_ms"`
+	LagP99ms         float64 `json:"handoff_lag_p99_ms"`
+	ExpiredDelivered int64   `json:"expired_delivered"`
+	DeadLetters      int64   `json:"dead_letters"`
+	Degraded         int64   `json:"degraded_orders"`
+	Repaired         int64   `json:"repaired_units"`
+	Reconciled       int64   `json:"reconciled_units"`
+	Oversold         int64   `json:"oversold"`
 	// Undersold is the units that stayed for sale over the last quarter of
 	// a second before the buyers stopped, while buyers of their SKU were
 	// told "sold out" (units available at the record, less those promised
@@ -205,6 +214,10 @@ func (r *report) writeTable(w io.Writer) error {
 	row("late payments refused", r.LatePay)
 	row("hand-offs refused by the record", r.Refused)
 	row("hand-offs expired in the queue", r.Expired)
+	row("queue ("+r.Queue+") deliveries ended", r.Handoffs)
+	row("hand-off lag p50 (ms)", r.LagP50ms)
+	row("hand-off lag p99 (ms)", r.LagP99ms)
+	row("delivered past their deadline", r.ExpiredDelivered)
 	row("queue redeliveries", r.Redelivered)
 	row("dead letters", r.DeadLetters)
 	row("degraded orders (SQL)", r.Degraded)

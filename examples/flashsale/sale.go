@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/handoff"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -53,26 +54,40 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		return nil, err
 	}
 	st := newStats(cfg.attempts)
-	q := &queue{rdb: sys.rdb, stream: sys.prefix + ":orders", dead: sys.prefix + ":dead",
-		group: "record", minIdle: max(200*time.Millisecond, cfg.hold/5), maxDeliveries: cfg.maxDeliveries}
-	if err := q.setup(ctx); err != nil {
-		return nil, fmt.Errorf("queue: %w", err)
+	b, err := openBroker(ctx, cfg, sys, max(200*time.Millisecond, cfg.hold/5))
+	if err != nil {
+		return nil, err
 	}
+	if b.close != nil {
+		defer b.close()
+	}
+	q := newQueue(b)
 	sh := &shop{sys: sys, q: q, st: st, cfg: cfg}
-	q.handle, q.onDead, sys.enqueue = sh.record, sh.deadLettered, sh.enqueue
+	consumed := q.observer(sys.obs)
+	for i := range cfg.consumers {
+		c, err := handoff.NewConsumer(b.source("c"+strconv.Itoa(i)), sys.shop, handoff.ConsumerConfig{
+			Batch: cfg.batch, MaxAttempts: int(cfg.maxDeliveries), Observer: consumed, Done: sh.settled})
+		if err != nil {
+			return nil, err
+		}
+		q.consumers = append(q.consumers, c)
+	}
+	// The gate's hold times make each message's deadline; the consumers'
+	// lag past -max-lag turns new orders away (see shop.buy).
+	sys.recorder.r.Store(handoff.NewRecorder(q, sys.gate, handoff.RecorderConfig{Lag: q.lag, MaxLag: cfg.maxLag}))
 	if err := tel.watch(sys, q, skus); err != nil {
 		return nil, err
 	}
 
-	// The background: queue consumers and redelivery, and the shop's own
+	// The background: queue consumers (each claims what another left
+	// unacknowledged past the broker's timeout), and the shop's own
 	// work (reclaimers, reconciliation, repairs), stopped for the final
 	// check.
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	for i := range cfg.consumers {
-		wg.Go(func() { q.consume(bg, "c"+strconv.Itoa(i)) })
+	for _, c := range q.consumers {
+		wg.Go(func() { _ = c.Run(bg) })
 	}
-	wg.Go(func() { q.redeliver(bg, "claimer", q.minIdle/2) })
 	defer func() { stopBg(); wg.Wait() }()
 	sys.fixes.during = func() bool { return sys.shop.State("") == degrade.Recalibrating }
 	runCtx, stopRun := context.WithCancel(bg)
@@ -132,7 +147,9 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		Orders: st.orders.Load(), LatePay: st.latePay.Load(),
 		Refused: st.refusedByRecord.Load(), Expired: st.expiredInQueue.Load(),
 		Redelivered: q.redelivered.Load(), DeadLetters: q.deadLettered.Load(),
-		Degraded: st.degraded.Load()}
+		Degraded: st.degraded.Load(), Queue: b.name, ExpiredDelivered: q.expired.Load()}
+	p50, p99, n := q.lagQuantiles()
+	rep.Handoffs, rep.LagP50ms, rep.LagP99ms = int64(n), ms(p50), ms(p99)
 	rep.fill(st, elapsed)
 	rep.Lost = sh.lost()
 	rep.Undersold = watch.left

@@ -32,12 +32,12 @@ type system struct {
 	prefix string // unique per run: keys, streams and tables
 
 	// shop is the order path buyers, payers and the queue's consumers use,
-	// wired as the README wires it; its hand-off goes through enqueue.
-	shop    *stockguard.Shop
-	gate    *redisstock.Store
-	record  *sqlstock.Store
-	enqueue func(context.Context, stock.Order) error
-	breaker *breakerLog
+	// wired as the README wires it; its hand-off goes through recorder.
+	shop     *stockguard.Shop
+	gate     *redisstock.Store
+	record   *sqlstock.Store
+	recorder *recorderSlot
+	breaker  *breakerLog
 	// fixes counts the units the shop's reconciler corrected during the
 	// sale (final is set for the closing pass, whose corrections the
 	// report lists itself).
@@ -63,7 +63,7 @@ type redisSwitch interface {
 // build connects (or starts) the stores named by cfg, each reporting to
 // obs, and puts nothing on sale yet.
 func build(ctx context.Context, cfg config, obs observe.Observer) (*system, error) {
-	s := &system{prefix: "fs" + randomHex(4), obs: obs}
+	s := &system{prefix: "fs" + randomHex(4), obs: obs, recorder: &recorderSlot{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -121,7 +121,7 @@ func build(ctx context.Context, cfg config, obs observe.Observer) (*system, erro
 		Gate:   redisstock.Config{Prefix: s.prefix},
 		Record: tables,
 		Flow: tiered.Config{
-			Recorder: tiered.RecorderFunc(func(ctx context.Context, o stock.Order) error { return s.enqueue(ctx, o) }),
+			Recorder: s.recorder, // a handoff.Recorder, bound by sell
 		},
 		// The breaker's timings scale with the sale's length, so a short
 		// sale still shows the whole cycle; while it is open the database

@@ -13,7 +13,12 @@
 // application's own queue and Deduct returns as soon as the gate holds it;
 // the queue's consumer later calls [Manager.Settle], which records it.
 // [Manager.Place] tells the caller which of the two happened ([Recorded] or
-// [Pending]); Settle's result tells the consumer how the order ended.
+// [Pending]); Settle's result tells the consumer how the order ended. A
+// Recorder that is also an [Admitter] is asked before the gate whether a
+// new order may be taken at all: a queue that lags refuses it (retryable,
+// nothing held) rather than let the gate sell holds that would expire
+// before the record sees them. Package handoff is such a Recorder, with a
+// consumer that calls Settle, over a broker adapter.
 //
 // When the record refuses an order for good (a business outcome: sold out
 // there, conflict, limit), the gate hold is reverted and the caller gets the

@@ -78,3 +78,9 @@ func (c tierCause) As(target any) bool {
 func hidden(target error) bool {
 	return target == stock.ErrContention || target == stock.ErrUnavailable || stock.IsBusiness(target)
 }
+
+// ErrNotAdmitted wraps an Admitter's refusal of a new order (Place and
+// Deduct match both): the flow turned the order away before its gate,
+// nothing was applied, and the gate and record are healthy, so package
+// degrade does not count it against the flow's breaker. Retry later.
+var ErrNotAdmitted = errors.New("tiered: not admitted: the hand-off refused new orders")

@@ -3,6 +3,7 @@ package tiered
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stockguard/stockguard/internal/canon"
@@ -35,6 +36,11 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 	}
 	if err := o.Validate(); err != nil {
 		return Pending, err
+	}
+	if a, ok := m.cfg.Recorder.(Admitter); ok {
+		if err := a.Admit(ctx, o); err != nil {
+			return Pending, fmt.Errorf("%w: %w", ErrNotAdmitted, err)
+		}
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
 		if refusal(err) {

@@ -22,6 +22,18 @@ type Recorder interface {
 	Record(ctx context.Context, o stock.Order) error
 }
 
+// Admitter is a Recorder that may turn new orders away before the gate
+// holds anything: [Manager.Place] (and Deduct) asks Admit first, and an
+// error from it is returned as it is, with nothing held at either tier.
+// A Recorder whose queue lags implements it to slow admissions instead of
+// selling holds that would expire before the record takes them
+// (handoff.Recorder does). Admit's refusal should match
+// stock.ErrContention (nothing applied, retry later). Settle does not ask
+// it: an order the gate holds is always recorded.
+type Admitter interface {
+	Admit(ctx context.Context, o stock.Order) error
+}
+
 // RecorderFunc adapts a function to a Recorder.
 type RecorderFunc func(ctx context.Context, o stock.Order) error
 

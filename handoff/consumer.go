@@ -1,0 +1,258 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// Settler records an order the gate holds: *tiered.Manager and
+// *stockguard.Shop are Settlers.
+type Settler interface {
+	Settle(ctx context.Context, o stock.Order) error
+}
+
+// ErrDeadLettered matches the error Config.Done receives for a message
+// the Consumer moved to the dead letters; the error wraps the reason too.
+var ErrDeadLettered = errors.New("handoff: dead-lettered")
+
+// ConsumerConfig configures a Consumer. The zero value means the defaults.
+type ConsumerConfig struct {
+	// Batch is how many messages one Fetch takes; they are settled
+	// concurrently, so that the record's group commit writes them in one
+	// transaction. Zero means 64, sqlstock's default MaxGroup; keep it at
+	// most the record's MaxGroup.
+	Batch int
+	// MaxAttempts is the delivery on which a message whose Settle still
+	// fails for an infrastructure reason is dead-lettered instead of
+	// retried. Zero means 10.
+	MaxAttempts int
+	// Backoff is the delay of the first Retry after an infrastructure
+	// failure; each later attempt doubles it, up to MaxBackoff. Zero
+	// means 50ms and 5s.
+	Backoff, MaxBackoff time.Duration
+	// Poll is the longest one Fetch waits for a message: an idle consumer
+	// reports a Lag of zero after it. Zero means 500ms.
+	Poll time.Duration
+	// Done, if set, is called once a delivery's message ended: err is
+	// nil (the record has the order), Settle's business error (the order
+	// ended holding nothing at either tier, e.g. stock.ErrHoldExpired for
+	// one that expired in the queue), or an error matching
+	// ErrDeadLettered. It is called after the Ack or DeadLetter returned
+	// nil; a message whose Ack failed is delivered again and reported
+	// again. So is one whose delivery outlived the adapter's redelivery
+	// timeout (Settle took longer): the second delivery settles it again,
+	// with the same outcome, and both report it. Count by order ID.
+	Done func(ctx context.Context, m Message, err error)
+	// Observer receives a Handoff report per delivery that ended.
+	Observer observe.Observer
+	// Clock tells the time for lag and expiry. Nil means
+	// stock.SystemClock.
+	Clock stock.Clock
+}
+
+// Consumer settles what a Source delivers into a tiered flow: it fetches
+// a batch, calls Settle for each message concurrently, and ends each
+// delivery by Settle's answer:
+//
+//   - nil, or a business error (the order ended holding nothing: its hold
+//     expired in the queue, the record refused it): Ack. Settle is
+//     idempotent, so a redelivery of an acknowledged message is harmless.
+//   - an error matching stock.ErrInvalid (a message that can never
+//     settle: a payload the adapter could not decode): DeadLetter at once.
+//   - any other error (the record or the gate cannot answer): Retry after
+//     a backoff that doubles per attempt, and DeadLetter on attempt
+//     MaxAttempts. The gate hold of a dead-lettered order is returned by
+//     the gate's reclaimer at its deadline (or revert it in Done).
+//
+// A message delivered after its Deadline is counted as expired in the
+// queue (observe.Handoff.Expired) and settled all the same: Settle
+// returns its hold through the refusal path. A Consumer is safe for
+// concurrent use; run one per Source.
+type Consumer struct {
+	src  Source
+	flow Settler
+	cfg  ConsumerConfig
+
+	mu     sync.Mutex
+	oldest time.Time // Sent of the oldest message of the batch in hand, or of the last batch
+	ended  time.Time // when the last batch ended; zero while one is in hand
+	idle   bool      // the last Fetch found nothing
+}
+
+// NewConsumer returns a Consumer that settles src's messages into flow.
+func NewConsumer(src Source, flow Settler, cfg ConsumerConfig) (*Consumer, error) {
+	if src == nil || flow == nil {
+		return nil, &stock.InvalidError{Field: "handoff.NewConsumer", Reason: "needs a Source and a Settler"}
+	}
+	if cfg.Batch < 0 || cfg.MaxAttempts < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.Poll < 0 {
+		return nil, &stock.InvalidError{Field: "handoff.ConsumerConfig", Reason: "negative setting"}
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 64
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 10
+	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = 50 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = 500 * time.Millisecond
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = stock.SystemClock
+	}
+	return &Consumer{src: src, flow: flow, cfg: cfg, idle: true}, nil
+}
+
+// Run settles batches until ctx ends, then returns nil once the batch in
+// hand is settled (its Settles and acknowledgements run to the end, on a
+// context without ctx's cancellation, so a stopping consumer leaves no
+// order half-way that it could have finished). A failing Fetch is retried
+// after Backoff.
+func (c *Consumer) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		fctx, cancel := context.WithTimeout(ctx, c.cfg.Poll)
+		ds, err := c.src.Fetch(fctx, c.cfg.Batch)
+		cancel()
+		if err != nil {
+			_ = sleep(ctx, c.cfg.Backoff)
+			continue
+		}
+		c.Settle(context.WithoutCancel(ctx), ds)
+	}
+	return nil
+}
+
+// Settle settles one batch of deliveries concurrently and returns when
+// each has ended (acknowledged, retried or dead-lettered, or left to the
+// adapter's redelivery when that failed too). Run calls it; call it
+// yourself to drive a Source your own way.
+func (c *Consumer) Settle(ctx context.Context, ds []Delivery) {
+	c.begin(ds)
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Go(func() { c.settle(ctx, d) })
+	}
+	wg.Wait()
+	c.end()
+}
+
+func (c *Consumer) settle(ctx context.Context, d Delivery) {
+	m := d.Message()
+	expired := !m.Deadline.IsZero() && c.cfg.Clock.Now().After(m.Deadline)
+	err := c.flow.Settle(ctx, m.Order)
+	h := observe.Handoff{Expired: expired, Attempt: d.Attempt(), Outcome: observe.Classify(err)}
+	switch {
+	case errors.Is(err, stock.ErrInvalid):
+		c.deadLetter(ctx, d, h, err)
+	case err == nil || stock.IsBusiness(err):
+		if d.Ack(ctx) == nil {
+			c.finish(ctx, m, h, err)
+		}
+	case d.Attempt() >= c.cfg.MaxAttempts:
+		c.deadLetter(ctx, d, h, err)
+	default:
+		// Left alone on failure: the adapter's timeout redelivers it.
+		_ = d.Retry(ctx, c.backoff(d.Attempt()))
+	}
+}
+
+func (c *Consumer) deadLetter(ctx context.Context, d Delivery, h observe.Handoff, reason error) {
+	if d.DeadLetter(ctx, reason) != nil {
+		return // delivered again after the adapter's timeout
+	}
+	h.DeadLettered = true
+	h.Outcome = observe.Failed
+	c.finish(ctx, d.Message(), h, fmt.Errorf("%w after %d deliveries: %w", ErrDeadLettered, d.Attempt(), reason))
+}
+
+func (c *Consumer) finish(ctx context.Context, m Message, h observe.Handoff, err error) {
+	if !m.Sent.IsZero() {
+		h.Lag = max(c.cfg.Clock.Now().Sub(m.Sent), 0)
+	}
+	c.cfg.Observer.SendHandoff(ctx, h)
+	if c.cfg.Done != nil {
+		c.cfg.Done(ctx, m, err)
+	}
+}
+
+// backoff is the Retry delay after the given attempt failed.
+func (c *Consumer) backoff(attempt int) time.Duration {
+	d := c.cfg.Backoff
+	for i := 1; i < attempt && d < c.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, c.cfg.MaxBackoff)
+}
+
+// Lag is how far behind the queue this consumer is: the age of the oldest
+// message of the batch in hand, or the lag the last batch ended with,
+// until a Fetch finds the queue empty (then zero). A Recorder's
+// RecorderConfig.Lag reads it to slow admissions. A nil Consumer's Lag
+// is zero.
+func (c *Consumer) Lag() time.Duration {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.idle || c.oldest.IsZero():
+		return 0
+	case c.ended.IsZero():
+		return max(c.cfg.Clock.Now().Sub(c.oldest), 0)
+	default:
+		return max(c.ended.Sub(c.oldest), 0)
+	}
+}
+
+func (c *Consumer) begin(ds []Delivery) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idle = len(ds) == 0
+	c.oldest, c.ended = time.Time{}, time.Time{}
+	for _, d := range ds {
+		if s := d.Message().Sent; !s.IsZero() && (c.oldest.IsZero() || s.Before(c.oldest)) {
+			c.oldest = s
+		}
+	}
+}
+
+func (c *Consumer) end() {
+	c.mu.Lock()
+	c.ended = c.cfg.Clock.Now()
+	c.mu.Unlock()
+}
+
+// LagOf returns a func reporting the largest Lag of cs: the
+// RecorderConfig.Lag of a node that runs several consumers.
+func LagOf(cs ...*Consumer) func() time.Duration {
+	return func() time.Duration {
+		var lag time.Duration
+		for _, c := range cs {
+			lag = max(lag, c.Lag())
+		}
+		return lag
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,240 @@
+package natsjs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/stockguard/stockguard/handoff"
+)
+
+// The headers a dead-lettered message carries, beside the original's.
+const (
+	// ReasonHeader is why the message was dead-lettered.
+	ReasonHeader = "Stockguard-Reason"
+	// AttemptHeader is the delivery on which it was dead-lettered.
+	AttemptHeader = "Stockguard-Attempt"
+	// SequenceHeader is its sequence in the hand-off's stream.
+	SequenceHeader = "Stockguard-Stream-Seq"
+)
+
+// ErrMalformed is the reason given to a message that does not hold a valid
+// hand-off. Fetch dead-letters such a message itself and does not return
+// it.
+var ErrMalformed = errors.New("natsjs: malformed hand-off")
+
+// Source delivers hand-offs from a durable pull consumer. It implements
+// handoff.Source and is safe for concurrent use; several Sources (in one
+// process or many) on the same Config share the consumer, and each message
+// goes to one of them at a time.
+type Source struct {
+	js   jetstream.JetStream
+	cons jetstream.Consumer
+	cfg  Config
+}
+
+var _ handoff.Source = (*Source)(nil)
+
+// NewSource returns a Source on js, after creating the hand-off's stream,
+// its dead-letter stream and the durable consumer (or updating them to
+// cfg).
+func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureStream(ctx, js, cfg); err != nil {
+		return nil, err
+	}
+	if err := ensureDead(ctx, js, cfg); err != nil {
+		return nil, err
+	}
+	cons, err := ensureConsumer(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{js: js, cons: cons, cfg: cfg}, nil
+}
+
+// Fetch returns at most max deliveries, waiting until at least one is
+// there or ctx ends (then it returns none and no error). It takes what the
+// consumer has at once, and only when it has nothing waits for one
+// message (Config.PollWait at a time) and then takes what else came. A
+// message that does not decode as a hand-off is dead-lettered with
+// ErrMalformed and not returned.
+func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
+	if max < 1 {
+		return nil, fmt.Errorf("natsjs: Fetch of %d messages", max)
+	}
+	for {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		batch, err := s.cons.FetchNoWait(max)
+		if err != nil {
+			return s.failed(ctx, err)
+		}
+		ds, err := s.take(ctx, batch)
+		if len(ds) > 0 || err != nil {
+			return ds, err
+		}
+		wait := s.cfg.PollWait
+		if dl, ok := ctx.Deadline(); ok {
+			if left := time.Until(dl); left < wait {
+				wait = left
+			}
+		}
+		if wait < 10*time.Millisecond {
+			return nil, nil // no time left to wait at the server
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		batch, err = s.cons.Fetch(1, jetstream.FetchContext(wctx))
+		if err != nil {
+			cancel()
+			return s.failed(ctx, err)
+		}
+		// Read to the batch's end: its one message, or the wait's end.
+		ds, err = s.take(ctx, batch)
+		cancel()
+		if err != nil {
+			return s.failed(ctx, err)
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		if max > 1 {
+			if more, err := s.cons.FetchNoWait(max - 1); err == nil {
+				rest, _ := s.take(ctx, more)
+				ds = append(ds, rest...)
+			}
+		}
+		return ds, nil
+	}
+}
+
+// failed is Fetch's answer to err: none and no error once ctx ended.
+func (s *Source) failed(ctx context.Context, err error) ([]handoff.Delivery, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("natsjs: fetch from %s: %w", s.cfg.Consumer, err)
+}
+
+// take reads a batch to its end, dead-lettering what does not decode
+// (with ctx).
+func (s *Source) take(ctx context.Context, batch jetstream.MessageBatch) ([]handoff.Delivery, error) {
+	var ds []handoff.Delivery
+	for msg := range batch.Messages() {
+		d, err := s.delivery(msg)
+		if err != nil {
+			// Dead-lettered now; failing that, the message comes back
+			// after AckWait and is tried again.
+			_ = d.DeadLetter(ctx, err)
+			continue
+		}
+		ds = append(ds, d)
+	}
+	err := batch.Error()
+	if len(ds) > 0 || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// What came is the answer: the wait ended, or an error after
+		// some messages, which the next Fetch meets again.
+		err = nil
+	}
+	return ds, err
+}
+
+// delivery decodes msg. It returns the delivery even when it does not
+// decode (with the error), for it to be dead-lettered.
+func (s *Source) delivery(msg jetstream.Msg) (*delivery, error) {
+	d := &delivery{src: s, msg: msg, attempt: 1}
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
+		d.attempt = int(md.NumDelivered)
+	}
+	if err := json.Unmarshal(msg.Data(), &d.m); err != nil {
+		return d, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if err := d.m.Order.Validate(); err != nil {
+		return d, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return d, nil
+}
+
+// delivery is one delivery of a message by the consumer.
+type delivery struct {
+	src     *Source
+	msg     jetstream.Msg
+	m       handoff.Message
+	attempt int
+}
+
+// Message is the delivered hand-off.
+func (d *delivery) Message() handoff.Message { return d.m }
+
+// Attempt is the consumer's delivery count of the message.
+func (d *delivery) Attempt() int { return d.attempt }
+
+// Ack acknowledges the message and waits for the server to confirm it:
+// nil means the message is gone from the stream. On error it may not be,
+// and it is delivered again after AckWait.
+func (d *delivery) Ack(ctx context.Context) error {
+	if err := d.msg.DoubleAck(ctx); err != nil {
+		return fmt.Errorf("natsjs: ack: %w", err)
+	}
+	return nil
+}
+
+// Retry asks the server to deliver the message again after delay (a
+// negative acknowledgement with that delay). Should the request be lost,
+// the message comes back after AckWait.
+func (d *delivery) Retry(_ context.Context, delay time.Duration) error {
+	var err error
+	if delay > 0 {
+		err = d.msg.NakWithDelay(delay)
+	} else {
+		err = d.msg.Nak()
+	}
+	if err != nil {
+		return fmt.Errorf("natsjs: retry: %w", err)
+	}
+	return nil
+}
+
+// DeadLetter publishes the message, with reason, its attempt and its
+// stream sequence in headers, to the dead-letter stream, and once that
+// stream has it acknowledges the original. A failure of the second step
+// leaves the message to be delivered again (and dead-lettered again: the
+// dead-letter stream's deduplication keeps one copy within its window).
+func (d *delivery) DeadLetter(ctx context.Context, reason error) error {
+	msg := &nats.Msg{Subject: d.src.cfg.DeadSubject, Data: d.msg.Data(), Header: nats.Header{}}
+	for k, v := range d.msg.Headers() {
+		if !strings.HasPrefix(k, "Nats-") { // the server's: deduplication, expectations
+			msg.Header[k] = v
+		}
+	}
+	if reason == nil {
+		reason = errors.New("natsjs: dead-lettered without a reason")
+	}
+	msg.Header.Set(ReasonHeader, reason.Error())
+	msg.Header.Set(AttemptHeader, strconv.Itoa(d.attempt))
+	id := ""
+	if md, err := d.msg.Metadata(); err == nil {
+		seq := strconv.FormatUint(md.Sequence.Stream, 10)
+		msg.Header.Set(SequenceHeader, seq)
+		id = d.src.cfg.Stream + ":" + seq
+	}
+	var opts []jetstream.PublishOpt
+	if id != "" {
+		opts = append(opts, jetstream.WithMsgID(id))
+	}
+	if _, err := d.src.js.PublishMsg(ctx, msg, opts...); err != nil {
+		return fmt.Errorf("natsjs: dead-letter: %w", err)
+	}
+	return d.Ack(ctx)
+}

@@ -1,0 +1,84 @@
+package rabbitmq
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Config names the queues of a hand-off and sets how they behave. The zero
+// value means the defaults each field gives. Publishers and sources of one
+// hand-off must use the same Config: each declares the queues it uses, and
+// RabbitMQ refuses a declaration that differs from the queue's.
+type Config struct {
+	// Queue is the durable quorum queue that holds the messages on their
+	// way; default "stockguard.handoff".
+	Queue string
+	// DeadQueue is the durable quorum queue that keeps dead-lettered
+	// messages, with the reason in the x-stockguard-reason header; default
+	// Queue+".dead". It is also Queue's dead-letter destination, so a
+	// message the broker itself gives up on (a delivery limit set by
+	// policy) lands there too, with the broker's x-death header.
+	DeadQueue string
+	// Redelivery is how long a delivery may stay neither acknowledged,
+	// retried nor dead-lettered before the Source hands it back to the
+	// queue for another delivery; default 30s. A Source whose connection
+	// ends hands back everything at once (the broker does).
+	Redelivery time.Duration
+	// PublishTimeout bounds a Publish whose context has no deadline, retries
+	// on a new connection included; default 5s.
+	PublishTimeout time.Duration
+	// Connection configures the connections (TLS, heartbeat, properties);
+	// the zero value is amqp091's defaults with a 10s dial timeout.
+	Connection amqp.Config
+}
+
+// errConfig matches every error of a Config that cannot be used.
+var errConfig = errors.New("rabbitmq: bad config")
+
+// withDefaults returns c with every zero field set to its default, or an
+// error naming a field that cannot be used.
+func (c Config) withDefaults() (Config, error) {
+	if c.Queue == "" {
+		c.Queue = "stockguard.handoff"
+	}
+	if c.DeadQueue == "" {
+		c.DeadQueue = c.Queue + ".dead"
+	}
+	if c.Redelivery == 0 {
+		c.Redelivery = 30 * time.Second
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = 5 * time.Second
+	}
+	if c.Connection.Dial == nil {
+		c.Connection.Dial = amqp.DefaultDial(10 * time.Second)
+	}
+	switch {
+	case c.Redelivery < 0, c.PublishTimeout < 0:
+		return c, fmt.Errorf("%w: negative Redelivery or PublishTimeout", errConfig)
+	case c.Queue == c.DeadQueue:
+		return c, fmt.Errorf("%w: Queue and DeadQueue are both %q", errConfig, c.Queue)
+	}
+	return c, nil
+}
+
+// declare declares both queues on ch: durable quorum queues, Queue
+// dead-lettering to DeadQueue.
+func (c Config) declare(ch *amqp.Channel) error {
+	if _, err := ch.QueueDeclare(c.DeadQueue, true, false, false, false, amqp.Table{
+		"x-queue-type": "quorum",
+	}); err != nil {
+		return fmt.Errorf("rabbitmq: declare %s: %w", c.DeadQueue, err)
+	}
+	if _, err := ch.QueueDeclare(c.Queue, true, false, false, false, amqp.Table{
+		"x-queue-type":              "quorum",
+		"x-dead-letter-exchange":    "",
+		"x-dead-letter-routing-key": c.DeadQueue,
+	}); err != nil {
+		return fmt.Errorf("rabbitmq: declare %s: %w", c.Queue, err)
+	}
+	return nil
+}

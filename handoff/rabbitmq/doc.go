@@ -1,0 +1,56 @@
+// Package rabbitmq is the hand-off of the tiered flow (package handoff) on
+// RabbitMQ: a [Publisher] that the gate's side publishes orders with, and
+// a [Source] that the record's side reads them from.
+//
+// # Wiring
+//
+//	pub, err := rabbitmq.NewPublisher(ctx, "amqp://guest:guest@127.0.0.1:5672/", rabbitmq.Config{})
+//	defer pub.Close()
+//	rec := handoff.NewRecorder(pub, gate, handoff.RecorderConfig{})
+//	flow := tiered.New(gate, record, tiered.Config{Recorder: rec})
+//
+//	src, err := rabbitmq.NewSource(ctx, "amqp://guest:guest@127.0.0.1:5672/", rabbitmq.Config{})
+//	defer src.Close()
+//	c, err := handoff.NewConsumer(src, flow, handoff.ConsumerConfig{})
+//	go c.Run(ctx)
+//
+// Both declare the queues they use (idempotently), so they can start in
+// either order; give both the same Config.
+//
+// # Guarantees
+//
+//   - The hand-off is a durable quorum queue (Config.Queue). Publish sends
+//     a persistent message whose message-id is the order ID and returns
+//     nil only once the broker's publisher confirm acknowledged it.
+//     RabbitMQ does not deduplicate: an order published twice is delivered
+//     twice, and Settle, being idempotent, records it once.
+//   - A Source consumes with manual acknowledgement only while a Fetch
+//     runs (a consumer with a prefetch of the batch, cancelled before
+//     Fetch returns), so it never holds a message it was not asked for. A delivery that is
+//     neither acknowledged, retried nor dead-lettered within
+//     Config.Redelivery is handed back (a reject with requeue), and every
+//     delivery of a Source whose connection ends is handed back by the
+//     broker. Delivery.Attempt is 1 plus the quorum queue's
+//     x-delivery-count.
+//   - Retry holds the message for its delay and then hands it back; the
+//     quorum queue counts the delivery. DeadLetter publishes the message,
+//     with the reason in the x-stockguard-reason header, to
+//     Config.DeadQueue (with a confirm), then acknowledges it. The
+//     DeadQueue is also the queue's dead-letter destination for anything
+//     the broker drops itself (a delivery limit set by policy).
+//   - An Ack is not confirmed by AMQP 0-9-1: one lost with its connection
+//     means the message is delivered again, and settled again, which
+//     changes nothing.
+//
+// # A broker restart
+//
+// A Publisher and a Source open their connection on first use and a new
+// one when the last one closed: the call that meets the closed channel
+// fails (a Publish retries on a new connection until its context ends or
+// Config.PublishTimeout passes), and the next call reconnects. Nothing
+// is lost: a message the broker confirmed is on the quorum queue's
+// majority, and whatever was delivered and not acknowledged is handed
+// back when the connection ends. A delivery taken before the restart
+// cannot be acknowledged after it (its delivery tag belonged to the old
+// channel): its Ack fails and the message comes again.
+package rabbitmq

@@ -1,0 +1,195 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/rabbitmq"
+	"github.com/stockguard/stockguard/internal/testdb"
+)
+
+// The fault cells of the RabbitMQ hand-off, on the broker
+// STOCKGUARD_AMQP_URL names. The shared broker is never stopped: each
+// cell puts a TCP proxy of its own between its clients and the broker and
+// breaks the connections there, which is what a broker restart or a killed
+// consumer does to a client (the broker hands back every unacknowledged
+// delivery of a connection that ends).
+
+// cellConfig is the hand-off's Config in a cell: queues of the test's own,
+// a short Redelivery.
+func cellConfig(t *testing.T, url string) rabbitmq.Config {
+	cfg := config(t, url, 500*time.Millisecond)
+	cfg.PublishTimeout = time.Second
+	return cfg
+}
+
+// TestFaultBrokerRestart: every connection (the publisher's and the
+// consumers') drops mid-sale and new ones are refused for 300ms, as in a
+// broker restart; buyers retry what failed and the clients reconnect.
+func TestFaultBrokerRestart(t *testing.T) {
+	brokerURL := testdb.Need(t, broker)
+	t.Parallel()
+	px, url := startProxy(t, brokerURL)
+	cfg := cellConfig(t, brokerURL)
+	pub := publisher(t, url, cfg)
+	sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
+		newSource: func(int) handoff.Source { return source(t, url, cfg) },
+		mid: func() {
+			px.refuse(true)
+			px.cut()
+			time.Sleep(300 * time.Millisecond)
+			px.refuse(false)
+		},
+		settleFor: time.Second,
+	}.run(t)
+}
+
+// TestFaultConsumerKilledBeforeAck: a consumer's connection is dropped
+// between the Settle of its first batch and the batch's acks, as a
+// consumer killed with -9: the broker hands the batch back at once and the
+// other consumer settles each order again (a repeat: recorded once).
+func TestFaultConsumerKilledBeforeAck(t *testing.T) {
+	brokerURL := testdb.Need(t, broker)
+	t.Parallel()
+	cfg := cellConfig(t, brokerURL)
+	pub := publisher(t, brokerURL, cfg)
+	var killed atomic.Int64
+	out := sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
+		newSource: func(i int) handoff.Source {
+			if i != 0 {
+				return source(t, brokerURL, cfg)
+			}
+			px, url := startProxy(t, brokerURL)
+			px.refuse(false)
+			return killAtAck{Source: source(t, url, cfg), kill: func() {
+				killed.Add(1)
+				px.refuse(true) // it stays dead
+				px.cut()
+			}}
+		},
+		settleFor: time.Second,
+	}.run(t)
+	if killed.Load() == 0 {
+		t.Errorf("the killed consumer settled nothing: the cell did not run")
+	}
+	// Its batch was handed back and acknowledged by the other.
+	for id := range out.placed {
+		if len(out.done[id]) == 0 {
+			t.Errorf("order %s was never acknowledged: the killed consumer's message was not delivered again", id)
+		}
+	}
+}
+
+type killAtAck struct {
+	handoff.Source
+	kill func()
+}
+
+func (s killAtAck) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
+	ds, err := s.Source.Fetch(ctx, max)
+	for i, d := range ds {
+		ds[i] = killedDelivery{Delivery: d, kill: s.kill}
+	}
+	return ds, err
+}
+
+type killedDelivery struct {
+	handoff.Delivery
+	kill func()
+}
+
+var errKilled = errors.New("the consumer was killed")
+
+func (d killedDelivery) Ack(context.Context) error { d.kill(); return errKilled }
+
+// TestFaultDeliveredTwice: every order's message is published twice (a
+// Recorder's retry after a lost confirm; RabbitMQ does not deduplicate):
+// both are delivered and settled, each order recorded once.
+func TestFaultDeliveredTwice(t *testing.T) {
+	brokerURL := testdb.Need(t, broker)
+	t.Parallel()
+	cfg := cellConfig(t, brokerURL)
+	pub := publisher(t, brokerURL, cfg)
+	out := sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: twice{pub},
+		newSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
+		settleFor: time.Second,
+	}.run(t)
+	for id := range out.placed {
+		if n := len(out.done[id]); n != 2 {
+			t.Errorf("order %s: %d messages ended, want 2", id, n)
+		}
+	}
+}
+
+type twice struct{ handoff.Publisher }
+
+func (p twice) Publish(ctx context.Context, m handoff.Message) error {
+	if err := p.Publisher.Publish(ctx, m); err != nil {
+		return err
+	}
+	return p.Publisher.Publish(ctx, m)
+}
+
+// TestFaultOlderThanHold: the consumers start only after every hold has
+// expired in the queue: each order is returned as expired, nothing left
+// held.
+func TestFaultOlderThanHold(t *testing.T) {
+	brokerURL := testdb.Need(t, broker)
+	t.Parallel()
+	cfg := cellConfig(t, brokerURL)
+	pub := publisher(t, brokerURL, cfg)
+	out := sale{units: 50, orders: 60, consumers: 2, hold: time.Minute, pub: pub,
+		newSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
+		late:      2 * time.Minute}.run(t)
+	for id := range out.placed {
+		if errs := out.done[id]; len(errs) == 0 || !isExpired(errs[0]) {
+			t.Errorf("order %s ended %v; want stock.ErrHoldExpired", id, errs)
+		}
+	}
+	if len(out.placed) != 50 {
+		t.Errorf("%d orders placed, want 50 (the units)", len(out.placed))
+	}
+}
+
+// TestFaultUnreachableAtPublish: the broker cannot be reached for 1.5s
+// mid-sale (connections dropped, new ones refused): Place fails for the
+// orders whose publish cannot reach it, buyers retry, and the sale goes on
+// when it is back.
+func TestFaultUnreachableAtPublish(t *testing.T) {
+	brokerURL := testdb.Need(t, broker)
+	t.Parallel()
+	px, url := startProxy(t, brokerURL)
+	cfg := cellConfig(t, brokerURL)
+	pub := publisher(t, url, cfg)
+	var failed atomic.Int64
+	sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: publishFailures{Publisher: pub, failed: &failed},
+		newSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
+		mid: func() {
+			px.refuse(true)
+			px.cut()
+			time.Sleep(1500 * time.Millisecond)
+			px.refuse(false)
+		},
+		settleFor: time.Second,
+	}.run(t)
+	if failed.Load() == 0 {
+		t.Errorf("no publish failed while the broker was unreachable: the cell did not run")
+	}
+}
+
+type publishFailures struct {
+	handoff.Publisher
+	failed *atomic.Int64
+}
+
+func (p publishFailures) Publish(ctx context.Context, m handoff.Message) error {
+	err := p.Publisher.Publish(ctx, m)
+	if err != nil {
+		p.failed.Add(1)
+	}
+	return err
+}

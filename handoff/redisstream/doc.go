@@ -1,0 +1,35 @@
+// Package redisstream is the hand-off of the tiered flow on a Redis stream
+// (package handoff): a Queue publishes messages with XADD, and its Sources
+// read them in one consumer group.
+//
+//	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: "orders"})
+//	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{})        // tiered.Config.Recorder
+//	c, err := handoff.NewConsumer(q.Source("node1-0"), flow, handoff.ConsumerConfig{})
+//	go c.Run(ctx)
+//
+// It keeps the handoff adapter contract (it passes package handofftest,
+// on miniredis, a Redis server and a Redis Cluster):
+//
+//   - Fetch reads new messages first (one XREADGROUP: the cost of a busy
+//     queue); when they do not fill the batch, or at least every
+//     Redelivery/2, it also sweeps: due retries go back onto the stream,
+//     and deliveries left unacknowledged for Config.Redelivery are claimed
+//     (XAUTOCLAIM), with their delivery count one more
+//     (Delivery.Attempt).
+//   - Ack acknowledges the message and deletes it from the stream (XACK
+//     and XDEL in one MULTI): the stream belongs to its one group, so
+//     [Queue.Len] counts what is left to settle.
+//   - Retry replaces the message by a copy that counts the deliveries so
+//     far, due after the delay in a sorted set (the server's clock), and
+//     moved back onto the stream by a Fetch once due. DeadLetter copies
+//     it with the reason to a dead-letter stream. Both act only while the
+//     delivery is the message's current one (same consumer, same delivery
+//     count): a delivery that timed out and was claimed again cannot
+//     hand the message back twice.
+//   - A payload that does not decode is delivered as a Message with an
+//     empty order, which the Consumer dead-letters as invalid.
+//
+// Redis streams have no deduplication: an order handed off twice is two
+// messages, and Settle records it once. Keys: the stream, Stream+":delayed"
+// and Stream+":dead", in one hash tag.
+package redisstream

@@ -1,0 +1,328 @@
+package redisstream
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/lua"
+	"github.com/stockguard/stockguard/stock"
+)
+
+var (
+	retryScript   = redis.NewScript(lua.Script("handoff_retry.lua"))
+	promoteScript = redis.NewScript(lua.Script("handoff_promote.lua"))
+	deadScript    = redis.NewScript(lua.Script("handoff_dead.lua"))
+)
+
+// Config configures a Queue.
+type Config struct {
+	// Stream names the queue: the key of its stream. Its delayed set and
+	// dead-letter stream are the keys Stream+":delayed" and Stream+":dead".
+	// A name without a hash tag gets one around it ("orders" becomes
+	// "{orders}"), so that the three keys share a Redis Cluster slot.
+	// Required.
+	Stream string
+	// Group is the consumer group every Source of the queue reads in.
+	// Zero means "stockguard".
+	Group string
+	// Redelivery is how long a delivery may stay unacknowledged before
+	// another Fetch (of any Source) claims it and delivers it again. It
+	// must exceed the longest a consumer takes to settle a batch. Zero
+	// means 30s.
+	Redelivery time.Duration
+	// Block is the longest one XREADGROUP waits for new messages before
+	// Fetch looks for due retries and abandoned deliveries again. Zero
+	// means 100ms.
+	Block time.Duration
+}
+
+// Queue is a hand-off queue on a Redis stream read by one consumer group:
+// a handoff.Publisher, and the factory of its Sources. It is safe for
+// concurrent use.
+type Queue struct {
+	rdb                   redis.UniversalClient
+	stream, delayed, dead string
+	group                 string
+	redelivery, block     time.Duration
+}
+
+// New returns the Queue cfg names, creating its stream and consumer
+// group if they do not exist.
+func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Queue, error) {
+	if rdb == nil || cfg.Stream == "" {
+		return nil, &stock.InvalidError{Field: "redisstream.Config.Stream", Reason: "needs a client and a stream name"}
+	}
+	if cfg.Redelivery < 0 || cfg.Block < 0 {
+		return nil, &stock.InvalidError{Field: "redisstream.Config", Reason: "negative duration"}
+	}
+	if cfg.Group == "" {
+		cfg.Group = "stockguard"
+	}
+	if cfg.Redelivery == 0 {
+		cfg.Redelivery = 30 * time.Second
+	}
+	if cfg.Block == 0 {
+		cfg.Block = 100 * time.Millisecond
+	}
+	base := cfg.Stream
+	if i := strings.IndexByte(base, '{'); i < 0 || !strings.Contains(base[i:], "}") {
+		base = "{" + base + "}"
+	}
+	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", group: cfg.Group,
+		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond)}
+	err := rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return nil, err
+	}
+	return q, nil
+}
+
+// Publish appends m to the stream (XADD): once it returns nil, Redis has
+// it (as durably as the server's persistence settings make it). Redis
+// streams have no deduplication: a repeat is a second message, which the
+// consumer settles once either way.
+func (q *Queue) Publish(ctx context.Context, m handoff.Message) error {
+	return q.rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: []any{"m", encode(m, 0, "")}}).Err()
+}
+
+// Source returns the consumer named consumer of the queue's group. Give
+// each running consumer its own name (its node and a number): a name
+// reused by a consumer that restarts is harmless, its old deliveries are
+// claimed after Redelivery either way.
+func (q *Queue) Source(consumer string) handoff.Source { return &source{q: q, name: consumer} }
+
+// DeadLetter is one message in the queue's dead-letter stream.
+type DeadLetter struct {
+	// ID is its ID in the dead-letter stream; SourceID the message's ID
+	// in the queue's stream.
+	ID, SourceID string
+	Message      handoff.Message
+	// Reason is the text of the error it was dead-lettered with.
+	Reason string
+}
+
+// DeadLetters returns up to count messages of the dead-letter stream,
+// oldest first, from the ID after after ("" for the first).
+func (q *Queue) DeadLetters(ctx context.Context, after string, count int64) ([]DeadLetter, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	msgs, err := q.rdb.XRangeN(ctx, q.dead, start, "+", count).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, 0, len(msgs))
+	for _, x := range msgs {
+		payload, _ := x.Values["m"].(string)
+		m, _, _ := decode(payload)
+		reason, _ := x.Values["reason"].(string)
+		src, _ := x.Values["source_id"].(string)
+		out = append(out, DeadLetter{ID: x.ID, SourceID: src, Message: m, Reason: reason})
+	}
+	return out, nil
+}
+
+// Len returns the number of messages the queue holds: published and not
+// yet acknowledged or dead-lettered (those on the stream, read or not,
+// and those waiting out a Retry's delay). Ack deletes a message from the
+// stream, so this is the stream's length plus the delayed set's.
+func (q *Queue) Len(ctx context.Context) (int64, error) {
+	var onStream, delayed *redis.IntCmd
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		onStream = p.XLen(ctx, q.stream)
+		delayed = p.ZCard(ctx, q.delayed)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return onStream.Val() + delayed.Val(), nil
+}
+
+// Keys returns the keys of the queue: its stream, delayed set and
+// dead-letter stream.
+func (q *Queue) Keys() (stream, delayed, dead string) { return q.stream, q.delayed, q.dead }
+
+type source struct {
+	q     *Queue
+	name  string
+	swept time.Time // the last sweep; Fetch is called by one goroutine at a time
+}
+
+// Fetch reads new messages (XREADGROUP), moves due retries back onto the
+// stream and claims deliveries left unacknowledged for Redelivery
+// (XAUTOCLAIM), blocking for Block at a time until one is there or ctx
+// ends. On a busy queue the sweep runs at least every Redelivery/2.
+func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	for ctx.Err() == nil {
+		out, err := s.fetchOnce(ctx, n) // waits at most Block
+		if err != nil && ctx.Err() == nil {
+			return out, err
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+	return nil, nil
+}
+
+// fetchOnce reads new messages at once (XREADGROUP, one round trip: the
+// path of a busy queue); when they are fewer than n, or a while has passed
+// since the last sweep, it also sweeps (due retries back onto the stream,
+// abandoned deliveries claimed); and with nothing yet, it blocks for new
+// messages for at most Block.
+func (s *source) fetchOnce(ctx context.Context, n int) ([]handoff.Delivery, error) {
+	out, err := s.read(ctx, n, -1)
+	if err != nil || len(out) == n {
+		return out, err
+	}
+	if len(out) > 0 && time.Since(s.swept) < s.q.redelivery/2 {
+		return out, nil
+	}
+	s.swept = time.Now()
+	claimed, err := s.sweep(ctx, n-len(out))
+	out = append(out, claimed...)
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	block := s.q.block
+	if dl, ok := ctx.Deadline(); ok {
+		block = max(min(block, time.Until(dl)), time.Millisecond)
+	}
+	return s.read(ctx, n, block)
+}
+
+// read reads up to n new messages, waiting up to block for the first
+// (negative: not at all).
+func (s *source) read(ctx context.Context, n int, block time.Duration) ([]handoff.Delivery, error) {
+	q := s.q
+	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: q.group, Consumer: s.name, Streams: []string{q.stream, ">"}, Count: int64(n), Block: block,
+	}).Result()
+	if err != nil {
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []handoff.Delivery
+	for _, st := range res {
+		for _, x := range st.Messages {
+			out = append(out, s.delivery(x, 1))
+		}
+	}
+	return out, nil
+}
+
+// sweep moves due retries back onto the stream and claims up to n
+// deliveries left unacknowledged for Redelivery (XAUTOCLAIM).
+func (s *source) sweep(ctx context.Context, n int) ([]handoff.Delivery, error) {
+	q := s.q
+	if err := promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, max(n, 16)).Err(); err != nil {
+		return nil, err
+	}
+	claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+		Stream: q.stream, Group: q.group, Consumer: s.name, MinIdle: q.redelivery, Start: "0-0", Count: int64(n),
+	}).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []handoff.Delivery
+	for _, x := range claimed {
+		count, err := s.deliveries(ctx, x.ID)
+		if err != nil {
+			return out, err
+		}
+		if count > 0 {
+			out = append(out, s.delivery(x, count))
+		}
+	}
+	return out, nil
+}
+
+// deliveries returns the delivery count of the pending message id (0 if
+// it is not pending any more).
+func (s *source) deliveries(ctx context.Context, id string) (int64, error) {
+	p, err := s.q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.q.stream, Group: s.q.group, Start: id, End: id, Count: 1}).Result()
+	if err != nil || len(p) == 0 {
+		return 0, err
+	}
+	return p[0].RetryCount, nil
+}
+
+func (s *source) delivery(x redis.XMessage, count int64) *delivery {
+	payload, _ := x.Values["m"].(string)
+	m, before, _ := decode(payload) // a payload that does not decode is delivered with an invalid order
+	return &delivery{s: s, id: x.ID, count: count, attempt: before + int(count), m: m, payload: payload}
+}
+
+// errLeaseLost is the answer to Retry and DeadLetter of a delivery that
+// is not the message's current one any more.
+var errLeaseLost = errors.New("redisstream: the message was acknowledged, or claimed again after its redelivery timeout")
+
+type delivery struct {
+	s       *source
+	id      string
+	count   int64
+	attempt int
+	m       handoff.Message
+	payload string
+}
+
+func (d *delivery) Message() handoff.Message { return d.m }
+func (d *delivery) Attempt() int             { return d.attempt }
+
+// Ack acknowledges the message and deletes it from the stream; a repeat
+// is nil too.
+func (d *delivery) Ack(ctx context.Context) error {
+	q := d.s.q
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAck(ctx, q.stream, q.group, d.id)
+		p.XDel(ctx, q.stream, d.id)
+		return nil
+	})
+	return err
+}
+
+// Retry replaces the message by a copy that counts this delivery, due
+// after delay (a zero delay: at the stream's end at once).
+func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
+	q := d.s.q
+	copyOf := encode(d.m, d.attempt, d.id)
+	n, err := retryScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, q.group, d.id, d.s.name, d.count,
+		max(delay, 0).Milliseconds(), copyOf).Int()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errLeaseLost
+	}
+	return nil
+}
+
+// DeadLetter moves the message, with the reason's text, to the
+// dead-letter stream.
+func (d *delivery) DeadLetter(ctx context.Context, reason error) error {
+	q := d.s.q
+	why := ""
+	if reason != nil {
+		why = reason.Error()
+	}
+	n, err := deadScript.Run(ctx, q.rdb, []string{q.stream, q.dead}, q.group, d.id, d.s.name, d.count, d.payload, why).Int()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errLeaseLost
+	}
+	return nil
+}
