@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -373,11 +374,15 @@ func cleanRefusal(err error) bool {
 // to its bucket that other orders took before it could.
 const maxRefills = 32
 
-// flight is a refill of a SKU under way in this process. Once done is
-// closed, short and sold say whether it found the SKU sold out, and at
-// what instant.
+// flight is a refill of a SKU under way in this process, to bucket home.
+// want is the units it brings there: its own order's line and those of
+// the Deducts of the same bucket that wait for it, so that one refill
+// serves every buyer waiting, not one. Once done is closed, short and
+// sold say whether it found the SKU sold out, and at what instant.
 type flight struct {
 	done  chan struct{}
+	home  int
+	want  atomic.Int64
 	short bool
 	sold  soldAt
 }
@@ -403,7 +408,8 @@ type soldAt struct {
 // never more than one refill of a SKU at a time per process.
 func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int64) (short, led bool, err error) {
 	key := b.names[0]
-	f := &flight{done: make(chan struct{})}
+	f := &flight{done: make(chan struct{}), home: home}
+	f.want.Store(want)
 	joined := time.Now()
 	for {
 		v, busy := s.flights.LoadOrStore(key, f)
@@ -411,6 +417,9 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 			break
 		}
 		other := v.(*flight)
+		if other.home == home {
+			other.want.Add(want)
+		}
 		t := time.NewTimer(bucketLease)
 		select {
 		case <-other.done:
@@ -429,9 +438,11 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 		s.flights.CompareAndDelete(key, f)
 		close(f.done)
 	}()
-	short, err = s.refill(ctx, b, home, want, &f.sold)
+	short, err = s.refill(ctx, b, home, f.want.Load, &f.sold)
 	f.short = short && err == nil
-	return short, true, err
+	// Short of what every waiter wanted; this order's line is short only
+	// if it wants more than there was.
+	return f.short && want > f.sold.total, true, err
 }
 
 // unsplit reports, without a read, whether the Store knows every SKU of
@@ -479,14 +490,15 @@ type bucketState struct {
 }
 
 // refill moves available units from the SKU's other buckets to bucket
-// home until home has want, under the SKU's transfer lease (one refill
+// home until home has want() (read at each round: the Deducts waiting for
+// the refill add their lines to it), under the SKU's transfer lease (one refill
 // of a SKU at a time; others wait for it). It first settles the transfers
 // a refill that stopped halfway left behind. It reports short when home
 // still has fewer than want after every other bucket gave all it had:
 // at that moment the SKU has fewer than want units available in all its
 // buckets together (a refill that stopped halfway left none on their way:
 // this one settled them first).
-func (s *Store) refill(ctx context.Context, b *buckets, home int, want int64, sold *soldAt) (short bool, err error) {
+func (s *Store) refill(ctx context.Context, b *buckets, home int, want func() int64, sold *soldAt) (short bool, err error) {
 	if home < 0 {
 		return false, fmt.Errorf("SKU %q: %w", b.names[0], stock.ErrUnavailable)
 	}
@@ -517,7 +529,7 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, want int64, so
 			}
 			continue // read again
 		}
-		need := want - st[home].avail
+		need := want() - st[home].avail
 		if need <= 0 {
 			return false, nil
 		}
@@ -1441,7 +1453,7 @@ func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready,
 	if avail >= want {
 		return true, false, nil
 	}
-	short, err = s.refill(ctx, b, 0, want, nil)
+	short, err = s.refill(ctx, b, 0, func() int64 { return want }, nil)
 	return false, short, err
 }
 

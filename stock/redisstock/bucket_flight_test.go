@@ -94,3 +94,64 @@ func TestStalledRefillIsTakenOverByOneWaiter(t *testing.T) {
 		fx.want("hot", 20-placed, 10+placed, 0)
 	})
 }
+
+// One refill serves every Deduct of the bucket that waits for it: it
+// brings the lines of all of them, not only its own order's. When each
+// refill brought one order's units, the buyers of an emptied bucket took
+// a refill each (less what a refill moves to even the buckets out), and
+// every waiting buyer tried again after each: on a starved machine the
+// bucketed sale crawled.
+//
+// Sequence: 30 units in 3 buckets; bucket 0 emptied; 20 buyers of bucket
+// 0 order 1 unit each; the first refill waits (before its first lease
+// call) until the 20 Deducts wait for it (at most 30 s: a starved
+// machine). Then it is the only refill; margin: on a machine so starved
+// that the joins outlast the lease's lifetime (2 s), a waiter takes the
+// refill over once, so at most 2 (5 before).
+func TestOneRefillServesTheWaitingBuyers(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		ctx := fx.ctx()
+		const n, buyers = 3, 20
+		fx.bucketSale("hot", 30, 0, time.Minute, n)
+		us := usersIn(n, 0, buyers+1, "u")
+		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+
+		var (
+			mu     sync.Mutex
+			tokens = map[string]bool{}
+		)
+		lease := redisstock.BucketLeaseScriptHash()
+		fx.c.AddHook(checkHook(func(cmds []redis.Cmder) {
+			for _, c := range cmds {
+				args := c.Args()
+				if len(args) < 7 || args[1] != lease || args[5] != "take" {
+					continue
+				}
+				token, _ := args[6].(string)
+				mu.Lock()
+				first := len(tokens) == 0
+				tokens[token] = true
+				mu.Unlock()
+				for end := time.Now().Add(30 * time.Second); first && fx.s.FlightWant("hot") < buyers && time.Now().Before(end); {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		}))
+
+		var wg sync.WaitGroup
+		errs := make([]error, buyers)
+		for i := range buyers {
+			wg.Go(func() { errs[i] = fx.s.Deduct(ctx, ord("o"+strconv.Itoa(i), us[1+i], it("hot", 1))) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("buyer %d: Deduct: %v", i, err)
+			}
+		}
+		fx.want("hot", 0, 30, 0)
+		if len(tokens) > 2 {
+			t.Fatalf("%d refills for %d waiting buyers of one bucket; want 1 (2 with a takeover)", len(tokens), buyers)
+		}
+	})
+}

@@ -153,3 +153,13 @@ func (s *Store) GoneKey(sku string) string { return s.goneKey(sku) }
 // and stock_deduct_batch.lua.
 func HotScriptHash() string   { return hotScript.Hash() }
 func BatchScriptHash() string { return batchScript.Hash() }
+
+// FlightWant is the units the refill of sku under way in this Store
+// brings to its bucket (its own order's line and those of the Deducts
+// waiting for it), 0 with none under way.
+func (s *Store) FlightWant(sku string) int64 {
+	if v, ok := s.flights.Load(sku); ok {
+		return v.(*flight).want.Load()
+	}
+	return 0
+}
