@@ -172,7 +172,11 @@ func (s *Source) Close() error {
 func (s *Source) delivery(ch *amqp.Channel, msg amqp.Delivery) (*delivery, error) {
 	d := &delivery{src: s, ch: ch, msg: msg, attempt: 1 + deliveryCount(msg.Headers)}
 	s.holding.Add(1)
+	// Set under the lock: the timer's own end() may run before
+	// AfterFunc returns.
+	d.mu.Lock()
 	d.timer = time.AfterFunc(s.cfg.Redelivery, func() { d.handBack(0) })
+	d.mu.Unlock()
 	if err := json.Unmarshal(msg.Body, &d.m); err != nil {
 		return d, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
