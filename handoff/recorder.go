@@ -48,7 +48,7 @@ type RecorderConfig struct {
 }
 
 // Recorder is the tiered flow's Recorder over a Publisher: give it as
-// tiered.Config.Recorder (or stockguard.Config.Flow.Recorder). It is a
+// tiered.Config.Recorder (stockguard.Config.Handoff builds one). It is a
 // tiered.Admitter too: with a Lag configured, new orders are refused with
 // ErrBacklog while the hand-off lags past the bound. It is safe for
 // concurrent use.

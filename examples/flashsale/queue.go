@@ -128,9 +128,6 @@ func (q *queue) inFlight() int64 {
 	return int64(len(q.pending))
 }
 
-// lag is how far behind the consumers are (handoff.Consumer.Lag).
-func (q *queue) lag() time.Duration { return handoff.LagOf(q.consumers...)() }
-
 // drain waits until the broker holds no message (every one acknowledged
 // or dead-lettered), or ctx ends. It is the broker that says: an
 // acknowledgement whose reply was lost (the broker went away after
@@ -157,18 +154,4 @@ func pause(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// recorderSlot is the flow's Recorder, bound once the shop exists: the
-// handoff.Recorder reads the hold times from the shop's gate.
-type recorderSlot struct {
-	r atomic.Pointer[handoff.Recorder]
-}
-
-func (s *recorderSlot) Record(ctx context.Context, o stock.Order) error {
-	return s.r.Load().Record(ctx, o)
-}
-
-func (s *recorderSlot) Admit(ctx context.Context, o stock.Order) error {
-	return s.r.Load().Admit(ctx, o)
 }
