@@ -176,3 +176,42 @@ func TestShopHandoffRefusesSettingsThatDisagree(t *testing.T) {
 		t.Errorf("Consumer with the record's group: %v", err)
 	}
 }
+
+// The Shop's backpressure reads the broker's lag: orders waiting in the
+// queue with no consumer running on this node (they may run on others)
+// turn new orders away once the oldest waited more than half the hold
+// time, and the queue drained reopens admissions.
+func TestShopHandoffBacklogIsTheBrokers(t *testing.T) {
+	clock := stocktest.NewClock(stocktest.Epoch)
+	shop, q := handoffShop(t, stockguard.Config{Clock: clock})
+	ctx := t.Context()
+	if err := shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 20, HoldTTL: 10 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := shop.Deduct(ctx, order("o1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5*time.Minute + time.Second)
+	err := shop.Deduct(ctx, order("o2", 1))
+	if !errors.Is(err, tiered.ErrNotAdmitted) || !errors.Is(err, handoff.ErrBacklog) {
+		t.Fatalf("Deduct with o1 waiting 5m1s of a 10m hold: %v, want ErrNotAdmitted (ErrBacklog)", err)
+	}
+	if lv := levels(t, shop.Gate()); lv.Held != 1 {
+		t.Fatalf("gate holds %d after the refusal, want o1's 1", lv.Held)
+	}
+	c, err := shop.Consumer(q.Source("c"), handoff.ConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ds, err := q.Source("c").Fetch(fctx, 1)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Fetch = %d, %v", len(ds), err)
+	}
+	c.Settle(ctx, ds)
+	clock.Advance(time.Second) // past the Recorder's LagCache
+	if err := shop.Deduct(ctx, order("o2", 1)); err != nil {
+		t.Fatalf("Deduct with the queue drained: %v", err)
+	}
+}

@@ -61,8 +61,8 @@ type Config struct {
 	// Shop.Consumer. Flow.Recorder must then be nil. Run the consumers
 	// with Shop.Consumer.
 	Handoff handoff.Publisher
-	// HandoffRecorder configures that Recorder: MaxLag and
-	// HoldCache. Clock and Lag must be zero: they are the Shop's.
+	// HandoffRecorder configures that Recorder: MaxLag, HoldCache and
+	// LagCache. Clock and Lag must be zero: they are the Shop's.
 	HandoffRecorder handoff.RecorderConfig
 	// Breaker configures the circuit breaker around the gate (package
 	// degrade): when it opens, the fallback rate, the ramp back. Clock,
@@ -268,7 +268,7 @@ func (cfg Config) check() error {
 		return &stock.InvalidError{Field: "stockguard.Config.Flow.Recorder",
 			Reason: "set beside Handoff, which makes the Recorder: set one of them"}
 	}
-	if cfg.Handoff == nil && (cfg.HandoffRecorder.MaxLag != 0 || cfg.HandoffRecorder.HoldCache != 0) {
+	if cfg.Handoff == nil && (cfg.HandoffRecorder.MaxLag != 0 || cfg.HandoffRecorder.HoldCache != 0 || cfg.HandoffRecorder.LagCache != 0) {
 		return &stock.InvalidError{Field: "stockguard.Config.HandoffRecorder",
 			Reason: "configures the Recorder of a Handoff, and Handoff is nil"}
 	}

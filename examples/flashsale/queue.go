@@ -57,6 +57,19 @@ func (q *queue) Publish(ctx context.Context, m handoff.Message) error {
 	return nil
 }
 
+// Oldest is the broker's oldest message not acknowledged
+// (handoff.OldestReader), the lag the Recorder's backpressure reads; a
+// broker that cannot tell leaves it to the consumers' own lag.
+func (q *queue) Oldest(ctx context.Context) (time.Time, bool, error) {
+	o, ok := q.b.pub.(handoff.OldestReader)
+	if !ok {
+		return time.Time{}, false, errNoOldest
+	}
+	return o.Oldest(ctx)
+}
+
+var errNoOldest = errors.New("the broker does not tell its oldest message")
+
 // done counts a message that ended (a Consumer's ConsumerConfig.Done).
 func (q *queue) done(m handoff.Message, err error) {
 	q.mu.Lock()
