@@ -346,6 +346,15 @@ func TestRecorderLagIsTheBrokers(t *testing.T) {
 	if err := rec.Admit(ctx, order("o2", 1)); !errors.Is(err, handoff.ErrBacklog) {
 		t.Fatalf("Admit with the broker 31s behind and a 1m hold: %v, want ErrBacklog", err)
 	}
+	// A buyer who went away is no answer of the broker's: the next
+	// Admit, LagCache later, asks again (the broker still 31s behind).
+	clock.Advance(100 * time.Millisecond)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = rec.Admit(gone, order("o2", 1))
+	if lag := rec.Lag(ctx); lag != 31*time.Second+100*time.Millisecond {
+		t.Fatalf("Lag %v after a call cut short by its caller, want the broker's 31.1s", lag)
+	}
 	d := fetch(t, q.Source(), 1)[0]
 	if err := d.Ack(ctx); err != nil {
 		t.Fatal(err)

@@ -162,7 +162,8 @@ func (r *Recorder) Lag(ctx context.Context) time.Duration {
 // brokerLag is the age of the broker's oldest message, false while the
 // broker's last answer was an error. One caller at a time asks the broker
 // again once the answer is LagCache old; the others read the answer in
-// hand meanwhile.
+// hand meanwhile. A call cut short by the caller's own context is no
+// answer: the next caller asks again.
 func (r *Recorder) brokerLag(ctx context.Context) (time.Duration, bool) {
 	now := r.cfg.Clock.Now()
 	r.mu.Lock()
@@ -170,9 +171,11 @@ func (r *Recorder) brokerLag(ctx context.Context) (time.Duration, bool) {
 	r.mu.Unlock()
 	if stale && r.refreshing.TryLock() {
 		sent, pending, err := r.oldest.Oldest(ctx)
-		r.mu.Lock()
-		r.answered, r.asked, r.sent, r.pending, r.brokerErr = true, now, sent, pending && err == nil, err != nil
-		r.mu.Unlock()
+		if ctx.Err() == nil {
+			r.mu.Lock()
+			r.answered, r.asked, r.sent, r.pending, r.brokerErr = true, now, sent, pending && err == nil, err != nil
+			r.mu.Unlock()
+		}
 		r.refreshing.Unlock()
 	}
 	r.mu.Lock()
