@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/handoff"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
@@ -31,7 +32,10 @@ import (
 // clock and the observer of every part (Clock, Observer), the gate's hold
 // time that reconciliation rebuilds from the record's
 // (reconcile.Config.GateHold, from the flow's grace), the breaker's
-// recalibration (a reconcile pass) and its fallback (the flow's record).
+// recalibration (a reconcile pass) and its fallback (the flow's record),
+// and with a Handoff, the flow's Recorder, the hold times of its messages
+// (the gate's) and the lag its backpressure reads (the broker's, or the
+// Shop's consumers').
 type Config struct {
 	// Gate configures the Redis gate (package stock/redisstock): Prefix,
 	// Retention, MaxBatch, replication waits. Clock and Observer must be
@@ -44,11 +48,22 @@ type Config struct {
 	// Clock and Observer must be zero.
 	Record sqlstock.Config
 	// Flow configures the order flow (package stock/tiered): the hand-off
-	// (Recorder: your queue, whose consumer calls Shop.Settle),
-	// RecordGrace, RecheckAfter, and OnDrift, which is called besides the
-	// Shop's own repair of the SKUs a drift names. Clock and Observer must
-	// be zero.
+	// (Recorder: your queue, whose consumer calls Shop.Settle; or set
+	// Handoff instead), RecordGrace, RecheckAfter, and OnDrift, which is
+	// called besides the Shop's own repair of the SKUs a drift names.
+	// Clock and Observer must be zero.
 	Flow tiered.Config
+	// Handoff, if set, hands the orders the gate holds to the record
+	// through a broker (package handoff): New makes the flow's Recorder a
+	// handoff.Recorder publishing to Handoff, with the gate's hold times,
+	// and its backpressure reads the broker's lag (handoff.OldestReader,
+	// where Handoff implements it) or else that of the consumers made by
+	// Shop.Consumer. Flow.Recorder must then be nil. Run the consumers
+	// with Shop.Consumer.
+	Handoff handoff.Publisher
+	// HandoffRecorder configures that Recorder: MaxLag, HoldCache and
+	// LagCache. Clock and Lag must be zero: they are the Shop's.
+	HandoffRecorder handoff.RecorderConfig
 	// Breaker configures the circuit breaker around the gate (package
 	// degrade): when it opens, the fallback rate, the ramp back. Clock,
 	// Observer and Recalibrate must be zero: the Shop recalibrates the
@@ -103,10 +118,11 @@ type Shop struct {
 	rec    *reconcile.Reconciler
 	cfg    Config
 
-	mu    sync.Mutex
-	dirty map[string]bool // SKUs a drift named, to repair
-	all   bool            // a drift named no SKU: repair every one
-	kick  chan struct{}
+	mu        sync.Mutex
+	consumers []*handoff.Consumer // made by Consumer: the lag the Recorder reads
+	dirty     map[string]bool     // SKUs a drift named, to repair
+	all       bool                // a drift named no SKU: repair every one
+	kick      chan struct{}
 }
 
 var (
@@ -180,6 +196,11 @@ func build(rdb redis.UniversalClient, cfg Config, newRecord func(sqlstock.Config
 			cfg.Flow.OnDrift(d)
 		}
 	}
+	if cfg.Handoff != nil {
+		hc := cfg.HandoffRecorder
+		hc.Clock, hc.Lag = cfg.Clock, s.consumerLag
+		fc.Recorder = handoff.NewRecorder(cfg.Handoff, gate, hc)
+	}
 	var g tiered.GateStore = gate
 	var r tiered.RecordStore = record
 	if cfg.Wrap != nil {
@@ -234,12 +255,22 @@ func (cfg Config) check() error {
 		{"Reconcile.Clock", cfg.Reconcile.Clock != nil},
 		{"Reconcile.Observer", !isZero(cfg.Reconcile.Observer)},
 		{"Reconcile.GateHold", cfg.Reconcile.GateHold != nil},
+		{"HandoffRecorder.Clock", cfg.HandoffRecorder.Clock != nil},
+		{"HandoffRecorder.Lag", cfg.HandoffRecorder.Lag != nil},
 	}
 	for _, d := range derived {
 		if d.set {
 			return &stock.InvalidError{Field: "stockguard.Config." + d.field,
 				Reason: "set by New for every part alike (see Config): leave it zero"}
 		}
+	}
+	if cfg.Handoff != nil && cfg.Flow.Recorder != nil {
+		return &stock.InvalidError{Field: "stockguard.Config.Flow.Recorder",
+			Reason: "set beside Handoff, which makes the Recorder: set one of them"}
+	}
+	if cfg.Handoff == nil && (cfg.HandoffRecorder.MaxLag != 0 || cfg.HandoffRecorder.HoldCache != 0 || cfg.HandoffRecorder.LagCache != 0) {
+		return &stock.InvalidError{Field: "stockguard.Config.HandoffRecorder",
+			Reason: "configures the Recorder of a Handoff, and Handoff is nil"}
 	}
 	if cfg.Reconcile.DryRun {
 		return &stock.InvalidError{Field: "stockguard.Config.Reconcile.DryRun",
@@ -259,12 +290,60 @@ func (cfg Config) check() error {
 // isZero reports whether o reports nothing.
 func isZero(o observe.Observer) bool {
 	return o.Begin == nil && o.End == nil && o.Batch == nil && o.Reclaim == nil &&
-		o.Breaker == nil && o.Correction == nil && o.Limit == nil
+		o.Breaker == nil && o.Correction == nil && o.Limit == nil && o.Handoff == nil
 }
 
 // Settle records an order the gate holds: the consumer of the queue that
 // Config.Flow.Recorder feeds calls it (see tiered.Manager.Settle).
 func (s *Shop) Settle(ctx context.Context, o stock.Order) error { return s.flow.Settle(ctx, o) }
+
+// Consumer returns a handoff.Consumer that settles what src delivers
+// into the Shop (Settle): the consumer of the queue Config.Handoff feeds,
+// one per Source; start its Run. Its clock and observer are the Shop's,
+// and its lag is among those the Shop's Recorder reads (where the broker
+// cannot tell its own), so make consumers for the Shop's lifetime. A zero
+// cfg.Batch is the record's group (Config.Record.MaxGroup, sqlstock's
+// default 64), so that a batch is written in one transaction. It fails
+// with an error wrapping stock.ErrInvalid, having made nothing, for a nil
+// src, a cfg that sets Clock or Observer, or a Batch larger than the
+// record's group.
+func (s *Shop) Consumer(src handoff.Source, cfg handoff.ConsumerConfig) (*handoff.Consumer, error) {
+	if src == nil {
+		return nil, &stock.InvalidError{Field: "stockguard.Shop.Consumer src", Reason: "nil"}
+	}
+	if cfg.Clock != nil || !isZero(cfg.Observer) {
+		return nil, &stock.InvalidError{Field: "stockguard.Shop.Consumer cfg.Clock/Observer",
+			Reason: "set by the Shop (Config.Clock, Config.Observer): leave them zero"}
+	}
+	group := s.cfg.Record.MaxGroup
+	if group <= 0 {
+		group = sqlstock.DefaultMaxGroup
+	}
+	switch {
+	case cfg.Batch == 0:
+		cfg.Batch = group
+	case cfg.Batch > group:
+		return nil, &stock.InvalidError{Field: "stockguard.Shop.Consumer cfg.Batch",
+			Reason: fmt.Sprintf("%d is more than the record writes in one transaction (Config.Record.MaxGroup %d)", cfg.Batch, group)}
+	}
+	cfg.Clock, cfg.Observer = s.cfg.Clock, s.cfg.Observer
+	c, err := handoff.NewConsumer(src, s, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.consumers = append(s.consumers, c)
+	s.mu.Unlock()
+	return c, nil
+}
+
+// consumerLag is the largest lag of the Shop's consumers.
+func (s *Shop) consumerLag() time.Duration {
+	s.mu.Lock()
+	cs := s.consumers
+	s.mu.Unlock()
+	return handoff.LagOf(cs...)()
+}
 
 // CreateTables creates the record's tables if they do not exist (see
 // sqlstock.Store.CreateTables).

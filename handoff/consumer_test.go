@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // shop is a tiered flow over memstock tiers on a test clock whose Recorder
-// publishes to a Memory queue.
+// publishes to a Memory queue through a Publisher that does not tell the
+// broker's lag: the Recorder's lag is RecorderConfig.Lag, s.lag.
 type shop struct {
 	clock        *stocktest.Clock
 	gate, record *memstock.Store
@@ -39,7 +41,7 @@ func newShop(t *testing.T, hold time.Duration, cfg handoff.RecorderConfig) *shop
 	if cfg.Lag == nil {
 		cfg.Lag = func() time.Duration { s.mu.Lock(); defer s.mu.Unlock(); return s.lag }
 	}
-	s.rec = handoff.NewRecorder(s.q, s.gate, cfg)
+	s.rec = handoff.NewRecorder(publisherOnly{s.q}, s.gate, cfg)
 	s.flow = tiered.New(s.gate, s.record, tiered.Config{Recorder: s.rec, Clock: s.clock})
 	if err := s.flow.PutOnSale(context.Background(), stock.Listing{SKU: "a", Units: 10, HoldTTL: hold}); err != nil {
 		t.Fatal(err)
@@ -48,6 +50,9 @@ func newShop(t *testing.T, hold time.Duration, cfg handoff.RecorderConfig) *shop
 }
 
 func (s *shop) setLag(d time.Duration) { s.mu.Lock(); s.lag = d; s.mu.Unlock() }
+
+// publisherOnly hides every method of a Publisher but Publish.
+type publisherOnly struct{ handoff.Publisher }
 
 func fetch(t *testing.T, src handoff.Source, n int) []handoff.Delivery {
 	t.Helper()
@@ -310,4 +315,75 @@ func TestRecorderBackpressure(t *testing.T) {
 	if err := off.rec.Admit(ctx, order("o3", 1)); err != nil {
 		t.Fatalf("Admit with no bound: %v", err)
 	}
+}
+
+// Over a Publisher that tells the broker's lag (an OldestReader), Admit
+// reads it, asking again once the answer is LagCache old, and the
+// in-process measure (RecorderConfig.Lag) only while the broker fails.
+func TestRecorderLagIsTheBrokers(t *testing.T) {
+	ctx := context.Background()
+	clock := stocktest.NewClock(t0)
+	q := handofftest.NewMemory(time.Hour)
+	gate := memstock.New(clock)
+	var local atomic.Int64 // the in-process measure: an hour, unless set
+	local.Store(int64(time.Hour))
+	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{Clock: clock, LagCache: 100 * time.Millisecond,
+		Lag: func() time.Duration { return time.Duration(local.Load()) }})
+	flow := tiered.New(gate, memstock.New(clock), tiered.Config{Recorder: rec, Clock: clock})
+	if err := flow.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Place(ctx, order("o1", 1)); err != nil {
+		t.Fatalf("Place on an empty queue: %v (the in-process hour must not count)", err)
+	}
+	if err := rec.Admit(ctx, order("o2", 1)); err != nil {
+		t.Fatalf("Admit with o1 just sent: %v", err)
+	}
+	clock.Advance(31 * time.Second)
+	if lag := rec.Lag(ctx); lag != 31*time.Second {
+		t.Fatalf("Lag %v with o1 sent 31s ago, want 31s", lag)
+	}
+	if err := rec.Admit(ctx, order("o2", 1)); !errors.Is(err, handoff.ErrBacklog) {
+		t.Fatalf("Admit with the broker 31s behind and a 1m hold: %v, want ErrBacklog", err)
+	}
+	// A buyer who went away is no answer of the broker's: the next
+	// Admit, LagCache later, asks again (the broker still 31s behind).
+	clock.Advance(100 * time.Millisecond)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = rec.Admit(gone, order("o2", 1))
+	if lag := rec.Lag(ctx); lag != 31*time.Second+100*time.Millisecond {
+		t.Fatalf("Lag %v after a call cut short by its caller, want the broker's 31.1s", lag)
+	}
+	d := fetch(t, q.Source(), 1)[0]
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(99 * time.Millisecond)
+	if err := rec.Admit(ctx, order("o2", 1)); !errors.Is(err, handoff.ErrBacklog) {
+		t.Fatalf("Admit within LagCache of the last answer: %v, want it reused (ErrBacklog)", err)
+	}
+	clock.Advance(time.Millisecond)
+	if err := rec.Admit(ctx, order("o2", 1)); err != nil {
+		t.Fatalf("Admit LagCache after the answer, the queue empty: %v", err)
+	}
+
+	// A broker that cannot tell: the in-process measure.
+	broken := handoff.NewRecorder(failingOldest{q}, gate, handoff.RecorderConfig{Clock: clock,
+		Lag: func() time.Duration { return time.Duration(local.Load()) }})
+	if err := broken.Admit(ctx, order("o3", 1)); !errors.Is(err, handoff.ErrBacklog) {
+		t.Fatalf("Admit with Oldest failing and the in-process lag an hour: %v, want ErrBacklog", err)
+	}
+	local.Store(0)
+	clock.Advance(time.Second)
+	if err := broken.Admit(ctx, order("o3", 1)); err != nil {
+		t.Fatalf("Admit with Oldest failing and no in-process lag: %v", err)
+	}
+}
+
+// failingOldest is a Publisher whose Oldest fails.
+type failingOldest struct{ handoff.Publisher }
+
+func (failingOldest) Oldest(context.Context) (time.Time, bool, error) {
+	return time.Time{}, false, errors.New("broker unreachable")
 }

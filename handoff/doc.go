@@ -34,18 +34,23 @@
 //
 // One rule: while the hand-off lags more than a bound, new orders are
 // refused before the gate holds anything. The Recorder is a
-// tiered.Admitter; with RecorderConfig.Lag set (Consumer.Lag, or LagOf
-// over this node's consumers) its Admit returns [ErrBacklog] (matching
+// tiered.Admitter: its Admit returns [ErrBacklog] (matching
 // stock.ErrContention: nothing applied, retry later) while the lag exceeds
 // RecorderConfig.MaxLag, by default half the order's hold time, so an
 // order that is admitted reaches the record with at least half its hold
 // left to be paid in. tiered.Manager.Place returns it wrapped in
 // tiered.ErrNotAdmitted, which package degrade does not count against its
-// breaker. A consumer's lag is the age of the oldest message of the batch
-// in hand, held after the batch until a Fetch finds the queue empty, so
-// refusing admissions drains the queue and reopens them. Consumers on
-// other nodes are not seen: give Lag a func of your own (the broker's
-// oldest pending message) where they are.
+// breaker.
+//
+// The lag is the broker's where the Publisher tells it: an [OldestReader]
+// answers the Sent time of the oldest message not acknowledged, which
+// counts the consumers of every node; the Recorder asks at most once per
+// RecorderConfig.LagCache (100ms), so admissions do not cost a round trip
+// each. Otherwise, and while Oldest fails, it is RecorderConfig.Lag, this
+// process's measure: Consumer.Lag (or LagOf over this node's consumers),
+// the age of the oldest message of the batch in hand, held after the
+// batch until a Fetch finds the queue empty. Either way, refusing
+// admissions drains the queue and reopens them.
 //
 // # Writing an adapter
 //
@@ -70,6 +75,12 @@
 //     and returns with no error (and no delivery) when its context ends.
 //   - Publisher and Delivery are safe for concurrent use; each Source is
 //     one consumer, its Fetch called by one goroutine at a time.
+//   - Optionally, the Publisher is an [OldestReader]: Oldest tells the
+//     Sent time of the oldest message not acknowledged or dead-lettered
+//     (one waiting out a Retry's delay may be left out), false when there
+//     is none, in one cheap call (the head of a stream; the first message
+//     of a queue or stream, peeked without taking it). Implement it: it is
+//     the lag the Recorder's backpressure reads, across every node.
 //
 // # Testing an adapter
 //

@@ -64,3 +64,18 @@ type Source interface {
 	// delivered again after the adapter's own timeout.
 	Fetch(ctx context.Context, max int) ([]Delivery, error)
 }
+
+// OldestReader is what a broker adapter's Publisher may also implement:
+// it tells the hand-off's lag as the broker sees it, counting the
+// consumers of every node. A Recorder over a Publisher that is an
+// OldestReader reads its lag from Oldest (at most once per
+// RecorderConfig.LagCache), and falls back to RecorderConfig.Lag (the
+// in-process consumers' measure) while Oldest fails.
+type OldestReader interface {
+	// Oldest returns the Sent time of the oldest message the queue holds
+	// that is not acknowledged or dead-lettered yet, waiting for a
+	// consumer or in one's hands (one waiting out a Retry's delay may be
+	// left out), and false when the queue holds none. It is one cheap
+	// call to the broker (e.g. the first entry of a stream).
+	Oldest(ctx context.Context) (sent time.Time, ok bool, err error)
+}

@@ -27,13 +27,21 @@ type LevelsReader interface {
 	Levels(ctx context.Context, sku string) (stock.Levels, error)
 }
 
-// RecorderConfig configures a Recorder. The zero value is ready to use
-// and applies no backpressure.
+// RecorderConfig configures a Recorder. The zero value is ready to use:
+// it applies backpressure by the broker's lag where the Publisher is an
+// OldestReader, and none otherwise.
 type RecorderConfig struct {
-	// Lag reports the hand-off's current lag: how far behind its consumers
-	// are (Consumer.Lag, or LagOf over several). Nil: Admit admits every
+	// Lag reports the hand-off's current lag as this process sees it: how
+	// far behind its consumers are (Consumer.Lag, or LagOf over several).
+	// Over a Publisher that is an OldestReader it is read only while the
+	// broker's Oldest fails. Nil, and no OldestReader: Admit admits every
 	// order.
 	Lag func() time.Duration
+	// LagCache is how long an answer of the broker's Oldest is reused
+	// before Admit asks again, so that admissions do not cost a round trip
+	// each; the lag still grows with the clock in between. Zero means
+	// 100ms.
+	LagCache time.Duration
 	// MaxLag is the lag past which Admit refuses new orders. Zero means
 	// half the order's hold time at the gate: a hold still has half its
 	// time when its order reaches the record, for the buyer to pay.
@@ -48,17 +56,26 @@ type RecorderConfig struct {
 }
 
 // Recorder is the tiered flow's Recorder over a Publisher: give it as
-// tiered.Config.Recorder (or stockguard.Config.Flow.Recorder). It is a
+// tiered.Config.Recorder (stockguard.Config.Handoff builds one). It is a
 // tiered.Admitter too: with a Lag configured, new orders are refused with
 // ErrBacklog while the hand-off lags past the bound. It is safe for
 // concurrent use.
 type Recorder struct {
-	pub  Publisher
-	gate LevelsReader
-	cfg  RecorderConfig
+	pub    Publisher
+	gate   LevelsReader
+	cfg    RecorderConfig
+	oldest OldestReader // pub's, or nil
 
 	mu    sync.Mutex
 	holds map[string]cachedHold
+	// The broker's last answer to Oldest, read at asked (the Clock's time);
+	// refreshing is held by the one Admit asking again.
+	answered   bool
+	asked      time.Time
+	sent       time.Time
+	pending    bool // the queue held a message
+	brokerErr  bool // the last Oldest failed
+	refreshing sync.Mutex
 }
 
 type cachedHold struct {
@@ -74,10 +91,14 @@ func NewRecorder(pub Publisher, gate LevelsReader, cfg RecorderConfig) *Recorder
 	if cfg.HoldCache <= 0 {
 		cfg.HoldCache = time.Second
 	}
+	if cfg.LagCache <= 0 {
+		cfg.LagCache = 100 * time.Millisecond
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = stock.SystemClock
 	}
-	return &Recorder{pub: pub, gate: gate, cfg: cfg, holds: map[string]cachedHold{}}
+	oldest, _ := pub.(OldestReader)
+	return &Recorder{pub: pub, gate: gate, cfg: cfg, oldest: oldest, holds: map[string]cachedHold{}}
 }
 
 // Record publishes o with its deadline: now (just after the gate took the
@@ -96,13 +117,15 @@ func (r *Recorder) Record(ctx context.Context, o stock.Order) error {
 
 // Admit refuses o with ErrBacklog while the lag exceeds the bound
 // (RecorderConfig.MaxLag, by default half o's hold time); nil otherwise,
-// and always without a Lag. A hold time the gate cannot tell admits o:
-// the Deduct that follows asks the gate anyway.
+// and always without a lag to read. The lag is the broker's (the age of
+// the oldest message not acknowledged, from OldestReader) where the
+// Publisher tells it, or else RecorderConfig.Lag. A hold time the gate
+// cannot tell admits o: the Deduct that follows asks the gate anyway.
 func (r *Recorder) Admit(ctx context.Context, o stock.Order) error {
-	if r.cfg.Lag == nil || r.cfg.MaxLag < 0 {
+	if r.cfg.MaxLag < 0 {
 		return nil
 	}
-	lag := r.cfg.Lag()
+	lag := r.Lag(ctx)
 	if lag <= 0 {
 		return nil
 	}
@@ -118,6 +141,53 @@ func (r *Recorder) Admit(ctx context.Context, o stock.Order) error {
 		return ErrBacklog
 	}
 	return nil
+}
+
+// Lag is the hand-off's lag as Admit reads it: the age of the broker's
+// oldest message not acknowledged (OldestReader, asked at most once per
+// RecorderConfig.LagCache), or RecorderConfig.Lag where the Publisher
+// does not tell it or its last answer was an error; zero without either.
+func (r *Recorder) Lag(ctx context.Context) time.Duration {
+	if r.oldest != nil {
+		if lag, ok := r.brokerLag(ctx); ok {
+			return lag
+		}
+	}
+	if r.cfg.Lag != nil {
+		return r.cfg.Lag()
+	}
+	return 0
+}
+
+// brokerLag is the age of the broker's oldest message, false while the
+// broker's last answer was an error. One caller at a time asks the broker
+// again once the answer is LagCache old; the others read the answer in
+// hand meanwhile. A call cut short by the caller's own context is no
+// answer: the next caller asks again.
+func (r *Recorder) brokerLag(ctx context.Context) (time.Duration, bool) {
+	now := r.cfg.Clock.Now()
+	r.mu.Lock()
+	stale := !r.answered || now.Sub(r.asked) >= r.cfg.LagCache
+	r.mu.Unlock()
+	if stale && r.refreshing.TryLock() {
+		sent, pending, err := r.oldest.Oldest(ctx)
+		if ctx.Err() == nil {
+			r.mu.Lock()
+			r.answered, r.asked, r.sent, r.pending, r.brokerErr = true, now, sent, pending && err == nil, err != nil
+			r.mu.Unlock()
+		}
+		r.refreshing.Unlock()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case !r.answered || r.brokerErr:
+		return 0, false
+	case !r.pending:
+		return 0, true
+	default:
+		return max(now.Sub(r.sent), 0), true
+	}
 }
 
 // hold returns o's hold time at the gate.

@@ -77,7 +77,7 @@ func inputSeries(path string) (string, error) {
 // has: a renamed metric or label breaks this test, not the dashboard.
 func TestDashboardAndRulesQueryScrapedSeries(t *testing.T) {
 	var scraped strings.Builder
-	for _, name := range []string{"sale", "outage"} {
+	for _, name := range []string{"sale", "outage", "handoff"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name+".prom"))
 		if err != nil {
 			t.Fatal(err)

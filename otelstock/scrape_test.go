@@ -29,6 +29,8 @@ import (
 	_ "modernc.org/sqlite" // registers "sqlite"
 
 	"github.com/stockguard/stockguard"
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/handofftest"
 	"github.com/stockguard/stockguard/limiter"
 	"github.com/stockguard/stockguard/otelstock"
 	"github.com/stockguard/stockguard/stock"
@@ -54,7 +56,7 @@ type sale struct {
 	slow atomic.Bool // the gate's commands answer late
 }
 
-func newSale(t *testing.T) *sale {
+func newSale(t *testing.T, opts ...func(*stockguard.Config)) *sale {
 	t.Helper()
 	s := &sale{t: t, ctx: context.Background(), mr: miniredis.RunT(t), reg: prometheus.NewRegistry(),
 		clk: stocktest.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))}
@@ -73,7 +75,11 @@ func newSale(t *testing.T) *sale {
 	t.Cleanup(func() { _ = s.rdb.Close() })
 	db := sqlx.MustOpen("sqlite", "file:"+filepath.Join(t.TempDir(), "shop.db")+"?_pragma=busy_timeout(5000)")
 	t.Cleanup(func() { _ = db.Close() })
-	if s.shop, err = stockguard.New(s.rdb, db.DB, stockguard.Config{Observer: a.Observer(), Clock: s.clk}); err != nil {
+	cfg := stockguard.Config{Observer: a.Observer(), Clock: s.clk}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if s.shop, err = stockguard.New(s.rdb, db.DB, cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.shop.Close)
@@ -203,11 +209,45 @@ func outageScrape(t *testing.T) string {
 	return s.scrape()
 }
 
+// A sale whose orders reach the record through a queue: the consumer
+// settles two orders a minute after they were published, and two more
+// after their holds expired in the queue.
+func handoffScrape(t *testing.T) string {
+	q := handofftest.NewMemory(time.Hour)
+	s := newSale(t, func(c *stockguard.Config) { c.Handoff = q })
+	s.must(s.shop.PutOnSale(s.ctx, stock.Listing{SKU: "phone", Units: 10, HoldTTL: 15 * time.Minute}))
+	c, err := s.shop.Consumer(q.Source(), handoff.ConsumerConfig{})
+	s.must(err)
+	settle := func(n int) {
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		defer cancel()
+		ds, err := q.Source().Fetch(ctx, n)
+		if err != nil || len(ds) != n {
+			t.Fatalf("Fetch = %d, %v; want %d", len(ds), err, n)
+		}
+		c.Settle(s.ctx, ds)
+	}
+	for i := range 2 {
+		s.must(s.shop.Deduct(s.ctx, stock.Order{ID: fmt.Sprint("o", i), Items: []stock.Item{{SKU: "phone", Qty: 1}}}))
+	}
+	s.clk.Advance(time.Minute)
+	settle(2)
+	for i := 2; i < 4; i++ {
+		s.must(s.shop.Deduct(s.ctx, stock.Order{ID: fmt.Sprint("o", i), Items: []stock.Item{{SKU: "phone", Qty: 1}}}))
+	}
+	s.clk.Advance(16 * time.Minute)
+	settle(2)
+	if q.Len() != 0 {
+		t.Fatalf("%d messages left in the queue", q.Len())
+	}
+	return s.scrape()
+}
+
 // The scrapes in testdata are what the exporter serves after the sales
 // above (durations aside): the rule tests and README.md's sample are made
 // from them. Run with -update to rewrite them.
 func TestScrapes(t *testing.T) {
-	for name, run := range map[string]func(*testing.T) string{"sale": saleScrape, "outage": outageScrape} {
+	for name, run := range map[string]func(*testing.T) string{"sale": saleScrape, "outage": outageScrape, "handoff": handoffScrape} {
 		got := run(t)
 		path := filepath.Join("testdata", name+".prom")
 		if *update {

@@ -199,6 +199,8 @@ func (c config) validate(rest []string) error {
 		return fmt.Errorf("-max-deliveries %d: want at least 1", c.maxDeliveries)
 	case c.maxGroup < 0 || c.maxGroup > 1024:
 		return fmt.Errorf("-max-group %d: want 0 (the default) to 1024", c.maxGroup)
+	case c.maxGroup > 0 && c.batch > c.maxGroup:
+		return fmt.Errorf("-batch %d: want at most -max-group %d (a batch is written in one transaction)", c.batch, c.maxGroup)
 	case c.fallbackRate < 1:
 		return fmt.Errorf("-fallback-rate %d: want at least 1", c.fallbackRate)
 	case c.mysqlDSN != "" && c.postgresDSN != "":

@@ -57,6 +57,19 @@ func (q *queue) Publish(ctx context.Context, m handoff.Message) error {
 	return nil
 }
 
+// Oldest is the broker's oldest message not acknowledged
+// (handoff.OldestReader), the lag the Recorder's backpressure reads; a
+// broker that cannot tell leaves it to the consumers' own lag.
+func (q *queue) Oldest(ctx context.Context) (time.Time, bool, error) {
+	o, ok := q.b.pub.(handoff.OldestReader)
+	if !ok {
+		return time.Time{}, false, errNoOldest
+	}
+	return o.Oldest(ctx)
+}
+
+var errNoOldest = errors.New("the broker does not tell its oldest message")
+
 // done counts a message that ended (a Consumer's ConsumerConfig.Done).
 func (q *queue) done(m handoff.Message, err error) {
 	q.mu.Lock()
@@ -128,9 +141,6 @@ func (q *queue) inFlight() int64 {
 	return int64(len(q.pending))
 }
 
-// lag is how far behind the consumers are (handoff.Consumer.Lag).
-func (q *queue) lag() time.Duration { return handoff.LagOf(q.consumers...)() }
-
 // drain waits until the broker holds no message (every one acknowledged
 // or dead-lettered), or ctx ends. It is the broker that says: an
 // acknowledgement whose reply was lost (the broker went away after
@@ -157,18 +167,4 @@ func pause(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// recorderSlot is the flow's Recorder, bound once the shop exists: the
-// handoff.Recorder reads the hold times from the shop's gate.
-type recorderSlot struct {
-	r atomic.Pointer[handoff.Recorder]
-}
-
-func (s *recorderSlot) Record(ctx context.Context, o stock.Order) error {
-	return s.r.Load().Record(ctx, o)
-}
-
-func (s *recorderSlot) Admit(ctx context.Context, o stock.Order) error {
-	return s.r.Load().Admit(ctx, o)
 }

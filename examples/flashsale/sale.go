@@ -54,27 +54,17 @@ func sell(ctx context.Context, cfg config, progress io.Writer) (*report, error) 
 		return nil, err
 	}
 	st := newStats(cfg.attempts)
-	b, err := openBroker(ctx, cfg, sys, max(200*time.Millisecond, cfg.hold/5))
-	if err != nil {
-		return nil, err
-	}
-	if b.close != nil {
-		defer b.close()
-	}
-	q := newQueue(b)
+	q := sys.q
+	b := q.b
 	sh := &shop{sys: sys, q: q, st: st, cfg: cfg}
-	consumed := q.observer(sys.obs)
 	for i := range cfg.consumers {
-		c, err := handoff.NewConsumer(b.source("c"+strconv.Itoa(i)), sys.shop, handoff.ConsumerConfig{
-			Batch: cfg.batch, MaxAttempts: int(cfg.maxDeliveries), Observer: consumed, Done: sh.settled})
+		c, err := sys.shop.Consumer(b.source("c"+strconv.Itoa(i)), handoff.ConsumerConfig{
+			Batch: cfg.batch, MaxAttempts: int(cfg.maxDeliveries), Done: sh.settled})
 		if err != nil {
 			return nil, err
 		}
 		q.consumers = append(q.consumers, c)
 	}
-	// The gate's hold times make each message's deadline; the consumers'
-	// lag past -max-lag turns new orders away (see shop.buy).
-	sys.recorder.r.Store(handoff.NewRecorder(q, sys.gate, handoff.RecorderConfig{Lag: q.lag, MaxLag: cfg.maxLag}))
 	if err := tel.watch(sys, q, skus); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stockguard/stockguard"
 	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/handoff"
 	"github.com/stockguard/stockguard/limiter"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/reconcile"
@@ -32,12 +33,12 @@ type system struct {
 	prefix string // unique per run: keys, streams and tables
 
 	// shop is the order path buyers, payers and the queue's consumers use,
-	// wired as the README wires it; its hand-off goes through recorder.
-	shop     *stockguard.Shop
-	gate     *redisstock.Store
-	record   *sqlstock.Store
-	recorder *recorderSlot
-	breaker  *breakerLog
+	// wired as the README wires it; its hand-off goes through q.
+	shop    *stockguard.Shop
+	gate    *redisstock.Store
+	record  *sqlstock.Store
+	q       *queue
+	breaker *breakerLog
 	// fixes counts the units the shop's reconciler corrected during the
 	// sale (final is set for the closing pass, whose corrections the
 	// report lists itself).
@@ -63,7 +64,7 @@ type redisSwitch interface {
 // build connects (or starts) the stores named by cfg, each reporting to
 // obs, and puts nothing on sale yet.
 func build(ctx context.Context, cfg config, obs observe.Observer) (*system, error) {
-	s := &system{prefix: "fs" + randomHex(4), obs: obs, recorder: &recorderSlot{}}
+	s := &system{prefix: "fs" + randomHex(4), obs: obs}
 	ok := false
 	defer func() {
 		if !ok {
@@ -111,6 +112,19 @@ func build(ctx context.Context, cfg config, obs observe.Observer) (*system, erro
 		s.cleanup = append(s.cleanup, func() { deletePrefix(rdb, s.prefix) })
 	}
 
+	// The hand-off's queue (-queue: a stream on the Redis the limiter
+	// uses, NATS JetStream or RabbitMQ); the shop's consumers report each
+	// delivery to the queue's counts too.
+	b, err := openBroker(ctx, cfg, s, max(200*time.Millisecond, cfg.hold/5))
+	if err != nil {
+		return nil, err
+	}
+	if b.close != nil {
+		s.cleanup = append(s.cleanup, b.close)
+	}
+	s.q = newQueue(b)
+	s.obs = s.q.observer(obs)
+
 	db, tables, name, err := openDB(ctx, cfg, s)
 	if err != nil {
 		return nil, err
@@ -120,9 +134,11 @@ func build(ctx context.Context, cfg config, obs observe.Observer) (*system, erro
 	s.shop, err = stockguard.New(rdb, db.DB, stockguard.Config{
 		Gate:   redisstock.Config{Prefix: s.prefix},
 		Record: tables,
-		Flow: tiered.Config{
-			Recorder: s.recorder, // a handoff.Recorder, bound by sell
-		},
+		// The hand-off: each order the gate holds is published to the
+		// queue with the gate's hold time; past -max-lag of lag new
+		// orders are turned away as busy (see shop.buy).
+		Handoff:         s.q,
+		HandoffRecorder: handoff.RecorderConfig{MaxLag: cfg.maxLag},
 		// The breaker's timings scale with the sale's length, so a short
 		// sale still shows the whole cycle; while it is open the database
 		// takes orders at -fallback-rate.
@@ -138,7 +154,7 @@ func build(ctx context.Context, cfg config, obs observe.Observer) (*system, erro
 			OnCorrection: s.fixes.note,
 		},
 		Reclaim:  stock.ReclaimerConfig{Interval: max(20*time.Millisecond, cfg.hold/10)},
-		Observer: obs,
+		Observer: s.obs,
 	})
 	if err != nil {
 		return nil, err

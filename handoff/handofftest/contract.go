@@ -22,6 +22,7 @@ func init() {
 	register("DeadLetter", deadLetter)
 	register("FetchEndsWithContext", fetchEndsWithContext)
 	register("ManyPublishersBatches", manyPublishersBatches)
+	register("Oldest", oldest)
 }
 
 // message returns a message with every field set, times in whole
@@ -278,4 +279,44 @@ func manyPublishersBatches(t *testing.T, h Harness) {
 			t.Errorf("%s delivered %d times, want once (each was acknowledged at once)", id, n)
 		}
 	}
+}
+
+// oldest: a Publisher that is a handoff.OldestReader tells the Sent time
+// of the oldest message not acknowledged, delivered or not, and false
+// once there is none. (Skipped for a Publisher that is not one.)
+func oldest(t *testing.T, h Harness) {
+	q := h.New(t)
+	o, ok := q.Publisher.(handoff.OldestReader)
+	if !ok {
+		t.Skip("the Publisher is not a handoff.OldestReader")
+	}
+	check := func(when string, want time.Time, wantOK bool) {
+		t.Helper()
+		got, ok, err := o.Oldest(bg(t))
+		if err != nil || ok != wantOK || (ok && got.UnixMilli() != want.UnixMilli()) {
+			t.Fatalf("Oldest %s = %v, %v, %v; want %v, %v", when, got, ok, err, want, wantOK)
+		}
+	}
+	check("of an empty queue", time.Time{}, false)
+	first, second := message("oldest-1"), message("oldest-2")
+	first.Sent = first.Sent.Add(-2 * time.Second)
+	second.Sent = second.Sent.Add(-time.Second)
+	for _, m := range []handoff.Message{first, second} {
+		if err := q.Publisher.Publish(bg(t), m); err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+	}
+	check("with two published", first.Sent, true)
+	src := q.NewSource()
+	ds := []handoff.Delivery{fetchOne(t, src, margin), fetchOne(t, src, margin)}
+	check("with both in a consumer's hands", first.Sent, true)
+	slices.SortFunc(ds, func(a, b handoff.Delivery) int { return a.Message().Sent.Compare(b.Message().Sent) })
+	if err := ds[0].Ack(bg(t)); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	check("once the first is acknowledged", second.Sent, true)
+	if err := ds[1].Ack(bg(t)); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	check("once both are acknowledged", time.Time{}, false)
 }

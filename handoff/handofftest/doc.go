@@ -30,6 +30,9 @@
 //   - messages from concurrent publishers are delivered once each, in
 //     batches of at most the size asked, across consumers sharing the
 //     queue;
+//   - a Publisher that is a handoff.OldestReader tells the Sent time of
+//     the oldest message not acknowledged, delivered or not, and false on
+//     an empty queue (skipped for one that is not);
 //   - end to end, through a handoff.Consumer settling into a tiered flow
 //     over memstock tiers: concurrent buyers, several consumers, an order
 //     handed off twice, a consumer that stops between Settle and Ack:

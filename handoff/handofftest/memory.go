@@ -76,6 +76,24 @@ func (q *Memory) Publish(ctx context.Context, m handoff.Message) error {
 	return nil
 }
 
+// Oldest returns the Sent time of the oldest message in q not
+// acknowledged or dead-lettered yet (handoff.OldestReader), and false when
+// there is none.
+func (q *Memory) Oldest(ctx context.Context) (time.Time, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var oldest time.Time
+	for _, m := range q.msgs {
+		if oldest.IsZero() || m.m.Sent.Before(oldest) {
+			oldest = m.m.Sent
+		}
+	}
+	return oldest, len(q.msgs) > 0, nil
+}
+
 // Source returns a new consumer of q.
 func (q *Memory) Source() handoff.Source { return memSource{q} }
 

@@ -3,6 +3,8 @@ package redisstream
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,6 +145,30 @@ func (q *Queue) Len(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return onStream.Val() + delayed.Val(), nil
+}
+
+// Oldest returns the Sent time of the message at the head of the stream
+// (handoff.OldestReader): the first published of those not acknowledged
+// or dead-lettered, read or not, as Ack deletes a message from the stream.
+// One XRANGE of one entry. Messages waiting out a Retry's delay are left
+// out. A payload that does not decode (or has no Sent) is dated by its
+// entry ID, the time Redis added it. It returns false when the stream is
+// empty.
+func (q *Queue) Oldest(ctx context.Context) (time.Time, bool, error) {
+	msgs, err := q.rdb.XRangeN(ctx, q.stream, "-", "+", 1).Result()
+	if err != nil || len(msgs) == 0 {
+		return time.Time{}, false, err
+	}
+	payload, _ := msgs[0].Values["m"].(string)
+	if m, _, err := decode(payload); err == nil && !m.Sent.IsZero() {
+		return m.Sent, true, nil
+	}
+	ms, _, _ := strings.Cut(msgs[0].ID, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("redisstream: entry ID %q: %w", msgs[0].ID, err)
+	}
+	return time.UnixMilli(n), true, nil
 }
 
 // Keys returns the keys of the queue: its stream, delayed set and

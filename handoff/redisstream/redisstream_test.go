@@ -130,3 +130,25 @@ func TestLen(t *testing.T) {
 	}
 	want(1)
 }
+
+// Oldest dates a head entry whose payload does not decode by its entry
+// ID, the time Redis added it, rather than call the queue empty.
+func TestOldestOfAnUndecodablePayload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: "garbled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _, _ := q.Keys()
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: "1700000000123-0", Values: []any{"m", "not json"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := q.Oldest(ctx)
+	if err != nil || !ok || got.UnixMilli() != 1700000000123 {
+		t.Fatalf("Oldest = %v, %v, %v; want the entry ID's time", got, ok, err)
+	}
+}

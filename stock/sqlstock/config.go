@@ -156,6 +156,9 @@ type Columns struct {
 	MaxHoldTTL string
 }
 
+// DefaultMaxGroup is the MaxGroup of a Config that leaves it zero.
+const DefaultMaxGroup = 64
+
 const (
 	defaultTable         = "stock"
 	defaultLedger        = "stockguard_ledger"
@@ -164,7 +167,6 @@ const (
 	maxRetryWait         = 100 * time.Millisecond
 	defaultLockWait      = 5 * time.Second
 	defaultSettingsCache = 4096
-	defaultMaxGroup      = 64
 	maxMaxGroup          = 1024
 	maxLedgerName        = 54 // + "_sku_user" stays within the 63 bytes PostgreSQL keeps
 )
@@ -208,7 +210,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.SettingsCache = defaultSettingsCache
 	}
 	if cfg.MaxGroup <= 0 {
-		cfg.MaxGroup = defaultMaxGroup
+		cfg.MaxGroup = DefaultMaxGroup
 	}
 	if cfg.MaxGroup > maxMaxGroup {
 		return cfg, &stock.InvalidError{Field: "sqlstock.Config.MaxGroup", Reason: "more than " + itoa(maxMaxGroup)}
