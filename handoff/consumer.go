@@ -43,11 +43,14 @@ type ConsumerConfig struct {
 	// nil (the record has the order), Settle's business error (the order
 	// ended holding nothing at either tier, e.g. stock.ErrHoldExpired for
 	// one that expired in the queue), or an error matching
-	// ErrDeadLettered. It is called after the Ack or DeadLetter returned
-	// nil; a message whose Ack failed is delivered again and reported
-	// again. So is one whose delivery outlived the adapter's redelivery
-	// timeout (Settle took longer): the second delivery settles it again,
-	// with the same outcome, and both report it. Count by order ID.
+	// ErrDeadLettered. The record decides an order's end, not the
+	// broker: Done is called once Settle answered, whether or not the Ack
+	// that follows succeeds (an Ack whose reply was lost may have removed
+	// the message, and then nothing would report the order), and after a
+	// DeadLetter that returned nil. A message whose Ack failed may be
+	// delivered again and reported again, with the same outcome; so is
+	// one whose delivery outlived the adapter's redelivery timeout (Settle
+	// took longer). Count by order ID.
 	Done func(ctx context.Context, m Message, err error)
 	// Observer receives a Handoff report per delivery that ended.
 	Observer observe.Observer
@@ -156,9 +159,8 @@ func (c *Consumer) settle(ctx context.Context, d Delivery) {
 	case errors.Is(err, stock.ErrInvalid):
 		c.deadLetter(ctx, d, h, err)
 	case err == nil || stock.IsBusiness(err):
-		if d.Ack(ctx) == nil {
-			c.finish(ctx, m, h, err)
-		}
+		_ = d.Ack(ctx) // a failed Ack: delivered again, settled again
+		c.finish(ctx, m, h, err)
 	case d.Attempt() >= c.cfg.MaxAttempts:
 		c.deadLetter(ctx, d, h, err)
 	default:

@@ -387,3 +387,54 @@ type failingOldest struct{ handoff.Publisher }
 func (failingOldest) Oldest(context.Context) (time.Time, bool, error) {
 	return time.Time{}, false, errors.New("broker unreachable")
 }
+
+// lostAck is a delivery whose Ack applies at the broker and whose reply
+// is lost: the message is gone and no redelivery will come.
+type lostAck struct{ handoff.Delivery }
+
+func (d lostAck) Ack(ctx context.Context) error {
+	if err := d.Delivery.Ack(ctx); err != nil {
+		return err
+	}
+	return errors.New("connection reset (the Ack applied)")
+}
+
+type lostAckSource struct{ handoff.Source }
+
+func (s lostAckSource) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
+	ds, err := s.Source.Fetch(ctx, n)
+	for i, d := range ds {
+		ds[i] = lostAck{d}
+	}
+	return ds, err
+}
+
+// The record decides an order's end: an order whose Settle answered is
+// reported to Done even when the reply of its Ack was lost. When Done
+// waited for the Ack, a lost reply of an Ack that applied left the order
+// recorded and never reported (the example sale counted it a lost sale).
+func TestConsumerReportsTheOrderWhenTheAckReplyIsLost(t *testing.T) {
+	ctx := context.Background()
+	s := newShop(t, time.Minute, handoff.RecorderConfig{})
+	if _, err := s.flow.Place(ctx, order("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	var ended []error
+	src := lostAckSource{s.q.Source()}
+	c, err := handoff.NewConsumer(src, s.flow, handoff.ConsumerConfig{Clock: s.clock,
+		Done: func(_ context.Context, _ handoff.Message, err error) { ended = append(ended, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Settle(ctx, fetch(t, src, 8))
+	if len(ended) != 1 || ended[0] != nil {
+		t.Fatalf("Done got %v, want one nil (recorded)", ended)
+	}
+	if n := s.q.Len(); n != 0 {
+		t.Fatalf("%d messages left in the queue, want 0 (the Ack applied)", n)
+	}
+	lv, err := s.record.Levels(ctx, "a")
+	if err != nil || lv.Held != 3 {
+		t.Fatalf("record %+v, %v; want 3 held", lv, err)
+	}
+}
