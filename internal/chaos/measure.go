@@ -258,6 +258,10 @@ func (m *Measures) classify(id string, o *orderLog, rs, gs stock.State) {
 	case nothingApplied(d) && applied:
 		m.Misclassified++
 		m.note("misclassified: deduct %s answered %q, record %s, gate %s", id, o.errs["deduct"], rs, gs)
+	case d == ClassBusiness && strings.Contains(o.errs["deduct"], stock.ErrHoldExpired.Error()) && !rs.Takes() && !gs.Takes():
+		// A repeat of an order whose hold ended (an earlier attempt took
+		// it and its reply was lost): the answer says so, and nothing is
+		// held.
 	case d == ClassBusiness && (rs.Takes() || rs == stock.StateExpired || rs == stock.StateRefunded || gs.Takes()):
 		m.Misclassified++
 		m.note("misclassified: deduct %s refused (%q), record %s, gate %s", id, o.errs["deduct"], rs, gs)

@@ -91,3 +91,46 @@ func TestMeasureScoresAnswers(t *testing.T) {
 		t.Fatalf("oversold = %d, want 1", m.Oversold)
 	}
 }
+
+// A repeat Deduct of an order whose hold ended answers stock.ErrHoldExpired:
+// the order was taken (an earlier attempt's reply was lost) and its units
+// went back, which the answer says. The checker scores it right, and
+// still scores another refusal of such an order as misclassified.
+func TestMeasureHoldExpiredAnswerOfAnExpiredOrder(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_000_000, 0)
+	clock := stock.ClockFunc(func() time.Time { return now })
+	rec, gate := memstock.New(clock), memstock.New(clock)
+	item := []stock.Item{{SKU: "a", Qty: 1}}
+	for _, m := range []*memstock.Store{rec, gate} {
+		if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"told-expired", "told-sold-out"} {
+			if err := m.Deduct(ctx, stock.Order{ID: id, UserID: "u", Items: item}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	for _, m := range []*memstock.Store{rec, gate} {
+		if _, err := m.ReclaimExpired(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expired := fmt.Errorf("order %q: %w", "told-expired", stock.ErrHoldExpired).Error()
+	soldOut := fmt.Errorf("%w: SKU a", stock.ErrSoldOut).Error()
+	events := []chaos.Event{
+		{Op: "deduct", ID: "told-expired", User: "u", Items: item},
+		{Op: "deduct", ID: "told-expired", Class: chaos.ClassBusiness, Err: expired},
+		{Op: "deduct", ID: "told-sold-out", User: "u", Items: item},
+		{Op: "deduct", ID: "told-sold-out", Class: chaos.ClassBusiness, Err: soldOut},
+	}
+	m, err := chaos.Measure(ctx, events, chaos.SaleConfig{SKUs: []string{"a"}, Units: 10}, rec, gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Misclassified != 1 {
+		t.Fatalf("misclassified = %d, want 1 (the sold out of an order that was taken): %+v", m.Misclassified, m)
+	}
+}
