@@ -15,7 +15,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/handofftest"
 	"github.com/stockguard/stockguard/handoff/natsjs"
+	"github.com/stockguard/stockguard/stock"
 )
 
 // The fault cells of the NATS hand-off. Each starts a NATS server of its
@@ -109,14 +111,14 @@ func TestFaultBrokerRestart(t *testing.T) {
 	t.Parallel()
 	srv := startPrivate(t)
 	pub, _, newSource := cell(t, srv)
-	sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub, newSource: plain(newSource),
-		mid: func() {
+	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: pub, NewSource: plain(newSource),
+		Mid: func() {
 			srv.stop()
 			time.Sleep(300 * time.Millisecond)
 			srv.start()
 		},
-		settleFor: time.Second,
-	}.run(t)
+		SettleFor: time.Second,
+	}.Run(t)
 }
 
 // TestFaultConsumerKilledBeforeAck: a consumer's connection is closed
@@ -129,22 +131,22 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	srv := startPrivate(t)
 	pub, _, newSource := cell(t, srv)
 	var killed atomic.Int64
-	out := sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
-		newSource: func(i int) handoff.Source {
+	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: pub,
+		NewSource: func(i int) handoff.Source {
 			src, nc := newSource(i)
 			if i != 0 {
 				return src
 			}
 			return killAtAck{Source: src, kill: func() { killed.Add(1); nc.Close() }}
 		},
-		settleFor: time.Second,
-	}.run(t)
+		SettleFor: time.Second,
+	}.Run(t)
 	if killed.Load() == 0 {
 		t.Errorf("the killed consumer settled nothing: the cell did not run")
 	}
 	// Its batch was delivered again and acknowledged by the other.
-	for id := range out.placed {
-		if len(out.done[id]) == 0 {
+	for id := range out.Placed {
+		if len(out.Done[id]) == 0 {
 			t.Errorf("order %s was never acknowledged: the killed consumer's message was not delivered again", id)
 		}
 	}
@@ -184,17 +186,17 @@ func TestFaultDeliveredTwice(t *testing.T) {
 	srv := startPrivate(t)
 	pub, _, newSource := cell(t, srv)
 	var lost sync.Map
-	out := sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
-		newSource: func(i int) handoff.Source {
+	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: pub,
+		NewSource: func(i int) handoff.Source {
 			src, _ := newSource(i)
 			return lostAck{Source: src, lost: &lost}
 		},
-		settleFor: 2 * time.Second,
-	}.run(t)
+		SettleFor: 2 * time.Second,
+	}.Run(t)
 	n := 0
 	lost.Range(func(k, _ any) bool {
 		n++
-		if errs := out.done[k.(string)]; len(errs) < 2 {
+		if errs := out.Done[k.(string)]; len(errs) < 2 {
 			t.Errorf("order %s: its first ack was lost and Done heard of it %d times; want the redelivery settled too", k, len(errs))
 		}
 		return true
@@ -240,15 +242,15 @@ func TestFaultOlderThanHold(t *testing.T) {
 	t.Parallel()
 	srv := startPrivate(t)
 	pub, _, newSource := cell(t, srv)
-	out := sale{units: 50, orders: 60, consumers: 2, hold: time.Minute, pub: pub, newSource: plain(newSource),
-		late: 2 * time.Minute}.run(t)
-	for id := range out.placed {
-		if errs := out.done[id]; len(errs) == 0 || !isExpired(errs[0]) {
+	out := handofftest.FaultSale{Units: 50, Orders: 60, Consumers: 2, Hold: time.Minute, Publisher: pub, NewSource: plain(newSource),
+		Late: 2 * time.Minute}.Run(t)
+	for id := range out.Placed {
+		if errs := out.Done[id]; len(errs) == 0 || !errors.Is(errs[0], stock.ErrHoldExpired) {
 			t.Errorf("order %s ended %v; want stock.ErrHoldExpired", id, errs)
 		}
 	}
-	if len(out.placed) != 50 {
-		t.Errorf("%d orders placed, want 50 (the units)", len(out.placed))
+	if len(out.Placed) != 50 {
+		t.Errorf("%d orders placed, want 50 (the units)", len(out.Placed))
 	}
 }
 
@@ -262,14 +264,14 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	pub, _, newSource := cell(t, srv)
 	var failed atomic.Int64
 	counting := publishFailures{Publisher: pub, failed: &failed}
-	sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: counting, newSource: plain(newSource),
-		mid: func() {
+	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: counting, NewSource: plain(newSource),
+		Mid: func() {
 			srv.stop()
 			time.Sleep(1500 * time.Millisecond)
 			srv.start()
 		},
-		settleFor: time.Second,
-	}.run(t)
+		SettleFor: time.Second,
+	}.Run(t)
 	if failed.Load() == 0 {
 		t.Errorf("no publish failed while the server was down: the cell did not run")
 	}

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/handofftest"
 	"github.com/stockguard/stockguard/handoff/rabbitmq"
 	"github.com/stockguard/stockguard/internal/testdb"
+	"github.com/stockguard/stockguard/stock"
 )
 
 // The fault cells of the RabbitMQ hand-off, on the broker
@@ -36,16 +38,16 @@ func TestFaultBrokerRestart(t *testing.T) {
 	px, url := startProxy(t, brokerURL)
 	cfg := cellConfig(t, brokerURL)
 	pub := publisher(t, url, cfg)
-	sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
-		newSource: func(int) handoff.Source { return source(t, url, cfg) },
-		mid: func() {
+	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: pub,
+		NewSource: func(int) handoff.Source { return source(t, url, cfg) },
+		Mid: func() {
 			px.refuse(true)
 			px.cut()
 			time.Sleep(300 * time.Millisecond)
 			px.refuse(false)
 		},
-		settleFor: time.Second,
-	}.run(t)
+		SettleFor: time.Second,
+	}.Run(t)
 }
 
 // TestFaultConsumerKilledBeforeAck: a consumer's connection is dropped
@@ -58,8 +60,8 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	cfg := cellConfig(t, brokerURL)
 	pub := publisher(t, brokerURL, cfg)
 	var killed atomic.Int64
-	out := sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: pub,
-		newSource: func(i int) handoff.Source {
+	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: pub,
+		NewSource: func(i int) handoff.Source {
 			if i != 0 {
 				return source(t, brokerURL, cfg)
 			}
@@ -71,14 +73,14 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 				px.cut()
 			}}
 		},
-		settleFor: time.Second,
-	}.run(t)
+		SettleFor: time.Second,
+	}.Run(t)
 	if killed.Load() == 0 {
 		t.Errorf("the killed consumer settled nothing: the cell did not run")
 	}
 	// Its batch was handed back and acknowledged by the other.
-	for id := range out.placed {
-		if len(out.done[id]) == 0 {
+	for id := range out.Placed {
+		if len(out.Done[id]) == 0 {
 			t.Errorf("order %s was never acknowledged: the killed consumer's message was not delivered again", id)
 		}
 	}
@@ -114,12 +116,12 @@ func TestFaultDeliveredTwice(t *testing.T) {
 	t.Parallel()
 	cfg := cellConfig(t, brokerURL)
 	pub := publisher(t, brokerURL, cfg)
-	out := sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: twice{pub},
-		newSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
-		settleFor: time.Second,
-	}.run(t)
-	for id := range out.placed {
-		if n := len(out.done[id]); n != 2 {
+	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: twice{pub},
+		NewSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
+		SettleFor: time.Second,
+	}.Run(t)
+	for id := range out.Placed {
+		if n := len(out.Done[id]); n != 2 {
 			t.Errorf("order %s: %d messages ended, want 2", id, n)
 		}
 	}
@@ -142,16 +144,16 @@ func TestFaultOlderThanHold(t *testing.T) {
 	t.Parallel()
 	cfg := cellConfig(t, brokerURL)
 	pub := publisher(t, brokerURL, cfg)
-	out := sale{units: 50, orders: 60, consumers: 2, hold: time.Minute, pub: pub,
-		newSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
-		late:      2 * time.Minute}.run(t)
-	for id := range out.placed {
-		if errs := out.done[id]; len(errs) == 0 || !isExpired(errs[0]) {
+	out := handofftest.FaultSale{Units: 50, Orders: 60, Consumers: 2, Hold: time.Minute, Publisher: pub,
+		NewSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
+		Late:      2 * time.Minute}.Run(t)
+	for id := range out.Placed {
+		if errs := out.Done[id]; len(errs) == 0 || !errors.Is(errs[0], stock.ErrHoldExpired) {
 			t.Errorf("order %s ended %v; want stock.ErrHoldExpired", id, errs)
 		}
 	}
-	if len(out.placed) != 50 {
-		t.Errorf("%d orders placed, want 50 (the units)", len(out.placed))
+	if len(out.Placed) != 50 {
+		t.Errorf("%d orders placed, want 50 (the units)", len(out.Placed))
 	}
 }
 
@@ -166,16 +168,16 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	cfg := cellConfig(t, brokerURL)
 	pub := publisher(t, url, cfg)
 	var failed atomic.Int64
-	sale{units: 150, orders: 200, consumers: 2, hold: time.Minute, pub: publishFailures{Publisher: pub, failed: &failed},
-		newSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
-		mid: func() {
+	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: publishFailures{Publisher: pub, failed: &failed},
+		NewSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
+		Mid: func() {
 			px.refuse(true)
 			px.cut()
 			time.Sleep(1500 * time.Millisecond)
 			px.refuse(false)
 		},
-		settleFor: time.Second,
-	}.run(t)
+		SettleFor: time.Second,
+	}.Run(t)
 	if failed.Load() == 0 {
 		t.Errorf("no publish failed while the broker was unreachable: the cell did not run")
 	}

@@ -1,4 +1,4 @@
-package rabbitmq_test
+package handofftest
 
 import (
 	"context"
@@ -16,67 +16,77 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// sale is one run of a fault cell: a sale of single-unit orders on a
-// tiered flow over memstock tiers, handed off through the broker, with a
-// fault injected by the cell. The tiers, the Recorder and the Consumers
-// read one clock that moves only when the cell says (holds expire when it
-// advances, never by a slow machine).
-type sale struct {
-	units, orders, consumers int
-	hold                     time.Duration
-	pub                      handoff.Publisher
-	// newSource returns a Source for consumer i.
-	newSource func(i int) handoff.Source
-	// mid, if set, runs once half the orders were placed, while buyers
+// FaultSale is one run of a fault cell for a broker adapter: a sale of
+// single-unit orders on a tiered flow over memstock tiers, handed off
+// through the broker, with a fault the cell injects (a broker restarted
+// in Mid, a Source that drops its connection before an Ack, a Publisher
+// that publishes twice, ...). The tiers, the Recorder and the Consumers
+// read one clock that moves only when the sale says (holds expire when
+// it advances, never by a slow machine). The adapters' own fault tests
+// run it; so can a user's adapter.
+type FaultSale struct {
+	// Units are put on sale; Orders are placed, one unit each, by
+	// buyers while Consumers settle them.
+	Units, Orders, Consumers int
+	// Hold is the listing's hold time.
+	Hold time.Duration
+	// Publisher is the broker's publisher, as the cell wraps it.
+	Publisher handoff.Publisher
+	// NewSource returns a Source for consumer i.
+	NewSource func(i int) handoff.Source
+	// Mid, if set, runs once half the orders were placed, while buyers
 	// keep buying and consumers settling.
-	mid func()
-	// late, if set, holds back the consumers until every order was
-	// placed, then advances the clock by late before they start.
-	late time.Duration
-	// settleFor is how long consumers keep running after every order
+	Mid func()
+	// Late, if set, holds back the consumers until every order was
+	// placed, then advances the clock by Late before they start.
+	Late time.Duration
+	// SettleFor is how long consumers keep running after every order
 	// placed has ended, for messages of orders whose Place failed but
 	// whose publish reached the broker after all.
-	settleFor time.Duration
+	SettleFor time.Duration
 }
 
-// outcome is what a sale ended with, per order.
-type outcome struct {
-	placed, refused, unknown map[string]bool
-	done                     map[string][]error // Consumer.Done's answers, per message
+// FaultOutcome is what a FaultSale ended with, per order ID.
+type FaultOutcome struct {
+	// Placed, Refused and Unknown are the orders the flow answered nil,
+	// a business error, or an unknown outcome to the last time.
+	Placed, Refused, Unknown map[string]bool
+	// Done are Consumer.Done's answers, per message.
+	Done map[string][]error
 }
 
-// run runs the sale and checks the invariants every cell promises:
+// Run runs the sale and checks the invariants every cell promises:
 // nothing oversold; every order a buyer was told was placed is recorded,
 // or returned as expired in the queue (no lost ack); no order recorded
 // twice; and, after every recorded order is confirmed and the clock passes
 // every hold, nothing held at either tier (no leak), with the gate and the
 // record agreeing on what was sold (drift 0).
-func (s sale) run(t *testing.T) outcome {
+func (s FaultSale) Run(t *testing.T) FaultOutcome {
 	t.Helper()
 	const sku = "fault"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	clock := stocktest.NewClock(time.Now())
 	gate, record := memstock.New(clock), memstock.New(clock)
-	rec := handoff.NewRecorder(s.pub, gate, handoff.RecorderConfig{Clock: clock})
+	rec := handoff.NewRecorder(s.Publisher, gate, handoff.RecorderConfig{Clock: clock})
 	flow := tiered.New(gate, record, tiered.Config{Recorder: rec, Clock: clock})
-	if err := flow.PutOnSale(ctx, stock.Listing{SKU: sku, Units: int64(s.units), HoldTTL: s.hold}); err != nil {
+	if err := flow.PutOnSale(ctx, stock.Listing{SKU: sku, Units: int64(s.Units), HoldTTL: s.Hold}); err != nil {
 		t.Fatalf("PutOnSale: %v", err)
 	}
-	out := outcome{placed: map[string]bool{}, refused: map[string]bool{}, unknown: map[string]bool{}, done: map[string][]error{}}
+	out := FaultOutcome{Placed: map[string]bool{}, Refused: map[string]bool{}, Unknown: map[string]bool{}, Done: map[string][]error{}}
 	var mu sync.Mutex
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var running sync.WaitGroup
 	startConsumers := func() {
-		for i := range s.consumers {
-			c, err := handoff.NewConsumer(s.newSource(i), flow, handoff.ConsumerConfig{
+		for i := range s.Consumers {
+			c, err := handoff.NewConsumer(s.NewSource(i), flow, handoff.ConsumerConfig{
 				Batch: 16, Backoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 				Poll: 200 * time.Millisecond, Clock: clock,
 				Done: func(_ context.Context, m handoff.Message, err error) {
 					mu.Lock()
-					out.done[m.Order.ID] = append(out.done[m.Order.ID], err)
+					out.Done[m.Order.ID] = append(out.Done[m.Order.ID], err)
 					mu.Unlock()
 				},
 			})
@@ -86,7 +96,7 @@ func (s sale) run(t *testing.T) outcome {
 			running.Go(func() { _ = c.Run(runCtx) })
 		}
 	}
-	if s.late == 0 {
+	if s.Late == 0 {
 		startConsumers()
 	}
 
@@ -98,9 +108,9 @@ func (s sale) run(t *testing.T) outcome {
 	next := make(chan int)
 	go func() {
 		defer close(next)
-		for i := range s.orders {
-			if i == s.orders/2 && s.mid != nil {
-				midOnce.Do(s.mid)
+		for i := range s.Orders {
+			if i == s.Orders/2 && s.Mid != nil {
+				midOnce.Do(s.Mid)
 			}
 			next <- i
 		}
@@ -122,19 +132,19 @@ func (s sale) run(t *testing.T) outcome {
 				mu.Lock()
 				switch {
 				case err == nil:
-					out.placed[o.ID] = true
+					out.Placed[o.ID] = true
 				case stock.IsBusiness(err):
-					out.refused[o.ID] = true
+					out.Refused[o.ID] = true
 				default:
-					out.unknown[o.ID] = true
+					out.Unknown[o.ID] = true
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	buying.Wait()
-	if s.late > 0 {
-		clock.Advance(s.late)
+	if s.Late > 0 {
+		clock.Advance(s.Late)
 		startConsumers()
 	}
 
@@ -146,8 +156,8 @@ func (s sale) run(t *testing.T) outcome {
 	ended := func() bool {
 		mu.Lock()
 		var open []string
-		for id := range out.placed {
-			if len(out.done[id]) == 0 {
+		for id := range out.Placed {
+			if len(out.Done[id]) == 0 {
 				open = append(open, id)
 			}
 		}
@@ -172,8 +182,8 @@ func (s sale) run(t *testing.T) outcome {
 		if time.Now().After(settleBy) {
 			mu.Lock()
 			var lost []string
-			for id := range out.placed {
-				if len(out.done[id]) == 0 {
+			for id := range out.Placed {
+				if len(out.Done[id]) == 0 {
 					lost = append(lost, id)
 				}
 			}
@@ -188,12 +198,12 @@ func (s sale) run(t *testing.T) outcome {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(s.settleFor)
+	time.Sleep(s.SettleFor)
 	stop()
 	running.Wait()
 
-	ids := make([]string, 0, s.orders)
-	for i := range s.orders {
+	ids := make([]string, 0, s.Orders)
+	for i := range s.Orders {
 		ids = append(ids, fmt.Sprintf("o%d", i))
 	}
 	infos, err := record.Orders(ctx, ids)
@@ -204,8 +214,8 @@ func (s sale) run(t *testing.T) outcome {
 	for _, in := range infos {
 		atRecord[in.ID] = in.State
 	}
-	for id := range out.placed {
-		errs := out.done[id]
+	for id := range out.Placed {
+		errs := out.Done[id]
 		recorded := atRecord[id] == stock.StateHeld
 		expired := len(errs) > 0 && errors.Is(errs[len(errs)-1], stock.ErrHoldExpired) && !atRecord[id].Takes()
 		if !recorded && !expired {
@@ -226,11 +236,11 @@ func (s sale) run(t *testing.T) outcome {
 		return lv
 	}
 	rl := levels("record", record)
-	if rl.Held != int64(held) || rl.Held+rl.Sold > int64(s.units) {
-		t.Errorf("record holds %d units for %d orders held there (each order once), sold %d of %d", rl.Held, held, rl.Sold, s.units)
+	if rl.Held != int64(held) || rl.Held+rl.Sold > int64(s.Units) {
+		t.Errorf("record holds %d units for %d orders held there (each order once), sold %d of %d", rl.Held, held, rl.Sold, s.Units)
 	}
-	if gl := levels("gate", gate); gl.Held+gl.Sold > int64(s.units) || gl.Available < 0 {
-		t.Errorf("gate oversold: held %d sold %d available %d of %d", gl.Held, gl.Sold, gl.Available, s.units)
+	if gl := levels("gate", gate); gl.Held+gl.Sold > int64(s.Units) || gl.Available < 0 {
+		t.Errorf("gate oversold: held %d sold %d available %d of %d", gl.Held, gl.Sold, gl.Available, s.Units)
 	}
 	// The buyers pay for what the record holds; every other hold ends.
 	confirmed := 0
@@ -243,7 +253,7 @@ func (s sale) run(t *testing.T) outcome {
 			confirmed++
 		}
 	}
-	clock.Advance(3*s.hold + s.late)
+	clock.Advance(3*s.Hold + s.Late)
 	for {
 		got, err := flow.ReclaimExpired(ctx, 256)
 		if err != nil {
@@ -254,7 +264,7 @@ func (s sale) run(t *testing.T) outcome {
 		}
 	}
 	gl, rl := levels("gate", gate), levels("record", record)
-	want := stock.Levels{Available: int64(s.units - confirmed), Sold: int64(confirmed)}
+	want := stock.Levels{Available: int64(s.Units - confirmed), Sold: int64(confirmed)}
 	for _, tier := range []struct {
 		name string
 		lv   stock.Levels
@@ -264,8 +274,6 @@ func (s sale) run(t *testing.T) outcome {
 				tier.name, tier.lv.Available, tier.lv.Held, tier.lv.Sold, want.Available, want.Sold)
 		}
 	}
-	t.Logf("placed %d, refused %d, unknown %d; recorded and sold %d of %d units", len(out.placed), len(out.refused), len(out.unknown), confirmed, s.units)
+	t.Logf("placed %d, refused %d, unknown %d; recorded and sold %d of %d units", len(out.Placed), len(out.Refused), len(out.Unknown), confirmed, s.Units)
 	return out
 }
-
-func isExpired(err error) bool { return errors.Is(err, stock.ErrHoldExpired) }
