@@ -81,7 +81,6 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	if killed.Load() == 0 {
 		t.Errorf("the killed consumer settled nothing: the cell did not run")
 	}
-	// Its batch was handed back and acknowledged by the other.
 	// Its batch was delivered again and settled by the other: the killed
 	// consumer's Settle told Done once, the redelivery once more.
 	killedIDs.Range(func(id, _ any) bool {
