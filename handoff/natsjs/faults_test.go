@@ -138,7 +138,7 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 			if i != 0 {
 				return src
 			}
-			return killAtAck{Source: src, kill: func(id string) { killedIDs.Store(id, true); killed.Add(1); nc.Close() }}
+			return handofftest.KillAtAck(src, func(id string) { killedIDs.Store(id, true); killed.Add(1); nc.Close() })
 		},
 		SettleFor: time.Second,
 	}.Run(t)
@@ -154,30 +154,6 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 		return true
 	})
 }
-
-// killAtAck is a Source whose deliveries' Ack kills the consumer's
-// connection instead: the Settle ran, the ack never leaves.
-type killAtAck struct {
-	handoff.Source
-	kill func(id string)
-}
-
-func (s killAtAck) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
-	ds, err := s.Source.Fetch(ctx, max)
-	for i, d := range ds {
-		ds[i] = killedDelivery{Delivery: d, kill: s.kill}
-	}
-	return ds, err
-}
-
-type killedDelivery struct {
-	handoff.Delivery
-	kill func(id string)
-}
-
-var errKilled = errors.New("the consumer was killed")
-
-func (d killedDelivery) Ack(context.Context) error { d.kill(d.Message().Order.ID); return errKilled }
 
 // TestFaultDeliveredTwice: the ack of every other first delivery is lost
 // (the consumer thinks it acknowledged; the server never heard), so those
@@ -266,7 +242,7 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	srv := startPrivate(t)
 	pub, _, newSource := cell(t, srv)
 	var failed atomic.Int64
-	counting := publishFailures{Publisher: pub, failed: &failed}
+	counting := handofftest.CountFailures(pub, &failed)
 	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: counting, NewSource: plain(newSource),
 		Mid: func() {
 			srv.stop()
@@ -278,17 +254,4 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	if failed.Load() == 0 {
 		t.Errorf("no publish failed while the server was down: the cell did not run")
 	}
-}
-
-type publishFailures struct {
-	handoff.Publisher
-	failed *atomic.Int64
-}
-
-func (p publishFailures) Publish(ctx context.Context, m handoff.Message) error {
-	err := p.Publisher.Publish(ctx, m)
-	if err != nil {
-		p.failed.Add(1)
-	}
-	return err
 }

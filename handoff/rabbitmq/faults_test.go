@@ -1,7 +1,6 @@
 package rabbitmq_test
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -69,12 +68,12 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 			}
 			px, url := startProxy(t, brokerURL)
 			px.refuse(false)
-			return killAtAck{Source: source(t, url, cfg), kill: func(id string) {
+			return handofftest.KillAtAck(source(t, url, cfg), func(id string) {
 				killedIDs.Store(id, true)
 				killed.Add(1)
 				px.refuse(true) // it stays dead
 				px.cut()
-			}}
+			})
 		},
 		SettleFor: time.Second,
 	}.Run(t)
@@ -91,28 +90,6 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	})
 }
 
-type killAtAck struct {
-	handoff.Source
-	kill func(id string)
-}
-
-func (s killAtAck) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
-	ds, err := s.Source.Fetch(ctx, max)
-	for i, d := range ds {
-		ds[i] = killedDelivery{Delivery: d, kill: s.kill}
-	}
-	return ds, err
-}
-
-type killedDelivery struct {
-	handoff.Delivery
-	kill func(id string)
-}
-
-var errKilled = errors.New("the consumer was killed")
-
-func (d killedDelivery) Ack(context.Context) error { d.kill(d.Message().Order.ID); return errKilled }
-
 // TestFaultDeliveredTwice: every order's message is published twice (a
 // Recorder's retry after a lost confirm; RabbitMQ does not deduplicate):
 // both are delivered and settled, each order recorded once.
@@ -121,7 +98,7 @@ func TestFaultDeliveredTwice(t *testing.T) {
 	t.Parallel()
 	cfg := cellConfig(t, brokerURL)
 	pub := publisher(t, brokerURL, cfg)
-	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: twice{pub},
+	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: handofftest.PublishTwice(pub),
 		NewSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
 		SettleFor: time.Second,
 	}.Run(t)
@@ -130,15 +107,6 @@ func TestFaultDeliveredTwice(t *testing.T) {
 			t.Errorf("order %s: %d messages ended, want 2", id, n)
 		}
 	}
-}
-
-type twice struct{ handoff.Publisher }
-
-func (p twice) Publish(ctx context.Context, m handoff.Message) error {
-	if err := p.Publisher.Publish(ctx, m); err != nil {
-		return err
-	}
-	return p.Publisher.Publish(ctx, m)
 }
 
 // TestFaultOlderThanHold: the consumers start only after every hold has
@@ -173,7 +141,7 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	cfg := cellConfig(t, brokerURL)
 	pub := publisher(t, url, cfg)
 	var failed atomic.Int64
-	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: publishFailures{Publisher: pub, failed: &failed},
+	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: handofftest.CountFailures(pub, &failed),
 		NewSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
 		Mid: func() {
 			px.refuse(true)
@@ -186,17 +154,4 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	if failed.Load() == 0 {
 		t.Errorf("no publish failed while the broker was unreachable: the cell did not run")
 	}
-}
-
-type publishFailures struct {
-	handoff.Publisher
-	failed *atomic.Int64
-}
-
-func (p publishFailures) Publish(ctx context.Context, m handoff.Message) error {
-	err := p.Publisher.Publish(ctx, m)
-	if err != nil {
-		p.failed.Add(1)
-	}
-	return err
 }

@@ -124,17 +124,12 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	t.Parallel()
 	c := newCell(t)
 	var killed sync.Map
-	dead := make(chan struct{})
-	var once sync.Once
 	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: c.q,
 		NewSource: func(i int) handoff.Source {
 			if i != 0 {
 				return c.source(i)
 			}
-			return killAtAck{Source: c.source(i), dead: dead, kill: func(id string) {
-				killed.Store(id, true)
-				once.Do(func() { close(dead) })
-			}}
+			return handofftest.KillAtAck(c.source(i), func(id string) { killed.Store(id, true) })
 		},
 		SettleFor: 2 * cellRedelivery,
 	}.Run(t)
@@ -151,45 +146,13 @@ func TestFaultConsumerKilledBeforeAck(t *testing.T) {
 	}
 }
 
-// killAtAck is a consumer that dies at its first Ack: the Ack never
-// leaves, and it fetches nothing more.
-type killAtAck struct {
-	handoff.Source
-	dead chan struct{}
-	kill func(id string)
-}
-
-func (s killAtAck) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
-	select {
-	case <-s.dead:
-		<-ctx.Done()
-		return nil, nil
-	default:
-	}
-	ds, err := s.Source.Fetch(ctx, max)
-	for i, d := range ds {
-		ds[i] = killedDelivery{Delivery: d, kill: s.kill}
-	}
-	return ds, err
-}
-
-type killedDelivery struct {
-	handoff.Delivery
-	kill func(id string)
-}
-
-func (d killedDelivery) Ack(context.Context) error {
-	d.kill(d.Message().Order.ID)
-	return errors.New("the consumer was killed")
-}
-
 // TestFaultDeliveredTwice: every order's message is published twice (a
 // retry after a lost reply; a stream does not deduplicate): both are
 // delivered and settled, each order recorded once.
 func TestFaultDeliveredTwice(t *testing.T) {
 	t.Parallel()
 	c := newCell(t)
-	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: twice{c.q}, NewSource: c.source,
+	out := handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: handofftest.PublishTwice(c.q), NewSource: c.source,
 		SettleFor: time.Second,
 	}.Run(t)
 	for id := range out.Placed {
@@ -197,15 +160,6 @@ func TestFaultDeliveredTwice(t *testing.T) {
 			t.Errorf("order %s: %d messages ended, want 2", id, n)
 		}
 	}
-}
-
-type twice struct{ handoff.Publisher }
-
-func (p twice) Publish(ctx context.Context, m handoff.Message) error {
-	if err := p.Publisher.Publish(ctx, m); err != nil {
-		return err
-	}
-	return p.Publisher.Publish(ctx, m)
 }
 
 // TestFaultOlderThanHold: the consumers start only after every hold has
@@ -237,7 +191,7 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	var l link
 	pub := c.queue(c.client(&l))
 	var failed atomic.Int64
-	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: publishFailures{Publisher: pub, failed: &failed},
+	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: handofftest.CountFailures(pub, &failed),
 		NewSource: c.source,
 		Mid: func() {
 			l.set(true)
@@ -249,17 +203,4 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	if failed.Load() == 0 {
 		t.Errorf("no publish failed while the queue was unreachable: the cell did not run")
 	}
-}
-
-type publishFailures struct {
-	handoff.Publisher
-	failed *atomic.Int64
-}
-
-func (p publishFailures) Publish(ctx context.Context, m handoff.Message) error {
-	err := p.Publisher.Publish(ctx, m)
-	if err != nil {
-		p.failed.Add(1)
-	}
-	return err
 }
