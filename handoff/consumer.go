@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stockguard/stockguard/internal/callctx"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -128,7 +129,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		ds, err := c.src.Fetch(fctx, c.cfg.Batch)
 		cancel()
 		if err != nil {
-			_ = sleep(ctx, c.cfg.Backoff)
+			callctx.Sleep(ctx, c.cfg.Backoff)
 			continue
 		}
 		c.Settle(context.WithoutCancel(ctx), ds)
@@ -245,16 +246,5 @@ func LagOf(cs ...*Consumer) func() time.Duration {
 			lag = max(lag, c.Lag())
 		}
 		return lag
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -25,3 +25,19 @@ func Shared(ctxs []context.Context) (context.Context, context.CancelFunc) {
 	}
 	return context.WithDeadline(ctx, latest)
 }
+
+// Sleep waits d, or until ctx ends; it reports whether d passed (false at
+// once for a ctx that has ended).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/callctx"
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
@@ -50,7 +51,7 @@ func Cells() []Cell {
 			Setup: setupFailover, Fault: failover, Heal: func(e *Env) { e.Link.Resume() }},
 		{Name: "sentinel-failover", About: "master killed with -9, Sentinel promotes the replica (go-redis failover client)",
 			Setup: setupSentinel, Fault: func(ctx context.Context, e *Env) {
-				if sleep(ctx, e.gap()) {
+				if callctx.Sleep(ctx, e.gap()) {
 					e.Redis.Kill()
 				}
 			}, Heal: waitPromoted},
@@ -75,7 +76,7 @@ func Cells() []Cell {
 }
 
 func killRedis(ctx context.Context, e *Env) {
-	for sleep(ctx, e.gap()) {
+	for callctx.Sleep(ctx, e.gap()) {
 		e.Redis.Kill()
 		time.Sleep(300 * time.Millisecond)
 		if err := e.Redis.Start(); err != nil {
@@ -85,7 +86,7 @@ func killRedis(ctx context.Context, e *Env) {
 }
 
 func downRedis(ctx context.Context, e *Env) {
-	for sleep(ctx, e.gap()) {
+	for callctx.Sleep(ctx, e.gap()) {
 		e.Redis.Kill()
 		time.Sleep(1500 * time.Millisecond)
 		if err := e.Redis.Start(); err != nil {
@@ -137,7 +138,7 @@ func setupFailover(e *Env) error {
 }
 
 func failover(ctx context.Context, e *Env) {
-	if !sleep(ctx, e.gap()) {
+	if !callctx.Sleep(ctx, e.gap()) {
 		return
 	}
 	e.Link.Pause()
@@ -195,7 +196,7 @@ func setupSentinel(e *Env) error {
 		if err == nil && len(reps) > 0 {
 			break
 		}
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !callctx.Sleep(ctx, 100*time.Millisecond) {
 			return errors.New("chaos: Sentinel did not see the replica")
 		}
 	}
@@ -215,7 +216,7 @@ func waitPromoted(e *Env) {
 		if err == nil && len(addr) == 2 && addr[1] == strconv.Itoa(e.Replica.Port) {
 			return
 		}
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !callctx.Sleep(ctx, 100*time.Millisecond) {
 			e.logf("Sentinel did not promote the replica: %v %v", addr, err)
 			return
 		}
@@ -226,7 +227,7 @@ func flushTwice(ctx context.Context, e *Env) {
 	c := e.Redis.Client()
 	defer c.Close()
 	for i := 0; e.Opts.Long || i < 2; i++ {
-		if !sleep(ctx, e.gap()) {
+		if !callctx.Sleep(ctx, e.gap()) {
 			return
 		}
 		if err := c.FlushAll(context.Background()).Err(); err != nil {
@@ -246,7 +247,7 @@ func pauseSetup(retries int) func(e *Env) error {
 func pauseRedis(ctx context.Context, e *Env) {
 	c := e.Redis.Client()
 	defer c.Close()
-	for sleep(ctx, 700*time.Millisecond) {
+	for callctx.Sleep(ctx, 700*time.Millisecond) {
 		if err := c.Do(context.Background(), "CLIENT", "PAUSE", "400", "ALL").Err(); err != nil {
 			e.logf("client pause: %v", err)
 		}
@@ -280,10 +281,10 @@ func handoffFaults(ctx context.Context, e *Env) {
 		{e.Stack.GateF, stocktest.Down, []string{"Deduct", "Confirm", "Revert"}},
 		{e.Stack.GateF, stocktest.LostReply, []string{"Confirm"}},
 	}
-	for sleep(ctx, 60*time.Millisecond) {
+	for callctx.Sleep(ctx, 60*time.Millisecond) {
 		w := ws[e.Rand.IntN(len(ws))]
 		w.f.SetFaultFor(w.x, stocktest.OnMethod(w.methods...))
-		sleep(ctx, 40*time.Millisecond)
+		callctx.Sleep(ctx, 40*time.Millisecond)
 		w.f.SetFault(stocktest.Healthy)
 	}
 }
@@ -350,11 +351,11 @@ func lockStorm(ctx context.Context, e *Env) {
 			if qerr == nil {
 				_ = rows.Close()
 			}
-			sleep(ctx, 3*time.Second)
+			callctx.Sleep(ctx, 3*time.Second)
 			_ = tx.Commit()
 		}
 		cancel()
-		sleep(ctx, 200*time.Millisecond)
+		callctx.Sleep(ctx, 200*time.Millisecond)
 	}
 }
 

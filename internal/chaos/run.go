@@ -18,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/callctx"
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
@@ -72,18 +73,6 @@ func (e *Env) Defer(f func()) { e.cleanup = append(e.cleanup, f) }
 func (e *Env) logf(format string, args ...any) {
 	if e.Opts.Logf != nil {
 		e.Opts.Logf(format, args...)
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
@@ -246,7 +235,7 @@ func (e *Env) run(c Cell) (Measures, error) {
 	// Every deadline passes (gate hold, then the record's grace) while the
 	// reclaimers and the reconciler still run, then they stop and the
 	// harness drains what is left.
-	sleep(ctx, e.Sale.Hold+e.Config.Grace+500*time.Millisecond)
+	callctx.Sleep(ctx, e.Sale.Hold+e.Config.Grace+500*time.Millisecond)
 	stopBG()
 	wg.Wait()
 	return e.finish(ctx, rec, events)

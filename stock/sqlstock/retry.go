@@ -7,6 +7,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 
+	"github.com/stockguard/stockguard/internal/callctx"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -156,7 +157,7 @@ func (s *Store) retryFrom(ctx context.Context, op string, rerun bool, start time
 		}
 		left := time.Until(start.Add(time.Duration(waits) * s.lockWait()))
 		pause := b.NextBackOff()
-		if attempt >= s.cfg.MaxAttempts || pause >= left || !sleep(ctx, pause) {
+		if attempt >= s.cfg.MaxAttempts || pause >= left || !callctx.Sleep(ctx, pause) {
 			switch {
 			case unknown:
 				return &UnknownOutcomeError{Op: op, Attempts: attempt, Last: err, Ctx: ctx.Err()}
@@ -176,19 +177,4 @@ func (s *Store) retryFrom(ctx context.Context, op string, rerun bool, start time
 func transient(err error) bool {
 	c := classify(err)
 	return errors.Is(err, errRetry) || c == errTransient || c == errLockWait || isBadConn(err)
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
