@@ -104,13 +104,13 @@ func (s FaultSale) Run(t *testing.T) FaultOutcome {
 	// client retries an unknown outcome with the same order ID), at most
 	// 40 times.
 	var buying sync.WaitGroup
-	var midOnce sync.Once
+	var mid sync.WaitGroup // Mid runs beside the buyers, who keep buying
 	next := make(chan int)
 	go func() {
 		defer close(next)
 		for i := range s.Orders {
 			if i == s.Orders/2 && s.Mid != nil {
-				midOnce.Do(s.Mid)
+				mid.Go(s.Mid)
 			}
 			next <- i
 		}
@@ -143,6 +143,7 @@ func (s FaultSale) Run(t *testing.T) FaultOutcome {
 		})
 	}
 	buying.Wait()
+	mid.Wait()
 	if s.Late > 0 {
 		clock.Advance(s.Late)
 		startConsumers()
