@@ -144,6 +144,11 @@ func (b *buckets) index(name string) int { return slices.Index(b.names, name) }
 // bucketsOf returns the buckets of each SKU: from the cache, or read from
 // the SKUs' first states (field bk) in one round trip for those it lacks.
 // A SKU with no state, or a Store without hash slots, has one bucket.
+// While a read of a SKU's count runs in this process, a Deduct that needs
+// it too waits for that read instead of sending its own: at most one read
+// of a SKU is in flight, however many buyers find its count stale (one
+// read per Deduct, on a server slowed down past the cache's lifetime,
+// would keep every count stale and the server slower still).
 func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error) {
 	out := make([]*buckets, len(skus))
 	if !s.bucketed {
@@ -152,27 +157,78 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 		}
 		return out, nil
 	}
-	var miss []int
 	now := time.Now()
+	mine := &countRead{done: make(chan struct{})}
+	var lead []int
+	waits := map[int]*countRead{}
 	for i, sku := range skus {
 		if v, ok := s.bk.Load(sku); ok && now.Sub(v.(*buckets).read) < bucketCacheTTL {
 			out[i] = v.(*buckets)
+		} else if v, busy := s.countReads.LoadOrStore(sku, mine); busy {
+			waits[i] = v.(*countRead)
 		} else {
-			miss = append(miss, i)
+			lead = append(lead, i)
 		}
 	}
-	if len(miss) == 0 {
-		return out, nil
+	if len(lead) > 0 {
+		mine.got, mine.err = s.readCounts(ctx, skus, lead)
+		for _, i := range lead {
+			s.countReads.CompareAndDelete(skus[i], mine)
+		}
+		close(mine.done)
+		if mine.err != nil {
+			return nil, mine.err
+		}
+		for _, i := range lead {
+			out[i] = mine.got[skus[i]]
+		}
 	}
-	cmds := make([]*redis.SliceCmd, len(miss))
-	kept := make([]*redis.StringCmd, len(miss))
+	var again []int // SKUs whose shared read failed: read by this call
+	for i, r := range waits {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return nil, s.readErr(ctx, ctx.Err())
+		}
+		if out[i] = r.got[skus[i]]; r.err != nil || out[i] == nil {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		got, err := s.readCounts(ctx, skus, again)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range again {
+			out[i] = got[skus[i]]
+		}
+	}
+	return out, nil
+}
+
+// countRead is a read of bucket counts under way; once done is closed,
+// got holds the buckets of each SKU it read, or err why it failed (the
+// reader's own context may have ended: a waiter then reads itself).
+type countRead struct {
+	done chan struct{}
+	got  map[string]*buckets
+	err  error
+}
+
+// readCounts reads the bucket counts of the SKUs skus[i] for each i of
+// which, in one round trip, and caches those of SKUs that have a state.
+func (s *Store) readCounts(ctx context.Context, skus []string, which []int) (map[string]*buckets, error) {
+	now := time.Now()
+	cmds := make([]*redis.SliceCmd, len(which))
+	kept := make([]*redis.StringCmd, len(which))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for k, i := range miss {
+		for k, i := range which {
 			cmds[k] = p.HMGet(ctx, s.stateKey(skus[i]), "bk", "hold")
 			kept[k] = p.HGet(ctx, s.countsKey(), skus[i])
 		}
 	})
-	for k, i := range miss {
+	got := make(map[string]*buckets, len(which))
+	for k, i := range which {
 		v, err := cmds[k].Result()
 		if err != nil {
 			return nil, s.readErr(ctx, err)
@@ -196,9 +252,9 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 		if v[1] != nil {
 			s.bk.Store(skus[i], b) // a SKU without state is read again next time
 		}
-		out[i] = b
+		got[skus[i]] = b
 	}
-	return out, nil
+	return got, nil
 }
 
 // setCount writes the bucket count into bucket i's state (a pipeline of
@@ -377,14 +433,25 @@ const maxRefills = 32
 // flight is a refill of a SKU under way in this process, to bucket home.
 // want is the units it brings there: its own order's line and those of
 // the Deducts of the same bucket that wait for it, so that one refill
-// serves every buyer waiting, not one. Once done is closed, short and
-// sold say whether it found the SKU sold out, and at what instant.
+// serves every buyer waiting, not one. moved is when it last got a reply
+// from Redis (unix ns). Once done is closed, short and sold say whether
+// it found the SKU sold out, and at what instant.
 type flight struct {
 	done  chan struct{}
 	home  int
 	want  atomic.Int64
+	moved atomic.Int64
 	short bool
 	sold  soldAt
+}
+
+// step records that the refill got a reply: it is slow, perhaps, but not
+// stalled.
+func (f *flight) step() { f.moved.Store(time.Now().UnixNano()) }
+
+// stalled reports whether the refill got no reply for a lease's lifetime.
+func (f *flight) stalled() bool {
+	return time.Since(time.Unix(0, f.moved.Load())) >= bucketLease
 }
 
 // soldAt is what a refill that found its line sold out knows of the
@@ -402,23 +469,29 @@ type soldAt struct {
 // (short) then too; otherwise it reports neither short nor led, to try its
 // order again (the refill may have brought it units). So a sale's last
 // units do not send every buyer of a node to the lease, and once it is
-// sold out one refill answers them all. A refill that outlasts the lease's
-// lifetime (a call that stalled) is taken over by one waiter, under the
-// lease as any other process would, and the others wait for that one:
-// never more than one refill of a SKU at a time per process.
+// sold out one refill answers them all. A refill that got no reply from
+// Redis for the lease's lifetime (a call that hangs) is taken over by one
+// waiter, under the lease as any other process would, and the others wait
+// for that one: never more than one refill of a SKU at a time per
+// process. A refill that is only slow (a starved machine: every reply
+// late) is not taken over: its replacement would wait for the lease it
+// holds, and every waiter would try its order again for nothing.
 func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int64) (short, led bool, err error) {
 	key := b.names[0]
 	f := &flight{done: make(chan struct{}), home: home}
 	f.want.Store(want)
+	f.step()
 	joined := time.Now()
+	var in *flight // the refill this Deduct's line was added to
 	for {
 		v, busy := s.flights.LoadOrStore(key, f)
 		if !busy {
 			break
 		}
 		other := v.(*flight)
-		if other.home == home {
+		if other != in && other.home == home {
 			other.want.Add(want)
+			in = other
 		}
 		t := time.NewTimer(bucketLease)
 		select {
@@ -430,7 +503,8 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 			return false, false, fmt.Errorf("waiting for a refill of SKU %q: %w", key, ctx.Err())
 		case <-t.C:
 		}
-		if s.flights.CompareAndSwap(key, other, f) {
+		if other.stalled() && s.flights.CompareAndSwap(key, other, f) {
+			f.step()
 			break
 		}
 	}
@@ -438,7 +512,7 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 		s.flights.CompareAndDelete(key, f)
 		close(f.done)
 	}()
-	short, err = s.refill(ctx, b, home, f.want.Load, &f.sold)
+	short, err = s.refill(ctx, b, home, f)
 	f.short = short && err == nil
 	// Short of what every waiter wanted; this order's line is short only
 	// if it wants more than there was.
@@ -490,15 +564,16 @@ type bucketState struct {
 }
 
 // refill moves available units from the SKU's other buckets to bucket
-// home until home has want() (read at each round: the Deducts waiting for
-// the refill add their lines to it), under the SKU's transfer lease (one refill
-// of a SKU at a time; others wait for it). It first settles the transfers
-// a refill that stopped halfway left behind. It reports short when home
-// still has fewer than want after every other bucket gave all it had:
-// at that moment the SKU has fewer than want units available in all its
-// buckets together (a refill that stopped halfway left none on their way:
-// this one settled them first).
-func (s *Store) refill(ctx context.Context, b *buckets, home int, want func() int64, sold *soldAt) (short bool, err error) {
+// home until home has f.want (read at each round: the Deducts waiting for
+// the refill add their lines to it), under the SKU's transfer lease (one
+// refill of a SKU at a time; others wait for it). It first settles the
+// transfers a refill that stopped halfway left behind. It reports short
+// when home still has fewer than want after every other bucket gave all
+// it had: at that moment the SKU has fewer than want units available in
+// all its buckets together (a refill that stopped halfway left none on
+// their way: this one settled them first); f.sold says when and how many
+// there were. Each round it reads the buckets is a step of f.
+func (s *Store) refill(ctx context.Context, b *buckets, home int, f *flight) (short bool, err error) {
 	if home < 0 {
 		return false, fmt.Errorf("SKU %q: %w", b.names[0], stock.ErrUnavailable)
 	}
@@ -506,12 +581,9 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, want func() in
 	if err != nil {
 		return false, err
 	}
-	defer func() {
-		if derr := drop(); derr != nil && err == nil {
-			err = derr
-		}
-	}()
+	defer drop()
 	for round := 0; ; round++ {
+		f.step()
 		if round > 2*refillRounds {
 			return false, nil // departure records keep coming: try the order
 		}
@@ -520,6 +592,7 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, want func() in
 		if err != nil {
 			return false, err
 		}
+		f.step()
 		if !st[home].exists {
 			return false, &lostError{sku: b.names[home]}
 		}
@@ -529,7 +602,7 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, want func() in
 			}
 			continue // read again
 		}
-		need := want() - st[home].avail
+		need := f.want.Load() - st[home].avail
 		if need <= 0 {
 			return false, nil
 		}
@@ -544,11 +617,9 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, want func() in
 				return false, err
 			}
 			if slices.EqualFunc(st, vers, func(x bucketState, v int64) bool { return x.ver == v }) {
-				if sold != nil {
-					sold.from, sold.total = from, 0
-					for _, x := range st {
-						sold.total += max(0, x.avail)
-					}
+				f.sold.from, f.sold.total = from, 0
+				for _, x := range st {
+					f.sold.total += max(0, x.avail)
 				}
 				return true, nil
 			}
@@ -584,20 +655,30 @@ const refillRounds = 8
 // holdLease takes the SKU's transfer lease under a new token, and returns
 // the token and the call that drops it: that bumps the epoch and frees
 // the lease even after ctx ended (the lease would expire anyway, the
-// epoch must move).
-func (s *Store) holdLease(ctx context.Context, b *buckets) (string, func() error, error) {
+// epoch must move). A take whose outcome is unknown (its reply lost) is
+// dropped at once: it may hold the lease, which would keep every other
+// refill of the SKU waiting until it expires.
+func (s *Store) holdLease(ctx context.Context, b *buckets) (string, func(), error) {
 	token, err := randomToken()
 	if err != nil {
 		return "", nil, err
 	}
+	drop := func() {
+		// Given far more than a round trip: on a starved machine a drop
+		// cut off at one round trip left the lease to block the SKU's
+		// refills until it expired. Its failure answers nothing: the
+		// lease then expires by itself.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*bucketLease)
+		defer cancel()
+		_ = s.lease(dctx, b, "drop", token)
+	}
 	if err := s.takeLease(ctx, b, token); err != nil {
+		if errors.Is(err, stock.ErrUnknownOutcome) {
+			drop()
+		}
 		return "", nil, err
 	}
-	return token, func() error {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		return s.lease(dctx, b, "drop", token)
-	}, nil
+	return token, drop, nil
 }
 
 // takeLease takes the SKU's transfer lease, waiting while another refill
@@ -1010,11 +1091,11 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	b := &buckets{names: bucketNames(l.SKU, n)}
 	token := ""
 	if exists {
-		var drop func() error
+		var drop func()
 		if token, drop, err = s.holdLease(ctx, b); err != nil {
 			return false, err
 		}
-		defer func() { _ = drop() }()
+		defer drop()
 	}
 	// Drop every transfer on its way (a refill that stopped, even one
 	// whose first state is gone since): the counts are overwritten, and
@@ -1453,7 +1534,9 @@ func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready,
 	if avail >= want {
 		return true, false, nil
 	}
-	short, err = s.refill(ctx, b, 0, func() int64 { return want }, nil)
+	f := &flight{}
+	f.want.Store(want)
+	short, err = s.refill(ctx, b, 0, f)
 	return false, short, err
 }
 

@@ -1,9 +1,12 @@
 package redisstock_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,6 +155,240 @@ func TestOneRefillServesTheWaitingBuyers(t *testing.T) {
 		fx.want("hot", 0, 30, 0)
 		if len(tokens) > 2 {
 			t.Fatalf("%d refills for %d waiting buyers of one bucket; want 1 (2 with a takeover)", len(tokens), buyers)
+		}
+	})
+}
+
+// The buyers of one process share a read of a SKU's bucket count: while
+// one reads it, the others wait for that read instead of each sending its
+// own. When every Deduct that found the count stale read it, a server
+// slowed down past the count's cache lifetime (1 s) kept it stale for
+// good, and each Deduct paid an extra round trip on the slowed server:
+// beside 8 busy loops the conformance sale on a Cluster stalled for
+// minutes with 235 buyers each waiting on their own read.
+//
+// Sequence: a SKU in 3 buckets; a Store that has not read its count yet;
+// 20 buyers at once; the first count read is held for up to 3 s (until a
+// second one starts: the old code's herd). At most one read at a time.
+func TestBuyersShareTheBucketCountRead(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		ctx := fx.ctx()
+		const n, buyers = 3, 20
+		fx.bucketSale("hot", 100, 0, time.Minute, n)
+		cold := newStore(t, fx.c, fx.cfg) // its cache is empty
+		us := usersIn(n, 0, buyers, "u")
+
+		var (
+			mu       sync.Mutex
+			inFlight int
+			most     int
+			held     bool
+		)
+		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
+			if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
+				a := c.Args()
+				return len(a) == 4 && a[0] == "hmget" && a[2] == "bk"
+			}) {
+				return next()
+			}
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			first := !held
+			held = true
+			mu.Unlock()
+			for end := time.Now().Add(3 * time.Second); first && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				mu.Lock()
+				herd := inFlight > 1
+				mu.Unlock()
+				if herd {
+					break
+				}
+			}
+			err := next()
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return err
+		}))
+
+		var wg sync.WaitGroup
+		errs := make([]error, buyers)
+		for i := range buyers {
+			wg.Go(func() { errs[i] = cold.Deduct(ctx, ord("o"+strconv.Itoa(i), us[i], it("hot", 1))) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("buyer %d: Deduct: %v", i, err)
+			}
+		}
+		fx.want("hot", 100-buyers, buyers, 0)
+		if most != 1 {
+			t.Fatalf("%d reads of the bucket count at once for %d buyers; want 1", most, buyers)
+		}
+	})
+}
+
+// A refill frees the SKU's transfer lease even when Redis answers slowly,
+// and its answer does not hang on that: the drop waited at most 1 s, so on
+// a starved machine the lease stayed held (on miniredis, whose keys do not
+// expire with the wall clock, for good: the conformance sale on a Cluster
+// stalled with every refill refused "another refill of it did not finish
+// in time"), and the Deduct whose refill had moved its units answered an
+// unknown outcome.
+//
+// Sequence: 30 units in 3 buckets; bucket 0 emptied; a buyer of bucket 0
+// needs a refill, whose lease drop Redis answers 1.5 s late.
+func TestSlowLeaseDropFreesTheLease(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		ctx := fx.ctx()
+		fx.bucketSale("hot", 30, 0, time.Minute, 3)
+		us := usersIn(3, 0, 2, "u")
+		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+		hash := redisstock.BucketLeaseScriptHash()
+		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
+			if a := cmds[0].Args(); len(a) > 5 && a[1] == hash && a[5] == "drop" {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			return next()
+		}))
+		is(t, fx.s.Deduct(ctx, ord("o", us[1], it("hot", 1))), nil, "Deduct whose refill's drop is slow")
+		if n := fx.c.Exists(ctx, fx.bucketKey("hot", ":bl")).Val(); n != 0 {
+			t.Fatal("the transfer lease is still held after the refill ended")
+		}
+		fx.want("hot", 19, 11, 0)
+	})
+}
+
+// A refill whose lease take lost its reply drops the lease it may hold:
+// before, the lease stayed held until it expired, and every other refill
+// of the SKU waited for it and was refused.
+//
+// Sequence: 30 units in 3 buckets; bucket 0 emptied; a buyer of bucket 0
+// needs a refill, whose lease take is applied and its reply lost; then
+// another buyer of bucket 0.
+func TestLostLeaseTakeIsDropped(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		ctx := fx.ctx()
+		fx.bucketSale("hot", 30, 0, time.Minute, 3)
+		us := usersIn(3, 0, 3, "u")
+		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+		hash := redisstock.BucketLeaseScriptHash()
+		var lost atomic.Bool
+		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
+			err := next()
+			if a := cmds[0].Args(); len(a) > 5 && a[1] == hash && a[5] == "take" && err == nil && lost.CompareAndSwap(false, true) {
+				cmds[0].SetErr(errLostReply)
+				return errLostReply
+			}
+			return err
+		}))
+		err := fx.s.Deduct(ctx, ord("o1", us[1], it("hot", 1)))
+		if !lost.Load() {
+			t.Fatalf("no lease take lost its reply (Deduct: %v)", err)
+		}
+		if n := fx.c.Exists(ctx, fx.bucketKey("hot", ":bl")).Val(); n != 0 {
+			t.Fatalf("the transfer lease of the lost take is still held (Deduct: %v)", err)
+		}
+		is(t, fx.s.Deduct(ctx, ord("o2", us[2], it("hot", 1))), nil, "Deduct of the next buyer of bucket 0")
+	})
+}
+
+// aroundHook calls f for each command and pipeline; f runs it by calling
+// next.
+type aroundHook func(cmds []redis.Cmder, next func() error) error
+
+func (f aroundHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f aroundHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return f([]redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (f aroundHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return f(cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+// A refill that is slow but gets its replies is not taken over: only one
+// that got no reply for the lease's lifetime is. When every refill that
+// outlasted the lease was taken over, a starved machine (each reply late,
+// the whole refill past 2 s) had the replacement wait for the lease the
+// slow refill still held, and every buyer waiting try its order again for
+// nothing.
+//
+// Sequence: 30 units in 3 buckets; bucket 0 emptied; 10 buyers of bucket
+// 0; the first refill takes the lease once all 10 wait for it, and the
+// four round trips after that are each answered 600 ms late (2.4 s in
+// all, past the 2 s lease; the longest wait between two of its rounds'
+// replies is 1.2 s, 0.8 s of margin). No other refill holds the lease
+// while it does.
+func TestSlowRefillIsNotTakenOver(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		ctx := fx.ctx()
+		const n, buyers = 3, 10
+		fx.bucketSale("hot", 30, 0, time.Minute, n)
+		us := usersIn(n, 0, buyers+1, "u")
+		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+
+		var (
+			mu     sync.Mutex
+			active = map[string]bool{} // refills that took the lease and did not drop it
+			most   int
+			slow   = -1 // round trips left to slow down; -1 before the first take
+		)
+		hash := redisstock.BucketLeaseScriptHash()
+		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
+			a := cmds[0].Args()
+			lease := len(a) > 6 && a[1] == hash
+			if lease && a[5] == "take" {
+				mu.Lock()
+				first := slow < 0
+				active[a[6].(string)] = true
+				most = max(most, len(active))
+				mu.Unlock()
+				for end := time.Now().Add(30 * time.Second); first && fx.s.FlightWant("hot") < buyers && time.Now().Before(end); {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if first {
+					mu.Lock()
+					slow = 4
+					mu.Unlock()
+				}
+				return next()
+			}
+			mu.Lock()
+			if lease && a[5] == "drop" {
+				delete(active, a[6].(string))
+			}
+			delay := slow > 0
+			if delay {
+				slow--
+			}
+			mu.Unlock()
+			if delay {
+				time.Sleep(600 * time.Millisecond)
+			}
+			return next()
+		}))
+
+		var wg sync.WaitGroup
+		errs := make([]error, buyers)
+		for i := range buyers {
+			wg.Go(func() { errs[i] = fx.s.Deduct(ctx, ord("o"+strconv.Itoa(i), us[1+i], it("hot", 1))) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("buyer %d: Deduct: %v", i, err)
+			}
+		}
+		fx.want("hot", 20-buyers, 10+buyers, 0)
+		if most != 1 {
+			t.Fatalf("%d refills held the lease at once; want 1 (the slow one, not taken over)", most)
 		}
 	})
 }

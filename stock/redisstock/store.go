@@ -110,9 +110,10 @@ type Store struct {
 	obs    *observe.Observer
 	// bucketed is set on a Redis Cluster, where a SKU may be split into
 	// buckets on several slots; bk caches the SKUs' bucket counts.
-	bucketed bool
-	bk       sync.Map // SKU -> *buckets: the bucket counts this Store read
-	flights  sync.Map // SKU -> *flight: the refill of the SKU running here
+	bucketed   bool
+	bk         sync.Map // SKU -> *buckets: the bucket counts this Store read
+	countReads sync.Map // SKU -> *countRead: the read of its count running here
+	flights    sync.Map // SKU -> *flight: the refill of the SKU running here
 	// dir is the order directory's layout; layout is set once the prefix
 	// is known to hold layout 2 (and dir its count of shards).
 	dir    atomic.Pointer[directory]
