@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
@@ -29,10 +31,15 @@ import (
 // caller's deadline made; and the books add up exactly: what the stock
 // rows hold is what the answers say. A lock wait or deadlock is retried
 // within the bound: on MariaDB, whose deadlocks are found at once,
-// contention is rare (under 5% of the answers). On PostgreSQL every
-// deadlock the reverse updaters make stalls its rows for deadlock_timeout
-// (1s, as long as LockWait), and most answers are still contention: the
-// test logs the count there.
+// contention is rare (under 5% of the answers). On PostgreSQL a deadlock
+// is found only by the deadlock check of the waiter that closed the
+// cycle, deadlock_timeout (1s, as long as LockWait) after it began to
+// wait: the reverse updaters, whose waits have no bound, close most
+// cycles and hold three rows until then, so most answers are contention
+// (measured on a busy 2-core machine: 2% to 45% successes, most runs
+// under 15%; without the updaters none was contention). The test logs the
+// count there; TestLockStormWithBoundedWritersMostOrdersSucceed bounds
+// the updaters' waits as the package doc advises.
 func TestLockStormAnswersWithinTheBound(t *testing.T) {
 	for _, d := range testdb.All() {
 		if d.Dialect == sqlstock.SQLite {
@@ -40,104 +47,136 @@ func TestLockStormAnswersWithinTheBound(t *testing.T) {
 		}
 		t.Run(d.Name, func(t *testing.T) {
 			testdb.Need(t, d.Needs...)
-			const (
-				lockWait = time.Second
-				sale     = 3500 * time.Millisecond
-				buyers   = 64
-				timeout  = 10 * time.Second
-				margin   = time.Second
-			)
-			db := d.Open(t, 80)
-			table := testdb.Unique("sgs")
-			s := newStore(t, db, sqlstock.Config{Dialect: d.Dialect, Table: table, LockWait: lockWait})
-			bound := s.AnswerBound()
-			if bound != 3*lockWait {
-				t.Fatalf("AnswerBound %v, want 3 LockWaits", bound)
-			}
-			ctx := t.Context()
-			skus := []string{"r0", "r1", "r2", "r3"}
-			for _, sku := range skus {
-				if err := s.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 1_000_000, HoldTTL: time.Hour}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			stormCtx, stop := context.WithCancel(ctx)
-			var storm sync.WaitGroup
-			for i := range 2 {
-				storm.Go(func() { reverseUpdater(stormCtx, t, db.DB, d.Dialect, table, skus, i) })
-			}
-			storm.Go(func() { lockHolder(stormCtx, t, db.DB, d.Dialect, table) })
-
-			var (
-				mu       sync.Mutex
-				taken    = map[string]int64{}
-				worst    time.Duration
-				answers  int
-				contend  int
-				failures []string
-				seq      atomic.Int64
-			)
-			end := time.Now().Add(sale)
-			var wg sync.WaitGroup
-			for b := range buyers {
-				wg.Go(func() {
-					rnd := mrand.New(mrand.NewPCG(uint64(b), 24))
-					for time.Now().Before(end) {
-						i := rnd.IntN(4)
-						j := (i + 1 + rnd.IntN(3)) % 4
-						o := stock.Order{ID: fmt.Sprintf("o%d", seq.Add(1)), UserID: fmt.Sprintf("u%d", b),
-							Items: []stock.Item{{SKU: skus[i], Qty: 1}, {SKU: skus[j], Qty: 2}}}
-						cctx, cancel := context.WithTimeout(ctx, timeout)
-						start := time.Now()
-						err := s.Deduct(cctx, o)
-						took := time.Since(start)
-						cancel()
-						mu.Lock()
-						answers++
-						worst = max(worst, took)
-						switch {
-						case err == nil:
-							taken[skus[i]]++
-							taken[skus[j]] += 2
-						case errors.Is(err, stock.ErrContention):
-							contend++
-						default:
-							failures = append(failures, fmt.Sprintf("%s after %v: %v", o.ID, took, err))
-						}
-						if took > bound+margin {
-							failures = append(failures, fmt.Sprintf("%s answered after %v, past the bound %v: %v", o.ID, took, bound, err))
-						}
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
-			stop()
-			storm.Wait()
-			for _, f := range failures {
-				t.Error(f)
-			}
-			t.Logf("%d answers, %d contention, slowest %v (bound %v)", answers, contend, worst, bound)
-			if d.Dialect != sqlstock.Postgres && contend*20 >= answers {
-				t.Errorf("%d of %d answers were contention, want under 5%%", contend, answers)
-			}
-			for _, sku := range skus {
-				lv, err := s.Levels(ctx, sku)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if lv.Held != taken[sku] || lv.Available+lv.Held != 1_000_000 {
-					t.Errorf("%s: levels %+v, want %d held by the answered orders", sku, lv, taken[sku])
-				}
+			r := lockStorm(t, d.Open(t, 80), d.Dialect, 0)
+			if d.Dialect != sqlstock.Postgres && r.contend*20 >= r.answers {
+				t.Errorf("%d of %d answers were contention, want under 5%%", r.contend, r.answers)
 			}
 		})
 	}
 }
 
+// The lock storm of TestLockStormAnswersWithinTheBound on PostgreSQL,
+// with reverse updaters that bound their own lock waits with a
+// lock_timeout of a tenth of LockWait (100ms), as the package doc advises
+// for writers that lock stock rows in another order: the deadlocks they
+// make end within 100ms instead of at the updater's deadlock check, 1s
+// after it began to wait, and most orders succeed within the bound. On a
+// busy 2-core machine 81% to 97% of the answers were successes (without
+// the updaters' bound, 2% to 45%, most runs under 15%); the floor of 60%
+// leaves 20 points for a busier one.
+func TestLockStormWithBoundedWritersMostOrdersSucceed(t *testing.T) {
+	testdb.Need(t, testdb.Postgres)
+	const floor = 60 // percent of the answers that are successes
+	r := lockStorm(t, testdb.PostgreSQL(t, 80), sqlstock.Postgres, 100*time.Millisecond)
+	if ok := r.answers - r.contend; ok*100 < floor*r.answers {
+		t.Errorf("%d of %d orders succeeded, want at least %d%%", ok, r.answers, floor)
+	}
+}
+
+// stormResult counts the answers of a lock storm: all of them, and those
+// that were stock.ErrContention (every other answer is a success, or the
+// storm's test failed).
+type stormResult struct{ answers, contend int }
+
+// lockStorm runs the lock storm of TestLockStormAnswersWithinTheBound on
+// db (of dialect d), with the reverse updaters' lock waits bounded by
+// updaterWait on PostgreSQL (0: unbounded), checks the bound and the
+// books as that test says, and returns the counts.
+func lockStorm(t *testing.T, db *sqlx.DB, d sqlstock.Dialect, updaterWait time.Duration) stormResult {
+	t.Helper()
+	const (
+		lockWait = time.Second
+		sale     = 3500 * time.Millisecond
+		buyers   = 64
+		timeout  = 10 * time.Second
+		margin   = time.Second
+	)
+	table := testdb.Unique("sgs")
+	s := newStore(t, db, sqlstock.Config{Dialect: d, Table: table, LockWait: lockWait})
+	bound := s.AnswerBound()
+	if bound != 3*lockWait {
+		t.Fatalf("AnswerBound %v, want 3 LockWaits", bound)
+	}
+	ctx := t.Context()
+	skus := []string{"r0", "r1", "r2", "r3"}
+	for _, sku := range skus {
+		if err := s.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 1_000_000, HoldTTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stormCtx, stop := context.WithCancel(ctx)
+	var storm sync.WaitGroup
+	for i := range 2 {
+		storm.Go(func() { reverseUpdater(stormCtx, db.DB, d, table, skus, i, updaterWait) })
+	}
+	storm.Go(func() { lockHolder(stormCtx, db.DB, d, table) })
+
+	var (
+		mu       sync.Mutex
+		taken    = map[string]int64{}
+		worst    time.Duration
+		r        stormResult
+		failures []string
+		seq      atomic.Int64
+	)
+	end := time.Now().Add(sale)
+	var wg sync.WaitGroup
+	for b := range buyers {
+		wg.Go(func() {
+			rnd := mrand.New(mrand.NewPCG(uint64(b), 24))
+			for time.Now().Before(end) {
+				i := rnd.IntN(4)
+				j := (i + 1 + rnd.IntN(3)) % 4
+				o := stock.Order{ID: fmt.Sprintf("o%d", seq.Add(1)), UserID: fmt.Sprintf("u%d", b),
+					Items: []stock.Item{{SKU: skus[i], Qty: 1}, {SKU: skus[j], Qty: 2}}}
+				cctx, cancel := context.WithTimeout(ctx, timeout)
+				start := time.Now()
+				err := s.Deduct(cctx, o)
+				took := time.Since(start)
+				cancel()
+				mu.Lock()
+				r.answers++
+				worst = max(worst, took)
+				switch {
+				case err == nil:
+					taken[skus[i]]++
+					taken[skus[j]] += 2
+				case errors.Is(err, stock.ErrContention):
+					r.contend++
+				default:
+					failures = append(failures, fmt.Sprintf("%s after %v: %v", o.ID, took, err))
+				}
+				if took > bound+margin {
+					failures = append(failures, fmt.Sprintf("%s answered after %v, past the bound %v: %v", o.ID, took, bound, err))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	stop()
+	storm.Wait()
+	for _, f := range failures {
+		t.Error(f)
+	}
+	t.Logf("%d answers, %d contention, slowest %v (bound %v)", r.answers, r.contend, worst, bound)
+	for _, sku := range skus {
+		lv, err := s.Levels(ctx, sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lv.Held != taken[sku] || lv.Available+lv.Held != 1_000_000 {
+			t.Errorf("%s: levels %+v, want %d held by the answered orders", sku, lv, taken[sku])
+		}
+	}
+	return r
+}
+
 // reverseUpdater updates every row of skus, last first, in one
 // transaction every 100-200ms until ctx ends: each waits for the rows the
-// buyers lock in the other order, and deadlocks with some of them.
-func reverseUpdater(ctx context.Context, t *testing.T, db *sql.DB, d sqlstock.Dialect, table string, skus []string, seed int) {
+// buyers lock in the other order, and deadlocks with some of them. On
+// PostgreSQL a wait > 0 bounds each of its lock waits (lock_timeout).
+func reverseUpdater(ctx context.Context, db *sql.DB, d sqlstock.Dialect, table string, skus []string, seed int, wait time.Duration) {
 	rnd := mrand.New(mrand.NewPCG(uint64(seed), 99))
 	for ctx.Err() == nil {
 		func() {
@@ -148,6 +187,11 @@ func reverseUpdater(ctx context.Context, t *testing.T, db *sql.DB, d sqlstock.Di
 				return
 			}
 			defer func() { _ = tx.Rollback() }()
+			if d == sqlstock.Postgres && wait > 0 {
+				if _, err := tx.ExecContext(c, fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", wait.Milliseconds())); err != nil {
+					return
+				}
+			}
 			for i := len(skus) - 1; i >= 0; i-- {
 				q := "UPDATE " + quote(d, table) + " SET available = available WHERE sku = '" + skus[i] + "'"
 				if _, err := tx.ExecContext(c, q); err != nil {
@@ -162,7 +206,7 @@ func reverseUpdater(ctx context.Context, t *testing.T, db *sql.DB, d sqlstock.Di
 
 // lockHolder locks every row of the table FOR UPDATE for 1.5s every 3.5s
 // until ctx ends.
-func lockHolder(ctx context.Context, t *testing.T, db *sql.DB, d sqlstock.Dialect, table string) {
+func lockHolder(ctx context.Context, db *sql.DB, d sqlstock.Dialect, table string) {
 	for ctx.Err() == nil {
 		func() {
 			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
