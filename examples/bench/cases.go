@@ -274,10 +274,7 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 	if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: memHolds, PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
 		return memResult{}, err
 	}
-	used := func() (float64, error) {
-		n, err := testdb.UsedMemory(ctx, rdb)
-		return float64(n), err
-	}
+	used := func() (float64, error) { return settledMemory(ctx, rdb) }
 	before, err := used()
 	if err != nil {
 		return memResult{}, err
@@ -307,6 +304,38 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 		return memResult{}, err
 	}
 	return memResult{store: "Redis", holds: memHolds, perHold: (after - before) / memHolds}, nil
+}
+
+// settledMemory is the server's used_memory once it has no object left to
+// free in the background (the keys of an earlier run, UNLINKed, are freed
+// after UNLINK answers): waits up to 10 s for lazyfree_pending_objects 0.
+func settledMemory(ctx context.Context, rdb *redis.Client) (float64, error) {
+	for range 200 {
+		info, err := rdb.Info(ctx, "memory").Result()
+		if err != nil {
+			return 0, err
+		}
+		var used, pending string
+		for _, line := range strings.Split(info, "\r\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				switch k {
+				case "used_memory":
+					used = v
+				case "lazyfree_pending_objects":
+					pending = v
+				}
+			}
+		}
+		if pending == "" || pending == "0" {
+			n, err := strconv.ParseInt(used, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO memory used_memory: %w", err)
+			}
+			return float64(n), nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0, errors.New("INFO memory: objects still pending a background free after 10s")
 }
 
 // managerCase deducts one unit per call through a stock.Manager, of one
