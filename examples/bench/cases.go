@@ -274,7 +274,8 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 	if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: memHolds, PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
 		return memResult{}, err
 	}
-	used := func() (float64, error) { return settledMemory(ctx, rdb) }
+	info := func(ctx context.Context) (string, error) { return rdb.Info(ctx, "memory").Result() }
+	used := func() (float64, error) { return settledMemory(ctx, info, 50*time.Millisecond) }
 	before, err := used()
 	if err != nil {
 		return memResult{}, err
@@ -308,15 +309,16 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 
 // settledMemory is the server's used_memory once it has no object left to
 // free in the background (the keys of an earlier run, UNLINKed, are freed
-// after UNLINK answers): waits up to 10 s for lazyfree_pending_objects 0.
-func settledMemory(ctx context.Context, rdb *redis.Client) (float64, error) {
+// after UNLINK answers): it reads INFO memory with info every poll until
+// lazyfree_pending_objects is 0, at most 200 times.
+func settledMemory(ctx context.Context, info func(ctx context.Context) (string, error), poll time.Duration) (float64, error) {
 	for range 200 {
-		info, err := rdb.Info(ctx, "memory").Result()
+		text, err := info(ctx)
 		if err != nil {
 			return 0, err
 		}
 		var used, pending string
-		for _, line := range strings.Split(info, "\r\n") {
+		for _, line := range strings.Split(text, "\r\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok {
 				switch k {
 				case "used_memory":
@@ -333,9 +335,23 @@ func settledMemory(ctx context.Context, rdb *redis.Client) (float64, error) {
 			}
 			return float64(n), nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		if err := sleep(ctx, poll); err != nil {
+			return 0, err
+		}
 	}
-	return 0, errors.New("INFO memory: objects still pending a background free after 10s")
+	return 0, errors.New("INFO memory: objects still pending a background free after 200 reads")
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // managerCase deducts one unit per call through a stock.Manager, of one

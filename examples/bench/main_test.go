@@ -208,3 +208,35 @@ func TestBatchSummary(t *testing.T) {
 		t.Error("summary after reset: ok")
 	}
 }
+
+// The memory per hold is read once the server has freed what an earlier
+// run UNLINKed: a read while objects are pending is not taken.
+func TestSettledMemory(t *testing.T) {
+	replies := []string{
+		"# Memory\r\nused_memory:900000\r\nlazyfree_pending_objects:120\r\n",
+		"# Memory\r\nused_memory:500000\r\nlazyfree_pending_objects:3\r\n",
+		"# Memory\r\nused_memory:200000\r\nlazyfree_pending_objects:0\r\n",
+	}
+	reads := 0
+	info := func(context.Context) (string, error) {
+		r := replies[min(reads, len(replies)-1)]
+		reads++
+		return r, nil
+	}
+	got, err := settledMemory(t.Context(), info, 0)
+	if err != nil || got != 200000 || reads != 3 {
+		t.Errorf("settledMemory = %v, %v after %d reads; want 200000 after 3", got, err, reads)
+	}
+	// A server that reports no lazy free (an older one) is read at once.
+	reads = 0
+	replies = []string{"used_memory:1234\r\n"}
+	if got, err := settledMemory(t.Context(), info, 0); err != nil || got != 1234 || reads != 1 {
+		t.Errorf("settledMemory = %v, %v after %d reads; want 1234 after 1", got, err, reads)
+	}
+	// Objects that stay pending: an error, not a figure.
+	reads = 0
+	replies = []string{"used_memory:1\r\nlazyfree_pending_objects:7\r\n"}
+	if got, err := settledMemory(t.Context(), info, 0); err == nil {
+		t.Errorf("settledMemory = %v with objects always pending, want an error", got)
+	}
+}
