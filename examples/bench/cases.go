@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,34 @@ var rawDeduct = redis.NewScript(`local v = tonumber(redis.call('GET', KEYS[1]))
 if v and v >= tonumber(ARGV[1]) then redis.call('DECRBY', KEYS[1], ARGV[1]) return 1 end
 return 0`)
 
+// shape is the orders the cases deduct.
+type shape struct {
+	anonymous bool // no UserID, no per-user limit
+}
+
+// listing puts units of sku on sale, with a per-user limit of 1 unless
+// the orders are anonymous.
+func (sh shape) listing(sku string) stock.Listing {
+	l := stock.Listing{SKU: sku, Units: units, HoldTTL: time.Hour}
+	if !sh.anonymous {
+		l.PerUserLimit = 1
+	}
+	return l
+}
+
+// order is the order id of items, of its own user unless the orders are
+// anonymous.
+func (sh shape) order(id string, items []stock.Item) stock.Order {
+	o := stock.Order{ID: id, Items: items}
+	if !sh.anonymous {
+		o.UserID = userOf(id)
+	}
+	return o
+}
+
+// userOf is the UserID of the order id: one user per order.
+func userOf(id string) string { return "u" + id }
+
 // setup connects to every store the options name and returns their cases,
 // the memory figures of the Redis servers, and a cleanup that removes what
 // the run created.
@@ -54,9 +83,11 @@ func setup(ctx context.Context, opt options) ([]group, []memResult, func(), erro
 	}
 	var groups []group
 	var memory []memResult
+	sh := shape{anonymous: opt.anonymous}
+	pool := max(128, slices.Max(opt.clients)) // the raw script at its best: a connection per client
 
 	if opt.redis != "none" {
-		g, m, err := redisSetup(ctx, opt.redis, tag, &cleanups)
+		g, m, err := redisSetup(ctx, opt.redis, tag, pool, sh, &cleanups)
 		if err != nil {
 			return nil, nil, cleanup, err
 		}
@@ -64,7 +95,7 @@ func setup(ctx context.Context, opt options) ([]group, []memResult, func(), erro
 		memory = append(memory, m...)
 	}
 	if len(opt.cluster) > 0 {
-		g, err := clusterSetup(ctx, opt.cluster, tag, &cleanups)
+		g, err := clusterSetup(ctx, opt.cluster, tag, pool, sh, &cleanups)
 		if err != nil {
 			return nil, nil, cleanup, err
 		}
@@ -96,7 +127,7 @@ func setup(ctx context.Context, opt options) ([]group, []memResult, func(), erro
 		db.SetMaxOpenConns(128)
 		db.SetMaxIdleConns(128)
 		cleanups = append(cleanups, func() { db.Close() })
-		g, drop, err := sqlGroup(ctx, db, t.store, tag)
+		g, drop, err := sqlGroup(ctx, db, t.store, tag, sh)
 		cleanups = append(cleanups, drop)
 		if err != nil {
 			return nil, nil, cleanup, fmt.Errorf("%s: %w", t.store, err)
@@ -108,7 +139,7 @@ func setup(ctx context.Context, opt options) ([]group, []memResult, func(), erro
 
 // redisSetup connects to addr, or to an in-process miniredis when addr is
 // empty, and returns its cases and, on a real Redis, its memory figure.
-func redisSetup(ctx context.Context, addr, tag string, cleanups *[]func()) (group, []memResult, error) {
+func redisSetup(ctx context.Context, addr, tag string, pool int, sh shape, cleanups *[]func()) (group, []memResult, error) {
 	store := "Redis"
 	if addr == "" {
 		mr, err := miniredis.Run()
@@ -118,64 +149,68 @@ func redisSetup(ctx context.Context, addr, tag string, cleanups *[]func()) (grou
 		*cleanups = append(*cleanups, mr.Close)
 		addr, store = mr.Addr(), "miniredis"
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: pool})
 	*cleanups = append(*cleanups, func() { testdb.DropKeys(ctx, rdb, tag); rdb.Close() })
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return group{}, nil, fmt.Errorf("redis %s: %w", addr, err)
 	}
-	var cpu func(context.Context) (float64, error)
+	var server func(context.Context) (serverStats, error)
 	var memory []memResult
 	if store == "Redis" { // miniredis reports neither CPU nor memory
-		cpu = func(ctx context.Context) (float64, error) { return testdb.ServerCPU(ctx, rdb) }
+		server = func(ctx context.Context) (serverStats, error) { return redisStats(ctx, rdb) }
 		m, err := memoryPerHold(ctx, rdb, tag+"mem")
 		if err != nil {
 			return group{}, nil, err
 		}
 		memory = append(memory, m)
 	}
-	g, err := redisGroup(rdb, store, tag, cpu)
+	g, err := redisGroup(rdb, store, tag, sh, server)
 	return g, memory, err
 }
 
-func redisGroup(rdb *redis.Client, store, tag string, cpu func(context.Context) (float64, error)) (group, error) {
-	g, s, err := deductGroup(rdb, store, tag, cpu)
+func redisGroup(rdb *redis.Client, store, tag string, sh shape, server func(context.Context) (serverStats, error)) (group, error) {
+	g, s, batches, err := deductGroup(rdb, store, tag, sh, server)
 	if err == nil {
-		g.cases = append(g.cases, orderCase("redisstock Deduct, 3-item order", s, 3))
-		g.cases[len(g.cases)-1].cpu = cpu
+		c := orderCase("redisstock Deduct, 3-item order", s, sh, 3)
+		c.server, c.batches = server, batches
+		g.cases = append(g.cases, c)
 	}
 	return g, err
 }
 
 // deductGroup is the raw script, Deduct (batched, the default) and
-// Deduct with MaxBatch 1 on one hot SKU of rdb, each reading the server
-// CPU with cpu; it returns the batching Store too.
-func deductGroup(rdb redis.UniversalClient, store, tag string, cpu func(context.Context) (float64, error)) (group, *redisstock.Store, error) {
-	s, err := redisstock.New(rdb, redisstock.Config{Prefix: tag})
+// Deduct with MaxBatch 1 on one hot SKU of rdb, each reading the server's
+// counters with server; it returns the batching Store too, and the counts
+// of its batches.
+func deductGroup(rdb redis.UniversalClient, store, tag string, sh shape, server func(context.Context) (serverStats, error)) (group, *redisstock.Store, *batchStats, error) {
+	var batches, singles batchStats
+	s, err := redisstock.New(rdb, redisstock.Config{Prefix: tag, Observer: batches.observer()})
 	if err != nil {
-		return group{}, nil, err
+		return group{}, nil, nil, err
 	}
-	single, err := redisstock.New(rdb, redisstock.Config{Prefix: tag + "s", MaxBatch: 1})
+	single, err := redisstock.New(rdb, redisstock.Config{Prefix: tag + "s", MaxBatch: 1, Observer: singles.observer()})
 	if err != nil {
-		return group{}, nil, err
+		return group{}, nil, nil, err
 	}
 	const deduct = "redisstock Deduct"
 	g := group{store: store, cases: []benchCase{
 		rawCase(rdb, tag+":{hot}:raw"),
-		managerCase(deduct, s, 1),
-		managerCase("redisstock Deduct, MaxBatch 1", single, 1),
+		managerCase(deduct, s, sh, 1),
+		managerCase("redisstock Deduct, MaxBatch 1", single, sh, 1),
 	}}
+	g.cases[1].batches, g.cases[2].batches = &batches, &singles
 	g.cases[2].vs = []string{deduct}
 	for i := range g.cases {
-		g.cases[i].cpu = cpu
+		g.cases[i].server = server
 	}
-	return g, s, nil
+	return g, s, &batches, nil
 }
 
 // clusterSetup connects to a Redis Cluster and returns its cases: the raw
 // script and Deduct, each on one hot SKU (one slot, one master), the
 // server CPU summed over the masters.
-func clusterSetup(ctx context.Context, addrs []string, tag string, cleanups *[]func()) (group, error) {
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 128})
+func clusterSetup(ctx context.Context, addrs []string, tag string, pool int, sh shape, cleanups *[]func()) (group, error) {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: pool})
 	*cleanups = append(*cleanups, func() {
 		rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { testdb.DropKeys(ctx, c, tag); return nil })
 		rdb.Close()
@@ -183,19 +218,22 @@ func clusterSetup(ctx context.Context, addrs []string, tag string, cleanups *[]f
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return group{}, fmt.Errorf("redis cluster %v: %w", addrs, err)
 	}
-	cpu := func(ctx context.Context) (float64, error) {
+	server := func(ctx context.Context) (serverStats, error) {
 		var mu sync.Mutex
-		var total float64
+		var total serverStats
 		err := rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			t, err := testdb.ServerCPU(ctx, c)
+			st, err := redisStats(ctx, c)
 			mu.Lock()
-			total += t
+			total.cpu += st.cpu
+			total.scriptUsec += st.scriptUsec
+			total.scriptCalls += st.scriptCalls
+			total.commands += st.commands
 			mu.Unlock()
 			return err
 		})
 		return total, err
 	}
-	g, _, err := deductGroup(rdb, "Redis Cluster", tag, cpu)
+	g, _, _, err := deductGroup(rdb, "Redis Cluster", tag, sh, server)
 	return g, err
 }
 
@@ -236,10 +274,8 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 	if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: memHolds, PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
 		return memResult{}, err
 	}
-	used := func() (float64, error) {
-		n, err := testdb.UsedMemory(ctx, rdb)
-		return float64(n), err
-	}
+	info := func(ctx context.Context) (string, error) { return rdb.Info(ctx, "memory").Result() }
+	used := func() (float64, error) { return settledMemory(ctx, info, 50*time.Millisecond) }
 	before, err := used()
 	if err != nil {
 		return memResult{}, err
@@ -271,9 +307,56 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 	return memResult{store: "Redis", holds: memHolds, perHold: (after - before) / memHolds}, nil
 }
 
+// settledMemory is the server's used_memory once it has no object left to
+// free in the background (the keys of an earlier run, UNLINKed, are freed
+// after UNLINK answers): it reads INFO memory with info every poll until
+// lazyfree_pending_objects is 0, at most 200 times.
+func settledMemory(ctx context.Context, info func(ctx context.Context) (string, error), poll time.Duration) (float64, error) {
+	for range 200 {
+		text, err := info(ctx)
+		if err != nil {
+			return 0, err
+		}
+		var used, pending string
+		for _, line := range strings.Split(text, "\r\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				switch k {
+				case "used_memory":
+					used = v
+				case "lazyfree_pending_objects":
+					pending = v
+				}
+			}
+		}
+		if pending == "" || pending == "0" {
+			n, err := strconv.ParseInt(used, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO memory used_memory: %w", err)
+			}
+			return float64(n), nil
+		}
+		if err := sleep(ctx, poll); err != nil {
+			return 0, err
+		}
+	}
+	return 0, errors.New("INFO memory: objects still pending a background free after 200 reads")
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // managerCase deducts one unit per call through a stock.Manager, of one
-// hot SKU, or of skus SKUs in turn.
-func managerCase(name string, m stock.Manager, skus int) benchCase {
+// hot SKU, or of skus SKUs in turn, in orders of shape sh.
+func managerCase(name string, m stock.Manager, sh shape, skus int) benchCase {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	names := make([]string, skus)
 	for i := range names {
@@ -287,7 +370,7 @@ func managerCase(name string, m stock.Manager, skus int) benchCase {
 		prep: func(ctx context.Context) error {
 			run = strconv.FormatInt(time.Now().UnixNano(), 36)
 			for _, sku := range names {
-				if err := m.PutOnSale(ctx, stock.Listing{SKU: sku, Units: units, HoldTTL: time.Hour}); err != nil {
+				if err := m.PutOnSale(ctx, sh.listing(sku)); err != nil {
 					return err
 				}
 			}
@@ -296,14 +379,14 @@ func managerCase(name string, m stock.Manager, skus int) benchCase {
 		op: func(ctx context.Context, seq int64) error {
 			id := run + "-" + strconv.FormatInt(seq, 10)
 			sku := names[seq%int64(len(names))]
-			return m.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: sku, Qty: 1}}})
+			return m.Deduct(ctx, sh.order(id, []stock.Item{{SKU: sku, Qty: 1}}))
 		},
 	}
 }
 
 // orderCase deducts one unit of each of n SKUs per call: one order of n
-// lines.
-func orderCase(name string, m stock.Manager, n int) benchCase {
+// lines, of shape sh.
+func orderCase(name string, m stock.Manager, sh shape, n int) benchCase {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	items := make([]stock.Item, n)
 	for i := range items {
@@ -314,19 +397,19 @@ func orderCase(name string, m stock.Manager, n int) benchCase {
 		prep: func(ctx context.Context) error {
 			run = strconv.FormatInt(time.Now().UnixNano(), 36)
 			for _, it := range items {
-				if err := m.PutOnSale(ctx, stock.Listing{SKU: it.SKU, Units: units, HoldTTL: time.Hour}); err != nil {
+				if err := m.PutOnSale(ctx, sh.listing(it.SKU)); err != nil {
 					return err
 				}
 			}
 			return nil
 		},
 		op: func(ctx context.Context, seq int64) error {
-			return m.Deduct(ctx, stock.Order{ID: run + "-" + strconv.FormatInt(seq, 10), Items: items})
+			return m.Deduct(ctx, sh.order(run+"-"+strconv.FormatInt(seq, 10), items))
 		},
 	}
 }
 
-func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(), error) {
+func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string, sh shape) (group, func(), error) {
 	var dropped []string
 	drop := func() {
 		for _, t := range dropped {
@@ -417,8 +500,9 @@ func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(
 	}
 	for i, v := range variants {
 		table, ledger := tag+"_"+strconv.Itoa(i), tag+"_"+strconv.Itoa(i)+"_ledger"
+		batches := new(batchStats)
 		s, err := sqlstock.New(db.DB, sqlstock.Config{Strategy: v.st, Dialect: dialect, Table: table, Ledger: ledger,
-			MaxAttempts: 3, MaxGroup: v.maxGroup})
+			MaxAttempts: 3, MaxGroup: v.maxGroup, Observer: batches.observer()})
 		if err != nil {
 			return group{}, drop, err
 		}
@@ -426,8 +510,8 @@ func sqlGroup(ctx context.Context, db *sqlx.DB, store, tag string) (group, func(
 		if err := s.CreateTables(ctx); err != nil {
 			return group{}, drop, err
 		}
-		c := managerCase(v.name, s, v.skus)
-		c.vs = v.vs
+		c := managerCase(v.name, s, sh, v.skus)
+		c.vs, c.batches = v.vs, batches
 		g.cases = append(g.cases, c)
 	}
 	return g, drop, nil

@@ -1,22 +1,30 @@
 // Command bench runs every stockguard backend beside the raw operation it
 // is built on, on the servers it is given, and prints one Markdown table:
-// deducts per second, p50/p99 latency, failed calls, and the ratio to the
-// raw baseline measured in the same run.
+// deducts per second, p50/p99 latency, failed calls, the sizes of the
+// batches the store reported to its Observer, the Redis server's cost per
+// order, and the ratio of each to the raw baseline measured in the same run.
 //
-//	go run ./examples/bench -rounds 3 -redis 127.0.0.1:6379 \
-//	    -mysql 'root@tcp(127.0.0.1:3306)/test?interpolateParams=true' \
-//	    -postgres 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//	go run ./examples/bench -redis 127.0.0.1:6379 -mysql none \
+//	    -cluster 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
 //
-// Every case loops "deduct one unit of one hot SKU" (or, where the case
-// says so, of one of 1,000 SKUs in turn) from -clients goroutines for
-// -duration, with a fresh order ID per call. With -rounds n every case of
-// a store runs n times, the cases interleaved round after round (every
-// other round in reverse order), and the table gives the median of each
-// figure. A case may also be compared with
-// another of its store (the last column: grouped vs ungrouped, or vs the
-// raw single UPDATE). With no server
-// flags it runs on miniredis and SQLite in-process, which shows the shape of
-// the table but not production figures.
+// Every case loops "deduct one order of one unit of one hot SKU" (or,
+// where the case says so, of one of 1,000 SKUs in turn, or one unit of
+// each of 3 SKUs) from -clients goroutines (default 64) for -duration.
+// Each order is a flash sale's: a fresh order ID and its own UserID, on
+// SKUs put on sale with PerUserLimit 1 (-anonymous: no UserID and no
+// limit, as a shop without per-user limits). The raw baselines take
+// neither. Each case of a store runs -rounds times (default 3), the cases
+// interleaved round after round (every other round in reverse order), and
+// the table gives the median of each figure. On a real Redis the server
+// figures are deltas of INFO over the case, divided by its orders: CPU
+// (used_cpu_sys + used_cpu_user), the script calls' time and count
+// (commandstats of EVALSHA and its kin, the commands they run included),
+// and every command. On a shared server they include the others' load. A
+// case may also be compared with another of its store (the last column:
+// grouped vs ungrouped, MaxBatch 1 vs batched). After the table, the Redis
+// memory one live hold costs (distinct users, PerUserLimit 1). With no
+// server flags it runs on miniredis and SQLite in-process, which shows the
+// shape of the table but not production figures.
 package main
 
 import (
@@ -44,6 +52,8 @@ type options struct {
 	clients                []int
 	duration               time.Duration
 	rounds                 int
+	// anonymous: orders carry no UserID and SKUs no per-user limit.
+	anonymous bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -61,8 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, "| store | case | clients | deducts/s | p50 ms | p99 ms | failed | server µs/op | vs baseline | vs |")
-	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(stdout, header)
+	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, g := range groups {
 		for _, n := range opt.clients {
 			rounds := make([][]result, len(g.cases))
@@ -86,29 +96,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			for i := range rounds {
 				results[i] = median(rounds[i])
 			}
-			base := results[g.baseline]
-			for i, r := range results {
-				ratio := "baseline"
-				if i != g.baseline {
-					ratio = fmt.Sprintf("%.2fx", r.perSec/base.perSec)
-				}
-				cpu := "–"
-				if r.cpu > 0 {
-					cpu = fmt.Sprintf("%.2f", r.cpu)
-				}
-				var vs []string
-				if i != g.baseline && r.cpu > 0 && base.cpu > 0 {
-					vs = append(vs, fmt.Sprintf("server CPU/op %.2fx, p99 %.2fx baseline's", r.cpu/base.cpu, r.p99/base.p99))
-				}
-				for _, name := range g.cases[i].vs {
-					for j, o := range g.cases {
-						if o.name == name {
-							vs = append(vs, fmt.Sprintf("%.2fx %s (p99 %.2fx)", r.perSec/results[j].perSec, o.name, r.p99/results[j].p99))
-						}
-					}
-				}
-				fmt.Fprintf(stdout, "| %s | %s | %d | %.0f | %.2f | %.2f | %.1f%% | %s | %s | %s |\n",
-					g.store, g.cases[i].name, n, r.perSec, r.p50, r.p99, r.failedPct, cpu, ratio, strings.Join(vs, "; "))
+			for i := range results {
+				fmt.Fprintln(stdout, row(g, results, i, n))
 			}
 		}
 	}
@@ -123,15 +112,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var opt options
-	clients := fs.String("clients", "8,64", "comma-separated numbers of concurrent clients")
+	clients := fs.String("clients", "64", "comma-separated numbers of concurrent clients")
 	fs.StringVar(&opt.redis, "redis", "", `Redis address (default: in-process miniredis; "none": no Redis cases)`)
 	cluster := fs.String("cluster", "", "comma-separated Redis Cluster seed addresses (default: no Cluster cases)")
 	fs.StringVar(&opt.mysql, "mysql", "", `MySQL/MariaDB DSN ("none", without -postgres: no SQL cases)`)
 	fs.StringVar(&opt.postgres, "postgres", "", "PostgreSQL DSN (pgx)")
 	fs.DurationVar(&opt.duration, "duration", 3*time.Second, "how long each case runs")
-	fs.IntVar(&opt.rounds, "rounds", 1, "interleaved rounds per case; the table gives the medians")
+	fs.IntVar(&opt.rounds, "rounds", 3, "interleaved rounds per case; the table gives the medians")
+	fs.BoolVar(&opt.anonymous, "anonymous", false, "orders without a UserID, SKUs without a per-user limit (default: each order its own user, PerUserLimit 1)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: bench [flags]\n\nMeasures every backend beside its raw Redis or SQL baseline, one hot SKU,\nand prints one Markdown table (deducts/s, p50, p99, failures, ratio to the\nbaseline measured in the same run). Without -redis, -mysql or -postgres it\nmeasures the embedded defaults (miniredis, SQLite).\n\nflags:")
+		fmt.Fprintln(stderr, "usage: bench [flags]\n\nMeasures every backend beside its raw Redis or SQL baseline, one hot SKU,\nand prints one Markdown table (deducts/s, p50, p99, failures, batch sizes,\nRedis server cost per order, ratios to the baseline measured in the same\nrun). Without -redis, -mysql or -postgres it\nmeasures the embedded defaults (miniredis, SQLite).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -167,20 +157,84 @@ type group struct {
 	cases    []benchCase
 }
 
-// A benchCase deducts one unit per call; seq is unique per call.
+// A benchCase deducts one order per call; seq is unique per call.
 type benchCase struct {
 	name string
 	vs   []string                        // names of cases of the same store to compare with
 	prep func(ctx context.Context) error // fresh stock before each run
 	op   func(ctx context.Context, seq int64) error
-	// cpu, if set, reads the server's CPU time so far (µs, every server
-	// of the store summed); the table gives its growth per deduct.
-	cpu func(ctx context.Context) (float64, error)
+	// server, if set, reads the server's counters so far (every server of
+	// the store summed); the table gives their growth per order.
+	server func(ctx context.Context) (serverStats, error)
+	// batches, if set, counts the batches the case's store reports to its
+	// Observer; it is reset before each run.
+	batches *batchStats
 }
 
+// result is one run of a case, or the medians of its runs.
 type result struct {
 	perSec, p50, p99, failedPct float64
-	cpu                         float64 // server µs per deduct; 0: not measured
+	// Per order, from the server's counters (server set): CPU µs, the
+	// script calls' µs, script calls, commands.
+	cpu, scriptUsec, scriptCalls, commands float64
+	measured                               bool // the server figures are set
+	// From the Observer (batches set and at least one batch reported):
+	// orders per batch, and the share (%) of orders in batches of each
+	// of sizeBounds.
+	batchMean  float64
+	batchShare [len(sizeBounds)]float64
+	batched    bool
+}
+
+// header is the first line of the table.
+const header = "| store | case | clients | deducts/s | vs baseline | p50 ms | p99 ms | p99 vs baseline | failed " +
+	"| orders per batch: mean (% of orders in batches of " + sizeLabels + ") " +
+	"| server CPU µs/order | CPU vs baseline | script µs/order | script vs baseline | script calls/order | commands/order | vs |"
+
+// row is the table's line for case i of g, with the results of every
+// case of g at n clients.
+func row(g group, results []result, i, n int) string {
+	r, base := results[i], results[g.baseline]
+	ratio := func(x, y float64) string {
+		if i == g.baseline {
+			return "baseline"
+		}
+		if y == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2fx", x/y)
+	}
+	dash := func(ok bool, format string, v float64) string {
+		if !ok {
+			return "–"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	batches := "–"
+	if r.batched {
+		shares := make([]string, len(r.batchShare))
+		for k, v := range r.batchShare {
+			shares[k] = fmt.Sprintf("%.0f", v)
+		}
+		batches = fmt.Sprintf("%.1f (%s)", r.batchMean, strings.Join(shares, ", "))
+	}
+	server := r.measured && base.measured
+	cpuRatio, scriptRatio := "–", "–"
+	if server {
+		cpuRatio, scriptRatio = ratio(r.cpu, base.cpu), ratio(r.scriptUsec, base.scriptUsec)
+	}
+	var vs []string
+	for _, name := range g.cases[i].vs {
+		for j, o := range g.cases {
+			if o.name == name {
+				vs = append(vs, fmt.Sprintf("%.2fx %s (p99 %.2fx)", r.perSec/results[j].perSec, o.name, r.p99/results[j].p99))
+			}
+		}
+	}
+	return fmt.Sprintf("| %s | %s | %d | %.0f | %s | %.2f | %.2f | %s | %.1f%% | %s | %s | %s | %s | %s | %s | %s | %s |",
+		g.store, g.cases[i].name, n, r.perSec, ratio(r.perSec, base.perSec), r.p50, r.p99, ratio(r.p99, base.p99), r.failedPct,
+		batches, dash(r.measured, "%.2f", r.cpu), cpuRatio, dash(r.measured, "%.2f", r.scriptUsec), scriptRatio,
+		dash(r.measured, "%.3f", r.scriptCalls), dash(r.measured, "%.2f", r.commands), strings.Join(vs, "; "))
 }
 
 // median is the median of each figure over rounds.
@@ -193,13 +247,23 @@ func median(rounds []result) result {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	return result{
-		perSec:    pick(func(r result) float64 { return r.perSec }),
-		p50:       pick(func(r result) float64 { return r.p50 }),
-		p99:       pick(func(r result) float64 { return r.p99 }),
-		failedPct: pick(func(r result) float64 { return r.failedPct }),
-		cpu:       pick(func(r result) float64 { return r.cpu }),
+	m := result{
+		perSec:      pick(func(r result) float64 { return r.perSec }),
+		p50:         pick(func(r result) float64 { return r.p50 }),
+		p99:         pick(func(r result) float64 { return r.p99 }),
+		failedPct:   pick(func(r result) float64 { return r.failedPct }),
+		cpu:         pick(func(r result) float64 { return r.cpu }),
+		scriptUsec:  pick(func(r result) float64 { return r.scriptUsec }),
+		scriptCalls: pick(func(r result) float64 { return r.scriptCalls }),
+		commands:    pick(func(r result) float64 { return r.commands }),
+		measured:    rounds[0].measured,
+		batchMean:   pick(func(r result) float64 { return r.batchMean }),
+		batched:     slices.ContainsFunc(rounds, func(r result) bool { return r.batched }),
 	}
+	for k := range m.batchShare {
+		m.batchShare[k] = pick(func(r result) float64 { return r.batchShare[k] })
+	}
+	return m
 }
 
 // seq numbers every call of the process, so order IDs never repeat across
@@ -218,12 +282,15 @@ func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, 
 		lat        []time.Duration
 		fatal      error
 	)
-	var cpu0 float64
-	if c.cpu != nil {
+	var server0 serverStats
+	if c.server != nil {
 		var err error
-		if cpu0, err = c.cpu(ctx); err != nil {
+		if server0, err = c.server(ctx); err != nil {
 			return result{}, err
 		}
+	}
+	if c.batches != nil {
+		c.batches.reset()
 	}
 	deadline := time.Now().Add(d)
 	for range n {
@@ -257,22 +324,29 @@ func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, 
 	if len(lat) == 0 {
 		return result{}, errors.New("no call finished")
 	}
-	var cpu float64
-	if c.cpu != nil {
-		cpu1, err := c.cpu(ctx)
-		if err != nil {
-			return result{}, err
-		}
-		cpu = (cpu1 - cpu0) / float64(max(ok.Load(), 1))
-	}
 	slices.Sort(lat)
 	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / 1e6 }
 	total := ok.Load() + failed.Load()
-	return result{
+	res := result{
 		perSec:    float64(ok.Load()) / d.Seconds(),
 		p50:       ms(0.50),
 		p99:       ms(0.99),
 		failedPct: 100 * float64(failed.Load()) / float64(max(total, 1)),
-		cpu:       cpu,
-	}, nil
+	}
+	if c.server != nil {
+		server1, err := c.server(ctx)
+		if err != nil {
+			return result{}, err
+		}
+		orders := float64(max(ok.Load(), 1))
+		res.measured = true
+		res.cpu = (server1.cpu - server0.cpu) / orders
+		res.scriptUsec = (server1.scriptUsec - server0.scriptUsec) / orders
+		res.scriptCalls = (server1.scriptCalls - server0.scriptCalls) / orders
+		res.commands = (server1.commands - server0.commands) / orders
+	}
+	if c.batches != nil {
+		res.batchMean, res.batchShare, res.batched = c.batches.summary()
+	}
+	return res, nil
 }
