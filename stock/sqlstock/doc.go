@@ -219,17 +219,18 @@
 // call sooner.
 //
 // The Store takes an order's stock rows in SKU order. A writer outside it
-// that locks them in another order deadlocks with it: MySQL and MariaDB find such a deadlock at once, but
-// PostgreSQL finds it only by the deadlock check of the waiter that
-// closed the cycle, deadlock_timeout (1s by default) after it began to
-// wait, and a writer whose waits have no bound holds its rows until then.
-// Deducts that meet such stalls answer stock.ErrContention once their two
-// LockWaits are spent: with LockWait 1s, 64 buyers of two-SKU orders on 4
-// rows and two writers updating the rows in reverse order every
-// 100-200ms, 2% to 45% of the orders succeeded, most runs under 15%. Give such writers a
-// lock_timeout well below LockWait (with a tenth, 81% to 97% of the
-// orders succeeded; TestLockStormWithBoundedWritersMostOrdersSucceed), or
-// have them lock the rows in SKU order too.
+// that locks them in another order deadlocks with it: MySQL and MariaDB
+// find such a deadlock at once, but PostgreSQL finds it only by the
+// deadlock check of the waiter that closed the cycle, deadlock_timeout (1s
+// by default) after it began to wait, and a writer whose waits have no
+// bound holds its rows until then. Deducts that meet such stalls answer
+// stock.ErrContention once their two LockWaits are spent: with LockWait
+// 1s, 64 buyers of two-SKU orders on 4 rows and two writers updating the
+// rows in reverse order every 100-200ms, 2% to 45% of the orders
+// succeeded, most runs under 15%. Give such writers a lock_timeout well
+// below LockWait (with a tenth, 81% to 97% of the orders succeeded;
+// TestLockStormWithBoundedWritersMostOrdersSucceed), or have them lock the
+// rows in SKU order too.
 //
 // Error codes are read without importing a driver
 // (SQLState() for pgx, Code() for modernc.org/sqlite, the Code
