@@ -31,10 +31,8 @@ import (
 func TestStalledRefillIsTakenOverByOneWaiter(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
-		const n, buyers = 3, 20
-		fx.bucketSale("hot", 30, 0, time.Minute, n)
-		us := usersIn(n, 0, buyers+1, "u")
-		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+		const buyers = 20
+		us := fx.bucketZeroEmptied(buyers)
 
 		var (
 			mu     sync.Mutex
@@ -69,12 +67,7 @@ func TestStalledRefillIsTakenOverByOneWaiter(t *testing.T) {
 			}
 		}))
 
-		var wg sync.WaitGroup
-		errs := make([]error, buyers)
-		for i := range buyers {
-			wg.Go(func() { errs[i] = fx.s.Deduct(ctx, ord("o"+strconv.Itoa(i), us[1+i], it("hot", 1))) })
-		}
-		wg.Wait()
+		errs := buyAtOnce(ctx, fx.s, us)
 		mu.Lock()
 		defer mu.Unlock()
 		// One waiter takes over; a takeover that itself stalls past the
@@ -114,10 +107,8 @@ func TestStalledRefillIsTakenOverByOneWaiter(t *testing.T) {
 func TestOneRefillServesTheWaitingBuyers(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
-		const n, buyers = 3, 20
-		fx.bucketSale("hot", 30, 0, time.Minute, n)
-		us := usersIn(n, 0, buyers+1, "u")
-		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+		const buyers = 20
+		us := fx.bucketZeroEmptied(buyers)
 
 		var (
 			mu     sync.Mutex
@@ -141,12 +132,7 @@ func TestOneRefillServesTheWaitingBuyers(t *testing.T) {
 			}
 		}))
 
-		var wg sync.WaitGroup
-		errs := make([]error, buyers)
-		for i := range buyers {
-			wg.Go(func() { errs[i] = fx.s.Deduct(ctx, ord("o"+strconv.Itoa(i), us[1+i], it("hot", 1))) })
-		}
-		wg.Wait()
+		errs := buyAtOnce(ctx, fx.s, us)
 		for i, err := range errs {
 			if err != nil {
 				t.Errorf("buyer %d: Deduct: %v", i, err)
@@ -212,12 +198,7 @@ func TestBuyersShareTheBucketCountRead(t *testing.T) {
 			return err
 		}))
 
-		var wg sync.WaitGroup
-		errs := make([]error, buyers)
-		for i := range buyers {
-			wg.Go(func() { errs[i] = cold.Deduct(ctx, ord("o"+strconv.Itoa(i), us[i], it("hot", 1))) })
-		}
-		wg.Wait()
+		errs := buyAtOnce(ctx, cold, us)
 		for i, err := range errs {
 			if err != nil {
 				t.Errorf("buyer %d: Deduct: %v", i, err)
@@ -243,9 +224,7 @@ func TestBuyersShareTheBucketCountRead(t *testing.T) {
 func TestSlowLeaseDropFreesTheLease(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
-		fx.bucketSale("hot", 30, 0, time.Minute, 3)
-		us := usersIn(3, 0, 2, "u")
-		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+		us := fx.bucketZeroEmptied(1)
 		hash := redisstock.BucketLeaseScriptHash()
 		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
 			if a := cmds[0].Args(); len(a) > 5 && a[1] == hash && a[5] == "drop" {
@@ -253,7 +232,7 @@ func TestSlowLeaseDropFreesTheLease(t *testing.T) {
 			}
 			return next()
 		}))
-		is(t, fx.s.Deduct(ctx, ord("o", us[1], it("hot", 1))), nil, "Deduct whose refill's drop is slow")
+		is(t, fx.s.Deduct(ctx, ord("o", us[0], it("hot", 1))), nil, "Deduct whose refill's drop is slow")
 		if n := fx.c.Exists(ctx, fx.bucketKey("hot", ":bl")).Val(); n != 0 {
 			t.Fatal("the transfer lease is still held after the refill ended")
 		}
@@ -271,9 +250,7 @@ func TestSlowLeaseDropFreesTheLease(t *testing.T) {
 func TestLostLeaseTakeIsDropped(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
-		fx.bucketSale("hot", 30, 0, time.Minute, 3)
-		us := usersIn(3, 0, 3, "u")
-		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+		us := fx.bucketZeroEmptied(2)
 		hash := redisstock.BucketLeaseScriptHash()
 		var lost atomic.Bool
 		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
@@ -284,14 +261,14 @@ func TestLostLeaseTakeIsDropped(t *testing.T) {
 			}
 			return err
 		}))
-		err := fx.s.Deduct(ctx, ord("o1", us[1], it("hot", 1)))
+		err := fx.s.Deduct(ctx, ord("o1", us[0], it("hot", 1)))
 		if !lost.Load() {
 			t.Fatalf("no lease take lost its reply (Deduct: %v)", err)
 		}
 		if n := fx.c.Exists(ctx, fx.bucketKey("hot", ":bl")).Val(); n != 0 {
 			t.Fatalf("the transfer lease of the lost take is still held (Deduct: %v)", err)
 		}
-		is(t, fx.s.Deduct(ctx, ord("o2", us[2], it("hot", 1))), nil, "Deduct of the next buyer of bucket 0")
+		is(t, fx.s.Deduct(ctx, ord("o2", us[1], it("hot", 1))), nil, "Deduct of the next buyer of bucket 0")
 	})
 }
 
@@ -329,10 +306,8 @@ func (f aroundHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func TestSlowRefillIsNotTakenOver(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
-		const n, buyers = 3, 10
-		fx.bucketSale("hot", 30, 0, time.Minute, n)
-		us := usersIn(n, 0, buyers+1, "u")
-		is(t, fx.s.Deduct(ctx, ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+		const buyers = 10
+		us := fx.bucketZeroEmptied(buyers)
 
 		var (
 			mu     sync.Mutex
@@ -375,12 +350,7 @@ func TestSlowRefillIsNotTakenOver(t *testing.T) {
 			return next()
 		}))
 
-		var wg sync.WaitGroup
-		errs := make([]error, buyers)
-		for i := range buyers {
-			wg.Go(func() { errs[i] = fx.s.Deduct(ctx, ord("o"+strconv.Itoa(i), us[1+i], it("hot", 1))) })
-		}
-		wg.Wait()
+		errs := buyAtOnce(ctx, fx.s, us)
 		for i, err := range errs {
 			if err != nil {
 				t.Errorf("buyer %d: Deduct: %v", i, err)
@@ -391,4 +361,26 @@ func TestSlowRefillIsNotTakenOver(t *testing.T) {
 			t.Fatalf("%d refills held the lease at once; want 1 (the slow one, not taken over)", most)
 		}
 	})
+}
+
+// bucketZeroEmptied puts 30 units of "hot" on sale in 3 buckets, has a
+// user of bucket 0 take its 10, and returns n more users of bucket 0.
+func (fx *fixture) bucketZeroEmptied(n int) []string {
+	fx.t.Helper()
+	fx.bucketSale("hot", 30, 0, time.Minute, 3)
+	us := usersIn(3, 0, n+1, "u")
+	is(fx.t, fx.s.Deduct(fx.ctx(), ord("drain", us[0], it("hot", 10))), nil, "Deduct of bucket 0's units")
+	return us[1:]
+}
+
+// buyAtOnce has each of users order one unit of "hot" (order "o<i>") on
+// s, all at once, and returns each Deduct's answer.
+func buyAtOnce(ctx context.Context, s *redisstock.Store, users []string) []error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(users))
+	for i, u := range users {
+		wg.Go(func() { errs[i] = s.Deduct(ctx, ord("o"+strconv.Itoa(i), u, it("hot", 1))) })
+	}
+	wg.Wait()
+	return errs
 }
