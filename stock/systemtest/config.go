@@ -100,6 +100,21 @@ type Config struct {
 	// the flows implement them; it also replays the seeds of runs from
 	// before those steps existed.
 	NoPartial bool
+	// Footprint, if set, reads what the gate stores for the flow: for a
+	// Redis gate, every key under the flow's prefix with its size (see
+	// RedisFootprint). The checker reads it once the listings are on
+	// sale, and again at rest after Retention has passed and the
+	// reclaimer has run: every order has ended by then, so the gate must
+	// store no key it did not store before the first order, and none
+	// larger (CheckMemory).
+	Footprint func(ctx context.Context) (map[string]int64, error)
+	// Retention is how long past the end of the run every per-order item
+	// the gate keeps for an ended order is gone, once a reclaim pass has
+	// run (for a redisstock gate: its Config.Retention plus
+	// stock.DefaultHoldTTL, the lease of an attempt that ended without
+	// an answer). The memory check moves the clock this far after the run
+	// is at rest. Required with Footprint.
+	Retention time.Duration
 	// Logf, if set, receives every step of the trace as it runs.
 	Logf func(format string, args ...any)
 }

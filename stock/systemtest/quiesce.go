@@ -75,6 +75,9 @@ func (r *runner) quiesce() {
 	r.checkOrphans()
 	r.line += fmt.Sprintf(" gate/record available %s", r.levelsText(v))
 	r.trace(r.line)
+	if !r.stop {
+		r.checkMemory(next)
+	}
 }
 
 // settle repeats one quiescence action until it succeeds.

@@ -68,6 +68,9 @@ type runner struct {
 	lastGot int
 	// forced is the fault plan of a scripted step's call.
 	forced *ctl
+	// baseline is the gate's footprint before the first order
+	// (Config.Footprint).
+	baseline map[string]int64
 }
 
 // Run drives the composed flow cfg wires through cfg.Steps random steps
@@ -81,6 +84,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Seed: cfg.Seed, Counts: map[string]int{}}
 	if cfg.Node == nil || cfg.Gate == nil || cfg.Record == nil || cfg.Clock == nil || cfg.Repair == nil {
 		return res, errors.New("systemtest: Config needs Node, Gate, Record, Clock and Repair")
+	}
+	if cfg.Footprint != nil && cfg.Retention <= 0 {
+		return res, errors.New("systemtest: Config.Footprint needs a positive Retention")
 	}
 	began := time.Now()
 	r := &runner{cfg: cfg, ctx: ctx, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), res: &res,
@@ -106,6 +112,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		r.listing[l.SKU] = l
 		r.skus = append(r.skus, l.SKU)
 		r.put[l.SKU] = l.Units
+	}
+	if err := r.readBaseline(); err != nil {
+		return res, err
 	}
 	r.trace(fmt.Sprintf("#0 seed %d: %d nodes, %v on sale", cfg.Seed, cfg.Nodes, r.put))
 	r.checkState()

@@ -17,14 +17,17 @@ import (
 //     gate says the hold expired or was reverted: the record's copy is
 //     returned and the gate's error given; the record never confirms an
 //     order its gate closed. The gate does not know the order (it lost
-//     its data, or a fallback took the order while it was down) or
-//     cannot be asked: the record decides by the order's gate deadline
-//     (its own deadline less the grace RecordHold added), as
-//     ReclaimExpired's follow-up does: before it, the record is confirmed
-//     and the sale stands (an unknown order goes to Config.OnDrift; a
-//     gate that could not be asked makes the answer a *TierError: call
-//     again to tell it); once it has passed, stock.ErrHoldExpired and the
-//     copy is returned.
+//     its data, or a fallback took the order while it was down): the
+//     record decides by the order's gate deadline (its own deadline less
+//     the grace RecordHold added), as ReclaimExpired's follow-up does:
+//     before it, the record is confirmed and the sale stands (reported to
+//     Config.OnDrift); once it has passed, stock.ErrHoldExpired and the
+//     copy is returned. The gate cannot be asked, or its answer was lost:
+//     it may still hold the order, and its reclaimer would return that
+//     hold at its deadline, so the record confirms nothing (a sale there
+//     would be units the gate sells again); the answer is a *TierError,
+//     call again. The record confirms a held order only once the gate has
+//     confirmed it or holds nothing of it.
 //   - Confirmed: a repeat. The sale stands whatever the gate says now: a
 //     sale confirmed at the record (by this Manager, or by a fallback
 //     while the gate was down) is never undone by a later Confirm. The
@@ -116,26 +119,28 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 		}
 		return gerr
 	case stock.IsBusiness(gerr), unavailable(gerr):
-		return m.confirmByRecord(ctx, in, gerr, nil)
-	case errors.Is(gerr, stock.ErrUnknownOutcome):
-		return &TierError{Tier: Gate, Op: "confirm", Err: gerr}
+		return m.confirmByRecord(ctx, in, gerr)
 	default:
-		return m.confirmByRecord(ctx, in, gerr, &TierError{Tier: Gate, Op: "confirm", Err: gerr})
+		// The gate may still hold the order (it could not be asked, or
+		// its answer was lost): its deadline decides, and its reclaimer
+		// would return a hold the record had confirmed. Nothing changes
+		// at the record; the retry asks the gate again.
+		return &TierError{Tier: Gate, Op: "confirm", Err: gerr}
 	}
 }
 
-// confirmByRecord confirms a held order that the gate cannot decide about
-// (gerr: it does not know the order, or could not be asked and applied
-// nothing), by the order's gate deadline, as ReclaimExpired's follow-up
-// returns such copies: once that deadline has passed the order expired,
-// before it the record confirms, and the sale stands even if the deadline
-// passes while it does (a follow-up returning the copy meanwhile finds it
-// confirmed and keeps it: it returns copies only while they are held; an
-// undo here could refund a sale a concurrent Confirm of the same order
-// has answered). done is the answer once the sale stands (nil,
-// or the *TierError that has the gate told on a retry); a nil done
-// reports gerr to Config.OnDrift.
-func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr error, done *TierError) error {
+// confirmByRecord confirms a held order that the gate holds nothing of
+// (gerr: it does not know the order, or lost its data), by the order's
+// gate deadline, as ReclaimExpired's follow-up returns such copies: once
+// that deadline has passed the order expired, before it the record
+// confirms, and the sale stands even if the deadline passes while it does
+// (a follow-up returning the copy meanwhile finds it confirmed and keeps
+// it: it returns copies only while they are held; an undo here could
+// refund a sale a concurrent Confirm of the same order has answered). The
+// sale is reported to Config.OnDrift with gerr. A gate that may still
+// hold the order never gets here: the record confirms only what the gate
+// can no longer return.
+func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr error) error {
 	id := in.ID
 	due, err := m.gateDeadline(ctx, in, nil)
 	if err != nil {
@@ -161,9 +166,6 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 			return rerr
 		}
 		return &TierError{Tier: Record, Op: "confirm", Err: rerr}
-	}
-	if done != nil {
-		return done
 	}
 	m.drift(Drift{OrderID: id, Tier: Gate, Op: "confirm", Err: gerr, SKUs: skusOf(in.Items)})
 	return nil

@@ -80,3 +80,43 @@ func TestConfirmRetryTellsTheGateBeforeAnsweringNil(t *testing.T) {
 		t.Fatalf("retry answered nil while the gate was never told: gate available %d > record available %d after reclaim", ga, ra)
 	}
 }
+
+// A Confirm whose gate cannot be asked must not sell the order at the
+// record: the gate still holds it, and when nobody calls again before its
+// deadline its reclaimer returns the units. A sale at the record then
+// leaves the gate with units the record has sold (the gate admits orders
+// the record refuses, or sells them again after a reconcile that trusts
+// it). The record confirms only what the gate confirmed or holds nothing
+// of; the buyer is told to call again, and after the deadline is told the
+// hold expired, at both tiers alike.
+func TestConfirmWithTheGateUnreachableLeavesTheGateHoldDeciding(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.gate.SetFault(stocktest.Down)
+	err := f.m.Confirm(ctx, "o1")
+	f.gate.SetFault(stocktest.Healthy)
+	if !errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("Confirm with the gate unreachable: %v, want an error to call again on", err)
+	}
+	if got := f.recordState("o1"); got != stock.StateHeld {
+		t.Fatalf("record state after Confirm with the gate unreachable: %v, want held", got)
+	}
+	f.clock.Advance(61 * time.Second) // past the gate deadline, nobody called again
+	if _, err := f.m.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	f.want(f.gate, "gate", "a", 10, 0, 0)
+	f.want(f.record, "record", "a", 10, 0, 0)
+	if err := f.m.Confirm(ctx, "o1"); !errors.Is(err, stock.ErrHoldExpired) {
+		t.Fatalf("Confirm after the deadline: %v, want ErrHoldExpired", err)
+	}
+	if len(f.drift) != 0 {
+		t.Fatalf("drift %+v, want none", f.drift)
+	}
+}

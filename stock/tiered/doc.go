@@ -175,7 +175,10 @@
 //     order at all (flushed, or taken by a fallback while the gate was
 //     down) the record decides by the order's gate deadline, as the
 //     follow-up does, and a sale before it is reported to
-//     Config.OnDrift. An order the record has confirmed is a sale: a
+//     Config.OnDrift. A gate that cannot be asked (or whose answer was
+//     lost) may still hold the order and would return it at its
+//     deadline: the record confirms nothing then, and the caller calls
+//     again. An order the record has confirmed is a sale: a
 //     repeated Confirm returns nil whatever the gate says (a fallback's
 //     Confirm while the gate was down included).
 //   - Revert reverts at the gate, then at the record. It returns nil when

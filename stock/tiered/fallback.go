@@ -109,7 +109,7 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 	}
 	switch in.State {
 	case stock.StateHeld:
-		return m.confirmByRecord(ctx, in, errGateAside, nil)
+		return m.confirmByRecord(ctx, in, errGateAside)
 	case stock.StateConfirmed:
 		return nil
 	case stock.StateUnknown:

@@ -41,8 +41,10 @@ const reclaimChunk = 4
 //
 // The record is asked about the orders of step 1 first, and an order it
 // has confirmed is not reverted: that sale was confirmed at the record
-// while the gate could not be told (a degraded Confirm), it stands, and
-// the units the gate returned are reported to Config.OnDrift for
+// alone (a fallback's Confirm while the gate was set aside; Confirm itself
+// confirms at the record only what the gate confirmed or holds nothing
+// of), it stands, and the units the gate returned are reported to
+// Config.OnDrift for
 // reconciliation to take back (Drift.SKUs names the SKUs). A Confirm in
 // progress at the deadline is reported the same way (a drift report is a
 // cue to reconcile, not proof). Step 2 leaves alone every copy the gate

@@ -289,7 +289,7 @@ func TestConfirmAndRevertRetryAfterGateFailure(t *testing.T) {
 	if err := f.m.Revert(ctx, "o2"); !errors.Is(err, stocktest.ErrInjected) {
 		t.Fatalf("Revert with the gate down: %v", err)
 	}
-	f.want(f.record, "record", "a", 8, 1, 1) // confirmed there, revert not begun
+	f.want(f.record, "record", "a", 8, 2, 0) // the gate still holds both: nothing decided at the record
 	f.gate.SetFault(stocktest.Healthy)
 	if err := f.m.Confirm(ctx, "o1"); err != nil {
 		t.Fatal(err)
