@@ -246,23 +246,8 @@ local function deduct(k, a, n)
   if nt > 0 then
     local sdl, sbound = int(dl), int(bound - dl)
     for t = 1, nt do
-      local b, qty, qs, c = tb[t], tq[t], tqs[t], tc[t]
-      if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
-      c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
-      if user ~= '' then
-        local had = c.users[user]
-        -- A user new to the SKU holds what it takes: its decimal form is
-        -- the order's own.
-        if had then c.users[user] = tonumber(had) + qty else c.users[user] = qs end
-        if not c.changed[user] then
-          c.changed[user] = true
-          c.nchanged = c.nchanged + 1
-          c.changed[c.nchanged] = user
-        end
-      end
-      local h = c.holds
-      h[#h + 1] = sdl
-      h[#h + 1] = id
+      local b, qs = tb[t], tqs[t]
+      take_units(tc[t], touched, user, tq[t], qs, id, sdl)
       -- A new record: it lives until the hold is confirmed or returned.
       read(KEYS[b + 4])[id] = 'h' .. qs .. '\t' .. sdl .. '\t' .. sbound .. '\t' .. ident .. '\ta' .. token
       mark(KEYS[b + 4], id)
@@ -298,27 +283,7 @@ while a <= nargv do
 end
 
 -- Writes: every SKU touched once (state, holds, users), then the records.
-local function put(cmd, key, list)
-  for from = 1, #list, 1000 do
-    redis.call(cmd, key, unpack(list, from, math.min(from + 999, #list)))
-  end
-end
-for _, c in ipairs(touched) do
-  redis.call('HSET', KEYS[c.b + 1], 'avail', string.format('%d', c.avail), 'held', string.format('%d', c.held),
-    'ver', string.format('%d', c.ver))
-  put('ZADD', KEYS[c.b + 2], c.holds)
-  if c.nchanged > 0 then
-    local fv = {}
-    for i = 1, c.nchanged do
-      local u = c.changed[i]
-      local x = c.users[u]
-      if type(x) == 'number' then x = string.format('%d', x) end
-      fv[#fv + 1] = u
-      fv[#fv + 1] = x
-    end
-    put('HSET', KEYS[c.b + 3], fv)
-  end
-end
+for _, c in ipairs(touched) do put_sku(c, KEYS[c.b + 1], KEYS[c.b + 2], KEYS[c.b + 3]) end
 -- After the new holds: a line taken earlier in this call may have moved.
 for _, m in ipairs(moves) do redis.call('ZADD', m[1], 'XX', m[2], m[3]) end
 for _, key in ipairs(lkeys) do

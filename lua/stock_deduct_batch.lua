@@ -209,23 +209,8 @@ while a <= nargv do
     if nt > 0 then
       local sdl, sbound = int(deadline), int(bound - deadline)
       for t = 1, nt do
-        local c, qty, qs = tc[t], tq[t], tqs[t]
-        if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
-        c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
-        if user ~= '' then
-          local had = c.users[user]
-          -- A user new to the SKU holds what it takes: its decimal form is
-          -- the order's own.
-          if had then c.users[user] = tonumber(had) + qty else c.users[user] = qs end
-          if not c.changed[user] then
-            c.changed[user] = true
-            c.nchanged = c.nchanged + 1
-            c.changed[c.nchanged] = user
-          end
-        end
-        local h = c.holds
-        h[#h + 1] = sdl
-        h[#h + 1] = id
+        local c, qs = tc[t], tqs[t]
+        take_units(c, touched, user, tq[t], qs, id, sdl)
         local v = 'h' .. qs .. '\t' .. sdl .. '\t' .. sbound .. '\t' .. ident
         read(KEYS[tb[t] + 3])[id] = v
         local rs = c.recs
@@ -240,26 +225,8 @@ end
 
 -- Writes: every SKU once (state, holds, users, records), then every shard
 -- that has new entries.
-local function put(cmd, key, list)
-  for from = 1, #list, 1000 do
-    redis.call(cmd, key, unpack(list, from, math.min(from + 999, #list)))
-  end
-end
 for _, c in ipairs(touched) do
-  redis.call('HSET', KEYS[c.b], 'avail', string.format('%d', c.avail), 'held', string.format('%d', c.held),
-    'ver', string.format('%d', c.ver))
-  put('ZADD', KEYS[c.b + 1], c.holds)
-  if c.nchanged > 0 then
-    local fv = {}
-    for i = 1, c.nchanged do
-      local u = c.changed[i]
-      local x = c.users[u]
-      if type(x) == 'number' then x = string.format('%d', x) end
-      fv[#fv + 1] = u
-      fv[#fv + 1] = x
-    end
-    put('HSET', KEYS[c.b + 2], fv)
-  end
+  put_sku(c, KEYS[c.b], KEYS[c.b + 1], KEYS[c.b + 2])
   put('HSET', KEYS[c.b + 3], c.recs)
 end
 for _, dk in ipairs(shards) do put('HSET', dk, dirty[dk]) end

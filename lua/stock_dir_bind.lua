@@ -16,8 +16,8 @@
 --          written), or {'stale', identity} (it holds another identity, has
 --          not ended and has no attempt set: no attempt has bound it for a
 --          lease, see stock_dir_release.lua; nothing written: the caller
---          checks whether that order holds anything, and may take the entry
---          over with stock_dir_takeover.lua).
+--          checks whether that order holds anything, and may delete the
+--          entry with stock_dir_check.lua and bind again).
 --
 -- A new entry lives as long as the order's holds, and gets Retention when
 -- the order ends (stock_dir_keep.lua). An attempt that fails leaves the set

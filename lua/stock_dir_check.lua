@@ -18,6 +18,9 @@
 --            'end'    every line of the order has ended: end the entry
 --            'free'   the order has no line: it took nothing, and no
 --                     attempt bound it for a lease: delete the entry
+--            'take'   'free' for a Deduct of another order under the ID
+--                     (stock_dir_bind.lua said 'stale'), only while no
+--                     attempt is on the entry: it then binds the ID anew
 --            'drop'   the entry was gone or ended: out of the zset
 -- Reply    the number of entries ended or deleted.
 --
@@ -39,7 +42,7 @@ for a = 3, #ARGV, 4 do
     elseif action == 'end' then
       dir_end(KEYS[1], KEYS[2], KEYS[3], id, d, keep)
       n = n + 1
-    elseif action == 'free' then
+    elseif action == 'free' or action == 'take' and not dir_attempts(d) then
       redis.call('HDEL', KEYS[1], id)
       redis.call('ZREM', KEYS[3], id)
       n = n + 1

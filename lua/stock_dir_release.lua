@@ -14,7 +14,7 @@
 --          those attempts may have ended without taking anything, their
 --          outcome unknown). An entry whose set expired can be taken over
 --          by another order under the same ID once that order is found to
---          hold nothing (stock_dir_bind.lua, stock_dir_takeover.lua); the
+--          hold nothing (stock_dir_bind.lua, stock_dir_check.lua); the
 --          entry itself never expires while a successful attempt may count
 --          on it.
 -- Reply    1 if the entry was deleted, 0 otherwise (another identity, or

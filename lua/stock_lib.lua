@@ -207,3 +207,56 @@ local function without_token(toks, tok)
   if after == '' then return before end
   return before .. ',' .. after
 end
+
+-- The SKU cache of stock_deduct.lua and stock_deduct_batch.lua: c holds a
+-- SKU's counts (avail, held, ver), its users hash as read (users), the
+-- users it changed (changed: user -> true, and in order 1..nchanged), the
+-- new members of its holds zset (holds), and whether it is in the
+-- script's touched list (dirty).
+
+-- take_units takes qty units (qs: the order's decimal form) of the SKU c
+-- for user ('' for none) and order id, due at sdl, into c.
+local function take_units(c, touched, user, qty, qs, id, sdl)
+  if not c.dirty then c.dirty = true; touched[#touched + 1] = c end
+  c.avail, c.held, c.ver = c.avail - qty, c.held + qty, c.ver + 1
+  if user ~= '' then
+    local had = c.users[user]
+    -- A user new to the SKU holds what it takes: its decimal form is the
+    -- order's own.
+    if had then c.users[user] = tonumber(had) + qty else c.users[user] = qs end
+    if not c.changed[user] then
+      c.changed[user] = true
+      c.nchanged = c.nchanged + 1
+      c.changed[c.nchanged] = user
+    end
+  end
+  local h = c.holds
+  h[#h + 1] = sdl
+  h[#h + 1] = id
+end
+
+-- put runs cmd on key with the arguments of list, 1000 at a time.
+local function put(cmd, key, list)
+  for from = 1, #list, 1000 do
+    redis.call(cmd, key, unpack(list, from, math.min(from + 999, #list)))
+  end
+end
+
+-- put_sku writes what the script changed in the SKU c: its counts to its
+-- state hash, its new holds, its changed users.
+local function put_sku(c, state, holds, users)
+  redis.call('HSET', state, 'avail', string.format('%d', c.avail), 'held', string.format('%d', c.held),
+    'ver', string.format('%d', c.ver))
+  put('ZADD', holds, c.holds)
+  if c.nchanged > 0 then
+    local fv = {}
+    for i = 1, c.nchanged do
+      local u = c.changed[i]
+      local x = c.users[u]
+      if type(x) == 'number' then x = string.format('%d', x) end
+      fv[#fv + 1] = u
+      fv[#fv + 1] = x
+    end
+    put('HSET', users, fv)
+  end
+end

@@ -14,15 +14,19 @@
 --                     a line that ended without one, + the retention),
 --                     and the key is deleted
 --            'entry'  KEYS[1] <p>:dir:{<shard>}; KEYS[2] its gone list;
---                     ARGV[2] the order ID, ARGV[3] its identity (the
---                     value of its layout 1 entry), ARGV[4] that entry's
---                     TTL left (ms, or -1: none), ARGV[5] its attempts
---                     (the layout 1 set's members, comma-separated),
---                     ARGV[6] their set's TTL left (ms, or -1): the entry
---                     becomes the ID's field of the shard, its TTLs its
---                     end and its attempts' lease (the server's time + the
---                     TTL left), unless the shard has a live entry of the
---                     ID already (a Migrate run before)
+--                     KEYS[3] its open zset; ARGV[2] the order ID, ARGV[3]
+--                     its identity (the value of its layout 1 entry),
+--                     ARGV[4] that entry's TTL left (ms, or -1: none),
+--                     ARGV[5] its attempts (the layout 1 set's members,
+--                     comma-separated), ARGV[6] their set's TTL left (ms,
+--                     or -1), ARGV[7] when the reclaimer checks it (ms,
+--                     the Store's clock): the entry becomes the ID's
+--                     field of the shard, its TTLs its end and its
+--                     attempts' lease (the server's time + the TTL left),
+--                     and one that has not ended gets its member in the
+--                     open zset, as a bound entry does, unless the shard
+--                     has a live entry of the ID already (a Migrate run
+--                     before)
 -- Reply    1 when something was converted, 0 when there was nothing to
 --          convert (the key is gone, or converted before).
 --
@@ -45,7 +49,11 @@ if mode == 'entry' then
     d.lease = clock() + setttl
   end
   redis.call('HSET', KEYS[1], ARGV[2], dir_encode(d))
-  if d.e then redis.call('RPUSH', KEYS[2], d.e .. ' ' .. ARGV[2]) end
+  if d.e then
+    redis.call('RPUSH', KEYS[2], d.e .. ' ' .. ARGV[2])
+  else
+    redis.call('ZADD', KEYS[3], ARGV[7], ARGV[2])
+  end
   return 1
 end
 -- mode 'line'

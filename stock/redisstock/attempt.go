@@ -18,9 +18,6 @@ var (
 	dirBindScript  = redis.NewScript(lua.Script("stock_dir_bind.lua"))
 	dirKeepScript  = redis.NewScript(lua.Script("stock_dir_keep.lua"))
 	deadlineScript = redis.NewScript(lua.Script("stock_deadline.lua"))
-	// dirTakeoverScript binds an order ID over a stale entry; see its
-	// header.
-	dirTakeoverScript = redis.NewScript(lua.Script("stock_dir_takeover.lua"))
 )
 
 // reclaimMemoKey holds one reclaim pass's reply for one SKU, so that a

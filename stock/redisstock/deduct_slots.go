@@ -422,12 +422,15 @@ func bindReply(cmd *redis.Cmd) (word, stale string) {
 }
 
 // takeOver binds the order ID over a stale directory entry of another
-// order (no TTL, and no attempt bound to it for a lease) if that order
+// order (no end, and no attempt bound to it for a lease) if that order
 // holds nothing: an order that holds anything holds its first line (slot
 // groups are taken in order), so no record of that line means nothing is
-// held under the other identity. It returns "new", or "conflict" when the
-// other order has a record or the entry changed meanwhile. The first
-// pipeline was sent, so its errors are unknown outcomes.
+// held under the other identity. The entry is deleted as the reclaimer
+// deletes one of an order that took nothing (stock_dir_check.lua, as of
+// the check time this attempt's bind set: a bind since keeps it), and the
+// ID bound anew. It returns the bind's word, or "conflict" when the other
+// order has a record or the entry changed meanwhile. The first pipeline
+// was sent, so its errors are unknown outcomes.
 func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string, error) {
 	items, err := parseIdent(stale)
 	if err != nil {
@@ -442,10 +445,19 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 	if err != nil || ok && r.ident == stale {
 		return "conflict", nil
 	}
-	word, err := dirTakeoverScript.Run(ctx, s.c, []string{s.dirKey(a.o.ID)}, a.o.ID, stale, a.ident, a.token).Text()
+	n, err := dirCheckScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.now+s.attemptLease(), s.keep.Milliseconds(),
+		a.o.ID, stale, "take", 0).Int()
 	if err != nil {
 		return "", &outcomeError{err: err}
 	}
+	if n == 0 {
+		return "conflict", nil
+	}
+	bind := s.bindOne(ctx, a)
+	if err := bind.Err(); err != nil {
+		return "", s.writeErr(ctx, err)
+	}
+	word, _ := bindReply(bind)
 	return word, nil
 }
 

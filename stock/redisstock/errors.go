@@ -212,7 +212,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 var allScripts = []*redis.Script{
 	deductScript, confirmScript, releaseScript, reclaimScript, purgeScript,
 	putScript, restockScript, adjustScript, dirReleaseScript, batchScript,
-	snapshotScript, dirBindScript, dirKeepScript, deadlineScript, dirTakeoverScript,
+	snapshotScript, dirBindScript, dirKeepScript, deadlineScript,
 }
 
 // replyCode returns the leading status word of a script reply and the

@@ -198,16 +198,10 @@ func (s *Store) useDirectory(n int) {
 	}
 }
 
-// dirKey is the directory shard that holds the order's entry; dirGoneKey
-// lists the shard's ended entries.
+// dirKey is the directory shard that holds the order's entry.
 func (s *Store) dirKey(order string) string {
 	d := s.dir.Load()
 	return d.keys[d.shard(order)]
-}
-
-func (s *Store) dirGoneKey(order string) string {
-	d := s.dir.Load()
-	return d.gones[d.shard(order)]
 }
 
 // dirKeys are the order's directory shard, its gone list and its open

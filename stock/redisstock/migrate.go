@@ -197,8 +197,10 @@ func (s *Store) migrateEntry(ctx context.Context, order string) (bool, error) {
 		}
 		return -1
 	}
-	done, err := s.migrateRun(ctx, []string{s.dirKey(order), s.dirGoneKey(order)}, "entry",
-		order, ident.Val(), ms(ttl.Val()), strings.Join(toks.Val(), ","), ms(bindTTL.Val()))
+	// Not ended, it is checked by the reclaimer once its attempts' lease
+	// has passed (at once, without one).
+	done, err := s.migrateRun(ctx, s.dirKeys(order), "entry", order, ident.Val(), ms(ttl.Val()),
+		strings.Join(toks.Val(), ","), ms(bindTTL.Val()), s.nowMs()+max(bindTTL.Val().Milliseconds(), 0))
 	if err != nil {
 		return false, err
 	}
