@@ -144,11 +144,11 @@ func (b *buckets) index(name string) int { return slices.Index(b.names, name) }
 // bucketsOf returns the buckets of each SKU: from the cache, or read from
 // the SKUs' first states (field bk) in one round trip for those it lacks.
 // A SKU with no state, or a Store without hash slots, has one bucket.
-// While a read of a SKU's count runs in this process, a Deduct that needs
-// it too waits for that read instead of sending its own: at most one read
-// of a SKU is in flight, however many buyers find its count stale (one
-// read per Deduct, on a server slowed down past the cache's lifetime,
-// would keep every count stale and the server slower still).
+// A count past the cache's lifetime is read again by one Deduct of this
+// process at a time; while that read runs, the others go by the count
+// they had (a read per Deduct, on a server slowed down past the cache's
+// lifetime, would keep every count stale and the server slower still).
+// Nobody waits for another's read: it may be slow, or held up.
 func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error) {
 	out := make([]*buckets, len(skus))
 	if !s.bucketed {
@@ -158,61 +158,41 @@ func (s *Store) bucketsOf(ctx context.Context, skus []string) ([]*buckets, error
 		return out, nil
 	}
 	now := time.Now()
-	mine := &countRead{done: make(chan struct{})}
-	var lead []int
-	waits := map[int]*countRead{}
+	var read, refresh []int
 	for i, sku := range skus {
-		if v, ok := s.bk.Load(sku); ok && now.Sub(v.(*buckets).read) < bucketCacheTTL {
+		v, ok := s.bk.Load(sku)
+		switch {
+		case !ok:
+			read = append(read, i)
+		case now.Sub(v.(*buckets).read) < bucketCacheTTL:
 			out[i] = v.(*buckets)
-		} else if v, busy := s.countReads.LoadOrStore(sku, mine); busy {
-			waits[i] = v.(*countRead)
-		} else {
-			lead = append(lead, i)
+		case s.refreshing(sku):
+			out[i] = v.(*buckets) // another Deduct reads it now
+		default:
+			read, refresh = append(read, i), append(refresh, i)
 		}
 	}
-	if len(lead) > 0 {
-		mine.got, mine.err = s.readCounts(ctx, skus, lead)
-		for _, i := range lead {
-			s.countReads.CompareAndDelete(skus[i], mine)
-		}
-		close(mine.done)
-		if mine.err != nil {
-			return nil, mine.err
-		}
-		for _, i := range lead {
-			out[i] = mine.got[skus[i]]
-		}
+	if len(read) == 0 {
+		return out, nil
 	}
-	var again []int // SKUs whose shared read failed: read by this call
-	for i, r := range waits {
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return nil, s.readErr(ctx, ctx.Err())
-		}
-		if out[i] = r.got[skus[i]]; r.err != nil || out[i] == nil {
-			again = append(again, i)
-		}
+	got, err := s.readCounts(ctx, skus, read)
+	for _, i := range refresh {
+		s.countReads.Delete(skus[i])
 	}
-	if len(again) > 0 {
-		got, err := s.readCounts(ctx, skus, again)
-		if err != nil {
-			return nil, err
-		}
-		for _, i := range again {
-			out[i] = got[skus[i]]
-		}
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range read {
+		out[i] = got[skus[i]]
 	}
 	return out, nil
 }
 
-// countRead is a read of bucket counts under way; once done is closed,
-// got holds the buckets of each SKU it read, or err why it failed (the
-// reader's own context may have ended: a waiter then reads itself).
-type countRead struct {
-	done chan struct{}
-	got  map[string]*buckets
-	err  error
+// refreshing reports whether a read of sku's bucket count runs in this
+// process, and if none does, marks one as running (the caller's).
+func (s *Store) refreshing(sku string) bool {
+	_, busy := s.countReads.LoadOrStore(sku, true)
+	return busy
 }
 
 // readCounts reads the bucket counts of the SKUs skus[i] for each i of

@@ -145,23 +145,29 @@ func TestOneRefillServesTheWaitingBuyers(t *testing.T) {
 	})
 }
 
-// The buyers of one process share a read of a SKU's bucket count: while
-// one reads it, the others wait for that read instead of each sending its
-// own. When every Deduct that found the count stale read it, a server
-// slowed down past the count's cache lifetime (1 s) kept it stale for
-// good, and each Deduct paid an extra round trip on the slowed server:
-// beside 8 busy loops the conformance sale on a Cluster stalled for
-// minutes with 235 buyers each waiting on their own read.
+// One Deduct of a process at a time reads a SKU's bucket count once it
+// is past the cache's lifetime; the others go by the count they had
+// meanwhile. When every Deduct that found the count stale read it, a
+// server slowed down past the count's cache lifetime (1 s) kept it stale
+// for good, and each Deduct paid an extra round trip on the slowed
+// server: beside 8 busy loops the conformance sale on a Cluster stalled
+// for minutes with 235 buyers each waiting on their own read.
 //
-// Sequence: a SKU in 3 buckets; a Store that has not read its count yet;
-// 20 buyers at once; the first count read is held for up to 3 s (until a
-// second one starts: the old code's herd). At most one read at a time.
-func TestBuyersShareTheBucketCountRead(t *testing.T) {
+// Sequence: a SKU in 3 buckets; a Store that read its count, 1.1 s ago
+// (past the cache's lifetime); 20 buyers at once; the first count read is
+// held until the 19 others have answered (a second read starting, the old
+// code's herd, or 30 s, end it sooner). At most one read at a time, and
+// nobody waits for it.
+func TestOneBuyerRefreshesAStaleBucketCount(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
 		const n, buyers = 3, 20
 		fx.bucketSale("hot", 100, 0, time.Minute, n)
-		cold := newStore(t, fx.c, fx.cfg) // its cache is empty
+		stale := newStore(t, fx.c, fx.cfg)
+		if _, err := stale.Levels(ctx, "hot"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
 		us := usersIn(n, 0, buyers, "u")
 
 		var (
@@ -169,6 +175,8 @@ func TestBuyersShareTheBucketCountRead(t *testing.T) {
 			inFlight int
 			most     int
 			held     bool
+			answered atomic.Int32
+			timedOut bool // the held read ended by its 30 s bound
 		)
 		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
 			if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool {
@@ -183,11 +191,12 @@ func TestBuyersShareTheBucketCountRead(t *testing.T) {
 			first := !held
 			held = true
 			mu.Unlock()
-			for end := time.Now().Add(3 * time.Second); first && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			for end := time.Now().Add(30 * time.Second); first && answered.Load() < buyers-1; time.Sleep(5 * time.Millisecond) {
 				mu.Lock()
 				herd := inFlight > 1
+				timedOut = time.Now().After(end)
 				mu.Unlock()
-				if herd {
+				if herd || timedOut {
 					break
 				}
 			}
@@ -198,15 +207,22 @@ func TestBuyersShareTheBucketCountRead(t *testing.T) {
 			return err
 		}))
 
-		errs := buyAtOnce(ctx, cold, us)
-		for i, err := range errs {
-			if err != nil {
-				t.Errorf("buyer %d: Deduct: %v", i, err)
-			}
+		var wg sync.WaitGroup
+		for i, u := range us {
+			wg.Go(func() {
+				if err := stale.Deduct(ctx, ord("o"+strconv.Itoa(i), u, it("hot", 1))); err != nil {
+					t.Errorf("buyer %d: Deduct: %v", i, err)
+				}
+				answered.Add(1)
+			})
 		}
+		wg.Wait()
 		fx.want("hot", 100-buyers, buyers, 0)
 		if most != 1 {
 			t.Fatalf("%d reads of the bucket count at once for %d buyers; want 1", most, buyers)
+		}
+		if timedOut {
+			t.Fatal("the other buyers waited for the held read of the bucket count")
 		}
 	})
 }

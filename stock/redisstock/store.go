@@ -112,7 +112,7 @@ type Store struct {
 	// buckets on several slots; bk caches the SKUs' bucket counts.
 	bucketed   bool
 	bk         sync.Map // SKU -> *buckets: the bucket counts this Store read
-	countReads sync.Map // SKU -> *countRead: the read of its count running here
+	countReads sync.Map // SKU -> true: a read of its stale count runs here
 	flights    sync.Map // SKU -> *flight: the refill of the SKU running here
 	// dir is the order directory's layout; layout is set once the prefix
 	// is known to hold layout 2 (and dir its count of shards).
