@@ -12,12 +12,14 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// A Confirm while the gate cannot be told is confirmed at the record (the
-// truth) and answered as an unknown outcome while the breaker lets calls
-// through (a retry tells the gate), then nil once the breaker has opened
-// (the record path decides). Answered nil, it is a final sale: a repeat of
-// the same Confirm after the gate's deadline, as a payment webhook sends,
-// returns nil and refunds nothing, whether or not the reclaimer has run.
+// A Confirm while the gate cannot be told changes nothing at the record
+// and is answered as an unknown outcome while the breaker lets calls
+// through (the gate may still hold the order, and a retry tells it), then
+// nil once the breaker has opened (the record path decides; the gate is
+// recalibrated from the record before traffic returns to it). Answered
+// nil, it is a final sale: a repeat of the same Confirm after the gate's
+// deadline, as a payment webhook sends, returns nil and refunds nothing,
+// whether or not the reclaimer has run.
 func TestRepeatOfADegradedConfirmKeepsTheSale(t *testing.T) {
 	for _, reclaim := range []bool{false, true} {
 		name := "before the reclaimer"
@@ -47,8 +49,8 @@ func TestRepeatOfADegradedConfirmKeepsTheSale(t *testing.T) {
 				if !errors.Is(err, stock.ErrUnknownOutcome) || i == 10 {
 					t.Fatalf("Confirm %d with the gate down: %v, want an unknown outcome until the breaker opens, then nil", i, err)
 				}
-				if lv, _ := record.Levels(ctx, "a"); lv.Sold != 1 {
-					t.Fatalf("Confirm %d answered %v, and the record has not sold: %+v", i, err, lv)
+				if lv, _ := record.Levels(ctx, "a"); lv.Sold != 0 || lv.Held != 1 {
+					t.Fatalf("Confirm %d answered %v, and the record decided the order: %+v, want it held", i, err, lv)
 				}
 			}
 			gate.SetFault(stocktest.Healthy)
