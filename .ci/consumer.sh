@@ -11,8 +11,10 @@
 #   - go install fetches cmd/stockctl and reads that shop's SKU back;
 #   - every program under examples/ builds from the proxy.
 # Third-party modules come from the local module cache (its download
-# directory is itself a proxy), so this step needs no network once the
-# workspace's tests have run. Needs MariaDB on 127.0.0.1:3306 (root, no
+# directory is itself a proxy), and what it lacks from the go command's own
+# proxy: go mod tidy wants the modules of every platform's build, which a
+# test run on one platform never fetched (a fresh machine's cache holds
+# only their go.mod files). Needs MariaDB on 127.0.0.1:3306 (root, no
 # password; the README block's server), redis-server and flock, as .ci/run
 # provides.
 set -euo pipefail
@@ -47,8 +49,9 @@ echo "ci: proxy holds the modules of $(git rev-parse --short HEAD): core $core, 
 
 . .ci/ourmods.sh
 take_modcache
+upstream=$(go env GOPROXY)
 export GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off GOTOOLCHAIN=local GODEBUG=goindex=0
-export GOPROXY="file://$work/proxy,file://$modcache/cache/download"
+export GOPROXY="file://$work/proxy,file://$modcache/cache/download,$upstream"
 
 # A private Redis on a free port, and a scratch database.
 port=16379
