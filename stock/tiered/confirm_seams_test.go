@@ -53,19 +53,13 @@ func TestConfirmOfAnOrderRecordedMeanwhileDoesNotSellAnExpiredHold(t *testing.T)
 	}
 }
 
-// A Confirm whose gate cannot be reached (dial refused) is decided by the
-// record and answered with a *TierError "call again to tell the gate". The
-// retry, with the gate still unreachable, answers nil: the gate still holds
-// the order, and its reclaimer returns the units at its deadline.
+// A Confirm whose gate cannot be reached (dial refused) is answered with a
+// *TierError "call again", and so is its retry while the gate is still
+// unreachable: neither may answer nil while the gate still holds the
+// order, whose reclaimer returns the units at its deadline.
 func TestConfirmRetryTellsTheGateBeforeAnsweringNil(t *testing.T) {
-	f := newFixture(t, false)
+	f := heldOrder(t)
 	ctx := t.Context()
-	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
-		t.Fatal(err)
-	}
 	f.gate.SetFault(stocktest.Down)
 	err1 := f.m.Confirm(ctx, "o1")
 	err2 := f.m.Confirm(ctx, "o1")
@@ -90,14 +84,8 @@ func TestConfirmRetryTellsTheGateBeforeAnsweringNil(t *testing.T) {
 // of; the buyer is told to call again, and after the deadline is told the
 // hold expired, at both tiers alike.
 func TestConfirmWithTheGateUnreachableLeavesTheGateHoldDeciding(t *testing.T) {
-	f := newFixture(t, false)
+	f := heldOrder(t)
 	ctx := t.Context()
-	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
-		t.Fatal(err)
-	}
 	f.gate.SetFault(stocktest.Down)
 	err := f.m.Confirm(ctx, "o1")
 	f.gate.SetFault(stocktest.Healthy)
@@ -119,4 +107,18 @@ func TestConfirmWithTheGateUnreachableLeavesTheGateHoldDeciding(t *testing.T) {
 	if len(f.drift) != 0 {
 		t.Fatalf("drift %+v, want none", f.drift)
 	}
+}
+
+// heldOrder is a fixture with 10 units of "a" on sale (hold 1 min) and
+// order "o1" of 3 held at both tiers.
+func heldOrder(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t, false)
+	if err := f.m.PutOnSale(t.Context(), stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(t.Context(), ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

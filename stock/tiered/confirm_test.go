@@ -24,14 +24,8 @@ func (f *fixture) recordState(id string) stock.State {
 // revert. Confirm's answer and the record must agree: a Confirm that
 // returned nil is a sale, never refunded.
 func TestConfirmRacingTheFollowUpIsNotRefunded(t *testing.T) {
-	f := newFixture(t, false)
+	f := heldOrder(t)
 	ctx := t.Context()
-	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
-		t.Fatal(err)
-	}
 	f.loseGateData(7, "a")
 	f.clock.Advance(61 * time.Second) // past the gate deadline, before the record's
 	var confirmErr error
