@@ -339,11 +339,8 @@ func (s *Store) deductRouted(ctx context.Context, o stock.Order, items []stock.I
 		ro := o
 		ro.Items = routed
 		err = s.deductSlots(ctx, ro, o.UserID+"\n"+canon.Signature(routed), routed)
-		if !cleanRefusal(err) {
-			// Nil, or a refusal whose undo failed, which may leave this
-			// attempt's lines held under its token (a later attempt's undo
-			// would take off only its own): answered as it is.
-			return publicErr(err)
+		if err == nil {
+			return nil
 		}
 		var name string
 		var se *stock.SKUError
@@ -393,17 +390,6 @@ func (s *Store) deductRouted(ctx context.Context, o stock.Order, items []stock.I
 			return publicErr(err)
 		}
 	}
-}
-
-// cleanRefusal reports whether err may be a refusal that left nothing of
-// the attempt held: any error but a failed undo. A line refused (a
-// *stock.SKUError, a lost state) was refused by the script's reply, for
-// certain, and a failure to free the order ID afterwards (even of unknown
-// outcome) holds no stock: the next attempt binds the ID again. Errors
-// that are no refusal are answered as they are by the caller.
-func cleanRefusal(err error) bool {
-	var ue *undoError
-	return err != nil && !errors.As(err, &ue)
 }
 
 // maxRefills bounds the refills one Deduct runs itself: each moved units

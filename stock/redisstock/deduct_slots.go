@@ -230,7 +230,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 					// The server refused the group for certain: undo the
 					// groups taken before it, as a refused order does, so
 					// a plain error means nothing is held.
-					return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token))
+					return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, false))
 				}
 				// The group may have been taken: the caller retries with
 				// the same order ID, and the reclaimer returns whatever a
@@ -241,7 +241,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 		gt, found, err := s.groupResult(ctx, res, g)
 		seen = seen || found
 		if err != nil {
-			return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token))
+			return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, found))
 		}
 		got[i] = gt
 		if gt.deadline > 0 && (deadline == 0 || gt.deadline < deadline) {
@@ -259,12 +259,12 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 		// whatever attempts are on them, and the order is refused as the
 		// first attempt would have been.
 		err := &stock.SKUError{SKU: a.capSKU, Err: stock.ErrHoldTooLong}
-		return s.unbind(ctx, a, false, s.undo(ctx, a, a.groups, err, "*"))
+		return s.unbind(ctx, a, false, s.undo(ctx, a, a.groups, err, "*", false))
 	}
 	if err := a.tooLong(got, seen); err != nil {
 		// Every other check passed, as memstock checks the hold time last:
 		// undo every group, as for any refusal.
-		return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups, err, a.token))
+		return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups, err, a.token, false))
 	}
 	return s.oneDeadline(ctx, a, got, deadline, bound)
 }
@@ -625,39 +625,35 @@ func replyGen(res []any) (string, bool) {
 // only for lines no attempt of the order can keep, see past) off the holds
 // of groups it took or counted on, dropping those no other attempt counts
 // on, so a failed Deduct leaves nothing held that it alone took, and
-// returns cause, joined with the undo's own failure if it had one: then
-// the reclaimer returns the holds at their deadline.
-func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cause error, token string) error {
-	if len(groups) == 0 {
-		return cause
-	}
+// returns cause. A refusal (a business error that does not say the order
+// ended) tells the caller that the order holds nothing, so it is the
+// answer only if so as the attempt leaves: where held (the refused group
+// found lines of the order), or where another attempt still counts on a
+// line of groups, the outcome is unknown instead, which a retry or a
+// Revert settles; so is any cause when the undo failed (its lines stay
+// held until the reclaimer returns them at their deadline).
+func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cause error, token string, held bool) error {
 	cmds := make([]*redis.Cmd, len(groups))
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, a.o.ID, a.ident, g, a.now, "drop", token)
-		}
-	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			if errors.Is(cause, stock.ErrUnavailable) {
-				// Something may be left applied: never "nothing applied"
-				// and "outcome unknown" together.
-				cause = detached(cause)
+	if len(groups) > 0 {
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			for i, g := range groups {
+				cmds[i] = s.release(ctx, p, a.o.ID, a.ident, g, a.now, "drop", token)
 			}
-			return errors.Join(cause, &undoError{s.writeErr(ctx, err)})
+		})
+	}
+	for _, c := range cmds {
+		res, err := c.Int64Slice() // {found, changed}
+		if err != nil {
+			err = fmt.Errorf("the units it took stay held until its deadline: %w", s.writeErr(ctx, err))
+			return &outcomeError{err: errors.Join(detached(cause), err)}
 		}
+		held = held || len(res) != 2 || res[0] > res[1]
+	}
+	if held && stock.IsBusiness(cause) && !errors.Is(cause, stock.ErrHoldExpired) && !errors.Is(cause, stock.ErrOrderClosed) {
+		return &outcomeError{err: detached(cause)}
 	}
 	return cause
 }
-
-// undoError is the failure of an undo: the attempt's lines it was to take
-// off may still be held under the attempt's token.
-type undoError struct{ err error }
-
-func (e *undoError) Error() string {
-	return "the units it took stay held until its deadline: " + e.err.Error()
-}
-func (e *undoError) Unwrap() error { return e.err }
 
 // release queues or runs the release script for one slot group; token
 // names the attempt for mode "drop" ("" otherwise).

@@ -209,7 +209,13 @@
 // directory entry deletes it; a successful attempt never leaves. So a
 // Deduct that returns nil holds every line for good (Confirm finds them,
 // and the ID stays bound to its items), two attempts of one order never
-// undo each other's holds, and a refused order leaves nothing behind. A
+// undo each other's holds, and a refused order leaves nothing behind. An
+// attempt answers a refusal (sold out, limit, conflict and the like) only
+// if the order holds nothing as it leaves: one that found a line of the
+// order, or left a line another attempt still counts on, or whose undo
+// failed, answers stock.ErrUnknownOutcome, which the caller's retry or
+// Revert settles (a caller told no would leave those units to the
+// reclaimer, and believe nothing held). A
 // command the client resends after a lost reply carries the same token and
 // is recognised as the attempt's own. Only an attempt that ends in
 // stock.ErrUnknownOutcome (or a process that dies) leaves its holds to the
