@@ -69,6 +69,15 @@ type Config struct {
 	// RedisHook installed lets the checker park the pass, lose a reply or
 	// resend a command inside it.
 	Repair func(ctx context.Context, skus []string) error
+	// Lapse, if set, is called once the run is at rest (no call in flight
+	// or parked), before its first repair: it returns once what the calls
+	// whose node died left behind with a lifetime of its own has lapsed,
+	// as it has by the time a real shop comes to rest. A redisstock
+	// gate's transfer lease is such a thing: a refill whose node died
+	// leaves it, and every fenced correction of its SKU waits for it to
+	// expire (by the server's clock, which the checker's does not move on
+	// a real server). An error is a violation (CheckNotQuiescent).
+	Lapse func(ctx context.Context) error
 	// Flush, if set, makes the gate lose every key of the flow at once
 	// (miniredis FlushAll, a FLUSHALL of a server the test owns, or the
 	// deletion of the flow's keys on a shared server).

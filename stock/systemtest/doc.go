@@ -45,10 +45,11 @@
 // seed replays the same interleaving.
 //
 // At the end the run comes to rest: every parked call is resumed or its
-// node dies, a reconcile pass rebuilds what a flush lost, restocks still
-// in doubt are retried with their IDs, the clock moves past every hold
-// (Config.Settle), a reclaim drains everything due and a last reconcile
-// pass runs, all without faults.
+// node dies, what the nodes that died left to lapse by itself lapses
+// (Config.Lapse: a gate's transfer leases), a reconcile pass rebuilds
+// what a flush lost, restocks still in doubt are retried with their IDs,
+// the clock moves past every hold (Config.Settle), a reclaim drains
+// everything due and a last reconcile pass runs, all without faults.
 //
 // # What it checks
 //

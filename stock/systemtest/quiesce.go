@@ -26,6 +26,18 @@ func (r *runner) quiesce() {
 	if r.stop {
 		return
 	}
+	// What nodes that died left to lapse (a gate's transfer leases, which
+	// hold off every correction of their SKU) lapses first.
+	if r.cfg.Lapse != nil {
+		next("lapse")
+		if err := r.cfg.Lapse(r.ctx); err != nil {
+			r.violate(CheckNotQuiescent, "what nodes that died left did not lapse: %v", err)
+		}
+		r.trace(r.line)
+		if r.stop {
+			return
+		}
+	}
 	// A gate that lost its data is rebuilt first, so the restocks still
 	// in doubt can be retried (within the reconciler's restock window, as
 	// a caller would); then every hold expires and is reclaimed, and a

@@ -22,6 +22,9 @@ type seam struct {
 	name    string
 	sweep   int // 0: the script does not depend on k
 	sharded bool
+	// buckets runs the seam on the pairings that split SKUs into buckets
+	// (instead of miniredis + SQLite).
+	buckets bool
 	script  func(k int) []systemtest.Step
 }
 
@@ -201,6 +204,14 @@ func TestSeams(t *testing.T) {
 // run checks the seam at each k of its sweep on each backend it names.
 func (s seam) run(t *testing.T) {
 	bs := []backend{{name: "miniredis+sqlite", redis: miniRedis, record: sqlite}}
+	if s.buckets {
+		bs = bs[:0]
+		for _, b := range backends() {
+			if b.buckets > 1 {
+				bs = append(bs, b)
+			}
+		}
+	}
 	if s.sharded {
 		bs[0].redis = shardedMini
 		for _, b := range backends() {
@@ -236,6 +247,26 @@ func TestRefusedReplacementHoldsNothing(t *testing.T) {
 			{Op: "buy", User: "u2", Items: items(0, 0, 2)},
 			{Op: "buy", User: "u2", Items: items(2, 0, 2), Node: 1, Faults: at("redis-lost", k)}, // sys-c: 4 > the limit of 3
 			{Op: "repair"},
+		}
+	}}.run(t)
+}
+
+// TestDeadRefillLeaseLapsesAtRest: a node dies inside a refill of a SKU
+// split into buckets, holding the SKU's transfer lease, which every fenced
+// correction waits for (it lapses by itself, bucketLease of Redis time
+// later); the gate is 1 below the record then (a refund of an order the
+// gate forgot in a flush). The first repair at rest must find the lease
+// lapsed, as a shop at rest would, and correct the SKU. The death sweeps
+// the Redis calls of the Deduct, the lease's take among them.
+func TestDeadRefillLeaseLapsesAtRest(t *testing.T) {
+	seam{sweep: 12, buckets: true, script: func(k int) []systemtest.Step {
+		return []systemtest.Step{
+			{Op: "buy", User: "u1", Items: items(0, 1)},
+			{Op: "pay", Order: 1},
+			{Op: "flush"},
+			{Op: "repair"},           // every unit of sys-b in its first bucket
+			{Op: "cancel", Order: 1}, // a refund at the record alone: the gate 1 below it
+			{Op: "buy", User: "u2", Items: items(0, 1), Node: 1, Faults: at("redis-dies", k)}, // u2's bucket is empty: a refill
 		}
 	}}.run(t)
 }

@@ -3,6 +3,7 @@ package systemtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -312,10 +313,13 @@ func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) system
 		cfg.Retention = retention + stock.DefaultHoldTTL
 	}
 	if b.buckets > 1 {
+		var skus []string
 		for _, l := range systemtest.DefaultListings {
 			l.Buckets = b.buckets
 			cfg.Listings = append(cfg.Listings, l)
+			skus = append(skus, l.SKU)
 		}
+		cfg.Lapse = leasesLapse(rc, prefix, skus, minis)
 	}
 	if testing.Short() {
 		cfg.Steps = 60
@@ -324,6 +328,54 @@ func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) system
 		cfg.Logf = t.Logf
 	}
 	return cfg
+}
+
+// transferLease is how long redisstock's transfer lease of a SKU split
+// into buckets (key <prefix>:{sku}:bl) lives when the refill that took it
+// never drops it (its node died): redisstock's bucketLease.
+const transferLease = 2 * time.Second
+
+// leasesLapse is Config.Lapse for a gate whose SKUs are split into
+// buckets: it returns once no SKU has a transfer lease. While one has, it
+// moves the key lifetimes of the miniredis servers (which move with the
+// shop's clock alone) on by a lease's lifetime, once; on a real server it
+// waits for the leases to expire. A lease still there twice its lifetime
+// later is an error: it would hold off its SKU's corrections for good.
+func leasesLapse(rc redis.UniversalClient, prefix string, skus []string, minis []*miniredis.Miniredis) func(context.Context) error {
+	return func(ctx context.Context) error {
+		until := time.Now().Add(2 * transferLease)
+		for moved := false; ; {
+			var held []string
+			for _, sku := range skus {
+				n, err := rc.Exists(ctx, prefix+":{"+sku+"}:bl").Result()
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					held = append(held, sku)
+				}
+			}
+			switch {
+			case len(held) == 0:
+				return nil
+			case len(minis) > 0 && !moved:
+				for _, m := range minis {
+					m.FastForward(transferLease)
+				}
+				moved = true
+				continue
+			case time.Now().After(until):
+				return fmt.Errorf("the transfer leases of %v are still held %v after the run came to rest", held, 2*transferLease)
+			}
+			t := time.NewTimer(20 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
 }
 
 func dropTables(t testing.TB, db *sqlx.DB, d sqlstock.Dialect, names ...string) {
