@@ -28,10 +28,11 @@ var _ stock.PartialReverter = (*Manager)(nil)
 //
 // Once the gate has given the units back, a record that fails is a
 // *TierError: call again with the same r, which finishes the job at the
-// record. A record whose copy ended since (stock.ErrOrderClosed, or
-// ErrHoldExpired for one its reclaimer will return: the tiered reclaimer
-// returned the rest at the gate's deadline between the two steps, or a
-// fallback's Revert while the gate was down) gives back everything it
+// record. A record whose copy ended since (stock.ErrOrderClosed: the
+// tiered reclaimer returned the rest at the gate's deadline between the
+// two steps, or a fallback's Revert while the gate was down; or
+// ErrHoldExpired, a copy past its deadline, which RevertItems then
+// returns at the record as its reclaimer would) gives back everything it
 // has, the units of r included: the return was applied, and the answer
 // is nil (the retry's too), with the refusal reported to Config.OnDrift.
 // A record that refuses otherwise (ErrExceedsOrder: a fallback returned
@@ -64,10 +65,17 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 		return nil
 	case ended(rerr):
 		// The gate applied the return while it held the order (it decides),
-		// and the record's copy ended since, or will, giving back all it
-		// has (the tiered reclaimer at the gate's deadline, say): the
-		// units asked for are back at both tiers, once. The return was
-		// applied, and a repeat of an applied return is nil.
+		// and the record's copy ended since: it gives back all it has. A
+		// copy past its deadline, which the record still counts as held,
+		// is returned now, as its reclaimer would (until then the gate
+		// would sell returned units the record does not have). The units
+		// asked for are back at both tiers, once. The return was applied,
+		// and a repeat of an applied return is nil.
+		if errors.Is(rerr, stock.ErrHoldExpired) {
+			if _, err := m.record.RevertHeld(ctx, r.OrderID); err != nil {
+				return &TierError{Tier: Record, Op: "revert items", Err: err}
+			}
+		}
 		m.drift(Drift{OrderID: r.OrderID, Tier: Record, Op: "revert items", Err: rerr, SKUs: skusOf(r.Items)})
 		return nil
 	case stock.IsBusiness(rerr):

@@ -210,3 +210,47 @@ func TestRevertItemsOfARecordOnlyOrder(t *testing.T) {
 	}
 	x.want(x.record, "record", "a", 9, 1, 0)
 }
+
+// A return the gate applies while it holds the order, whose record step
+// comes only after the record's copy passed its deadline (a retry after the
+// record failed, or a call stalled between the tiers), returns the copy at
+// the record then, as its reclaimer would: the gate never sells units the
+// record still counts as held.
+func TestRevertItemsPastTheRecordDeadlineReturnsTheCopy(t *testing.T) {
+	x := newExtFixture(t, time.Second)
+	ctx := t.Context()
+	if err := x.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.m.Deduct(ctx, ord("o1", 4)); err != nil {
+		t.Fatal(err)
+	}
+	r := stock.Return{OpID: "r1", OrderID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+	x.xrecord.set("RevertItems", stocktest.Down)
+	var te *tiered.TierError
+	if err := x.m.RevertItems(ctx, r); !errors.As(err, &te) || te.Tier != tiered.Record {
+		t.Fatalf("RevertItems with the record down = %v, want a record *TierError", err)
+	}
+	x.xrecord.set("RevertItems", stocktest.Healthy)
+	x.clock.Advance(time.Minute + time.Second) // past the record's deadline
+	for i := range 2 {
+		if err := x.m.RevertItems(ctx, r); err != nil {
+			t.Fatalf("retry %d: %v", i+1, err)
+		}
+		x.want(x.gate, "gate", "a", 7, 3, 0)
+		x.want(x.record, "record", "a", 10, 0, 0)
+	}
+	if in := x.order(x.record, "o1"); in.State != stock.StateExpired {
+		t.Fatalf("record state %v, want expired", in.State)
+	}
+	x.units(x.record, "record", 0)
+	if len(x.drift) != 2 || !errors.Is(x.drift[0].Err, stock.ErrHoldExpired) {
+		t.Fatalf("drift %+v, want the record's ErrHoldExpired twice", x.drift)
+	}
+	// The gate's reclaimer returns the rest; the record has nothing more.
+	if _, err := x.m.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	x.want(x.gate, "gate", "a", 10, 0, 0)
+	x.want(x.record, "record", "a", 10, 0, 0)
+}
