@@ -98,10 +98,14 @@ func downRedis(ctx context.Context, e *Env) {
 // setupDegrade lets the breaker open, and has buyers retry a Deduct that
 // failed with nothing applied (before the breaker opened, or refused as
 // busy by the fallback's rate): every buyer whose first attempt failed
-// must be able to buy on a retry once the breaker is open.
+// must be able to buy on a retry once the breaker is open. A buyer retries
+// for about 10s (100 retries 100ms apart): the breaker's recalibration
+// once Redis is back took less than the 0.8s of 8 retries on a quiet
+// machine and outlasted them on 2 cores shared with 8 busy processes; 10s
+// is the margin the cell does not control.
 func setupDegrade(e *Env) error {
 	e.Config.Degrade = true
-	e.Sale.RetryFailed, e.Sale.Retries, e.Sale.RetryWait = true, 8, 100*time.Millisecond
+	e.Sale.RetryFailed, e.Sale.Retries, e.Sale.RetryWait = true, 100, 100*time.Millisecond
 	return nil
 }
 
