@@ -24,7 +24,8 @@
 -- returns), r<op>"\n"<signature> (one per partial return applied) and
 -- e<ms>; an entry may have a<lease>:<tokens> (the attempts bound to it, on
 -- a Redis Cluster, and until when that set lives, ms; 0: for as long as
--- the entry) and e<ms>.
+-- the entry), l<lease>:<value> (its order's return lock, see
+-- stock_return_lock.lua; lease as a's) and e<ms>.
 --
 -- e is set when the record or entry ends (its order confirmed, returned or
 -- expired): it is kept Retention after that, and from e on it reads as
@@ -144,8 +145,8 @@ local function rec_op(r, op, sig)
 end
 
 -- dir_decode returns the directory entry v as a table {id (identity),
--- lease, toks ('' for none), e (or nil)}, or nil when there is none or its
--- retention has passed (unless all).
+-- lease, toks ('' for none), l (or nil), e (or nil)}, or nil when there is
+-- none or its retention has passed (unless all).
 local function dir_decode(v, all)
   if not v then return nil end
   local sp = string.find(v, '\t', 1, true)
@@ -158,6 +159,8 @@ local function dir_decode(v, all)
       if colon then d.lease, d.toks = tonumber(string.sub(x, 1, colon - 1)), string.sub(x, colon + 1) end
     elseif k == 'e' then
       d.e = tonumber(x)
+    elseif k == 'l' then
+      d.l = x
     end
     sp = nx
   end
@@ -168,6 +171,7 @@ end
 local function dir_encode(d)
   local v = d.id
   if d.toks ~= '' then v = v .. '\ta' .. d.lease .. ':' .. d.toks end
+  if d.l then v = v .. '\tl' .. d.l end
   if d.e then v = v .. '\te' .. d.e end
   return v
 end

@@ -40,7 +40,14 @@
 //	<prefix>:dir:{<shard>}     hash order ID -> the order's directory
 //	                           entry: its identity; on a Cluster the Deduct
 //	                           attempts bound to it (and until when that
-//	                           set lives); once ended, when it stops being
+//	                           set lives); on a Cluster or Ring its return
+//	                           lock (l: the operation ID of the partial
+//	                           revert of the order on several slots that is
+//	                           running, kept ReturnLease while it checks;
+//	                           once its applies are sent, + "\n" + its
+//	                           signature + "\n" + when they began (ms),
+//	                           kept until it completes, or with the entry);
+//	                           once ended, when it stops being
 //	                           read (e). One shard on one server; 16 where
 //	                           keys live on several (a Cluster, a Ring):
 //	                           an order's is FNV-1a of its ID mod 16, and
@@ -55,14 +62,6 @@
 //	                           reclaim pass ended a line of it (ms): orders
 //	                           the pass has not finished yet (their
 //	                           directory entry, their lines on other slots)
-//	<prefix>:rl:{<order>}      string (Redis Cluster or Ring only), the
-//	                           operation ID of the partial revert of an
-//	                           order on several slots that is running,
-//	                           kept ReturnLease while it checks; once its
-//	                           applies are sent, + "\n" + its signature +
-//	                           "\n" + when they began (ms), kept until it
-//	                           completes (at most stock.MaxHoldTTL +
-//	                           Retention)
 //	<prefix>:{<sku>}:rs:<op>   string, marker of a restock operation applied
 //	                           to the SKU (its units; "r": counted by a
 //	                           rebuild), kept Retention
@@ -399,8 +398,8 @@
 // does, and its directory entry gets Retention.
 //
 // On a Cluster (or a Ring) an order on several slots cannot be one script.
-// RevertItems then takes the order's return lock (<prefix>:rl:{<order>},
-// for ReturnLease; another return of the order meanwhile is
+// RevertItems then takes the order's return lock (in its directory
+// entry, for ReturnLease; another return of the order meanwhile is
 // stock.ErrContention, the same OpID takes it again), reads every line and
 // checks them all (a refusal writes nothing), takes the lock again until
 // it completes, and applies slot group by slot group in one pipeline, each

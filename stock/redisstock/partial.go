@@ -48,18 +48,11 @@ func init() { allScripts = append(allScripts, returnScript, returnLockScript, ex
 // lease.
 const ReturnLease = 30 * time.Second
 
-// applyLease is how long the return lock of an order on several slots is
-// kept once a return's applies are sent: longer than any return of the
-// order can apply (a held order refuses returns past its deadline, at most
-// stock.MaxHoldTTL after its Deduct; a confirmed one's records end with
-// Retention), so the return a call left half applied is completed (by its
-// retry, or by the next return) before any other runs. A call that
-// completes, or is refused, gives the lock up at once.
-func (s *Store) applyLease() time.Duration { return stock.MaxHoldTTL + s.keep }
-
-// returnLockKey is the lock of one order's returns on a Redis Cluster, in
-// the slot of its directory entry.
-func (s *Store) returnLockKey(order string) string { return s.prefix + ":rl:{" + order + "}" }
+// The return lock of an order on several slots is an extra of its
+// directory entry (see stock_return_lock.lua), so it ends with the entry:
+// not while a return of the order may still apply (the order's lines end
+// no later than its entry), and not after (no key of its own outlives the
+// order).
 
 // RevertItems implements stock.PartialReverter. It costs a read of the
 // order's directory entry and one script call over the order's lines on a
@@ -234,7 +227,7 @@ func (rt *giveBack) contention() error {
 // for lease, storing value; it returns the lock's value when another
 // return holds it ("" when taken).
 func (s *Store) takeLock(ctx context.Context, rt *giveBack, lease time.Duration, value string) (string, error) {
-	res, err := returnLockScript.Run(ctx, s.c, []string{s.returnLockKey(rt.order)}, rt.op, lease.Milliseconds(), value).Result()
+	res, err := returnLockScript.Run(ctx, s.c, s.dirKeys(rt.order)[:1], rt.order, rt.op, lease.Milliseconds(), value).Result()
 	if err != nil {
 		return "", s.writeErr(ctx, err)
 	}
@@ -288,11 +281,10 @@ func (s *Store) rollForward(ctx context.Context, rt *giveBack, groups [][]stock.
 // returnLocked is returnSlots under the order's return lock, taken for
 // rt's operation.
 func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock.Item) error {
-	lock := []string{s.returnLockKey(rt.order)}
 	unlock := func(cause error) error {
 		// The lock only keeps other returns out while this one runs: if
-		// giving it up fails, its lease ends it.
-		_ = returnLockScript.Run(ctx, s.c, lock, rt.op, 0).Err()
+		// giving it up fails, its lease (or the entry's end) ends it.
+		_ = returnLockScript.Run(ctx, s.c, s.dirKeys(rt.order)[:1], rt.order, rt.op, 0).Err()
 		return cause
 	}
 	lines, err := s.readLines(ctx, rt.order, groups, rt.op)
@@ -320,9 +312,10 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 		// must outlive any chance of another return of the order, so that
 		// none checks the lines this one has not reached yet (it would be
 		// applied, and this one's retry would then give back less than it
-		// asked, both told nil). Taking it again also tells a call whose
-		// lease ran out since its check (another return may have run).
-		holder, err := s.takeLock(ctx, rt, s.applyLease(), rt.applying(s.nowMs()))
+		// asked, both told nil): it lives as long as the order's entry.
+		// Taking it again also tells a call whose lease ran out since its
+		// check (another return may have run).
+		holder, err := s.takeLock(ctx, rt, ReturnLease, rt.applying(s.nowMs()))
 		if err != nil {
 			return err // nothing applied: the retry takes the lock again
 		}
