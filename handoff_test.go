@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -114,9 +115,13 @@ func TestShopHandoffRecordsEachOrderOnce(t *testing.T) {
 	}
 	stop()
 	wg.Wait()
+	// Done may report an order again (a message handed off twice, or
+	// delivered again after a lost Ack), with the same outcome: count by
+	// order ID. That the record has each order once is checked below.
 	for _, id := range ids {
-		if errs := done[id]; len(errs) != 1 || errs[0] != nil {
-			t.Errorf("order %s ended %v, want once with nil", id, errs)
+		errs := done[id]
+		if len(errs) == 0 || slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+			t.Errorf("order %s ended %v, want each report nil", id, errs)
 		}
 	}
 	if lv, err := shop.Record().Levels(ctx, "phone"); err != nil || lv.Held != 20 || lv.Available != 0 {
