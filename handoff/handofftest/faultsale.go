@@ -18,8 +18,8 @@ import (
 
 // FaultSale is one run of a fault cell for a broker adapter: a sale of
 // single-unit orders on a tiered flow over memstock tiers, handed off
-// through the broker, with a fault the cell injects (a broker restarted
-// in Mid, a Source that drops its connection before an Ack, a Publisher
+// through the broker, with a fault the cell injects (a broker down from
+// Down to Up, a Source that drops its connection before an Ack, a Publisher
 // that publishes twice, ...). The tiers, the Recorder and the Consumers
 // read one clock that moves only when the sale says (holds expire when
 // it advances, never by a slow machine). The adapters' own fault tests
@@ -34,9 +34,13 @@ type FaultSale struct {
 	Publisher handoff.Publisher
 	// NewSource returns a Source for consumer i.
 	NewSource func(i int) handoff.Source
-	// Mid, if set, runs once half the orders were placed, while buyers
-	// keep buying and consumers settling.
-	Mid func()
+	// Down, if set, runs once half the orders were placed, before the
+	// next order is handed to a buyer, so the orders after it meet the
+	// fault it injects; Up runs Outage later, while buyers keep buying
+	// and consumers settling.
+	Down, Up func()
+	// Outage is how long the fault lasts, from Down's return to Up.
+	Outage time.Duration
 	// Late, if set, holds back the consumers until every order was
 	// placed, then advances the clock by Late before they start.
 	Late time.Duration
@@ -104,13 +108,19 @@ func (s FaultSale) Run(t *testing.T) FaultOutcome {
 	// client retries an unknown outcome with the same order ID), at most
 	// 40 times.
 	var buying sync.WaitGroup
-	var mid sync.WaitGroup // Mid runs beside the buyers, who keep buying
+	var mid sync.WaitGroup // Up runs beside the buyers, who keep buying
 	next := make(chan int)
 	go func() {
 		defer close(next)
 		for i := range s.Orders {
-			if i == s.Orders/2 && s.Mid != nil {
-				mid.Go(s.Mid)
+			if i == s.Orders/2 && s.Down != nil {
+				s.Down()
+				mid.Go(func() {
+					time.Sleep(s.Outage)
+					if s.Up != nil {
+						s.Up()
+					}
+				})
 			}
 			next <- i
 		}

@@ -112,9 +112,11 @@ func TestFaultBrokerRestart(t *testing.T) {
 	srv := startPrivate(t)
 	pub, _, newSource := cell(t, srv)
 	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: pub, NewSource: plain(newSource),
-		Mid: func() {
+		Down: func() {
 			srv.stop()
-			time.Sleep(300 * time.Millisecond)
+		},
+		Outage: 300 * time.Millisecond,
+		Up: func() {
 			srv.start()
 		},
 		SettleFor: time.Second,
@@ -244,9 +246,11 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	var failed atomic.Int64
 	counting := handofftest.CountFailures(pub, &failed)
 	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: counting, NewSource: plain(newSource),
-		Mid: func() {
+		Down: func() {
 			srv.stop()
-			time.Sleep(1500 * time.Millisecond)
+		},
+		Outage: 1500 * time.Millisecond,
+		Up: func() {
 			srv.start()
 		},
 		SettleFor: time.Second,

@@ -40,10 +40,12 @@ func TestFaultBrokerRestart(t *testing.T) {
 	pub := publisher(t, url, cfg)
 	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: pub,
 		NewSource: func(int) handoff.Source { return source(t, url, cfg) },
-		Mid: func() {
+		Down: func() {
 			px.refuse(true)
 			px.cut()
-			time.Sleep(300 * time.Millisecond)
+		},
+		Outage: 300 * time.Millisecond,
+		Up: func() {
 			px.refuse(false)
 		},
 		SettleFor: time.Second,
@@ -143,10 +145,12 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	var failed atomic.Int64
 	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: handofftest.CountFailures(pub, &failed),
 		NewSource: func(int) handoff.Source { return source(t, brokerURL, cfg) },
-		Mid: func() {
+		Down: func() {
 			px.refuse(true)
 			px.cut()
-			time.Sleep(1500 * time.Millisecond)
+		},
+		Outage: 1500 * time.Millisecond,
+		Up: func() {
 			px.refuse(false)
 		},
 		SettleFor: time.Second,

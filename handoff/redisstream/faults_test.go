@@ -105,9 +105,11 @@ func TestFaultBrokerRestart(t *testing.T) {
 	t.Parallel()
 	c := newCell(t)
 	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: c.q, NewSource: c.source,
-		Mid: func() {
+		Down: func() {
 			c.mr.Close()
-			time.Sleep(300 * time.Millisecond)
+		},
+		Outage: 300 * time.Millisecond,
+		Up: func() {
 			if err := c.mr.Restart(); err != nil {
 				t.Errorf("restart: %v", err)
 			}
@@ -193,9 +195,11 @@ func TestFaultUnreachableAtPublish(t *testing.T) {
 	var failed atomic.Int64
 	handofftest.FaultSale{Units: 150, Orders: 200, Consumers: 2, Hold: time.Minute, Publisher: handofftest.CountFailures(pub, &failed),
 		NewSource: c.source,
-		Mid: func() {
+		Down: func() {
 			l.set(true)
-			time.Sleep(1500 * time.Millisecond)
+		},
+		Outage: 1500 * time.Millisecond,
+		Up: func() {
 			l.set(false)
 		},
 		SettleFor: time.Second,
