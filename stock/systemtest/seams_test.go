@@ -234,14 +234,14 @@ func (s seam) run(t *testing.T) {
 	}
 }
 
-// TestRefusedReplacementHoldsNothing: on the slot-by-slot path a Deduct
+// TestRetryRefusedWhileHoldingIsUnknown: on the slot-by-slot path a Deduct
 // whose reply is lost is tried again by the tiered flow; when that second
 // attempt is refused (the user's limit on a later slot) while the first
 // attempt's holds stay on the order, the answer must not be the refusal
 // (the caller would take nothing to be held, and no one would confirm or
 // revert those units) but an unknown outcome, which the caller resolves.
 // The lost reply sweeps every Redis call of the first attempt.
-func TestRefusedReplacementHoldsNothing(t *testing.T) {
+func TestRetryRefusedWhileHoldingIsUnknown(t *testing.T) {
 	seam{sweep: 6, sharded: true, script: func(k int) []systemtest.Step {
 		return []systemtest.Step{
 			{Op: "buy", User: "u2", Items: items(0, 0, 2)},
