@@ -15,8 +15,8 @@ import (
 // TestHunt runs the checker with a RecordGrace (TestSystem runs with none)
 // over a few seeds on miniredis+SQLite. The environment widens the hunt:
 // STOCKGUARD_HUNT_SEEDS=from-to names the seeds (default: a window of
-// huntWindow seeds that moves with the UTC date, so every day's runs check
-// new ones; the log names it), STOCKGUARD_HUNT_BACKEND a backend of
+// huntWindow seeds that moves with the minute the run starts, so every run
+// checks other seeds than the one before it; the log names them), STOCKGUARD_HUNT_BACKEND a backend of
 // TestSystem ("all" for every one; default miniredis+sqlite),
 // STOCKGUARD_HUNT_GRACE the RecordGrace (default 1.5s) and
 // STOCKGUARD_HUNT_STEPS the steps of each run. A seed that finds a
@@ -26,7 +26,7 @@ func TestHunt(t *testing.T) {
 	if spec == "" {
 		from := huntWindowStart(time.Now())
 		spec = fmt.Sprintf("%d-%d", from, from+huntWindow-1)
-		t.Logf("seeds %s, the window of the date (STOCKGUARD_HUNT_SEEDS=%s replays them)", spec, spec)
+		t.Logf("seeds %s, the window of this minute (STOCKGUARD_HUNT_SEEDS=%s replays them)", spec, spec)
 	}
 	var from, to uint64
 	if _, err := fmt.Sscanf(spec, "%d-%d", &from, &to); err != nil {
@@ -69,12 +69,13 @@ const huntWindow = 3
 // huntSeeds is the range the default window moves over: seeds 1-500.
 const huntSeeds = 500
 
-// huntWindowStart is the first seed of the default window on day t (UTC):
-// consecutive days check consecutive windows, and the windows cycle over
-// seeds 1-huntSeeds.
+// huntWindowStart is the first seed of the default window of a run that
+// starts at t: runs started in consecutive minutes check consecutive
+// windows, and the windows cycle over seeds 1-huntSeeds (in about three
+// hours).
 func huntWindowStart(t time.Time) uint64 {
-	day := uint64(t.UTC().Unix() / 86400)
-	return 1 + (day*huntWindow)%(huntSeeds-huntWindow+1)
+	minute := uint64(t.Unix() / 60)
+	return 1 + (minute*huntWindow)%(huntSeeds-huntWindow+1)
 }
 
 // replayCommand is the command that runs seed on backend alone, with the
@@ -91,26 +92,30 @@ func replayCommand(backend string, seed uint64, grace time.Duration, steps int) 
 		env, regexp.QuoteMeta(backend), seed)
 }
 
-// The default window moves with the date: consecutive days check
-// consecutive windows, all within seeds 1-huntSeeds, and the replay
-// command names the seed and the backend's subtest exactly.
-func TestHuntWindowMovesWithTheDate(t *testing.T) {
-	day := time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC)
+// The default window moves with the minute a run starts: runs a minute
+// or more apart (two CI runs of one day) check other seeds, consecutive
+// minutes consecutive windows, all within seeds 1-huntSeeds; and the
+// replay command names the seed and the backend's subtest exactly.
+func TestHuntWindowMovesWithEachRun(t *testing.T) {
+	start := time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC)
+	if a, b := huntWindowStart(start), huntWindowStart(start.Add(10*time.Minute)); a == b {
+		t.Fatalf("runs 10 minutes apart both check seeds %d-%d", a, a+huntWindow-1)
+	}
 	seen := map[uint64]bool{}
-	prev := huntWindowStart(day)
+	prev := huntWindowStart(start)
 	for i := 1; i <= huntSeeds; i++ {
-		from := huntWindowStart(day.AddDate(0, 0, i))
+		from := huntWindowStart(start.Add(time.Duration(i) * time.Minute))
 		if from < 1 || from+huntWindow-1 > huntSeeds {
-			t.Fatalf("day %d: window %d-%d outside 1-%d", i, from, from+huntWindow-1, huntSeeds)
+			t.Fatalf("minute %d: window %d-%d outside 1-%d", i, from, from+huntWindow-1, huntSeeds)
 		}
 		if from != prev+huntWindow && from >= prev {
-			t.Fatalf("day %d: window starts at %d after %d, want the next window", i, from, prev)
+			t.Fatalf("minute %d: window starts at %d after %d, want the next window", i, from, prev)
 		}
 		seen[from] = true
 		prev = from
 	}
 	if len(seen) < huntSeeds/huntWindow {
-		t.Fatalf("%d windows over %d days, want every one", len(seen), huntSeeds)
+		t.Fatalf("%d windows over %d minutes, want every one", len(seen), huntSeeds)
 	}
 	got := replayCommand("cluster+postgres/buckets", 25, 1500*time.Millisecond, 0)
 	want := "STOCKGUARD_HUNT_SEEDS=25-25 STOCKGUARD_HUNT_BACKEND=cluster+postgres/buckets go test -race -count=1 -run 'TestHunt/cluster\\+postgres/buckets/25$' ./stock/systemtest"
