@@ -104,18 +104,19 @@ func (r *runner) unsure(o *order) bool {
 	if o.parked > 0 || o.doubtful() {
 		return true
 	}
-	if !r.reclaimBad {
-		ok := true
-		for _, c := range r.parked {
-			if c.kind == "reclaim" {
-				ok = false
-			}
-		}
-		if ok {
-			return false
+	// A hold past its deadline may be half returned at the gate: the
+	// reclaimer returns an order's lines SKU by SKU, so a pass that failed
+	// or died may have returned some of them, and a take a parked Deduct
+	// sent may land after a pass returned the others. It stays so until a
+	// pass sent after that returns the rest (a pass sent before it and
+	// resumed after peeked too early), or while a reclaim is parked.
+	half := r.badReclaim > r.goodReclaim || o.late > r.goodReclaim
+	for _, c := range r.parked {
+		if c.kind == "reclaim" {
+			half = true
 		}
 	}
-	return !r.now().Before(o.deadlineMin())
+	return half && !r.now().Before(o.deadlineMin())
 }
 
 // restocked returns the units of sku's restocks told nil, and of those

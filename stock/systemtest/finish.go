@@ -34,6 +34,9 @@ func (r *runner) finish(c *call, res result) {
 			if end := r.now(); end.After(o.lastEnd) {
 				o.lastEnd = end
 			}
+			if c.wasParked {
+				o.late = r.step
+			}
 		}
 		// A refused retry does not undo what an abandoned attempt of the
 		// order took (on a Redis Cluster, the slot groups it got to, which
@@ -60,7 +63,11 @@ func (r *runner) finish(c *call, res result) {
 			r.violate(CheckContract, "%s: %v (every restock names a SKU on sale with a valid count)", c.desc, res.err)
 		}
 	case "reclaim":
-		r.reclaimBad = !definitive
+		if definitive {
+			r.goodReclaim = max(r.goodReclaim, c.step)
+		} else {
+			r.badReclaim = max(r.badReclaim, c.step)
+		}
 		if definitive && res.err == nil && len(res.got) < reclaimLimit && !c.wasParked {
 			r.checkDue(c.start)
 		}

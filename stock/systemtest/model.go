@@ -21,6 +21,10 @@ type order struct {
 	firstSent, lastEnd time.Time
 	attempts           int
 	parked             int // calls about the order that are parked
+	// late is the step at which a Deduct of the order that parked ended
+	// (0: none): a take it sent may have landed after a reclaim pass
+	// returned the order's other lines.
+	late int
 	// doubt holds the kinds of call (deduct, confirm, revert) whose latest
 	// attempt ended without a definitive answer: a later definitive answer
 	// to the same kind settles it (a Revert settles a Confirm too), an
