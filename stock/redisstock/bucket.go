@@ -1292,15 +1292,9 @@ func (s *Store) onTheWay(ctx context.Context, outs []*redis.MapStringStringCmd) 
 // splitSKU returns the buckets of sku when it has more than one (nil
 // otherwise).
 func (s *Store) splitSKU(ctx context.Context, sku string) (*buckets, error) {
-	if !s.bucketed {
-		return nil, nil
-	}
-	bs, err := s.bucketsOf(ctx, []string{sku})
-	if err != nil {
+	bs, err := s.splitAll(ctx, []string{sku})
+	if bs == nil {
 		return nil, err
-	}
-	if len(bs[0].names) == 1 {
-		return nil, nil
 	}
 	return bs[0], nil
 }
@@ -1354,48 +1348,18 @@ func (s *Store) splitAll(ctx context.Context, skus []string) ([]*buckets, error)
 	return bs, nil
 }
 
-// inspectBuckets replaces, in out, the state of each SKU split into
-// buckets with the sum over its buckets (bucketLevels).
-func (s *Store) inspectBuckets(ctx context.Context, skus []string, out []SKUState) error {
+// eachSplit calls f with the index and buckets of each SKU of skus split
+// into buckets.
+func (s *Store) eachSplit(ctx context.Context, skus []string, f func(i int, b *buckets) error) error {
 	bs, err := s.splitAll(ctx, skus)
-	if err != nil {
-		return err
-	}
 	for i, b := range bs {
-		if b == nil {
-			continue
+		if b != nil {
+			if err := f(i, b); err != nil {
+				return err
+			}
 		}
-		st, err := s.bucketLevels(ctx, b)
-		if err != nil {
-			return err
-		}
-		out[i] = st
 	}
-	return nil
-}
-
-// snapshotBuckets replaces, in out, the snapshot of each SKU split into
-// buckets with one of all its buckets (snapshotSplit).
-func (s *Store) snapshotBuckets(ctx context.Context, reqs []SnapshotRequest, out []Snapshot) error {
-	skus := make([]string, len(reqs))
-	for i, r := range reqs {
-		skus[i] = r.SKU
-	}
-	bs, err := s.splitAll(ctx, skus)
-	if err != nil {
-		return err
-	}
-	for i, b := range bs {
-		if b == nil {
-			continue
-		}
-		sn, err := s.snapshotSplit(ctx, b, reqs[i])
-		if err != nil {
-			return err
-		}
-		out[i] = sn
-	}
-	return nil
+	return err
 }
 
 // snapshotSplit reads the SKU of r, split into the buckets b: every

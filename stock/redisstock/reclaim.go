@@ -538,14 +538,15 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) (_ []Hold, err error
 		return nil, err
 	}
 	b, err := s.splitSKU(ctx, sku)
-	if err != nil || b == nil {
-		if err != nil {
-			return nil, err
-		}
-		return s.heldOrders(ctx, sku)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{sku}
+	if b != nil {
+		names = b.names
 	}
 	var out []Hold
-	for _, name := range b.names {
+	for _, name := range names {
 		hs, err := s.heldOrders(ctx, name)
 		if err != nil {
 			return nil, err

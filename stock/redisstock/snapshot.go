@@ -92,7 +92,16 @@ func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) (_ []Snaps
 		}
 		out = append(out, got...)
 	}
-	if err := s.snapshotBuckets(ctx, reqs, out); err != nil {
+	skus := make([]string, len(reqs))
+	for i, r := range reqs {
+		skus[i] = r.SKU
+	}
+	// A SKU split into buckets: one snapshot of all its buckets.
+	err = s.eachSplit(ctx, skus, func(i int, b *buckets) (err error) {
+		out[i], err = s.snapshotSplit(ctx, b, reqs[i])
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -409,36 +409,18 @@ func (e *lostError) Unwrap() error { return stock.ErrUnavailable }
 // Available returns the SKU's units that can be deducted now, in one read.
 func (s *Store) Available(ctx context.Context, sku string) (_ int64, err error) {
 	defer named(&err, "read available units of SKU", sku)
-	if err := stock.ValidateID("sku", sku); err != nil {
-		return 0, err
-	}
-	if err := s.ready(ctx); err != nil {
-		return 0, err
-	}
-	if b, err := s.splitSKU(ctx, sku); err != nil || b != nil {
-		if err != nil {
-			return 0, err
-		}
-		st, err := s.bucketLevels(ctx, b)
-		if err == nil && !st.Exists {
-			err = &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
-		}
-		return st.Available, err
-	}
-	v, err := s.c.HGet(ctx, s.stateKey(sku), "avail").Int64()
-	if err == redis.Nil {
-		return 0, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
-	}
-	if err != nil {
-		return 0, s.readErr(ctx, err)
-	}
-	return v, nil
+	l, err := s.levels(ctx, sku)
+	return l.Available, err
 }
 
 // Levels returns the SKU's available, held and sold units and settings, in
 // one read.
 func (s *Store) Levels(ctx context.Context, sku string) (_ stock.Levels, err error) {
 	defer named(&err, "read levels of SKU", sku)
+	return s.levels(ctx, sku)
+}
+
+func (s *Store) levels(ctx context.Context, sku string) (stock.Levels, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return stock.Levels{}, err
 	}
