@@ -12,27 +12,17 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// ExtendHold implements stock.HoldExtender. The order's bound (the
-// Deduct's time plus the shortest MaxHoldTTL its SKUs had then) is kept
-// on each line record (field mx); an order taken before the field existed
-// has its deadline as its bound, so it cannot be extended. Each line's
-// deadline and its score in the SKU's holds zset move together, so the
-// reclaimer returns the hold at the new deadline.
-//
-// It costs a read of the order's directory entry and one script call over
-// the order's lines on a client without hash slots, or on a Cluster when
-// they share a slot: checked and applied in one atomic step. On a Cluster
-// (or a Ring) an order on several slots is read and checked whole first,
-// then each slot group moves its lines in one step of its own, in one
-// pipeline; deadlines only grow, so a retry completes a call that failed
-// midway. A Confirm racing it may confirm some lines first (they need no
-// deadline); a reclaimer whose clock passed the old deadline before the
-// call's may expire some lines first: the call then returns
-// stock.ErrHoldExpired, and the lines it moved are returned at the new
-// deadline (a Confirm, meanwhile, finds the expired line and expires the
-// order whole). A slot group the server refuses after the check (its
-// record gone meanwhile) makes the call stock.ErrUnknownOutcome: the other
-// groups may have moved.
+// ExtendHold implements stock.HoldExtender. Each line's deadline and its
+// score in the SKU's holds zset move together, only later and never past
+// the order's bound (kept on each line record, field mx; an order taken
+// before the field existed cannot be extended), so the reclaimer returns
+// the hold at the new deadline. It costs a read of the order's directory
+// entry and one atomic script call over the order's lines where they share
+// a server or a slot. An order on several slots is checked whole, then
+// each slot group moves in a step of its own: deadlines only grow, so a
+// retry completes a call that failed midway, and a group the server
+// refuses after the check makes the call stock.ErrUnknownOutcome. See
+// "Partial reverts and hold extensions" in the package doc.
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()

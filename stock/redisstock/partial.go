@@ -36,46 +36,23 @@ func init() { allScripts = append(allScripts, returnScript, returnLockScript, ex
 
 // ReturnLease is how long a partial return of an order on several slots of
 // a Redis Cluster keeps the order's return lock while it reads and checks
-// the lines: other returns of the order (other operation IDs) meanwhile get
-// stock.ErrContention. Once it sends its applies, the lock is kept until
-// the call completes (the lock then names the return's items): a call that
-// ends in stock.ErrUnknownOutcome leaves it to its retry (same operation
-// ID), which completes it, and so does the next return of the order that
-// comes ReturnLease or more after the applies began, before it runs itself
-// (until then it gets stock.ErrContention). So no return of the order is
-// ever checked against lines another has not reached yet. A call that fails
-// before its applies are sent leaves the lock to its retry or to this
-// lease.
+// the lines; once its applies are sent, the lock is kept until the call
+// (or its retry, or the next return ReturnLease after the applies began)
+// completes it. See "Partial reverts and hold extensions" in the package
+// doc.
 const ReturnLease = 30 * time.Second
-
-// The return lock of an order on several slots is an extra of its
-// directory entry (see stock_return_lock.lua), so it ends with the entry:
-// not while a return of the order may still apply (the order's lines end
-// no later than its entry), and not after (no key of its own outlives the
-// order).
 
 // RevertItems implements stock.PartialReverter. It costs a read of the
 // order's directory entry and one script call over the order's lines on a
 // client without hash slots, or on a Cluster when they share a slot:
 // checked and applied in one atomic step, all or nothing. Each line record
-// counts the units given back (field ret) and remembers the operation ID
-// with the return's items, for as long as the record lives (no TTL while
-// the order holds stock, Config.Retention once it ends).
-//
-// On a Cluster (or a Ring) an order on several slots cannot be one script.
-// The call then takes the order's return lock (ReturnLease; another
-// return of the order meanwhile is stock.ErrContention), reads every line
-// and makes every check against them (so a refusal writes nothing), then
-// applies the return slot group by slot group in one pipeline: each
-// group's apply is atomic and runs once per operation ID. What is not
-// atomic there is the whole: a Confirm, Revert or reclaim of the order
-// running at the same time may land between the groups (each group then
-// gives back what its lines still allow: a line confirmed meanwhile is
-// refunded, a line returned meanwhile gives nothing more, never more than
-// a line has), and a call that fails midway leaves some groups applied,
-// with stock.ErrUnknownOutcome: its retry (same r) applies the rest, and
-// until it does, the order's lock keeps other returns out (see
-// ReturnLease).
+// counts the units given back and remembers the operation ID with the
+// return's items for as long as the record lives. An order on several
+// slots of a Cluster (or a Ring) is checked whole under its return lock
+// (another return meanwhile is stock.ErrContention), then applied slot
+// group by slot group, each group atomic and applied once per operation
+// ID: after stock.ErrUnknownOutcome, the retry (same r) applies the rest.
+// See "Partial reverts and hold extensions" in the package doc.
 func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevertItems, len(r.Items))
 	defer func() { tr.Done(err) }()

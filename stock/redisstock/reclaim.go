@@ -21,27 +21,17 @@ const peekBatch = 256
 // (by the Store's Clock) has passed, and the user quota they counted, and
 // reports them. Each hold is returned by one script that re-checks it, so
 // any number of reclaimers may run at once: a hold is returned once, and a
-// confirmed or reverted hold never. A pass reads the SKU registry, peeks
-// every SKU's holds zset (and its zset of orders an earlier pass stopped
-// before finishing) in pipelined batches, runs one script per SKU that has
-// due holds, then finishes the orders it ended (their directory entries,
-// their lines on other slots). The pass also deletes the line records and
-// directory entries of orders that ended more than Retention ago (by the
-// server's clock; at most 1000 per SKU, and per directory shard, each
-// pass): nothing else deletes them. Last it settles the directory entries
-// whose check time came (see "The life of an order" in the package doc).
-//
-// The lines of one order share its deadline, so a pass returns them
+// confirmed or reverted hold never. The lines of one order are returned
 // together (unless limit ends the pass between them; the next pass returns
-// the rest). A line partial reverts emptied ends with its order unreported
-// (Qty would be 0); a pass reports fewer than limit holds only when no
-// more are due (a due hold that ends between the pass's peek and its
-// script, by a Confirm, a Revert or another reclaimer, makes it peek
-// again). The report survives a client's resend of a pass's scripts
-// (each pass records its reply under a token of its own): a pass that
-// returned holds reports them, or fails. An error after holds were returned
+// the rest); a line partial reverts emptied ends unreported, and a pass
+// reports fewer than limit holds only when no more are due. A pass also
+// finishes the orders it ended, deletes the records and entries of orders
+// that ended more than Retention ago (nothing else deletes them) and
+// settles the directory entries whose check time came: see "Reclaim" and
+// "The life of an order" in the package doc. The report survives a
+// client's resend of a pass's scripts; an error after holds were returned
 // may hide them from the report (the error then matches
-// stock.ErrUnknownOutcome); their units are back all the same.
+// stock.ErrUnknownOutcome), their units are back all the same.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpReclaim, 0)
 	defer func() { tr.Done(err) }()
