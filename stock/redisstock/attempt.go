@@ -84,10 +84,7 @@ func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
 // SKU's state is gone): the entry lives as long as the order holds stock.
 func (s *Store) keepDirectory(ctx context.Context, orderID string) error {
 	err := dirKeepScript.Run(ctx, s.c, s.dirKeys(orderID), orderID, s.nowMs()+s.attemptLease(), s.keep.Milliseconds(), "keep").Err()
-	if err != nil {
-		return s.writeErr(ctx, err)
-	}
-	return nil
+	return s.writeErr(ctx, err)
 }
 
 // statesLive checks, in one read, that every SKU of groups still has its

@@ -63,13 +63,8 @@ func skuOf(name string) string {
 	return name
 }
 
-// bucketNames returns the names of the n buckets of sku. The first is the
-// SKU itself, so one bucket is the layout of an unbucketed SKU. Bucket i
-// of the others is the SKU, a space, i, a dot and the smallest k whose
-// hash slot lies in the i-th of the n equal slot ranges after the SKU's
-// own (counting round): on a Cluster whose masters own equal contiguous
-// ranges (as redis-cli --cluster create assigns them), n buckets on n
-// masters are one per master.
+// bucketNames returns the names of the n buckets of sku (see Buckets in
+// the package doc).
 func bucketNames(sku string, n int) []string {
 	names := make([]string, n)
 	names[0] = sku
@@ -281,16 +276,11 @@ func (s *Store) route(ctx context.Context, o stock.Order, items []stock.Item) ([
 }
 
 // deductBuckets is Deduct on a Redis Cluster for an order some of whose
-// SKUs are split into buckets: each such line goes to its bucket (see
-// buckets.home). A line its bucket cannot take is sold out only once a
-// refill found no units left in the SKU's other buckets; until then the
-// refill moves units to the bucket and the order is tried again.
-//
-// The order's identity names the buckets it was routed to, and the route
+// SKUs are split into buckets (see Buckets in the package doc). The route
 // follows the bucket count the Store reads, which a lost and restored
-// count can change between two Deducts of one order. A Deduct whose ID is
+// count can change between two Deducts of one order: a Deduct whose ID is
 // bound to the order's own items routed to other buckets (stock.ErrConflict
-// for its own route) is a repeat: it is sent again on the bound route.
+// for its own route) is a repeat, sent again on the bound route.
 func (s *Store) deductBuckets(ctx context.Context, o stock.Order, items []stock.Item) error {
 	err := s.deductRouted(ctx, o, items)
 	if !errors.Is(err, stock.ErrConflict) {
@@ -531,14 +521,10 @@ type bucketState struct {
 
 // refill moves available units from the SKU's other buckets to bucket
 // home until home has f.want (read at each round: the Deducts waiting for
-// the refill add their lines to it), under the SKU's transfer lease (one
-// refill of a SKU at a time; others wait for it). It first settles the
-// transfers a refill that stopped halfway left behind. It reports short
-// when home still has fewer than want after every other bucket gave all
-// it had: at that moment the SKU has fewer than want units available in
-// all its buckets together (a refill that stopped halfway left none on
-// their way: this one settled them first); f.sold says when and how many
-// there were. Each round it reads the buckets is a step of f.
+// the refill add their lines to it), under the SKU's transfer lease, after
+// settling the transfers a refill that stopped halfway left behind. It
+// reports short when home still has fewer than want after every other
+// bucket gave all it had (f.sold says when and how many there were).
 func (s *Store) refill(ctx context.Context, b *buckets, home int, f *flight) (short bool, err error) {
 	if home < 0 {
 		return false, fmt.Errorf("SKU %q: %w", b.names[0], stock.ErrUnavailable)
@@ -770,18 +756,13 @@ func departures(st []bucketState) ([]pending, error) {
 }
 
 // complete settles transfers on their way: they arrive (mode "in", once
-// each: stock_bucket_in.lua) or, in mode "void" (PutOnSale), are dropped
-// (they never arrive, and their units do not go back: the counts are
-// overwritten); then the lease's epoch moves (when a lease token is
-// given) and their departure records are cleared. It returns each
-// transfer's marker, by ID.
-//
-// Their departure records were read or written at read. In mode "in",
-// once half their lifetime (departureTTL) has passed since, complete does
-// nothing and returns no markers: the records may have expired, and with
-// them the count of those units that readers and reconcilers go by (a
-// reconciler may have added them back), so only a refill that reads them
-// again may make them arrive.
+// each) or, in mode "void" (PutOnSale, which overwrites the counts), are
+// dropped; then the lease's epoch moves (when a lease token is given) and
+// their departure records are cleared. It returns each transfer's marker,
+// by ID. In mode "in", once half the records' lifetime (departureTTL) has
+// passed since read, it does nothing: the records may have expired, and a
+// reconciler may have added their units back, so only a refill that reads
+// them again may make them arrive.
 func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, mode string, read time.Time) (map[string]string, error) {
 	if mode == "in" && time.Since(read) > s.departureTTL()/2 {
 		return nil, nil
@@ -1006,15 +987,10 @@ func (s *Store) restoreBucket(ctx context.Context, b *buckets, i int) error {
 // putBuckets is PutOnSale on a Redis Cluster. It reports false, having
 // done nothing, for a listing of one bucket that the SKU already has (or
 // a SKU new to the gate): the caller puts it as any SKU. Otherwise it
-// puts the SKU's units, split evenly, on each of its buckets (the others
-// first, the SKU's own state last), under the SKU's transfer lease once
-// the SKU has a state, after dropping every transfer a refill left on its
-// way.
-//
-// The count is set when the SKU's state is created (by its first
-// listing): a count other than the SKU's (read from its states, the
-// counts hash, or the surviving buckets when both are gone) is
-// stock.ErrInvalid with nothing written.
+// puts the SKU's units, split evenly, on each of its buckets (the SKU's
+// own state last), under the SKU's transfer lease once the SKU has a
+// state; a count other than the SKU's is stock.ErrInvalid with nothing
+// written.
 func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	if !s.bucketed {
 		return false, nil
@@ -1101,10 +1077,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 					p.HSet(ctx, s.stateKey(name), "bk", n))
 			}
 		})
-		if err := firstErr(cmds...); err != nil {
-			return s.writeErr(ctx, err)
-		}
-		return nil
+		return s.writeErr(ctx, firstErr(cmds...))
 	}
 	if err := put(1, n); err != nil {
 		return true, err
@@ -1148,17 +1121,12 @@ func (s *Store) putSplit(ctx context.Context, ls []stock.Listing) ([]stock.Listi
 	return rest, nil
 }
 
-// bucketLevels reads the units of every bucket of b and sums them:
-// available units include those on their way between buckets (onTheWay).
-// The settings are the first bucket's, as are Exists and the Fence;
-// Version sums the buckets'. The buckets live on several masters, so no
-// one command reads them at one instant: it reads them (one round trip,
-// and one more for units on their way), then reads every bucket's
-// version again (one more); when none moved, each bucket held what was
-// read from its first read to its second, and those spans overlap, so
-// the sum is the SKU's at one instant within the call. When orders keep
-// moving them it reads again, up to levelReads times, then answers the
-// last sum, whose buckets were read a round trip apart.
+// bucketLevels reads the units of every bucket of b and sums them,
+// units on their way included; Version sums the buckets'. It reads every
+// bucket's version again after: when none moved, each bucket held what
+// was read over spans that overlap, so the sum is the SKU's at one
+// instant. When orders keep moving them it reads again, up to levelReads
+// times, then answers the last sum.
 func (s *Store) bucketLevels(ctx context.Context, b *buckets) (SKUState, error) {
 	var sum SKUState
 	for range levelReads {
@@ -1363,23 +1331,11 @@ func (s *Store) eachSplit(ctx context.Context, skus []string, f func(i int, b *b
 }
 
 // snapshotSplit reads the SKU of r, split into the buckets b: every
-// bucket's snapshot (each atomic, the requested orders' lines from the
-// bucket that has a record of them, the restock markers of the first:
-// restocks go there) and the units on their way (onTheWay), between two
-// readings of every bucket's transfer count (field xv, which every step
-// of a transfer bumps: see stock_bucket_out.lua). When no count moved, no
-// unit moved between buckets over the whole reading, so each unit is
-// counted once: in a bucket, or on its way. Deducts and returns meanwhile
-// move units within one bucket only, as they do between the Snapshot of
-// an unsplit SKU and a correction computed from it. When transfers keep
-// coming it reads again, up to levelReads times, then answers the last
-// reading with a zero Fence, which no correction matches. The units are
-// summed; the settings, Exists and the
-// Fence are the first bucket's; the holds are all the buckets' (in
-// deadline order), named by the SKU. A correction computed from it is
-// fenced by the first bucket's Fence, and refused while a transfer lease
-// is held (stock_adjust.lua): lease steps move the epoch, the steps in
-// between do not.
+// bucket's snapshot and the units on their way, between two readings of
+// every bucket's transfer count (xv), so that each unit is counted once
+// (see Buckets in the package doc). Deducts and returns meanwhile move
+// units within one bucket only, as they do between the Snapshot of an
+// unsplit SKU and a correction computed from it.
 func (s *Store) snapshotSplit(ctx context.Context, b *buckets, r SnapshotRequest) (Snapshot, error) {
 	sub := make([]SnapshotRequest, len(b.names))
 	sub[0] = r
@@ -1481,12 +1437,7 @@ func (s *Store) settleBuckets(ctx context.Context, b *buckets, rl Relist) error 
 				l.EffectiveHoldTTL().Milliseconds(), l.EffectiveMaxHoldTTL().Milliseconds())
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }
 
 // relistBucketed is Relist of one SKU split into buckets: after checking
@@ -1569,11 +1520,8 @@ func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) 
 }
 
 // rebuildBucketed is Rebuild of one SKU split into buckets whose first
-// state is missing. The first state gets the listing's units only when no
-// other bucket of the SKU has a state; otherwise it gets none (the
-// surviving buckets keep selling what they have, and a reconciler adds
-// what is missing to the first once it can read the whole SKU). Every
-// other bucket without a state gets an empty one.
+// state is missing (see Buckets in the package doc); every other bucket
+// without a state gets an empty one.
 func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Outcome, error) {
 	st, err := s.readBuckets(ctx, b)
 	if err != nil {

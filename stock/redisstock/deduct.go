@@ -172,10 +172,7 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
 			c.err = orderResult(&c.o, res[i])
 		}
 	}
-	if err != nil {
-		return s.writeErr(ctx, err)
-	}
-	return nil
+	return s.writeErr(ctx, err)
 }
 
 // batchSource is stock_deduct_batch.lua (batchScript), which deductBatch

@@ -474,12 +474,7 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, d
 			cmds[i] = deadlineScript.Run(ctx, p, keys, a.o.ID, a.ident, deadline, bound, s.nowMs())
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }
 
 // deductGroup queues (on a pipeline) or runs the deduct script for the

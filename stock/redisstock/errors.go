@@ -158,6 +158,16 @@ func firstErr(cmds ...redis.Cmder) error {
 	return nil
 }
 
+// errOf returns the first error among cmds (redis.Nil included).
+func errOf[C redis.Cmder](cmds []C) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // noScript reports whether a pipelined EVALSHA found its script missing.
 func noScript(cmds []redis.Cmder) bool {
 	for _, c := range cmds {

@@ -217,8 +217,5 @@ func (s *Store) dropKeys(ctx context.Context, keys ...string) error {
 			cmds = append(cmds, p.Del(ctx, k))
 		}
 	})
-	if err := firstErr(cmds...); err != nil {
-		return s.writeErr(ctx, err)
-	}
-	return nil
+	return s.writeErr(ctx, firstErr(cmds...))
 }

@@ -60,12 +60,7 @@ func (s *Store) purgeDirs(ctx context.Context, dir *directory, heads []*redis.St
 			cmds[i] = purgeScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k]}, purgeBatch, "dir")
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }
 
 // dirCheckScript settles the open entries whose check time came; see its
@@ -160,10 +155,5 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 			cmds = append(cmds, dirCheckScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k], dir.opens[k]}, a...))
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }

@@ -318,12 +318,7 @@ func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
 			zrems = append(zrems, p.ZRem(ctx, s.endsKey(r.sku), r.member))
 		}
 	})
-	for _, c := range zrems {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(zrems))
 }
 
 // unfinished returns the orders in due's unfinished ends that are still
@@ -496,12 +491,7 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 			}
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }
 
 // Hold is one live hold of a SKU: an order line neither confirmed nor

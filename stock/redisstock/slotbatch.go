@@ -115,10 +115,7 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 			c.first = partReply(more, i)
 		}
 	}
-	if err := multi.Err(); err != nil {
-		return s.writeErr(ctx, err)
-	}
-	return nil
+	return s.writeErr(ctx, multi.Err())
 }
 
 // bindExisting sets each call's bind reply from its bindNew (created):
