@@ -135,7 +135,7 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 			return badReply(d.ident)
 		}
 		items[i] = its
-		out[i].UserID = d.ident[:indexNL(d.ident)]
+		out[i].UserID = userOf(d.ident)
 	}
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		lines = lines[:0]
@@ -156,11 +156,10 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 		if err != nil {
 			return badReply(v)
 		}
+		states[l.order] = append(states[l.order], stateNamed(r.st)) // StateUnknown without a record
 		if !ok {
-			states[l.order] = append(states[l.order], stock.StateUnknown)
 			continue
 		}
-		states[l.order] = append(states[l.order], stateNamed(r.st))
 		if r.ret != 0 {
 			if returned[l.order] == nil {
 				returned[l.order] = map[string]int64{}
@@ -182,33 +181,12 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 	return nil
 }
 
-// indexNL returns the index of the first newline of ident (the end of the
-// user ID), or len(ident).
-func indexNL(ident string) int {
-	for i := 0; i < len(ident); i++ {
-		if ident[i] == '\n' {
-			return i
-		}
-	}
-	return len(ident)
-}
+// stateNamed maps a line record's st field to a stock.State (StateUnknown
+// for none).
+func stateNamed(st string) stock.State { return stockStates[st] }
 
-// stateNamed maps a line record's st field to a stock.State.
-func stateNamed(st string) stock.State {
-	switch st {
-	case "held":
-		return stock.StateHeld
-	case "confirmed":
-		return stock.StateConfirmed
-	case "reverted":
-		return stock.StateReverted
-	case "refunded":
-		return stock.StateRefunded
-	case "expired":
-		return stock.StateExpired
-	}
-	return stock.StateUnknown
-}
+var stockStates = map[string]stock.State{"held": stock.StateHeld, "confirmed": stock.StateConfirmed,
+	"reverted": stock.StateReverted, "refunded": stock.StateRefunded, "expired": stock.StateExpired}
 
 // combine is the state of an order from the states of its lines: their
 // common state; held while any line is held; else the first ended state
