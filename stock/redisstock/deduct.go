@@ -2,8 +2,6 @@ package redisstock
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/stockguard/stockguard/internal/canon"
@@ -197,7 +195,7 @@ func orderResult(p *prepared, reply any) error {
 	case v == 0:
 		return nil
 	case batchCodes[code] == "conflict" && at == 0:
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(p.id), stock.ErrConflict)
+		return orderErr(p.id, stock.ErrConflict)
 	case at >= 1 && int(at) <= len(p.items):
 		if err := lineErr(batchCodes[code], p.items[at-1].SKU); err != nil {
 			return err

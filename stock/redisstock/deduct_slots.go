@@ -163,7 +163,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	case "ended":
 		a.ended = true
 	case "conflict":
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict)
+		return orderErr(o.ID, stock.ErrConflict)
 	default: // the script ran: what it wrote is not known
 		return &outcomeError{err: badReply(bind.Val())}
 	}

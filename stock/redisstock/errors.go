@@ -239,6 +239,15 @@ func replyCode(res []any) (string, int64) {
 	return code, n
 }
 
+// orderCodes are the scripts' refusals of a whole order.
+var orderCodes = map[string]error{"unknown": stock.ErrUnknownOrder, "confirmed": stock.ErrOrderConfirmed,
+	"closed": stock.ErrOrderClosed, "expired": stock.ErrHoldExpired}
+
+// orderErr names the order in err.
+func orderErr(id string, err error) error {
+	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(id), err)
+}
+
 // badReply is the error of a reply the Store cannot read (a server that is
 // not Redis, or keys under the prefix written by something else).
 func badReply(res any) error {

@@ -3,7 +3,6 @@ package redisstock
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -94,7 +93,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		return &outcomeError{err: detached(refused)}
 	}
 	if expired {
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrHoldExpired)
+		return orderErr(orderID, stock.ErrHoldExpired)
 	}
 	return nil
 }
@@ -102,22 +101,14 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 // extendErr maps a refusal of stock_extend.lua to its error, or nil for an
 // unknown code.
 func extendErr(orderID, code string, n int64) error {
-	var err error
-	switch code {
-	case "unknown":
-		err = stock.ErrUnknownOrder
-	case "confirmed":
-		err = stock.ErrOrderConfirmed
-	case "closed":
-		err = stock.ErrOrderClosed
-	case "expired":
-		err = stock.ErrHoldExpired
-	case "too_long":
+	err := orderCodes[code]
+	if code == "too_long" {
 		err = fmt.Errorf("%w: the order's deadline may not pass %s", stock.ErrHoldTooLong, time.UnixMilli(n).UTC().Format(time.RFC3339Nano))
-	default:
+	}
+	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
+	return orderErr(orderID, err)
 }
 
 // extendCheck checks an extension of an order on several slots against

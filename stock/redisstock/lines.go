@@ -8,8 +8,8 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// lineState is one line record as the checks of RevertItems and ExtendHold on several
-// Cluster slots read it.
+// lineState is one line record as the checks of Confirm, RevertItems and
+// ExtendHold on several Cluster slots read it.
 type lineState struct {
 	sku          string
 	group        int

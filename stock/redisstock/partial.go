@@ -145,20 +145,14 @@ func (s *Store) returnOne(ctx context.Context, rt *giveBack, g []stock.Item) err
 // refusal maps an order-wide refusal code of stock_return.lua to its
 // error, or nil for another code.
 func (rt *giveBack) refusal(code string) error {
-	var err error
-	switch code {
-	case "unknown":
-		err = stock.ErrUnknownOrder
-	case "conflict":
+	err := orderCodes[code]
+	if code == "conflict" {
 		err = fmt.Errorf("%w: return %s was applied with other items", stock.ErrConflict, strconv.Quote(rt.op))
-	case "expired":
-		err = stock.ErrHoldExpired
-	case "closed":
-		err = stock.ErrOrderClosed
-	default:
+	}
+	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(rt.order), err)
+	return orderErr(rt.order, err)
 }
 
 // endReturned gives the directory entry of an order a return ended the
@@ -365,14 +359,11 @@ type returnPlan struct {
 // asks too much or names a SKU the order lacks, a SKU whose state is gone.
 // A nil plan with a nil error means there is nothing left to do.
 func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
-	orderErr := func(err error) error {
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(rt.order), err)
-	}
 	applied := make([]bool, groups)
 	repeat := false
 	for _, l := range lines {
 		if l.st == "" || l.id != rt.ident {
-			return nil, orderErr(stock.ErrUnknownOrder)
+			return nil, orderErr(rt.order, stock.ErrUnknownOrder)
 		}
 		if l.done != "" {
 			if l.done != rt.sig {
@@ -384,12 +375,12 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 	if !repeat {
 		for _, l := range lines {
 			if l.st == "expired" || (l.st == "held" && l.dl <= rt.now) {
-				return nil, orderErr(stock.ErrHoldExpired)
+				return nil, orderErr(rt.order, stock.ErrHoldExpired)
 			}
 		}
 		for _, l := range lines {
 			if l.st == "reverted" || l.st == "refunded" {
-				return nil, orderErr(stock.ErrOrderClosed)
+				return nil, orderErr(rt.order, stock.ErrOrderClosed)
 			}
 		}
 	}
