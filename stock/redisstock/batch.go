@@ -277,13 +277,6 @@ func (b *batcher) remove(c *call) {
 	}
 }
 
-// queued returns how many callers wait for a batch (for tests).
-func (b *batcher) queued() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.queue)
-}
-
 // batchContext is the context of one call made for every caller in batch
 // (see callctx.Shared).
 func batchContext(batch []*call) (context.Context, context.CancelFunc) {

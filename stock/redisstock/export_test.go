@@ -23,6 +23,13 @@ func (s *Store) Queued() int {
 	return n
 }
 
+// queued returns how many callers wait for a batch.
+func (b *batcher) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
 // DeductScriptHash is the SHA1 of stock_deduct.lua.
 func DeductScriptHash() string { return deductScript.Hash() }
 

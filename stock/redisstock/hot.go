@@ -39,15 +39,15 @@ func (s *Store) hotBatch(calls []*call) bool {
 			}
 		}
 	}
-	return distinctIDs(calls)
+	return distinctIDs(calls, func(c *call) string { return c.o.id })
 }
 
-// distinctIDs reports whether no two calls carry the same order ID.
-func distinctIDs(calls []*call) bool {
+// distinctIDs reports whether no two calls carry the same order ID (id).
+func distinctIDs(calls []*call, id func(c *call) string) bool {
 	if len(calls) <= 8 {
 		for i, c := range calls {
 			for _, d := range calls[:i] {
-				if c.o.id == d.o.id {
+				if id(c) == id(d) {
 					return false
 				}
 			}
@@ -56,10 +56,10 @@ func distinctIDs(calls []*call) bool {
 	}
 	seen := make(map[string]struct{}, len(calls))
 	for _, c := range calls {
-		if _, dup := seen[c.o.id]; dup {
+		if _, dup := seen[id(c)]; dup {
 			return false
 		}
-		seen[c.o.id] = struct{}{}
+		seen[id(c)] = struct{}{}
 	}
 	return true
 }

@@ -199,14 +199,7 @@ func hotSlotBatch(calls []*call) bool {
 			}
 		}
 	}
-	seen := make(map[string]struct{}, len(calls))
-	for _, c := range calls {
-		if _, dup := seen[c.a.o.ID]; dup {
-			return false
-		}
-		seen[c.a.o.ID] = struct{}{}
-	}
-	return true
+	return distinctIDs(calls, func(c *call) string { return c.a.o.ID })
 }
 
 // deductHotSlot queues stock_deduct_hot.lua (mode 'slot') taking calls
