@@ -322,12 +322,9 @@ func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
 }
 
 // unfinished returns the orders in due's unfinished ends that are still
-// the orders the reclaimer ended, as lines (and their identities) for
-// endOrders: those whose line record is still expired under the identity
-// the entry names, or, once that record is gone, whose directory entry
-// still names that identity without a TTL (never ended). The others (a
-// newer order under the same ID, or nothing left) leave the ends zset at
-// once.
+// the orders the reclaimer ended (see Reclaim in the package doc), as
+// lines (and their identities) for endOrders; the others leave the ends
+// zset at once.
 func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaimed, []string, error) {
 	type left struct {
 		sku, id, ident string
@@ -391,22 +388,12 @@ func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaim
 }
 
 // endOrders ends the orders of the lines this pass returned on their other
-// slots, and gives their directory entries the lifetime their records just
-// got (Retention from now), so an order ID stays bound to its items for as
-// long as any of its records is kept.
-//
-// A line of the order confirmed on another slot is the first half of a
-// multi-slot Confirm that stopped before the line this pass expired (its
-// reply lost, its caller gone): the order was never sold, as a Confirm
-// past its deadline would say, so those lines are expired too (their units
-// and quota returned, unreported: they were not holds). Left confirmed,
-// they would count as sold units the record never sold, and a later
-// Confirm or Revert of the order would return them after a reconciler had
-// already counted them back. A line that is still held (an extension that
-// reached only its slot) keeps its hold, and its order's entry waits for
-// the pass that returns it. An entry that names another identity (a newer
-// order under the same ID) is left alone. It costs one round trip per pass
-// that returned something, and one more for orders of several lines.
+// slots, and then their directory entries (see Reclaim in the package doc):
+// a line confirmed on another slot, half of a multi-slot Confirm that
+// stopped, is expired too (unreported: it was not a hold); left confirmed,
+// it would count as sold units the record never sold. A line still held
+// (an extension that reached only its slot) keeps its hold, and its
+// order's entry waits for the pass that returns it.
 func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents []string, now int64) error {
 	if len(lines) == 0 {
 		return nil

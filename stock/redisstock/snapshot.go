@@ -54,8 +54,8 @@ const snapshotBatch = 1024
 // undone Deduct attempt drops its holds so), or one of whose held lines a
 // partial return changed between them (the SKU's state counts such returns,
 // field rn, read after the quantities), is read again, so that every hold
-// of the instant read has its quantity as of that instant, or is Lost. Different SKUs are read at
-// slightly different moments.
+// of the instant read has its quantity as of that instant, or is Lost.
+// Different SKUs are read at slightly different moments.
 //
 // Its one write keeps the Store's registry of SKUs on sale whole: a SKU
 // read with a state that the registry no longer names (the registry's key
@@ -193,11 +193,8 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 }
 
 // relist adds to the registry, in one round trip, the SKUs of out that
-// have a state and that it does not name (in[i]: it names out[i]). Only a
-// loss of the registry's own key does that (its server lost its data,
-// alone of a Cluster's, or the key was evicted), and ReclaimExpired, which
-// finds SKUs there, would never return those SKUs' holds. A registry
-// recreated so is marked incomplete, as by a rebuild (see Calibrated).
+// have a state and that it does not name (in[i]: it names out[i]); see
+// Snapshot.
 func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 	var skus []string
 	for i := range out {
