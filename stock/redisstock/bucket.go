@@ -548,11 +548,18 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, f *flight) (sh
 		if !st[home].exists {
 			return false, &lostError{sku: b.names[home]}
 		}
-		if settled, err := s.settle(ctx, b, st, token, from); err != nil || settled {
-			if err != nil {
+		// Settle the transfers whose departure records st holds (a refill
+		// that stopped halfway, or this one's own in a round before), then
+		// read again.
+		ps, err := departures(st)
+		if err != nil {
+			return false, err
+		}
+		if len(ps) > 0 {
+			if _, err := s.complete(ctx, b, ps, token, "in", from); err != nil {
 				return false, err
 			}
-			continue // read again
+			continue
 		}
 		need := f.want.Load() - st[home].avail
 		if need <= 0 {
@@ -718,20 +725,6 @@ func (s *Store) readBuckets(ctx context.Context, b *buckets) ([]bucketState, err
 	return st, nil
 }
 
-// settle completes the transfers whose departure records st holds (a
-// refill that stopped halfway, or this one's own in a round before): the
-// units arrive (once: the arrival marker) or, with the destination's
-// state gone, go back; then the records are cleared. It reports whether
-// there were any.
-func (s *Store) settle(ctx context.Context, b *buckets, st []bucketState, token string, read time.Time) (bool, error) {
-	ps, err := departures(st)
-	if err != nil || len(ps) == 0 {
-		return false, err
-	}
-	_, err = s.complete(ctx, b, ps, token, "in", read)
-	return err == nil, err
-}
-
 // pending is one transfer on its way: the bucket it left, its ID and its
 // departure record.
 type pending struct {
@@ -767,13 +760,13 @@ func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, m
 	if mode == "in" && time.Since(read) > s.departureTTL()/2 {
 		return nil, nil
 	}
-	to := map[string][]arrival{}
+	to := map[string][]pending{}
 	for _, p := range ps {
-		to[p.dest] = append(to[p.dest], arrival{id: p.id, units: p.units, gen: p.gen})
+		to[p.dest] = append(to[p.dest], p)
 	}
 	words := make(map[string]string, len(ps))
 	for dest, as := range to {
-		got, _, err := s.arrive(ctx, dest, mode, as)
+		got, err := s.arrive(ctx, dest, mode, as)
 		if err != nil {
 			return nil, err
 		}
@@ -918,36 +911,27 @@ func parseDeparture(rec string) (departure, error) {
 	return departure{dest: parts[0], units: n, gen: parts[3]}, nil
 }
 
-// arrival is one transfer arriving at a bucket.
-type arrival struct {
-	id    string
-	units int64
-	gen   string
-}
-
-// arrive runs stock_bucket_in.lua at dest for as in mode ("in" or
-// "void"), and returns each transfer's marker and dest's avail (-1: no
-// state).
-func (s *Store) arrive(ctx context.Context, dest, mode string, as []arrival) ([]string, int64, error) {
+// arrive runs stock_bucket_in.lua at dest for the transfers ps in mode
+// ("in" or "void"), and returns each transfer's marker.
+func (s *Store) arrive(ctx context.Context, dest, mode string, ps []pending) ([]string, error) {
 	keys := []string{s.stateKey(dest)}
 	args := []any{mode, 2 * s.departureTTL().Milliseconds()}
-	for _, a := range as {
-		keys = append(keys, s.skuKey(dest, inSuffix, a.id))
-		args = append(args, a.units, a.gen)
+	for _, p := range ps {
+		keys = append(keys, s.skuKey(dest, inSuffix, p.id))
+		args = append(args, p.units, p.gen)
 	}
 	res, err := bucketInScript.Run(ctx, s.c, keys, args...).Slice()
 	if err != nil {
-		return nil, 0, s.writeErr(ctx, err)
+		return nil, s.writeErr(ctx, err)
 	}
-	if len(res) != len(as)+1 {
-		return nil, 0, badReply(res)
+	if len(res) != len(ps)+1 {
+		return nil, badReply(res)
 	}
-	words := make([]string, len(as))
-	for j := range as {
+	words := make([]string, len(ps))
+	for j := range ps {
 		words[j], _ = res[j+1].(string)
 	}
-	avail, _ := res[0].(int64)
-	return words, avail, nil
+	return words, nil
 }
 
 // clearWord is what stock_bucket_clear.lua does with a transfer whose

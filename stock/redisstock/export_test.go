@@ -78,7 +78,7 @@ func (s *Store) BucketOutIn(ctx context.Context, sku string, n, from, to int, id
 	if err != nil {
 		return 0, err
 	}
-	words, _, err := s.arrive(ctx, names[to], "in", []arrival{{id: id, units: got, gen: gen}})
+	words, err := s.arrive(ctx, names[to], "in", []pending{{id: id, departure: departure{units: got, gen: gen}}})
 	if err != nil {
 		return 0, err
 	}
