@@ -39,7 +39,6 @@ func (s *Store) Audit(ctx context.Context) (orphans []string, stored int, err er
 	var gones []*redis.IntCmd
 	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		entries, lines, opens, holds, gones = entries[:0], lines[:0], opens[:0], holds[:0], gones[:0]
 		for k := range dir.keys {
 			entries = append(entries, p.HGetAll(ctx, dir.keys[k]))
 			opens = append(opens, p.ZRangeWithScores(ctx, dir.opens[k], 0, -1))

@@ -390,15 +390,17 @@ const maxRefills = 32
 // want is the units it brings there: its own order's line and those of
 // the Deducts of the same bucket that wait for it, so that one refill
 // serves every buyer waiting, not one. moved is when it last got a reply
-// from Redis (unix ns). Once done is closed, short and sold say whether
-// it found the SKU sold out, and at what instant.
+// from Redis (unix ns). Once done is closed, short says whether it found
+// the SKU sold out: soldTotal units available in every bucket, read from
+// soldFrom on.
 type flight struct {
-	done  chan struct{}
-	home  int
-	want  atomic.Int64
-	moved atomic.Int64
-	short bool
-	sold  soldAt
+	done      chan struct{}
+	home      int
+	want      atomic.Int64
+	moved     atomic.Int64
+	short     bool
+	soldTotal int64
+	soldFrom  time.Time
 }
 
 // step records that the refill got a reply: it is slow, perhaps, but not
@@ -408,14 +410,6 @@ func (f *flight) step() { f.moved.Store(time.Now().UnixNano()) }
 // stalled reports whether the refill got no reply for a lease's lifetime.
 func (f *flight) stalled() bool {
 	return time.Since(time.Unix(0, f.moved.Load())) >= bucketLease
-}
-
-// soldAt is what a refill that found its line sold out knows of the
-// instant it proved that: the SKU's available units then (every bucket),
-// and a time before the instant (when the reading began).
-type soldAt struct {
-	total int64
-	from  time.Time
 }
 
 // refillShared is refill, shared by the Deducts of one process: while a
@@ -453,7 +447,7 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 		select {
 		case <-other.done:
 			t.Stop()
-			return other.short && joined.Before(other.sold.from) && want > other.sold.total, false, nil
+			return other.short && joined.Before(other.soldFrom) && want > other.soldTotal, false, nil
 		case <-ctx.Done():
 			t.Stop()
 			return false, false, fmt.Errorf("waiting for a refill of SKU %q: %w", key, ctx.Err())
@@ -472,7 +466,7 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 	f.short = short && err == nil
 	// Short of what every waiter wanted; this order's line is short only
 	// if it wants more than there was.
-	return f.short && want > f.sold.total, true, err
+	return f.short && want > f.soldTotal, true, err
 }
 
 // unsplit reports, without a read, whether the Store knows every SKU of
@@ -524,7 +518,7 @@ type bucketState struct {
 // the refill add their lines to it), under the SKU's transfer lease, after
 // settling the transfers a refill that stopped halfway left behind. It
 // reports short when home still has fewer than want after every other
-// bucket gave all it had (f.sold says when and how many there were).
+// bucket gave all it had (f says when and how many there were).
 func (s *Store) refill(ctx context.Context, b *buckets, home int, f *flight) (short bool, err error) {
 	if home < 0 {
 		return false, fmt.Errorf("SKU %q: %w", b.names[0], stock.ErrUnavailable)
@@ -576,9 +570,9 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, f *flight) (sh
 				return false, err
 			}
 			if slices.EqualFunc(st, vers, func(x bucketState, v int64) bool { return x.ver == v }) {
-				f.sold.from, f.sold.total = from, 0
+				f.soldFrom, f.soldTotal = from, 0
 				for _, x := range st {
-					f.sold.total += max(0, x.avail)
+					f.soldTotal += max(0, x.avail)
 				}
 				return true, nil
 			}
@@ -785,7 +779,6 @@ func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, m
 	}
 	cmds := make([]*redis.Cmd, 0, len(by))
 	s.pipelined(ctx, func(pl redis.Pipeliner) {
-		cmds = cmds[:0]
 		for i, args := range by {
 			cmds = append(cmds, bucketClearScript.Run(ctx, pl, []string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, args...))
 		}
@@ -852,7 +845,6 @@ func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen stri
 	outs := make([]taken, 0, len(takes))
 	sent := time.Now()
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		outs = outs[:0]
 		for i, n := range takes {
 			id := move + "." + strconv.Itoa(i)
 			outs = append(outs, taken{i, id, bucketOutScript.Run(ctx, p,
@@ -1052,7 +1044,6 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	put := func(from, to int) error {
 		cmds := make([]redis.Cmder, 0, 3*(to-from))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			cmds = cmds[:0]
 			for i := from; i < to; i++ {
 				name := b.names[i]
 				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), name, s.mark()), p.HSet(ctx, s.countsKey(), l.SKU, n),
@@ -1201,7 +1192,6 @@ func (s *Store) onTheWay(ctx context.Context, outs []*redis.MapStringStringCmd) 
 	var deps []dep
 	var err error
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		deps = deps[:0]
 		for _, c := range outs {
 			recs, rerr := c.Result()
 			if rerr != nil {
@@ -1476,7 +1466,6 @@ func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) 
 	}
 	var probes []probe
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		probes = probes[:0]
 		for i, sku := range skus {
 			if len(bs[i].names) > 1 {
 				continue

@@ -257,7 +257,6 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 	var cmds []*redis.SliceCmd
 	var skus []string
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds, skus = cmds[:0], skus[:0]
 		for _, g := range a.groups {
 			for _, it := range g {
 				cmds = append(cmds, p.HMGet(ctx, s.stateKey(it.SKU), "hold", "max_ms", "gen"))

@@ -48,6 +48,12 @@ func (s *Store) writeErr(ctx context.Context, err error) error {
 	if certain(err) {
 		return withCtx(ctx, failed(err))
 	}
+	return unknown(ctx, err)
+}
+
+// unknown is the outcomeError of err, which matches ctx.Err() too when the
+// context has ended.
+func unknown(ctx context.Context, err error) error {
 	e := &outcomeError{err: err}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		e.ctx = cerr
@@ -184,21 +190,21 @@ func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Err
 
 // pipelined runs the commands build queues in one round trip. Script.Run
 // cannot fall back to EVAL inside a pipeline, so when the server lacks a
-// script (a fresh or restarted server) the scripts are loaded and the
-// pipeline is sent again: every command the Store pipelines is safe to
-// repeat. The caller checks each command's error.
+// script (a fresh or restarted server) the scripts are loaded and the same
+// commands are sent again: every command the Store pipelines is safe to
+// repeat. build runs once. The caller checks each command's error.
 func (s *Store) pipelined(ctx context.Context, build func(p redis.Pipeliner)) {
-	for attempt := 0; ; attempt++ {
-		p := s.c.Pipeline()
-		build(p)
-		cmds, _ := p.Exec(ctx)
-		if attempt > 0 || !noScript(cmds) {
-			return
-		}
-		if s.loadScripts(ctx) != nil {
-			return
-		}
+	p := s.c.Pipeline()
+	build(p)
+	cmds, _ := p.Exec(ctx)
+	if !noScript(cmds) || s.loadScripts(ctx) != nil {
+		return
 	}
+	p = s.c.Pipeline()
+	for _, c := range cmds {
+		_ = p.Process(ctx, c)
+	}
+	_, _ = p.Exec(ctx)
 }
 
 // loadScripts loads every script on every server the client talks to: a

@@ -31,7 +31,6 @@ func (s *Store) readLines(ctx context.Context, order string, groups [][]stock.It
 	var cs []cmds
 	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cs = cs[:0]
 		for _, g := range groups {
 			for _, it := range g {
 				cs = append(cs, cmds{p.HGet(ctx, s.linesKey(it.SKU), order), p.HExists(ctx, s.stateKey(it.SKU), "hold")})

@@ -206,7 +206,6 @@ func (s *Store) migrateEntry(ctx context.Context, order string) (bool, error) {
 func (s *Store) dropKeys(ctx context.Context, keys ...string) error {
 	var cmds []redis.Cmder
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
 		for _, k := range keys {
 			cmds = append(cmds, p.Del(ctx, k))
 		}

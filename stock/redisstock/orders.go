@@ -138,7 +138,6 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 		out[i].UserID = userOf(d.ident)
 	}
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		lines = lines[:0]
 		for i, its := range items {
 			for _, it := range its {
 				lines = append(lines, line{order: i, sku: it.SKU, cmd: p.HGet(ctx, s.linesKey(it.SKU), ids[i])})

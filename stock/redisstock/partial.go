@@ -294,7 +294,6 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 			return rt.contention()
 		}
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			cmds = cmds[:0]
 			for _, gi := range plan.run {
 				g := groups[gi]
 				cmds = append(cmds, sent{gi, s.lineScript(ctx, p, returnScript, rt.order, g, rt.now,

@@ -118,7 +118,7 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 			if !ok || d.e != 0 || err != nil {
 				continue // gone or ended: the member goes
 			}
-			o.ident, o.lines = d.ident, o.lines[:0]
+			o.ident = d.ident
 			for _, it := range items {
 				o.lines = append(o.lines, p.HGet(ctx, s.linesKey(it.SKU), o.id))
 			}
@@ -150,7 +150,6 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 	}
 	var cmds []*redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
 		for k, a := range args {
 			cmds = append(cmds, dirCheckScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k], dir.opens[k]}, a...))
 		}

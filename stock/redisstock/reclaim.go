@@ -150,7 +150,6 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 	var cmds, lefts []*redis.ZSliceCmd
 	var gones []*redis.StringCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds, lefts, gones = cmds[:0], lefts[:0], gones[:0]
 		for _, sku := range skus {
 			gones = append(gones, p.LIndex(ctx, s.goneKey(sku), 0))
 			cmds = append(cmds, p.ZRangeByScoreWithScores(ctx, s.holdsKey(sku), &redis.ZRangeBy{
@@ -313,7 +312,6 @@ func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
 	}
 	var zrems []*redis.IntCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		zrems = zrems[:0]
 		for _, r := range refs {
 			zrems = append(zrems, p.ZRem(ctx, s.endsKey(r.sku), r.member))
 		}
@@ -420,7 +418,6 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		at = p.Time(ctx)
-		others = others[:0]
 		for _, o := range orders {
 			its, err := parseIdent(o.ident)
 			if err != nil {
@@ -464,7 +461,6 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	}
 	var cmds []*redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
 		for _, o := range orders {
 			if sold[o] != nil {
 				for _, g := range s.groups(items[o]) {

@@ -287,7 +287,6 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 	rn := make([]*redis.StringCmd, len(out))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i := range out {
-			ins[i] = ins[i][:0]
 			if len(ids[i]) == 0 {
 				continue
 			}
@@ -378,7 +377,6 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) (err erro
 		gens := all[start:]
 		cmds := make([]redis.Cmder, 0, 2*len(batch))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			cmds = cmds[:0]
 			for i, l := range batch {
 				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU, s.mark()),
 					putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
@@ -563,20 +561,18 @@ func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 			if err != nil {
 				return out, s.batchErr(ctx, err, start, len(batch))
 			}
-			switch code, _ := replyCode(res); code {
-			case "ok":
-				out = append(out, Applied)
-			case "exists":
-				out = append(out, Exists)
-			case "stale":
-				out = append(out, Moved)
-			default:
+			code, _ := replyCode(res)
+			o, ok := rebuildOutcomes[code]
+			if !ok {
 				return out, badReply(res)
 			}
+			out = append(out, o)
 		}
 	}
 	return out, nil
 }
+
+var rebuildOutcomes = map[string]Outcome{"ok": Applied, "exists": Exists, "stale": Moved}
 
 // batchErr classifies the failure of a call that writes many SKUs, one
 // script each, in pipelines: done writes were applied by earlier pipelines
@@ -590,11 +586,7 @@ func (s *Store) batchErr(ctx context.Context, err error, done, n int) error {
 	}
 	var rerr redis.Error
 	if done > 0 || (n > 1 && errors.As(err, &rerr)) {
-		e := &outcomeError{err: err}
-		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-			e.ctx = cerr
-		}
-		return e
+		return unknown(ctx, err)
 	}
 	return s.writeErr(ctx, err)
 }
