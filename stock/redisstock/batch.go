@@ -18,11 +18,9 @@ import (
 const maxFlying = 2
 
 // batcher coalesces concurrent Deducts into one script call (group
-// commit). A caller that finds fewer than maxFlying batches in flight is
-// sent at once, alone, on its own goroutine; the others queue, and when a
-// batch ends the oldest queued callers (up to max) leave together in the
-// next one. So an idle Store adds no latency, and a busy one sends one
-// script call per batch instead of one per order.
+// commit): a caller that finds fewer than maxFlying batches in flight is
+// sent at once, alone; the others queue, and when a batch ends the oldest
+// queued callers (up to max) leave together in the next one.
 //
 // A batch is reported to the Observer on the goroutine of one of its
 // callers, never while it holds an in-flight slot: whatever the hook does

@@ -996,9 +996,6 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 		return false, nil
 	}
 	if n != have && (exists || have > 1) {
-		// Every process routes by the count it read less than a second
-		// ago: a count that changed under it would send a user's orders
-		// to two buckets.
 		return false, &stock.InvalidError{Field: "listing.Buckets", Reason: "SKU " + strconv.Quote(l.SKU) + " is in " +
 			strconv.Itoa(have) + " bucket(s); a SKU's bucket count is set when it is first put on sale (sell it under a new SKU)"}
 	}
@@ -1015,9 +1012,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 		}
 		defer drop()
 	}
-	// Drop every transfer on its way (a refill that stopped, even one
-	// whose first state is gone since): the counts are overwritten, and
-	// a late arrival must add nothing on top.
+	// Drop every transfer on its way: the counts are overwritten.
 	for range refillRounds {
 		st, err := s.readBuckets(ctx, b)
 		if err != nil {
@@ -1345,10 +1340,8 @@ func (s *Store) snapshotSplit(ctx context.Context, b *buckets, r SnapshotRequest
 			return sn, nil
 		}
 	}
-	// Transfers kept coming: the last reading, with a Fence no state has
-	// (every state's gen is drawn when it is created), so no correction
-	// computed from it is applied and a reconciler reads the SKU as
-	// changed meanwhile (its other SKUs are corrected as usual).
+	// Transfers kept coming: the last reading, with a Fence no state has,
+	// so no correction computed from it is applied.
 	sn.Fence = Fence{}
 	return sn, nil
 }
@@ -1439,10 +1432,8 @@ func (s *Store) relistBucketed(ctx context.Context, b *buckets, rl Relist) (Outc
 			return Moved, nil
 		}
 	}
-	// The other buckets' settings first (idempotent), the fenced write
-	// on the first last: a call that stops between them leaves the first
-	// bucket, which Inspect reports, on the old settings, so a reader
-	// sees the Relist did not land and runs it again.
+	// The other buckets' settings first, the fenced write on the first
+	// last (see Buckets in the package doc).
 	if err := s.settleBuckets(ctx, b, rl); err != nil {
 		return 0, err
 	}

@@ -56,11 +56,10 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	return s.batch.do(ctx, c)
 }
 
-// prepared is one order's part of a stock_deduct_batch.lua call. Its keys
-// and its identity are substrings of one string, and its keys and
-// arguments are passed by pointer into the prepared order itself (a copy:
-// a batch may be sent after its caller left), so a Deduct costs a few
-// allocations only, however large the batch.
+// prepared is one order's part of a stock_deduct_batch.lua call: its keys
+// and identity are substrings of one string, passed by pointer into the
+// prepared order itself (a copy: a batch may be sent after its caller
+// left).
 type prepared struct {
 	id, user string
 	ident    string       // user + "\n" + canonical signature

@@ -83,10 +83,12 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		if err != nil {
 			return out, err
 		}
+		peeked := 0
 		for _, d := range due {
 			if len(d.orders) > 0 && (oldest.IsZero() || d.oldest.Before(oldest)) {
 				oldest = d.oldest
 			}
+			peeked += len(d.orders)
 		}
 		// Each round's scripts record their replies under a token of
 		// their own: a SKU read again is a new script call, not a resend.
@@ -97,10 +99,6 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		out = append(out, got...)
 		if err != nil {
 			return out, err
-		}
-		peeked := 0
-		for _, d := range due {
-			peeked += len(d.orders)
 		}
 		if ended == peeked && len(got) == ended {
 			start += peekBatch

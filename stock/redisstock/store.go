@@ -35,38 +35,27 @@ type Config struct {
 	// deletes them.
 	Retention time.Duration
 	// MaxBatch is the most concurrent Deducts sent together in one script
-	// call; default DefaultMaxBatch. While a call is in flight, the next
-	// callers queue and leave together, each order checked and taken on
-	// its own; a lone caller is sent at once. On a Redis Cluster the
-	// orders whose SKUs share a hash slot are batched per slot (an order
-	// on several slots is not batched). 1 sends every Deduct on its own.
-	// At most MaxMaxBatch. A Ring does not batch.
+	// call (see "Deduct: one script call, shared" in the package doc);
+	// default DefaultMaxBatch, at most MaxMaxBatch. 1 sends every Deduct on
+	// its own. A Ring does not batch.
 	MaxBatch int
 
 	// WaitReplicas, when above 0, makes every call that writes wait, before
-	// it answers, until that many replicas acknowledged its writes (WAIT
-	// after the writes, on the connection they went on; on a Redis Cluster,
-	// on each master they went to). When fewer acknowledge within
-	// WaitTimeout, the call fails with an error matching
-	// stock.ErrUnknownOutcome (a *ReplicationError): the write may be on
-	// the master only, and a failover may lose it; retry with the same
-	// order ID. Calls that only read do not wait. Default 0: no wait. At
-	// most MaxWaitReplicas. It needs a *redis.Client (standalone or
-	// Sentinel) or a *redis.ClusterClient: New refuses it on a Ring or any
-	// other client with stock.ErrInvalid. See "Replication wait" in the
-	// package doc.
+	// it answers, until that many replicas acknowledged its writes; when
+	// fewer do within WaitTimeout, the call fails with a *ReplicationError
+	// (stock.ErrUnknownOutcome). Default 0: no wait. At most
+	// MaxWaitReplicas. It needs a *redis.Client (standalone or Sentinel) or
+	// a *redis.ClusterClient (New refuses it on any other client with
+	// stock.ErrInvalid). See "Replication wait" in the package doc.
 	WaitReplicas int
 	// WaitTimeout bounds each wait; default DefaultWaitTimeout (1s), or
 	// half the client's ReadTimeout when that is shorter. It must be at
 	// least a millisecond and below the client's ReadTimeout (the wait's
 	// reply is read under it). Ignored when WaitReplicas is 0.
 	WaitTimeout time.Duration
-	// WaitAOF waits with WAITAOF 0 <WaitReplicas> <ms> instead of WAIT:
-	// the replicas wrote the writes to their append-only file and fsynced
-	// it (Redis 7.2 or later, Valkey 8; the replicas need appendonly yes).
-	// On a server without WAITAOF every call that writes fails with an
-	// error that says so, with nothing sent (not stock.ErrUnknownOutcome);
-	// it never falls back to WAIT. It needs WaitReplicas above 0.
+	// WaitAOF waits with WAITAOF 0 <WaitReplicas> <ms> instead of WAIT
+	// (see "Replication wait" in the package doc). It needs WaitReplicas
+	// above 0.
 	WaitAOF bool
 
 	// Observer receives the Store's calls, batches and reclaim passes
