@@ -368,6 +368,12 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) (err erro
 			return err
 		}
 	}
+	return s.putStates(ctx, ls)
+}
+
+// putStates puts listings, each of one gate state, in one round trip per
+// 1024.
+func (s *Store) putStates(ctx context.Context, ls []stock.Listing) error {
 	all, err := newGens(ctx, len(ls))
 	if err != nil {
 		return err
@@ -597,8 +603,11 @@ func newGens(ctx context.Context, n int) ([]string, error) {
 	gens := make([]string, n)
 	for i := range gens {
 		var err error
-		if gens[i], err = newGen(ctx); err != nil {
-			return nil, err
+		if err = ctx.Err(); err == nil {
+			gens[i], err = randomToken()
+		}
+		if err != nil {
+			return nil, notSent(err)
 		}
 	}
 	return gens, nil

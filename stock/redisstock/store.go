@@ -265,35 +265,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if done, err := s.putBuckets(ctx, l); done || err != nil {
 		return err
 	}
-	gen, err := newGen(ctx)
-	if err != nil {
-		return err
-	}
-	var reg *redis.IntCmd
-	var put *redis.Cmd
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		reg = p.SAdd(ctx, s.registryKey(), l.SKU, s.mark())
-		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
-			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen, l.EffectiveMaxHoldTTL().Milliseconds())
-	})
-	if err := firstErr(reg, put); err != nil {
-		return s.writeErr(ctx, err)
-	}
-	s.listed.Store(true)
-	return nil
-}
-
-// newGen checks that ctx is not done (nothing is sent then) and draws a new
-// Fence generation.
-func newGen(ctx context.Context) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", notSent(err)
-	}
-	gen, err := randomToken()
-	if err != nil {
-		return "", notSent(err)
-	}
-	return gen, nil
+	return s.putStates(ctx, []stock.Listing{l})
 }
 
 // The keys of a restock operation: the operation ID's binding to its SKU
