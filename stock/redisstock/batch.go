@@ -236,7 +236,11 @@ func (b *batcher) next() {
 // drain sends batch, then each batch the queue holds after it.
 func (b *batcher) drain(batch []*call) {
 	for batch != nil {
-		ctx, cancel := batchContext(batch)
+		ctxs := make([]context.Context, len(batch))
+		for i, c := range batch {
+			ctxs[i] = c.ctx
+		}
+		ctx, cancel := callctx.Shared(ctxs) // one call made for every caller in batch
 		b.send(ctx, batch)
 		cancel()
 		b.mu.Lock()
@@ -273,14 +277,4 @@ func (b *batcher) remove(c *call) {
 			return
 		}
 	}
-}
-
-// batchContext is the context of one call made for every caller in batch
-// (see callctx.Shared).
-func batchContext(batch []*call) (context.Context, context.CancelFunc) {
-	ctxs := make([]context.Context, len(batch))
-	for i, c := range batch {
-		ctxs[i] = c.ctx
-	}
-	return callctx.Shared(ctxs)
 }

@@ -496,14 +496,6 @@ func publicErr(err error) error {
 	return err
 }
 
-// publicItems names each line's SKU instead of its bucket, in place.
-func publicItems(items []stock.Item) []stock.Item {
-	for i := range items {
-		items[i].SKU = skuOf(items[i].SKU)
-	}
-	return items
-}
-
 // bucketState is one bucket as a refill reads it.
 type bucketState struct {
 	exists bool
@@ -775,7 +767,13 @@ func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, m
 	}
 	by := map[int][]any{}
 	for _, p := range ps {
-		by[p.from] = append(by[p.from], p.id, clearWord(mode, words[p.id]))
+		// In mode "in", units that will never arrive ('void') go back to
+		// the bucket they left; anything else drops the record.
+		act := "drop"
+		if mode == "in" && words[p.id] == "void" {
+			act = "back"
+		}
+		by[p.from] = append(by[p.from], p.id, act)
 	}
 	cmds := make([]*redis.Cmd, 0, len(by))
 	s.pipelined(ctx, func(pl redis.Pipeliner) {
@@ -924,16 +922,6 @@ func (s *Store) arrive(ctx context.Context, dest, mode string, ps []pending) ([]
 		words[j], _ = res[j+1].(string)
 	}
 	return words, nil
-}
-
-// clearWord is what stock_bucket_clear.lua does with a transfer whose
-// marker is word: in mode "in", units that will never arrive ('void')
-// go back to the bucket they left; anything else drops the record.
-func clearWord(mode, word string) string {
-	if mode == "in" && word == "void" {
-		return "back"
-	}
-	return "drop"
 }
 
 // restoreBucket gives bucket i of a SKU whose first state lives an empty

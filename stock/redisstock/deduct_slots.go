@@ -550,7 +550,7 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		found = k > 0
 	}
 	if n >= 1 && int(n) <= len(g) {
-		if gen, ok := replyGen(res); code == "regen" && ok {
+		if gen, ok := res[len(res)-1].(string); code == "regen" && len(res) == 4 && ok { // n >= 1: res has 2 items or more
 			s.gens.Store(g[n-1].SKU, gen)
 			return groupTaken{}, found, &regenError{err: lineErr("unavailable", g[n-1].SKU)}
 		}
@@ -562,15 +562,6 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		}
 	}
 	return groupTaken{}, found, badReply(res)
-}
-
-// replyGen is the generation in a deduct script's 'regen' reply.
-func replyGen(res []any) (string, bool) {
-	if len(res) != 4 {
-		return "", false
-	}
-	gen, ok := res[3].(string)
-	return gen, ok
 }
 
 // undo takes the attempt token (this attempt's; "*" for every attempt,
@@ -606,9 +597,5 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 // release queues or runs the release script for one slot group; token
 // names the attempt for mode "drop" ("" otherwise).
 func (s *Store) release(ctx context.Context, c redis.Scripter, order, ident string, g []stock.Item, now int64, mode, token string) *redis.Cmd {
-	keys := make([]string, 0, 5*len(g))
-	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU)
-	}
-	return releaseScript.Run(ctx, c, keys, now, order, ident, s.keep.Milliseconds(), mode, token)
+	return s.lineScript(ctx, c, releaseScript, order, g, now, ident, s.keep.Milliseconds(), mode, token)
 }

@@ -175,7 +175,10 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 			out[i] = stock.OrderInfo{ID: ids[i]}
 			continue
 		}
-		out[i].State, out[i].Items, out[i].Returned = st, canon.Sorted(publicItems(items[i])), canon.Returned(returned[i])
+		for j := range items[i] {
+			items[i][j].SKU = skuOf(items[i][j].SKU) // the SKU, not its bucket
+		}
+		out[i].State, out[i].Items, out[i].Returned = st, canon.Sorted(items[i]), canon.Returned(returned[i])
 	}
 	return nil
 }

@@ -30,12 +30,6 @@ func goneDue(head *redis.StringCmd, now int64) (bool, error) {
 	return err != nil || at <= now, nil // a malformed item is taken off
 }
 
-// purgeSKU queues the script that deletes the SKU's line records whose
-// retention has passed.
-func (s *Store) purgeSKU(ctx context.Context, p redis.Pipeliner, sku string) *redis.Cmd {
-	return purgeScript.Run(ctx, p, []string{s.linesKey(sku), s.goneKey(sku)}, purgeBatch, "line")
-}
-
 // purgeDirs deletes the directory entries whose retention has passed, from
 // the shards of dir whose gone list's first item (heads, one per shard) is
 // due at now (the server's time), in one round trip (none when nothing is

@@ -210,7 +210,8 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, d := range due {
 			if d.purge {
-				purges[i] = s.purgeSKU(ctx, p, d.sku)
+				// The SKU's line records whose retention has passed.
+				purges[i] = purgeScript.Run(ctx, p, []string{s.linesKey(d.sku), s.goneKey(d.sku)}, purgeBatch, "line")
 			}
 			if len(d.orders) == 0 {
 				continue // unfinished ends, or records to delete, only
@@ -280,7 +281,11 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 		return out, n, errors.Join(firstErr, err)
 	}
 	// Finished: the orders leave their SKUs' ends zsets.
-	if err := s.dropEnds(ctx, endsRefs(ended, idents)); err != nil && firstErr == nil {
+	refs := make([]endsRef, len(ended))
+	for i, l := range ended {
+		refs[i] = endsRef{l.SKU, endsMember(l.OrderID, idents[i])}
+	}
+	if err := s.dropEnds(ctx, refs); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	return out, n, firstErr
@@ -293,15 +298,6 @@ func endsMember(order, ident string) string { return order + "\n" + ident }
 
 // endsRef is one member of one SKU's ends zset.
 type endsRef struct{ sku, member string }
-
-// endsRefs are the ends members of lines of the identities idents.
-func endsRefs(lines []stock.Reclaimed, idents []string) []endsRef {
-	refs := make([]endsRef, len(lines))
-	for i, l := range lines {
-		refs[i] = endsRef{l.SKU, endsMember(l.OrderID, idents[i])}
-	}
-	return refs
-}
 
 // dropEnds takes refs out of their SKUs' ends zsets.
 func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
