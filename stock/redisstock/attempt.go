@@ -20,12 +20,6 @@ var (
 	deadlineScript = redis.NewScript(lua.Script("stock_deadline.lua"))
 )
 
-// reclaimMemoKey holds one reclaim pass's reply for one SKU, so that a
-// resend of the pass's script returns it.
-func (s *Store) reclaimMemoKey(sku, pass string) string {
-	return s.skuKey(sku, ":rc:", pass)
-}
-
 // endsKey is the SKU's zset of orders a reclaim pass ended a line of and
 // has not finished yet (their directory entry, their other slots).
 func (s *Store) endsKey(sku string) string { return s.skuKey(sku, ":ends", "") }

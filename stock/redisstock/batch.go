@@ -138,7 +138,7 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	b.mu.Lock()
 	switch {
 	case !c.sent:
-		b.remove(c)
+		b.queue = slices.DeleteFunc(b.queue, func(q *call) bool { return q == c })
 		b.mu.Unlock()
 		return withCtx(ctx, notSent(ctx.Err()))
 	case c.report != nil || c.take != nil:
@@ -267,14 +267,4 @@ func (b *batcher) take() []*call {
 	clear(b.queue[rest:])
 	b.queue = b.queue[:rest]
 	return batch
-}
-
-// remove drops a queued call that was not sent. b.mu is held.
-func (b *batcher) remove(c *call) {
-	for i, q := range b.queue {
-		if q == c {
-			b.queue = slices.Delete(b.queue, i, i+1)
-			return
-		}
-	}
 }

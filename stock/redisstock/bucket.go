@@ -1381,20 +1381,6 @@ func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready,
 	return false, short, err
 }
 
-// settleBuckets gives the other buckets of b the settings a Relist gave
-// the first.
-func (s *Store) settleBuckets(ctx context.Context, b *buckets, rl Relist) error {
-	l := stock.Listing{HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
-	cmds := make([]*redis.Cmd, len(b.names)-1)
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for j, name := range b.names[1:] {
-			cmds[j] = bucketSettingsScript.Run(ctx, p, []string{s.stateKey(name)}, rl.PerUserLimit,
-				l.EffectiveHoldTTL().Milliseconds(), l.EffectiveMaxHoldTTL().Milliseconds())
-		}
-	})
-	return s.writeErr(ctx, errOf(cmds))
-}
-
 // relistBucketed is Relist of one SKU split into buckets: after checking
 // for holds in every bucket and gathering what a negative correction
 // takes, the settings on the other buckets, then the correction and
@@ -1422,7 +1408,15 @@ func (s *Store) relistBucketed(ctx context.Context, b *buckets, rl Relist) (Outc
 	}
 	// The other buckets' settings first, the fenced write on the first
 	// last (see Buckets in the package doc).
-	if err := s.settleBuckets(ctx, b, rl); err != nil {
+	l := stock.Listing{HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
+	cmds := make([]*redis.Cmd, len(b.names)-1)
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for j, name := range b.names[1:] {
+			cmds[j] = bucketSettingsScript.Run(ctx, p, []string{s.stateKey(name)}, rl.PerUserLimit,
+				l.EffectiveHoldTTL().Milliseconds(), l.EffectiveMaxHoldTTL().Milliseconds())
+		}
+	})
+	if err := s.writeErr(ctx, errOf(cmds)); err != nil {
 		return 0, err
 	}
 	out, err := s.relistStates(ctx, []Relist{rl})

@@ -52,7 +52,11 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, g := range groups {
-			cmds[i] = s.dealScript(ctx, p, extendScript, orderID, g, now, ident, want, mode)
+			keys := make([]string, 0, 4*len(g))
+			for _, it := range g {
+				keys = s.dealKeys(keys, it.SKU)
+			}
+			cmds[i] = extendScript.Run(ctx, p, keys, now, orderID, ident, want, mode)
 		}
 	})
 	expired := false

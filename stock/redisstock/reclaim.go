@@ -216,7 +216,7 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 			if len(d.orders) == 0 {
 				continue // unfinished ends, or records to delete, only
 			}
-			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.reclaimMemoKey(d.sku, pass),
+			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.skuKey(d.sku, ":rc:", pass),
 				s.endsKey(d.sku), s.linesKey(d.sku), s.goneKey(d.sku)}
 			args := make([]any, 0, 3+len(d.orders))
 			args = append(args, now, s.keep.Milliseconds(), memoTTL.Milliseconds())

@@ -337,13 +337,3 @@ func (s *Store) lineScript(ctx context.Context, c redis.Scripter, sc *redis.Scri
 	}
 	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
 }
-
-// dealScript is lineScript for the scripts that take 4 keys per line (see
-// dealKeys).
-func (s *Store) dealScript(ctx context.Context, c redis.Scripter, sc *redis.Script, order string, g []stock.Item, now int64, extra ...any) *redis.Cmd {
-	keys := make([]string, 0, 4*len(g))
-	for _, it := range g {
-		keys = s.dealKeys(keys, it.SKU)
-	}
-	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
-}
