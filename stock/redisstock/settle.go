@@ -328,12 +328,12 @@ func parseIdent(ident string) ([]stock.Item, error) {
 	return items, nil
 }
 
-// lineScript queues or runs a per-line script (5 keys per line, see
-// lineKeys) with args now, order ID, then extra.
+// lineScript queues or runs a script that may end lines (5 keys per
+// line: dealKeys and its gone list) with args now, order ID, then extra.
 func (s *Store) lineScript(ctx context.Context, c redis.Scripter, sc *redis.Script, order string, g []stock.Item, now int64, extra ...any) *redis.Cmd {
 	keys := make([]string, 0, 5*len(g))
 	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU)
+		keys = append(s.dealKeys(keys, it.SKU), s.goneKey(it.SKU))
 	}
 	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
 }

@@ -185,7 +185,10 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 		s.slots.binds = &batcher{s: s, max: cfg.MaxBatch, run: s.bindBatch, quiet: true}
 	}
 	if wait != nil {
-		s.c = wait.wrap(c)
+		wc := &waitClient{UniversalClient: c, w: wait}
+		wc.single, _ = c.(*redis.Client)
+		wc.cluster, _ = c.(*redis.ClusterClient)
+		s.c = wc
 	}
 	return s, nil
 }
@@ -232,13 +235,9 @@ func (s *Store) registryKey() string        { return s.prefix + ":skus" }
 func (s *Store) claimKey(sku string) string { return s.skuKey(sku, ":rb", "") }
 
 // dealKeys appends the four keys a Deduct's line needs for sku (state,
-// holds, users, lines); lineKeys the five of the scripts that may end a
-// line (and its gone list).
+// holds, users, lines).
 func (s *Store) dealKeys(keys []string, sku string) []string {
 	return append(keys, s.stateKey(sku), s.holdsKey(sku), s.usersKey(sku), s.linesKey(sku))
-}
-func (s *Store) lineKeys(keys []string, sku string) []string {
-	return append(s.dealKeys(keys, sku), s.goneKey(sku))
 }
 
 func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }

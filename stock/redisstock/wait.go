@@ -84,14 +84,6 @@ func checkWait(c redis.UniversalClient, cfg Config) (*waiter, error) {
 	return &waiter{n: cfg.WaitReplicas, timeout: t, aof: cfg.WaitAOF}, nil
 }
 
-// wrap returns c with w's wait after every request that writes.
-func (w *waiter) wrap(c redis.UniversalClient) *waitClient {
-	wc := &waitClient{UniversalClient: c, w: w}
-	wc.single, _ = c.(*redis.Client)
-	wc.cluster, _ = c.(*redis.ClusterClient)
-	return wc
-}
-
 // base returns the client the Store was given, without the wait.
 func (s *Store) base() redis.UniversalClient {
 	if wc, ok := s.c.(*waitClient); ok {
