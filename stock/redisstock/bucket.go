@@ -925,10 +925,8 @@ func (s *Store) arrive(ctx context.Context, dest, mode string, ps []pending) ([]
 }
 
 // restoreBucket gives bucket i of a SKU whose first state lives an empty
-// state (no units, the first state's settings, the holds it still has
-// counted as held) if it has none: a bucket whose master lost its data.
-// It adds no units; a reconciler counts the lost ones back into the first
-// bucket.
+// state with the first state's settings, if it has none (see Buckets in
+// the package doc).
 func (s *Store) restoreBucket(ctx context.Context, b *buckets, i int) error {
 	v, err := s.c.HMGet(ctx, s.stateKey(b.names[0]), stateFields...).Result()
 	if err != nil {
@@ -1162,10 +1160,8 @@ func (s *Store) sumBuckets(ctx context.Context, b *buckets) (SKUState, []int64, 
 }
 
 // onTheWay sums the units of the departure records outs read that have
-// not arrived (their destination has no 'in' marker for them): units a
-// refill took out of a bucket and has not added to another yet, or that
-// go back to the bucket they left. Those that arrived are counted where
-// they are, so every unit counts once, whatever step a refill stopped at.
+// not arrived, or go back to the bucket they left (see Buckets in the
+// package doc).
 func (s *Store) onTheWay(ctx context.Context, outs []*redis.MapStringStringCmd) (int64, error) {
 	type dep struct {
 		departure
@@ -1360,10 +1356,9 @@ func mergeSnapshots(sku string, got []Snapshot, away int64) Snapshot {
 }
 
 // gatherFirst makes the first bucket of b hold at least want available
-// units before a correction takes them away, moving them from the other
-// buckets (refill). It reports whether the correction may run now: false
-// when units moved (the Fence moved with them: read again) or when all the
-// buckets together have fewer than want (out of range).
+// units before a correction takes them away (refill). It reports whether
+// the correction may run now (not when units moved: the Fence moved with
+// them), and short when all the buckets together have fewer than want.
 func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready, short bool, err error) {
 	avail, err := s.c.HGet(ctx, s.stateKey(b.names[0]), "avail").Int64()
 	if err == redis.Nil {
@@ -1381,10 +1376,8 @@ func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready,
 	return false, short, err
 }
 
-// relistBucketed is Relist of one SKU split into buckets: after checking
-// for holds in every bucket and gathering what a negative correction
-// takes, the settings on the other buckets, then the correction and
-// settings on its first bucket (fenced, as for any SKU).
+// relistBucketed is Relist of one SKU split into buckets (see Buckets in
+// the package doc).
 func (s *Store) relistBucketed(ctx context.Context, b *buckets, rl Relist) (Outcome, error) {
 	if !rl.Force {
 		st, err := s.bucketLevels(ctx, b)
@@ -1426,12 +1419,10 @@ func (s *Store) relistBucketed(ctx context.Context, b *buckets, rl Relist) (Outc
 	return out[0], nil
 }
 
-// probeBuckets finds, for each SKU whose count no state or counts hash
-// names any more (bs[i] of one bucket), whether buckets of some count
-// still have states: a SKU whose first state was lost with the counts hash
-// while other buckets survived on other masters. It reads every possible
-// bucket name (of every count up to stock.MaxBuckets) in one round trip,
-// and sets bs[i] to the buckets of the count a survivor's state names.
+// probeBuckets sets bs[i], for each SKU whose count no state or counts
+// hash names any more (one bucket), to the buckets of the count a
+// surviving bucket's state names, reading every possible bucket name in
+// one round trip.
 func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) error {
 	type probe struct {
 		sku int

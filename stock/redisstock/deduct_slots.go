@@ -314,12 +314,9 @@ type groupTaken struct {
 }
 
 // tooLong checks an order of several slot groups against its own hold
-// time, once every group passed its other checks (a one-group order's
-// script checks it itself): past the shortest maximum hold time of the
-// lines taken it is stock.ErrHoldTooLong, naming the first line (by SKU)
-// with that maximum, as memstock does. An order that found records of
-// itself is a repeat: its first deadline stands, as its HoldTTL is not
-// part of its identity.
+// time, once every group passed its other checks, naming the first line
+// (by SKU) with the shortest maximum, as memstock does. A repeat (seen)
+// keeps its first deadline: its HoldTTL is not part of its identity.
 func (a *attempt) tooLong(got []groupTaken, seen bool) error {
 	if a.own == 0 || seen || len(a.groups) == 1 {
 		return nil
@@ -346,11 +343,9 @@ func minSet(a, b int64) int64 {
 }
 
 // bindNew queues the common case of an attempt's bind: the order ID's
-// directory entry created where there is none (HSETNX), naming the order's
-// identity and the attempt (as stock_dir_bind.lua creates it), no script
-// needed. Where the entry exists (a repeat, an attempt of the same order,
-// a conflict, an entry past its Retention) the bind script decides, before
-// anything is taken.
+// directory entry created where there is none (HSETNX), as
+// stock_dir_bind.lua creates it; where the entry exists the bind script
+// decides.
 func (s *Store) bindNew(ctx context.Context, p redis.Pipeliner, a *attempt) *redis.BoolCmd {
 	s.openEntry(ctx, p, a.o.ID, a.now+s.attemptLease())
 	return p.HSetNX(ctx, s.dirKey(a.o.ID), a.o.ID, a.ident+"\ta0:"+a.token)
