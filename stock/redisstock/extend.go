@@ -3,6 +3,7 @@ package redisstock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -120,20 +121,13 @@ func extendErr(orderID, code string, n int64) error {
 // a refusal, done with nil for a deadline at or before the current one.
 func extendCheck(orderID, ident string, lines []lineState, now, want int64) (bool, error) {
 	code := func(c string, n int64) (bool, error) { return true, extendErr(orderID, c, n) }
-	for _, l := range lines {
-		if l.st == "" || l.id != ident {
-			return code("unknown", 0)
-		}
-	}
-	for _, l := range lines {
-		if l.st == "confirmed" {
-			return code("confirmed", 0)
-		}
-	}
-	for _, l := range lines {
-		if l.st == "reverted" || l.st == "refunded" {
-			return code("closed", 0)
-		}
+	switch {
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "" || l.id != ident }):
+		return code("unknown", 0)
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "confirmed" }):
+		return code("confirmed", 0)
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "reverted" || l.st == "refunded" }):
+		return code("closed", 0)
 	}
 	cur, bound := int64(0), int64(0)
 	for i, l := range lines {

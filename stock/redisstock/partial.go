@@ -333,10 +333,8 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 		}
 		ended[c.g] = n == 1
 	}
-	for _, e := range ended {
-		if !e {
-			return unlock(nil)
-		}
+	if slices.Contains(ended, false) {
+		return unlock(nil)
 	}
 	return unlock(s.endReturned(ctx, rt))
 }
@@ -371,17 +369,12 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 			applied[l.group], repeat = true, true
 		}
 	}
-	if !repeat {
-		for _, l := range lines {
-			if l.st == "expired" || (l.st == "held" && l.dl <= rt.now) {
-				return nil, orderErr(rt.order, stock.ErrHoldExpired)
-			}
-		}
-		for _, l := range lines {
-			if l.st == "reverted" || l.st == "refunded" {
-				return nil, orderErr(rt.order, stock.ErrOrderClosed)
-			}
-		}
+	switch {
+	case repeat:
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "expired" || (l.st == "held" && l.dl <= rt.now) }):
+		return nil, orderErr(rt.order, stock.ErrHoldExpired)
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "reverted" || l.st == "refunded" }):
+		return nil, orderErr(rt.order, stock.ErrOrderClosed)
 	}
 	p := &returnPlan{lines: make([][]stock.Item, groups), ended: make([]bool, groups)}
 	left := int64(0)
@@ -408,12 +401,8 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 	}
 	p.close = left <= 0
 	for gi := range groups {
-		p.ended[gi] = true
-		for _, l := range lines {
-			if l.group == gi && (l.st == "held" || l.st == "confirmed") {
-				p.ended[gi] = false // expired, reverted and refunded lines have ended
-			}
-		}
+		// Expired, reverted and refunded lines have ended.
+		p.ended[gi] = !slices.ContainsFunc(lines, func(l lineState) bool { return l.group == gi && (l.st == "held" || l.st == "confirmed") })
 		if !applied[gi] && (len(p.lines[gi]) > 0 || p.close) {
 			p.run = append(p.run, gi)
 		}
