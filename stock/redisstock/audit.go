@@ -65,14 +65,11 @@ func (s *Store) Audit(ctx context.Context) (orphans []string, stored int, err er
 		for _, z := range zs {
 			open[z.Member.(string)] = true
 		}
-		stored += len(zs)
-	}
-	for k := range dir.keys {
 		all, err := entries[k].Result()
 		if err != nil {
 			return nil, 0, s.readErr(ctx, err)
 		}
-		stored += len(all)
+		stored += len(zs) + len(all)
 		for id, v := range all {
 			if d, ok, err := parseEntry(v, now); err != nil || ok && d.e == 0 {
 				live[id] = d.ident

@@ -117,13 +117,10 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	if err == nil {
 		err = s.purgeDirs(ctx, dir, heads, snow)
 	}
-	if err != nil {
-		if len(out) > 0 {
-			err = &outcomeError{err: err}
-		}
-		return out, err
+	if err != nil && len(out) > 0 {
+		err = &outcomeError{err: err}
 	}
-	return out, nil
+	return out, err
 }
 
 // dueHolds are the order IDs of one SKU whose deadline has passed, and
