@@ -63,6 +63,15 @@ func skuOf(name string) string {
 	return name
 }
 
+// skusOf returns the SKU of each of xs.
+func skusOf[T any](xs []T, sku func(T) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = sku(x)
+	}
+	return out
+}
+
 // bucketNames returns the names of the n buckets of sku (see Buckets in
 // the package doc).
 func bucketNames(sku string, n int) []string {
@@ -251,10 +260,7 @@ func (s *Store) forget(sku string) { s.bk.Delete(sku) }
 // bucket the order goes to, sorted, and the buckets of each routed line
 // (nil for a SKU of one bucket).
 func (s *Store) route(ctx context.Context, o stock.Order, items []stock.Item) ([]stock.Item, []*buckets, error) {
-	skus := make([]string, len(items))
-	for i, it := range items {
-		skus[i] = it.SKU
-	}
+	skus := skusOf(items, func(it stock.Item) string { return it.SKU })
 	bs, err := s.bucketsOf(ctx, skus)
 	if err != nil {
 		return nil, nil, err
@@ -1054,10 +1060,7 @@ const levelReads = 8
 // putSplit puts the listings of SKUs that are or are to be split into
 // buckets (putBuckets) and returns the others.
 func (s *Store) putSplit(ctx context.Context, ls []stock.Listing) ([]stock.Listing, error) {
-	skus := make([]string, len(ls))
-	for i, l := range ls {
-		skus[i] = l.SKU
-	}
+	skus := skusOf(ls, func(l stock.Listing) string { return l.SKU })
 	bs, err := s.bucketsOf(ctx, skus)
 	if err != nil {
 		return nil, err

@@ -120,9 +120,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	}
 	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), own: o.HoldTTL.Milliseconds(), groups: s.groups(items),
 		gens: make(map[string]string, len(items))}
-	// The order's deadline and bound, from every SKU's hold times, before
-	// any group is taken: a call that stops after the first groups leaves
-	// their lines due at the order's deadline, not at their own SKUs'.
+	// The order's deadline and bound, before any group is taken.
 	if err := s.orderDeadline(ctx, a); err != nil {
 		return err
 	}

@@ -267,10 +267,7 @@ func (s *Store) Relist(ctx context.Context, rls []Relist) (_ []Outcome, err erro
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	skus := make([]string, len(rls))
-	for i, rl := range rls {
-		skus[i] = rl.SKU
-	}
+	skus := skusOf(rls, func(rl Relist) string { return rl.SKU })
 	bs, err := s.splitAll(ctx, skus)
 	if err != nil || bs == nil {
 		if err != nil {

@@ -45,10 +45,7 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 		}
 	}
 	// Group by group; the last call carries every group again and the
-	// entry's end, the order's member in the open zset first: every line
-	// ends with the entry (a line ended before moves its end), so it lives
-	// Retention from the order's end, and should the call stop before the
-	// end, the reclaimer ends the entry.
+	// entry's end (see "ending" in The life of an order, package doc).
 	for i := range groups {
 		last, batch := i == len(groups)-1, groups[i:i+1]
 		if last {

@@ -92,10 +92,7 @@ func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) (_ []Snaps
 		}
 		out = append(out, got...)
 	}
-	skus := make([]string, len(reqs))
-	for i, r := range reqs {
-		skus[i] = r.SKU
-	}
+	skus := skusOf(reqs, func(r SnapshotRequest) string { return r.SKU })
 	// A SKU split into buckets: one snapshot of all its buckets.
 	err = s.eachSplit(ctx, skus, func(i int, b *buckets) (err error) {
 		out[i], err = s.snapshotSplit(ctx, b, reqs[i])
@@ -265,14 +262,10 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn
 }
 
 // holdQtys reads the quantity and user of every hold in out, in one round
-// trip, and moves holds without a record to Lost. A record is missing
-// either for good (a partial flush, a hand-deleted key: the hold is still
-// in the holds zset) or because the hold ended since the script read it
-// (an undone Deduct attempt deletes the record it drops, in the step that
-// takes it out of the zset): the hold's quantity is then unknown, and
-// ended reports the snapshot to be read again. The zset is read after the
-// record, on the same server, so a missing record and a hold still in the
-// zset mean the former.
+// trip, and moves holds without a record to Lost: a record missing for
+// good (the hold is still in the holds zset, read after the record on the
+// same server), or because the hold ended since the script read it (an
+// undone Deduct attempt): ended reports the snapshot to be read again.
 func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rns []string) (ended []bool, err error) {
 	ended = make([]bool, len(out))
 	n := 0
@@ -489,10 +482,7 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) (_ []Outcome, err err
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	skus := make([]string, len(rs))
-	for i, r := range rs {
-		skus[i] = r.Listing.SKU
-	}
+	skus := skusOf(rs, func(r Rebuild) string { return r.Listing.SKU })
 	if !s.bucketed {
 		return s.rebuild(ctx, rs)
 	}
