@@ -264,30 +264,16 @@ func badReply(res any) error {
 // SKU (a business error, or stock.ErrUnavailable for a SKU whose state the
 // gate lost), or nil for an unknown code.
 func lineErr(code, sku string) error {
-	var err error
-	switch code {
-	case "unknown_sku":
-		err = stock.ErrUnknownSKU
-	case "unavailable":
-		err = stock.ErrUnavailable
-	case "sold_out":
-		err = stock.ErrSoldOut
-	case "limit":
-		err = stock.ErrLimitReached
-	case "need_user":
+	err, ok := lineCodes[code]
+	if code == "need_user" {
 		err = &stock.InvalidError{Field: "order.UserID", Reason: "empty, and the SKU has a per-user limit"}
-	case "conflict":
-		err = stock.ErrConflict
-	case "expired":
-		err = stock.ErrHoldExpired
-	case "closed":
-		err = stock.ErrOrderClosed
-	case "unknown":
-		err = stock.ErrUnknownOrder
-	case "hold_too_long":
-		err = stock.ErrHoldTooLong
-	default:
+	} else if !ok {
 		return nil
 	}
 	return &stock.SKUError{SKU: sku, Err: err}
 }
+
+var lineCodes = map[string]error{"unknown_sku": stock.ErrUnknownSKU, "unavailable": stock.ErrUnavailable,
+	"sold_out": stock.ErrSoldOut, "limit": stock.ErrLimitReached, "conflict": stock.ErrConflict,
+	"expired": stock.ErrHoldExpired, "closed": stock.ErrOrderClosed, "unknown": stock.ErrUnknownOrder,
+	"hold_too_long": stock.ErrHoldTooLong}

@@ -27,12 +27,9 @@ type Config struct {
 	// default stock.SystemClock.
 	Clock stock.Clock
 	// Retention is how long an order's line records and directory entry
-	// are read once the order is confirmed, reverted or expired, so that
-	// retries with the same order ID stay idempotent; default 24h, at
-	// least MinRetention. A held line's record lives until the hold is
-	// confirmed or returned, whatever the time. Past Retention (by the
-	// server's clock, as for a TTL) they read as gone, and ReclaimExpired
-	// deletes them.
+	// are read once the order ends, so that retries with the same order ID
+	// stay idempotent (see Key layout in the package doc); default 24h, at
+	// least MinRetention.
 	Retention time.Duration
 	// MaxBatch is the most concurrent Deducts sent together in one script
 	// call (see "Deduct: one script call, shared" in the package doc);
