@@ -188,15 +188,6 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 		s.pipelined(ctx, func(p redis.Pipeliner) { multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound) })
 		first = partReply(multi, 0)
 	}
-	if err := first.Err(); err != nil {
-		err = s.writeErr(ctx, err)
-		if !errors.Is(err, stock.ErrUnknownOutcome) {
-			// The group refused for certain (a server error): leave the
-			// directory entry as a refused order does.
-			return s.unbind(ctx, a, false, err)
-		}
-		return err
-	}
 
 	got := make([]groupTaken, len(a.groups))
 	seen := false // a record of the order was found
@@ -204,19 +195,19 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 		res := first
 		if i > 0 {
 			res = partReply(s.deductGroup(ctx, s.c, a, g, deadline, bound), 0)
-			if err := res.Err(); err != nil {
-				err = s.writeErr(ctx, err)
-				if !errors.Is(err, stock.ErrUnknownOutcome) {
-					// The server refused the group for certain: undo the
-					// groups taken before it, as a refused order does, so
-					// a plain error means nothing is held.
-					return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, false))
-				}
-				// The group may have been taken: the caller retries with
-				// the same order ID, and the reclaimer returns whatever a
-				// caller who gives up leaves held.
-				return err
+		}
+		if err := res.Err(); err != nil {
+			err = s.writeErr(ctx, err)
+			if !errors.Is(err, stock.ErrUnknownOutcome) {
+				// The server refused the group for certain: undo the
+				// groups taken before it, as a refused order does, so a
+				// plain error means nothing is held.
+				return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, false))
 			}
+			// The group may have been taken: the caller retries with the
+			// same order ID, and the reclaimer returns whatever a caller
+			// who gives up leaves held.
+			return err
 		}
 		gt, found, err := s.groupResult(ctx, res, g)
 		seen = seen || found
