@@ -81,23 +81,26 @@ func bucketNames(sku string, n int) []string {
 		return names
 	}
 	firsts := slotRanges(n)
-	rangeOf := func(slot int) int {
-		r, _ := slices.BinarySearch(firsts, slot+1)
-		return r - 1
-	}
-	own := rangeOf(keyslot.Slot(sku))
+	own := rangeOf(firsts, sku)
 	for i := 1; i < n; i++ {
-		r := (own + i) % n
-		prefix := sku + string(bucketSep) + strconv.Itoa(i) + "."
-		for k := 0; ; k++ {
-			name := prefix + strconv.Itoa(k)
-			if rangeOf(keyslot.Slot(name)) == r {
-				names[i] = name
-				break
-			}
-		}
+		names[i] = nameIn(sku+string(bucketSep)+strconv.Itoa(i)+".", firsts, (own+i)%n)
 	}
 	return names
+}
+
+// rangeOf is the slot range (of those starting at firsts) of name's slot.
+func rangeOf(firsts []int, name string) int {
+	r, _ := slices.BinarySearch(firsts, keyslot.Slot(name)+1)
+	return r - 1
+}
+
+// nameIn returns prefix and the smallest k whose slot is in range r.
+func nameIn(prefix string, firsts []int, r int) string {
+	for k := 0; ; k++ {
+		if name := prefix + strconv.Itoa(k); rangeOf(firsts, name) == r {
+			return name
+		}
+	}
 }
 
 // slotRanges returns the first slot of each of the n ranges redis-cli
