@@ -260,13 +260,11 @@ func (wc *waitClient) execCluster(ctx context.Context, cmds []redis.Cmder) {
 	}
 }
 
-// exec sends cmds and the wait in one pipeline on c, and checks the wait.
+// exec sends cmds in one pipeline on c, followed by the wait when they
+// write, and checks the wait.
 func (w *waiter) exec(ctx context.Context, c *redis.Client, cmds []redis.Cmder) {
-	if !writes(cmds) {
-		w.send(ctx, c, cmds)
-		return
-	}
-	if w.aof {
+	write := writes(cmds)
+	if write && w.aof {
 		if err := w.checkAOF(ctx, c); err != nil {
 			setErr(cmds, err)
 			return
@@ -275,6 +273,10 @@ func (w *waiter) exec(ctx context.Context, c *redis.Client, cmds []redis.Cmder) 
 	p := c.Pipeline()
 	for _, cmd := range cmds {
 		_ = p.Process(ctx, cmd)
+	}
+	if !write {
+		_, _ = p.Exec(ctx)
+		return
 	}
 	ms := w.timeout.Milliseconds()
 	var acked func() (int64, error)
@@ -314,15 +316,6 @@ func (w *waiter) exec(ctx context.Context, c *redis.Client, cmds []redis.Cmder) 
 			cmd.SetErr(rerr)
 		}
 	}
-}
-
-// send sends cmds, which only read, in one pipeline on c.
-func (w *waiter) send(ctx context.Context, c *redis.Client, cmds []redis.Cmder) {
-	p := c.Pipeline()
-	for _, cmd := range cmds {
-		_ = p.Process(ctx, cmd)
-	}
-	_, _ = p.Exec(ctx)
 }
 
 // checkAOF makes sure c's server has WAITAOF before anything is sent to
