@@ -3,6 +3,7 @@ package redisstock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -195,22 +196,17 @@ var stockStates = map[string]stock.State{"held": stock.StateHeld, "confirmed": s
 // (a confirmed line beside an ended one is half of a Confirm that never
 // completed, or of a refund); else the first known state.
 func combine(lines []stock.State) stock.State {
-	first, ended := stock.StateUnknown, stock.StateUnknown
-	for _, st := range lines {
-		switch st {
-		case stock.StateHeld:
-			return st
-		case stock.StateExpired, stock.StateReverted, stock.StateRefunded:
-			if ended == stock.StateUnknown {
-				ended = st
-			}
-		}
-		if first == stock.StateUnknown {
-			first = st
-		}
+	if slices.Contains(lines, stock.StateHeld) {
+		return stock.StateHeld
 	}
-	if ended != stock.StateUnknown {
-		return ended
+	ended := func(st stock.State) bool {
+		return st == stock.StateExpired || st == stock.StateReverted || st == stock.StateRefunded
 	}
-	return first
+	if i := slices.IndexFunc(lines, ended); i >= 0 {
+		return lines[i]
+	}
+	if i := slices.IndexFunc(lines, func(st stock.State) bool { return st != stock.StateUnknown }); i >= 0 {
+		return lines[i]
+	}
+	return stock.StateUnknown
 }

@@ -171,11 +171,7 @@ func (wc *waitClient) Pipeline() redis.Pipeliner {
 
 // Pipelined runs fn on a Pipeline and executes it.
 func (wc *waitClient) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
-	p := wc.Pipeline()
-	if err := fn(p); err != nil {
-		return nil, err
-	}
-	return p.Exec(ctx)
+	return wc.Pipeline().Pipelined(ctx, fn)
 }
 
 // waitPipe queues commands in the client's own pipeline and sends them
