@@ -91,9 +91,7 @@
 // layout 1). The reclaimer deletes them: each pass takes the due items off
 // the gone lists of the SKUs it visits and of the 16 shards, and deletes a
 // record or entry only if it has ended and its own e has passed (an ID
-// reused since has a new record, with an item of its own). A Store keeps
-// no per-order key with a TTL, so an order costs field writes inside
-// existing hashes, the ZADD of its hold and no key creation.
+// reused since has a new record, with an item of its own).
 //
 // The registry carries the layout mark, with the directory's shard count
 // (a Store follows the count its prefix was created with): a Store whose

@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,13 +31,8 @@ func (s *Store) hotBatch(calls []*call) bool {
 	}
 	first := calls[0].o.keys[1:]
 	for _, c := range calls[1:] {
-		if c.o.n != calls[0].o.n {
+		if !slices.Equal(c.o.keys[1:], first) {
 			return false
-		}
-		for i, k := range c.o.keys[1:] {
-			if k != first[i] {
-				return false
-			}
 		}
 	}
 	return distinctIDs(calls, func(c *call) string { return c.o.id })

@@ -96,12 +96,7 @@ type giveBack struct {
 func (rt *giveBack) args(s *Store, g []stock.Item, mode string, lines []stock.Item) []any {
 	args := []any{rt.ident, s.keep.Milliseconds(), rt.op, rt.sig, mode, len(lines)}
 	for _, it := range lines {
-		at := 0
-		for i, l := range g {
-			if l.SKU == it.SKU {
-				at = i + 1
-			}
-		}
+		at := slices.IndexFunc(g, func(l stock.Item) bool { return l.SKU == it.SKU }) + 1
 		args = append(args, at, it.Qty)
 	}
 	return args
@@ -383,10 +378,8 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 	}
 	for _, it := range rt.items {
 		var line *lineState
-		for i := range lines {
-			if lines[i].sku == it.SKU {
-				line = &lines[i]
-			}
+		if i := slices.IndexFunc(lines, func(l lineState) bool { return l.sku == it.SKU }); i >= 0 {
+			line = &lines[i]
 		}
 		switch {
 		case line == nil || !repeat && it.Qty > line.qty-line.ret:
