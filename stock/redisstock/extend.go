@@ -1,6 +1,7 @@
 package redisstock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -77,19 +78,13 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 			expired = expired || due > 0
 			continue
 		}
+		err = cmp.Or(extendErr(orderID, code, n), badReply(res))
 		if mode == "all" {
-			if err := extendErr(orderID, code, n); err != nil {
-				return err
-			}
-			return badReply(res)
+			return err
 		}
-		if refused == nil {
-			// Only a record gone, or of another order, since the check
-			// gets here; the other groups' replies still count.
-			if refused = extendErr(orderID, code, n); refused == nil {
-				refused = badReply(res)
-			}
-		}
+		// Only a record gone, or of another order, since the check gets
+		// here; the other groups' replies still count.
+		refused = cmp.Or(refused, err)
 	}
 	if refused != nil {
 		// Other groups may have moved their lines (now, or in a first run

@@ -48,16 +48,10 @@ func (s *Store) readLines(ctx context.Context, order string, groups [][]stock.It
 		for _, it := range g {
 			c := cs[k]
 			k++
-			v, err := c.rec.Result()
-			if err == redis.Nil {
-				err = nil
-			}
-			if err == nil {
-				err = c.live.Err()
-			}
-			if err != nil {
+			if err := firstErr(c.rec, c.live); err != nil {
 				return nil, s.readErr(ctx, err)
 			}
+			v := c.rec.Val()
 			r, ok, err := parseRecord(v, now)
 			if err != nil {
 				return nil, badReply(v)

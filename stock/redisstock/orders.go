@@ -45,10 +45,7 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (_ int64, err
 		n = p.HGet(ctx, s.usersKey(sku), userID)
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, s.readErr(ctx, err)
-	}
-	if err := on.Err(); err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) { // on's error first, if it failed
 		return 0, s.readErr(ctx, err)
 	}
 	if !on.Val() {
