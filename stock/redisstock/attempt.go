@@ -20,12 +20,6 @@ var (
 	deadlineScript = redis.NewScript(lua.Script("stock_deadline.lua"))
 )
 
-// reclaimMemoKey holds one reclaim pass's reply for one SKU, so that a
-// resend of the pass's script returns it.
-func (s *Store) reclaimMemoKey(sku, pass string) string {
-	return s.skuKey(sku, ":rc:", pass)
-}
-
 // endsKey is the SKU's zset of orders a reclaim pass ended a line of and
 // has not finished yet (their directory entry, their other slots).
 func (s *Store) endsKey(sku string) string { return s.skuKey(sku, ":ends", "") }
@@ -76,7 +70,7 @@ func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
 	if !reg.exists || reg.lost {
 		return fmt.Errorf("the gate lost its data: %w", stock.ErrUnavailable)
 	}
-	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
+	return orderErr(orderID, stock.ErrUnknownOrder)
 }
 
 // keepDirectory takes the end off the order's directory entry again,
@@ -84,36 +78,7 @@ func (s *Store) unknownOrder(ctx context.Context, orderID string) error {
 // SKU's state is gone): the entry lives as long as the order holds stock.
 func (s *Store) keepDirectory(ctx context.Context, orderID string) error {
 	err := dirKeepScript.Run(ctx, s.c, s.dirKeys(orderID), orderID, s.nowMs()+s.attemptLease(), s.keep.Milliseconds(), "keep").Err()
-	if err != nil {
-		return s.writeErr(ctx, err)
-	}
-	return nil
-}
-
-// statesLive checks, in one read, that every SKU of groups still has its
-// state hash; for the first that does not, it returns stock.ErrUnavailable.
-func (s *Store) statesLive(ctx context.Context, groups [][]stock.Item) error {
-	var cmds []*redis.BoolCmd
-	var skus []string
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds, skus = cmds[:0], skus[:0]
-		for _, g := range groups {
-			for _, it := range g {
-				cmds = append(cmds, p.HExists(ctx, s.stateKey(it.SKU), "hold"))
-				skus = append(skus, it.SKU)
-			}
-		}
-	})
-	for i, c := range cmds {
-		live, err := c.Result()
-		if err != nil {
-			return s.readErr(ctx, err)
-		}
-		if !live {
-			return &stock.SKUError{SKU: skus[i], Err: stock.ErrUnavailable}
-		}
-	}
-	return nil
+	return s.writeErr(ctx, err)
 }
 
 // detached keeps err's message but not its chain, for an infrastructure

@@ -39,7 +39,6 @@ func (s *Store) Audit(ctx context.Context) (orphans []string, stored int, err er
 	var gones []*redis.IntCmd
 	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		entries, lines, opens, holds, gones = entries[:0], lines[:0], opens[:0], holds[:0], gones[:0]
 		for k := range dir.keys {
 			entries = append(entries, p.HGetAll(ctx, dir.keys[k]))
 			opens = append(opens, p.ZRangeWithScores(ctx, dir.opens[k], 0, -1))
@@ -66,14 +65,11 @@ func (s *Store) Audit(ctx context.Context) (orphans []string, stored int, err er
 		for _, z := range zs {
 			open[z.Member.(string)] = true
 		}
-		stored += len(zs)
-	}
-	for k := range dir.keys {
 		all, err := entries[k].Result()
 		if err != nil {
 			return nil, 0, s.readErr(ctx, err)
 		}
-		stored += len(all)
+		stored += len(zs) + len(all)
 		for id, v := range all {
 			if d, ok, err := parseEntry(v, now); err != nil || ok && d.e == 0 {
 				live[id] = d.ident

@@ -18,11 +18,9 @@ import (
 const maxFlying = 2
 
 // batcher coalesces concurrent Deducts into one script call (group
-// commit). A caller that finds fewer than maxFlying batches in flight is
-// sent at once, alone, on its own goroutine; the others queue, and when a
-// batch ends the oldest queued callers (up to max) leave together in the
-// next one. So an idle Store adds no latency, and a busy one sends one
-// script call per batch instead of one per order.
+// commit): a caller that finds fewer than maxFlying batches in flight is
+// sent at once, alone; the others queue, and when a batch ends the oldest
+// queued callers (up to max) leave together in the next one.
 //
 // A batch is reported to the Observer on the goroutine of one of its
 // callers, never while it holds an in-flight slot: whatever the hook does
@@ -140,7 +138,7 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	b.mu.Lock()
 	switch {
 	case !c.sent:
-		b.remove(c)
+		b.queue = slices.DeleteFunc(b.queue, func(q *call) bool { return q == c })
 		b.mu.Unlock()
 		return withCtx(ctx, notSent(ctx.Err()))
 	case c.report != nil || c.take != nil:
@@ -238,7 +236,11 @@ func (b *batcher) next() {
 // drain sends batch, then each batch the queue holds after it.
 func (b *batcher) drain(batch []*call) {
 	for batch != nil {
-		ctx, cancel := batchContext(batch)
+		ctxs := make([]context.Context, len(batch))
+		for i, c := range batch {
+			ctxs[i] = c.ctx
+		}
+		ctx, cancel := callctx.Shared(ctxs) // one call made for every caller in batch
 		b.send(ctx, batch)
 		cancel()
 		b.mu.Lock()
@@ -265,31 +267,4 @@ func (b *batcher) take() []*call {
 	clear(b.queue[rest:])
 	b.queue = b.queue[:rest]
 	return batch
-}
-
-// remove drops a queued call that was not sent. b.mu is held.
-func (b *batcher) remove(c *call) {
-	for i, q := range b.queue {
-		if q == c {
-			b.queue = slices.Delete(b.queue, i, i+1)
-			return
-		}
-	}
-}
-
-// queued returns how many callers wait for a batch (for tests).
-func (b *batcher) queued() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.queue)
-}
-
-// batchContext is the context of one call made for every caller in batch
-// (see callctx.Shared).
-func batchContext(batch []*call) (context.Context, context.CancelFunc) {
-	ctxs := make([]context.Context, len(batch))
-	for i, c := range batch {
-		ctxs[i] = c.ctx
-	}
-	return callctx.Shared(ctxs)
 }

@@ -63,13 +63,17 @@ func skuOf(name string) string {
 	return name
 }
 
-// bucketNames returns the names of the n buckets of sku. The first is the
-// SKU itself, so one bucket is the layout of an unbucketed SKU. Bucket i
-// of the others is the SKU, a space, i, a dot and the smallest k whose
-// hash slot lies in the i-th of the n equal slot ranges after the SKU's
-// own (counting round): on a Cluster whose masters own equal contiguous
-// ranges (as redis-cli --cluster create assigns them), n buckets on n
-// masters are one per master.
+// skusOf returns the SKU of each of xs.
+func skusOf[T any](xs []T, sku func(T) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = sku(x)
+	}
+	return out
+}
+
+// bucketNames returns the names of the n buckets of sku (see Buckets in
+// the package doc).
 func bucketNames(sku string, n int) []string {
 	names := make([]string, n)
 	names[0] = sku
@@ -77,23 +81,26 @@ func bucketNames(sku string, n int) []string {
 		return names
 	}
 	firsts := slotRanges(n)
-	rangeOf := func(slot int) int {
-		r, _ := slices.BinarySearch(firsts, slot+1)
-		return r - 1
-	}
-	own := rangeOf(keyslot.Slot(sku))
+	own := rangeOf(firsts, sku)
 	for i := 1; i < n; i++ {
-		r := (own + i) % n
-		prefix := sku + string(bucketSep) + strconv.Itoa(i) + "."
-		for k := 0; ; k++ {
-			name := prefix + strconv.Itoa(k)
-			if rangeOf(keyslot.Slot(name)) == r {
-				names[i] = name
-				break
-			}
-		}
+		names[i] = nameIn(sku+string(bucketSep)+strconv.Itoa(i)+".", firsts, (own+i)%n)
 	}
 	return names
+}
+
+// rangeOf is the slot range (of those starting at firsts) of name's slot.
+func rangeOf(firsts []int, name string) int {
+	r, _ := slices.BinarySearch(firsts, keyslot.Slot(name)+1)
+	return r - 1
+}
+
+// nameIn returns prefix and the smallest k whose slot is in range r.
+func nameIn(prefix string, firsts []int, r int) string {
+	for k := 0; ; k++ {
+		if name := prefix + strconv.Itoa(k); rangeOf(firsts, name) == r {
+			return name
+		}
+	}
 }
 
 // slotRanges returns the first slot of each of the n ranges redis-cli
@@ -256,10 +263,7 @@ func (s *Store) forget(sku string) { s.bk.Delete(sku) }
 // bucket the order goes to, sorted, and the buckets of each routed line
 // (nil for a SKU of one bucket).
 func (s *Store) route(ctx context.Context, o stock.Order, items []stock.Item) ([]stock.Item, []*buckets, error) {
-	skus := make([]string, len(items))
-	for i, it := range items {
-		skus[i] = it.SKU
-	}
+	skus := skusOf(items, func(it stock.Item) string { return it.SKU })
 	bs, err := s.bucketsOf(ctx, skus)
 	if err != nil {
 		return nil, nil, err
@@ -281,16 +285,11 @@ func (s *Store) route(ctx context.Context, o stock.Order, items []stock.Item) ([
 }
 
 // deductBuckets is Deduct on a Redis Cluster for an order some of whose
-// SKUs are split into buckets: each such line goes to its bucket (see
-// buckets.home). A line its bucket cannot take is sold out only once a
-// refill found no units left in the SKU's other buckets; until then the
-// refill moves units to the bucket and the order is tried again.
-//
-// The order's identity names the buckets it was routed to, and the route
+// SKUs are split into buckets (see Buckets in the package doc). The route
 // follows the bucket count the Store reads, which a lost and restored
-// count can change between two Deducts of one order. A Deduct whose ID is
+// count can change between two Deducts of one order: a Deduct whose ID is
 // bound to the order's own items routed to other buckets (stock.ErrConflict
-// for its own route) is a repeat: it is sent again on the bound route.
+// for its own route) is a repeat, sent again on the bound route.
 func (s *Store) deductBuckets(ctx context.Context, o stock.Order, items []stock.Item) error {
 	err := s.deductRouted(ctx, o, items)
 	if !errors.Is(err, stock.ErrConflict) {
@@ -400,15 +399,17 @@ const maxRefills = 32
 // want is the units it brings there: its own order's line and those of
 // the Deducts of the same bucket that wait for it, so that one refill
 // serves every buyer waiting, not one. moved is when it last got a reply
-// from Redis (unix ns). Once done is closed, short and sold say whether
-// it found the SKU sold out, and at what instant.
+// from Redis (unix ns). Once done is closed, short says whether it found
+// the SKU sold out: soldTotal units available in every bucket, read from
+// soldFrom on.
 type flight struct {
-	done  chan struct{}
-	home  int
-	want  atomic.Int64
-	moved atomic.Int64
-	short bool
-	sold  soldAt
+	done      chan struct{}
+	home      int
+	want      atomic.Int64
+	moved     atomic.Int64
+	short     bool
+	soldTotal int64
+	soldFrom  time.Time
 }
 
 // step records that the refill got a reply: it is slow, perhaps, but not
@@ -418,14 +419,6 @@ func (f *flight) step() { f.moved.Store(time.Now().UnixNano()) }
 // stalled reports whether the refill got no reply for a lease's lifetime.
 func (f *flight) stalled() bool {
 	return time.Since(time.Unix(0, f.moved.Load())) >= bucketLease
-}
-
-// soldAt is what a refill that found its line sold out knows of the
-// instant it proved that: the SKU's available units then (every bucket),
-// and a time before the instant (when the reading began).
-type soldAt struct {
-	total int64
-	from  time.Time
 }
 
 // refillShared is refill, shared by the Deducts of one process: while a
@@ -463,7 +456,7 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 		select {
 		case <-other.done:
 			t.Stop()
-			return other.short && joined.Before(other.sold.from) && want > other.sold.total, false, nil
+			return other.short && joined.Before(other.soldFrom) && want > other.soldTotal, false, nil
 		case <-ctx.Done():
 			t.Stop()
 			return false, false, fmt.Errorf("waiting for a refill of SKU %q: %w", key, ctx.Err())
@@ -482,7 +475,7 @@ func (s *Store) refillShared(ctx context.Context, b *buckets, home int, want int
 	f.short = short && err == nil
 	// Short of what every waiter wanted; this order's line is short only
 	// if it wants more than there was.
-	return f.short && want > f.sold.total, true, err
+	return f.short && want > f.soldTotal, true, err
 }
 
 // unsplit reports, without a read, whether the Store knows every SKU of
@@ -512,14 +505,6 @@ func publicErr(err error) error {
 	return err
 }
 
-// publicItems names each line's SKU instead of its bucket, in place.
-func publicItems(items []stock.Item) []stock.Item {
-	for i := range items {
-		items[i].SKU = skuOf(items[i].SKU)
-	}
-	return items
-}
-
 // bucketState is one bucket as a refill reads it.
 type bucketState struct {
 	exists bool
@@ -531,14 +516,10 @@ type bucketState struct {
 
 // refill moves available units from the SKU's other buckets to bucket
 // home until home has f.want (read at each round: the Deducts waiting for
-// the refill add their lines to it), under the SKU's transfer lease (one
-// refill of a SKU at a time; others wait for it). It first settles the
-// transfers a refill that stopped halfway left behind. It reports short
-// when home still has fewer than want after every other bucket gave all
-// it had: at that moment the SKU has fewer than want units available in
-// all its buckets together (a refill that stopped halfway left none on
-// their way: this one settled them first); f.sold says when and how many
-// there were. Each round it reads the buckets is a step of f.
+// the refill add their lines to it), under the SKU's transfer lease, after
+// settling the transfers a refill that stopped halfway left behind. It
+// reports short when home still has fewer than want after every other
+// bucket gave all it had (f says when and how many there were).
 func (s *Store) refill(ctx context.Context, b *buckets, home int, f *flight) (short bool, err error) {
 	if home < 0 {
 		return false, fmt.Errorf("SKU %q: %w", b.names[0], stock.ErrUnavailable)
@@ -562,11 +543,18 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, f *flight) (sh
 		if !st[home].exists {
 			return false, &lostError{sku: b.names[home]}
 		}
-		if settled, err := s.settle(ctx, b, st, token, from); err != nil || settled {
-			if err != nil {
+		// Settle the transfers whose departure records st holds (a refill
+		// that stopped halfway, or this one's own in a round before), then
+		// read again.
+		ps, err := departures(st)
+		if err != nil {
+			return false, err
+		}
+		if len(ps) > 0 {
+			if _, err := s.complete(ctx, b, ps, token, "in", from); err != nil {
 				return false, err
 			}
-			continue // read again
+			continue
 		}
 		need := f.want.Load() - st[home].avail
 		if need <= 0 {
@@ -583,9 +571,9 @@ func (s *Store) refill(ctx context.Context, b *buckets, home int, f *flight) (sh
 				return false, err
 			}
 			if slices.EqualFunc(st, vers, func(x bucketState, v int64) bool { return x.ver == v }) {
-				f.sold.from, f.sold.total = from, 0
+				f.soldFrom, f.soldTotal = from, 0
 				for _, x := range st {
-					f.sold.total += max(0, x.avail)
+					f.soldTotal += max(0, x.avail)
 				}
 				return true, nil
 			}
@@ -732,20 +720,6 @@ func (s *Store) readBuckets(ctx context.Context, b *buckets) ([]bucketState, err
 	return st, nil
 }
 
-// settle completes the transfers whose departure records st holds (a
-// refill that stopped halfway, or this one's own in a round before): the
-// units arrive (once: the arrival marker) or, with the destination's
-// state gone, go back; then the records are cleared. It reports whether
-// there were any.
-func (s *Store) settle(ctx context.Context, b *buckets, st []bucketState, token string, read time.Time) (bool, error) {
-	ps, err := departures(st)
-	if err != nil || len(ps) == 0 {
-		return false, err
-	}
-	_, err = s.complete(ctx, b, ps, token, "in", read)
-	return err == nil, err
-}
-
 // pending is one transfer on its way: the bucket it left, its ID and its
 // departure record.
 type pending struct {
@@ -770,29 +744,24 @@ func departures(st []bucketState) ([]pending, error) {
 }
 
 // complete settles transfers on their way: they arrive (mode "in", once
-// each: stock_bucket_in.lua) or, in mode "void" (PutOnSale), are dropped
-// (they never arrive, and their units do not go back: the counts are
-// overwritten); then the lease's epoch moves (when a lease token is
-// given) and their departure records are cleared. It returns each
-// transfer's marker, by ID.
-//
-// Their departure records were read or written at read. In mode "in",
-// once half their lifetime (departureTTL) has passed since, complete does
-// nothing and returns no markers: the records may have expired, and with
-// them the count of those units that readers and reconcilers go by (a
-// reconciler may have added them back), so only a refill that reads them
-// again may make them arrive.
+// each) or, in mode "void" (PutOnSale, which overwrites the counts), are
+// dropped; then the lease's epoch moves (when a lease token is given) and
+// their departure records are cleared. It returns each transfer's marker,
+// by ID. In mode "in", once half the records' lifetime (departureTTL) has
+// passed since read, it does nothing: the records may have expired, and a
+// reconciler may have added their units back, so only a refill that reads
+// them again may make them arrive.
 func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, mode string, read time.Time) (map[string]string, error) {
 	if mode == "in" && time.Since(read) > s.departureTTL()/2 {
 		return nil, nil
 	}
-	to := map[string][]arrival{}
+	to := map[string][]pending{}
 	for _, p := range ps {
-		to[p.dest] = append(to[p.dest], arrival{id: p.id, units: p.units, gen: p.gen})
+		to[p.dest] = append(to[p.dest], p)
 	}
 	words := make(map[string]string, len(ps))
 	for dest, as := range to {
-		got, _, err := s.arrive(ctx, dest, mode, as)
+		got, err := s.arrive(ctx, dest, mode, as)
 		if err != nil {
 			return nil, err
 		}
@@ -807,11 +776,16 @@ func (s *Store) complete(ctx context.Context, b *buckets, ps []pending, token, m
 	}
 	by := map[int][]any{}
 	for _, p := range ps {
-		by[p.from] = append(by[p.from], p.id, clearWord(mode, words[p.id]))
+		// In mode "in", units that will never arrive ('void') go back to
+		// the bucket they left; anything else drops the record.
+		act := "drop"
+		if mode == "in" && words[p.id] == "void" {
+			act = "back"
+		}
+		by[p.from] = append(by[p.from], p.id, act)
 	}
 	cmds := make([]*redis.Cmd, 0, len(by))
 	s.pipelined(ctx, func(pl redis.Pipeliner) {
-		cmds = cmds[:0]
 		for i, args := range by {
 			cmds = append(cmds, bucketClearScript.Run(ctx, pl, []string{s.stateKey(b.names[i]), s.skuKey(b.names[i], outSuffix, "")}, args...))
 		}
@@ -878,7 +852,6 @@ func (s *Store) transfer(ctx context.Context, b *buckets, home int, homeGen stri
 	outs := make([]taken, 0, len(takes))
 	sent := time.Now()
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		outs = outs[:0]
 		for i, n := range takes {
 			id := move + "." + strconv.Itoa(i)
 			outs = append(outs, taken{i, id, bucketOutScript.Run(ctx, p,
@@ -937,53 +910,32 @@ func parseDeparture(rec string) (departure, error) {
 	return departure{dest: parts[0], units: n, gen: parts[3]}, nil
 }
 
-// arrival is one transfer arriving at a bucket.
-type arrival struct {
-	id    string
-	units int64
-	gen   string
-}
-
-// arrive runs stock_bucket_in.lua at dest for as in mode ("in" or
-// "void"), and returns each transfer's marker and dest's avail (-1: no
-// state).
-func (s *Store) arrive(ctx context.Context, dest, mode string, as []arrival) ([]string, int64, error) {
+// arrive runs stock_bucket_in.lua at dest for the transfers ps in mode
+// ("in" or "void"), and returns each transfer's marker.
+func (s *Store) arrive(ctx context.Context, dest, mode string, ps []pending) ([]string, error) {
 	keys := []string{s.stateKey(dest)}
 	args := []any{mode, 2 * s.departureTTL().Milliseconds()}
-	for _, a := range as {
-		keys = append(keys, s.skuKey(dest, inSuffix, a.id))
-		args = append(args, a.units, a.gen)
+	for _, p := range ps {
+		keys = append(keys, s.skuKey(dest, inSuffix, p.id))
+		args = append(args, p.units, p.gen)
 	}
 	res, err := bucketInScript.Run(ctx, s.c, keys, args...).Slice()
 	if err != nil {
-		return nil, 0, s.writeErr(ctx, err)
+		return nil, s.writeErr(ctx, err)
 	}
-	if len(res) != len(as)+1 {
-		return nil, 0, badReply(res)
+	if len(res) != len(ps)+1 {
+		return nil, badReply(res)
 	}
-	words := make([]string, len(as))
-	for j := range as {
+	words := make([]string, len(ps))
+	for j := range ps {
 		words[j], _ = res[j+1].(string)
 	}
-	avail, _ := res[0].(int64)
-	return words, avail, nil
-}
-
-// clearWord is what stock_bucket_clear.lua does with a transfer whose
-// marker is word: in mode "in", units that will never arrive ('void')
-// go back to the bucket they left; anything else drops the record.
-func clearWord(mode, word string) string {
-	if mode == "in" && word == "void" {
-		return "back"
-	}
-	return "drop"
+	return words, nil
 }
 
 // restoreBucket gives bucket i of a SKU whose first state lives an empty
-// state (no units, the first state's settings, the holds it still has
-// counted as held) if it has none: a bucket whose master lost its data.
-// It adds no units; a reconciler counts the lost ones back into the first
-// bucket.
+// state with the first state's settings, if it has none (see Buckets in
+// the package doc).
 func (s *Store) restoreBucket(ctx context.Context, b *buckets, i int) error {
 	v, err := s.c.HMGet(ctx, s.stateKey(b.names[0]), stateFields...).Result()
 	if err != nil {
@@ -1006,15 +958,10 @@ func (s *Store) restoreBucket(ctx context.Context, b *buckets, i int) error {
 // putBuckets is PutOnSale on a Redis Cluster. It reports false, having
 // done nothing, for a listing of one bucket that the SKU already has (or
 // a SKU new to the gate): the caller puts it as any SKU. Otherwise it
-// puts the SKU's units, split evenly, on each of its buckets (the others
-// first, the SKU's own state last), under the SKU's transfer lease once
-// the SKU has a state, after dropping every transfer a refill left on its
-// way.
-//
-// The count is set when the SKU's state is created (by its first
-// listing): a count other than the SKU's (read from its states, the
-// counts hash, or the surviving buckets when both are gone) is
-// stock.ErrInvalid with nothing written.
+// puts the SKU's units, split evenly, on each of its buckets (the SKU's
+// own state last), under the SKU's transfer lease once the SKU has a
+// state; a count other than the SKU's is stock.ErrInvalid with nothing
+// written.
 func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	if !s.bucketed {
 		return false, nil
@@ -1044,9 +991,6 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 		return false, nil
 	}
 	if n != have && (exists || have > 1) {
-		// Every process routes by the count it read less than a second
-		// ago: a count that changed under it would send a user's orders
-		// to two buckets.
 		return false, &stock.InvalidError{Field: "listing.Buckets", Reason: "SKU " + strconv.Quote(l.SKU) + " is in " +
 			strconv.Itoa(have) + " bucket(s); a SKU's bucket count is set when it is first put on sale (sell it under a new SKU)"}
 	}
@@ -1063,9 +1007,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 		}
 		defer drop()
 	}
-	// Drop every transfer on its way (a refill that stopped, even one
-	// whose first state is gone since): the counts are overwritten, and
-	// a late arrival must add nothing on top.
+	// Drop every transfer on its way: the counts are overwritten.
 	for range refillRounds {
 		st, err := s.readBuckets(ctx, b)
 		if err != nil {
@@ -1092,7 +1034,6 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	put := func(from, to int) error {
 		cmds := make([]redis.Cmder, 0, 3*(to-from))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			cmds = cmds[:0]
 			for i := from; i < to; i++ {
 				name := b.names[i]
 				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), name, s.mark()), p.HSet(ctx, s.countsKey(), l.SKU, n),
@@ -1101,10 +1042,7 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 					p.HSet(ctx, s.stateKey(name), "bk", n))
 			}
 		})
-		if err := firstErr(cmds...); err != nil {
-			return s.writeErr(ctx, err)
-		}
-		return nil
+		return s.writeErr(ctx, firstErr(cmds...))
 	}
 	if err := put(1, n); err != nil {
 		return true, err
@@ -1125,10 +1063,7 @@ const levelReads = 8
 // putSplit puts the listings of SKUs that are or are to be split into
 // buckets (putBuckets) and returns the others.
 func (s *Store) putSplit(ctx context.Context, ls []stock.Listing) ([]stock.Listing, error) {
-	skus := make([]string, len(ls))
-	for i, l := range ls {
-		skus[i] = l.SKU
-	}
+	skus := skusOf(ls, func(l stock.Listing) string { return l.SKU })
 	bs, err := s.bucketsOf(ctx, skus)
 	if err != nil {
 		return nil, err
@@ -1148,17 +1083,12 @@ func (s *Store) putSplit(ctx context.Context, ls []stock.Listing) ([]stock.Listi
 	return rest, nil
 }
 
-// bucketLevels reads the units of every bucket of b and sums them:
-// available units include those on their way between buckets (onTheWay).
-// The settings are the first bucket's, as are Exists and the Fence;
-// Version sums the buckets'. The buckets live on several masters, so no
-// one command reads them at one instant: it reads them (one round trip,
-// and one more for units on their way), then reads every bucket's
-// version again (one more); when none moved, each bucket held what was
-// read from its first read to its second, and those spans overlap, so
-// the sum is the SKU's at one instant within the call. When orders keep
-// moving them it reads again, up to levelReads times, then answers the
-// last sum, whose buckets were read a round trip apart.
+// bucketLevels reads the units of every bucket of b and sums them,
+// units on their way included; Version sums the buckets'. It reads every
+// bucket's version again after: when none moved, each bucket held what
+// was read over spans that overlap, so the sum is the SKU's at one
+// instant. When orders keep moving them it reads again, up to levelReads
+// times, then answers the last sum.
 func (s *Store) bucketLevels(ctx context.Context, b *buckets) (SKUState, error) {
 	var sum SKUState
 	for range levelReads {
@@ -1236,10 +1166,8 @@ func (s *Store) sumBuckets(ctx context.Context, b *buckets) (SKUState, []int64, 
 }
 
 // onTheWay sums the units of the departure records outs read that have
-// not arrived (their destination has no 'in' marker for them): units a
-// refill took out of a bucket and has not added to another yet, or that
-// go back to the bucket they left. Those that arrived are counted where
-// they are, so every unit counts once, whatever step a refill stopped at.
+// not arrived, or go back to the bucket they left (see Buckets in the
+// package doc).
 func (s *Store) onTheWay(ctx context.Context, outs []*redis.MapStringStringCmd) (int64, error) {
 	type dep struct {
 		departure
@@ -1249,7 +1177,6 @@ func (s *Store) onTheWay(ctx context.Context, outs []*redis.MapStringStringCmd) 
 	var deps []dep
 	var err error
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		deps = deps[:0]
 		for _, c := range outs {
 			recs, rerr := c.Result()
 			if rerr != nil {
@@ -1292,15 +1219,9 @@ func (s *Store) onTheWay(ctx context.Context, outs []*redis.MapStringStringCmd) 
 // splitSKU returns the buckets of sku when it has more than one (nil
 // otherwise).
 func (s *Store) splitSKU(ctx context.Context, sku string) (*buckets, error) {
-	if !s.bucketed {
-		return nil, nil
-	}
-	bs, err := s.bucketsOf(ctx, []string{sku})
-	if err != nil {
+	bs, err := s.splitAll(ctx, []string{sku})
+	if bs == nil {
 		return nil, err
-	}
-	if len(bs[0].names) == 1 {
-		return nil, nil
 	}
 	return bs[0], nil
 }
@@ -1354,68 +1275,26 @@ func (s *Store) splitAll(ctx context.Context, skus []string) ([]*buckets, error)
 	return bs, nil
 }
 
-// inspectBuckets replaces, in out, the state of each SKU split into
-// buckets with the sum over its buckets (bucketLevels).
-func (s *Store) inspectBuckets(ctx context.Context, skus []string, out []SKUState) error {
+// eachSplit calls f with the index and buckets of each SKU of skus split
+// into buckets.
+func (s *Store) eachSplit(ctx context.Context, skus []string, f func(i int, b *buckets) error) error {
 	bs, err := s.splitAll(ctx, skus)
-	if err != nil {
-		return err
-	}
 	for i, b := range bs {
-		if b == nil {
-			continue
+		if b != nil {
+			if err := f(i, b); err != nil {
+				return err
+			}
 		}
-		st, err := s.bucketLevels(ctx, b)
-		if err != nil {
-			return err
-		}
-		out[i] = st
 	}
-	return nil
-}
-
-// snapshotBuckets replaces, in out, the snapshot of each SKU split into
-// buckets with one of all its buckets (snapshotSplit).
-func (s *Store) snapshotBuckets(ctx context.Context, reqs []SnapshotRequest, out []Snapshot) error {
-	skus := make([]string, len(reqs))
-	for i, r := range reqs {
-		skus[i] = r.SKU
-	}
-	bs, err := s.splitAll(ctx, skus)
-	if err != nil {
-		return err
-	}
-	for i, b := range bs {
-		if b == nil {
-			continue
-		}
-		sn, err := s.snapshotSplit(ctx, b, reqs[i])
-		if err != nil {
-			return err
-		}
-		out[i] = sn
-	}
-	return nil
+	return err
 }
 
 // snapshotSplit reads the SKU of r, split into the buckets b: every
-// bucket's snapshot (each atomic, the requested orders' lines from the
-// bucket that has a record of them, the restock markers of the first:
-// restocks go there) and the units on their way (onTheWay), between two
-// readings of every bucket's transfer count (field xv, which every step
-// of a transfer bumps: see stock_bucket_out.lua). When no count moved, no
-// unit moved between buckets over the whole reading, so each unit is
-// counted once: in a bucket, or on its way. Deducts and returns meanwhile
-// move units within one bucket only, as they do between the Snapshot of
-// an unsplit SKU and a correction computed from it. When transfers keep
-// coming it reads again, up to levelReads times, then answers the last
-// reading with a zero Fence, which no correction matches. The units are
-// summed; the settings, Exists and the
-// Fence are the first bucket's; the holds are all the buckets' (in
-// deadline order), named by the SKU. A correction computed from it is
-// fenced by the first bucket's Fence, and refused while a transfer lease
-// is held (stock_adjust.lua): lease steps move the epoch, the steps in
-// between do not.
+// bucket's snapshot and the units on their way, between two readings of
+// every bucket's transfer count (xv), so that each unit is counted once
+// (see Buckets in the package doc). Deducts and returns meanwhile move
+// units within one bucket only, as they do between the Snapshot of an
+// unsplit SKU and a correction computed from it.
 func (s *Store) snapshotSplit(ctx context.Context, b *buckets, r SnapshotRequest) (Snapshot, error) {
 	sub := make([]SnapshotRequest, len(b.names))
 	sub[0] = r
@@ -1451,10 +1330,8 @@ func (s *Store) snapshotSplit(ctx context.Context, b *buckets, r SnapshotRequest
 			return sn, nil
 		}
 	}
-	// Transfers kept coming: the last reading, with a Fence no state has
-	// (every state's gen is drawn when it is created), so no correction
-	// computed from it is applied and a reconciler reads the SKU as
-	// changed meanwhile (its other SKUs are corrected as usual).
+	// Transfers kept coming: the last reading, with a Fence no state has,
+	// so no correction computed from it is applied.
 	sn.Fence = Fence{}
 	return sn, nil
 }
@@ -1485,10 +1362,9 @@ func mergeSnapshots(sku string, got []Snapshot, away int64) Snapshot {
 }
 
 // gatherFirst makes the first bucket of b hold at least want available
-// units before a correction takes them away, moving them from the other
-// buckets (refill). It reports whether the correction may run now: false
-// when units moved (the Fence moved with them: read again) or when all the
-// buckets together have fewer than want (out of range).
+// units before a correction takes them away (refill). It reports whether
+// the correction may run now (not when units moved: the Fence moved with
+// them), and short when all the buckets together have fewer than want.
 func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready, short bool, err error) {
 	avail, err := s.c.HGet(ctx, s.stateKey(b.names[0]), "avail").Int64()
 	if err == redis.Nil {
@@ -1506,29 +1382,8 @@ func (s *Store) gatherFirst(ctx context.Context, b *buckets, want int64) (ready,
 	return false, short, err
 }
 
-// settleBuckets gives the other buckets of b the settings a Relist gave
-// the first.
-func (s *Store) settleBuckets(ctx context.Context, b *buckets, rl Relist) error {
-	l := stock.Listing{HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
-	cmds := make([]*redis.Cmd, len(b.names)-1)
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		for j, name := range b.names[1:] {
-			cmds[j] = bucketSettingsScript.Run(ctx, p, []string{s.stateKey(name)}, rl.PerUserLimit,
-				l.EffectiveHoldTTL().Milliseconds(), l.EffectiveMaxHoldTTL().Milliseconds())
-		}
-	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
-}
-
-// relistBucketed is Relist of one SKU split into buckets: after checking
-// for holds in every bucket and gathering what a negative correction
-// takes, the settings on the other buckets, then the correction and
-// settings on its first bucket (fenced, as for any SKU).
+// relistBucketed is Relist of one SKU split into buckets (see Buckets in
+// the package doc).
 func (s *Store) relistBucketed(ctx context.Context, b *buckets, rl Relist) (Outcome, error) {
 	if !rl.Force {
 		st, err := s.bucketLevels(ctx, b)
@@ -1550,11 +1405,17 @@ func (s *Store) relistBucketed(ctx context.Context, b *buckets, rl Relist) (Outc
 			return Moved, nil
 		}
 	}
-	// The other buckets' settings first (idempotent), the fenced write
-	// on the first last: a call that stops between them leaves the first
-	// bucket, which Inspect reports, on the old settings, so a reader
-	// sees the Relist did not land and runs it again.
-	if err := s.settleBuckets(ctx, b, rl); err != nil {
+	// The other buckets' settings first, the fenced write on the first
+	// last (see Buckets in the package doc).
+	l := stock.Listing{HoldTTL: rl.HoldTTL, MaxHoldTTL: rl.MaxHoldTTL}
+	cmds := make([]*redis.Cmd, len(b.names)-1)
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for j, name := range b.names[1:] {
+			cmds[j] = bucketSettingsScript.Run(ctx, p, []string{s.stateKey(name)}, rl.PerUserLimit,
+				l.EffectiveHoldTTL().Milliseconds(), l.EffectiveMaxHoldTTL().Milliseconds())
+		}
+	})
+	if err := s.writeErr(ctx, errOf(cmds)); err != nil {
 		return 0, err
 	}
 	out, err := s.relistStates(ctx, []Relist{rl})
@@ -1564,12 +1425,10 @@ func (s *Store) relistBucketed(ctx context.Context, b *buckets, rl Relist) (Outc
 	return out[0], nil
 }
 
-// probeBuckets finds, for each SKU whose count no state or counts hash
-// names any more (bs[i] of one bucket), whether buckets of some count
-// still have states: a SKU whose first state was lost with the counts hash
-// while other buckets survived on other masters. It reads every possible
-// bucket name (of every count up to stock.MaxBuckets) in one round trip,
-// and sets bs[i] to the buckets of the count a survivor's state names.
+// probeBuckets sets bs[i], for each SKU whose count no state or counts
+// hash names any more (one bucket), to the buckets of the count a
+// surviving bucket's state names, reading every possible bucket name in
+// one round trip.
 func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) error {
 	type probe struct {
 		sku int
@@ -1577,7 +1436,6 @@ func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) 
 	}
 	var probes []probe
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		probes = probes[:0]
 		for i, sku := range skus {
 			if len(bs[i].names) > 1 {
 				continue
@@ -1605,11 +1463,8 @@ func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) 
 }
 
 // rebuildBucketed is Rebuild of one SKU split into buckets whose first
-// state is missing. The first state gets the listing's units only when no
-// other bucket of the SKU has a state; otherwise it gets none (the
-// surviving buckets keep selling what they have, and a reconciler adds
-// what is missing to the first once it can read the whole SKU). Every
-// other bucket without a state gets an empty one.
+// state is missing (see Buckets in the package doc); every other bucket
+// without a state gets an empty one.
 func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Outcome, error) {
 	st, err := s.readBuckets(ctx, b)
 	if err != nil {

@@ -2,8 +2,6 @@ package redisstock
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/stockguard/stockguard/internal/canon"
@@ -58,11 +56,10 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	return s.batch.do(ctx, c)
 }
 
-// prepared is one order's part of a stock_deduct_batch.lua call. Its keys
-// and its identity are substrings of one string, and its keys and
-// arguments are passed by pointer into the prepared order itself (a copy:
-// a batch may be sent after its caller left), so a Deduct costs a few
-// allocations only, however large the batch.
+// prepared is one order's part of a stock_deduct_batch.lua call: its keys
+// and identity are substrings of one string, passed by pointer into the
+// prepared order itself (a copy: a batch may be sent after its caller
+// left).
 type prepared struct {
 	id, user string
 	ident    string       // user + "\n" + canonical signature
@@ -172,10 +169,7 @@ func (s *Store) deductBatch(ctx context.Context, calls []*call) error {
 			c.err = orderResult(&c.o, res[i])
 		}
 	}
-	if err != nil {
-		return s.writeErr(ctx, err)
-	}
-	return nil
+	return s.writeErr(ctx, err)
 }
 
 // batchSource is stock_deduct_batch.lua (batchScript), which deductBatch
@@ -200,7 +194,7 @@ func orderResult(p *prepared, reply any) error {
 	case v == 0:
 		return nil
 	case batchCodes[code] == "conflict" && at == 0:
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(p.id), stock.ErrConflict)
+		return orderErr(p.id, stock.ErrConflict)
 	case at >= 1 && int(at) <= len(p.items):
 		if err := lineErr(batchCodes[code], p.items[at-1].SKU); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -11,13 +12,9 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// attempt is one Deduct call on a Redis Cluster. Its token, drawn once per
-// call, marks what the call wrote: the directory entry's attempt set and
-// the at field of each hold it took or counts on. An undo removes the
-// token, never another attempt's, so two Deducts of one order (a retry on
-// another node while the first still runs) cannot undo each other's holds,
-// and a resend of the call's own commands by the client is recognised as
-// its own.
+// attempt is one Deduct call on a Redis Cluster, with the token that
+// marks what it wrote (see "Deduct: one script call, shared" in the
+// package doc).
 type attempt struct {
 	o      stock.Order
 	ident  string
@@ -25,11 +22,9 @@ type attempt struct {
 	now    int64
 	own    int64 // the order's own hold time ms (Order.HoldTTL), or 0
 	groups [][]stock.Item
-	// capDeadline and capBound (ms; 0: none) are the order's deadline and
-	// bound from the hold times of all its SKUs, read before any group is
-	// taken (orderDeadline): the latest its new lines may get. They never
-	// move lines already held (a repeat keeps its deadline, extensions
-	// included).
+	// capDeadline and capBound (ms; 0: none) are the latest deadline and
+	// bound its new lines may get (orderDeadline); lines already held keep
+	// theirs.
 	capDeadline, capBound int64
 	capSKU                string // the first SKU (by name) with the shortest maximum hold time
 	// ended: the bind found the order's entry ended; the attempt takes no
@@ -41,10 +36,8 @@ type attempt struct {
 }
 
 // deductSlots is Deduct on a Redis Cluster, where one script may touch one
-// slot only: it binds the order ID to its items (the directory entry's
-// slot), then takes the slot groups one by one; a failure undoes what this
-// attempt took and leaves the directory entry (the last attempt to leave
-// deletes it).
+// slot only: an attempt binds the order ID, then takes the slot groups one
+// by one.
 func (s *Store) deductSlots(ctx context.Context, o stock.Order, ident string, items []stock.Item) error {
 	err := s.deductAttempt(ctx, o, ident, items, false)
 	if _, ok := errors.AsType[*regenError](err); ok {
@@ -69,13 +62,9 @@ func (e *regenError) Unwrap() error { return e.err }
 
 // stateGens sets the attempt's gens that orderDeadline did not read (an
 // order of one slot group) from the Store's cache, reading in one round
-// trip the SKUs it has not seen (every SKU, if fresh). It runs before the
-// attempt binds the order ID, so a take that finds the same generation
-// knows the state was not lost since the bind, nor with it the directory
-// entry, when the gate lost all its data (a state is recreated with a new
-// generation; see the package doc for a Cluster master that loses its
-// data alone). A state found missing reads as "" (the take refuses it, or
-// finds it recreated).
+// trip the SKUs it has not seen (every SKU, if fresh), before the bind; a
+// state found missing reads as "" (the take refuses it, or finds it
+// recreated).
 func (s *Store) stateGens(ctx context.Context, a *attempt, fresh bool) error {
 	var miss []string
 	for _, g := range a.groups {
@@ -131,9 +120,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	}
 	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), own: o.HoldTTL.Milliseconds(), groups: s.groups(items),
 		gens: make(map[string]string, len(items))}
-	// The order's deadline and bound, from every SKU's hold times, before
-	// any group is taken: a call that stops after the first groups leaves
-	// their lines due at the order's deadline, not at their own SKUs'.
+	// The order's deadline and bound, before any group is taken.
 	if err := s.orderDeadline(ctx, a); err != nil {
 		return err
 	}
@@ -142,15 +129,8 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	}
 	deadline, bound := int64(0), int64(0) // the order's, from the groups' replies
 
-	// Bind the order ID to its items (its directory entry, on its shard's
-	// master), then take the first slot group: a group is taken only by
-	// an attempt its order's entry names, so a caller that stops anywhere
-	// leaves no hold the entry does not account for (an entry that does
-	// not name the hold can be taken over by another order, or deleted by
-	// an attempt leaving it), and a conflict takes nothing. With batching
-	// the binds of concurrent Deducts go together, and so do the takes of
-	// orders of one slot group: the two stages overlap, each batch of
-	// binds in flight while the takes of an earlier one are.
+	// Bind the order ID to its items, then take the first slot group
+	// (batched, each stage, with concurrent Deducts).
 	var bind *redis.Cmd
 	var take *call // the take queued by the bind's batch
 	if s.slots != nil {
@@ -181,7 +161,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	case "ended":
 		a.ended = true
 	case "conflict":
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(o.ID), stock.ErrConflict)
+		return orderErr(o.ID, stock.ErrConflict)
 	default: // the script ran: what it wrote is not known
 		return &outcomeError{err: badReply(bind.Val())}
 	}
@@ -208,15 +188,6 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 		s.pipelined(ctx, func(p redis.Pipeliner) { multi = s.deductGroup(ctx, p, a, a.groups[0], deadline, bound) })
 		first = partReply(multi, 0)
 	}
-	if err := first.Err(); err != nil {
-		err = s.writeErr(ctx, err)
-		if !errors.Is(err, stock.ErrUnknownOutcome) {
-			// The group refused for certain (a server error): leave the
-			// directory entry as a refused order does.
-			return s.unbind(ctx, a, false, err)
-		}
-		return err
-	}
 
 	got := make([]groupTaken, len(a.groups))
 	seen := false // a record of the order was found
@@ -224,19 +195,19 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 		res := first
 		if i > 0 {
 			res = partReply(s.deductGroup(ctx, s.c, a, g, deadline, bound), 0)
-			if err := res.Err(); err != nil {
-				err = s.writeErr(ctx, err)
-				if !errors.Is(err, stock.ErrUnknownOutcome) {
-					// The server refused the group for certain: undo the
-					// groups taken before it, as a refused order does, so
-					// a plain error means nothing is held.
-					return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, false))
-				}
-				// The group may have been taken: the caller retries with
-				// the same order ID, and the reclaimer returns whatever a
-				// caller who gives up leaves held.
-				return err
+		}
+		if err := res.Err(); err != nil {
+			err = s.writeErr(ctx, err)
+			if !errors.Is(err, stock.ErrUnknownOutcome) {
+				// The server refused the group for certain: undo the
+				// groups taken before it, as a refused order does, so a
+				// plain error means nothing is held.
+				return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, false))
 			}
+			// The group may have been taken: the caller retries with the
+			// same order ID, and the reclaimer returns whatever a caller
+			// who gives up leaves held.
+			return err
 		}
 		gt, found, err := s.groupResult(ctx, res, g)
 		seen = seen || found
@@ -244,14 +215,9 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 			return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, found))
 		}
 		got[i] = gt
-		if gt.deadline > 0 && (deadline == 0 || gt.deadline < deadline) {
-			deadline = gt.deadline
-		}
-		if gt.bound > 0 && (bound == 0 || gt.bound < bound) {
-			bound = gt.bound
-		}
+		deadline, bound = minSet(deadline, gt.deadline), minSet(bound, gt.bound)
 	}
-	if a.past(got) {
+	if slices.ContainsFunc(got, func(g groupTaken) bool { return g.past }) {
 		// Lines held past their bound: left by an attempt of this order
 		// whose own hold time passed its SKUs' maximum and that stopped
 		// before its own check refused it (its reply lost). No attempt of
@@ -269,17 +235,10 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	return s.oneDeadline(ctx, a, got, deadline, bound)
 }
 
-// orderDeadline reads the hold times of every SKU of a multi-group order,
-// in one round trip that writes nothing, and sets the attempt's caps: the
-// order's deadline (now plus its own hold time, or the shortest hold time
-// of its SKUs) and bound (now plus the shortest maximum hold time), in ms,
-// and the first SKU (by name) with that maximum; 0 where no SKU has a
-// state (the deduct script refuses such a line). The groups' scripts take
-// the caps as the latest deadline and bound new lines may get, so every
-// line of a new order gets the order's from its first write; should a
-// SKU's hold times change between the read and the scripts, oneDeadline
-// still moves the lines to the earliest. The same read gives the SKUs'
-// state generations (the attempt's gens, see stateGens).
+// orderDeadline reads the hold times and generations of every SKU of a
+// multi-group order, in one round trip that writes nothing, and sets the
+// attempt's caps (the order's deadline and bound, 0 where no SKU has a
+// state) and capSKU, the first SKU (by name) with the shortest maximum.
 func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 	if len(a.groups) == 1 {
 		return nil // one script sees every SKU
@@ -287,7 +246,6 @@ func (s *Store) orderDeadline(ctx context.Context, a *attempt) error {
 	var cmds []*redis.SliceCmd
 	var skus []string
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds, skus = cmds[:0], skus[:0]
 		for _, g := range a.groups {
 			for _, it := range g {
 				cmds = append(cmds, p.HMGet(ctx, s.stateKey(it.SKU), "hold", "max_ms", "gen"))
@@ -345,12 +303,9 @@ type groupTaken struct {
 }
 
 // tooLong checks an order of several slot groups against its own hold
-// time, once every group passed its other checks (a one-group order's
-// script checks it itself): past the shortest maximum hold time of the
-// lines taken it is stock.ErrHoldTooLong, naming the first line (by SKU)
-// with that maximum, as memstock does. An order that found records of
-// itself is a repeat: its first deadline stands, as its HoldTTL is not
-// part of its identity.
+// time, once every group passed its other checks, naming the first line
+// (by SKU) with the shortest maximum, as memstock does. A repeat (seen)
+// keeps its first deadline: its HoldTTL is not part of its identity.
 func (a *attempt) tooLong(got []groupTaken, seen bool) error {
 	if a.own == 0 || seen || len(a.groups) == 1 {
 		return nil
@@ -368,24 +323,18 @@ func (a *attempt) tooLong(got []groupTaken, seen bool) error {
 	return &stock.SKUError{SKU: best.maxSKU, Err: stock.ErrHoldTooLong}
 }
 
-// past reports whether a group found held lines of the order past their
-// bound (possible only for an order on several slots, whose own hold time
-// is checked after its groups are taken).
-func (a *attempt) past(got []groupTaken) bool {
-	for _, g := range got {
-		if g.past {
-			return true
-		}
+// minSet returns the smaller of a and b, where 0 means none.
+func minSet(a, b int64) int64 {
+	if a == 0 || b > 0 && b < a {
+		return b
 	}
-	return false
+	return a
 }
 
 // bindNew queues the common case of an attempt's bind: the order ID's
-// directory entry created where there is none (HSETNX), naming the order's
-// identity and the attempt (as stock_dir_bind.lua creates it), no script
-// needed. Where the entry exists (a repeat, an attempt of the same order,
-// a conflict, an entry past its Retention) the bind script decides, before
-// anything is taken.
+// directory entry created where there is none (HSETNX), as
+// stock_dir_bind.lua creates it; where the entry exists the bind script
+// decides.
 func (s *Store) bindNew(ctx context.Context, p redis.Pipeliner, a *attempt) *redis.BoolCmd {
 	s.openEntry(ctx, p, a.o.ID, a.now+s.attemptLease())
 	return p.HSetNX(ctx, s.dirKey(a.o.ID), a.o.ID, a.ident+"\ta0:"+a.token)
@@ -424,13 +373,10 @@ func bindReply(cmd *redis.Cmd) (word, stale string) {
 // takeOver binds the order ID over a stale directory entry of another
 // order (no end, and no attempt bound to it for a lease) if that order
 // holds nothing: an order that holds anything holds its first line (slot
-// groups are taken in order), so no record of that line means nothing is
-// held under the other identity. The entry is deleted as the reclaimer
-// deletes one of an order that took nothing (stock_dir_check.lua, as of
-// the check time this attempt's bind set: a bind since keeps it), and the
+// groups are taken in order). The entry is deleted as the reclaimer
+// deletes one of an order that took nothing (stock_dir_check.lua), and the
 // ID bound anew. It returns the bind's word, or "conflict" when the other
-// order has a record or the entry changed meanwhile. The first pipeline
-// was sent, so its errors are unknown outcomes.
+// order has a record or the entry changed meanwhile.
 func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string, error) {
 	items, err := parseIdent(stale)
 	if err != nil {
@@ -462,15 +408,10 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 }
 
 // unbind takes the attempt off the order's directory entry after a refusal
-// (the last attempt to leave deletes it, freeing the order ID) and returns
-// cause, joined with the unbind's own failure if it had one. An attempt
-// that found no record of the order (seen false) gives the attempt set of
-// an entry other attempts are still on a lease instead: they may have
-// ended, their outcome unknown, without taking anything. The entry itself
-// keeps no TTL (one of them may have succeeded); once the set has expired,
-// another order under the same ID may take the entry over, if the order it
-// names holds nothing (takeOver). An order with records keeps its entry
-// untouched: its holds end it.
+// (the last attempt to leave deletes it) and returns cause, joined with the
+// unbind's own failure if it had one. An attempt that found no record of
+// the order (seen false) gives the attempt set of an entry other attempts
+// are still on a lease (see "The life of an order" in the package doc).
 func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) error {
 	if a.ended {
 		return cause // never on the entry
@@ -516,12 +457,7 @@ func (s *Store) oneDeadline(ctx context.Context, a *attempt, got []groupTaken, d
 			cmds[i] = deadlineScript.Run(ctx, p, keys, a.o.ID, a.ident, deadline, bound, s.nowMs())
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }
 
 // deductGroup queues (on a pipeline) or runs the deduct script for the
@@ -598,7 +534,7 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		found = k > 0
 	}
 	if n >= 1 && int(n) <= len(g) {
-		if gen, ok := replyGen(res); code == "regen" && ok {
+		if gen, ok := res[len(res)-1].(string); code == "regen" && len(res) == 4 && ok { // n >= 1: res has 2 items or more
 			s.gens.Store(g[n-1].SKU, gen)
 			return groupTaken{}, found, &regenError{err: lineErr("unavailable", g[n-1].SKU)}
 		}
@@ -612,26 +548,13 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 	return groupTaken{}, found, badReply(res)
 }
 
-// replyGen is the generation in a deduct script's 'regen' reply.
-func replyGen(res []any) (string, bool) {
-	if len(res) != 4 {
-		return "", false
-	}
-	gen, ok := res[3].(string)
-	return gen, ok
-}
-
 // undo takes the attempt token (this attempt's; "*" for every attempt,
-// only for lines no attempt of the order can keep, see past) off the holds
-// of groups it took or counted on, dropping those no other attempt counts
-// on, so a failed Deduct leaves nothing held that it alone took, and
-// returns cause. A refusal (a business error that does not say the order
-// ended) tells the caller that the order holds nothing, so it is the
-// answer only if so as the attempt leaves: where held (the refused group
-// found lines of the order), or where another attempt still counts on a
-// line of groups, the outcome is unknown instead, which a retry or a
-// Revert settles; so is any cause when the undo failed (its lines stay
-// held until the reclaimer returns them at their deadline).
+// for lines past their bound) off the holds of groups it took or counted
+// on, dropping those no other attempt counts on, and returns cause. A
+// refusal (a business error that does not say the order ended) is the
+// answer only if the order holds nothing as the attempt leaves (held: the
+// refused group found lines of the order); otherwise, and whenever the
+// undo failed, the outcome is unknown.
 func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cause error, token string, held bool) error {
 	cmds := make([]*redis.Cmd, len(groups))
 	if len(groups) > 0 {
@@ -658,9 +581,5 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 // release queues or runs the release script for one slot group; token
 // names the attempt for mode "drop" ("" otherwise).
 func (s *Store) release(ctx context.Context, c redis.Scripter, order, ident string, g []stock.Item, now int64, mode, token string) *redis.Cmd {
-	keys := make([]string, 0, 5*len(g))
-	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU)
-	}
-	return releaseScript.Run(ctx, c, keys, now, order, ident, s.keep.Milliseconds(), mode, token)
+	return s.lineScript(ctx, c, releaseScript, order, g, now, ident, s.keep.Milliseconds(), mode, token)
 }

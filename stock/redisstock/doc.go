@@ -91,9 +91,7 @@
 // layout 1). The reclaimer deletes them: each pass takes the due items off
 // the gone lists of the SKUs it visits and of the 16 shards, and deletes a
 // record or entry only if it has ended and its own e has passed (an ID
-// reused since has a new record, with an item of its own). A Store keeps
-// no per-order key with a TTL, so an order costs field writes inside
-// existing hashes, the ZADD of its hold and no key creation.
+// reused since has a new record, with an item of its own).
 //
 // The registry carries the layout mark, with the directory's shard count
 // (a Store follows the count its prefix was created with): a Store whose
@@ -200,31 +198,23 @@
 // Ring.
 //
 // Each Deduct call on this path is an attempt with a random token of its
-// own. The token goes into the directory entry's attempt set and into the
+// own, which goes into the directory entry's attempt set and into the
 // attempts of every hold the attempt takes or finds (a hold of the same
 // order taken by another attempt, such as a retry on another node while
-// the first still runs). An undo takes only its own token off the holds and
-// drops a hold no attempt is left on; the last attempt to leave the
-// directory entry deletes it; a successful attempt never leaves. So a
-// Deduct that returns nil holds every line for good (Confirm finds them,
-// and the ID stays bound to its items), two attempts of one order never
-// undo each other's holds, and a refused order leaves nothing behind. An
-// attempt answers a refusal (sold out, limit, conflict and the like) only
-// if the order holds nothing as it leaves: one that found a line of the
-// order, or left a line another attempt still counts on, or whose undo
-// failed, answers stock.ErrUnknownOutcome, which the caller's retry or
-// Revert settles (a caller told no would leave those units to the
-// reclaimer, and believe nothing held). A
-// command the client resends after a lost reply carries the same token and
-// is recognised as the attempt's own. Only an attempt that ends in
-// stock.ErrUnknownOutcome (or a process that dies) leaves its holds to the
-// caller's retry or to the reclaimer; a refused attempt that found no record
-// of the order gives the attempt set of an entry such attempts are still on
-// a lease (the default hold time plus Retention), never the entry itself
-// (one of them may have succeeded, and a live order keeps its entry). Once
-// that set has expired, a Deduct of other items under the same ID takes
-// the entry over if the order it names holds nothing (no record of its
-// first line), so such an entry does not bind the ID forever.
+// the first still runs); a command the client resends after a lost reply
+// carries the same token. An undo takes only its own token off the holds
+// and drops a hold no attempt is left on, so two attempts of one order
+// never undo each other's holds, and a Deduct that returns nil holds every
+// line for good. An attempt answers a refusal (sold out, limit, conflict
+// and the like) only if the order holds nothing as it leaves: one that
+// found a line of the order, left a line another attempt still counts on,
+// or whose undo failed answers stock.ErrUnknownOutcome, which the caller's
+// retry or Revert settles. A refused attempt that found no record of the
+// order gives the attempt set of an entry other attempts are still on a
+// lease (the default hold time plus Retention), never the entry itself;
+// once that set has expired, a Deduct of other items under the same ID
+// takes the entry over if the order it names holds nothing (no record of
+// its first line).
 //
 // An order has one deadline: now plus its own hold time (Order.HoldTTL) or,
 // without one, the shortest hold time of its SKUs; and one bound, the
@@ -424,14 +414,6 @@
 // held, Snapshot and HeldOrders report it (leaving out lines with nothing
 // left), and Orders reports the order's Items as ordered with Returned.
 //
-// An order whose SKUs share a slot (always, on a non-cluster client) is one
-// script: all lines or none, without a lock. On a Cluster the lines are
-// grouped by slot and the groups are taken one after another in sorted
-// order; when a group fails, the groups already taken are undone. If the
-// process dies midway, the lines it took are in their SKUs' holds zsets and
-// the reclaimer returns them at their deadline: nothing is oversold and
-// nothing stays held.
-//
 // # Time
 //
 // Deadlines are computed from the Store's stock.Clock and passed to the
@@ -447,14 +429,11 @@
 //
 // Every script can run twice with the effect of running once: go-redis
 // retries a command after a read timeout, and the caller retries after
-// stock.ErrUnknownOutcome. A held line's record has no end, and neither has
-// the order's directory entry while the order holds stock, so a hold never
-// loses its record or its order ID before it is confirmed or returned
-// (however long the reclaimer is down); once the order ends, the records
-// and the directory entry are read [Config.Retention] longer, so a retry
-// within that time learns the true outcome. Ending an order never touches a
-// directory entry that names another identity (a newer order under the
-// same ID).
+// stock.ErrUnknownOutcome. A hold never loses its record or its order ID
+// before it is confirmed or returned, however long the reclaimer is down,
+// and a retry within [Config.Retention] of the order's end learns the true
+// outcome (see Key layout). Ending an order never touches a directory
+// entry that names another identity (a newer order under the same ID).
 //
 // A SKU whose state hash is gone (flushed, evicted, a restarted server) is
 // a gate that lost its data, not a SKU never on sale: when the registry

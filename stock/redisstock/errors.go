@@ -48,6 +48,12 @@ func (s *Store) writeErr(ctx context.Context, err error) error {
 	if certain(err) {
 		return withCtx(ctx, failed(err))
 	}
+	return unknown(ctx, err)
+}
+
+// unknown is the outcomeError of err, which matches ctx.Err() too when the
+// context has ended.
+func unknown(ctx context.Context, err error) error {
 	e := &outcomeError{err: err}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		e.ctx = cerr
@@ -158,6 +164,16 @@ func firstErr(cmds ...redis.Cmder) error {
 	return nil
 }
 
+// errOf returns the first error among cmds (redis.Nil included).
+func errOf[C redis.Cmder](cmds []C) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // noScript reports whether a pipelined EVALSHA found its script missing.
 func noScript(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
@@ -174,21 +190,21 @@ func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Err
 
 // pipelined runs the commands build queues in one round trip. Script.Run
 // cannot fall back to EVAL inside a pipeline, so when the server lacks a
-// script (a fresh or restarted server) the scripts are loaded and the
-// pipeline is sent again: every command the Store pipelines is safe to
-// repeat. The caller checks each command's error.
+// script (a fresh or restarted server) the scripts are loaded and the same
+// commands are sent again: every command the Store pipelines is safe to
+// repeat. build runs once. The caller checks each command's error.
 func (s *Store) pipelined(ctx context.Context, build func(p redis.Pipeliner)) {
-	for attempt := 0; ; attempt++ {
-		p := s.c.Pipeline()
-		build(p)
-		cmds, _ := p.Exec(ctx)
-		if attempt > 0 || !noScript(cmds) {
-			return
-		}
-		if s.loadScripts(ctx) != nil {
-			return
-		}
+	p := s.c.Pipeline()
+	build(p)
+	cmds, _ := p.Exec(ctx)
+	if !noScript(cmds) || s.loadScripts(ctx) != nil {
+		return
 	}
+	p = s.c.Pipeline()
+	for _, c := range cmds {
+		_ = p.Process(ctx, c)
+	}
+	_, _ = p.Exec(ctx)
 }
 
 // loadScripts loads every script on every server the client talks to: a
@@ -229,6 +245,15 @@ func replyCode(res []any) (string, int64) {
 	return code, n
 }
 
+// orderCodes are the scripts' refusals of a whole order.
+var orderCodes = map[string]error{"unknown": stock.ErrUnknownOrder, "confirmed": stock.ErrOrderConfirmed,
+	"closed": stock.ErrOrderClosed, "expired": stock.ErrHoldExpired}
+
+// orderErr names the order in err.
+func orderErr(id string, err error) error {
+	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(id), err)
+}
+
 // badReply is the error of a reply the Store cannot read (a server that is
 // not Redis, or keys under the prefix written by something else).
 func badReply(res any) error {
@@ -239,30 +264,16 @@ func badReply(res any) error {
 // SKU (a business error, or stock.ErrUnavailable for a SKU whose state the
 // gate lost), or nil for an unknown code.
 func lineErr(code, sku string) error {
-	var err error
-	switch code {
-	case "unknown_sku":
-		err = stock.ErrUnknownSKU
-	case "unavailable":
-		err = stock.ErrUnavailable
-	case "sold_out":
-		err = stock.ErrSoldOut
-	case "limit":
-		err = stock.ErrLimitReached
-	case "need_user":
+	err, ok := lineCodes[code]
+	if code == "need_user" {
 		err = &stock.InvalidError{Field: "order.UserID", Reason: "empty, and the SKU has a per-user limit"}
-	case "conflict":
-		err = stock.ErrConflict
-	case "expired":
-		err = stock.ErrHoldExpired
-	case "closed":
-		err = stock.ErrOrderClosed
-	case "unknown":
-		err = stock.ErrUnknownOrder
-	case "hold_too_long":
-		err = stock.ErrHoldTooLong
-	default:
+	} else if !ok {
 		return nil
 	}
 	return &stock.SKUError{SKU: sku, Err: err}
 }
+
+var lineCodes = map[string]error{"unknown_sku": stock.ErrUnknownSKU, "unavailable": stock.ErrUnavailable,
+	"sold_out": stock.ErrSoldOut, "limit": stock.ErrLimitReached, "conflict": stock.ErrConflict,
+	"expired": stock.ErrHoldExpired, "closed": stock.ErrOrderClosed, "unknown": stock.ErrUnknownOrder,
+	"hold_too_long": stock.ErrHoldTooLong}

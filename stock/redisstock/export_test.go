@@ -23,6 +23,13 @@ func (s *Store) Queued() int {
 	return n
 }
 
+// queued returns how many callers wait for a batch.
+func (b *batcher) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
 // DeductScriptHash is the SHA1 of stock_deduct.lua.
 func DeductScriptHash() string { return deductScript.Hash() }
 
@@ -71,7 +78,7 @@ func (s *Store) BucketOutIn(ctx context.Context, sku string, n, from, to int, id
 	if err != nil {
 		return 0, err
 	}
-	words, _, err := s.arrive(ctx, names[to], "in", []arrival{{id: id, units: got, gen: gen}})
+	words, err := s.arrive(ctx, names[to], "in", []pending{{id: id, departure: departure{units: got, gen: gen}}})
 	if err != nil {
 		return 0, err
 	}

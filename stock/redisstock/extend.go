@@ -1,9 +1,10 @@
 package redisstock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,27 +13,17 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// ExtendHold implements stock.HoldExtender. The order's bound (the
-// Deduct's time plus the shortest MaxHoldTTL its SKUs had then) is kept
-// on each line record (field mx); an order taken before the field existed
-// has its deadline as its bound, so it cannot be extended. Each line's
-// deadline and its score in the SKU's holds zset move together, so the
-// reclaimer returns the hold at the new deadline.
-//
-// It costs a read of the order's directory entry and one script call over
-// the order's lines on a client without hash slots, or on a Cluster when
-// they share a slot: checked and applied in one atomic step. On a Cluster
-// (or a Ring) an order on several slots is read and checked whole first,
-// then each slot group moves its lines in one step of its own, in one
-// pipeline; deadlines only grow, so a retry completes a call that failed
-// midway. A Confirm racing it may confirm some lines first (they need no
-// deadline); a reclaimer whose clock passed the old deadline before the
-// call's may expire some lines first: the call then returns
-// stock.ErrHoldExpired, and the lines it moved are returned at the new
-// deadline (a Confirm, meanwhile, finds the expired line and expires the
-// order whole). A slot group the server refuses after the check (its
-// record gone meanwhile) makes the call stock.ErrUnknownOutcome: the other
-// groups may have moved.
+// ExtendHold implements stock.HoldExtender. Each line's deadline and its
+// score in the SKU's holds zset move together, only later and never past
+// the order's bound (kept on each line record, field mx; an order taken
+// before the field existed cannot be extended), so the reclaimer returns
+// the hold at the new deadline. It costs a read of the order's directory
+// entry and one atomic script call over the order's lines where they share
+// a server or a slot. An order on several slots is checked whole, then
+// each slot group moves in a step of its own: deadlines only grow, so a
+// retry completes a call that failed midway, and a group the server
+// refuses after the check makes the call stock.ErrUnknownOutcome. See
+// "Partial reverts and hold extensions" in the package doc.
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()
@@ -63,7 +54,11 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, g := range groups {
-			cmds[i] = s.dealScript(ctx, p, extendScript, orderID, g, now, ident, want, mode)
+			keys := make([]string, 0, 4*len(g))
+			for _, it := range g {
+				keys = s.dealKeys(keys, it.SKU)
+			}
+			cmds[i] = extendScript.Run(ctx, p, keys, now, orderID, ident, want, mode)
 		}
 	})
 	expired := false
@@ -83,19 +78,13 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 			expired = expired || due > 0
 			continue
 		}
+		err = cmp.Or(extendErr(orderID, code, n), badReply(res))
 		if mode == "all" {
-			if err := extendErr(orderID, code, n); err != nil {
-				return err
-			}
-			return badReply(res)
+			return err
 		}
-		if refused == nil {
-			// Only a record gone, or of another order, since the check
-			// gets here; the other groups' replies still count.
-			if refused = extendErr(orderID, code, n); refused == nil {
-				refused = badReply(res)
-			}
-		}
+		// Only a record gone, or of another order, since the check gets
+		// here; the other groups' replies still count.
+		refused = cmp.Or(refused, err)
 	}
 	if refused != nil {
 		// Other groups may have moved their lines (now, or in a first run
@@ -104,7 +93,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 		return &outcomeError{err: detached(refused)}
 	}
 	if expired {
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrHoldExpired)
+		return orderErr(orderID, stock.ErrHoldExpired)
 	}
 	return nil
 }
@@ -112,22 +101,14 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 // extendErr maps a refusal of stock_extend.lua to its error, or nil for an
 // unknown code.
 func extendErr(orderID, code string, n int64) error {
-	var err error
-	switch code {
-	case "unknown":
-		err = stock.ErrUnknownOrder
-	case "confirmed":
-		err = stock.ErrOrderConfirmed
-	case "closed":
-		err = stock.ErrOrderClosed
-	case "expired":
-		err = stock.ErrHoldExpired
-	case "too_long":
+	err := orderCodes[code]
+	if code == "too_long" {
 		err = fmt.Errorf("%w: the order's deadline may not pass %s", stock.ErrHoldTooLong, time.UnixMilli(n).UTC().Format(time.RFC3339Nano))
-	default:
+	}
+	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), err)
+	return orderErr(orderID, err)
 }
 
 // extendCheck checks an extension of an order on several slots against
@@ -135,20 +116,13 @@ func extendErr(orderID, code string, n int64) error {
 // a refusal, done with nil for a deadline at or before the current one.
 func extendCheck(orderID, ident string, lines []lineState, now, want int64) (bool, error) {
 	code := func(c string, n int64) (bool, error) { return true, extendErr(orderID, c, n) }
-	for _, l := range lines {
-		if l.st == "" || l.id != ident {
-			return code("unknown", 0)
-		}
-	}
-	for _, l := range lines {
-		if l.st == "confirmed" {
-			return code("confirmed", 0)
-		}
-	}
-	for _, l := range lines {
-		if l.st == "reverted" || l.st == "refunded" {
-			return code("closed", 0)
-		}
+	switch {
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "" || l.id != ident }):
+		return code("unknown", 0)
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "confirmed" }):
+		return code("confirmed", 0)
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "reverted" || l.st == "refunded" }):
+		return code("closed", 0)
 	}
 	cur, bound := int64(0), int64(0)
 	for i, l := range lines {

@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,24 +31,19 @@ func (s *Store) hotBatch(calls []*call) bool {
 	}
 	first := calls[0].o.keys[1:]
 	for _, c := range calls[1:] {
-		if c.o.n != calls[0].o.n {
+		if !slices.Equal(c.o.keys[1:], first) {
 			return false
 		}
-		for i, k := range c.o.keys[1:] {
-			if k != first[i] {
-				return false
-			}
-		}
 	}
-	return distinctIDs(calls)
+	return distinctIDs(calls, func(c *call) string { return c.o.id })
 }
 
-// distinctIDs reports whether no two calls carry the same order ID.
-func distinctIDs(calls []*call) bool {
+// distinctIDs reports whether no two calls carry the same order ID (id).
+func distinctIDs(calls []*call, id func(c *call) string) bool {
 	if len(calls) <= 8 {
 		for i, c := range calls {
 			for _, d := range calls[:i] {
-				if c.o.id == d.o.id {
+				if id(c) == id(d) {
 					return false
 				}
 			}
@@ -56,10 +52,10 @@ func distinctIDs(calls []*call) bool {
 	}
 	seen := make(map[string]struct{}, len(calls))
 	for _, c := range calls {
-		if _, dup := seen[c.o.id]; dup {
+		if _, dup := seen[id(c)]; dup {
 			return false
 		}
-		seen[c.o.id] = struct{}{}
+		seen[id(c)] = struct{}{}
 	}
 	return true
 }

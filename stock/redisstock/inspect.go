@@ -77,7 +77,12 @@ func (s *Store) Inspect(ctx context.Context, skus []string) (_ []SKUState, err e
 			out = append(out, st)
 		}
 	}
-	if err := s.inspectBuckets(ctx, skus, out); err != nil {
+	// A SKU split into buckets: the sum over its buckets (bucketLevels).
+	err = s.eachSplit(ctx, skus, func(i int, b *buckets) (err error) {
+		out[i], err = s.bucketLevels(ctx, b)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -262,10 +267,7 @@ func (s *Store) Relist(ctx context.Context, rls []Relist) (_ []Outcome, err erro
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	skus := make([]string, len(rls))
-	for i, rl := range rls {
-		skus[i] = rl.SKU
-	}
+	skus := skusOf(rls, func(rl Relist) string { return rl.SKU })
 	bs, err := s.splitAll(ctx, skus)
 	if err != nil || bs == nil {
 		if err != nil {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stockguard/stockguard/internal/keyslot"
 	"github.com/stockguard/stockguard/stock"
 )
 
@@ -28,17 +26,10 @@ const maxDirShards = 16
 // a dot and the smallest k that puts it in the i-th of maxDirShards equal
 // slot ranges, so that the shards are spread evenly over any Cluster whose
 // masters own equal contiguous ranges.
-var dirTags = func() [maxDirShards]string {
-	var tags [maxDirShards]string
+var dirTags = func() (tags [maxDirShards]string) {
 	firsts := slotRanges(maxDirShards)
 	for i := range tags {
-		for k := 0; ; k++ {
-			tag := "d" + strconv.Itoa(i) + "." + strconv.Itoa(k)
-			if r, _ := slices.BinarySearch(firsts, keyslot.Slot(tag)+1); r-1 == i {
-				tags[i] = tag
-				break
-			}
-		}
+		tags[i] = nameIn("d"+strconv.Itoa(i)+".", firsts, i)
 	}
 	return tags
 }()

@@ -8,8 +8,8 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// lineState is one line record as the checks of RevertItems and ExtendHold on several
-// Cluster slots read it.
+// lineState is one line record as the checks of Confirm, RevertItems and
+// ExtendHold on several Cluster slots read it.
 type lineState struct {
 	sku          string
 	group        int
@@ -31,7 +31,6 @@ func (s *Store) readLines(ctx context.Context, order string, groups [][]stock.It
 	var cs []cmds
 	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cs = cs[:0]
 		for _, g := range groups {
 			for _, it := range g {
 				cs = append(cs, cmds{p.HGet(ctx, s.linesKey(it.SKU), order), p.HExists(ctx, s.stateKey(it.SKU), "hold")})
@@ -49,16 +48,10 @@ func (s *Store) readLines(ctx context.Context, order string, groups [][]stock.It
 		for _, it := range g {
 			c := cs[k]
 			k++
-			v, err := c.rec.Result()
-			if err == redis.Nil {
-				err = nil
-			}
-			if err == nil {
-				err = c.live.Err()
-			}
-			if err != nil {
+			if err := firstErr(c.rec, c.live); err != nil {
 				return nil, s.readErr(ctx, err)
 			}
+			v := c.rec.Val()
 			r, ok, err := parseRecord(v, now)
 			if err != nil {
 				return nil, badReply(v)

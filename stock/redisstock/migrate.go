@@ -124,38 +124,32 @@ func (s *Store) migrateKeys(ctx context.Context, keys []string, rep *MigrateRepo
 	for _, k := range keys {
 		var err error
 		var done bool
+		var count *int
+		rest, mine := strings.CutPrefix(k, s.prefix)
 		switch {
-		case strings.HasPrefix(k, s.prefix+":order:{"):
-			done, err = s.migrateEntry(ctx, strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+":order:{"), "}"))
-			if done {
-				rep.Orders++
-			}
-		case strings.HasPrefix(k, s.prefix+":bind:{"):
-			// Moved with its entry (whichever the scan finds first); one
-			// left without an entry is deleted.
-			done, err = s.migrateEntry(ctx, strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+":bind:{"), "}"))
-			if done {
-				rep.Orders++
-			}
-		case strings.HasPrefix(k, s.prefix+":{"):
-			sku, rest, ok := strings.Cut(k[len(s.prefix)+2:], "}")
+		case !mine:
+		case strings.HasPrefix(rest, ":order:{") || strings.HasPrefix(rest, ":bind:{"):
+			// A bind key moves with its entry (whichever the scan finds
+			// first); one left without an entry is deleted.
+			count = &rep.Orders
+			done, err = s.migrateEntry(ctx, strings.TrimSuffix(rest[strings.IndexByte(rest, '{')+1:], "}"))
+		case strings.HasPrefix(rest, ":{"):
+			sku, rest, ok := strings.Cut(rest[2:], "}")
 			switch {
 			case !ok:
 			case rest == stateSuffix:
+				count = &rep.States
 				done, err = s.migrateRun(ctx, []string{k}, "state")
-				if done {
-					rep.States++
-				}
 			case strings.HasPrefix(rest, ":o:"):
-				id := rest[len(":o:"):]
-				done, err = s.migrateRun(ctx, []string{k, s.linesKey(sku), s.goneKey(sku)}, "line", id, s.keep.Milliseconds())
-				if done {
-					rep.Lines++
-				}
+				count = &rep.Lines
+				done, err = s.migrateRun(ctx, []string{k, s.linesKey(sku), s.goneKey(sku)}, "line", rest[len(":o:"):], s.keep.Milliseconds())
 			}
 		}
 		if err != nil {
 			return err
+		}
+		if done {
+			*count++
 		}
 	}
 	return nil
@@ -212,13 +206,9 @@ func (s *Store) migrateEntry(ctx context.Context, order string) (bool, error) {
 func (s *Store) dropKeys(ctx context.Context, keys ...string) error {
 	var cmds []redis.Cmder
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
 		for _, k := range keys {
 			cmds = append(cmds, p.Del(ctx, k))
 		}
 	})
-	if err := firstErr(cmds...); err != nil {
-		return s.writeErr(ctx, err)
-	}
-	return nil
+	return s.writeErr(ctx, firstErr(cmds...))
 }

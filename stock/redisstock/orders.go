@@ -3,6 +3,7 @@ package redisstock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,10 +45,7 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (_ int64, err
 		n = p.HGet(ctx, s.usersKey(sku), userID)
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, s.readErr(ctx, err)
-	}
-	if err := on.Err(); err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) { // on's error first, if it failed
 		return 0, s.readErr(ctx, err)
 	}
 	if !on.Val() {
@@ -135,10 +133,9 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 			return badReply(d.ident)
 		}
 		items[i] = its
-		out[i].UserID = d.ident[:indexNL(d.ident)]
+		out[i].UserID = userOf(d.ident)
 	}
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		lines = lines[:0]
 		for i, its := range items {
 			for _, it := range its {
 				lines = append(lines, line{order: i, sku: it.SKU, cmd: p.HGet(ctx, s.linesKey(it.SKU), ids[i])})
@@ -156,11 +153,10 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 		if err != nil {
 			return badReply(v)
 		}
+		states[l.order] = append(states[l.order], stateNamed(r.st)) // StateUnknown without a record
 		if !ok {
-			states[l.order] = append(states[l.order], stock.StateUnknown)
 			continue
 		}
-		states[l.order] = append(states[l.order], stateNamed(r.st))
 		if r.ret != 0 {
 			if returned[l.order] == nil {
 				returned[l.order] = map[string]int64{}
@@ -177,60 +173,37 @@ func (s *Store) ordersBatch(ctx context.Context, ids []string, out []stock.Order
 			out[i] = stock.OrderInfo{ID: ids[i]}
 			continue
 		}
-		out[i].State, out[i].Items, out[i].Returned = st, canon.Sorted(publicItems(items[i])), canon.Returned(returned[i])
+		for j := range items[i] {
+			items[i][j].SKU = skuOf(items[i][j].SKU) // the SKU, not its bucket
+		}
+		out[i].State, out[i].Items, out[i].Returned = st, canon.Sorted(items[i]), canon.Returned(returned[i])
 	}
 	return nil
 }
 
-// indexNL returns the index of the first newline of ident (the end of the
-// user ID), or len(ident).
-func indexNL(ident string) int {
-	for i := 0; i < len(ident); i++ {
-		if ident[i] == '\n' {
-			return i
-		}
-	}
-	return len(ident)
-}
+// stateNamed maps a line record's st field to a stock.State (StateUnknown
+// for none).
+func stateNamed(st string) stock.State { return stockStates[st] }
 
-// stateNamed maps a line record's st field to a stock.State.
-func stateNamed(st string) stock.State {
-	switch st {
-	case "held":
-		return stock.StateHeld
-	case "confirmed":
-		return stock.StateConfirmed
-	case "reverted":
-		return stock.StateReverted
-	case "refunded":
-		return stock.StateRefunded
-	case "expired":
-		return stock.StateExpired
-	}
-	return stock.StateUnknown
-}
+var stockStates = map[string]stock.State{"held": stock.StateHeld, "confirmed": stock.StateConfirmed,
+	"reverted": stock.StateReverted, "refunded": stock.StateRefunded, "expired": stock.StateExpired}
 
 // combine is the state of an order from the states of its lines: their
 // common state; held while any line is held; else the first ended state
 // (a confirmed line beside an ended one is half of a Confirm that never
 // completed, or of a refund); else the first known state.
 func combine(lines []stock.State) stock.State {
-	first, ended := stock.StateUnknown, stock.StateUnknown
-	for _, st := range lines {
-		switch st {
-		case stock.StateHeld:
-			return st
-		case stock.StateExpired, stock.StateReverted, stock.StateRefunded:
-			if ended == stock.StateUnknown {
-				ended = st
-			}
-		}
-		if first == stock.StateUnknown {
-			first = st
-		}
+	if slices.Contains(lines, stock.StateHeld) {
+		return stock.StateHeld
 	}
-	if ended != stock.StateUnknown {
-		return ended
+	ended := func(st stock.State) bool {
+		return st == stock.StateExpired || st == stock.StateReverted || st == stock.StateRefunded
 	}
-	return first
+	if i := slices.IndexFunc(lines, ended); i >= 0 {
+		return lines[i]
+	}
+	if i := slices.IndexFunc(lines, func(st stock.State) bool { return st != stock.StateUnknown }); i >= 0 {
+		return lines[i]
+	}
+	return stock.StateUnknown
 }

@@ -36,46 +36,23 @@ func init() { allScripts = append(allScripts, returnScript, returnLockScript, ex
 
 // ReturnLease is how long a partial return of an order on several slots of
 // a Redis Cluster keeps the order's return lock while it reads and checks
-// the lines: other returns of the order (other operation IDs) meanwhile get
-// stock.ErrContention. Once it sends its applies, the lock is kept until
-// the call completes (the lock then names the return's items): a call that
-// ends in stock.ErrUnknownOutcome leaves it to its retry (same operation
-// ID), which completes it, and so does the next return of the order that
-// comes ReturnLease or more after the applies began, before it runs itself
-// (until then it gets stock.ErrContention). So no return of the order is
-// ever checked against lines another has not reached yet. A call that fails
-// before its applies are sent leaves the lock to its retry or to this
-// lease.
+// the lines; once its applies are sent, the lock is kept until the call
+// (or its retry, or the next return ReturnLease after the applies began)
+// completes it. See "Partial reverts and hold extensions" in the package
+// doc.
 const ReturnLease = 30 * time.Second
-
-// The return lock of an order on several slots is an extra of its
-// directory entry (see stock_return_lock.lua), so it ends with the entry:
-// not while a return of the order may still apply (the order's lines end
-// no later than its entry), and not after (no key of its own outlives the
-// order).
 
 // RevertItems implements stock.PartialReverter. It costs a read of the
 // order's directory entry and one script call over the order's lines on a
 // client without hash slots, or on a Cluster when they share a slot:
 // checked and applied in one atomic step, all or nothing. Each line record
-// counts the units given back (field ret) and remembers the operation ID
-// with the return's items, for as long as the record lives (no TTL while
-// the order holds stock, Config.Retention once it ends).
-//
-// On a Cluster (or a Ring) an order on several slots cannot be one script.
-// The call then takes the order's return lock (ReturnLease; another
-// return of the order meanwhile is stock.ErrContention), reads every line
-// and makes every check against them (so a refusal writes nothing), then
-// applies the return slot group by slot group in one pipeline: each
-// group's apply is atomic and runs once per operation ID. What is not
-// atomic there is the whole: a Confirm, Revert or reclaim of the order
-// running at the same time may land between the groups (each group then
-// gives back what its lines still allow: a line confirmed meanwhile is
-// refunded, a line returned meanwhile gives nothing more, never more than
-// a line has), and a call that fails midway leaves some groups applied,
-// with stock.ErrUnknownOutcome: its retry (same r) applies the rest, and
-// until it does, the order's lock keeps other returns out (see
-// ReturnLease).
+// counts the units given back and remembers the operation ID with the
+// return's items for as long as the record lives. An order on several
+// slots of a Cluster (or a Ring) is checked whole under its return lock
+// (another return meanwhile is stock.ErrContention), then applied slot
+// group by slot group, each group atomic and applied once per operation
+// ID: after stock.ErrUnknownOutcome, the retry (same r) applies the rest.
+// See "Partial reverts and hold extensions" in the package doc.
 func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevertItems, len(r.Items))
 	defer func() { tr.Done(err) }()
@@ -119,12 +96,7 @@ type giveBack struct {
 func (rt *giveBack) args(s *Store, g []stock.Item, mode string, lines []stock.Item) []any {
 	args := []any{rt.ident, s.keep.Milliseconds(), rt.op, rt.sig, mode, len(lines)}
 	for _, it := range lines {
-		at := 0
-		for i, l := range g {
-			if l.SKU == it.SKU {
-				at = i + 1
-			}
-		}
+		at := slices.IndexFunc(g, func(l stock.Item) bool { return l.SKU == it.SKU }) + 1
 		args = append(args, at, it.Qty)
 	}
 	return args
@@ -168,20 +140,14 @@ func (s *Store) returnOne(ctx context.Context, rt *giveBack, g []stock.Item) err
 // refusal maps an order-wide refusal code of stock_return.lua to its
 // error, or nil for another code.
 func (rt *giveBack) refusal(code string) error {
-	var err error
-	switch code {
-	case "unknown":
-		err = stock.ErrUnknownOrder
-	case "conflict":
+	err := orderCodes[code]
+	if code == "conflict" {
 		err = fmt.Errorf("%w: return %s was applied with other items", stock.ErrConflict, strconv.Quote(rt.op))
-	case "expired":
-		err = stock.ErrHoldExpired
-	case "closed":
-		err = stock.ErrOrderClosed
-	default:
+	}
+	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(rt.order), err)
+	return orderErr(rt.order, err)
 }
 
 // endReturned gives the directory entry of an order a return ended the
@@ -323,7 +289,6 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 			return rt.contention()
 		}
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			cmds = cmds[:0]
 			for _, gi := range plan.run {
 				g := groups[gi]
 				cmds = append(cmds, sent{gi, s.lineScript(ctx, p, returnScript, rt.order, g, rt.now,
@@ -363,10 +328,8 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 		}
 		ended[c.g] = n == 1
 	}
-	for _, e := range ended {
-		if !e {
-			return unlock(nil)
-		}
+	if slices.Contains(ended, false) {
+		return unlock(nil)
 	}
 	return unlock(s.endReturned(ctx, rt))
 }
@@ -388,14 +351,11 @@ type returnPlan struct {
 // asks too much or names a SKU the order lacks, a SKU whose state is gone.
 // A nil plan with a nil error means there is nothing left to do.
 func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
-	orderErr := func(err error) error {
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(rt.order), err)
-	}
 	applied := make([]bool, groups)
 	repeat := false
 	for _, l := range lines {
 		if l.st == "" || l.id != rt.ident {
-			return nil, orderErr(stock.ErrUnknownOrder)
+			return nil, orderErr(rt.order, stock.ErrUnknownOrder)
 		}
 		if l.done != "" {
 			if l.done != rt.sig {
@@ -404,17 +364,12 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 			applied[l.group], repeat = true, true
 		}
 	}
-	if !repeat {
-		for _, l := range lines {
-			if l.st == "expired" || (l.st == "held" && l.dl <= rt.now) {
-				return nil, orderErr(stock.ErrHoldExpired)
-			}
-		}
-		for _, l := range lines {
-			if l.st == "reverted" || l.st == "refunded" {
-				return nil, orderErr(stock.ErrOrderClosed)
-			}
-		}
+	switch {
+	case repeat:
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "expired" || (l.st == "held" && l.dl <= rt.now) }):
+		return nil, orderErr(rt.order, stock.ErrHoldExpired)
+	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "reverted" || l.st == "refunded" }):
+		return nil, orderErr(rt.order, stock.ErrOrderClosed)
 	}
 	p := &returnPlan{lines: make([][]stock.Item, groups), ended: make([]bool, groups)}
 	left := int64(0)
@@ -423,10 +378,8 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 	}
 	for _, it := range rt.items {
 		var line *lineState
-		for i := range lines {
-			if lines[i].sku == it.SKU {
-				line = &lines[i]
-			}
+		if i := slices.IndexFunc(lines, func(l lineState) bool { return l.sku == it.SKU }); i >= 0 {
+			line = &lines[i]
 		}
 		switch {
 		case line == nil || !repeat && it.Qty > line.qty-line.ret:
@@ -441,12 +394,8 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 	}
 	p.close = left <= 0
 	for gi := range groups {
-		p.ended[gi] = true
-		for _, l := range lines {
-			if l.group == gi && (l.st == "held" || l.st == "confirmed") {
-				p.ended[gi] = false // expired, reverted and refunded lines have ended
-			}
-		}
+		// Expired, reverted and refunded lines have ended.
+		p.ended[gi] = !slices.ContainsFunc(lines, func(l lineState) bool { return l.group == gi && (l.st == "held" || l.st == "confirmed") })
 		if !applied[gi] && (len(p.lines[gi]) > 0 || p.close) {
 			p.run = append(p.run, gi)
 		}

@@ -30,12 +30,6 @@ func goneDue(head *redis.StringCmd, now int64) (bool, error) {
 	return err != nil || at <= now, nil // a malformed item is taken off
 }
 
-// purgeSKU queues the script that deletes the SKU's line records whose
-// retention has passed.
-func (s *Store) purgeSKU(ctx context.Context, p redis.Pipeliner, sku string) *redis.Cmd {
-	return purgeScript.Run(ctx, p, []string{s.linesKey(sku), s.goneKey(sku)}, purgeBatch, "line")
-}
-
 // purgeDirs deletes the directory entries whose retention has passed, from
 // the shards of dir whose gone list's first item (heads, one per shard) is
 // due at now (the server's time), in one round trip (none when nothing is
@@ -60,12 +54,7 @@ func (s *Store) purgeDirs(ctx context.Context, dir *directory, heads []*redis.St
 			cmds[i] = purgeScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k]}, purgeBatch, "dir")
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }
 
 // dirCheckScript settles the open entries whose check time came; see its
@@ -123,7 +112,7 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 			if !ok || d.e != 0 || err != nil {
 				continue // gone or ended: the member goes
 			}
-			o.ident, o.lines = d.ident, o.lines[:0]
+			o.ident = d.ident
 			for _, it := range items {
 				o.lines = append(o.lines, p.HGet(ctx, s.linesKey(it.SKU), o.id))
 			}
@@ -155,15 +144,9 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 	}
 	var cmds []*redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
 		for k, a := range args {
 			cmds = append(cmds, dirCheckScript.Run(ctx, p, []string{dir.keys[k], dir.gones[k], dir.opens[k]}, a...))
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }

@@ -21,27 +21,17 @@ const peekBatch = 256
 // (by the Store's Clock) has passed, and the user quota they counted, and
 // reports them. Each hold is returned by one script that re-checks it, so
 // any number of reclaimers may run at once: a hold is returned once, and a
-// confirmed or reverted hold never. A pass reads the SKU registry, peeks
-// every SKU's holds zset (and its zset of orders an earlier pass stopped
-// before finishing) in pipelined batches, runs one script per SKU that has
-// due holds, then finishes the orders it ended (their directory entries,
-// their lines on other slots). The pass also deletes the line records and
-// directory entries of orders that ended more than Retention ago (by the
-// server's clock; at most 1000 per SKU, and per directory shard, each
-// pass): nothing else deletes them. Last it settles the directory entries
-// whose check time came (see "The life of an order" in the package doc).
-//
-// The lines of one order share its deadline, so a pass returns them
+// confirmed or reverted hold never. The lines of one order are returned
 // together (unless limit ends the pass between them; the next pass returns
-// the rest). A line partial reverts emptied ends with its order unreported
-// (Qty would be 0); a pass reports fewer than limit holds only when no
-// more are due (a due hold that ends between the pass's peek and its
-// script, by a Confirm, a Revert or another reclaimer, makes it peek
-// again). The report survives a client's resend of a pass's scripts
-// (each pass records its reply under a token of its own): a pass that
-// returned holds reports them, or fails. An error after holds were returned
+// the rest); a line partial reverts emptied ends unreported, and a pass
+// reports fewer than limit holds only when no more are due. A pass also
+// finishes the orders it ended, deletes the records and entries of orders
+// that ended more than Retention ago (nothing else deletes them) and
+// settles the directory entries whose check time came: see "Reclaim" and
+// "The life of an order" in the package doc. The report survives a
+// client's resend of a pass's scripts; an error after holds were returned
 // may hide them from the report (the error then matches
-// stock.ErrUnknownOutcome); their units are back all the same.
+// stock.ErrUnknownOutcome), their units are back all the same.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpReclaim, 0)
 	defer func() { tr.Done(err) }()
@@ -93,10 +83,12 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		if err != nil {
 			return out, err
 		}
+		peeked := 0
 		for _, d := range due {
 			if len(d.orders) > 0 && (oldest.IsZero() || d.oldest.Before(oldest)) {
 				oldest = d.oldest
 			}
+			peeked += len(d.orders)
 		}
 		// Each round's scripts record their replies under a token of
 		// their own: a SKU read again is a new script call, not a resend.
@@ -107,10 +99,6 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		out = append(out, got...)
 		if err != nil {
 			return out, err
-		}
-		peeked := 0
-		for _, d := range due {
-			peeked += len(d.orders)
 		}
 		if ended == peeked && len(got) == ended {
 			start += peekBatch
@@ -129,13 +117,10 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	if err == nil {
 		err = s.purgeDirs(ctx, dir, heads, snow)
 	}
-	if err != nil {
-		if len(out) > 0 {
-			err = &outcomeError{err: err}
-		}
-		return out, err
+	if err != nil && len(out) > 0 {
+		err = &outcomeError{err: err}
 	}
-	return out, nil
+	return out, err
 }
 
 // dueHolds are the order IDs of one SKU whose deadline has passed, and
@@ -160,7 +145,6 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 	var cmds, lefts []*redis.ZSliceCmd
 	var gones []*redis.StringCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds, lefts, gones = cmds[:0], lefts[:0], gones[:0]
 		for _, sku := range skus {
 			gones = append(gones, p.LIndex(ctx, s.goneKey(sku), 0))
 			cmds = append(cmds, p.ZRangeByScoreWithScores(ctx, s.holdsKey(sku), &redis.ZRangeBy{
@@ -223,12 +207,13 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i, d := range due {
 			if d.purge {
-				purges[i] = s.purgeSKU(ctx, p, d.sku)
+				// The SKU's line records whose retention has passed.
+				purges[i] = purgeScript.Run(ctx, p, []string{s.linesKey(d.sku), s.goneKey(d.sku)}, purgeBatch, "line")
 			}
 			if len(d.orders) == 0 {
 				continue // unfinished ends, or records to delete, only
 			}
-			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.reclaimMemoKey(d.sku, pass),
+			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.skuKey(d.sku, ":rc:", pass),
 				s.endsKey(d.sku), s.linesKey(d.sku), s.goneKey(d.sku)}
 			args := make([]any, 0, 3+len(d.orders))
 			args = append(args, now, s.keep.Milliseconds(), memoTTL.Milliseconds())
@@ -293,7 +278,11 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 		return out, n, errors.Join(firstErr, err)
 	}
 	// Finished: the orders leave their SKUs' ends zsets.
-	if err := s.dropEnds(ctx, endsRefs(ended, idents)); err != nil && firstErr == nil {
+	refs := make([]endsRef, len(ended))
+	for i, l := range ended {
+		refs[i] = endsRef{l.SKU, endsMember(l.OrderID, idents[i])}
+	}
+	if err := s.dropEnds(ctx, refs); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	return out, n, firstErr
@@ -307,15 +296,6 @@ func endsMember(order, ident string) string { return order + "\n" + ident }
 // endsRef is one member of one SKU's ends zset.
 type endsRef struct{ sku, member string }
 
-// endsRefs are the ends members of lines of the identities idents.
-func endsRefs(lines []stock.Reclaimed, idents []string) []endsRef {
-	refs := make([]endsRef, len(lines))
-	for i, l := range lines {
-		refs[i] = endsRef{l.SKU, endsMember(l.OrderID, idents[i])}
-	}
-	return refs
-}
-
 // dropEnds takes refs out of their SKUs' ends zsets.
 func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
 	if len(refs) == 0 {
@@ -323,26 +303,17 @@ func (s *Store) dropEnds(ctx context.Context, refs []endsRef) error {
 	}
 	var zrems []*redis.IntCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		zrems = zrems[:0]
 		for _, r := range refs {
 			zrems = append(zrems, p.ZRem(ctx, s.endsKey(r.sku), r.member))
 		}
 	})
-	for _, c := range zrems {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(zrems))
 }
 
 // unfinished returns the orders in due's unfinished ends that are still
-// the orders the reclaimer ended, as lines (and their identities) for
-// endOrders: those whose line record is still expired under the identity
-// the entry names, or, once that record is gone, whose directory entry
-// still names that identity without a TTL (never ended). The others (a
-// newer order under the same ID, or nothing left) leave the ends zset at
-// once.
+// the orders the reclaimer ended (see Reclaim in the package doc), as
+// lines (and their identities) for endOrders; the others leave the ends
+// zset at once.
 func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaimed, []string, error) {
 	type left struct {
 		sku, id, ident string
@@ -406,22 +377,12 @@ func (s *Store) unfinished(ctx context.Context, due []dueHolds) ([]stock.Reclaim
 }
 
 // endOrders ends the orders of the lines this pass returned on their other
-// slots, and gives their directory entries the lifetime their records just
-// got (Retention from now), so an order ID stays bound to its items for as
-// long as any of its records is kept.
-//
-// A line of the order confirmed on another slot is the first half of a
-// multi-slot Confirm that stopped before the line this pass expired (its
-// reply lost, its caller gone): the order was never sold, as a Confirm
-// past its deadline would say, so those lines are expired too (their units
-// and quota returned, unreported: they were not holds). Left confirmed,
-// they would count as sold units the record never sold, and a later
-// Confirm or Revert of the order would return them after a reconciler had
-// already counted them back. A line that is still held (an extension that
-// reached only its slot) keeps its hold, and its order's entry waits for
-// the pass that returns it. An entry that names another identity (a newer
-// order under the same ID) is left alone. It costs one round trip per pass
-// that returned something, and one more for orders of several lines.
+// slots, and then their directory entries (see Reclaim in the package doc):
+// a line confirmed on another slot, half of a multi-slot Confirm that
+// stopped, is expired too (unreported: it was not a hold); left confirmed,
+// it would count as sold units the record never sold. A line still held
+// (an extension that reached only its slot) keeps its hold, and its
+// order's entry waits for the pass that returns it.
 func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents []string, now int64) error {
 	if len(lines) == 0 {
 		return nil
@@ -448,7 +409,6 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		at = p.Time(ctx)
-		others = others[:0]
 		for _, o := range orders {
 			its, err := parseIdent(o.ident)
 			if err != nil {
@@ -492,7 +452,6 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 	}
 	var cmds []*redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds = cmds[:0]
 		for _, o := range orders {
 			if sold[o] != nil {
 				for _, g := range s.groups(items[o]) {
@@ -506,12 +465,7 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 			}
 		}
 	})
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return s.writeErr(ctx, err)
-		}
-	}
-	return nil
+	return s.writeErr(ctx, errOf(cmds))
 }
 
 // Hold is one live hold of a SKU: an order line neither confirmed nor
@@ -538,14 +492,15 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) (_ []Hold, err error
 		return nil, err
 	}
 	b, err := s.splitSKU(ctx, sku)
-	if err != nil || b == nil {
-		if err != nil {
-			return nil, err
-		}
-		return s.heldOrders(ctx, sku)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{sku}
+	if b != nil {
+		names = b.names
 	}
 	var out []Hold
-	for _, name := range b.names {
+	for _, name := range names {
 		hs, err := s.heldOrders(ctx, name)
 		if err != nil {
 			return nil, err

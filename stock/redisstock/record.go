@@ -22,7 +22,13 @@ type record struct {
 }
 
 // user is the record's user ID ("" for none).
-func (r record) user() string { return r.ident[:indexNL(r.ident)] }
+func (r record) user() string { return userOf(r.ident) }
+
+// userOf is the user ID of an order's identity.
+func userOf(ident string) string {
+	user, _, _ := strings.Cut(ident, "\n")
+	return user
+}
 
 // left is what the line still takes: qty less what partial returns gave
 // back.

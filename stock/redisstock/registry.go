@@ -63,21 +63,11 @@ func (s *Store) readRegistry(ctx context.Context, sku string) (registry, error) 
 	var member, lost *redis.BoolCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		exists = p.Exists(ctx, s.registryKey())
-		if sku != "" {
-			member = p.SIsMember(ctx, s.registryKey(), sku)
-		}
+		member = p.SIsMember(ctx, s.registryKey(), sku) // "" is never a member
 		lost = p.SIsMember(ctx, s.registryKey(), lostMark)
 	})
-	cmds := []redis.Cmder{exists, lost}
-	if member != nil {
-		cmds = append(cmds, member)
-	}
-	if err := firstErr(cmds...); err != nil {
+	if err := firstErr(exists, member, lost); err != nil {
 		return registry{}, err
 	}
-	reg := registry{exists: exists.Val() == 1, lost: lost.Val()}
-	if member != nil {
-		reg.member = member.Val()
-	}
-	return reg, nil
+	return registry{exists: exists.Val() == 1, member: member.Val(), lost: lost.Val()}, nil
 }

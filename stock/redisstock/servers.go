@@ -57,7 +57,7 @@ func (s *Store) Servers(ctx context.Context) (_ Servers, err error) {
 	out := Servers{RunIDs: map[string]string{}}
 	var mu sync.Mutex
 	read := func(ctx context.Context, c *redis.Client) error {
-		id, err := runID(ctx, c)
+		id, err := runIDOf(c.Info(ctx, "server"))
 		if err != nil {
 			return err
 		}
@@ -85,10 +85,6 @@ func (s *Store) Servers(ctx context.Context) (_ Servers, err error) {
 	}
 	out.Marked = n == 1
 	return out, nil
-}
-
-func runID(ctx context.Context, c *redis.Client) (string, error) {
-	return runIDOf(c.Info(ctx, "server"))
 }
 
 // runIDOf parses run_id from an INFO reply. A server that refuses the

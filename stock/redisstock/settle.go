@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,10 +45,7 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 		}
 	}
 	// Group by group; the last call carries every group again and the
-	// entry's end, the order's member in the open zset first: every line
-	// ends with the entry (a line ended before moves its end), so it lives
-	// Retention from the order's end, and should the call stop before the
-	// end, the reclaimer ends the entry.
+	// entry's end (see "ending" in The life of an order, package doc).
 	for i := range groups {
 		last, batch := i == len(groups)-1, groups[i:i+1]
 		if last {
@@ -131,55 +129,25 @@ func (s *Store) confirmed(ctx context.Context, orderID, ident string, groups [][
 // done=true with the outcome when the order cannot be confirmed or is
 // already confirmed, and done=false when every line is held and live.
 func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64) (bool, error) {
-	var cmds []*redis.StringCmd
-	var live []*redis.BoolCmd
-	var skus []string
-	var at *redis.TimeCmd
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		cmds, live, skus = cmds[:0], live[:0], skus[:0]
-		for _, g := range groups {
-			for _, it := range g {
-				cmds = append(cmds, p.HGet(ctx, s.linesKey(it.SKU), orderID))
-				live = append(live, p.HExists(ctx, s.stateKey(it.SKU), "hold"))
-				skus = append(skus, it.SKU)
-			}
-		}
-		at = p.Time(ctx)
-	})
-	snow, err := serverMs(at) // records' ends are the server's time
+	lines, err := s.readLines(ctx, orderID, groups, "")
 	if err != nil {
-		return true, s.readErr(ctx, err)
+		return true, err
 	}
 	confirmed, expired, lost := 0, "", ""
-	for i, c := range cmds {
-		v, err := c.Result()
-		if err == redis.Nil {
-			err = nil
-		}
-		if err == nil {
-			err = live[i].Err()
-		}
-		if err != nil {
-			return true, s.readErr(ctx, err)
-		}
-		r, ok, err := parseRecord(v, snow)
-		if err != nil {
-			return true, badReply(v)
-		}
-		st, deadline := r.st, r.dl
-		if st == "held" && !live[i].Val() && lost == "" {
-			lost = skus[i]
+	for _, l := range lines {
+		if l.st == "held" && !l.live && lost == "" {
+			lost = l.sku
 		}
 		switch {
-		case !ok || r.ident != ident:
-			return true, &stock.SKUError{SKU: skus[i], Err: stock.ErrUnknownOrder}
-		case st == "reverted" || st == "refunded":
-			return true, &stock.SKUError{SKU: skus[i], Err: stock.ErrOrderClosed}
-		case st == "expired" || (st == "held" && deadline <= now):
+		case l.st == "" || l.id != ident:
+			return true, &stock.SKUError{SKU: l.sku, Err: stock.ErrUnknownOrder}
+		case l.st == "reverted" || l.st == "refunded":
+			return true, &stock.SKUError{SKU: l.sku, Err: stock.ErrOrderClosed}
+		case l.st == "expired" || (l.st == "held" && l.dl <= now):
 			if expired == "" {
-				expired = skus[i]
+				expired = l.sku
 			}
-		case st == "confirmed":
+		case l.st == "confirmed":
 			confirmed++
 		}
 	}
@@ -190,7 +158,7 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 		return true, s.settleAll(ctx, orderID, ident, groups, now, "expire",
 			&stock.SKUError{SKU: expired, Err: stock.ErrHoldExpired})
 	}
-	return confirmed == len(cmds), nil
+	return confirmed == len(lines), nil
 }
 
 // settleAll runs the release script in mode on every group, so a multi-slot
@@ -241,8 +209,12 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 		// Across slots the revert scripts are not one atomic step: first
 		// make sure no SKU's state is gone, so that a gate that lost one
 		// returns nothing rather than some lines.
-		if err := s.statesLive(ctx, groups); err != nil {
+		lines, err := s.readLines(ctx, orderID, groups, "")
+		if err != nil {
 			return err
+		}
+		if i := slices.IndexFunc(lines, func(l lineState) bool { return !l.live }); i >= 0 {
+			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnavailable}
 		}
 	}
 	now := s.nowMs()
@@ -287,7 +259,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 		return lost
 	}
 	if found == 0 {
-		return fmt.Errorf("redisstock: order %s: %w", strconv.Quote(orderID), stock.ErrUnknownOrder)
+		return orderErr(orderID, stock.ErrUnknownOrder)
 	}
 	if err := end.Err(); err != nil {
 		return &outcomeError{err: s.writeErr(ctx, err)}
@@ -353,22 +325,12 @@ func parseIdent(ident string) ([]stock.Item, error) {
 	return items, nil
 }
 
-// lineScript queues or runs a per-line script (5 keys per line, see
-// lineKeys) with args now, order ID, then extra.
+// lineScript queues or runs a script that may end lines (5 keys per
+// line: dealKeys and its gone list) with args now, order ID, then extra.
 func (s *Store) lineScript(ctx context.Context, c redis.Scripter, sc *redis.Script, order string, g []stock.Item, now int64, extra ...any) *redis.Cmd {
 	keys := make([]string, 0, 5*len(g))
 	for _, it := range g {
-		keys = s.lineKeys(keys, it.SKU)
-	}
-	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
-}
-
-// dealScript is lineScript for the scripts that take 4 keys per line (see
-// dealKeys).
-func (s *Store) dealScript(ctx context.Context, c redis.Scripter, sc *redis.Script, order string, g []stock.Item, now int64, extra ...any) *redis.Cmd {
-	keys := make([]string, 0, 4*len(g))
-	for _, it := range g {
-		keys = s.dealKeys(keys, it.SKU)
+		keys = append(s.dealKeys(keys, it.SKU), s.goneKey(it.SKU))
 	}
 	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
 }

@@ -35,13 +35,10 @@ func (s *Store) slotBatcher(a *attempt) *batcher {
 	return b.(*batcher)
 }
 
-// bindBatch binds the order IDs of the attempts of calls: one pipeline of
-// HSETNX (bindNew, each on its directory shard's master), then, for the
-// IDs whose entries exist, the bind script, one call per directory shard.
-// It gives each call its bind's reply, which the caller reads as an
-// unbatched attempt reads bindOne's, and returns the first failure. The
-// takes of the orders it bound ("new" or "same") of one slot group go to
-// their slot's batcher together (see queueTakes).
+// bindBatch binds the order IDs of the attempts of calls (bindNew, then
+// bindExisting), gives each call its bind's reply, which the caller reads
+// as an unbatched attempt reads bindOne's, and returns the first failure;
+// then it queues the takes (queueTakes).
 func (s *Store) bindBatch(ctx context.Context, calls []*call) error {
 	defer s.queueTakes(calls)
 	created := make([]*redis.BoolCmd, len(calls))
@@ -82,16 +79,12 @@ func (s *Store) queueTakes(calls []*call) {
 	}
 }
 
-// deductSlotBatch takes the first slot group of the attempts of calls,
-// orders of one slot group each, all in one slot, whose IDs are bound: one
-// deduct script call takes the orders one after another:
-// stock_deduct_hot.lua for a batch of the flash sale's shape (see
-// hotSlotBatch), stock_deduct.lua for any other; the orders the hot script
-// leaves (from the first repeat or conflict on, so that every order is
-// decided in the batch's order) go through stock_deduct.lua in one more
-// call. It gives each call its part of the replies, which the caller reads
-// as an unbatched attempt reads its own, and returns the deduct script
-// call's failure, if it failed.
+// deductSlotBatch takes the first slot group of the attempts of calls, all
+// of one slot, whose IDs are bound, in one deduct script call (the hot one
+// for a batch of the flash sale's shape, and stock_deduct.lua for the
+// orders it leaves), gives each call its part of the replies, which the
+// caller reads as an unbatched attempt reads its own, and returns the
+// deduct script call's failure, if it failed.
 func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 	hot := hotSlotBatch(calls)
 	var multi *redis.Cmd
@@ -115,10 +108,7 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 			c.first = partReply(more, i)
 		}
 	}
-	if err := multi.Err(); err != nil {
-		return s.writeErr(ctx, err)
-	}
-	return nil
+	return s.writeErr(ctx, multi.Err())
 }
 
 // bindExisting sets each call's bind reply from its bindNew (created):
@@ -202,14 +192,7 @@ func hotSlotBatch(calls []*call) bool {
 			}
 		}
 	}
-	seen := make(map[string]struct{}, len(calls))
-	for _, c := range calls {
-		if _, dup := seen[c.a.o.ID]; dup {
-			return false
-		}
-		seen[c.a.o.ID] = struct{}{}
-	}
-	return true
+	return distinctIDs(calls, func(c *call) string { return c.a.o.ID })
 }
 
 // deductHotSlot queues stock_deduct_hot.lua (mode 'slot') taking calls

@@ -54,8 +54,8 @@ const snapshotBatch = 1024
 // undone Deduct attempt drops its holds so), or one of whose held lines a
 // partial return changed between them (the SKU's state counts such returns,
 // field rn, read after the quantities), is read again, so that every hold
-// of the instant read has its quantity as of that instant, or is Lost. Different SKUs are read at
-// slightly different moments.
+// of the instant read has its quantity as of that instant, or is Lost.
+// Different SKUs are read at slightly different moments.
 //
 // Its one write keeps the Store's registry of SKUs on sale whole: a SKU
 // read with a state that the registry no longer names (the registry's key
@@ -92,7 +92,13 @@ func (s *Store) Snapshot(ctx context.Context, reqs []SnapshotRequest) (_ []Snaps
 		}
 		out = append(out, got...)
 	}
-	if err := s.snapshotBuckets(ctx, reqs, out); err != nil {
+	skus := skusOf(reqs, func(r SnapshotRequest) string { return r.SKU })
+	// A SKU split into buckets: one snapshot of all its buckets.
+	err = s.eachSplit(ctx, skus, func(i int, b *buckets) (err error) {
+		out[i], err = s.snapshotSplit(ctx, b, reqs[i])
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -184,11 +190,8 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 }
 
 // relist adds to the registry, in one round trip, the SKUs of out that
-// have a state and that it does not name (in[i]: it names out[i]). Only a
-// loss of the registry's own key does that (its server lost its data,
-// alone of a Cluster's, or the key was evicted), and ReclaimExpired, which
-// finds SKUs there, would never return those SKUs' holds. A registry
-// recreated so is marked incomplete, as by a rebuild (see Calibrated).
+// have a state and that it does not name (in[i]: it names out[i]); see
+// Snapshot.
 func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 	var skus []string
 	for i := range out {
@@ -259,14 +262,10 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn
 }
 
 // holdQtys reads the quantity and user of every hold in out, in one round
-// trip, and moves holds without a record to Lost. A record is missing
-// either for good (a partial flush, a hand-deleted key: the hold is still
-// in the holds zset) or because the hold ended since the script read it
-// (an undone Deduct attempt deletes the record it drops, in the step that
-// takes it out of the zset): the hold's quantity is then unknown, and
-// ended reports the snapshot to be read again. The zset is read after the
-// record, on the same server, so a missing record and a hold still in the
-// zset mean the former.
+// trip, and moves holds without a record to Lost: a record missing for
+// good (the hold is still in the holds zset, read after the record on the
+// same server), or because the hold ended since the script read it (an
+// undone Deduct attempt): ended reports the snapshot to be read again.
 func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rns []string) (ended []bool, err error) {
 	ended = make([]bool, len(out))
 	n := 0
@@ -281,7 +280,6 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 	rn := make([]*redis.StringCmd, len(out))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for i := range out {
-			ins[i] = ins[i][:0]
 			if len(ids[i]) == 0 {
 				continue
 			}
@@ -363,6 +361,12 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) (err erro
 			return err
 		}
 	}
+	return s.putStates(ctx, ls)
+}
+
+// putStates puts listings, each of one gate state, in one round trip per
+// 1024.
+func (s *Store) putStates(ctx context.Context, ls []stock.Listing) error {
 	all, err := newGens(ctx, len(ls))
 	if err != nil {
 		return err
@@ -372,7 +376,6 @@ func (s *Store) PutOnSaleMany(ctx context.Context, ls []stock.Listing) (err erro
 		gens := all[start:]
 		cmds := make([]redis.Cmder, 0, 2*len(batch))
 		s.pipelined(ctx, func(p redis.Pipeliner) {
-			cmds = cmds[:0]
 			for i, l := range batch {
 				cmds = append(cmds, p.SAdd(ctx, s.registryKey(), l.SKU, s.mark()),
 					putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
@@ -479,10 +482,7 @@ func (s *Store) Rebuild(ctx context.Context, rs []Rebuild) (_ []Outcome, err err
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	skus := make([]string, len(rs))
-	for i, r := range rs {
-		skus[i] = r.Listing.SKU
-	}
+	skus := skusOf(rs, func(r Rebuild) string { return r.Listing.SKU })
 	if !s.bucketed {
 		return s.rebuild(ctx, rs)
 	}
@@ -557,20 +557,18 @@ func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 			if err != nil {
 				return out, s.batchErr(ctx, err, start, len(batch))
 			}
-			switch code, _ := replyCode(res); code {
-			case "ok":
-				out = append(out, Applied)
-			case "exists":
-				out = append(out, Exists)
-			case "stale":
-				out = append(out, Moved)
-			default:
+			code, _ := replyCode(res)
+			o, ok := rebuildOutcomes[code]
+			if !ok {
 				return out, badReply(res)
 			}
+			out = append(out, o)
 		}
 	}
 	return out, nil
 }
+
+var rebuildOutcomes = map[string]Outcome{"ok": Applied, "exists": Exists, "stale": Moved}
 
 // batchErr classifies the failure of a call that writes many SKUs, one
 // script each, in pipelines: done writes were applied by earlier pipelines
@@ -584,11 +582,7 @@ func (s *Store) batchErr(ctx context.Context, err error, done, n int) error {
 	}
 	var rerr redis.Error
 	if done > 0 || (n > 1 && errors.As(err, &rerr)) {
-		e := &outcomeError{err: err}
-		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-			e.ctx = cerr
-		}
-		return e
+		return unknown(ctx, err)
 	}
 	return s.writeErr(ctx, err)
 }
@@ -599,8 +593,11 @@ func newGens(ctx context.Context, n int) ([]string, error) {
 	gens := make([]string, n)
 	for i := range gens {
 		var err error
-		if gens[i], err = newGen(ctx); err != nil {
-			return nil, err
+		if err = ctx.Err(); err == nil {
+			gens[i], err = randomToken()
+		}
+		if err != nil {
+			return nil, notSent(err)
 		}
 	}
 	return gens, nil

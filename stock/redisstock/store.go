@@ -27,46 +27,32 @@ type Config struct {
 	// default stock.SystemClock.
 	Clock stock.Clock
 	// Retention is how long an order's line records and directory entry
-	// are read once the order is confirmed, reverted or expired, so that
-	// retries with the same order ID stay idempotent; default 24h, at
-	// least MinRetention. A held line's record lives until the hold is
-	// confirmed or returned, whatever the time. Past Retention (by the
-	// server's clock, as for a TTL) they read as gone, and ReclaimExpired
-	// deletes them.
+	// are read once the order ends, so that retries with the same order ID
+	// stay idempotent (see Key layout in the package doc); default 24h, at
+	// least MinRetention.
 	Retention time.Duration
 	// MaxBatch is the most concurrent Deducts sent together in one script
-	// call; default DefaultMaxBatch. While a call is in flight, the next
-	// callers queue and leave together, each order checked and taken on
-	// its own; a lone caller is sent at once. On a Redis Cluster the
-	// orders whose SKUs share a hash slot are batched per slot (an order
-	// on several slots is not batched). 1 sends every Deduct on its own.
-	// At most MaxMaxBatch. A Ring does not batch.
+	// call (see "Deduct: one script call, shared" in the package doc);
+	// default DefaultMaxBatch, at most MaxMaxBatch. 1 sends every Deduct on
+	// its own. A Ring does not batch.
 	MaxBatch int
 
 	// WaitReplicas, when above 0, makes every call that writes wait, before
-	// it answers, until that many replicas acknowledged its writes (WAIT
-	// after the writes, on the connection they went on; on a Redis Cluster,
-	// on each master they went to). When fewer acknowledge within
-	// WaitTimeout, the call fails with an error matching
-	// stock.ErrUnknownOutcome (a *ReplicationError): the write may be on
-	// the master only, and a failover may lose it; retry with the same
-	// order ID. Calls that only read do not wait. Default 0: no wait. At
-	// most MaxWaitReplicas. It needs a *redis.Client (standalone or
-	// Sentinel) or a *redis.ClusterClient: New refuses it on a Ring or any
-	// other client with stock.ErrInvalid. See "Replication wait" in the
-	// package doc.
+	// it answers, until that many replicas acknowledged its writes; when
+	// fewer do within WaitTimeout, the call fails with a *ReplicationError
+	// (stock.ErrUnknownOutcome). Default 0: no wait. At most
+	// MaxWaitReplicas. It needs a *redis.Client (standalone or Sentinel) or
+	// a *redis.ClusterClient (New refuses it on any other client with
+	// stock.ErrInvalid). See "Replication wait" in the package doc.
 	WaitReplicas int
 	// WaitTimeout bounds each wait; default DefaultWaitTimeout (1s), or
 	// half the client's ReadTimeout when that is shorter. It must be at
 	// least a millisecond and below the client's ReadTimeout (the wait's
 	// reply is read under it). Ignored when WaitReplicas is 0.
 	WaitTimeout time.Duration
-	// WaitAOF waits with WAITAOF 0 <WaitReplicas> <ms> instead of WAIT:
-	// the replicas wrote the writes to their append-only file and fsynced
-	// it (Redis 7.2 or later, Valkey 8; the replicas need appendonly yes).
-	// On a server without WAITAOF every call that writes fails with an
-	// error that says so, with nothing sent (not stock.ErrUnknownOutcome);
-	// it never falls back to WAIT. It needs WaitReplicas above 0.
+	// WaitAOF waits with WAITAOF 0 <WaitReplicas> <ms> instead of WAIT
+	// (see "Replication wait" in the package doc). It needs WaitReplicas
+	// above 0.
 	WaitAOF bool
 
 	// Observer receives the Store's calls, batches and reclaim passes
@@ -196,7 +182,10 @@ func New(c redis.UniversalClient, cfg Config) (*Store, error) {
 		s.slots.binds = &batcher{s: s, max: cfg.MaxBatch, run: s.bindBatch, quiet: true}
 	}
 	if wait != nil {
-		s.c = wait.wrap(c)
+		wc := &waitClient{UniversalClient: c, w: wait}
+		wc.single, _ = c.(*redis.Client)
+		wc.cluster, _ = c.(*redis.ClusterClient)
+		s.c = wc
 	}
 	return s, nil
 }
@@ -243,13 +232,9 @@ func (s *Store) registryKey() string        { return s.prefix + ":skus" }
 func (s *Store) claimKey(sku string) string { return s.skuKey(sku, ":rb", "") }
 
 // dealKeys appends the four keys a Deduct's line needs for sku (state,
-// holds, users, lines); lineKeys the five of the scripts that may end a
-// line (and its gone list).
+// holds, users, lines).
 func (s *Store) dealKeys(keys []string, sku string) []string {
 	return append(keys, s.stateKey(sku), s.holdsKey(sku), s.usersKey(sku), s.linesKey(sku))
-}
-func (s *Store) lineKeys(keys []string, sku string) []string {
-	return append(s.dealKeys(keys, sku), s.goneKey(sku))
 }
 
 func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
@@ -276,35 +261,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if done, err := s.putBuckets(ctx, l); done || err != nil {
 		return err
 	}
-	gen, err := newGen(ctx)
-	if err != nil {
-		return err
-	}
-	var reg *redis.IntCmd
-	var put *redis.Cmd
-	s.pipelined(ctx, func(p redis.Pipeliner) {
-		reg = p.SAdd(ctx, s.registryKey(), l.SKU, s.mark())
-		put = putScript.Run(ctx, p, []string{s.stateKey(l.SKU), s.claimKey(l.SKU)},
-			l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gen, l.EffectiveMaxHoldTTL().Milliseconds())
-	})
-	if err := firstErr(reg, put); err != nil {
-		return s.writeErr(ctx, err)
-	}
-	s.listed.Store(true)
-	return nil
-}
-
-// newGen checks that ctx is not done (nothing is sent then) and draws a new
-// Fence generation.
-func newGen(ctx context.Context) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", notSent(err)
-	}
-	gen, err := randomToken()
-	if err != nil {
-		return "", notSent(err)
-	}
-	return gen, nil
+	return s.putStates(ctx, []stock.Listing{l})
 }
 
 // The keys of a restock operation: the operation ID's binding to its SKU
@@ -409,36 +366,18 @@ func (e *lostError) Unwrap() error { return stock.ErrUnavailable }
 // Available returns the SKU's units that can be deducted now, in one read.
 func (s *Store) Available(ctx context.Context, sku string) (_ int64, err error) {
 	defer named(&err, "read available units of SKU", sku)
-	if err := stock.ValidateID("sku", sku); err != nil {
-		return 0, err
-	}
-	if err := s.ready(ctx); err != nil {
-		return 0, err
-	}
-	if b, err := s.splitSKU(ctx, sku); err != nil || b != nil {
-		if err != nil {
-			return 0, err
-		}
-		st, err := s.bucketLevels(ctx, b)
-		if err == nil && !st.Exists {
-			err = &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
-		}
-		return st.Available, err
-	}
-	v, err := s.c.HGet(ctx, s.stateKey(sku), "avail").Int64()
-	if err == redis.Nil {
-		return 0, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
-	}
-	if err != nil {
-		return 0, s.readErr(ctx, err)
-	}
-	return v, nil
+	l, err := s.levels(ctx, sku)
+	return l.Available, err
 }
 
 // Levels returns the SKU's available, held and sold units and settings, in
 // one read.
 func (s *Store) Levels(ctx context.Context, sku string) (_ stock.Levels, err error) {
 	defer named(&err, "read levels of SKU", sku)
+	return s.levels(ctx, sku)
+}
+
+func (s *Store) levels(ctx context.Context, sku string) (stock.Levels, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return stock.Levels{}, err
 	}

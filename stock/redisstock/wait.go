@@ -84,14 +84,6 @@ func checkWait(c redis.UniversalClient, cfg Config) (*waiter, error) {
 	return &waiter{n: cfg.WaitReplicas, timeout: t, aof: cfg.WaitAOF}, nil
 }
 
-// wrap returns c with w's wait after every request that writes.
-func (w *waiter) wrap(c redis.UniversalClient) *waitClient {
-	wc := &waitClient{UniversalClient: c, w: w}
-	wc.single, _ = c.(*redis.Client)
-	wc.cluster, _ = c.(*redis.ClusterClient)
-	return wc
-}
-
 // base returns the client the Store was given, without the wait.
 func (s *Store) base() redis.UniversalClient {
 	if wc, ok := s.c.(*waitClient); ok {
@@ -125,34 +117,28 @@ func (e *ReplicationError) Error() string {
 // redis.Error: the write did run).
 func (e *ReplicationError) Unwrap() error { return stock.ErrUnknownOutcome }
 
-// EvalSha runs the script followed by the wait, unless it only reads.
-func (wc *waitClient) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	if readOnlyScripts[sha1] {
-		return wc.UniversalClient.EvalSha(ctx, sha1, keys, args...)
-	}
+// one sends the command queue puts on a Pipeline, followed by the wait
+// when it may write.
+func one[C redis.Cmder](ctx context.Context, wc *waitClient, queue func(p redis.Pipeliner) C) C {
 	p := wc.Pipeline()
-	cmd := p.EvalSha(ctx, sha1, keys, args...)
+	cmd := queue(p)
 	_, _ = p.Exec(ctx)
 	return cmd
+}
+
+// EvalSha runs the script followed by the wait, unless it only reads.
+func (wc *waitClient) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return one(ctx, wc, func(p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, sha1, keys, args...) })
 }
 
 // Eval is EvalSha with the script's source (Script.Run's fallback).
 func (wc *waitClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	if readOnlyScripts[scriptSHA(script)] {
-		return wc.UniversalClient.Eval(ctx, script, keys, args...)
-	}
-	p := wc.Pipeline()
-	cmd := p.Eval(ctx, script, keys, args...)
-	_, _ = p.Exec(ctx)
-	return cmd
+	return one(ctx, wc, func(p redis.Pipeliner) *redis.Cmd { return p.Eval(ctx, script, keys, args...) })
 }
 
 // Do sends a command, followed by the wait when it may write.
 func (wc *waitClient) Do(ctx context.Context, args ...any) *redis.Cmd {
-	p := wc.Pipeline()
-	cmd := p.Do(ctx, args...)
-	_, _ = p.Exec(ctx)
-	return cmd
+	return one(ctx, wc, func(p redis.Pipeliner) *redis.Cmd { return p.Do(ctx, args...) })
 }
 
 // Process sends cmd, followed by the wait when it may write.
@@ -165,26 +151,17 @@ func (wc *waitClient) Process(ctx context.Context, cmd redis.Cmder) error {
 
 // Set is SET followed by the wait.
 func (wc *waitClient) Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd {
-	p := wc.Pipeline()
-	cmd := p.Set(ctx, key, value, expiration)
-	_, _ = p.Exec(ctx)
-	return cmd
+	return one(ctx, wc, func(p redis.Pipeliner) *redis.StatusCmd { return p.Set(ctx, key, value, expiration) })
 }
 
 // SetArgs is SET with options followed by the wait.
 func (wc *waitClient) SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd {
-	p := wc.Pipeline()
-	cmd := p.SetArgs(ctx, key, value, a)
-	_, _ = p.Exec(ctx)
-	return cmd
+	return one(ctx, wc, func(p redis.Pipeliner) *redis.StatusCmd { return p.SetArgs(ctx, key, value, a) })
 }
 
 // SRem is SREM followed by the wait.
 func (wc *waitClient) SRem(ctx context.Context, key string, members ...any) *redis.IntCmd {
-	p := wc.Pipeline()
-	cmd := p.SRem(ctx, key, members...)
-	_, _ = p.Exec(ctx)
-	return cmd
+	return one(ctx, wc, func(p redis.Pipeliner) *redis.IntCmd { return p.SRem(ctx, key, members...) })
 }
 
 // Pipeline returns a pipeline whose Exec adds the wait when it writes.
@@ -194,11 +171,7 @@ func (wc *waitClient) Pipeline() redis.Pipeliner {
 
 // Pipelined runs fn on a Pipeline and executes it.
 func (wc *waitClient) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
-	p := wc.Pipeline()
-	if err := fn(p); err != nil {
-		return nil, err
-	}
-	return p.Exec(ctx)
+	return wc.Pipeline().Pipelined(ctx, fn)
 }
 
 // waitPipe queues commands in the client's own pipeline and sends them
@@ -239,12 +212,7 @@ func (p *waitPipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 	} else {
 		p.wc.w.exec(ctx, p.wc.single, cmds)
 	}
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return cmds, err
-		}
-	}
-	return cmds, nil
+	return cmds, errOf(cmds)
 }
 
 // execCluster sends cmds to the masters of their first keys, each group
@@ -288,13 +256,11 @@ func (wc *waitClient) execCluster(ctx context.Context, cmds []redis.Cmder) {
 	}
 }
 
-// exec sends cmds and the wait in one pipeline on c, and checks the wait.
+// exec sends cmds in one pipeline on c, followed by the wait when they
+// write, and checks the wait.
 func (w *waiter) exec(ctx context.Context, c *redis.Client, cmds []redis.Cmder) {
-	if !writes(cmds) {
-		w.send(ctx, c, cmds)
-		return
-	}
-	if w.aof {
+	write := writes(cmds)
+	if write && w.aof {
 		if err := w.checkAOF(ctx, c); err != nil {
 			setErr(cmds, err)
 			return
@@ -303,6 +269,10 @@ func (w *waiter) exec(ctx context.Context, c *redis.Client, cmds []redis.Cmder) 
 	p := c.Pipeline()
 	for _, cmd := range cmds {
 		_ = p.Process(ctx, cmd)
+	}
+	if !write {
+		_, _ = p.Exec(ctx)
+		return
 	}
 	ms := w.timeout.Milliseconds()
 	var acked func() (int64, error)
@@ -342,15 +312,6 @@ func (w *waiter) exec(ctx context.Context, c *redis.Client, cmds []redis.Cmder) 
 			cmd.SetErr(rerr)
 		}
 	}
-}
-
-// send sends cmds, which only read, in one pipeline on c.
-func (w *waiter) send(ctx context.Context, c *redis.Client, cmds []redis.Cmder) {
-	p := c.Pipeline()
-	for _, cmd := range cmds {
-		_ = p.Process(ctx, cmd)
-	}
-	_, _ = p.Exec(ctx)
 }
 
 // checkAOF makes sure c's server has WAITAOF before anything is sent to
