@@ -297,3 +297,26 @@ func TestEveryOrderEndsAndIsDeleted(t *testing.T) {
 		fx.want(hi, 1, 0, 0)
 	})
 }
+
+// A multi-slot Revert that meets a line record it cannot read (written by
+// something other than the Store) never answers nil while a line of the
+// order stays held: it refuses with an unexpected reply before it reverts
+// any slot group.
+func TestClusterRevertNeverAnswersNilWithALineHeld(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		lo, hi := skusInSlotOrder(t, fx)
+		fx.sale(lo, 10, 0, time.Minute)
+		fx.sale(hi, 10, 0, time.Minute)
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
+		if err := fx.c.HSet(fx.ctx(), fx.cfg.Prefix+":{"+hi+"}:lines", "o1", "h1\tbad").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := fx.s.Revert(fx.ctx(), "o1"); err == nil {
+			for _, sku := range []string{lo, hi} {
+				if lv, lerr := fx.s.Levels(fx.ctx(), sku); lerr != nil || lv.Held != 0 {
+					t.Fatalf("Revert answered nil, but %s: %+v, %v; want nothing held", sku, lv, lerr)
+				}
+			}
+		}
+	})
+}
