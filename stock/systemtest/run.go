@@ -59,10 +59,11 @@ type runner struct {
 	orders   []*order
 	restocks []*restockOp
 	parked   []*call
-	// badReclaim is the step that sent the latest reclaim that failed or
-	// died (holds it returned at the gate may still be held at the record,
-	// and an order's lines may be half returned at the gate), goodReclaim
-	// the step that sent the latest that returned what was due; 0: none.
+	// badReclaim is the step that sent the latest reclaim that failed,
+	// died or reached its limit (holds it returned at the gate may still be
+	// held at the record, and an order's lines may be half returned at the
+	// gate), goodReclaim the step that sent the latest that returned all
+	// that was due; 0: none.
 	badReclaim, goodReclaim int
 	nextID                  int
 	// lastErr and lastGot are the answer of the latest call that returned.
