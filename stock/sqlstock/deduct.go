@@ -124,7 +124,7 @@ func (s *Store) takeAtomic(ctx context.Context, o stock.Order, items []stock.Ite
 		}
 	}
 	failed := -1
-	err := s.inTx(ctx, func(q querier) error {
+	err := s.inTxRows(ctx, skuList(items), func(q querier) error {
 		var err error
 		failed, err = s.takeLines(ctx, q, s.q.userTotal, o, items, set, now, inserted)
 		return err
@@ -146,7 +146,7 @@ func (s *Store) takeLines(ctx context.Context, q querier, userTotal string, o st
 		return -1, err
 	}
 	for i, it := range items {
-		n, err := affected(q.ExecContext(ctx, s.q.take, it.Qty, it.Qty, it.SKU, it.Qty, set[i].limit, set[i].ttlMS, set[i].maxMS))
+		n, err := affected(q.ExecContext(ctx, s.later(q, i, s.q.take), it.Qty, it.Qty, it.SKU, it.Qty, set[i].limit, set[i].ttlMS, set[i].maxMS))
 		if err != nil {
 			return -1, err
 		}
@@ -237,7 +237,7 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 			return err
 		}
 	}
-	return s.inTx(ctx, func(q querier) error {
+	return s.inTxRows(ctx, skuList(items), func(q querier) error {
 		if s.d == SQLite {
 			if err := read(q); err != nil {
 				return err
@@ -250,7 +250,7 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 			return err
 		}
 		for i, it := range items {
-			n, err := affected(q.ExecContext(ctx, s.q.takeIfVersion, it.Qty, it.Qty, it.SKU, rows[i].version))
+			n, err := affected(q.ExecContext(ctx, s.later(q, i, s.q.takeIfVersion), it.Qty, it.Qty, it.SKU, rows[i].version))
 			if err != nil {
 				return err
 			}
@@ -268,7 +268,7 @@ func (s *Store) deductOptimistic(ctx context.Context, o stock.Order, items []sto
 // deductPessimistic locks the rows in sorted SKU order with a bounded
 // wait, checks them, then writes the ledger and the rows.
 func (s *Store) deductPessimistic(ctx context.Context, o stock.Order, items []stock.Item, inserted *bool) error {
-	return s.inTx(ctx, func(q querier) error {
+	return s.inTxRows(ctx, skuList(items), func(q querier) error {
 		return s.lockAndTake(ctx, q, s.q.userTotal, o, items, inserted)
 	})
 }

@@ -98,7 +98,7 @@ func (s *Store) groupTx(ctx context.Context, calls []*gcall) {
 		}
 	}
 	var refused []error
-	err := s.inTx(ctx, func(q querier) error {
+	err := s.inTxRows(ctx, b.skus, func(q querier) error {
 		var err error
 		refused, err = s.admitLocked(ctx, q, calls, b)
 		return err
@@ -112,12 +112,12 @@ func (s *Store) groupTx(ctx context.Context, calls []*gcall) {
 // the rows'), and otherwise sets every call's res.
 func (s *Store) groupFits(ctx context.Context, calls []*gcall, b batchSKUs, set []settings, hs []hold, now int64) bool {
 	sums := groupSums(calls, b, nil)
-	err := s.inTx(ctx, func(q querier) error {
+	err := s.inTxRows(ctx, b.skus, func(q querier) error {
 		if err := s.insertGroup(ctx, q, calls, nil, hs, now); err != nil {
 			return err
 		}
 		for i, sku := range b.skus {
-			n, err := affected(q.ExecContext(ctx, s.q.take, sums[i], sums[i], sku, sums[i], 0, set[i].ttlMS, set[i].maxMS))
+			n, err := affected(q.ExecContext(ctx, s.later(q, i, s.q.take), sums[i], sums[i], sku, sums[i], 0, set[i].ttlMS, set[i].maxMS))
 			if err != nil {
 				return err
 			}

@@ -205,7 +205,7 @@ func (t *TxStore) run(ctx context.Context, op string, body callBody) error {
 		var answer error
 		err := t.s.retry(ctx, op, true, func(ctx context.Context) error {
 			answer = nil
-			return t.s.inTxOn(ctx, t.pool, func(q querier) error {
+			return t.s.inTxOn(ctx, t.pool, nil, func(q querier) error {
 				var err error
 				answer, err = inSavepoint(ctx, q, body)
 				return err

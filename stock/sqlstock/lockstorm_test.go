@@ -20,26 +20,23 @@ import (
 
 // A lock storm on the rows of a sale (as the fault matrix runs it): 64
 // buyers of two-SKU orders on 4 rows, two connections updating all four
-// rows in reverse order every 100-200ms (so deadlocks with the buyers'
-// sorted locks), and one holding them FOR UPDATE 1.5s every 3.5s, past
-// LockWait (1s). Callers give each Deduct 10s.
+// rows in reverse order every 100-200ms (so their locks form cycles with
+// the buyers' sorted ones), and one holding them FOR UPDATE 1.5s every
+// 3.5s, past LockWait (1s). Callers give each Deduct 10s.
 //
 // Every Deduct answers within the bound the package documents
 // (sqlstock.AnswerBound: two LockWaits, plus one more to learn an unknown
 // outcome), with a margin of 1s for round trips on a starved machine;
 // none runs into the caller's 10s, so none is an unknown outcome the
 // caller's deadline made; and the books add up exactly: what the stock
-// rows hold is what the answers say. A lock wait or deadlock is retried
-// within the bound: on MariaDB, whose deadlocks are found at once,
-// contention is rare (under 5% of the answers). On PostgreSQL a deadlock
-// is found only by the deadlock check of the waiter that closed the
-// cycle, deadlock_timeout (1s, as long as LockWait) after it began to
-// wait: the reverse updaters, whose waits have no bound, close most
-// cycles and hold three rows until then, so most answers are contention
-// (measured on a busy 2-core machine: 2% to 45% successes, most runs
-// under 15%; without the updaters none was contention). The test logs the
-// count there; TestLockStormWithBoundedWritersMostOrdersSucceed bounds
-// the updaters' waits as the package doc advises.
+// rows hold is what the answers say. Lock waits and deadlocks are retried
+// within the bound, so few answers are contention: on MariaDB, whose
+// deadlocks are found at once, under 5%. On PostgreSQL, which finds a
+// deadlock only deadlock_timeout (1s) after a waiter began to wait, the
+// Store never waits long for a row while it holds another (see
+// TestCycleWithAReverseWriterEndsBeforeTheDeadlockCheck): on a busy 2-core
+// machine 0.3% to 10% of the answers were contention, against 55% to 98%
+// when a Deduct waited LockWait for its second row holding its first.
 func TestLockStormAnswersWithinTheBound(t *testing.T) {
 	for _, d := range testdb.All() {
 		if d.Dialect == sqlstock.SQLite {
@@ -47,29 +44,15 @@ func TestLockStormAnswersWithinTheBound(t *testing.T) {
 		}
 		t.Run(d.Name, func(t *testing.T) {
 			testdb.Need(t, d.Needs...)
-			r := lockStorm(t, d.Open(t, 80), d.Dialect, 0)
-			if d.Dialect != sqlstock.Postgres && r.contend*20 >= r.answers {
-				t.Errorf("%d of %d answers were contention, want under 5%%", r.contend, r.answers)
+			r := lockStorm(t, d.Open(t, 80), d.Dialect)
+			limit := 20 // under 5%
+			if d.Dialect == sqlstock.Postgres {
+				limit = 4 // under 25%
+			}
+			if r.contend*limit >= r.answers {
+				t.Errorf("%d of %d answers were contention, want under 1/%d", r.contend, r.answers, limit)
 			}
 		})
-	}
-}
-
-// The lock storm of TestLockStormAnswersWithinTheBound on PostgreSQL,
-// with reverse updaters that bound their own lock waits with a
-// lock_timeout of a tenth of LockWait (100ms), as the package doc advises
-// for writers that lock stock rows in another order: the deadlocks they
-// make end within 100ms instead of at the updater's deadlock check, 1s
-// after it began to wait, and most orders succeed within the bound. On a
-// busy 2-core machine 81% to 97% of the answers were successes (without
-// the updaters' bound, 2% to 45%, most runs under 15%); the floor of 60%
-// leaves 20 points for a busier one.
-func TestLockStormWithBoundedWritersMostOrdersSucceed(t *testing.T) {
-	testdb.Need(t, testdb.Postgres)
-	const floor = 60 // percent of the answers that are successes
-	r := lockStorm(t, testdb.PostgreSQL(t, 80), sqlstock.Postgres, 100*time.Millisecond)
-	if ok := r.answers - r.contend; ok*100 < floor*r.answers {
-		t.Errorf("%d of %d orders succeeded, want at least %d%%", ok, r.answers, floor)
 	}
 }
 
@@ -79,10 +62,9 @@ func TestLockStormWithBoundedWritersMostOrdersSucceed(t *testing.T) {
 type stormResult struct{ answers, contend int }
 
 // lockStorm runs the lock storm of TestLockStormAnswersWithinTheBound on
-// db (of dialect d), with the reverse updaters' lock waits bounded by
-// updaterWait on PostgreSQL (0: unbounded), checks the bound and the
-// books as that test says, and returns the counts.
-func lockStorm(t *testing.T, db *sqlx.DB, d sqlstock.Dialect, updaterWait time.Duration) stormResult {
+// db (of dialect d), checks the bound and the books as that test says,
+// and returns the counts.
+func lockStorm(t *testing.T, db *sqlx.DB, d sqlstock.Dialect) stormResult {
 	t.Helper()
 	const (
 		lockWait = time.Second
@@ -107,7 +89,7 @@ func lockStorm(t *testing.T, db *sqlx.DB, d sqlstock.Dialect, updaterWait time.D
 	stormCtx, stop := context.WithCancel(ctx)
 	var storm sync.WaitGroup
 	for i := range 2 {
-		storm.Go(func() { reverseUpdater(stormCtx, db.DB, d, table, skus, i, updaterWait) })
+		storm.Go(func() { reverseUpdater(stormCtx, db.DB, d, table, skus, i) })
 	}
 	storm.Go(func() { lockHolder(stormCtx, db.DB, d, table) })
 
@@ -174,9 +156,8 @@ func lockStorm(t *testing.T, db *sqlx.DB, d sqlstock.Dialect, updaterWait time.D
 
 // reverseUpdater updates every row of skus, last first, in one
 // transaction every 100-200ms until ctx ends: each waits for the rows the
-// buyers lock in the other order, and deadlocks with some of them. On
-// PostgreSQL a wait > 0 bounds each of its lock waits (lock_timeout).
-func reverseUpdater(ctx context.Context, db *sql.DB, d sqlstock.Dialect, table string, skus []string, seed int, wait time.Duration) {
+// buyers lock in the other order, without a bound of its own.
+func reverseUpdater(ctx context.Context, db *sql.DB, d sqlstock.Dialect, table string, skus []string, seed int) {
 	rnd := mrand.New(mrand.NewPCG(uint64(seed), 99))
 	for ctx.Err() == nil {
 		func() {
@@ -187,11 +168,6 @@ func reverseUpdater(ctx context.Context, db *sql.DB, d sqlstock.Dialect, table s
 				return
 			}
 			defer func() { _ = tx.Rollback() }()
-			if d == sqlstock.Postgres && wait > 0 {
-				if _, err := tx.ExecContext(c, fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", wait.Milliseconds())); err != nil {
-					return
-				}
-			}
 			for i := len(skus) - 1; i >= 0; i-- {
 				q := "UPDATE " + quote(d, table) + " SET available = available WHERE sku = '" + skus[i] + "'"
 				if _, err := tx.ExecContext(c, q); err != nil {

@@ -40,6 +40,11 @@ type queries struct {
 	beginLockWait, sqliteBusy       string
 	insertOne                       string // insertLedger(1), built once
 	lockHint, lockSuffix            string // around a SELECT that locks stock rows
+	// PostgreSQL: a take's variant for a stock row after an order's first
+	// (see Store.later), and the wait for a row's holder (awaitRows).
+	later     map[string]string
+	laterWait string // the condition that sets the later rows' lock wait
+	awaitRow  string
 }
 
 func newQueries(d Dialect, cfg Config) *queries {
@@ -125,6 +130,11 @@ func newQueries(d Dialect, cfg Config) *queries {
 
 	if d == Postgres {
 		q.beginLockWait = "SET LOCAL lock_timeout = '" + itoa(cfg.LockWait.Milliseconds()) + "ms'"
+		// A volatile condition, so evaluated on the row before its lock
+		// is waited for.
+		q.laterWait = " AND set_config('lock_timeout', '" + itoa(max(1, min(cfg.LockWait, laterLockWait).Milliseconds())) + "ms', true) <> ''"
+		q.later = map[string]string{q.take: q.take + q.laterWait, q.takeIfVersion: q.takeIfVersion + q.laterWait}
+		q.awaitRow = q.sql("SELECT 1 FROM {T} WHERE {sku} = ? AND set_config('lock_timeout', ?, true) <> '' FOR SHARE")
 	}
 	q.sqliteBusy = "PRAGMA busy_timeout = " + itoa(cfg.LockWait.Milliseconds())
 	q.insertOne = q.insertLedger(1)
@@ -157,6 +167,16 @@ func (q *queries) readStock(n int) string {
 func (q *queries) lockStockIn(n int) string {
 	return q.sql("SELECT" + q.lockHint + " {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} IN (" + params(n) +
 		") ORDER BY {sku}" + q.lockSuffix)
+}
+
+// lockStockLater is lockStockIn on PostgreSQL for n > 1 SKUs whose rows
+// after the first wait laterLockWait at most: the first row is locked
+// before the rest (in the CTE the query reads first).
+func (q *queries) lockStockLater(n int) string {
+	const cols = " {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} "
+	return q.sql("WITH f AS MATERIALIZED (SELECT" + cols + "= ? FOR UPDATE)," +
+		" r AS MATERIALIZED (SELECT" + cols + "IN (" + params(n-1) + ")" + q.laterWait + " ORDER BY {sku} FOR UPDATE)" +
+		" SELECT * FROM f UNION ALL SELECT * FROM r")
 }
 
 // userTotals sums, for one SKU and n users, the units each holds or

@@ -88,7 +88,7 @@ type lockedRow struct {
 // reads them (and remembers their settings); a SKU without a row comes
 // back not found.
 func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]lockedRow, error) {
-	return s.stockRows(ctx, q, s.q.lockStockIn(len(skus)), skus)
+	return s.stockRows(ctx, q, s.lockStockIn(q, len(skus)), skus)
 }
 
 // stockRows reads the stock rows of skus with query (readStock or
@@ -131,17 +131,14 @@ func (s *Store) stockRows(ctx context.Context, q querier, query string, skus []s
 // SKU order, and reads them, or fails with stock.ErrUnknownSKU naming the
 // first SKU without a row.
 func (s *Store) lockItems(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
-	return s.itemRows(ctx, q, s.q.lockStockIn(len(items)), items)
+	return s.itemRows(ctx, q, s.lockStockIn(q, len(items)), items)
 }
 
 // itemRows reads the stock rows of the sorted items with query (see
 // stockRows), or fails with stock.ErrUnknownSKU naming the first SKU
 // without a row.
 func (s *Store) itemRows(ctx context.Context, q querier, query string, items []stock.Item) ([]stockRow, error) {
-	skus := make([]string, len(items))
-	for i, it := range items {
-		skus[i] = it.SKU
-	}
+	skus := skuList(items)
 	found, err := s.stockRows(ctx, q, query, skus)
 	if err != nil {
 		return nil, err
@@ -154,6 +151,15 @@ func (s *Store) itemRows(ctx context.Context, q querier, query string, items []s
 		rows[i] = r.stockRow
 	}
 	return rows, nil
+}
+
+// skuList returns the SKUs of items, in their order.
+func skuList(items []stock.Item) []string {
+	skus := make([]string, len(items))
+	for i, it := range items {
+		skus[i] = it.SKU
+	}
+	return skus
 }
 
 // ledgerLine is one ledger row of an order.

@@ -32,14 +32,51 @@ type pool interface {
 // read, so it sees them too). SQLite transactions are BEGIN IMMEDIATE:
 // they take the write lock first, so no two writers ever interleave.
 func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
-	return s.inTxOn(ctx, s.db, fn)
+	return s.inTxOn(ctx, s.db, nil, fn)
 }
 
-// inTxOn is inTx on db.
-func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) error {
+// inTxRows is inTx of a body that locks the stock rows of skus (sorted,
+// distinct), first to last. On PostgreSQL it never waits long for one of
+// them while it holds another: the body's statements wait laterLockWait
+// at most for each row after the first (see Store.later); if one waited
+// longer, the transaction is rolled back (every row let go), the holders
+// of the later rows are waited for while none is held (awaitRows), and
+// the body runs again in a new transaction, all within the one deadline
+// of the first transaction's statements (bodyBy).
+//
+// A transaction that waits holding a row closes a cycle with any writer
+// that locks the rows in another order, and PostgreSQL breaks such a
+// cycle only deadlock_timeout (1s by default) after a waiter began to
+// wait, while every transaction queued behind the two waits as long:
+// here the cycle ends within laterLockWait. MySQL and MariaDB break it
+// at once.
+func (s *Store) inTxRows(ctx context.Context, skus []string, fn func(q querier) error) error {
+	return s.inTxOn(ctx, s.db, skus, fn)
+}
+
+// inTxOn is inTx on db of a body that locks the stock rows of skus (see
+// inTxRows; nil: none, or rows the body finds itself).
+func (s *Store) inTxOn(ctx context.Context, db pool, skus []string, fn func(q querier) error) error {
 	if s.d == SQLite {
 		return s.inImmediateTx(ctx, db, fn)
 	}
+	later := s.d == Postgres && len(skus) > 1
+	var by time.Time // when the statements must end, set by the first BEGIN
+	for {
+		err := s.txOn(ctx, db, later, &by, fn)
+		if !later || classify(err) != errLockWait || !time.Now().Before(by) {
+			return err
+		}
+		if err := s.awaitRows(ctx, by, skus[1:]); err != nil {
+			return err
+		}
+	}
+}
+
+// txOn runs fn in one transaction on db and commits it (see inTx), with
+// the later rows' short lock waits if later (see inTxRows). Its
+// statements end by *by, which it sets when zero.
+func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn func(q querier) error) error {
 	var opts *sql.TxOptions
 	if s.d == Postgres {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
@@ -54,9 +91,12 @@ func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) e
 			return err // a setting: nothing written yet
 		}
 	}
-	body, cancel := context.WithDeadline(ctx, s.bodyBy(ctx))
+	if by.IsZero() {
+		*by = s.bodyBy(ctx)
+	}
+	body, cancel := context.WithDeadline(ctx, *by)
 	defer cancel()
-	if err := fn(boundedTx{tx, body}); err != nil {
+	if err := fn(boundedTx{tx, body, later}); err != nil {
 		_ = tx.Rollback()
 		if body.Err() != nil && ctx.Err() == nil {
 			return &bodyLockWait{err} // COMMIT not sent: nothing applied
@@ -68,6 +108,54 @@ func (s *Store) inTxOn(ctx context.Context, db pool, fn func(q querier) error) e
 		return err
 	}
 	return sent(tx.Commit())
+}
+
+// awaitRows waits, holding no lock, for the holders of the stock rows of
+// skus to end, one row at a time and until by: each row is read FOR
+// SHARE in a statement of its own, whose transaction ends with it.
+func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) error {
+	ctx, cancel := context.WithDeadline(ctx, by)
+	defer cancel()
+	for _, sku := range skus {
+		wait := itoa(max(1, time.Until(by).Milliseconds())) + "ms"
+		if err := drain(s.db.QueryContext(ctx, s.q.awaitRow, sku, wait)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drain reads rs to its end, closes it, and returns the first error.
+func drain(rs *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+	}
+	return rs.Err()
+}
+
+// later returns stmt for the i-th stock row of a body of inTxRows, or on
+// PostgreSQL within such a transaction, when i > 0, its variant whose
+// lock wait is laterLockWait.
+func (s *Store) later(q querier, i int, stmt string) string {
+	if b, ok := q.(boundedTx); ok && b.later && i > 0 {
+		if l, ok := s.q.later[stmt]; ok {
+			return l
+		}
+	}
+	return stmt
+}
+
+// lockStockIn is queries.lockStockIn for a body on q: within a
+// transaction of inTxRows on PostgreSQL, the rows after the first wait
+// laterLockWait at most.
+func (s *Store) lockStockIn(q querier, n int) string {
+	if b, ok := q.(boundedTx); ok && b.later && n > 1 {
+		return s.q.lockStockLater(n)
+	}
+	return s.q.lockStockIn(n)
 }
 
 // bodySlack is how much longer than Config.LockWait a transaction's
@@ -86,6 +174,9 @@ const bodySlack = 50 * time.Millisecond
 type boundedTx struct {
 	tx  *sql.Tx
 	ctx context.Context
+	// later: a transaction of inTxRows on PostgreSQL, whose later rows
+	// wait laterLockWait at most (Store.later).
+	later bool
 }
 
 func (b boundedTx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
@@ -99,6 +190,14 @@ func (b boundedTx) QueryContext(_ context.Context, query string, args ...any) (*
 func (b boundedTx) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
 	return b.tx.QueryRowContext(b.ctx, query, args...)
 }
+
+// laterLockWait is how long, on PostgreSQL, a Store's transaction waits
+// for the lock of an order's stock row while it holds the lock of another
+// (see inTxRows), or Config.LockWait if that is shorter. A transaction
+// queued behind another buyer's (a few round trips) waits less; one that
+// waited longer lets go of its rows, waits for the holder holding none,
+// and runs again.
+const laterLockWait = 10 * time.Millisecond
 
 // bodyLockWait is a transaction whose statements ran past Config.LockWait
 // in all, or past the call's budget (boundedTx), and were rolled back:
