@@ -35,7 +35,7 @@ import (
 // deadlock only deadlock_timeout (1s) after a waiter began to wait, the
 // Store never waits long for a row while it holds another (see
 // TestCycleWithAReverseWriterEndsBeforeTheDeadlockCheck): on a busy 2-core
-// machine 0.3% to 10% of the answers were contention, against 55% to 98%
+// machine 0.3% to 10% of the answers were contention, against 52% to 98%
 // when a Deduct waited LockWait for its second row holding its first.
 func TestLockStormAnswersWithinTheBound(t *testing.T) {
 	for _, d := range testdb.All() {
