@@ -112,13 +112,18 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 
 // awaitRows waits, holding no lock, for the holders of the stock rows of
 // skus to end, one row at a time and until by: each row is read FOR
-// SHARE in a statement of its own, whose transaction ends with it.
+// SHARE in a statement of its own, whose transaction ends with it. A wait
+// that reaches by is a lock wait (bodyLockWait), as the body's would be,
+// not the end of the call.
 func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) error {
-	ctx, cancel := context.WithDeadline(ctx, by)
+	wctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
 	for _, sku := range skus {
 		wait := itoa(max(1, time.Until(by).Milliseconds())) + "ms"
-		if err := drain(s.db.QueryContext(ctx, s.q.awaitRow, sku, wait)); err != nil {
+		if err := drain(s.db.QueryContext(wctx, s.q.awaitRow, sku, wait)); err != nil {
+			if wctx.Err() != nil && ctx.Err() == nil {
+				return &bodyLockWait{err} // a read: nothing applied
+			}
 			return err
 		}
 	}
