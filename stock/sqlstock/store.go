@@ -32,6 +32,9 @@ type Store struct {
 	inFlight  stripes
 	group     *grouper          // nil unless Atomic with MaxGroup > 1
 	obs       *observe.Observer // &cfg.Observer
+	// cycles: until when (Unix nanoseconds) transactions of several rows
+	// wait only briefly for a row while they hold another (inTxRows).
+	cycles atomic.Int64
 }
 
 // stripes counts deducts in flight per SKU, hashed onto a fixed array: a

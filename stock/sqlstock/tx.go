@@ -36,20 +36,26 @@ func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
 }
 
 // inTxRows is inTx of a body that locks the stock rows of skus (sorted,
-// distinct), first to last. On PostgreSQL it never waits long for one of
-// them while it holds another: the body's statements wait laterLockWait
-// at most for each row after the first (see Store.later); if one waited
-// longer, the transaction is rolled back (every row let go), the holders
-// of the later rows are waited for while none is held (awaitRows), and
-// the body runs again in a new transaction, all within the one deadline
-// of the first transaction's statements (bodyBy).
+// distinct), first to last.
 //
-// A transaction that waits holding a row closes a cycle with any writer
-// that locks the rows in another order, and PostgreSQL breaks such a
-// cycle only deadlock_timeout (1s by default) after a waiter began to
-// wait, while every transaction queued behind the two waits as long:
-// here the cycle ends within laterLockWait. MySQL and MariaDB break it
-// at once.
+// A transaction that waits for a row while it holds another closes a
+// cycle with any writer that locks the rows in another order. MySQL and
+// MariaDB break such a cycle at once, PostgreSQL only deadlock_timeout
+// (1s by default) after a waiter began to wait, while every transaction
+// queued behind the two waits as long. So on PostgreSQL, for cycleWindow
+// after one of the Store's transactions of several rows that could wait
+// long ended in a deadlock or a lock wait timeout, its transactions of
+// several rows wait only briefly for a row while they hold another: the
+// body's statements wait laterLockWait at most for each row after the
+// first (see Store.later); if one waited longer, the transaction is
+// rolled back (every row let go), the holders of the later rows are
+// waited for while none is held (awaitRows), and the body runs again in
+// a new transaction, all within the one deadline of the first
+// transaction's statements (bodyBy). A cycle then ends within
+// laterLockWait, but a row that a queue of transactions keeps held, each
+// longer than laterLockWait, can be lost to them until that deadline.
+// Otherwise each row is waited for as long as the transaction may, in
+// turn behind the transactions queued before it.
 func (s *Store) inTxRows(ctx context.Context, skus []string, fn func(q querier) error) error {
 	return s.inTxOn(ctx, s.db, skus, fn)
 }
@@ -60,10 +66,14 @@ func (s *Store) inTxOn(ctx context.Context, db pool, skus []string, fn func(q qu
 	if s.d == SQLite {
 		return s.inImmediateTx(ctx, db, fn)
 	}
-	later := s.d == Postgres && len(skus) > 1
+	rows := s.d == Postgres && len(skus) > 1
 	var by time.Time // when the statements must end, set by the first BEGIN
 	for {
+		later := rows && time.Now().UnixNano() < s.cycles.Load()
 		err := s.txOn(ctx, db, later, &by, fn)
+		if rows && (classify(err) == errTransient || !later && classify(err) == errLockWait) {
+			s.cycles.Store(time.Now().Add(cycleWindow).UnixNano())
+		}
 		if !later || classify(err) != errLockWait || !time.Now().Before(by) {
 			return err
 		}
@@ -72,6 +82,12 @@ func (s *Store) inTxOn(ctx context.Context, db pool, skus []string, fn func(q qu
 		}
 	}
 }
+
+// cycleWindow is how long after a transaction of several rows that
+// waited as long as it may ended in a deadlock or a lock wait timeout a
+// PostgreSQL Store's transactions of several rows wait only
+// laterLockWait for a row while they hold another (see inTxRows).
+const cycleWindow = time.Minute
 
 // txOn runs fn in one transaction on db and commits it (see inTx), with
 // the later rows' short lock waits if later (see inTxRows). Its
