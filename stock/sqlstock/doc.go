@@ -225,9 +225,11 @@
 // it began to wait, and everything queued behind the cycle waits as long.
 // So on PostgreSQL, for a minute after a Deduct of several rows that
 // could wait as long as it may ended in a deadlock or a lock wait timeout
-// (the first cycle), Deducts of several rows wait for each row after
-// their first at most 10ms (or LockWait, if shorter) while they hold the
-// ones before; if one is held longer, the transaction is rolled back
+// (a cycle, or a row held past LockWait), the Store's own Deducts of
+// several rows (not those in a caller's transaction, Store.InTx) wait for
+// each row after their first at most 10ms (or LockWait, if shorter)
+// while they hold the ones before, and so do the rest of their
+// statements; if one is held longer, the transaction is rolled back
 // (every row let go), waits for the later rows' holders holding no row,
 // and runs again, all within its LockWait. Such a cycle ends within
 // 10ms. With LockWait 1s, 64 buyers of two-SKU orders on 4 rows, two

@@ -42,7 +42,7 @@ func TestSecondCycleOfAGroupEndsBeforeTheDeadlockCheck(t *testing.T) {
 			}
 			update := "UPDATE " + quote(sqlstock.Postgres, table) + " SET available = available WHERE sku = $1"
 			for cycle := range 2 {
-				w, err := db.BeginTx(ctx, nil)
+				w, err := writerTx(ctx, db.DB)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,6 +2,7 @@ package sqlstock_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestSecondCycleWithAReverseWriterEndsBeforeTheDeadlockCheck(t *testing.T) {
 				}
 			}
 			for cycle := range 2 {
-				w, err := db.BeginTx(ctx, nil)
+				w, err := writerTx(ctx, db.DB)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,4 +100,20 @@ func TestSecondCycleWithAReverseWriterEndsBeforeTheDeadlockCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writerTx begins the transaction of a writer outside the Store whose own
+// deadlock check waits a minute, where the server lets it: a cycle with a
+// Deduct is then found by the Deduct's check (deadlock_timeout after it
+// began to wait), so the Deduct, not the writer, meets it.
+func writerTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, "SET LOCAL deadlock_timeout = '1min'"); err != nil {
+		_ = tx.Rollback() // not a superuser: the server's deadlock_timeout
+		return db.BeginTx(ctx, nil)
+	}
+	return tx, nil
 }

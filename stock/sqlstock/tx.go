@@ -44,10 +44,11 @@ func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
 // (1s by default) after a waiter began to wait, while every transaction
 // queued behind the two waits as long. So on PostgreSQL, for cycleWindow
 // after one of the Store's transactions of several rows that could wait
-// long ended in a deadlock or a lock wait timeout, its transactions of
-// several rows wait only briefly for a row while they hold another: the
-// body's statements wait laterLockWait at most for each row after the
-// first (see Store.later); if one waited longer, the transaction is
+// long ended in a deadlock or a lock wait timeout (a cycle, or a row held
+// past LockWait), its transactions of several rows wait only briefly for
+// a row while they hold another: the body's statements wait
+// laterLockWait at most for each row after the first (see Store.later),
+// and so do its statements after that one; if one waited longer, the transaction is
 // rolled back (every row let go), the holders of the later rows are
 // waited for while none is held (awaitRows), and the body runs again in
 // a new transaction, all within the one deadline of the first
