@@ -2,6 +2,7 @@ package sqlstock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -23,14 +24,7 @@ func TestSecondCycleOfAGroupEndsBeforeTheDeadlockCheck(t *testing.T) {
 	testdb.Need(t, testdb.Postgres)
 	db := testdb.PostgreSQL(t, 8)
 	ctx := t.Context()
-	var dt string
-	if err := db.QueryRowContext(ctx, "SELECT setting FROM pg_settings WHERE name = 'deadlock_timeout'").Scan(&dt); err != nil {
-		t.Fatal(err)
-	}
-	deadlockTimeout, err := time.ParseDuration(dt + "ms")
-	if err != nil {
-		t.Fatal(err)
-	}
+	deadlockTimeout := serverDeadlockTimeout(t, db.DB)
 	for _, limit := range []int64{0, 50} {
 		t.Run(fmt.Sprintf("limit%d", limit), func(t *testing.T) {
 			table := testdb.Unique("sgs")
@@ -40,52 +34,14 @@ func TestSecondCycleOfAGroupEndsBeforeTheDeadlockCheck(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			update := "UPDATE " + quote(sqlstock.Postgres, table) + " SET available = available WHERE sku = $1"
+			items := []stock.Item{{SKU: "r0", Qty: 1}, {SKU: "r1", Qty: 2}}
 			for cycle := range 2 {
-				w, err := writerTx(ctx, db.DB)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer func() { _ = w.Rollback() }()
-				if _, err := w.ExecContext(ctx, update, "r1"); err != nil {
-					t.Fatal(err)
-				}
-				items := []stock.Item{{SKU: "r0", Qty: 1}, {SKU: "r1", Qty: 2}}
-				done := make(chan []error, 1)
-				go func() {
-					done <- s.DeductGroup(context.WithoutCancel(ctx), []stock.Order{
+				took := writerCycle(t, db.DB, table, func() error {
+					return errors.Join(s.DeductGroup(context.WithoutCancel(ctx), []stock.Order{
 						{ID: fmt.Sprintf("a%d", cycle), UserID: "u1", Items: items},
 						{ID: fmt.Sprintf("b%d", cycle), UserID: "u2", Items: items},
-					})
-				}()
-				// The group holds r0 once it waits for r1 (the writer's).
-				for held := false; !held; {
-					var n int
-					if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity"+
-						" WHERE wait_event_type = 'Lock' AND position($1 in query) > 0", table).Scan(&n); err != nil {
-						t.Fatal(err)
-					}
-					select {
-					case errs := <-done:
-						t.Fatalf("the group answered %v while the writer held r1", errs)
-					default:
-					}
-					held = n > 0
-					time.Sleep(time.Millisecond)
-				}
-				start := time.Now()
-				if _, err := w.ExecContext(ctx, update, "r0"); err != nil {
-					t.Fatalf("cycle %d: the writer's update of r0: %v", cycle, err)
-				}
-				took := time.Since(start)
-				if err := w.Commit(); err != nil {
-					t.Fatal(err)
-				}
-				for i, err := range <-done {
-					if err != nil {
-						t.Fatalf("cycle %d, order %d: %v", cycle, i, err)
-					}
-				}
+					})...)
+				})
 				if cycle > 0 && took >= deadlockTimeout/2 {
 					t.Errorf("the writer's second cycle: it waited %v for r0, which the group held while it waited for r1 (deadlock_timeout %v)", took, deadlockTimeout)
 				}

@@ -27,14 +27,7 @@ func TestSecondCycleWithAReverseWriterEndsBeforeTheDeadlockCheck(t *testing.T) {
 	testdb.Need(t, testdb.Postgres)
 	db := testdb.PostgreSQL(t, 8)
 	ctx := t.Context()
-	var dt string
-	if err := db.QueryRowContext(ctx, "SELECT setting FROM pg_settings WHERE name = 'deadlock_timeout'").Scan(&dt); err != nil {
-		t.Fatal(err)
-	}
-	deadlockTimeout, err := time.ParseDuration(dt + "ms")
-	if err != nil {
-		t.Fatal(err)
-	}
+	deadlockTimeout := serverDeadlockTimeout(t, db.DB)
 	for _, st := range []sqlstock.Strategy{sqlstock.Atomic, sqlstock.Optimistic, sqlstock.Pessimistic} {
 		t.Run(st.String(), func(t *testing.T) {
 			table := testdb.Unique("sgs")
@@ -45,46 +38,10 @@ func TestSecondCycleWithAReverseWriterEndsBeforeTheDeadlockCheck(t *testing.T) {
 				}
 			}
 			for cycle := range 2 {
-				w, err := writerTx(ctx, db.DB)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer func() { _ = w.Rollback() }()
-				update := "UPDATE " + quote(sqlstock.Postgres, table) + " SET available = available WHERE sku = $1"
-				if _, err := w.ExecContext(ctx, update, "r1"); err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() {
-					done <- s.Deduct(context.WithoutCancel(ctx), stock.Order{ID: fmt.Sprintf("o%d", cycle), UserID: "u1",
+				took := writerCycle(t, db.DB, table, func() error {
+					return s.Deduct(context.WithoutCancel(ctx), stock.Order{ID: fmt.Sprintf("o%d", cycle), UserID: "u1",
 						Items: []stock.Item{{SKU: "r0", Qty: 1}, {SKU: "r1", Qty: 2}}})
-				}()
-				// The Deduct holds r0 once it waits for r1 (the writer's).
-				for held := false; !held; {
-					var n int
-					if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity"+
-						" WHERE wait_event_type = 'Lock' AND position($1 in query) > 0", table).Scan(&n); err != nil {
-						t.Fatal(err)
-					}
-					select {
-					case err := <-done:
-						t.Fatalf("Deduct answered %v while the writer held r1", err)
-					default:
-					}
-					held = n > 0
-					time.Sleep(time.Millisecond)
-				}
-				start := time.Now()
-				if _, err := w.ExecContext(ctx, update, "r0"); err != nil {
-					t.Fatalf("the writer's update of r0: %v", err)
-				}
-				took := time.Since(start)
-				if err := w.Commit(); err != nil {
-					t.Fatal(err)
-				}
-				if err := <-done; err != nil {
-					t.Fatalf("Deduct: %v", err)
-				}
+				})
 				if cycle > 0 && took >= deadlockTimeout/2 {
 					t.Errorf("the writer's second cycle: it waited %v for r0, which the Deduct held while it waited for r1 (deadlock_timeout %v)", took, deadlockTimeout)
 				}
@@ -116,4 +73,61 @@ func writerTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 		return db.BeginTx(ctx, nil)
 	}
 	return tx, nil
+}
+
+// serverDeadlockTimeout reads the server's deadlock_timeout.
+func serverDeadlockTimeout(t *testing.T, db *sql.DB) time.Duration {
+	t.Helper()
+	var ms int64
+	if err := db.QueryRowContext(t.Context(), "SELECT setting::bigint FROM pg_settings WHERE name = 'deadlock_timeout'").Scan(&ms); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// writerCycle runs one lock cycle of a writer outside the Store with
+// deduct, a call of the Store's that takes r0 and r1 of table: the writer
+// takes r1 (writerTx), deduct starts, and once deduct waits for a lock
+// (holding r0, or holding nothing) the writer updates r0 and commits.
+// deduct must then succeed. It returns how long the writer waited for r0.
+func writerCycle(t *testing.T, db *sql.DB, table string, deduct func() error) time.Duration {
+	t.Helper()
+	ctx := t.Context()
+	w, err := writerTx(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Rollback() }()
+	update := "UPDATE " + quote(sqlstock.Postgres, table) + " SET available = available WHERE sku = $1"
+	if _, err := w.ExecContext(ctx, update, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- deduct() }()
+	for waits := false; !waits; {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity"+
+			" WHERE wait_event_type = 'Lock' AND position($1 in query) > 0", table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the Store answered %v while the writer held r1", err)
+		default:
+		}
+		waits = n > 0
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if _, err := w.ExecContext(ctx, update, "r0"); err != nil {
+		t.Fatalf("the writer's update of r0: %v", err)
+	}
+	took := time.Since(start)
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the Store's call: %v", err)
+	}
+	return took
 }
