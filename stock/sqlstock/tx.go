@@ -48,10 +48,10 @@ func (s *Store) inTx(ctx context.Context, fn func(q querier) error) error {
 // past LockWait), its transactions of several rows wait only briefly for
 // a row while they hold another: the body's statements wait
 // laterLockWait at most for each row after the first (see Store.later),
-// and so do its statements after that one; if one waited longer, the transaction is
-// rolled back (every row let go), the holders of the later rows are
-// waited for while none is held (awaitRows), and the body runs again in
-// a new transaction, all within the one deadline of the first
+// and so do its statements after that one; if one waited longer, the
+// transaction is rolled back (every row let go), the holders of the later
+// rows are waited for while none is held (awaitRows), and the body runs
+// again in a new transaction, all within the one deadline of the first
 // transaction's statements (bodyBy). A cycle then ends within
 // laterLockWait, but a row that a queue of transactions keeps held, each
 // longer than laterLockWait, can be lost to them until that deadline.
@@ -137,7 +137,9 @@ func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) erro
 	defer cancel()
 	for _, sku := range skus {
 		wait := itoa(max(1, time.Until(by).Milliseconds())) + "ms"
-		if err := drain(s.db.QueryContext(wctx, s.q.awaitRow, sku, wait)); err != nil {
+		var one int
+		err := s.db.QueryRowContext(wctx, s.q.awaitRow, sku, wait).Scan(&one)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) { // no row: the body finds the SKU missing
 			if wctx.Err() != nil && ctx.Err() == nil {
 				return &bodyLockWait{err} // a read: nothing applied
 			}
@@ -145,17 +147,6 @@ func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) erro
 		}
 	}
 	return nil
-}
-
-// drain reads rs to its end, closes it, and returns the first error.
-func drain(rs *sql.Rows, err error) error {
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
-	for rs.Next() {
-	}
-	return rs.Err()
 }
 
 // later returns stmt for the i-th stock row of a body of inTxRows, or on
