@@ -234,7 +234,7 @@
 // and runs again, all within its LockWait. Such a cycle ends within
 // 10ms. With LockWait 1s, 64 buyers of two-SKU orders on 4 rows, two
 // writers updating the rows in reverse order every 100-200ms without a
-// bound and one holding every row 1.5s every 3.5s, 95% to 100% of the
+// bound and one holding every row 1.5s every 3.5s, 93% to 100% of the
 // orders placed after the first 2s succeeded (2% to 48% when a Deduct
 // waited LockWait for a row while it held another). While it waits only
 // briefly, a Deduct whose later row a queue of other transactions keeps

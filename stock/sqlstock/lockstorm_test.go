@@ -37,7 +37,7 @@ import (
 // its transactions met such a cycle (see
 // TestSecondCycleWithAReverseWriterEndsBeforeTheDeadlockCheck); of the
 // orders placed after the sale's first 2s (two LockWaits), by when it has,
-// 0% to 5% were contention on a busy 2-core machine, against 52% to 98%
+// 0% to 7% were contention on a busy 2-core machine, against 52% to 98%
 // when a Deduct waited LockWait for its second row holding its first.
 func TestLockStormAnswersWithinTheBound(t *testing.T) {
 	for _, d := range testdb.All() {
