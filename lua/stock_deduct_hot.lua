@@ -18,7 +18,9 @@
 --            <p>:{sku}:users   hash user -> units held + bought
 --            <p>:{sku}:lines   hash order ID -> line record
 --          then, mode 'one': <p>:dir:{<shard>}, hash order ID -> directory
---          entry (the one shard of a directory on one server)
+--          entry (the one shard of a directory on one server), then 1 per
+--          SKU j: <p>:{sku}:hq, the hold queue, list "<deadline ms> <order
+--          ID>" in arrival order, its deadlines never decreasing
 -- ARGV[1]  mode 'one': now, in ms, from the caller's clock (not the
 --          server's TIME); mode 'slot' (each attempt has its own now): the
 --          generation (gen) of each SKU's state, in line order, joined by
@@ -46,7 +48,11 @@
 --
 -- The orders are taken one after another, each all or nothing against the
 -- state the ones before it left; a new order's record (and directory
--- entry) are written as the general script writes them. Reads and writes
+-- entry) are written as the general script writes them. In mode 'one' a
+-- new hold whose deadline is not before the one at the tail of its SKU's
+-- hold queue is appended to the queue, any other goes into the holds
+-- zset, so the queue stays in deadline order (the reclaimer reads it from
+-- its head). Reads and writes
 -- are one command per key and call. Running the call twice takes the stock
 -- once: the second run finds the records (15, and the general script
 -- answers them as repeats).
@@ -73,6 +79,13 @@ for j = 1, k do
   held[j], ver[j], max[j] = tonumber(s[4] or '0'), tonumber(s[5] or '0'), tonumber(s[6] or s[3])
   if not minhold or hold[j] < minhold then minhold = hold[j] end
   if not minmax or max[j] < minmax then minmax, maxline = max[j], j end
+end
+-- mode 'one': the deadline at the tail of each SKU's hold queue (false:
+-- empty).
+local qtail = {}
+for j = 1, slot and 0 or k do
+  local e = redis.call('LINDEX', KEYS[4 * k + 1 + j], -1)
+  qtail[j] = e and tonumber(string.sub(e, 1, string.find(e, ' ', 1, true) - 1))
 end
 if slot and table.concat(gens, ' ') ~= ARGV[1] then
   -- Recreated since the attempts read it: the general script tells.
@@ -108,11 +121,12 @@ local function refusal(code, j)
   else return {'hold_too_long', j, 0} end
 end
 
--- By line j: holds[j], recs[j] the ZADD and HSET arguments, users[j] the
--- users' new counts (a user twice is written twice, the later count
--- last); dirs the directory's HSET arguments.
-local holds, recs, users, nu = {}, {}, {}, {}
-for j = 1, k do holds[j], recs[j], users[j], nu[j] = {}, {}, {}, 0 end
+-- By line j: holds[j], queue[j], recs[j] the ZADD, RPUSH and HSET
+-- arguments (nh[j], nq[j] holds and entries), users[j] the users' new
+-- counts (a user twice is written twice, the later count last); dirs the
+-- directory's HSET arguments.
+local holds, queue, nh, nq, recs, users, nu = {}, {}, {}, {}, {}, {}, {}
+for j = 1, k do holds[j], queue[j], nh[j], nq[j], recs[j], users[j], nu[j] = {}, {}, 0, 0, {}, {}, 0 end
 local dirs, taken = {}, 0
 local sdl, sgap, snow -- the decimal forms of now + minhold, minmax - minhold; the now of sdl
 local rest = false -- an order was left: so is every order after it
@@ -172,7 +186,14 @@ for i = 1, n do
           nu[j] = m
           users[j][2 * m - 1], users[j][2 * m] = user, had
         end
-        holds[j][2 * taken - 1], holds[j][2 * taken] = dl, id
+        if not slot and (not qtail[j] or dln >= qtail[j]) then
+          nq[j] = nq[j] + 1
+          queue[j][nq[j]], qtail[j] = dl .. ' ' .. id, dln
+        else
+          local m = nh[j] + 1
+          nh[j] = m
+          holds[j][2 * m - 1], holds[j][2 * m] = dl, id
+        end
         recs[j][2 * taken - 1], recs[j][2 * taken] = id, 'h' .. qs .. head .. tail
       end
       dirs[2 * taken - 1], dirs[2 * taken] = id, ident
@@ -195,7 +216,8 @@ if taken > 0 then
     local b = 4 * j - 3
     redis.call('HSET', KEYS[b], 'avail', string.format('%d', avail[j]), 'held', string.format('%d', held[j]),
       'ver', string.format('%d', ver[j]))
-    redis.call('ZADD', KEYS[b + 1], unpack(holds[j]))
+    if nh[j] > 0 then redis.call('ZADD', KEYS[b + 1], unpack(holds[j])) end
+    if nq[j] > 0 then redis.call('RPUSH', KEYS[4 * k + 1 + j], unpack(queue[j])) end
     if nu[j] > 0 then
       local u = users[j]
       for i = 2, 2 * nu[j], 2 do

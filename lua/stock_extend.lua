@@ -1,6 +1,8 @@
 -- stock_extend.lua: move a held order's deadline out, on the lines of the
 -- order that share one slot: each record's deadline and the order's score
--- in each SKU's holds zset (which the reclaimer reads), together.
+-- in each SKU's holds zset (which the reclaimer reads), together. A line
+-- held in its SKU's hold queue only joins the zset (its queue entry, of
+-- the old deadline, then stays there until the reclaimer takes it off).
 -- Runs after stock_lib.lua.
 --
 -- KEYS     4 per line i of the order here, as in stock_deduct.lua: state,
@@ -70,7 +72,7 @@ for i = 1, n do
     elseif r.dl < want then
       r.dl = want
       rec_put(KEYS[b + 4], id, r)
-      redis.call('ZADD', KEYS[b + 2], 'XX', ARGV[4], id)
+      redis.call('ZADD', KEYS[b + 2], ARGV[4], id)
       moved = moved + 1
     end
   end

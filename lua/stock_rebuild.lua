@@ -14,6 +14,8 @@
 -- KEYS[4+j]    <p>:{sku}:rs:<op>    marker of restock operation j (1..m),
 --                                   which the available units already
 --                                   include
+-- KEYS[5+m]    <p>:{sku}:hq         list "<deadline ms> <order ID>": the
+--                                   hold queue
 -- ARGV[1]      available units
 -- ARGV[2]      per-user limit (0: none)
 -- ARGV[3]      hold time ms
@@ -30,7 +32,7 @@
 --              reader's); nothing written but for 'ok'
 --
 -- The new state's held count is the units (qty less ret) of the holds the gate still has
--- (a state hash lost alone keeps its holds zset and records): their
+-- (a state hash lost alone keeps its holds zset, hold queue and records): their
 -- Confirm, Revert or reclaim moves them out of it again. No hold is added
 -- to a SKU without a state.
 refuse_layout1(KEYS[1])
@@ -48,6 +50,16 @@ local m = tonumber(ARGV[7])
 local now = tonumber(ARGV[9])
 local held = 0
 local ids = redis.call('ZRANGE', KEYS[3], 0, -1)
+local q = redis.call('LRANGE', KEYS[5 + m], 0, -1)
+if #q > 0 then
+  -- A hold whose deadline moved is in both.
+  local seen = {}
+  for _, id in ipairs(ids) do seen[id] = true end
+  for _, e in ipairs(q) do
+    local id = string.sub(e, string.find(e, ' ', 1, true) + 1)
+    if not seen[id] then ids[#ids + 1] = id; seen[id] = true end
+  end
+end
 for from = 1, #ids, 1000 do
   local to = math.min(from + 999, #ids)
   local v = redis.call('HMGET', KEYS[4], unpack(ids, from, to))

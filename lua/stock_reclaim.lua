@@ -1,6 +1,7 @@
 -- stock_reclaim.lua: return the units of one SKU's holds whose deadline has
--- passed. The caller peeks the due order IDs first (ZRANGEBYSCORE); this
--- script re-checks each one. Runs after stock_lib.lua.
+-- passed. The caller peeks the due order IDs first (ZRANGEBYSCORE, and the
+-- head of the hold queue); this script re-checks each one.
+-- Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:{sku}:state   hash avail, held, ...
 -- KEYS[2]  <p>:{sku}:holds   zset order ID -> deadline ms
@@ -12,14 +13,26 @@
 --                            pass still has to end
 -- KEYS[6]  <p>:{sku}:lines   hash order ID -> line record
 -- KEYS[7]  <p>:{sku}:gone    list "<e> <order ID>" of ended records
+-- KEYS[8]  <p>:{sku}:hq      list "<deadline ms> <order ID>": the hold
+--                            queue, in deadline order
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  retention ms: records live this long after the change
 -- ARGV[3]  ms to keep this pass's reply (KEYS[4])
--- ARGV[3+i] order ID of candidate i
+-- ARGV[4]  the most entries to take off the hold queue
+-- ARGV[4+i] order ID of candidate i
 -- Reply    flat list {id, user, qty, identity, ...} (all strings) of the
 --          holds returned by this pass; qty is what the line still held
 --          (its qty less what partial reverts gave back), '0' for a line
 --          they emptied (ended too, not a unit returned).
+--
+-- First the hold queue's head: an entry leaves it when its line is no
+-- longer held, or is in the holds zset too (ExtendHold moved it there), or
+-- is due (its deadline <= now): a due line still held goes into the holds
+-- zset, at its record's deadline, for the loop below. It stops at the
+-- first hold that is in the queue only and not due (every later one is
+-- due no sooner), or after ARGV[4] entries. So the queue keeps every hold
+-- placed in it until it ends or its deadline passes, and an ended one
+-- leaves it once the holds before it have.
 --
 -- A candidate is returned only if it is still in the holds zset with a
 -- deadline <= now and its record is still 'held'. Confirm and revert remove
@@ -49,7 +62,23 @@ local out = {}
 -- database: its holds end, the missing counters are not recreated.
 local live = redis.call('HEXISTS', KEYS[1], 'hold') == 1
 if not live then refuse_layout1(KEYS[1]) end
-for i = 4, #ARGV do
+local qmax, popped, stop = tonumber(ARGV[4]), 0, false
+while popped < qmax and not stop do
+  local es = redis.call('LRANGE', KEYS[8], popped, popped + math.min(63, qmax - popped - 1))
+  if #es == 0 then break end
+  for _, e in ipairs(es) do
+    local sp = string.find(e, ' ', 1, true)
+    local id = string.sub(e, sp + 1)
+    local r = rec_get(KEYS[6], id)
+    if r and r.st == 'held' and not redis.call('ZSCORE', KEYS[2], id) then
+      if tonumber(string.sub(e, 1, sp - 1)) > now and r.dl > now then stop = true; break end
+      redis.call('ZADD', KEYS[2], string.format('%d', r.dl), id)
+    end
+    popped = popped + 1
+  end
+end
+if popped > 0 then redis.call('LTRIM', KEYS[8], popped, -1) end
+for i = 5, #ARGV do
   local id = ARGV[i]
   local score = redis.call('ZSCORE', KEYS[2], id)
   if score and tonumber(score) <= now then

@@ -7,10 +7,13 @@
 --                                   ver, epoch, gen, max_ms
 -- KEYS[2]      <p>:{sku}:holds      zset order ID -> hold deadline ms
 -- KEYS[3]      <p>:{sku}:lines      hash order ID -> line record
--- KEYS[3+j]    <p>:{sku}:rs:<op>    marker of watched restock operation j
+-- KEYS[4]      <p>:{sku}:hq         list "<deadline ms> <order ID>": the
+--                                   hold queue
+-- KEYS[4+j]    <p>:{sku}:rs:<op>    marker of watched restock operation j
 -- ARGV[i]      order ID of watched order line i
 -- Reply        {state fields (HMGET, nil for missing), {id, deadline, ...}
---              of every hold, {st of watched line i, '' when it has no
+--              of every hold (those of the zset, then those held in the
+--              queue only, at their records' deadlines), {st of watched line i, '' when it has no
 --              record}, {1 if operation j's marker exists, else 0}, rn}
 --              where rn is the state's count of partial returns of held
 --              units (stock_return.lua; '' for none): the caller reads the
@@ -18,13 +21,34 @@
 --              after them that none changed in between
 local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'sold', 'limit', 'hold', 'ver', 'epoch', 'gen', 'max_ms')
 local h = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+local q = redis.call('LRANGE', KEYS[4], 0, -1)
+if #q > 0 then
+  local inz = {}
+  for i = 1, #h, 2 do inz[h[i]] = true end
+  local ids = {}
+  for _, e in ipairs(q) do
+    local id = string.sub(e, string.find(e, ' ', 1, true) + 1)
+    if not inz[id] then ids[#ids + 1] = id; inz[id] = true end
+  end
+  for from = 1, #ids, 1000 do
+    local to = math.min(from + 999, #ids)
+    local v = redis.call('HMGET', KEYS[3], unpack(ids, from, to))
+    for i = 1, to - from + 1 do
+      local r = rec_decode(v[i])
+      if r and r.st == 'held' then
+        h[#h + 1] = ids[from + i - 1]
+        h[#h + 1] = string.format('%d', r.dl)
+      end
+    end
+  end
+end
 local w = {}
 for i = 1, #ARGV do
   local r = rec_get(KEYS[3], ARGV[i])
   w[#w + 1] = r and r.st or ''
 end
 local ops = {}
-for i = 4, #KEYS do
+for i = 5, #KEYS do
   ops[#ops + 1] = redis.call('EXISTS', KEYS[i])
 end
 return {s, h, w, ops, redis.call('HGET', KEYS[1], 'rn') or ''}

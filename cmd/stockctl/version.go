@@ -107,7 +107,7 @@ func printVersion(s *session, b build) error {
 		fmt.Fprintf(s.out, "built     %s\n", built)
 	}
 	fmt.Fprintf(s.out, "gate      Redis key layout %d (redisstock.Layout): per-SKU and per-shard hashes, no key per order;\n"+
-		"          a prefix of layout 1 is refused until redisstock's Store.Migrate\n", redisstock.Layout)
+		"          a prefix of an earlier layout is refused until redisstock's Store.Migrate\n", redisstock.Layout)
 	fmt.Fprintf(s.out, "record    SQL tables of this version (sqlstock.Schema): %s;\n"+
 		"          tables of an earlier version lack the returns table and the max hold, returned and\n"+
 		"          bound_ms columns: 'stockctl init' adds them\n", strings.Join(tables, ", "))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -12,13 +13,16 @@ import (
 )
 
 // Audit reads every per-order item under the Store's prefix (directory
-// entries, line records, holds, gone lists, open zsets) and returns what
-// is neither ended nor live for a reason the layout names (see "The life
-// of an order" in the package doc), one finding per item, and how many
-// per-order items are stored. A live entry's reasons: a held line of its
-// order, or its member in its shard's open zset (the reclaimer settles it
-// then); a held line's: its order's live entry and its hold in the SKU's
-// holds zset; a hold's: a held line. Once every order has ended and
+// entries, line records, holds, hold queue entries, gone lists, open
+// zsets) and returns what is neither ended nor live for a reason the
+// layout names (see "The life of an order" in the package doc), one
+// finding per item, and how many per-order items are stored. A live
+// entry's reasons: a held line of its order, or its member in its shard's
+// open zset (the reclaimer settles it then); a held line's: its order's
+// live entry and its hold in the SKU's holds zset or hold queue; a hold's
+// in the zset: a held line. A queue entry is no finding (the reclaimer
+// takes an ended hold's off the queue once the holds before it have), only
+// counted. Once every order has ended and
 // Retention and the attempt lease have passed, with reclaim passes after
 // them, stored is 0: the prefix holds its SKUs' states and nothing per
 // order. It reads whole keys, for tests and checks at rest, not for a
@@ -36,6 +40,7 @@ func (s *Store) Audit(ctx context.Context) (orphans []string, stored int, err er
 	dir := s.dir.Load()
 	var entries, lines []*redis.MapStringStringCmd
 	var opens, holds []*redis.ZSliceCmd
+	var queues []*redis.StringSliceCmd
 	var gones []*redis.IntCmd
 	var at *redis.TimeCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -47,6 +52,7 @@ func (s *Store) Audit(ctx context.Context) (orphans []string, stored int, err er
 		for _, sku := range skus {
 			lines = append(lines, p.HGetAll(ctx, s.linesKey(sku)))
 			holds = append(holds, p.ZRangeWithScores(ctx, s.holdsKey(sku), 0, -1))
+			queues = append(queues, p.LRange(ctx, s.queueKey(sku), 0, -1))
 			gones = append(gones, p.LLen(ctx, s.goneKey(sku)))
 		}
 		at = p.Time(ctx)
@@ -86,10 +92,18 @@ func (s *Store) Audit(ctx context.Context) (orphans []string, stored int, err er
 		if err != nil {
 			return nil, 0, s.readErr(ctx, err)
 		}
-		stored += len(all) + len(zs)
-		inZset := map[string]bool{}
+		qs, err := queues[i].Result()
+		if err != nil {
+			return nil, 0, s.readErr(ctx, err)
+		}
+		stored += len(all) + len(zs) + len(qs)
+		inZset, inQueue := map[string]bool{}, map[string]bool{}
 		for _, z := range zs {
 			inZset[z.Member.(string)] = true
+		}
+		for _, e := range qs {
+			_, id, _ := strings.Cut(e, " ")
+			inQueue[id] = true
 		}
 		for id, v := range all {
 			r, ok, err := parseRecord(v, now)
@@ -99,7 +113,7 @@ func (s *Store) Audit(ctx context.Context) (orphans []string, stored int, err er
 			case !ok || r.st != "held":
 			case live[id] != r.ident:
 				orphans = append(orphans, fmt.Sprintf("held line %s of order %s without its order's live entry", strconv.Quote(sku), strconv.Quote(id)))
-			case !inZset[id]:
+			case !inZset[id] && !inQueue[id]:
 				orphans = append(orphans, fmt.Sprintf("held line %s of order %s not in the SKU's holds", strconv.Quote(sku), strconv.Quote(id)))
 			default:
 				held[id+"\n"+sku] = true

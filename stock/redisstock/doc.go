@@ -8,7 +8,7 @@
 //
 // # Key layout
 //
-// Key layout 2 (the package constant Layout): no key per order. Every key
+// Key layout 3 (the package constant Layout): no key per order. Every key
 // of one SKU carries the hash tag {sku}, so every script touches one slot
 // and is legal on Redis Cluster; an order costs fields in per-SKU hashes
 // and in one of 16 directory shards:
@@ -22,6 +22,17 @@
 //	                           tells by it that a hold's quantity changed
 //	                           while it read)
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
+//	<prefix>:{<sku>}:hq        list "<deadline ms> <order ID>", the hold
+//	                           queue: the holds stock_deduct_hot.lua
+//	                           places on one server, in arrival order,
+//	                           their deadlines never decreasing (a hold
+//	                           whose deadline would come before the
+//	                           tail's goes into the holds zset). A live
+//	                           hold is in the zset or the queue (both,
+//	                           once ExtendHold moved it: the zset's
+//	                           deadline is its record's); an entry of an
+//	                           ended hold stays until the reclaimer takes
+//	                           it off the head (see Reclaim)
 //	<prefix>:{<sku>}:users     hash user -> units held + bought
 //	<prefix>:{<sku>}:lines     hash order ID -> the record of the order's
 //	                           line of the SKU: its state (held,
@@ -71,7 +82,7 @@
 //	                           its SKU and units, kept Retention
 //	<prefix>:skus              set of SKUs ever put on sale (the reclaimer's
 //	                           map), the buckets of SKUs split into
-//	                           buckets, and the layout mark "{layout:2/n}"
+//	                           buckets, and the layout mark "{layout:3/n}"
 //	                           (n: the directory's shards)
 //	<prefix>:buckets           hash SKU -> bucket count, of the SKUs split
 //	                           into buckets
@@ -100,7 +111,11 @@
 // and answers every call with ErrLayout (which matches
 // stock.ErrUnavailable) until [Store.Migrate] converts it. A Store of the
 // earlier version reads a state of layout 2 as lost (it has no hold_ms),
-// so it sells nothing from it.
+// so it sells nothing from it. A registry with the mark of layout 2
+// ("{layout:2/n}": the same keys, without hold queues) is refused the same
+// way: its Stores neither read nor place queued holds, so they would miss
+// this version's. Migrate replaces its mark; a Store of layout 2 refuses a
+// prefix of layout 3 (it finds no mark it knows).
 //
 // A bucket of a SKU split into buckets is a gate state of its own under
 // the bucket's name (see Buckets): the SKU itself for the first, and
@@ -138,7 +153,10 @@
 // each, with distinct order IDs: one hot SKU, or a few sold together) goes
 // through stock_deduct_hot.lua instead, on one server and on a Cluster
 // slot alike: the same checks and writes for a new order, with the SKUs'
-// counts in locals and about half the server work per order; an order it
+// counts in locals and about half the server work per order; on one
+// server its holds go to the tail of each SKU's hold queue (an RPUSH)
+// rather than into the holds zset (a ZADD, whose skip list costs the
+// server several times more per member); an order it
 // finds already recorded (a repeat, a conflict) it leaves untouched, with
 // every order after it, and the Store sends those through the general
 // script in one more call: every order is decided in the batch's order.
@@ -381,8 +399,9 @@
 // back and records its OpID and signature on every line it ran on, so its
 // resend or retry answers nil and changes nothing, and the same OpID with
 // other items is stock.ErrConflict. An extension moves each line's
-// deadline and its score in the SKU's holds zset together, only later and
-// never past the order's bound, so the
+// deadline and its score in the SKU's holds zset together (a line held in
+// the hold queue joins the zset), only later and never past the order's
+// bound, so the
 // reclaimer honours it and a repeat changes nothing. A return that leaves
 // nothing on any line ends the order (reverted, or refunded) as Revert
 // does, and its directory entry gets Retention.
@@ -497,8 +516,14 @@
 //
 // [Store.ReclaimExpired] visits the SKUs of the registry set, peeks each
 // one's due holds (pipelined), and runs one script per SKU with due holds
-// that returns them atomically. A pass costs three cheap peeks per SKU on
-// sale (its holds, its unfinished ends, the first of its ended records)
+// (or a hold queue) that returns them atomically. The script first takes
+// the hold queue's head off: entries of ended holds, and due ones (a due
+// hold still held goes into the holds zset, where it is returned with the
+// others), up to the first hold that is in the queue only and not due. As
+// the queue's deadlines never decrease, no due hold is behind it; an ended
+// hold's entry behind it waits for it (a few dozen bytes, at most one hold
+// time). A pass costs four cheap peeks per SKU on sale (its holds, its
+// hold queue's head, its unfinished ends, the first of its ended records)
 // and one per directory shard, plus work in proportion to the holds it
 // returns and the ended records and entries it deletes (those past
 // Retention, at most 1000 per list and pass); the keyspace is never

@@ -43,7 +43,7 @@ func (s *Store) writeErr(ctx context.Context, err error) error {
 		return nil
 	}
 	if layout1(err) {
-		return &layoutError{prefix: s.prefix}
+		return &layoutError{prefix: s.prefix, layout: 1}
 	}
 	if certain(err) {
 		return withCtx(ctx, failed(err))
@@ -64,7 +64,7 @@ func unknown(ctx context.Context, err error) error {
 // readErr wraps the failure of a request that only reads.
 func (s *Store) readErr(ctx context.Context, err error) error {
 	if layout1(err) {
-		return &layoutError{prefix: s.prefix}
+		return &layoutError{prefix: s.prefix, layout: 1}
 	}
 	return withCtx(ctx, failed(err))
 }

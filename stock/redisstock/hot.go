@@ -67,10 +67,14 @@ func distinctIDs(calls []*call, id func(c *call) string) bool {
 func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
 	o := &calls[0].o
 	lines := len(o.items)
-	args := make([]any, 0, 7+len(o.refs)+(4+lines)*len(calls))
-	args = append(args, "evalsha", hotScript.Hash(), o.nkeys)
-	args = append(args, o.refs[1:o.nkeys]...) // the SKUs' keys, then the directory's
-	args = append(args, o.refs[0], s.nowMs(), "one", lines)
+	args := make([]any, 0, 7+len(o.refs)+lines+(4+lines)*len(calls))
+	args = append(args, "evalsha", hotScript.Hash(), o.nkeys+lines)
+	args = append(args, o.refs[1:o.nkeys]...) // the SKUs' keys, the directory's, the SKUs' hold queues
+	args = append(args, o.refs[0])
+	for _, it := range o.items {
+		args = append(args, s.queueKey(it.SKU))
+	}
+	args = append(args, s.nowMs(), "one", lines)
 	for _, c := range calls {
 		r := c.o.refs[c.o.nkeys:] // ID, user, identity, own hold, lines, units...
 		args = append(args, r[0], r[1], r[2], r[3])

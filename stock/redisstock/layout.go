@@ -64,16 +64,22 @@ func (d *directory) shard(order string) int {
 }
 
 // Layout is the version of the key layout this package reads and writes:
-// per-order data are fields of per-SKU and per-shard hashes (version 2),
-// where version 1 (stockguard before it) wrote a key per order line and
-// per order. See "Key layout" in the package doc.
-const Layout = 2
+// per-order data are fields of per-SKU and per-shard hashes, and the holds
+// a one-server Deduct places at a SKU's deadlines in arrival order are
+// entries of the SKU's hold queue, not members of its holds zset (version
+// 3). Version 2 had no hold queue (its data are version 3's with every
+// queue empty); version 1 (stockguard before it) wrote a key per order line
+// and per order. See "Key layout" in the package doc.
+const Layout = 3
 
 // layoutMark is the registry member that says the Store's prefix holds
-// layout 2 with an order directory of n shards: every write to the
+// layout 3 with an order directory of n shards: every write to the
 // registry adds it. A registry without one was written by an earlier
 // version. No SKU can be it: SKUs never contain braces.
-func layoutMark(n int) string { return "{layout:2/" + strconv.Itoa(n) + "}" }
+func layoutMark(n int) string { return markOf(Layout, n) }
+
+// markOf is the layout mark of layout v with a directory of n shards.
+func markOf(v, n int) string { return "{layout:" + strconv.Itoa(v) + "/" + strconv.Itoa(n) + "}" }
 
 // isMark reports whether a registry member is a mark, not a SKU.
 func isMark(member string) bool { return strings.HasPrefix(member, "{") }
@@ -86,11 +92,15 @@ func isMark(member string) bool { return strings.HasPrefix(member, "{") }
 // to the record.
 var ErrLayout = errors.New("redisstock: the prefix holds data of an earlier key layout")
 
-// layoutError is ErrLayout for one prefix.
-type layoutError struct{ prefix string }
+// layoutError is ErrLayout for one prefix of an earlier layout.
+type layoutError struct {
+	prefix string
+	layout int // 1, or 2 (by its mark)
+}
 
 func (e *layoutError) Error() string {
-	return ErrLayout.Error() + " (prefix " + strconv.Quote(e.prefix) + ", layout 1): run Store.Migrate with traffic stopped, or delete the prefix's keys and rebuild the gate from the record"
+	return ErrLayout.Error() + " (prefix " + strconv.Quote(e.prefix) + ", layout " + strconv.Itoa(e.layout) +
+		"): run Store.Migrate with traffic stopped, or delete the prefix's keys and rebuild the gate from the record"
 }
 
 // Unwrap returns ErrLayout and stock.ErrUnavailable.
@@ -99,11 +109,12 @@ func (e *layoutError) Unwrap() []error { return []error{ErrLayout, stock.ErrUnav
 // ready checks, once per Store, that the prefix holds this layout, and
 // takes its directory's shard count from the mark: a registry of SKUs
 // that exists without a mark was written by an earlier version, whose
-// data this version would misread. A prefix with no registry (new, or its
-// registry key lost) follows the directory it finds (probeDirectory),
-// else keeps the count New chose for the client (one shard on one server,
-// maxDirShards where keys live on several). It costs a round trip or two
-// on the Store's first call, none after it succeeds.
+// data this version would misread, and so was one with a mark of layout 2
+// (its Stores neither read nor write hold queues). A prefix with no
+// registry (new, or its registry key lost) follows the directory it finds
+// (probeDirectory), else keeps the count New chose for the client (one
+// shard on one server, maxDirShards where keys live on several). It costs
+// a round trip or two on the Store's first call, none after it succeeds.
 func (s *Store) ready(ctx context.Context) error {
 	if s.layout.Load() {
 		return nil
@@ -112,7 +123,7 @@ func (s *Store) ready(ctx context.Context) error {
 	var marked *redis.BoolSliceCmd
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		exists = p.Exists(ctx, s.registryKey())
-		marked = p.SMIsMember(ctx, s.registryKey(), layoutMark(1), layoutMark(maxDirShards))
+		marked = p.SMIsMember(ctx, s.registryKey(), layoutMark(1), layoutMark(maxDirShards), markOf(2, 1), markOf(2, maxDirShards))
 		return nil
 	})
 	if err != nil {
@@ -120,14 +131,16 @@ func (s *Store) ready(ctx context.Context) error {
 	}
 	m := marked.Val()
 	switch {
-	case len(m) != 2:
+	case len(m) != 4:
 		return badReply(m)
+	case m[2] || m[3]:
+		return &layoutError{prefix: s.prefix, layout: 2}
 	case m[0]:
 		s.useDirectory(1)
 	case m[1]:
 		s.useDirectory(maxDirShards)
 	case exists.Val() == 1:
-		return &layoutError{prefix: s.prefix}
+		return &layoutError{prefix: s.prefix, layout: 1}
 	default:
 		if err := s.probeDirectory(ctx); err != nil {
 			return err

@@ -2,6 +2,7 @@ package redisstock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -32,7 +33,9 @@ type MigrateReport struct {
 // the Store's prefix (key layout 1: a key per order line, a key per order
 // and, on a Redis Cluster, per order's attempt set; states with hold_ms)
 // to the layout this version reads (Layout), in place, then marks the
-// registry, so that Stores of this version serve the prefix. Run it once,
+// registry, so that Stores of this version serve the prefix. Data of
+// layout 2 need no conversion (layout 3 adds the hold queues, empty until
+// a Store of this version places a hold): Migrate replaces its mark. Run it once,
 // with every Store of the prefix stopped (of either version): it scans the
 // prefix's keys on every server (every master of a Cluster, every shard of
 // a Ring; SCAN, in batches) and converts each key in one script of its own.
@@ -108,9 +111,27 @@ func (s *Store) Migrate(ctx context.Context) (_ MigrateReport, err error) {
 		return rep, s.readErr(ctx, err)
 	}
 	if n == 1 {
-		var add *redis.IntCmd
-		s.pipelined(ctx, func(p redis.Pipeliner) { add = p.SAdd(ctx, s.registryKey(), s.mark()) })
-		if err := add.Err(); err != nil {
+		// A prefix of layout 2 keeps its directory's shard count; its
+		// mark goes after the new one is added (a Migrate stopped in
+		// between leaves both: the prefix is still refused).
+		was, err := s.c.SMIsMember(ctx, s.registryKey(), markOf(2, 1), markOf(2, maxDirShards)).Result()
+		if err != nil {
+			return rep, s.readErr(ctx, err)
+		}
+		if len(was) != 2 {
+			return rep, badReply(was)
+		}
+		if was[0] {
+			s.useDirectory(1)
+		} else if was[1] {
+			s.useDirectory(maxDirShards)
+		}
+		var add, drop *redis.IntCmd
+		s.pipelined(ctx, func(p redis.Pipeliner) {
+			add = p.SAdd(ctx, s.registryKey(), s.mark())
+			drop = p.SRem(ctx, s.registryKey(), markOf(2, 1), markOf(2, maxDirShards))
+		})
+		if err := errors.Join(add.Err(), drop.Err()); err != nil {
 			return rep, s.writeErr(ctx, err)
 		}
 	}

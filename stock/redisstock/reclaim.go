@@ -131,7 +131,17 @@ type dueHolds struct {
 	oldest time.Time // the earliest deadline of orders
 	left   []string  // unfinished ends
 	purge  bool      // ended records are due for deletion
+	queued bool      // the SKU's hold queue has entries: the script takes the ended and due ones off it
 }
+
+// queueBatch is how many hold queue entries of ended holds one reclaim
+// script takes off the queue's head besides the due ones.
+const queueBatch = 256
+
+// queuePeek is how many entries of a SKU's hold queue a peek reads: the
+// due ones past them go into the holds zset as the script takes the head
+// off, where the next peek finds them.
+const queuePeek = 1024
 
 // endsGrace is how long an order stays in a SKU's ends zset before a pass
 // other than the one that put it there finishes it: that pass is likely
@@ -144,12 +154,14 @@ const endsGrace = time.Minute
 func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, budget int) ([]dueHolds, error) {
 	var cmds, lefts []*redis.ZSliceCmd
 	var gones []*redis.StringCmd
+	var queues []*redis.StringSliceCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for _, sku := range skus {
 			gones = append(gones, p.LIndex(ctx, s.goneKey(sku), 0))
 			cmds = append(cmds, p.ZRangeByScoreWithScores(ctx, s.holdsKey(sku), &redis.ZRangeBy{
 				Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(budget),
 			}))
+			queues = append(queues, p.LRange(ctx, s.queueKey(sku), 0, int64(min(max(budget, 1), queuePeek))-1))
 			lefts = append(lefts, p.ZRangeByScoreWithScores(ctx, s.endsKey(sku), &redis.ZRangeBy{
 				Min: "-inf", Max: strconv.FormatInt(now-endsGrace.Milliseconds(), 10), Count: peekBatch,
 			}))
@@ -169,6 +181,10 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 		if err != nil {
 			return nil, s.readErr(ctx, err)
 		}
+		qs, err := queues[i].Result()
+		if err != nil {
+			return nil, s.readErr(ctx, err)
+		}
 		if len(ls) > 0 || purge {
 			d := dueHolds{sku: skus[i], purge: purge}
 			for _, z := range ls {
@@ -177,16 +193,40 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 			}
 			due = append(due, d)
 		}
-		if len(zs) == 0 || budget == 0 {
-			continue
+		d := dueHolds{sku: skus[i], queued: len(qs) > 0}
+		var oldest int64
+		for _, z := range zs[:min(len(zs), budget)] {
+			id, _ := z.Member.(string)
+			d.orders = append(d.orders, id)
+			if len(d.orders) == 1 {
+				oldest = int64(z.Score)
+			}
 		}
-		zs = zs[:min(len(zs), budget)]
-		budget -= len(zs)
-		ids := make([]string, len(zs))
-		for j, z := range zs {
-			ids[j], _ = z.Member.(string)
+		// The queue's due head (its deadlines never decrease), less what
+		// the zset gave: a hold whose deadline moved is in both.
+		for _, e := range qs {
+			at, id, ok := strings.Cut(e, " ")
+			dl, err := strconv.ParseInt(at, 10, 64)
+			if !ok || err != nil {
+				return nil, badReply(e)
+			}
+			if dl > now || len(d.orders) >= budget {
+				break
+			}
+			if !slices.Contains(d.orders, id) {
+				d.orders = append(d.orders, id)
+				if len(d.orders) == 1 || dl < oldest {
+					oldest = dl
+				}
+			}
 		}
-		due = append(due, dueHolds{sku: skus[i], orders: ids, oldest: time.UnixMilli(int64(zs[0].Score))})
+		budget -= len(d.orders)
+		if len(d.orders) > 0 {
+			d.oldest = time.UnixMilli(oldest)
+		}
+		if len(d.orders) > 0 || d.queued {
+			due = append(due, d)
+		}
 	}
 	return due, nil
 }
@@ -210,13 +250,13 @@ func (s *Store) reclaimDue(ctx context.Context, due []dueHolds, now int64, pass 
 				// The SKU's line records whose retention has passed.
 				purges[i] = purgeScript.Run(ctx, p, []string{s.linesKey(d.sku), s.goneKey(d.sku)}, purgeBatch, "line")
 			}
-			if len(d.orders) == 0 {
+			if len(d.orders) == 0 && !d.queued {
 				continue // unfinished ends, or records to delete, only
 			}
 			keys := []string{s.stateKey(d.sku), s.holdsKey(d.sku), s.usersKey(d.sku), s.skuKey(d.sku, ":rc:", pass),
-				s.endsKey(d.sku), s.linesKey(d.sku), s.goneKey(d.sku)}
-			args := make([]any, 0, 3+len(d.orders))
-			args = append(args, now, s.keep.Milliseconds(), memoTTL.Milliseconds())
+				s.endsKey(d.sku), s.linesKey(d.sku), s.goneKey(d.sku), s.queueKey(d.sku)}
+			args := make([]any, 0, 4+len(d.orders))
+			args = append(args, now, s.keep.Milliseconds(), memoTTL.Milliseconds(), len(d.orders)+queueBatch)
 			for _, id := range d.orders {
 				args = append(args, id)
 			}
@@ -515,24 +555,49 @@ func (s *Store) HeldOrders(ctx context.Context, sku string) (_ []Hold, err error
 }
 
 // heldOrders is HeldOrders of one gate state (a SKU, or one of its
-// buckets).
+// buckets): the holds of its holds zset and of its hold queue (there, at
+// their records' deadlines; a hold whose deadline moved is in both).
 func (s *Store) heldOrders(ctx context.Context, sku string) ([]Hold, error) {
-	zs, err := s.c.ZRangeWithScores(ctx, s.holdsKey(sku), 0, -1).Result()
+	var zc *redis.ZSliceCmd
+	var qc *redis.StringSliceCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		zc = p.ZRangeWithScores(ctx, s.holdsKey(sku), 0, -1)
+		qc = p.LRange(ctx, s.queueKey(sku), 0, -1)
+	})
+	zs, err := zc.Result()
 	if err != nil {
 		return nil, s.readErr(ctx, err)
 	}
-	if len(zs) == 0 {
-		return nil, nil
+	qs, err := qc.Result()
+	if err != nil {
+		return nil, s.readErr(ctx, err)
 	}
-	ids := make([]string, len(zs))
-	for i, z := range zs {
-		ids[i], _ = z.Member.(string)
+	ids := make([]string, 0, len(zs)+len(qs))
+	dls := make([]int64, 0, len(zs)+len(qs)) // -1: the record's
+	seen := make(map[string]bool, len(zs))
+	for _, z := range zs {
+		id, _ := z.Member.(string)
+		ids, dls = append(ids, id), append(dls, int64(z.Score))
+		seen[id] = true
+	}
+	for _, e := range qs {
+		_, id, ok := strings.Cut(e, " ")
+		if !ok {
+			return nil, badReply(e)
+		}
+		if !seen[id] {
+			ids, dls = append(ids, id), append(dls, -1)
+			seen[id] = true
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
 	}
 	vals, err := s.c.HMGet(ctx, s.linesKey(sku), ids...).Result()
 	if err != nil {
 		return nil, s.readErr(ctx, err)
 	}
-	out := make([]Hold, 0, len(zs))
+	out := make([]Hold, 0, len(ids))
 	for i, v := range vals {
 		r, ok, err := parseRecord(v, 0)
 		if err != nil {
@@ -544,8 +609,11 @@ func (s *Store) heldOrders(ctx context.Context, sku string) ([]Hold, error) {
 		if r.left() == 0 {
 			continue // partial reverts gave it all back: it holds nothing
 		}
-		out = append(out, Hold{OrderID: ids[i], UserID: r.user(), SKU: sku, Qty: r.left(),
-			Deadline: time.UnixMilli(int64(zs[i].Score))})
+		dl := dls[i]
+		if dl < 0 {
+			dl = r.dl
+		}
+		out = append(out, Hold{OrderID: ids[i], UserID: r.user(), SKU: sku, Qty: r.left(), Deadline: time.UnixMilli(dl)})
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,6 +133,9 @@ func (e rhEnv) hot(slot bool, now int64, skus []rhSKU, orders []rhOrder) []strin
 		mode = "slot"
 	} else {
 		keys = append(keys, e.s.DirKey(orders[0].id))
+		for _, k := range skus {
+			keys = append(keys, e.key(k.name, "hq"))
+		}
 	}
 	args := []any{now, mode, len(skus)}
 	if slot { // the generations the attempts read
@@ -181,7 +185,18 @@ func (e rhEnv) dump(skus []rhSKU, ids []string) map[string]any {
 	for _, k := range skus {
 		st := e.fx.c.HGetAll(ctx, e.key(k.name, "state")).Val()
 		out[k.name+":state"] = st
-		out[k.name+":holds"] = e.fx.c.ZRangeWithScores(ctx, e.key(k.name, "holds"), 0, -1).Val()
+		// The holds, wherever the script placed them: the zset, or the
+		// hold queue of the hot script on one server.
+		var holds []string
+		for _, z := range e.fx.c.ZRangeWithScores(ctx, e.key(k.name, "holds"), 0, -1).Val() {
+			holds = append(holds, fmt.Sprintf("%s %d", z.Member, int64(z.Score)))
+		}
+		for _, q := range e.fx.c.LRange(ctx, e.key(k.name, "hq"), 0, -1).Val() {
+			dl, id, _ := strings.Cut(q, " ")
+			holds = append(holds, id+" "+dl)
+		}
+		slices.Sort(holds)
+		out[k.name+":holds"] = holds
 		out[k.name+":users"] = e.fx.c.HGetAll(ctx, e.key(k.name, "users")).Val()
 		out[k.name+":lines"] = e.fx.c.HGetAll(ctx, e.key(k.name, "lines")).Val()
 	}

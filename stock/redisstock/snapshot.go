@@ -3,6 +3,7 @@ package redisstock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -150,8 +151,8 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 		for k, i := range todo {
 			r := reqs[i]
 			skus[k] = r.SKU
-			keys := make([]string, 0, 3+len(r.Ops))
-			keys = append(keys, s.stateKey(r.SKU), s.holdsKey(r.SKU), s.linesKey(r.SKU))
+			keys := make([]string, 0, 4+len(r.Ops))
+			keys = append(keys, s.stateKey(r.SKU), s.holdsKey(r.SKU), s.linesKey(r.SKU), s.queueKey(r.SKU))
 			for _, op := range r.Ops {
 				keys = append(keys, s.opMarkerKey(r.SKU, op))
 			}
@@ -242,8 +243,12 @@ func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn
 		if !ok1 || !ok2 || err != nil {
 			return badReply(res)
 		}
-		*ids = append(*ids, id)
 		sn.Holds = append(sn.Holds, Hold{OrderID: id, SKU: r.SKU, Deadline: time.UnixMilli(int64(dl))})
+	}
+	// The zset's holds come in deadline order, then the hold queue's.
+	slices.SortStableFunc(sn.Holds, func(a, b Hold) int { return a.Deadline.Compare(b.Deadline) })
+	for _, h := range sn.Holds {
+		*ids = append(*ids, h.OrderID)
 	}
 	sn.Lines = make([]stock.State, len(ws))
 	for j, w := range ws {
@@ -542,6 +547,7 @@ func (s *Store) rebuild(ctx context.Context, rs []Rebuild) ([]Outcome, error) {
 				for _, op := range r.Ops {
 					keys = append(keys, s.opMarkerKey(l.SKU, op))
 				}
+				keys = append(keys, s.queueKey(l.SKU))
 				args := []any{l.Units, l.PerUserLimit, l.EffectiveHoldTTL().Milliseconds(), gens[i],
 					s.keep.Milliseconds(), r.Claim, len(r.Ops), l.EffectiveMaxHoldTTL().Milliseconds(), now}
 				regs[i] = s.rebuildRegistry(ctx, p, l.SKU)
@@ -578,7 +584,7 @@ var rebuildOutcomes = map[string]Outcome{"ok": Applied, "exists": Exists, "stale
 // nothing of the others). Otherwise it is writeErr's.
 func (s *Store) batchErr(ctx context.Context, err error, done, n int) error {
 	if layout1(err) {
-		return &layoutError{prefix: s.prefix} // refused before any write
+		return &layoutError{prefix: s.prefix, layout: 1} // refused before any write
 	}
 	var rerr redis.Error
 	if done > 0 || (n > 1 && errors.As(err, &rerr)) {

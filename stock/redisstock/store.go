@@ -199,6 +199,7 @@ const (
 	usersSuffix = ":users"
 	linesSuffix = ":lines"
 	goneSuffix  = ":gone"
+	queueSuffix = ":hq"
 )
 
 // writeSKUKey writes the key of sku with suffix, then tail, to b.
@@ -227,6 +228,7 @@ func (s *Store) holdsKey(sku string) string { return s.skuKey(sku, holdsSuffix, 
 func (s *Store) usersKey(sku string) string { return s.skuKey(sku, usersSuffix, "") }
 func (s *Store) linesKey(sku string) string { return s.skuKey(sku, linesSuffix, "") }
 func (s *Store) goneKey(sku string) string  { return s.skuKey(sku, goneSuffix, "") }
+func (s *Store) queueKey(sku string) string { return s.skuKey(sku, queueSuffix, "") }
 
 func (s *Store) registryKey() string        { return s.prefix + ":skus" }
 func (s *Store) claimKey(sku string) string { return s.skuKey(sku, ":rb", "") }

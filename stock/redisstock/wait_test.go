@@ -445,7 +445,7 @@ func TestWaitOnlyWhenAsked(t *testing.T) {
 // either is overridden by the waiting client (wait.go) or only reads. A
 // new call of a writing method on s.c fails here until wait.go covers it.
 func TestWaitCoversEveryWrite(t *testing.T) {
-	reads := []string{"Exists", "Get", "HGet", "HMGet", "HExists", "HGetAll", "HScan", "SMembers", "SIsMember",
+	reads := []string{"Exists", "Get", "HGet", "HMGet", "HExists", "HGetAll", "HScan", "SMembers", "SIsMember", "SMIsMember",
 		"ZRange", "ZRangeWithScores", "ZRangeByScoreWithScores", "ZScore", "Info", "Options", "ScriptLoad"}
 	fset := token.NewFileSet()
 	files, err := filepath.Glob("*.go")
