@@ -128,12 +128,15 @@ end
 local holds, queue, nh, nq, recs, users, nu = {}, {}, {}, {}, {}, {}, {}
 for j = 1, k do holds[j], queue[j], nh[j], nq[j], recs[j], users[j], nu[j] = {}, {}, 0, 0, {}, {}, 0 end
 local dirs, taken = {}, 0
-local sdl, sgap, snow -- the decimal forms of now + minhold, minmax - minhold; the now of sdl
+-- The decimal forms of now + minhold and minmax - minhold, the now of
+-- sdl, and the parts of a record and of a queue entry they make (every
+-- string a call builds once is one the orders do not build each).
+local sdl, sgap, snow, spre, ssp
 local rest = false -- an order was left: so is every order after it
 for i = 1, n do
   local a = 4 + stride * (i - 1)
   local code, at = 0, 0
-  local dl, dln, gap -- the order's deadline (a string, a number) and its bound's distance
+  local dl, dln, pre, sp -- the order's deadline (a string, a number), its record's part from it, its queue entry's
   local seen = rest or dv[i]
   for j = 1, k do seen = seen or lv[j][i] end
   if slot then now = tonumber(ARGV[a + 5]) end
@@ -159,18 +162,20 @@ for i = 1, n do
         code, at = 9, maxline
       else
         dln = now + own
-        dl, gap = string.format('%d', dln), string.format('%d', minmax - own)
+        dl = string.format('%d', dln)
+        pre, sp = '\t' .. dl .. '\t' .. string.format('%d', minmax - own) .. '\t', dl .. ' '
       end
     end
     if code == 0 then
       local id, ident = ARGV[a], ARGV[a + 2]
       if not dl then
-        if snow ~= now then sdl, snow = string.format('%d', now + minhold), now end
-        sgap = sgap or string.format('%d', minmax - minhold)
-        dl, dln, gap = sdl, now + minhold, sgap
+        if snow ~= now then
+          sgap = sgap or string.format('%d', minmax - minhold)
+          sdl, snow = string.format('%d', now + minhold), now
+          spre, ssp = '\t' .. sdl .. '\t' .. sgap .. '\t', sdl .. ' '
+        end
+        dl, dln, pre, sp = sdl, now + minhold, spre, ssp
       end
-      local head, tail = '\t' .. dl .. '\t' .. gap .. '\t' .. ident, ''
-      if slot then tail = '\ta' .. ARGV[a + 4] end
       taken = taken + 1
       for j = 1, k do
         local qs = ARGV[q0 + j - 1]
@@ -188,13 +193,15 @@ for i = 1, n do
         end
         if not slot and (not qtail[j] or dln >= qtail[j]) then
           nq[j] = nq[j] + 1
-          queue[j][nq[j]], qtail[j] = dl .. ' ' .. id, dln
+          queue[j][nq[j]], qtail[j] = sp .. id, dln
         else
           local m = nh[j] + 1
           nh[j] = m
           holds[j][2 * m - 1], holds[j][2 * m] = dl, id
         end
-        recs[j][2 * taken - 1], recs[j][2 * taken] = id, 'h' .. qs .. head .. tail
+        local rec
+        if slot then rec = 'h' .. qs .. pre .. ident .. '\ta' .. ARGV[a + 4] else rec = 'h' .. qs .. pre .. ident end
+        recs[j][2 * taken - 1], recs[j][2 * taken] = id, rec
       end
       dirs[2 * taken - 1], dirs[2 * taken] = id, ident
     end
