@@ -523,7 +523,8 @@
 // the queue's deadlines never decrease, no due hold is behind it; an ended
 // hold's entry behind it waits for it (a few dozen bytes, at most one hold
 // time). A pass costs four cheap peeks per SKU on sale (its holds, its
-// hold queue's head, its unfinished ends, the first of its ended records)
+// hold queue's first 32 entries, its unfinished ends, the first of its
+// ended records)
 // and one per directory shard, plus work in proportion to the holds it
 // returns and the ended records and entries it deletes (those past
 // Retention, at most 1000 per list and pass); the keyspace is never

@@ -217,3 +217,33 @@ func wantReclaimed(t *testing.T, got []stock.Reclaimed, ids ...string) {
 		t.Fatalf("reclaimed %q, want %q", have, want)
 	}
 }
+
+// One pass returns every due hold up to its limit, however long the run
+// of due holds placed one after another, with ended ones among them.
+func TestOnePassReturnsEveryDueHoldUpToItsLimit(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		const n = 300
+		fx.sale("a", n, 0, time.Minute)
+		var want []string
+		for i := range n {
+			id := fmt.Sprintf("o%03d", i)
+			is(t, fx.s.Deduct(fx.ctx(), ord(id, "u"+id, it("a", 1))), nil, "Deduct")
+			if i >= 200 && i%5 == 0 {
+				is(t, fx.s.Confirm(fx.ctx(), id), nil, "Confirm")
+			} else {
+				want = append(want, id)
+			}
+		}
+		fx.clock.Advance(time.Minute)
+		got, err := fx.s.ReclaimExpired(fx.ctx(), 150)
+		if err != nil || len(got) != 150 {
+			t.Fatalf("first pass, limit 150: %d reclaimed, %v", len(got), err)
+		}
+		rest, err := fx.s.ReclaimExpired(fx.ctx(), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantReclaimed(t, append(got, rest...), want...)
+		fx.want("a", n-20, 0, 20)
+	})
+}

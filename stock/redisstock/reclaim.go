@@ -83,12 +83,13 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		if err != nil {
 			return out, err
 		}
-		peeked := 0
+		peeked, more := 0, false
 		for _, d := range due {
 			if len(d.orders) > 0 && (oldest.IsZero() || d.oldest.Before(oldest)) {
 				oldest = d.oldest
 			}
 			peeked += len(d.orders)
+			more = more || d.more
 		}
 		// Each round's scripts record their replies under a token of
 		// their own: a SKU read again is a new script call, not a resend.
@@ -100,7 +101,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		if err != nil {
 			return out, err
 		}
-		if ended == peeked && len(got) == ended {
+		if ended == peeked && len(got) == ended && !more {
 			start += peekBatch
 		}
 		// Lines partial reverts had emptied ended with their orders but
@@ -108,7 +109,9 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		// the script (a Confirm, a Revert, another reclaimer) are not
 		// returned: both took part of the budget, so peek the same SKUs
 		// again (they are out of the holds zsets now, or no longer due:
-		// every round makes progress).
+		// every round makes progress). So do SKUs whose hold queue's head
+		// the peek read was due to its last entry: the scripts took more
+		// due holds off the queues, into the holds zsets.
 	}
 	// Last, the open entries whose check time came, then the directory
 	// entries past their retention (the pass's own endings are not due
@@ -132,16 +135,18 @@ type dueHolds struct {
 	left   []string  // unfinished ends
 	purge  bool      // ended records are due for deletion
 	queued bool      // the SKU's hold queue has entries: the script takes the ended and due ones off it
+	more   bool      // every entry of the queue's head the peek read was due: more may be
 }
 
 // queueBatch is how many hold queue entries of ended holds one reclaim
 // script takes off the queue's head besides the due ones.
 const queueBatch = 256
 
-// queuePeek is how many entries of a SKU's hold queue a peek reads: the
-// due ones past them go into the holds zset as the script takes the head
-// off, where the next peek finds them.
-const queuePeek = 1024
+// queuePeek is how many entries of a SKU's hold queue a peek reads: when
+// all are due, the pass peeks the SKU again, and finds the due ones past
+// them in the holds zset, where the script put them as it took the head
+// off.
+const queuePeek = 32
 
 // endsGrace is how long an order stays in a SKU's ends zset before a pass
 // other than the one that put it there finishes it: that pass is likely
@@ -193,7 +198,7 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 			}
 			due = append(due, d)
 		}
-		d := dueHolds{sku: skus[i], queued: len(qs) > 0}
+		d := dueHolds{sku: skus[i], queued: len(qs) > 0, more: len(qs) == queuePeek}
 		var oldest int64
 		for _, z := range zs[:min(len(zs), budget)] {
 			id, _ := z.Member.(string)
@@ -211,6 +216,7 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 				return nil, badReply(e)
 			}
 			if dl > now || len(d.orders) >= budget {
+				d.more = false
 				break
 			}
 			if !slices.Contains(d.orders, id) {
