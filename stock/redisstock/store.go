@@ -101,7 +101,7 @@ type Store struct {
 	countReads sync.Map // SKU -> true: a read of its stale count runs here
 	flights    sync.Map // SKU -> *flight: the refill of the SKU running here
 	// dir is the order directory's layout; layout is set once the prefix
-	// is known to hold layout 2 (and dir its count of shards).
+	// is known to hold this layout (and dir its count of shards).
 	dir    atomic.Pointer[directory]
 	layout atomic.Bool
 }
