@@ -1,0 +1,28 @@
+package redisstock_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/stock/redisstock"
+)
+
+// A hold whose line record is gone (deleted by hand, a partial flush) is
+// listed in Snapshot's Lost, as Snapshot documents, wherever the gate keeps
+// the hold (the holds zset, or the hold queue of a one-server Deduct).
+func TestReviewQueueHoldWithoutItsRecordIsLost(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		fx.sale("a", 10, 0, time.Minute)
+		is(t, fx.s.Deduct(fx.ctx(), ord("x", "u1", it("a", 2))), nil, "Deduct")
+		is(t, fx.s.Deduct(fx.ctx(), ord("y", "u2", it("a", 1))), nil, "Deduct")
+		fx.delRecord("a", "x")
+		sn, err := fx.s.Snapshot(fx.ctx(), []redisstock.SnapshotRequest{{SKU: "a"}})
+		if err != nil || len(sn) != 1 {
+			t.Fatalf("Snapshot = %+v, %v", sn, err)
+		}
+		if !slices.Equal(sn[0].Lost, []string{"x"}) || len(sn[0].Holds) != 1 || sn[0].Holds[0].OrderID != "y" {
+			t.Fatalf("Snapshot: Holds %+v, Lost %q; want y held and x lost (held %d)", sn[0].Holds, sn[0].Lost, sn[0].Held)
+		}
+	})
+}
