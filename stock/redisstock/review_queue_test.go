@@ -1,10 +1,13 @@
 package redisstock_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
@@ -25,4 +28,22 @@ func TestReviewQueueHoldWithoutItsRecordIsLost(t *testing.T) {
 			t.Fatalf("Snapshot: Holds %+v, Lost %q; want y held and x lost (held %d)", sn[0].Holds, sn[0].Lost, sn[0].Held)
 		}
 	})
+}
+
+// Calls that only read do not wait for replicas (see "Replication wait" in
+// the package doc: HeldOrders, the reclaimer's peeks): on a master whose
+// replicas never acknowledge, they answer as without WaitReplicas.
+func TestReviewQueueReadsDoNotWaitForReplicas(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, waitClient(t, startMaster(t).Addr()), redisstock.Config{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	// Applied, its wait unacknowledged.
+	if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Hour}); !errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("PutOnSale on a master without replicas: %v, want ErrUnknownOutcome", err)
+	}
+	if held, err := s.HeldOrders(ctx, "a"); err != nil || len(held) != 0 {
+		t.Fatalf("HeldOrders = %+v, %v; want none, no error", held, err)
+	}
+	if got, err := s.ReclaimExpired(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("ReclaimExpired with nothing to return = %+v, %v; want none, no error", got, err)
+	}
 }
