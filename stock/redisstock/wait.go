@@ -343,7 +343,7 @@ var readCommands = map[string]bool{
 	"sismember": true, "smismember": true, "smembers": true, "scard": true,
 	"zrange": true, "zrangebyscore": true, "zscore": true, "zcard": true,
 	"pttl": true, "ttl": true, "info": true, "evalsha_ro": true, "eval_ro": true,
-	"lindex": true, "time": true,
+	"lindex": true, "lrange": true, "time": true,
 }
 
 // readOnlyScripts holds the SHA1 of the scripts that never write.
