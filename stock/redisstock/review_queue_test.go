@@ -3,6 +3,7 @@ package redisstock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -46,4 +47,34 @@ func TestReviewQueueReadsDoNotWaitForReplicas(t *testing.T) {
 	if got, err := s.ReclaimExpired(ctx, 10); err != nil || len(got) != 0 {
 		t.Fatalf("ReclaimExpired with nothing to return = %+v, %v; want none, no error", got, err)
 	}
+}
+
+// A reclaim pass costs its peeks plus work in proportion to what it fixes
+// (DESIGN.md, bounded cost; "Reclaim" in the package doc): with holds on
+// many SKUs and none of them due, nothing ended and nothing to delete, it
+// runs no script.
+func TestReviewQueuePassWithNothingDueRunsNoScript(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		const skus = 20
+		for i := range skus {
+			sku := fmt.Sprintf("s%02d", i)
+			fx.sale(sku, 10, 0, time.Hour)
+			is(t, fx.s.Deduct(fx.ctx(), ord("o"+sku, "u1", it(sku, 1))), nil, "Deduct")
+		}
+		fx.clock.Advance(time.Minute)
+		h := &scriptCount{n: map[string]int{}}
+		fx.c.AddHook(h)
+		if got := fx.reclaim(); len(got) != 0 {
+			t.Fatalf("reclaimed %+v before any deadline", got)
+		}
+		h.mu.Lock()
+		n := 0
+		for _, c := range h.n {
+			n += c
+		}
+		h.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("a pass with nothing due over %d SKUs with a hold each ran %d scripts, want 0", skus, n)
+		}
+	})
 }
