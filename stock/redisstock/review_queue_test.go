@@ -78,3 +78,27 @@ func TestReviewQueuePassWithNothingDueRunsNoScript(t *testing.T) {
 		}
 	})
 }
+
+// A pass reports fewer than limit holds only when no more are due
+// (ReclaimExpired): with more due holds on one SKU than one peek of its
+// hold queue reads, a pass whose limit covers them all returns them all.
+func TestReviewQueuePassReturnsEveryDueHoldWithinItsLimit(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		const n = 1500
+		fx.sale("a", n, 0, time.Minute)
+		for i := range n {
+			id := fmt.Sprintf("o%04d", i)
+			is(t, fx.s.Deduct(fx.ctx(), ord(id, "", it("a", 1))), nil, "Deduct")
+		}
+		fx.clock.Advance(time.Minute)
+		got, err := fx.s.ReclaimExpired(fx.ctx(), 2*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n {
+			lv, _ := fx.s.Levels(fx.ctx(), "a")
+			t.Fatalf("a pass with limit %d returned %d of %d due holds (levels after it %+v)", 2*n, len(got), n, lv)
+		}
+		fx.want("a", n, 0, 0)
+	})
+}
