@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -100,5 +104,57 @@ func TestReviewQueuePassReturnsEveryDueHoldWithinItsLimit(t *testing.T) {
 			t.Fatalf("a pass with limit %d returned %d of %d due holds (levels after it %+v)", 2*n, len(got), n, lv)
 		}
 		fx.want("a", n, 0, 0)
+	})
+}
+
+// listReads counts the list entries LRANGE replies carried.
+type listReads struct{ n atomic.Int64 }
+
+func (h *listReads) add(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if l, ok := c.(*redis.StringSliceCmd); ok && strings.EqualFold(c.Name(), "lrange") {
+			h.n.Add(int64(len(l.Val())))
+		}
+	}
+}
+
+func (h *listReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *listReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.add(cmd)
+		return err
+	}
+}
+
+func (h *listReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.add(cmds...)
+		return err
+	}
+}
+
+// A reclaim pass peeks each SKU cheaply and otherwise works in proportion
+// to what it fixes (DESIGN.md, bounded cost; "Reclaim" in the package doc:
+// the hold queue's head): with a thousand live holds on a SKU and none due,
+// a pass reads a few entries of the SKU's hold queue, not the queue.
+func TestReviewQueuePassWithNothingDueReadsTheQueueHeadOnly(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		const n = 1000
+		fx.sale("a", n, 0, time.Hour)
+		for i := range n {
+			is(t, fx.s.Deduct(fx.ctx(), ord(fmt.Sprintf("o%04d", i), "", it("a", 1))), nil, "Deduct")
+		}
+		fx.clock.Advance(time.Minute)
+		h := &listReads{}
+		fx.c.AddHook(h)
+		if got, err := fx.s.ReclaimExpired(fx.ctx(), n); err != nil || len(got) != 0 {
+			t.Fatalf("ReclaimExpired before any deadline = %+v, %v", got, err)
+		}
+		if read := h.n.Load(); read > 64 {
+			t.Fatalf("a pass with nothing due read %d hold queue entries of one SKU", read)
+		}
 	})
 }
