@@ -16,12 +16,16 @@
 --              queue only, at their records' deadlines), {st of watched line i, '' when it has no
 --              record}, {1 if operation j's marker exists, else 0}, rn}
 --              where rn is the state's count of partial returns of held
---              units (stock_return.lua; '' for none): the caller reads the
+--              units (stock_return.lua; '' for none), then {order ID, ...}
+--              of the queue's entries held in the queue only whose line
+--              record is missing (lost, or deleted after the order ended:
+--              the caller tells by the order's directory entry): the caller reads the
 --              holds' quantities after this step, and tells by an rn read
 --              after them that none changed in between
 local s = redis.call('HMGET', KEYS[1], 'avail', 'held', 'sold', 'limit', 'hold', 'ver', 'epoch', 'gen', 'max_ms')
 local h = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
 local q = redis.call('LRANGE', KEYS[4], 0, -1)
+local miss = {}
 if #q > 0 then
   local inz = {}
   for i = 1, #h, 2 do inz[h[i]] = true end
@@ -38,6 +42,8 @@ if #q > 0 then
       if r and r.st == 'held' then
         h[#h + 1] = ids[from + i - 1]
         h[#h + 1] = string.format('%d', r.dl)
+      elseif not v[i] then
+        miss[#miss + 1] = ids[from + i - 1]
       end
     end
   end
@@ -51,4 +57,4 @@ local ops = {}
 for i = 5, #KEYS do
   ops[#ops + 1] = redis.call('EXISTS', KEYS[i])
 end
-return {s, h, w, ops, redis.call('HGET', KEYS[1], 'rn') or ''}
+return {s, h, w, ops, redis.call('HGET', KEYS[1], 'rn') or '', miss}

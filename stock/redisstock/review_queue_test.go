@@ -158,3 +158,25 @@ func TestReviewQueuePassWithNothingDueReadsTheQueueHeadOnly(t *testing.T) {
 		}
 	})
 }
+
+// An ended hold's hold queue entry can outlive its record (Retention
+// shorter than the hold time, the entry behind a live hold): Snapshot does
+// not list it as Lost.
+func TestReviewQueueEndedHoldPastRetentionIsNotLost(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
+		fx.sale("a", 10, 0, time.Hour)
+		is(t, fx.s.Deduct(fx.ctx(), ord("live", "u1", it("a", 1))), nil, "Deduct")
+		is(t, fx.s.Deduct(fx.ctx(), ord("paid", "u2", it("a", 1))), nil, "Deduct")
+		is(t, fx.s.Confirm(fx.ctx(), "paid"), nil, "Confirm")
+		elapse(fx, 2*redisstock.MinRetention)
+		wantReclaimed(t, fx.reclaim())
+		if fx.hasRecord("a", "paid") {
+			t.Fatal("the ended record outlived Retention and a reclaim pass")
+		}
+		sn, err := fx.s.Snapshot(fx.ctx(), []redisstock.SnapshotRequest{{SKU: "a"}})
+		if err != nil || len(sn) != 1 || len(sn[0].Lost) != 0 || len(sn[0].Holds) != 1 || sn[0].Holds[0].OrderID != "live" {
+			t.Fatalf("Snapshot = %+v, %v; want live held, nothing lost", sn, err)
+		}
+	})
+}

@@ -169,13 +169,14 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 	})
 	out := make([]Snapshot, len(todo))
 	ids := make([][]string, len(todo))
+	miss := make([][]string, len(todo))
 	rns := make([]string, len(todo))
 	for k, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
 			return nil, nil, s.readErr(ctx, err)
 		}
-		if err := parseSnapshot(&out[k], reqs[todo[k]], res, &ids[k], &rns[k]); err != nil {
+		if err := parseSnapshot(&out[k], reqs[todo[k]], res, &ids[k], &rns[k], &miss[k]); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -190,7 +191,55 @@ func (s *Store) snapshotOnce(ctx context.Context, reqs []SnapshotRequest, todo [
 		return nil, nil, err
 	}
 	ended, err := s.holdQtys(ctx, out, ids, rns)
+	if err == nil {
+		err = s.lostQueued(ctx, out, miss)
+	}
 	return out, ended, err
+}
+
+// lostQueued adds to each snapshot of out the holds of its hold queue
+// whose line record was missing (miss) while their order's directory entry
+// is live and names the SKU: records lost, not deleted after their order
+// ended (an ended hold's queue entry can outlive its record). It costs one
+// round trip, on that path only.
+func (s *Store) lostQueued(ctx context.Context, out []Snapshot, miss [][]string) error {
+	if !slices.ContainsFunc(miss, func(m []string) bool { return len(m) > 0 }) {
+		return nil
+	}
+	entries := make([][]*redis.StringCmd, len(out))
+	var at *redis.TimeCmd
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		for i, m := range miss {
+			for _, id := range m {
+				entries[i] = append(entries[i], p.HGet(ctx, s.dirKey(id), id))
+			}
+		}
+		at = p.Time(ctx)
+	})
+	now, err := serverMs(at) // entries end by the server's time
+	if err != nil {
+		return s.readErr(ctx, err)
+	}
+	for i, m := range miss {
+		for j, id := range m {
+			v, err := entries[i][j].Result()
+			if err != nil && err != redis.Nil {
+				return s.readErr(ctx, err)
+			}
+			d, ok, err := parseEntry(v, now)
+			if err != nil {
+				return badReply(v)
+			}
+			if !ok || d.e != 0 {
+				continue
+			}
+			items, err := parseIdent(d.ident)
+			if err == nil && slices.ContainsFunc(items, func(it stock.Item) bool { return it.SKU == out[i].SKU }) {
+				out[i].Lost = append(out[i].Lost, id)
+			}
+		}
+	}
+	return nil
 }
 
 // relist adds to the registry, in one round trip, the SKUs of out that
@@ -220,13 +269,22 @@ func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 }
 
 // parseSnapshot decodes one stock_snapshot.lua reply into sn, the holds'
-// order IDs and deadlines into sn.Holds (quantities still unset), and the
-// state's count of partial returns of held units into rn.
-func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn *string) error {
-	if len(res) != 5 {
+// order IDs and deadlines into sn.Holds (quantities still unset), the
+// state's count of partial returns of held units into rn, and the hold
+// queue's entries without a line record into miss.
+func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn *string, miss *[]string) error {
+	if len(res) != 6 {
 		return badReply(res)
 	}
 	*rn, _ = res[4].(string)
+	ms, _ := res[5].([]any)
+	for _, m := range ms {
+		id, ok := m.(string)
+		if !ok {
+			return badReply(res)
+		}
+		*miss = append(*miss, id)
+	}
 	st, _ := res[0].([]any)
 	hs, ok1 := res[1].([]any)
 	ws, ok2 := res[2].([]any)
