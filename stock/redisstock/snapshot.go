@@ -53,7 +53,9 @@ const snapshotBatch = 1024
 
 // Snapshot reads each SKU's state, its holds and the states of the
 // requested order lines, each SKU in one atomic script call, in two round
-// trips per 1024 SKUs (the scripts, then the quantities of the holds). A
+// trips per 1024 SKUs (the scripts, then the quantities of the holds; a
+// third when a hold queue has entries whose line record is missing: their
+// orders' directory entries tell a lost record from an ended one). A
 // SKU one of whose holds ended with its record deleted between the two (an
 // undone Deduct attempt drops its holds so), or one of whose held lines a
 // partial return changed between them (the SKU's state counts such returns,
