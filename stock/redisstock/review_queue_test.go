@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -179,4 +180,92 @@ func TestReviewQueueEndedHoldPastRetentionIsNotLost(t *testing.T) {
 			t.Fatalf("Snapshot = %+v, %v; want live held, nothing lost", sn, err)
 		}
 	})
+}
+
+// Orders with their own hold times (shorter and longer than the SKU's),
+// hold time changes between them, extensions, confirmations, reverts and
+// partial reverts, the clock moving on: after every pass no hold past its
+// deadline is left, every live hold is listed once by HeldOrders and
+// Snapshot with its record's deadline, and the counts agree with them.
+func TestReviewQueueMixedHoldTimesNeverLeaveADueHold(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		const n = 400
+		r := rand.New(rand.NewPCG(7, 11))
+		fx.saleMax("a", 10*n, 0, 30*time.Second, 10*time.Minute)
+		sold := int64(0)
+		for i := range n {
+			if r.IntN(40) == 0 {
+				// Another hold time for the orders after it.
+				fx.saleMax("a", 10*n, 0, time.Duration(1+r.IntN(60))*time.Second, 10*time.Minute)
+			}
+			id := fmt.Sprintf("o%04d", i)
+			o := ord(id, "", it("a", 2))
+			if r.IntN(3) == 0 {
+				o.HoldTTL = time.Duration(1+r.IntN(120)) * time.Second
+			}
+			is(t, fx.s.Deduct(fx.ctx(), o), nil, "Deduct "+id)
+			switch r.IntN(6) {
+			case 0:
+				is(t, fx.s.Confirm(fx.ctx(), id), nil, "Confirm")
+				sold += 2
+			case 1:
+				is(t, fx.s.Revert(fx.ctx(), id), nil, "Revert")
+			case 2:
+				_ = fx.s.ExtendHold(fx.ctx(), id, fx.clock.Now().Add(time.Duration(1+r.IntN(300))*time.Second))
+			case 3:
+				is(t, fx.s.RevertItems(fx.ctx(), rt("r"+id, id, it("a", 1))), nil, "RevertItems")
+			}
+			fx.clock.Advance(time.Duration(r.IntN(800)) * time.Millisecond)
+			if r.IntN(10) == 0 {
+				for len(fx.reclaim()) > 0 {
+				}
+				checkHolds(t, fx, "a")
+			}
+		}
+		for range 20 {
+			fx.clock.Advance(30 * time.Second)
+			for len(fx.reclaim()) > 0 {
+			}
+			checkHolds(t, fx, "a")
+		}
+		lv, err := fx.s.Levels(fx.ctx(), "a")
+		if err != nil || lv.Held != 0 || lv.Sold != sold {
+			t.Fatalf("at the end: %+v, %v; want nothing held, %d sold", lv, err, sold)
+		}
+	})
+}
+
+// checkHolds checks that no live hold of sku is due, that HeldOrders and
+// Snapshot list the same holds once each, with the deadlines of their
+// records, and that their quantities add up to the SKU's held count.
+func checkHolds(t *testing.T, fx *fixture, sku string) {
+	t.Helper()
+	held, err := fx.s.HeldOrders(fx.ctx(), sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := fx.s.Snapshot(fx.ctx(), []redisstock.SnapshotRequest{{SKU: sku}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameHolds(held, sn[0].Holds) {
+		t.Fatalf("HeldOrders %+v, Snapshot %+v", held, sn[0].Holds)
+	}
+	seen := map[string]bool{}
+	var sum int64
+	now := fx.clock.Now()
+	for _, h := range held {
+		if seen[h.OrderID] {
+			t.Fatalf("hold of %s listed twice: %+v", h.OrderID, held)
+		}
+		seen[h.OrderID] = true
+		if !h.Deadline.After(now) {
+			t.Fatalf("hold of %s due at %v still held at %v after the passes", h.OrderID, h.Deadline, now)
+		}
+		fx.wantDeadline(sku, h.OrderID, h.Deadline)
+		sum += h.Qty
+	}
+	if sum != sn[0].Held {
+		t.Fatalf("holds add up to %d, held %d", sum, sn[0].Held)
+	}
 }
