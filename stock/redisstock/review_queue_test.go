@@ -293,3 +293,32 @@ func checkHolds(t *testing.T, fx *fixture, sku string) {
 		t.Fatalf("holds add up to %d, held %d", sum, sn[0].Held)
 	}
 }
+
+// A state lost alone keeps its holds: Rebuild counts the units of every
+// live hold once (queued, moved into the zset by ExtendHold, partially
+// reverted), not those of ended ones, and the holds then end as usual.
+func TestReviewQueueRebuildCountsQueuedHoldsOnce(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		fx.saleMax("a", 20, 0, time.Minute, 10*time.Minute)
+		for _, o := range []stock.Order{ord("x", "", it("a", 2)), ord("y", "", it("a", 3)), ord("z", "", it("a", 4)), ord("w", "", it("a", 5))} {
+			is(t, fx.s.Deduct(fx.ctx(), o), nil, "Deduct "+o.ID)
+		}
+		is(t, fx.s.ExtendHold(fx.ctx(), "y", fx.clock.Now().Add(5*time.Minute)), nil, "ExtendHold")
+		is(t, fx.s.Confirm(fx.ctx(), "z"), nil, "Confirm")
+		is(t, fx.s.RevertItems(fx.ctx(), rt("r1", "w", it("a", 2))), nil, "RevertItems")
+		if err := fx.c.Del(fx.ctx(), fx.cfg.Prefix+":{a}:state").Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := fx.s.Rebuild(fx.ctx(), []redisstock.Rebuild{{Listing: stock.Listing{SKU: "a", Units: 8, HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}}})
+		if err != nil || len(got) != 1 || got[0] != redisstock.Applied {
+			t.Fatalf("Rebuild = %v, %v", got, err)
+		}
+		fx.want("a", 8, 2+3+3, 0)
+		fx.clock.Advance(time.Minute)
+		wantReclaimed(t, fx.reclaim(), "x", "w")
+		fx.want("a", 8+2+3, 3, 0)
+		fx.clock.Advance(4 * time.Minute)
+		wantReclaimed(t, fx.reclaim(), "y")
+		fx.want("a", 16, 0, 0)
+	})
+}
