@@ -322,3 +322,27 @@ func TestReviewQueueRebuildCountsQueuedHoldsOnce(t *testing.T) {
 		fx.want("a", 16, 0, 0)
 	})
 }
+
+// Audit at rest: once every order ended and Retention passed, with reclaim
+// passes after it, nothing per order is stored, the hold queues' entries
+// of ended holds included, even before the holds' deadlines.
+func TestReviewQueueAtRestStoresNothing(t *testing.T) {
+	eachMini(t, func(t *testing.T, fx *fixture) {
+		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
+		fx.sale("a", 1000, 0, time.Hour)
+		for i := range 300 {
+			id := fmt.Sprintf("o%03d", i)
+			is(t, fx.s.Deduct(fx.ctx(), ord(id, "", it("a", 1))), nil, "Deduct")
+			if i%2 == 0 {
+				is(t, fx.s.Confirm(fx.ctx(), id), nil, "Confirm")
+			} else {
+				is(t, fx.s.Revert(fx.ctx(), id), nil, "Revert")
+			}
+		}
+		for range 3 {
+			elapse(fx, time.Minute)
+			fx.reclaim()
+		}
+		fx.audit(0)
+	})
+}
