@@ -16,6 +16,7 @@ import (
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 // A hold whose line record is gone (deleted by hand, a partial flush) is
@@ -344,5 +345,26 @@ func TestReviewQueueAtRestStoresNothing(t *testing.T) {
 			fx.reclaim()
 		}
 		fx.audit(0)
+	})
+}
+
+// Two Stores on one prefix whose clocks disagree: the holds of the one
+// ahead, placed first, do not keep the other's shorter holds from being
+// returned at their deadlines, by either Store's reclaimer.
+func TestReviewQueueStoresWithSkewedClocks(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		ahead := stocktest.NewClock(fx.clock.Now().Add(time.Hour))
+		other := newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: ahead})
+		fx.sale("a", 10, 0, time.Minute)
+		is(t, other.Deduct(fx.ctx(), ord("far", "", it("a", 1))), nil, "Deduct on the Store ahead")
+		is(t, fx.s.Deduct(fx.ctx(), ord("near", "", it("a", 2))), nil, "Deduct")
+		is(t, other.Deduct(fx.ctx(), ord("far2", "", it("a", 3))), nil, "Deduct on the Store ahead")
+		fx.clock.Advance(time.Minute)
+		ahead.Advance(time.Minute)
+		wantReclaimed(t, fx.reclaim(), "near")
+		fx.want("a", 6, 4, 0)
+		fx.clock.Advance(time.Hour)
+		wantReclaimed(t, fx.reclaim(), "far", "far2")
+		fx.want("a", 10, 0, 0)
 	})
 }
