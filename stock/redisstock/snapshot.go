@@ -38,9 +38,10 @@ type Snapshot struct {
 	Lines []stock.State
 	// Lost lists holds whose line record is gone (keys deleted by hand or
 	// a partial flush): their quantity is unknown and Holds omits them.
-	// Only holds of the holds zset can be told lost: a hold queue keeps
-	// entries of ended holds until the reclaimer takes them off, so an
-	// entry without a record is one of those.
+	// A hold queue keeps entries of ended holds until the reclaimer takes
+	// them off, and their records may be gone: an entry without a record
+	// is lost only while its order's directory entry is live and names
+	// the SKU.
 	Lost []string
 	// OpsApplied says, in request order, whether each requested restock
 	// operation was applied to the SKU (or counted by a Rebuild) within the
