@@ -516,15 +516,17 @@
 //
 // [Store.ReclaimExpired] visits the SKUs of the registry set, peeks each
 // one's due holds (pipelined), and runs one script per SKU with due holds
-// (or a hold queue) that returns them atomically. The script first takes
+// (or entries of ended holds at its hold queue's head) that returns them
+// atomically. The script first takes
 // the hold queue's head off: entries of ended holds, and due ones (a due
 // hold still held goes into the holds zset, where it is returned with the
 // others), up to the first hold that is in the queue only and not due. As
 // the queue's deadlines never decrease, no due hold is behind it; an ended
 // hold's entry behind it waits for it (a few dozen bytes, at most one hold
 // time). A pass costs four cheap peeks per SKU on sale (its holds, its
-// hold queue's first 32 entries, its unfinished ends, the first of its
-// ended records)
+// hold queue's head: a read-only script, stock_queue_peek.lua, that reads
+// the entries and their records up to the first hold not due, at most 32;
+// its unfinished ends, the first of its ended records)
 // and one per directory shard, plus work in proportion to the holds it
 // returns and the ended records and entries it deletes (those past
 // Retention, at most 1000 per list and pass); the keyspace is never

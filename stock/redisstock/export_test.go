@@ -158,8 +158,12 @@ func (s *Store) GoneKey(sku string) string { return s.goneKey(sku) }
 
 // HotScriptHash and BatchScriptHash are the SHA1s of stock_deduct_hot.lua
 // and stock_deduct_batch.lua.
-func HotScriptHash() string   { return hotScript.Hash() }
-func BatchScriptHash() string { return batchScript.Hash() }
+func HotScriptHash() string { return hotScript.Hash() }
+
+// QueuePeekScriptHash is the SHA1 of stock_queue_peek.lua, the read-only
+// peek of a hold queue's head.
+func QueuePeekScriptHash() string { return queuePeekScript.Hash() }
+func BatchScriptHash() string     { return batchScript.Hash() }
 
 // FlightWant is the units the refill of sku under way in this Store
 // brings to its bucket (its own order's line and those of the Deducts

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/lua"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -134,8 +135,8 @@ type dueHolds struct {
 	oldest time.Time // the earliest deadline of orders
 	left   []string  // unfinished ends
 	purge  bool      // ended records are due for deletion
-	queued bool      // the SKU's hold queue has entries: the script takes the ended and due ones off it
-	more   bool      // every entry of the queue's head the peek read was due: more may be
+	queued bool      // the SKU's hold queue's head has entries of ended or due holds for the script to take off
+	more   bool      // every entry of the queue's head the peek read was one: more may follow
 }
 
 // queueBatch is how many hold queue entries of ended holds one reclaim
@@ -143,10 +144,16 @@ type dueHolds struct {
 const queueBatch = 256
 
 // queuePeek is how many entries of a SKU's hold queue a peek reads: when
-// all are due, the pass peeks the SKU again, and finds the due ones past
-// them in the holds zset, where the script put them as it took the head
-// off.
+// the script is to take every one off, the pass peeks the SKU again, and
+// finds the due ones past them in the holds zset, where the script put
+// them as it took the head off.
 const queuePeek = 32
+
+// queuePeekScript reads a hold queue's head; see the header of
+// lua/stock_queue_peek.lua.
+var queuePeekScript = redis.NewScript(lua.Script("stock_queue_peek.lua"))
+
+func init() { allScripts = append(allScripts, queuePeekScript) }
 
 // endsGrace is how long an order stays in a SKU's ends zset before a pass
 // other than the one that put it there finishes it: that pass is likely
@@ -159,14 +166,15 @@ const endsGrace = time.Minute
 func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, budget int) ([]dueHolds, error) {
 	var cmds, lefts []*redis.ZSliceCmd
 	var gones []*redis.StringCmd
-	var queues []*redis.StringSliceCmd
+	var queues []*redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		for _, sku := range skus {
 			gones = append(gones, p.LIndex(ctx, s.goneKey(sku), 0))
 			cmds = append(cmds, p.ZRangeByScoreWithScores(ctx, s.holdsKey(sku), &redis.ZRangeBy{
 				Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(budget),
 			}))
-			queues = append(queues, p.LRange(ctx, s.queueKey(sku), 0, int64(min(max(budget, 1), queuePeek))-1))
+			queues = append(queues, queuePeekScript.Run(ctx, p, []string{s.queueKey(sku), s.linesKey(sku), s.holdsKey(sku)},
+				now, min(max(budget, 1), queuePeek)))
 			lefts = append(lefts, p.ZRangeByScoreWithScores(ctx, s.endsKey(sku), &redis.ZRangeBy{
 				Min: "-inf", Max: strconv.FormatInt(now-endsGrace.Milliseconds(), 10), Count: peekBatch,
 			}))
@@ -186,9 +194,14 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 		if err != nil {
 			return nil, s.readErr(ctx, err)
 		}
-		qs, err := queues[i].Result()
+		qs, err := queues[i].Slice()
 		if err != nil {
 			return nil, s.readErr(ctx, err)
+		}
+		work, ok1 := qs[0].(int64)
+		more, ok2 := qs[1].(int64)
+		if len(qs)%2 != 0 || !ok1 || !ok2 {
+			return nil, badReply(qs)
 		}
 		if len(ls) > 0 || purge {
 			d := dueHolds{sku: skus[i], purge: purge}
@@ -198,7 +211,7 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 			}
 			due = append(due, d)
 		}
-		d := dueHolds{sku: skus[i], queued: len(qs) > 0, more: len(qs) == queuePeek}
+		d := dueHolds{sku: skus[i], queued: work == 1, more: more == 1}
 		var oldest int64
 		for _, z := range zs[:min(len(zs), budget)] {
 			id, _ := z.Member.(string)
@@ -207,23 +220,21 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 				oldest = int64(z.Score)
 			}
 		}
-		// The queue's due head (its deadlines never decrease), less what
-		// the zset gave: a hold whose deadline moved is in both.
-		for _, e := range qs {
-			at, id, ok := strings.Cut(e, " ")
+		// The queue's due holds, held there only.
+		for j := 2; j < len(qs); j += 2 {
+			id, ok1 := qs[j].(string)
+			at, ok2 := qs[j+1].(string)
 			dl, err := strconv.ParseInt(at, 10, 64)
-			if !ok || err != nil {
-				return nil, badReply(e)
+			if !ok1 || !ok2 || err != nil {
+				return nil, badReply(qs)
 			}
-			if dl > now || len(d.orders) >= budget {
+			if len(d.orders) >= budget {
 				d.more = false
 				break
 			}
-			if !slices.Contains(d.orders, id) {
-				d.orders = append(d.orders, id)
-				if len(d.orders) == 1 || dl < oldest {
-					oldest = dl
-				}
+			d.orders = append(d.orders, id)
+			if len(d.orders) == 1 || dl < oldest {
+				oldest = dl
 			}
 		}
 		budget -= len(d.orders)

@@ -347,7 +347,7 @@ var readCommands = map[string]bool{
 }
 
 // readOnlyScripts holds the SHA1 of the scripts that never write.
-var readOnlyScripts = map[string]bool{snapshotScript.Hash(): true}
+var readOnlyScripts = map[string]bool{snapshotScript.Hash(): true, queuePeekScript.Hash(): true}
 
 // writes reports whether any of cmds may write.
 func writes(cmds []redis.Cmder) bool {
