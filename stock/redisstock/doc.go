@@ -516,8 +516,8 @@
 //
 // [Store.ReclaimExpired] visits the SKUs of the registry set, peeks each
 // one's due holds (pipelined), and runs one script per SKU with due holds
-// (or entries of ended holds at its hold queue's head) that returns them
-// atomically. The script first takes
+// (or entries to take off its hold queue's head: of ended holds, or of
+// holds ExtendHold moved into the zset) that returns them atomically. The script first takes
 // the hold queue's head off: entries of ended holds, and due ones (a due
 // hold still held goes into the holds zset, where it is returned with the
 // others), up to the first hold that is in the queue only and not due. As
