@@ -125,6 +125,41 @@ local function rec_get(key, id)
   return rec_decode(redis.call('HGET', key, id))
 end
 
+-- q_head classifies an entry e ("<deadline ms> <order ID>") of a hold
+-- queue, as the reclaimer reads the queue's head at now: 'wait' (the hold
+-- is held in the queue only and not due: it and every later entry stay),
+-- 'due' (held in the queue only, due), or 'gone' (the hold ended, or is in
+-- the holds zset too). It returns the class, the order ID and its record.
+local function q_head(lines, holds, e, now)
+  local sp = string.find(e, ' ', 1, true)
+  local id = string.sub(e, sp + 1)
+  local r = rec_get(lines, id)
+  if not r or r.st ~= 'held' or redis.call('ZSCORE', holds, id) then return 'gone', id, r end
+  if tonumber(string.sub(e, 1, sp - 1)) > now and r.dl > now then return 'wait', id, r end
+  return 'due', id, r
+end
+
+-- q_ids returns the order IDs of the hold queue entries q that seen does
+-- not name, in queue order, and adds them to seen.
+local function q_ids(q, seen)
+  local ids = {}
+  for _, e in ipairs(q) do
+    local id = string.sub(e, string.find(e, ' ', 1, true) + 1)
+    if not seen[id] then ids[#ids + 1] = id; seen[id] = true end
+  end
+  return ids
+end
+
+-- each_value calls f(id, v) for each of ids with the value of its field
+-- in the hash key (false when absent), 1000 fields per HMGET.
+local function each_value(key, ids, f)
+  for from = 1, #ids, 1000 do
+    local to = math.min(from + 999, #ids)
+    local v = redis.call('HMGET', key, unpack(ids, from, to))
+    for i = 1, to - from + 1 do f(ids[from + i - 1], v[i]) end
+  end
+end
+
 local function rec_put(key, id, r)
   redis.call('HSET', key, id, rec_encode(r))
 end

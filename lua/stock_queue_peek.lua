@@ -15,17 +15,16 @@
 --          then the due holds held in the queue only, each with its
 --          record's deadline (ms, a string).
 --
--- It reads as stock_reclaim.lua takes the head off: entry by entry, up to
--- the first hold that is in the queue only and not due.
+-- It reads as stock_reclaim.lua takes the head off (stock_lib.lua's
+-- q_head): entry by entry, up to the first hold that is in the queue only
+-- and not due.
 local now, n = tonumber(ARGV[1]), tonumber(ARGV[2])
 local es = redis.call('LRANGE', KEYS[1], 0, n - 1)
 local out, work, more = {}, 0, #es == n and 1 or 0
 for _, e in ipairs(es) do
-  local sp = string.find(e, ' ', 1, true)
-  local id = string.sub(e, sp + 1)
-  local r = rec_get(KEYS[2], id)
-  if r and r.st == 'held' and not redis.call('ZSCORE', KEYS[3], id) then
-    if tonumber(string.sub(e, 1, sp - 1)) > now and r.dl > now then more = 0; break end
+  local class, id, r = q_head(KEYS[2], KEYS[3], e, now)
+  if class == 'wait' then more = 0; break end
+  if class == 'due' then
     out[#out + 1] = id
     out[#out + 1] = string.format('%d', r.dl)
   end

@@ -49,25 +49,14 @@ end
 local m = tonumber(ARGV[7])
 local now = tonumber(ARGV[9])
 local held = 0
-local ids = redis.call('ZRANGE', KEYS[3], 0, -1)
-local q = redis.call('LRANGE', KEYS[5 + m], 0, -1)
-if #q > 0 then
-  -- A hold whose deadline moved is in both.
-  local seen = {}
-  for _, id in ipairs(ids) do seen[id] = true end
-  for _, e in ipairs(q) do
-    local id = string.sub(e, string.find(e, ' ', 1, true) + 1)
-    if not seen[id] then ids[#ids + 1] = id; seen[id] = true end
-  end
-end
-for from = 1, #ids, 1000 do
-  local to = math.min(from + 999, #ids)
-  local v = redis.call('HMGET', KEYS[4], unpack(ids, from, to))
-  for i = 1, to - from + 1 do
-    local r = rec_decode(v[i])
-    if r and r.st == 'held' then held = held + r.qty - r.ret end
-  end
-end
+local ids, seen = redis.call('ZRANGE', KEYS[3], 0, -1), {}
+for _, id in ipairs(ids) do seen[id] = true end
+-- A hold whose deadline moved is in both.
+for _, id in ipairs(q_ids(redis.call('LRANGE', KEYS[5 + m], 0, -1), seen)) do ids[#ids + 1] = id end
+each_value(KEYS[4], ids, function(_, v)
+  local r = rec_decode(v)
+  if r and r.st == 'held' then held = held + r.qty - r.ret end
+end)
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'avail', ARGV[1], 'limit', ARGV[2], 'hold', ARGV[3], 'gen', ARGV[4],
   'max_ms', ARGV[8], 'held', string.format('%d', held))

@@ -67,13 +67,9 @@ while popped < qmax and not stop do
   local es = redis.call('LRANGE', KEYS[8], popped, popped + math.min(63, qmax - popped - 1))
   if #es == 0 then break end
   for _, e in ipairs(es) do
-    local sp = string.find(e, ' ', 1, true)
-    local id = string.sub(e, sp + 1)
-    local r = rec_get(KEYS[6], id)
-    if r and r.st == 'held' and not redis.call('ZSCORE', KEYS[2], id) then
-      if tonumber(string.sub(e, 1, sp - 1)) > now and r.dl > now then stop = true; break end
-      redis.call('ZADD', KEYS[2], string.format('%d', r.dl), id)
-    end
+    local class, id, r = q_head(KEYS[6], KEYS[2], e, now)
+    if class == 'wait' then stop = true; break end
+    if class == 'due' then redis.call('ZADD', KEYS[2], string.format('%d', r.dl), id) end
     popped = popped + 1
   end
 end

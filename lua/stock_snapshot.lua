@@ -27,26 +27,17 @@ local h = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
 local q = redis.call('LRANGE', KEYS[4], 0, -1)
 local miss = {}
 if #q > 0 then
-  local inz = {}
-  for i = 1, #h, 2 do inz[h[i]] = true end
-  local ids = {}
-  for _, e in ipairs(q) do
-    local id = string.sub(e, string.find(e, ' ', 1, true) + 1)
-    if not inz[id] then ids[#ids + 1] = id; inz[id] = true end
-  end
-  for from = 1, #ids, 1000 do
-    local to = math.min(from + 999, #ids)
-    local v = redis.call('HMGET', KEYS[3], unpack(ids, from, to))
-    for i = 1, to - from + 1 do
-      local r = rec_decode(v[i])
-      if r and r.st == 'held' then
-        h[#h + 1] = ids[from + i - 1]
-        h[#h + 1] = string.format('%d', r.dl)
-      elseif not v[i] then
-        miss[#miss + 1] = ids[from + i - 1]
-      end
+  local seen = {}
+  for i = 1, #h, 2 do seen[h[i]] = true end
+  each_value(KEYS[3], q_ids(q, seen), function(id, v)
+    local r = rec_decode(v)
+    if r and r.st == 'held' then
+      h[#h + 1] = id
+      h[#h + 1] = string.format('%d', r.dl)
+    elseif not v then
+      miss[#miss + 1] = id
     end
-  end
+  end)
 end
 local w = {}
 for i = 1, #ARGV do
