@@ -23,7 +23,7 @@ import (
 // that share their budget across the SKUs keep every promise.
 func TestReviewQueue2SmallLimitsOverSeveralSKUs(t *testing.T) {
 	each(t, func(t *testing.T, fx *fixture) {
-		const n, nsku = 300, 5
+		const n, nsku = 80, 5
 		r := rand.New(rand.NewPCG(3, 5))
 		skus := make([]string, nsku)
 		for i := range skus {
@@ -252,7 +252,7 @@ func TestReviewQueue2ReclaimersRaceConfirms(t *testing.T) {
 func TestReviewQueue2ReusedIDsAndSmallLimits(t *testing.T) {
 	eachMini(t, func(t *testing.T, fx *fixture) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
-		const n, nsku, nid = 400, 3, 60
+		const n, nsku, nid = 120, 3, 24
 		r := rand.New(rand.NewPCG(9, 1))
 		skus := make([]string, nsku)
 		for i := range skus {
