@@ -33,43 +33,16 @@ func TestReviewQueue2SmallLimitsOverSeveralSKUs(t *testing.T) {
 		ended := map[string]bool{}    // orders confirmed or reverted
 		returned := map[string]bool{} // order + "/" + SKU
 		drain := func() {
-			for {
-				limit := 1 + r.IntN(7)
-				got, err := fx.s.ReclaimExpired(fx.ctx(), limit)
-				if err != nil {
-					t.Fatal(err)
+			drainPasses(t, fx, skus, func() int { return 1 + r.IntN(7) }, func(g stock.Reclaimed) {
+				k := g.OrderID + "/" + g.SKU
+				if returned[k] {
+					t.Fatalf("line %s returned twice", k)
 				}
-				if len(got) > limit {
-					t.Fatalf("pass of limit %d returned %d", limit, len(got))
+				if ended[g.OrderID] {
+					t.Fatalf("ended order %s returned", g.OrderID)
 				}
-				for _, g := range got {
-					k := g.OrderID + "/" + g.SKU
-					if returned[k] {
-						t.Fatalf("line %s returned twice", k)
-					}
-					if ended[g.OrderID] {
-						t.Fatalf("ended order %s returned", g.OrderID)
-					}
-					returned[k] = true
-				}
-				if len(got) == limit {
-					continue
-				}
-				now := fx.clock.Now()
-				for _, sku := range skus {
-					held, err := fx.s.HeldOrders(fx.ctx(), sku)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, h := range held {
-						if !h.Deadline.After(now) {
-							t.Fatalf("pass of limit %d returned %d holds, but %s on %s is due (deadline %v, now %v)",
-								limit, len(got), h.OrderID, sku, h.Deadline, now)
-						}
-					}
-				}
-				return
-			}
+				returned[k] = true
+			})
 		}
 		for i := range n {
 			id := fmt.Sprintf("o%04d", i)
@@ -262,37 +235,13 @@ func TestReviewQueue2ReusedIDsAndSmallLimits(t *testing.T) {
 		live := map[string]bool{}     // order IDs held now (may be due)
 		returned := map[string]bool{} // order + "/" + SKU, of the live order under the ID
 		drain := func() {
-			for {
-				limit := 1 + r.IntN(5)
-				got, err := fx.s.ReclaimExpired(fx.ctx(), limit)
-				if err != nil {
-					t.Fatal(err)
+			drainPasses(t, fx, skus, func() int { return 1 + r.IntN(5) }, func(g stock.Reclaimed) {
+				k := g.OrderID + "/" + g.SKU
+				if returned[k] || !live[g.OrderID] {
+					t.Fatalf("line %s returned twice, or of an ended order", k)
 				}
-				for _, g := range got {
-					k := g.OrderID + "/" + g.SKU
-					if returned[k] || !live[g.OrderID] {
-						t.Fatalf("line %s returned twice, or of an ended order", k)
-					}
-					returned[k] = true
-				}
-				if len(got) == limit {
-					continue
-				}
-				now := fx.clock.Now()
-				for _, sku := range skus {
-					held, err := fx.s.HeldOrders(fx.ctx(), sku)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, h := range held {
-						if !h.Deadline.After(now) {
-							t.Fatalf("pass of limit %d returned %d holds, but %s on %s is due (deadline %v, now %v)",
-								limit, len(got), h.OrderID, sku, h.Deadline, now)
-						}
-					}
-				}
-				return
-			}
+				returned[k] = true
+			})
 		}
 		for i := range n {
 			id := fmt.Sprintf("o%02d", r.IntN(nid))
@@ -416,5 +365,44 @@ func TestReviewQueue2PeekAfterScriptFlushDoesNotWait(t *testing.T) {
 	}
 	if got, err := s.ReclaimExpired(ctx, 10); err != nil || len(got) != 0 {
 		t.Fatalf("ReclaimExpired with nothing due, scripts flushed = %+v, %v; want none, no error", got, err)
+	}
+}
+
+// drainPasses runs reclaim passes of the limits limit draws, giving each
+// hold returned to check, until a pass returns fewer than its limit; it
+// fails if a pass returned more than its limit, or fewer while a hold of
+// skus was due (ReclaimExpired: fewer than limit only when no more are
+// due).
+func drainPasses(t *testing.T, fx *fixture, skus []string, limit func() int, check func(stock.Reclaimed)) {
+	t.Helper()
+	for {
+		n := limit()
+		got, err := fx.s.ReclaimExpired(fx.ctx(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > n {
+			t.Fatalf("pass of limit %d returned %d", n, len(got))
+		}
+		for _, g := range got {
+			check(g)
+		}
+		if len(got) == n {
+			continue
+		}
+		now := fx.clock.Now()
+		for _, sku := range skus {
+			held, err := fx.s.HeldOrders(fx.ctx(), sku)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range held {
+				if !h.Deadline.After(now) {
+					t.Fatalf("pass of limit %d returned %d holds, but %s on %s is due (deadline %v, now %v)",
+						n, len(got), h.OrderID, sku, h.Deadline, now)
+				}
+			}
+		}
+		return
 	}
 }
