@@ -1,6 +1,7 @@
 package redisstock_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -246,4 +249,37 @@ func TestOnePassReturnsEveryDueHoldUpToItsLimit(t *testing.T) {
 		wantReclaimed(t, append(got, rest...), want...)
 		fx.want("a", n-20, 0, 20)
 	})
+}
+
+// A reply of the hold queue's peek that is not the script's (too short)
+// fails the pass with an error, never a panic.
+func TestMalformedQueuePeekReplyIsAnError(t *testing.T) {
+	eachMini(t, func(t *testing.T, fx *fixture) {
+		fx.sale("a", 10, 0, time.Minute)
+		is(t, fx.s.Deduct(fx.ctx(), ord("x", "u1", it("a", 1))), nil, "Deduct")
+		fx.c.AddHook(shortPeekHook{})
+		if _, err := fx.s.ReclaimExpired(fx.ctx(), 10); err == nil {
+			t.Fatal("ReclaimExpired with a peek reply of no elements: nil error")
+		}
+	})
+}
+
+// shortPeekHook replaces every reply of the hold queue's peek script with
+// an empty list.
+type shortPeekHook struct{}
+
+func (shortPeekHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (shortPeekHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (shortPeekHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if cmd, ok := c.(*redis.Cmd); ok && queuePeek(c) && cmd.Err() == nil {
+				cmd.SetVal([]any{})
+			}
+		}
+		return err
+	}
 }

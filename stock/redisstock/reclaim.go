@@ -110,9 +110,9 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 		// the script (a Confirm, a Revert, another reclaimer) are not
 		// returned: both took part of the budget, so peek the same SKUs
 		// again (they are out of the holds zsets now, or no longer due:
-		// every round makes progress). So do SKUs whose hold queue's head
-		// the peek read was due to its last entry: the scripts took more
-		// due holds off the queues, into the holds zsets.
+		// every round makes progress). So do SKUs every entry of whose
+		// hold queue's head the peek read was one to take off: the scripts
+		// took more off, the due ones into the holds zsets.
 	}
 	// Last, the open entries whose check time came, then the directory
 	// entries past their retention (the pass's own endings are not due
@@ -198,9 +198,12 @@ func (s *Store) peekDue(ctx context.Context, skus []string, now, snow int64, bud
 		if err != nil {
 			return nil, s.readErr(ctx, err)
 		}
+		if len(qs) < 2 || len(qs)%2 != 0 {
+			return nil, badReply(qs)
+		}
 		work, ok1 := qs[0].(int64)
 		more, ok2 := qs[1].(int64)
-		if len(qs)%2 != 0 || !ok1 || !ok2 {
+		if !ok1 || !ok2 {
 			return nil, badReply(qs)
 		}
 		if len(ls) > 0 || purge {
