@@ -56,6 +56,7 @@
 -- are one command per key and call. Running the call twice takes the stock
 -- once: the second run finds the records (15, and the general script
 -- answers them as repeats).
+local tonumber, format = tonumber, string.format
 local slot, k = ARGV[2] == 'slot', tonumber(ARGV[3])
 local now = not slot and tonumber(ARGV[1])
 local skip = slot and 6 or 4 -- an order's arguments before its units
@@ -63,8 +64,9 @@ local stride = skip + k
 local n = (#ARGV - 3) / stride
 local out = {}
 
--- The SKUs' counts, by line j.
-local avail, limit, hold, held, ver, max = {}, {}, {}, {}, {}, {}
+-- The SKUs' counts, by line j (held and ver as read: the call adds
+-- what the orders took, and how many took).
+local avail, limit, hold, held, ver, max, avail0 = {}, {}, {}, {}, {}, {}, {}
 local minhold, minmax, maxline -- of the order's SKUs (every order has them all)
 local gens = {}
 for j = 1, k do
@@ -76,6 +78,7 @@ for j = 1, k do
   end
   gens[j] = s[7] or ''
   avail[j], limit[j], hold[j] = tonumber(s[1]), tonumber(s[2] or '0'), tonumber(s[3])
+  avail0[j] = avail[j]
   held[j], ver[j], max[j] = tonumber(s[4] or '0'), tonumber(s[5] or '0'), tonumber(s[6] or s[3])
   if not minhold or hold[j] < minhold then minhold = hold[j] end
   if not minmax or max[j] < minmax then minmax, maxline = max[j], j end
@@ -107,8 +110,11 @@ for j = 1, k do
   lv[j] = redis.call('HMGET', KEYS[4 * j], unpack(ids))
   uv[j] = {}
   if nus > 0 then
-    local v = redis.call('HMGET', KEYS[4 * j - 1], unpack(us))
-    for i = 1, nus do uv[j][us[i]] = v[i] end
+    local v, m = redis.call('HMGET', KEYS[4 * j - 1], unpack(us)), uv[j]
+    for i = 1, nus do
+      local c = v[i]
+      if c then m[us[i]] = c end
+    end
   end
 end
 local dv = slot and {} or redis.call('HMGET', KEYS[4 * k + 1], unpack(ids))
@@ -123,8 +129,8 @@ end
 
 -- By line j: holds[j], queue[j], recs[j] the ZADD, RPUSH and HSET
 -- arguments (nh[j], nq[j] holds and entries), users[j] the users' new
--- counts (a user twice is written twice, the later count last); dirs the
--- directory's HSET arguments.
+-- counts, in decimal (nu[j] arguments; a user twice is written twice, the
+-- later count last); dirs the directory's HSET arguments.
 local holds, queue, nh, nq, recs, users, nu = {}, {}, {}, {}, {}, {}, {}
 for j = 1, k do holds[j], queue[j], nh[j], nq[j], recs[j], users[j], nu[j] = {}, {}, 0, 0, {}, {}, 0 end
 local dirs, taken = {}, 0
@@ -133,6 +139,7 @@ local dirs, taken = {}, 0
 -- string a call builds once is one the orders do not build each).
 local sdl, sgap, snow, spre, ssp
 local rest = false -- an order was left: so is every order after it
+local qn = {} -- the order's units by line, as numbers
 for i = 1, n do
   local a = 4 + stride * (i - 1)
   local code, at = 0, 0
@@ -144,15 +151,19 @@ for i = 1, n do
     code, rest = 15, true
   else
     local user, own = ARGV[a + 1], ARGV[a + 3]
-    local q0 = a + skip -- ARGV index of line 1's units
+    local q0 = a + skip - 1 -- ARGV index of line j's units: q0 + j
     for j = 1, k do
-      local qty = tonumber(ARGV[q0 + j - 1])
+      local qty, lim = tonumber(ARGV[q0 + j]), limit[j]
+      qn[j] = qty
       if avail[j] < qty then
         code = 3
-      elseif limit[j] > 0 and user == '' then
-        code = 5
-      elseif limit[j] > 0 and (tonumber(uv[j][user]) or 0) + qty > limit[j] then
-        code = 4
+      elseif lim > 0 then
+        if user == '' then
+          code = 5
+        else
+          local had = uv[j][user]
+          if (had and tonumber(had) or 0) + qty > lim then code = 4 end
+        end
       end
       if code ~= 0 then at = j; break end
     end
@@ -162,34 +173,34 @@ for i = 1, n do
         code, at = 9, maxline
       else
         dln = now + own
-        dl = string.format('%d', dln)
-        pre, sp = '\t' .. dl .. '\t' .. string.format('%d', minmax - own) .. '\t', dl .. ' '
+        dl = format('%d', dln)
+        pre, sp = '\t' .. dl .. '\t' .. format('%d', minmax - own) .. '\t', dl .. ' '
       end
     end
     if code == 0 then
       local id, ident = ARGV[a], ARGV[a + 2]
       if not dl then
         if snow ~= now then
-          sgap = sgap or string.format('%d', minmax - minhold)
-          sdl, snow = string.format('%d', now + minhold), now
+          sgap = sgap or format('%d', minmax - minhold)
+          sdl, snow = format('%d', now + minhold), now
           spre, ssp = '\t' .. sdl .. '\t' .. sgap .. '\t', sdl .. ' '
         end
         dl, dln, pre, sp = sdl, now + minhold, spre, ssp
       end
       taken = taken + 1
       for j = 1, k do
-        local qs = ARGV[q0 + j - 1]
-        local qty = tonumber(qs)
-        avail[j], held[j], ver[j] = avail[j] - qty, held[j] + qty, ver[j] + 1
+        local qs, qty = ARGV[q0 + j], qn[j]
+        avail[j] = avail[j] - qty
         if user ~= '' then
           -- A user new to the SKU holds what it takes: its decimal form
           -- is the order's own.
-          local had = uv[j][user]
-          if had then had = tonumber(had) + qty else had = qs end
-          uv[j][user] = had
-          local m = nu[j] + 1
-          nu[j] = m
-          users[j][2 * m - 1], users[j][2 * m] = user, had
+          local m = uv[j]
+          local had = m[user]
+          if had then had = format('%d', tonumber(had) + qty) else had = qs end
+          m[user] = had
+          local u, c = users[j], nu[j] + 2
+          nu[j] = c
+          u[c - 1], u[c] = user, had
         end
         if not slot and (not qtail[j] or dln >= qtail[j]) then
           nq[j] = nq[j] + 1
@@ -221,17 +232,11 @@ end
 if taken > 0 then
   for j = 1, k do
     local b = 4 * j - 3
-    redis.call('HSET', KEYS[b], 'avail', string.format('%d', avail[j]), 'held', string.format('%d', held[j]),
-      'ver', string.format('%d', ver[j]))
+    redis.call('HSET', KEYS[b], 'avail', format('%d', avail[j]),
+      'held', format('%d', held[j] + avail0[j] - avail[j]), 'ver', format('%d', ver[j] + taken))
     if nh[j] > 0 then redis.call('ZADD', KEYS[b + 1], unpack(holds[j])) end
     if nq[j] > 0 then redis.call('RPUSH', KEYS[4 * k + 1 + j], unpack(queue[j])) end
-    if nu[j] > 0 then
-      local u = users[j]
-      for i = 2, 2 * nu[j], 2 do
-        if type(u[i]) == 'number' then u[i] = string.format('%d', u[i]) end
-      end
-      redis.call('HSET', KEYS[b + 2], unpack(u))
-    end
+    if nu[j] > 0 then redis.call('HSET', KEYS[b + 2], unpack(users[j])) end
     redis.call('HSET', KEYS[b + 3], unpack(recs[j]))
   end
   if not slot then redis.call('HSET', KEYS[4 * k + 1], unpack(dirs)) end
