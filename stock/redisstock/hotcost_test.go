@@ -1,0 +1,112 @@
+package redisstock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/testdb"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// BenchmarkHotScript sends b.N flash-sale orders (a new order ID and a new
+// user each, on SKUs put on sale with PerUserLimit 1) straight to
+// stock_deduct_hot.lua through deductHot, in calls of a fixed size, with
+// no batcher and no concurrency, and reports the server's time inside the
+// script per order (INFO commandstats, usec of EVALSHA). Every order must
+// be held. A warm-up of 1,000 orders first makes the SKU's hashes large
+// enough to leave their listpack encoding, as in a sale. Run:
+//
+//	STOCKGUARD_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench HotScript -benchtime 8000x ./stock/redisstock/
+//
+// internal/tools/scriptcost.sh runs it on a redis-server under callgrind
+// and gives the server's instructions per order instead, which do not
+// depend on the machine's load.
+func BenchmarkHotScript(b *testing.B) {
+	addr := testdb.Need(b, testdb.Redis)
+	for _, bc := range []struct{ lines, batch int }{{1, 20}, {3, 20}, {1, 1}} {
+		b.Run(fmt.Sprintf("lines=%d/batch=%d", bc.lines, bc.batch), func(b *testing.B) {
+			benchHot(b, addr, bc.lines, bc.batch)
+		})
+	}
+}
+
+func benchHot(b *testing.B, addr string, lines, batch int) {
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	prefix := fmt.Sprintf("sghot-%d", time.Now().UnixNano())
+	defer testdb.DropKeys(ctx, c, prefix)
+	s, err := New(c, Config{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([]stock.Item, lines)
+	for j := range items {
+		items[j] = stock.Item{SKU: "hot" + strconv.Itoa(j), Qty: 1}
+		if err := s.PutOnSale(ctx, stock.Listing{SKU: items[j].SKU, Units: 1 << 40, PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	seq := 0
+	run := func(orders int) {
+		for orders > 0 {
+			n := min(batch, orders)
+			orders -= n
+			calls := make([]*call, n)
+			for i := range calls {
+				seq++
+				id := strconv.Itoa(seq)
+				calls[i] = &call{ctx: ctx}
+				s.prepare(&calls[i].o, stock.Order{ID: "o" + id, UserID: "u" + id, Items: items})
+			}
+			slow, err := s.deductHot(ctx, calls)
+			if err != nil || len(slow) > 0 {
+				b.Fatalf("hot script: %v, %d orders left to the general script", err, len(slow))
+			}
+			for _, c := range calls {
+				if c.err != nil {
+					b.Fatal(c.err)
+				}
+			}
+		}
+	}
+	run(1000)
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	run(b.N)
+	b.StopTimer()
+	usec, err := scriptUsec(ctx, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(usec/float64(b.N), "script-µs/order")
+}
+
+// scriptUsec is the time the server behind c spent in EVALSHA since its
+// statistics were last reset (INFO commandstats), µs.
+func scriptUsec(ctx context.Context, c *redis.Client) (float64, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				return strconv.ParseFloat(v, 64)
+			}
+		}
+	}
+	return 0, nil
+}
