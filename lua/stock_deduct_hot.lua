@@ -193,11 +193,19 @@ for i = 1, n do
         avail[j] = avail[j] - qty
         if user ~= '' then
           -- A user new to the SKU holds what it takes: its decimal form
-          -- is the order's own.
+          -- is the order's own. The map keeps the count as a number (its
+          -- decimal form would truncate a fraction, or wrap past int64,
+          -- where the general script goes on from the number).
           local m = uv[j]
           local had = m[user]
-          if had then had = format('%d', tonumber(had) + qty) else had = qs end
-          m[user] = had
+          if had then
+            had = tonumber(had) + qty
+            m[user] = had
+            had = format('%d', had)
+          else
+            had = qs
+            m[user] = had
+          end
           local u, c = users[j], nu[j] + 2
           nu[j] = c
           u[c - 1], u[c] = user, had
@@ -230,10 +238,14 @@ for i = 1, n do
 end
 
 if taken > 0 then
+  -- Every SKU's new counts before the first write: a count that is not a
+  -- number fails the call before it writes anything.
+  for j = 1, k do
+    held[j], ver[j] = format('%d', held[j] + avail0[j] - avail[j]), format('%d', ver[j] + taken)
+  end
   for j = 1, k do
     local b = 4 * j - 3
-    redis.call('HSET', KEYS[b], 'avail', format('%d', avail[j]),
-      'held', format('%d', held[j] + avail0[j] - avail[j]), 'ver', format('%d', ver[j] + taken))
+    redis.call('HSET', KEYS[b], 'avail', format('%d', avail[j]), 'held', held[j], 'ver', ver[j])
     if nh[j] > 0 then redis.call('ZADD', KEYS[b + 1], unpack(holds[j])) end
     if nq[j] > 0 then redis.call('RPUSH', KEYS[4 * k + 1 + j], unpack(queue[j])) end
     if nu[j] > 0 then redis.call('HSET', KEYS[b + 2], unpack(users[j])) end
