@@ -18,8 +18,10 @@ import (
 // user each, on SKUs put on sale with PerUserLimit 1) straight to
 // stock_deduct_hot.lua through deductHot, in calls of a fixed size, with
 // no batcher and no concurrency, and reports the server's time inside the
-// script per order (INFO commandstats, usec of EVALSHA). Every order must
-// be held. A warm-up of 1,000 orders first makes the SKU's hashes large
+// script per order (INFO commandstats: the usec of EVALSHA it adds, read
+// before and after, with no CONFIG RESETSTAT; the benchmark fails when
+// the server counts EVALSHA calls other than its own meanwhile, as another
+// client's would skew the figure). Every order must be held. A warm-up of 1,000 orders first makes the SKU's hashes large
 // enough to leave their listpack encoding, as in a sale. Run:
 //
 //	STOCKGUARD_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench HotScript -benchtime 8000x ./stock/redisstock/
@@ -77,25 +79,30 @@ func benchHot(b *testing.B, addr string, lines, batch int) {
 		}
 	}
 	run(1000)
-	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+	calls0, usec0, err := scriptStats(ctx, c)
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	run(b.N)
 	b.StopTimer()
-	usec, err := scriptUsec(ctx, c)
+	calls1, usec1, err := scriptStats(ctx, c)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(usec/float64(b.N), "script-µs/order")
+	if want := float64((b.N + batch - 1) / batch); calls1-calls0 != want {
+		b.Fatalf("the server counted %v EVALSHA calls where the benchmark made %v: another client shares it", calls1-calls0, want)
+	}
+	b.ReportMetric((usec1-usec0)/float64(b.N), "script-µs/order")
 }
 
-// scriptUsec is the time the server behind c spent in EVALSHA since its
-// statistics were last reset (INFO commandstats), µs.
-func scriptUsec(ctx context.Context, c *redis.Client) (float64, error) {
+// scriptStats is the EVALSHA calls the server behind c has run and the time
+// it spent in them, µs (INFO commandstats, since it started or its
+// statistics were last reset).
+func scriptStats(ctx context.Context, c *redis.Client) (calls, usec float64, err error) {
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, line := range strings.Split(info, "\r\n") {
 		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
@@ -103,10 +110,17 @@ func scriptUsec(ctx context.Context, c *redis.Client) (float64, error) {
 			continue
 		}
 		for _, kv := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(kv, "usec="); ok {
-				return strconv.ParseFloat(v, 64)
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				calls, err = strconv.ParseFloat(v, 64)
+			case "usec":
+				usec, err = strconv.ParseFloat(v, 64)
+			}
+			if err != nil {
+				return 0, 0, err
 			}
 		}
 	}
-	return 0, nil
+	return calls, usec, nil
 }
