@@ -120,30 +120,26 @@ func (e rhEnv) general(slot bool, now int64, skus []rhSKU, orders []rhOrder) []s
 	return out
 }
 
-// hot runs orders as the Store does: stock_deduct_hot.lua, then the
-// orders it answered 15 through the general script.
-func (e rhEnv) hot(slot bool, now int64, skus []rhSKU, orders []rhOrder) []string {
-	ctx := e.fx.ctx()
+// rhHotCall is the keys and arguments of one stock_deduct_hot.lua call of
+// orders (in mode 'slot', each order's attempt is "t" + its ID, begun at
+// now, on the generations put gave the SKUs' states).
+func rhHotCall(e rhEnv, slot bool, now int64, skus []rhSKU, orders []rhOrder) ([]string, []any) {
 	var keys []string
 	for _, k := range skus {
 		keys = append(keys, e.key(k.name, "state"), e.key(k.name, "holds"), e.key(k.name, "users"), e.key(k.name, "lines"))
 	}
-	mode := "one"
+	args := []any{now, "one", len(skus)}
 	if slot {
-		mode = "slot"
+		gens := make([]string, len(skus))
+		for i, k := range skus {
+			gens[i] = "g-" + k.name
+		}
+		args[0], args[1] = strings.Join(gens, " "), "slot"
 	} else {
 		keys = append(keys, e.s.DirKey(orders[0].id))
 		for _, k := range skus {
 			keys = append(keys, e.key(k.name, "hq"))
 		}
-	}
-	args := []any{now, mode, len(skus)}
-	if slot { // the generations the attempts read
-		gens := make([]string, len(skus))
-		for i, k := range skus {
-			gens[i] = "g-" + k.name
-		}
-		args[0] = strings.Join(gens, " ")
 	}
 	for _, o := range orders {
 		args = append(args, o.id, o.user, o.ident(skus), o.own)
@@ -154,6 +150,14 @@ func (e rhEnv) hot(slot bool, now int64, skus []rhSKU, orders []rhOrder) []strin
 			args = append(args, q)
 		}
 	}
+	return keys, args
+}
+
+// hot runs orders as the Store does: stock_deduct_hot.lua, then the
+// orders it answered 15 through the general script.
+func (e rhEnv) hot(slot bool, now int64, skus []rhSKU, orders []rhOrder) []string {
+	ctx := e.fx.ctx()
+	keys, args := rhHotCall(e, slot, now, skus, orders)
 	res, err := rhHot.Run(ctx, e.fx.c, keys, args...).Slice()
 	if err != nil {
 		e.fx.t.Fatal(err)
