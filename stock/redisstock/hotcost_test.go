@@ -18,13 +18,14 @@ import (
 // user each, on SKUs put on sale with PerUserLimit 1) straight to
 // stock_deduct_hot.lua through deductHot, in calls of a fixed size, with
 // no batcher and no concurrency, and reports the server's time inside the
-// script per order (INFO commandstats: the usec of EVALSHA it adds, read
-// before and after, with no CONFIG RESETSTAT; the benchmark fails when
-// the server counts EVALSHA calls other than its own meanwhile, as another
-// client's would skew the figure). Every order must be held. A warm-up of 1,000 orders first makes the SKU's hashes large
-// enough to leave their listpack encoding, as in a sale. Run:
+// script per order: the usec of EVALSHA in INFO commandstats, read before
+// and after (no CONFIG RESETSTAT). It fails when the server counts other
+// EVALSHA calls than its own meanwhile (another client's would skew the
+// figure), and when an order is not held. A warm-up of 1,000 orders first
+// makes the SKU's hashes large enough to leave their listpack encoding, as
+// in a sale. Run, on a Redis of its own:
 //
-//	STOCKGUARD_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench HotScript -benchtime 8000x ./stock/redisstock/
+//	STOCKGUARD_REDIS_ADDR=127.0.0.1:6400 go test -run '^$' -bench HotScript -benchtime 8000x ./stock/redisstock/
 //
 // internal/tools/scriptcost.sh runs it on a redis-server under callgrind
 // and gives the server's instructions per order instead, which do not
