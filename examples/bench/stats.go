@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/observe"
 )
 
@@ -19,11 +20,6 @@ type serverStats struct {
 	scriptUsec  float64 // µs inside script calls, the commands they ran included (INFO commandstats)
 	scriptCalls float64 // script calls: EVAL, EVALSHA, FCALL and their _RO forms
 	commands    float64 // every command, those run by scripts included
-}
-
-// scriptCommands are the commandstats entries of script calls.
-var scriptCommands = map[string]bool{
-	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true,
 }
 
 // redisStats reads the counters of the server behind c.
@@ -55,12 +51,12 @@ func parseInfo(info string) (serverStats, error) {
 			st.cpu += f * 1e6
 			cpuFields++
 		case strings.HasPrefix(k, "cmdstat_"):
-			calls, usec, err := commandFields(v)
+			calls, usec, err := testdb.CommandStat(v)
 			if err != nil {
 				return st, fmt.Errorf("INFO commandstats %s: %w", k, err)
 			}
 			st.commands += calls
-			if scriptCommands[strings.TrimPrefix(k, "cmdstat_")] {
+			if testdb.ScriptCommand(strings.TrimPrefix(k, "cmdstat_")) {
 				st.scriptCalls += calls
 				st.scriptUsec += usec
 			}
@@ -70,32 +66,6 @@ func parseInfo(info string) (serverStats, error) {
 		return st, fmt.Errorf("INFO cpu: used_cpu_sys or used_cpu_user missing")
 	}
 	return st, nil
-}
-
-// commandFields reads calls and usec from one commandstats value
-// ("calls=3,usec=35,usec_per_call=11.67,…").
-func commandFields(v string) (calls, usec float64, err error) {
-	seen := 0
-	for _, kv := range strings.Split(v, ",") {
-		k, x, _ := strings.Cut(kv, "=")
-		if k != "calls" && k != "usec" {
-			continue
-		}
-		f, err := strconv.ParseFloat(x, 64)
-		if err != nil {
-			return 0, 0, err
-		}
-		if k == "calls" {
-			calls = f
-		} else {
-			usec = f
-		}
-		seen++
-	}
-	if seen != 2 {
-		return 0, 0, fmt.Errorf("%q has no calls or usec", v)
-	}
-	return calls, usec, nil
 }
 
 // sizeBounds are the upper bounds of the batch size classes the table

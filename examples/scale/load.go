@@ -224,7 +224,7 @@ func orderVerdict(r *loadResult) string {
 }
 
 func printSpread(w io.Writer, t *target, rs []*loadResult) {
-	src := "INFO commandstats: cmdstat_evalsha + cmdstat_eval calls"
+	src := "INFO commandstats: calls of EVAL, EVALSHA and their kin"
 	if !rs[0].server {
 		src = "counted by the client: the servers report no commandstats"
 	}

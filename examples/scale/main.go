@@ -5,7 +5,7 @@
 //  1. Spread: -clients goroutines deduct one unit of one hot SKU for
 //     -duration, a distinct user and a fresh order ID per order, with the
 //     SKU in 3 buckets and in 1. Each master's share of the script calls
-//     (INFO commandstats, cmdstat_evalsha + cmdstat_eval, before and
+//     (INFO commandstats: EVAL, EVALSHA and their kin, before and
 //     after) is printed. On a Cluster every Deduct also binds its order ID
 //     in the order directory (a batch's binds go as one script call per
 //     directory shard, on any master whatever B): the client therefore
@@ -389,20 +389,8 @@ func (t *target) stats(ctx context.Context) (map[string]nodeStat, error) {
 	err := t.rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		addr := nodeAddr(c.Options().Addr)
 		st := nodeStat{}
-		if info, err := c.Info(ctx, "commandstats").Result(); err == nil && strings.Contains(info, "cmdstat_") {
-			st.server = true
-			for _, line := range strings.Split(info, "\r\n") {
-				name, v, _ := strings.Cut(line, ":")
-				if name != "cmdstat_evalsha" && name != "cmdstat_eval" {
-					continue
-				}
-				calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-				n, err := strconv.ParseInt(calls, 10, 64)
-				if err != nil {
-					return fmt.Errorf("%s: INFO commandstats %q: %w", addr, line, err)
-				}
-				st.scripts += n
-			}
+		if calls, _, ok, err := testdb.ScriptStats(ctx, c); err == nil && ok {
+			st.server, st.scripts = true, int64(calls)
 		}
 		n := t.counter(addr)
 		st.gate, st.dir = n.gate.Load(), n.dir.Load()

@@ -71,3 +71,66 @@ func DropKeys(ctx context.Context, c *redis.Client, tag string) {
 	}
 	p.Exec(ctx)
 }
+
+// scriptCommands are the commandstats names of script calls.
+var scriptCommands = map[string]bool{
+	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true,
+}
+
+// ScriptCommand reports whether name (a commandstats name, such as
+// "evalsha") is a script call: EVAL, EVALSHA, FCALL or their _RO forms.
+func ScriptCommand(name string) bool { return scriptCommands[name] }
+
+// CommandStat reads calls and usec from one INFO commandstats value
+// ("calls=3,usec=35,usec_per_call=11.67,…"). It fails when either is
+// missing or not a number.
+func CommandStat(v string) (calls, usec float64, err error) {
+	seen := 0
+	for _, kv := range strings.Split(v, ",") {
+		k, x, _ := strings.Cut(kv, "=")
+		if k != "calls" && k != "usec" {
+			continue
+		}
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		if k == "calls" {
+			calls = f
+		} else {
+			usec = f
+		}
+		seen++
+	}
+	if seen != 2 {
+		return 0, 0, fmt.Errorf("%q has no calls or usec", v)
+	}
+	return calls, usec, nil
+}
+
+// ScriptStats is what the server behind c reports of its script calls in
+// INFO commandstats since it started (or its statistics were reset): the
+// calls, and the µs inside them, the commands they ran included. ok is
+// false when the server reports no commandstats at all (miniredis).
+func ScriptStats(ctx context.Context, c *redis.Client) (calls, usec float64, ok bool, err error) {
+	f, err := infoFields(ctx, c, "commandstats")
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for k, v := range f {
+		name, found := strings.CutPrefix(k, "cmdstat_")
+		if !found {
+			continue
+		}
+		ok = true
+		if !ScriptCommand(name) {
+			continue
+		}
+		n, us, err := CommandStat(v)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("INFO commandstats %s: %w", k, err)
+		}
+		calls, usec = calls+n, usec+us
+	}
+	return calls, usec, ok, nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,12 +17,13 @@ import (
 // user each, on SKUs put on sale with PerUserLimit 1) straight to
 // stock_deduct_hot.lua through deductHot, in calls of a fixed size, with
 // no batcher and no concurrency, and reports the server's time inside the
-// script per order: the usec of EVALSHA in INFO commandstats, read before
-// and after (no CONFIG RESETSTAT). It fails when the server counts other
-// EVALSHA calls than its own meanwhile (another client's would skew the
-// figure), and when an order is not held. A warm-up of 1,000 orders first
-// makes the SKU's hashes large enough to leave their listpack encoding, as
-// in a sale. Run, on a Redis of its own:
+// script per order: the usec of script calls in INFO commandstats
+// (testdb.ScriptStats), read before and after (no CONFIG RESETSTAT). It
+// fails when the server counts other script calls than its own meanwhile
+// (another client's would skew the figure), and when an order is not
+// held. A warm-up of 1,000 orders first makes the SKU's hashes large
+// enough to leave their listpack encoding, as in a sale. Run, on a Redis
+// of its own:
 //
 //	STOCKGUARD_REDIS_ADDR=127.0.0.1:6400 go test -run '^$' -bench HotScript -benchtime 8000x ./stock/redisstock/
 //
@@ -80,48 +80,19 @@ func benchHot(b *testing.B, addr string, lines, batch int) {
 		}
 	}
 	run(1000)
-	calls0, usec0, err := scriptStats(ctx, c)
+	calls0, usec0, _, err := testdb.ScriptStats(ctx, c)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	run(b.N)
 	b.StopTimer()
-	calls1, usec1, err := scriptStats(ctx, c)
+	calls1, usec1, _, err := testdb.ScriptStats(ctx, c)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if want := float64((b.N + batch - 1) / batch); calls1-calls0 != want {
-		b.Fatalf("the server counted %v EVALSHA calls where the benchmark made %v: another client shares it", calls1-calls0, want)
+		b.Fatalf("the server counted %v script calls where the benchmark made %v: another client shares it", calls1-calls0, want)
 	}
 	b.ReportMetric((usec1-usec0)/float64(b.N), "script-µs/order")
-}
-
-// scriptStats is the EVALSHA calls the server behind c has run and the time
-// it spent in them, µs (INFO commandstats, since it started or its
-// statistics were last reset).
-func scriptStats(ctx context.Context, c *redis.Client) (calls, usec float64, err error) {
-	info, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
-		if !ok {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "calls":
-				calls, err = strconv.ParseFloat(v, 64)
-			case "usec":
-				usec, err = strconv.ParseFloat(v, 64)
-			}
-			if err != nil {
-				return 0, 0, err
-			}
-		}
-	}
-	return calls, usec, nil
 }
