@@ -375,7 +375,7 @@ func (h scriptCounter) count(cmd redis.Cmder) {
 
 // nodeStat is what one master reports of itself.
 type nodeStat struct {
-	scripts int64   // cmdstat_evalsha + cmdstat_eval calls, or the client's count
+	scripts int64   // script calls (INFO commandstats), or the client's count
 	gate    int64   // the client's count of script calls on the gate
 	dir     int64   // the client's count of directory binds
 	cpu     float64 // µs; 0 when the server reports none

@@ -75,16 +75,7 @@ func TestReviewQueue2SmallLimitsOverSeveralSKUs(t *testing.T) {
 				drain()
 			}
 		}
-		for range 12 {
-			fx.clock.Advance(15 * time.Second)
-			drain()
-		}
-		for _, sku := range skus {
-			lv, err := fx.s.Levels(fx.ctx(), sku)
-			if err != nil || lv.Held != 0 {
-				t.Fatalf("%s at the end: %+v, %v; want nothing held", sku, lv, err)
-			}
-		}
+		drainToEnd(t, fx, skus, 12, func() { fx.clock.Advance(15 * time.Second) }, drain)
 	})
 }
 
@@ -118,17 +109,7 @@ func TestReviewQueue2OrderOfTwoSKUsSplitByLimit(t *testing.T) {
 // order's hold is returned at its own deadline, once, and never before.
 func TestReviewQueue2ReusedOrderIDBehindALiveHold(t *testing.T) {
 	eachMini(t, func(t *testing.T, fx *fixture) {
-		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
-		fx.sale("a", 10, 0, time.Minute)
-		is(t, fx.s.Deduct(fx.ctx(), ord("live", "u1", it("a", 1))), nil, "Deduct")
-		is(t, fx.s.Deduct(fx.ctx(), ord("x", "u2", it("a", 1))), nil, "Deduct")
-		is(t, fx.s.Confirm(fx.ctx(), "x"), nil, "Confirm")
-		elapse(fx, 3*redisstock.MinRetention)
-		wantReclaimed(t, fx.reclaim())
-		wantReclaimed(t, fx.reclaim())
-		if fx.hasRecord("a", "x") {
-			t.Fatal("x's ended record outlived Retention and two passes")
-		}
+		endBehindLiveHold(t, fx, time.Minute, "x", 3*redisstock.MinRetention)
 		is(t, fx.s.Deduct(fx.ctx(), ord("x", "u3", it("a", 2))), nil, "Deduct again")
 		xdl := fx.clock.Now().Add(time.Minute)
 		fx.want("a", 6, 3, 1)
@@ -291,16 +272,7 @@ func TestReviewQueue2ReusedIDsAndSmallLimits(t *testing.T) {
 				}
 			}
 		}
-		for range 10 {
-			elapse(fx, 3*time.Second)
-			drain()
-		}
-		for _, sku := range skus {
-			lv, err := fx.s.Levels(fx.ctx(), sku)
-			if err != nil || lv.Held != 0 {
-				t.Fatalf("%s at the end: %+v, %v; want nothing held", sku, lv, err)
-			}
-		}
+		drainToEnd(t, fx, skus, 10, func() { elapse(fx, 3*time.Second) }, drain)
 	})
 }
 
@@ -404,5 +376,21 @@ func drainPasses(t *testing.T, fx *fixture, skus []string, limit func() int, che
 			}
 		}
 		return
+	}
+}
+
+// drainToEnd advances the time rounds times with advance, draining after
+// each, then checks that no SKU of skus holds a unit.
+func drainToEnd(t *testing.T, fx *fixture, skus []string, rounds int, advance, drain func()) {
+	t.Helper()
+	for range rounds {
+		advance()
+		drain()
+	}
+	for _, sku := range skus {
+		lv, err := fx.s.Levels(fx.ctx(), sku)
+		if err != nil || lv.Held != 0 {
+			t.Fatalf("%s at the end: %+v, %v; want nothing held", sku, lv, err)
+		}
 	}
 }

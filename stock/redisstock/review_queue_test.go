@@ -190,16 +190,7 @@ func TestReviewQueuePassWithNothingDueReadsTheQueueHeadOnly(t *testing.T) {
 // not list it as Lost.
 func TestReviewQueueEndedHoldPastRetentionIsNotLost(t *testing.T) {
 	each(t, func(t *testing.T, fx *fixture) {
-		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
-		fx.sale("a", 10, 0, time.Hour)
-		is(t, fx.s.Deduct(fx.ctx(), ord("live", "u1", it("a", 1))), nil, "Deduct")
-		is(t, fx.s.Deduct(fx.ctx(), ord("paid", "u2", it("a", 1))), nil, "Deduct")
-		is(t, fx.s.Confirm(fx.ctx(), "paid"), nil, "Confirm")
-		elapse(fx, 2*redisstock.MinRetention)
-		wantReclaimed(t, fx.reclaim())
-		if fx.hasRecord("a", "paid") {
-			t.Fatal("the ended record outlived Retention and a reclaim pass")
-		}
+		endBehindLiveHold(t, fx, time.Hour, "paid", 2*redisstock.MinRetention)
 		sn, err := fx.s.Snapshot(fx.ctx(), []redisstock.SnapshotRequest{{SKU: "a"}})
 		if err != nil || len(sn) != 1 || len(sn[0].Lost) != 0 || len(sn[0].Holds) != 1 || sn[0].Holds[0].OrderID != "live" {
 			t.Fatalf("Snapshot = %+v, %v; want live held, nothing lost", sn, err)
@@ -367,4 +358,24 @@ func TestReviewQueueStoresWithSkewedClocks(t *testing.T) {
 		wantReclaimed(t, fx.reclaim(), "far", "far2")
 		fx.want("a", 10, 0, 0)
 	})
+}
+
+// endBehindLiveHold puts a on sale (10 units, hold time hold) on a Store of
+// Retention MinRetention, holds a unit for order "live" (user u1) and one
+// for order id (u2), confirms id, lets wait pass and runs two reclaim
+// passes, which return nothing: id's record is gone while its hold queue
+// entry still waits behind live's hold.
+func endBehindLiveHold(t *testing.T, fx *fixture, hold time.Duration, id string, wait time.Duration) {
+	t.Helper()
+	fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
+	fx.sale("a", 10, 0, hold)
+	is(t, fx.s.Deduct(fx.ctx(), ord("live", "u1", it("a", 1))), nil, "Deduct")
+	is(t, fx.s.Deduct(fx.ctx(), ord(id, "u2", it("a", 1))), nil, "Deduct")
+	is(t, fx.s.Confirm(fx.ctx(), id), nil, "Confirm")
+	elapse(fx, wait)
+	wantReclaimed(t, fx.reclaim())
+	wantReclaimed(t, fx.reclaim())
+	if fx.hasRecord("a", id) {
+		t.Fatalf("%s's ended record outlived Retention and two reclaim passes", id)
+	}
 }
