@@ -224,10 +224,7 @@ func clusterSetup(ctx context.Context, addrs []string, tag string, pool int, sh 
 		err := rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 			st, err := redisStats(ctx, c)
 			mu.Lock()
-			total.cpu += st.cpu
-			total.scriptUsec += st.scriptUsec
-			total.scriptCalls += st.scriptCalls
-			total.commands += st.commands
+			total = total.plus(st)
 			mu.Unlock()
 			return err
 		})

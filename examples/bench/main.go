@@ -17,7 +17,9 @@
 // interleaved round after round (every other round in reverse order), and
 // the table gives the median of each figure. On a real Redis the server
 // figures are deltas of INFO over the case, divided by its orders: CPU
-// (used_cpu_sys + used_cpu_user), the script calls' time and count
+// (used_cpu_sys + used_cpu_user) and of it the system's (the kernel's
+// work, mostly the network's, which a batch pays once per call), the
+// script calls' time and count
 // (commandstats of EVALSHA and its kin, the commands they run included),
 // and every command. On a shared server they include the others' load. A
 // case may also be compared with another of its store (the last column:
@@ -174,10 +176,10 @@ type benchCase struct {
 // result is one run of a case, or the medians of its runs.
 type result struct {
 	perSec, p50, p99, failedPct float64
-	// Per order, from the server's counters (server set): CPU µs, the
-	// script calls' µs, script calls, commands.
-	cpu, scriptUsec, scriptCalls, commands float64
-	measured                               bool // the server figures are set
+	// Per order, from the server's counters (measured set): CPU µs (of
+	// it, the system's), the script calls' µs, script calls, commands.
+	server   serverStats
+	measured bool
 	// From the Observer (batches set and at least one batch reported):
 	// orders per batch, and the share (%) of orders in batches of each
 	// of sizeBounds.
@@ -189,7 +191,7 @@ type result struct {
 // header is the first line of the table.
 const header = "| store | case | clients | deducts/s | vs baseline | p50 ms | p99 ms | p99 vs baseline | failed " +
 	"| orders per batch: mean (% of orders in batches of " + sizeLabels + ") " +
-	"| server CPU µs/order | CPU vs baseline | script µs/order | script vs baseline | script calls/order | commands/order | vs |"
+	"| server CPU µs/order | of it system | CPU vs baseline | script µs/order | script vs baseline | script calls/order | commands/order | vs |"
 
 // row is the table's line for case i of g, with the results of every
 // case of g at n clients.
@@ -221,7 +223,7 @@ func row(g group, results []result, i, n int) string {
 	server := r.measured && base.measured
 	cpuRatio, scriptRatio := "–", "–"
 	if server {
-		cpuRatio, scriptRatio = ratio(r.cpu, base.cpu), ratio(r.scriptUsec, base.scriptUsec)
+		cpuRatio, scriptRatio = ratio(r.server.cpu, base.server.cpu), ratio(r.server.scriptUsec, base.server.scriptUsec)
 	}
 	var vs []string
 	for _, name := range g.cases[i].vs {
@@ -231,10 +233,11 @@ func row(g group, results []result, i, n int) string {
 			}
 		}
 	}
-	return fmt.Sprintf("| %s | %s | %d | %.0f | %s | %.2f | %.2f | %s | %.1f%% | %s | %s | %s | %s | %s | %s | %s | %s |",
+	return fmt.Sprintf("| %s | %s | %d | %.0f | %s | %.2f | %.2f | %s | %.1f%% | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
 		g.store, g.cases[i].name, n, r.perSec, ratio(r.perSec, base.perSec), r.p50, r.p99, ratio(r.p99, base.p99), r.failedPct,
-		batches, dash(r.measured, "%.2f", r.cpu), cpuRatio, dash(r.measured, "%.2f", r.scriptUsec), scriptRatio,
-		dash(r.measured, "%.3f", r.scriptCalls), dash(r.measured, "%.2f", r.commands), strings.Join(vs, "; "))
+		batches, dash(r.measured, "%.2f", r.server.cpu), dash(r.measured, "%.2f", r.server.sys), cpuRatio,
+		dash(r.measured, "%.2f", r.server.scriptUsec), scriptRatio,
+		dash(r.measured, "%.3f", r.server.scriptCalls), dash(r.measured, "%.2f", r.server.commands), strings.Join(vs, "; "))
 }
 
 // median is the median of each figure over rounds.
@@ -248,17 +251,20 @@ func median(rounds []result) result {
 		return v[len(v)/2]
 	}
 	m := result{
-		perSec:      pick(func(r result) float64 { return r.perSec }),
-		p50:         pick(func(r result) float64 { return r.p50 }),
-		p99:         pick(func(r result) float64 { return r.p99 }),
-		failedPct:   pick(func(r result) float64 { return r.failedPct }),
-		cpu:         pick(func(r result) float64 { return r.cpu }),
-		scriptUsec:  pick(func(r result) float64 { return r.scriptUsec }),
-		scriptCalls: pick(func(r result) float64 { return r.scriptCalls }),
-		commands:    pick(func(r result) float64 { return r.commands }),
-		measured:    rounds[0].measured,
-		batchMean:   pick(func(r result) float64 { return r.batchMean }),
-		batched:     slices.ContainsFunc(rounds, func(r result) bool { return r.batched }),
+		perSec:    pick(func(r result) float64 { return r.perSec }),
+		p50:       pick(func(r result) float64 { return r.p50 }),
+		p99:       pick(func(r result) float64 { return r.p99 }),
+		failedPct: pick(func(r result) float64 { return r.failedPct }),
+		server: serverStats{
+			cpu:         pick(func(r result) float64 { return r.server.cpu }),
+			sys:         pick(func(r result) float64 { return r.server.sys }),
+			scriptUsec:  pick(func(r result) float64 { return r.server.scriptUsec }),
+			scriptCalls: pick(func(r result) float64 { return r.server.scriptCalls }),
+			commands:    pick(func(r result) float64 { return r.server.commands }),
+		},
+		measured:  rounds[0].measured,
+		batchMean: pick(func(r result) float64 { return r.batchMean }),
+		batched:   slices.ContainsFunc(rounds, func(r result) bool { return r.batched }),
 	}
 	for k := range m.batchShare {
 		m.batchShare[k] = pick(func(r result) float64 { return r.batchShare[k] })
@@ -338,12 +344,8 @@ func measure(ctx context.Context, c benchCase, n int, d time.Duration) (result, 
 		if err != nil {
 			return result{}, err
 		}
-		orders := float64(max(ok.Load(), 1))
 		res.measured = true
-		res.cpu = (server1.cpu - server0.cpu) / orders
-		res.scriptUsec = (server1.scriptUsec - server0.scriptUsec) / orders
-		res.scriptCalls = (server1.scriptCalls - server0.scriptCalls) / orders
-		res.commands = (server1.commands - server0.commands) / orders
+		res.server = server1.per(server0, float64(max(ok.Load(), 1)))
 	}
 	if c.batches != nil {
 		res.batchMean, res.batchShare, res.batched = c.batches.summary()

@@ -54,7 +54,7 @@ func TestEmbeddedTable(t *testing.T) {
 		t.Fatalf("no column %q in %q", name, lines[0])
 		return -1
 	}
-	deducts, vs, batches, cpu := col("deducts/s"), col("vs baseline"), col("orders per batch"), col("server CPU")
+	deducts, vs, batches, cpu, sys := col("deducts/s"), col("vs baseline"), col("orders per batch"), col("server CPU"), col("of it system")
 	baselines := 0
 	for _, l := range lines[2:] {
 		c := cells(l)
@@ -68,8 +68,8 @@ func TestEmbeddedTable(t *testing.T) {
 			baselines++
 		}
 		// miniredis reports no server figures.
-		if c[cpu] != "–" {
-			t.Errorf("server CPU %q without a real server: %s", c[cpu], l)
+		if c[cpu] != "–" || c[sys] != "–" {
+			t.Errorf("server CPU %q (system %q) without a real server: %s", c[cpu], c[sys], l)
 		}
 		// The batching Deducts and the grouping sqlstock report their
 		// batches (a call alone is a batch of 1); the raw baselines,
@@ -170,8 +170,9 @@ func TestParseInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := serverStats{cpu: 3.75e6, scriptUsec: 500, scriptCalls: 12, commands: 42}
-	if math.Abs(st.cpu-want.cpu) > 1e-6 || st.scriptUsec != want.scriptUsec || st.scriptCalls != want.scriptCalls || st.commands != want.commands {
+	want := serverStats{cpu: 3.75e6, sys: 1.5e6, scriptUsec: 500, scriptCalls: 12, commands: 42}
+	if math.Abs(st.cpu-want.cpu) > 1e-6 || math.Abs(st.sys-want.sys) > 1e-6 || st.scriptUsec != want.scriptUsec ||
+		st.scriptCalls != want.scriptCalls || st.commands != want.commands {
 		t.Errorf("parseInfo = %+v, want %+v", st, want)
 	}
 	for _, bad := range []string{
@@ -182,6 +183,21 @@ func TestParseInfo(t *testing.T) {
 		if _, err := parseInfo(bad); err == nil {
 			t.Errorf("parseInfo(%q): no error", bad)
 		}
+	}
+}
+
+// A Cluster's counters are the sum of its masters'; a case's figures are
+// what they grew by, per order.
+func TestServerStatsPerOrder(t *testing.T) {
+	a := serverStats{cpu: 100, sys: 40, scriptUsec: 50, scriptCalls: 2, commands: 8}
+	b := serverStats{cpu: 300, sys: 60, scriptUsec: 70, scriptCalls: 4, commands: 12}
+	sum := a.plus(b)
+	if want := (serverStats{cpu: 400, sys: 100, scriptUsec: 120, scriptCalls: 6, commands: 20}); sum != want {
+		t.Errorf("plus = %+v, want %+v", sum, want)
+	}
+	later := serverStats{cpu: 1400, sys: 300, scriptUsec: 220, scriptCalls: 26, commands: 60}
+	if got, want := later.per(sum, 10), (serverStats{cpu: 100, sys: 20, scriptUsec: 10, scriptCalls: 2, commands: 4}); got != want {
+		t.Errorf("per = %+v, want %+v", got, want)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 // CONFIG RESETSTAT, which the tool never sends).
 type serverStats struct {
 	cpu         float64 // µs of CPU, user + system (INFO cpu)
+	sys         float64 // of cpu, the system's µs: the kernel's, mostly the network's
 	scriptUsec  float64 // µs inside script calls, the commands they ran included (INFO commandstats)
 	scriptCalls float64 // script calls: EVAL, EVALSHA, FCALL and their _RO forms
 	commands    float64 // every command, those run by scripts included
@@ -49,6 +50,9 @@ func parseInfo(info string) (serverStats, error) {
 				return st, fmt.Errorf("INFO cpu %s: %w", k, err)
 			}
 			st.cpu += f * 1e6
+			if k == "used_cpu_sys" {
+				st.sys = f * 1e6
+			}
 			cpuFields++
 		case strings.HasPrefix(k, "cmdstat_"):
 			calls, usec, err := testdb.CommandStat(v)
@@ -66,6 +70,20 @@ func parseInfo(info string) (serverStats, error) {
 		return st, fmt.Errorf("INFO cpu: used_cpu_sys or used_cpu_user missing")
 	}
 	return st, nil
+}
+
+// plus is the sum of a server's counters and another's (of a Cluster's
+// masters).
+func (a serverStats) plus(b serverStats) serverStats {
+	return serverStats{cpu: a.cpu + b.cpu, sys: a.sys + b.sys, scriptUsec: a.scriptUsec + b.scriptUsec,
+		scriptCalls: a.scriptCalls + b.scriptCalls, commands: a.commands + b.commands}
+}
+
+// per is what the counters grew by since earlier, per order.
+func (a serverStats) per(earlier serverStats, orders float64) serverStats {
+	return serverStats{cpu: (a.cpu - earlier.cpu) / orders, sys: (a.sys - earlier.sys) / orders,
+		scriptUsec: (a.scriptUsec - earlier.scriptUsec) / orders, scriptCalls: (a.scriptCalls - earlier.scriptCalls) / orders,
+		commands: (a.commands - earlier.commands) / orders}
 }
 
 // sizeBounds are the upper bounds of the batch size classes the table
