@@ -13,8 +13,9 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// turnHook holds the first two script calls until first is closed and the
-// third until third is closed.
+// turnHook holds the first two EVALSHA calls until first is closed and the
+// third until third is closed. An EVAL passes: it is a call's fallback
+// where the server lacks the script, not a call of its own.
 type turnHook struct {
 	n            atomic.Int64
 	first, third chan struct{}
@@ -27,7 +28,7 @@ func (h *turnHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 func (h *turnHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+		if cmd.Name() == "evalsha" {
 			switch h.n.Add(1) {
 			case 1, 2:
 				<-h.first
@@ -47,6 +48,13 @@ func TestBatchTakesTheOrderAsGivenAfterItsCallerLeft(t *testing.T) {
 	eachBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 20, 0, time.Minute)
 		fx.sale("b", 20, 0, time.Minute)
+		if fx.mini != nil {
+			// The deduct script is not on the server (as on one that ran
+			// another version's): the first calls fall back to EVAL.
+			if err := fx.c.ScriptFlush(fx.ctx()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		h := &turnHook{first: make(chan struct{}), third: make(chan struct{}), arrived: make(chan struct{})}
 		fx.c.AddHook(h)
 		var wg sync.WaitGroup
