@@ -56,19 +56,23 @@
 -- are one command per key and call. Running the call twice takes the stock
 -- once: the second run finds the records (15, and the general script
 -- answers them as repeats).
-local tonumber, format = tonumber, string.format
+
+-- ARGV as a local: an order's arguments are read from it many times.
+local ARGV, tonumber, format, unpack = ARGV, tonumber, string.format, unpack
 local slot, k = ARGV[2] == 'slot', tonumber(ARGV[3])
 local now = not slot and tonumber(ARGV[1])
 local skip = slot and 6 or 4 -- an order's arguments before its units
 local stride = skip + k
 local n = (#ARGV - 3) / stride
-local out = {}
+-- out, ids and us are made with room for n values (ARGV's first n, to be
+-- replaced): cheaper than growing them one value at a time.
+local out = {unpack(ARGV, 1, n)}
 
 -- The SKUs' counts, by line j (held and ver as read: the call adds
 -- what the orders took, and how many took).
-local avail, limit, hold, held, ver, max, avail0 = {}, {}, {}, {}, {}, {}, {}
+local avail, limit, held, ver, avail0 = {}, {}, {}, {}, {}
 local minhold, minmax, maxline -- of the order's SKUs (every order has them all)
-local gens = {}
+local gens = slot and {} -- mode 'slot': the states' generations
 for j = 1, k do
   local s = redis.call('HMGET', KEYS[4 * j - 3], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms', 'gen')
   if not s[1] or not s[3] then
@@ -76,12 +80,13 @@ for j = 1, k do
     for i = 1, n do out[i] = 15 end
     return out
   end
-  gens[j] = s[7] or ''
-  avail[j], limit[j], hold[j] = tonumber(s[1]), tonumber(s[2] or '0'), tonumber(s[3])
+  if slot then gens[j] = s[7] or '' end
+  local hold, max = tonumber(s[3]), tonumber(s[6] or s[3])
+  avail[j], limit[j] = tonumber(s[1]), tonumber(s[2] or '0')
   avail0[j] = avail[j]
-  held[j], ver[j], max[j] = tonumber(s[4] or '0'), tonumber(s[5] or '0'), tonumber(s[6] or s[3])
-  if not minhold or hold[j] < minhold then minhold = hold[j] end
-  if not minmax or max[j] < minmax then minmax, maxline = max[j], j end
+  held[j], ver[j] = tonumber(s[4] or '0'), tonumber(s[5] or '0')
+  if not minhold or hold < minhold then minhold = hold end
+  if not minmax or max < minmax then minmax, maxline = max, j end
 end
 -- mode 'one': the deadline at the tail of each SKU's hold queue (false:
 -- empty).
@@ -98,144 +103,146 @@ end
 
 -- The orders' records (and entries), and their users' counts: one HMGET
 -- per key.
-local ids, us, nus = {}, {}, 0
+local ids, us, nus = {unpack(ARGV, 1, n)}, {unpack(ARGV, 1, n)}, 0
+local a = 4 -- an order's first argument (its ID)
 for i = 1, n do
-  local a = 4 + stride * (i - 1)
   ids[i] = ARGV[a]
   local u = ARGV[a + 1]
   if u ~= '' then nus = nus + 1; us[nus] = u end
+  a = a + stride
 end
-local lv, uv = {}, {} -- by line: the records' values; user -> count, as this call leaves it
+-- first: the first order with a record or a directory entry (n + 1 for
+-- none); it and every order after it are left.
+local first = n + 1
+local function scan(v)
+  for i = 1, first - 1 do
+    if v[i] then first = i; return end
+  end
+end
+local uv = {} -- by line: user -> count, as this call leaves it
 for j = 1, k do
-  lv[j] = redis.call('HMGET', KEYS[4 * j], unpack(ids))
+  scan(redis.call('HMGET', KEYS[4 * j], unpack(ids)))
   uv[j] = {}
   if nus > 0 then
-    local v, m = redis.call('HMGET', KEYS[4 * j - 1], unpack(us)), uv[j]
+    local v, m = redis.call('HMGET', KEYS[4 * j - 1], unpack(us, 1, nus)), uv[j]
     for i = 1, nus do
       local c = v[i]
       if c then m[us[i]] = c end
     end
   end
 end
-local dv = slot and {} or redis.call('HMGET', KEYS[4 * k + 1], unpack(ids))
-
--- The refusals of mode 'slot', by code and line.
-local function refusal(code, j)
-  if code == 3 then return {'sold_out', j, 0}
-  elseif code == 4 then return {'limit', j, 0}
-  elseif code == 5 then return {'need_user', j, 0}
-  else return {'hold_too_long', j, 0} end
-end
+if not slot then scan(redis.call('HMGET', KEYS[4 * k + 1], unpack(ids))) end
 
 -- By line j: holds[j], queue[j], recs[j] the ZADD, RPUSH and HSET
 -- arguments (nh[j], nq[j] holds and entries), users[j] the users' new
--- counts, in decimal (nu[j] arguments; a user twice is written twice, the
--- later count last); dirs the directory's HSET arguments.
-local holds, queue, nh, nq, recs, users, nu = {}, {}, {}, {}, {}, {}, {}
-for j = 1, k do holds[j], queue[j], nh[j], nq[j], recs[j], users[j], nu[j] = {}, {}, 0, 0, {}, {}, 0 end
-local dirs, taken = {}, 0
+-- counts, in decimal (nu arguments, on every line: a user twice is written
+-- twice, the later count last); dirs the directory's HSET arguments.
+local holds, queue, nh, nq, recs, users = {}, {}, {}, {}, {}, {}
+for j = 1, k do holds[j], queue[j], nh[j], nq[j], recs[j], users[j] = {}, {}, 0, 0, {}, {} end
+local dirs, taken, nu = {}, 0, 0
 -- The decimal forms of now + minhold and minmax - minhold, the now of
 -- sdl, and the parts of a record and of a queue entry they make (every
 -- string a call builds once is one the orders do not build each).
 local sdl, sgap, snow, spre, ssp
-local rest = false -- an order was left: so is every order after it
 local qn = {} -- the order's units by line, as numbers
-for i = 1, n do
-  local a = 4 + stride * (i - 1)
+local num = {} -- units (an argument) -> tonumber(units), for the ones seen before
+a = 4
+for i = 1, first - 1 do
   local code, at = 0, 0
   local dl, dln, pre, sp -- the order's deadline (a string, a number), its record's part from it, its queue entry's
-  local seen = rest or dv[i]
-  for j = 1, k do seen = seen or lv[j][i] end
   if slot then now = tonumber(ARGV[a + 5]) end
-  if seen then
-    code, rest = 15, true
-  else
-    local user, own = ARGV[a + 1], ARGV[a + 3]
-    local q0 = a + skip - 1 -- ARGV index of line j's units: q0 + j
-    for j = 1, k do
-      local qty, lim = tonumber(ARGV[q0 + j]), limit[j]
-      qn[j] = qty
-      if avail[j] < qty then
-        code = 3
-      elseif lim > 0 then
-        if user == '' then
-          code = 5
-        else
-          local had = uv[j][user]
-          if (had and tonumber(had) or 0) + qty > lim then code = 4 end
-        end
-      end
-      if code ~= 0 then at = j; break end
-    end
-    if code == 0 and own ~= '0' then
-      own = tonumber(own)
-      if own > minmax then
-        code, at = 9, maxline
+  local user, own = ARGV[a + 1], ARGV[a + 3]
+  local q0 = a + skip - 1 -- ARGV index of line j's units: q0 + j
+  for j = 1, k do
+    local qs, lim = ARGV[q0 + j], limit[j]
+    local qty = num[qs]
+    if not qty then qty = tonumber(qs); num[qs] = qty end
+    qn[j] = qty
+    if avail[j] < qty then
+      code = 3
+    elseif lim > 0 then
+      if user == '' then
+        code = 5
       else
-        dln = now + own
-        dl = format('%d', dln)
-        pre, sp = '\t' .. dl .. '\t' .. format('%d', minmax - own) .. '\t', dl .. ' '
+        local had = uv[j][user]
+        if (had and tonumber(had) or 0) + qty > lim then code = 4 end
       end
     end
-    if code == 0 then
-      local id, ident = ARGV[a], ARGV[a + 2]
-      if not dl then
-        if snow ~= now then
-          sgap = sgap or format('%d', minmax - minhold)
-          sdl, snow = format('%d', now + minhold), now
-          spre, ssp = '\t' .. sdl .. '\t' .. sgap .. '\t', sdl .. ' '
-        end
-        dl, dln, pre, sp = sdl, now + minhold, spre, ssp
-      end
-      taken = taken + 1
-      for j = 1, k do
-        local qs, qty = ARGV[q0 + j], qn[j]
-        avail[j] = avail[j] - qty
-        if user ~= '' then
-          -- A user new to the SKU holds what it takes: its decimal form
-          -- is the order's own. The map keeps the count as a number (its
-          -- decimal form would truncate a fraction, or wrap past int64,
-          -- where the general script goes on from the number).
-          local m = uv[j]
-          local had = m[user]
-          if had then
-            had = tonumber(had) + qty
-            m[user] = had
-            had = format('%d', had)
-          else
-            had = qs
-            m[user] = had
-          end
-          local u, c = users[j], nu[j] + 2
-          nu[j] = c
-          u[c - 1], u[c] = user, had
-        end
-        if not slot and (not qtail[j] or dln >= qtail[j]) then
-          nq[j] = nq[j] + 1
-          queue[j][nq[j]], qtail[j] = sp .. id, dln
-        else
-          local m = nh[j] + 1
-          nh[j] = m
-          holds[j][2 * m - 1], holds[j][2 * m] = dl, id
-        end
-        local rec
-        if slot then rec = 'h' .. qs .. pre .. ident .. '\ta' .. ARGV[a + 4] else rec = 'h' .. qs .. pre .. ident end
-        recs[j][2 * taken - 1], recs[j][2 * taken] = id, rec
-      end
-      dirs[2 * taken - 1], dirs[2 * taken] = id, ident
+    if code ~= 0 then at = j; break end
+  end
+  if code == 0 and own ~= '0' then
+    own = tonumber(own)
+    if own > minmax then
+      code, at = 9, maxline
+    else
+      dln = now + own
+      dl = format('%d', dln)
+      pre, sp = '\t' .. dl .. '\t' .. format('%d', minmax - own) .. '\t', dl .. ' '
     end
   end
+  if code == 0 then
+    local id, ident = ARGV[a], ARGV[a + 2]
+    if not dl then
+      if snow ~= now then
+        sgap = sgap or format('%d', minmax - minhold)
+        sdl, snow = format('%d', now + minhold), now
+        spre, ssp = '\t' .. sdl .. '\t' .. sgap .. '\t', sdl .. ' '
+      end
+      dl, dln, pre, sp = sdl, now + minhold, spre, ssp
+    end
+    taken = taken + 1
+    local r = 2 * taken -- the order's value in recs[j] and dirs
+    if user ~= '' then nu = nu + 2 end
+    for j = 1, k do
+      local qs, qty = ARGV[q0 + j], qn[j]
+      avail[j] = avail[j] - qty
+      if user ~= '' then
+        -- A user new to the SKU holds what it takes: its decimal form
+        -- is the order's own. The map keeps the count as a number (its
+        -- decimal form would truncate a fraction, or wrap past int64,
+        -- where the general script goes on from the number).
+        local m = uv[j]
+        local had = m[user]
+        if had then
+          had = tonumber(had) + qty
+          m[user] = had
+          had = format('%d', had)
+        else
+          had = qs
+          m[user] = had
+        end
+        local u = users[j]
+        u[nu - 1], u[nu] = user, had
+      end
+      local tail = qtail[j]
+      if not slot and (not tail or dln >= tail) then
+        local c = nq[j] + 1
+        nq[j] = c
+        queue[j][c], qtail[j] = sp .. id, dln
+      else
+        local m = nh[j] + 1
+        nh[j] = m
+        holds[j][2 * m - 1], holds[j][2 * m] = dl, id
+      end
+      local rec
+      if slot then rec = 'h' .. qs .. pre .. ident .. '\ta' .. ARGV[a + 4] else rec = 'h' .. qs .. pre .. ident end
+      local rs = recs[j]
+      rs[r - 1], rs[r] = id, rec
+    end
+    dirs[r - 1], dirs[r] = id, ident
+  end
   if not slot then
-    if code ~= 0 and code ~= 15 then code = code + 16 * at end
+    if code ~= 0 then code = code + 16 * at end
     out[i] = code
   elseif code == 0 then
     out[i] = {'ok', dln, k, 0, now + minmax, minmax, maxline, 0}
-  elseif code == 15 then
-    out[i] = 15
   else
-    out[i] = refusal(code, at)
+    code = code == 3 and 'sold_out' or code == 4 and 'limit' or code == 5 and 'need_user' or 'hold_too_long'
+    out[i] = {code, at, 0}
   end
+  a = a + stride
 end
+for i = first, n do out[i] = 15 end
 
 if taken > 0 then
   -- Every SKU's new counts before the first write: a count that is not a
@@ -248,7 +255,7 @@ if taken > 0 then
     redis.call('HSET', KEYS[b], 'avail', format('%d', avail[j]), 'held', held[j], 'ver', ver[j])
     if nh[j] > 0 then redis.call('ZADD', KEYS[b + 1], unpack(holds[j])) end
     if nq[j] > 0 then redis.call('RPUSH', KEYS[4 * k + 1 + j], unpack(queue[j])) end
-    if nu[j] > 0 then redis.call('HSET', KEYS[b + 2], unpack(users[j])) end
+    if nu > 0 then redis.call('HSET', KEYS[b + 2], unpack(users[j])) end
     redis.call('HSET', KEYS[b + 3], unpack(recs[j]))
   end
   if not slot then redis.call('HSET', KEYS[4 * k + 1], unpack(dirs)) end
