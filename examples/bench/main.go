@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, header)
-	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, g := range groups {
 		for _, n := range opt.clients {
 			rounds := make([][]result, len(g.cases))
