@@ -73,8 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, header)
-	fmt.Fprintln(stdout, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	head, delimiter := tableHead()
+	fmt.Fprintln(stdout, head)
+	fmt.Fprintln(stdout, delimiter)
 	for _, g := range groups {
 		for _, n := range opt.clients {
 			rounds := make([][]result, len(g.cases))
@@ -188,10 +189,34 @@ type result struct {
 	batched    bool
 }
 
-// header is the first line of the table.
-const header = "| store | case | clients | deducts/s | vs baseline | p50 ms | p99 ms | p99 vs baseline | failed " +
-	"| orders per batch: mean (% of orders in batches of " + sizeLabels + ") " +
-	"| server CPU µs/order | of it system | CPU vs baseline | script µs/order | script vs baseline | script calls/order | commands/order | vs |"
+// columns are the table's columns, in row's order: each name, and whether
+// its figures are right-aligned (numbers).
+var columns = []struct {
+	name  string
+	right bool
+}{
+	{"store", false}, {"case", false}, {"clients", true}, {"deducts/s", true}, {"vs baseline", true},
+	{"p50 ms", true}, {"p99 ms", true}, {"p99 vs baseline", true}, {"failed", true},
+	{"orders per batch: mean (% of orders in batches of " + sizeLabels + ")", false},
+	{"server CPU µs/order", true}, {"of it system", true}, {"CPU vs baseline", true},
+	{"script µs/order", true}, {"script vs baseline", true}, {"script calls/order", true},
+	{"commands/order", true}, {"vs", false},
+}
+
+// tableHead is the table's first two lines: its header, and the delimiter
+// row that aligns its columns.
+func tableHead() (head, delimiter string) {
+	var h, d strings.Builder
+	for _, c := range columns {
+		h.WriteString("| " + c.name + " ")
+		if c.right {
+			d.WriteString("|---:")
+		} else {
+			d.WriteString("|---")
+		}
+	}
+	return h.String() + "|", d.String() + "|"
+}
 
 // row is the table's line for case i of g, with the results of every
 // case of g at n clients.
