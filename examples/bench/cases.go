@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -158,7 +159,7 @@ func redisSetup(ctx context.Context, addr, tag string, pool int, sh shape, clean
 	var memory []memResult
 	if store == "Redis" { // miniredis reports neither CPU nor memory
 		server = func(ctx context.Context) (serverStats, error) { return redisStats(ctx, rdb) }
-		m, err := memoryPerHold(ctx, rdb, tag+"mem")
+		m, err := memoryPerHold(ctx, rdb, tag+"mem", memHolds)
 		if err != nil {
 			return group{}, nil, err
 		}
@@ -253,22 +254,31 @@ func rawCase(rdb redis.UniversalClient, key string) benchCase {
 type memResult struct {
 	store   string
 	holds   int
-	perHold float64 // bytes
+	perHold float64  // bytes, from used_memory
+	keys    []keyMem // by key, from MEMORY USAGE
+}
+
+// keyMem is what one key of the Store's takes per hold: its name less the
+// Store's prefix, and its MEMORY USAGE over the holds.
+type keyMem struct {
+	name    string
+	perHold float64
 }
 
 // memHolds is how many holds memoryPerHold places.
 const memHolds = 100_000
 
-// memoryPerHold places memHolds holds of one unit of one SKU, each order
-// of its own user (with a per-user limit, so each adds a user count), and
-// returns the growth of the server's used_memory per hold. Its keys go with
-// the run's cleanup (prefix starts with the run's tag).
-func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memResult, error) {
+// memoryPerHold places holds holds of one unit of one SKU, each order of
+// its own user (with a per-user limit, so each adds a user count), and
+// returns the growth of the server's used_memory per hold, and what each
+// of the Store's keys takes (keyMemory). Its keys go with the run's
+// cleanup (prefix starts with the run's tag).
+func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string, holds int) (memResult, error) {
 	s, err := redisstock.New(rdb, redisstock.Config{Prefix: prefix})
 	if err != nil {
 		return memResult{}, err
 	}
-	if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: memHolds, PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
+	if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: int64(holds), PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
 		return memResult{}, err
 	}
 	info := func(ctx context.Context) (string, error) { return rdb.Info(ctx, "memory").Result() }
@@ -282,7 +292,7 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 	errs := make(chan error, 64)
 	for range 64 {
 		wg.Go(func() {
-			for n := next.Add(1); n <= memHolds; n = next.Add(1) {
+			for n := next.Add(1); n <= int64(holds); n = next.Add(1) {
 				id := strconv.FormatInt(n, 10)
 				o := stock.Order{ID: "m" + id, UserID: "user-" + id, Items: []stock.Item{{SKU: "hot", Qty: 1}}}
 				if err := s.Deduct(ctx, o); err != nil {
@@ -301,7 +311,43 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string) (memRe
 	if err != nil {
 		return memResult{}, err
 	}
-	return memResult{store: "Redis", holds: memHolds, perHold: (after - before) / memHolds}, nil
+	keys, err := keyMemory(ctx, rdb, prefix, holds)
+	if err != nil {
+		return memResult{}, err
+	}
+	return memResult{store: "Redis", holds: holds, perHold: (after - before) / float64(holds), keys: keys}, nil
+}
+
+// keyMemory is the MEMORY USAGE (every element counted) of each key under
+// prefix over holds, largest first, leaving out keys of under half a byte
+// a hold (the SKU's state, the registry).
+func keyMemory(ctx context.Context, rdb *redis.Client, prefix string, holds int) ([]keyMem, error) {
+	var keys []keyMem
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		n, err := rdb.MemoryUsage(ctx, iter.Val(), 0).Result()
+		if err != nil {
+			return nil, fmt.Errorf("MEMORY USAGE %s: %w", iter.Val(), err)
+		}
+		if per := float64(n) / float64(holds); per >= 0.5 {
+			keys = append(keys, keyMem{name: strings.TrimPrefix(iter.Val(), prefix+":"), perHold: per})
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(keys, func(a, b keyMem) int { return cmp.Compare(b.perHold, a.perHold) })
+	return keys, nil
+}
+
+// String is the memory line of the report.
+func (m memResult) String() string {
+	by := make([]string, len(m.keys))
+	for i, k := range m.keys {
+		by[i] = fmt.Sprintf("%s %.0f", k.name, k.perHold)
+	}
+	return fmt.Sprintf("%s: %.0f bytes of Redis memory per live hold (%d holds of one SKU, distinct users; INFO memory before and after); by key, MEMORY USAGE per hold: %s",
+		m.store, m.perHold, m.holds, strings.Join(by, ", "))
 }
 
 // settledMemory is the server's used_memory once it has no object left to

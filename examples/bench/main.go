@@ -24,7 +24,8 @@
 // and every command. On a shared server they include the others' load. A
 // case may also be compared with another of its store (the last column:
 // grouped vs ungrouped, MaxBatch 1 vs batched). After the table, the Redis
-// memory one live hold costs (distinct users, PerUserLimit 1). With no
+// memory one live hold costs (distinct users, PerUserLimit 1), in all and
+// by key (MEMORY USAGE of each of the Store's keys). With no
 // server flags it runs on miniredis and SQLite in-process, which shows the
 // shape of the table but not production figures.
 package main
@@ -105,8 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, m := range memory {
-		fmt.Fprintf(stdout, "\n%s: %.0f bytes of Redis memory per live hold (%d holds of one SKU, distinct users; INFO memory before and after)\n",
-			m.store, m.perHold, m.holds)
+		fmt.Fprintf(stdout, "\n%s\n", m)
 	}
 	return 0
 }
