@@ -64,8 +64,9 @@ local now = not slot and tonumber(ARGV[1])
 local skip = slot and 6 or 4 -- an order's arguments before its units
 local stride = skip + k
 local n = (#ARGV - 3) / stride
--- out, ids and us are made with room for n values (ARGV's first n, to be
--- replaced): cheaper than growing them one value at a time.
+-- out, ids and us are made with room for n values (ARGV's first n, each
+-- replaced before it is read; us is read up to nus only): cheaper than
+-- growing them one value at a time.
 local out = {unpack(ARGV, 1, n)}
 
 -- The SKUs' counts, by line j (held and ver as read: the call adds
