@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 for tool in valgrind callgrind_control callgrind_annotate redis-server redis-cli; do
   command -v "$tool" >/dev/null || { echo "scriptcost: $tool is not installed" >&2; exit 2; }
 done
-cases=("${@:-lines=1/batch=20 lines=3/batch=20 lines=1/batch=1}")
+cases=("${@:-lines=1/batch=20 lines=3/batch=20 lines=1/batch=5 lines=1/batch=1}")
 read -r -a cases <<<"${cases[*]}"
 
 work=$(mktemp -d)

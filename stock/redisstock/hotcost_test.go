@@ -32,7 +32,7 @@ import (
 // depend on the machine's load.
 func BenchmarkHotScript(b *testing.B) {
 	addr := testdb.Need(b, testdb.Redis)
-	for _, bc := range []struct{ lines, batch int }{{1, 20}, {3, 20}, {1, 1}} {
+	for _, bc := range []struct{ lines, batch int }{{1, 20}, {3, 20}, {1, 5}, {1, 1}} {
 		b.Run(fmt.Sprintf("lines=%d/batch=%d", bc.lines, bc.batch), func(b *testing.B) {
 			benchHot(b, addr, bc.lines, bc.batch)
 		})
