@@ -57,16 +57,19 @@
 -- once: the second run finds the records (15, and the general script
 -- answers them as repeats).
 
--- ARGV as a local: an order's arguments are read from it many times.
-local ARGV, tonumber, format, unpack = ARGV, tonumber, string.format, unpack
+-- ARGV as a local: an order's arguments are read from it many times;
+-- the functions too (call is redis.call), looked up once per call.
+local ARGV, tonumber, format, unpack, call = ARGV, tonumber, string.format, unpack, redis.call
 local slot, k = ARGV[2] == 'slot', tonumber(ARGV[3])
 local now = not slot and tonumber(ARGV[1])
 local skip = slot and 6 or 4 -- an order's arguments before its units
 local stride = skip + k
 local n = (#ARGV - 3) / stride
--- out, ids and us are made with room for n values (ARGV's first n, each
+-- out and us are made with room for n values (ARGV's first n, each
 -- replaced before it is read; us is read up to nus only): cheaper than
--- growing them one value at a time.
+-- growing them one value at a time. Until the orders' replies replace
+-- them, out holds their IDs (the fields the records and entries are read
+-- by).
 local out = {unpack(ARGV, 1, n)}
 
 -- The SKUs' counts, by line j (held and ver as read: the call adds
@@ -75,14 +78,21 @@ local avail, limit, held, ver, avail0 = {}, {}, {}, {}, {}
 local minhold, minmax, maxline -- of the order's SKUs (every order has them all)
 local gens = slot and {} -- mode 'slot': the states' generations
 for j = 1, k do
-  local s = redis.call('HMGET', KEYS[4 * j - 3], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms', 'gen')
+  local b = 4 * j - 3
+  local s -- gen is read in mode 'slot' only (mode 'one' has no use for it)
+  if slot then
+    s = call('HMGET', KEYS[b], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms', 'gen')
+  else
+    s = call('HMGET', KEYS[b], 'avail', 'limit', 'hold', 'held', 'ver', 'max_ms')
+  end
   if not s[1] or not s[3] then
     -- Not on sale, lost, or of key layout 1: the general script tells.
     for i = 1, n do out[i] = 15 end
     return out
   end
   if slot then gens[j] = s[7] or '' end
-  local hold, max = tonumber(s[3]), tonumber(s[6] or s[3])
+  local hold = tonumber(s[3])
+  local max = (not s[6] or s[6] == s[3]) and hold or tonumber(s[6]) -- max_ms is often hold
   avail[j], limit[j] = tonumber(s[1]), tonumber(s[2] or '0')
   avail0[j] = avail[j]
   held[j], ver[j] = tonumber(s[4] or '0'), tonumber(s[5] or '0')
@@ -93,7 +103,7 @@ end
 -- empty).
 local qtail = {}
 for j = 1, slot and 0 or k do
-  local e = redis.call('LINDEX', KEYS[4 * k + 1 + j], -1)
+  local e = call('LINDEX', KEYS[4 * k + 1 + j], -1)
   qtail[j] = e and tonumber(string.sub(e, 1, string.find(e, ' ', 1, true) - 1))
 end
 if slot and table.concat(gens, ' ') ~= ARGV[1] then
@@ -104,48 +114,49 @@ end
 
 -- The orders' records (and entries), and their users' counts: one HMGET
 -- per key.
-local ids, us, nus = {unpack(ARGV, 1, n)}, {unpack(ARGV, 1, n)}, 0
+local us, nus = {unpack(ARGV, 1, n)}, 0
 local a = 4 -- an order's first argument (its ID)
 for i = 1, n do
-  ids[i] = ARGV[a]
+  out[i] = ARGV[a] -- the order's ID until its reply replaces it
   local u = ARGV[a + 1]
   if u ~= '' then nus = nus + 1; us[nus] = u end
   a = a + stride
 end
--- first: the first order with a record or a directory entry (n + 1 for
--- none); it and every order after it are left.
+-- first: the first order with a record (each SKU's lines) or a directory
+-- entry (mode 'one': the directory, after the SKUs) (n + 1 for none); it
+-- and every order after it are left.
 local first = n + 1
-local function scan(v)
+for j = 1, slot and k or k + 1 do
+  local v = call('HMGET', j <= k and KEYS[4 * j] or KEYS[4 * k + 1], unpack(out))
   for i = 1, first - 1 do
-    if v[i] then first = i; return end
+    if v[i] then first = i; break end
   end
 end
 local uv = {} -- by line: user -> count, as this call leaves it
 for j = 1, k do
-  scan(redis.call('HMGET', KEYS[4 * j], unpack(ids)))
   uv[j] = {}
   if nus > 0 then
-    local v, m = redis.call('HMGET', KEYS[4 * j - 1], unpack(us, 1, nus)), uv[j]
+    local v, m = call('HMGET', KEYS[4 * j - 1], unpack(us, 1, nus)), uv[j]
     for i = 1, nus do
       local c = v[i]
       if c then m[us[i]] = c end
     end
   end
 end
-if not slot then scan(redis.call('HMGET', KEYS[4 * k + 1], unpack(ids))) end
 
 -- By line j: holds[j], queue[j], recs[j] the ZADD, RPUSH and HSET
--- arguments (nh[j], nq[j] holds and entries), users[j] the users' new
--- counts, in decimal (nu arguments, on every line: a user twice is written
--- twice, the later count last); dirs the directory's HSET arguments.
-local holds, queue, nh, nq, recs, users = {}, {}, {}, {}, {}, {}
-for j = 1, k do holds[j], queue[j], nh[j], nq[j], recs[j], users[j] = {}, {}, 0, 0, {}, {} end
+-- arguments (holds[j] and queue[j] made at their first hold and entry),
+-- users[j] the users' new counts, in decimal (nu arguments, on every line:
+-- a user twice is written twice, the later count last); dirs the
+-- directory's HSET arguments.
+local holds, queue, recs, users = {}, {}, {}, {}
+for j = 1, k do recs[j], users[j] = {}, {} end
 local dirs, taken, nu = {}, 0, 0
--- The decimal forms of now + minhold and minmax - minhold, the now of
+-- The decimal forms of now + minhold and minmax - minhold ('0' when they
+-- are equal, as max_ms and hold often are), the now of
 -- sdl, and the parts of a record and of a queue entry they make (every
 -- string a call builds once is one the orders do not build each).
 local sdl, sgap, snow, spre, ssp
-local qn = {} -- the order's units by line, as numbers
 local num = {} -- units (an argument) -> tonumber(units), for the ones seen before
 a = 4
 for i = 1, first - 1 do
@@ -158,7 +169,6 @@ for i = 1, first - 1 do
     local qs, lim = ARGV[q0 + j], limit[j]
     local qty = num[qs]
     if not qty then qty = tonumber(qs); num[qs] = qty end
-    qn[j] = qty
     if avail[j] < qty then
       code = 3
     elseif lim > 0 then
@@ -185,7 +195,7 @@ for i = 1, first - 1 do
     local id, ident = ARGV[a], ARGV[a + 2]
     if not dl then
       if snow ~= now then
-        sgap = sgap or format('%d', minmax - minhold)
+        sgap = sgap or minmax == minhold and '0' or format('%d', minmax - minhold)
         sdl, snow = format('%d', now + minhold), now
         spre, ssp = '\t' .. sdl .. '\t' .. sgap .. '\t', sdl .. ' '
       end
@@ -195,7 +205,8 @@ for i = 1, first - 1 do
     local r = 2 * taken -- the order's value in recs[j] and dirs
     if user ~= '' then nu = nu + 2 end
     for j = 1, k do
-      local qs, qty = ARGV[q0 + j], qn[j]
+      local qs = ARGV[q0 + j]
+      local qty = num[qs]
       avail[j] = avail[j] - qty
       if user ~= '' then
         -- A user new to the SKU holds what it takes: its decimal form
@@ -217,13 +228,17 @@ for i = 1, first - 1 do
       end
       local tail = qtail[j]
       if not slot and (not tail or dln >= tail) then
-        local c = nq[j] + 1
-        nq[j] = c
-        queue[j][c], qtail[j] = sp .. id, dln
+        local q = queue[j]
+        if q then q[#q + 1] = sp .. id else queue[j] = {sp .. id} end
+        qtail[j] = dln
       else
-        local m = nh[j] + 1
-        nh[j] = m
-        holds[j][2 * m - 1], holds[j][2 * m] = dl, id
+        local h = holds[j]
+        if h then
+          local m = #h
+          h[m + 1], h[m + 2] = dl, id
+        else
+          holds[j] = {dl, id}
+        end
       end
       local rec
       if slot then rec = 'h' .. qs .. pre .. ident .. '\ta' .. ARGV[a + 4] else rec = 'h' .. qs .. pre .. ident end
@@ -253,12 +268,12 @@ if taken > 0 then
   end
   for j = 1, k do
     local b = 4 * j - 3
-    redis.call('HSET', KEYS[b], 'avail', format('%d', avail[j]), 'held', held[j], 'ver', ver[j])
-    if nh[j] > 0 then redis.call('ZADD', KEYS[b + 1], unpack(holds[j])) end
-    if nq[j] > 0 then redis.call('RPUSH', KEYS[4 * k + 1 + j], unpack(queue[j])) end
-    if nu > 0 then redis.call('HSET', KEYS[b + 2], unpack(users[j])) end
-    redis.call('HSET', KEYS[b + 3], unpack(recs[j]))
+    call('HSET', KEYS[b], 'avail', format('%d', avail[j]), 'held', held[j], 'ver', ver[j])
+    if holds[j] then call('ZADD', KEYS[b + 1], unpack(holds[j])) end
+    if queue[j] then call('RPUSH', KEYS[4 * k + 1 + j], unpack(queue[j])) end
+    if nu > 0 then call('HSET', KEYS[b + 2], unpack(users[j])) end
+    call('HSET', KEYS[b + 3], unpack(recs[j]))
   end
-  if not slot then redis.call('HSET', KEYS[4 * k + 1], unpack(dirs)) end
+  if not slot then call('HSET', KEYS[4 * k + 1], unpack(dirs)) end
 end
 return out
