@@ -145,13 +145,11 @@ for j = 1, k do
 end
 
 -- By line j: holds[j], queue[j], recs[j] the ZADD, RPUSH and HSET
--- arguments (holds[j] and queue[j] made at their first hold and entry),
--- users[j] the users' new counts, in decimal (nu arguments, on every line:
--- a user twice is written twice, the later count last); dirs the
--- directory's HSET arguments.
+-- arguments, users[j] the users' new counts, in decimal (nu arguments, on
+-- every line: a user twice is written twice, the later count last); dirs
+-- the directory's HSET arguments. Each is made at its first value.
 local holds, queue, recs, users = {}, {}, {}, {}
-for j = 1, k do recs[j], users[j] = {}, {} end
-local dirs, taken, nu = {}, 0, 0
+local dirs, taken, nu = false, 0, 0
 -- The decimal forms of now + minhold and minmax - minhold ('0' when they
 -- are equal, as max_ms and hold often are), the now of
 -- sdl, and the parts of a record and of a queue entry they make (every
@@ -224,7 +222,7 @@ for i = 1, first - 1 do
           m[user] = had
         end
         local u = users[j]
-        u[nu - 1], u[nu] = user, had
+        if u then u[nu - 1], u[nu] = user, had else users[j] = {user, had} end
       end
       local tail = qtail[j]
       if not slot and (not tail or dln >= tail) then
@@ -243,9 +241,9 @@ for i = 1, first - 1 do
       local rec
       if slot then rec = 'h' .. qs .. pre .. ident .. '\ta' .. ARGV[a + 4] else rec = 'h' .. qs .. pre .. ident end
       local rs = recs[j]
-      rs[r - 1], rs[r] = id, rec
+      if rs then rs[r - 1], rs[r] = id, rec else recs[j] = {id, rec} end
     end
-    dirs[r - 1], dirs[r] = id, ident
+    if dirs then dirs[r - 1], dirs[r] = id, ident else dirs = {id, ident} end
   end
   if not slot then
     if code ~= 0 then code = code + 16 * at end
