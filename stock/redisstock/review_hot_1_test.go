@@ -55,6 +55,30 @@ type rhEnv struct {
 	prefix string
 }
 
+// newRhEnv is an environment of its own prefix, and a Store on it, on fx's
+// server.
+func newRhEnv(t *testing.T, fx *fixture) rhEnv {
+	e := rhEnv{fx: fx, prefix: uniquePrefix(t)}
+	e.s = newStore(t, fx.c, redisstock.Config{Prefix: e.prefix, Clock: fx.clock})
+	return e
+}
+
+// eachHotMode runs f for the hot script's two modes ('one', 'slot') on each
+// backend the scripts can be called on directly: one server, not a
+// Cluster; realOnly leaves out miniredis (its Lua is not Redis's).
+func eachHotMode(t *testing.T, realOnly bool, f func(t *testing.T, fx *fixture, slot bool)) {
+	for _, slot := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one", true: "slot"}[slot], func(t *testing.T) {
+			each(t, func(t *testing.T, fx *fixture) {
+				if strings.Contains(fx.t.Name(), "cluster") || realOnly && fx.mini != nil {
+					t.Skip("the scripts are called directly on one server (realOnly: Redis's own Lua)")
+				}
+				f(t, fx, slot)
+			})
+		})
+	}
+}
+
 func (e rhEnv) key(sku, suffix string) string { return e.prefix + ":{" + sku + "}:" + suffix }
 
 func (e rhEnv) put(skus []rhSKU) {
@@ -213,92 +237,82 @@ func (e rhEnv) dump(skus []rhSKU, ids []string) map[string]any {
 // general script alone, on identical states, must answer alike and leave
 // identical keys. Repeats and conflicts come from orders taken before.
 func TestReviewHotDifferentialRandom(t *testing.T) {
-	for _, slot := range []bool{false, true} {
-		t.Run(map[bool]string{false: "one", true: "slot"}[slot], func(t *testing.T) {
-			each(t, func(t *testing.T, fx *fixture) {
-				if strings.Contains(fx.t.Name(), "cluster") {
-					t.Skip("the scripts are called directly on one server")
+	eachHotMode(t, false, func(t *testing.T, fx *fixture, slot bool) {
+		iters := 120
+		if fx.mini == nil {
+			iters = 60
+		}
+		rng := rand.New(rand.NewSource(7))
+		for it := 0; it < iters; it++ {
+			a, b := newRhEnv(t, fx), newRhEnv(t, fx)
+			names := sameSlot(3)
+			k := 1 + rng.Intn(3)
+			skus := make([]rhSKU, k)
+			for j := range skus {
+				hold := []int64{60000, 120000, 90000}[rng.Intn(3)]
+				maxh := []int64{0, hold, 3 * hold, 2 * hold}[rng.Intn(4)]
+				lim := int64(0)
+				if rng.Intn(2) == 0 {
+					lim = int64(1 + rng.Intn(3))
 				}
-				iters := 120
-				if fx.mini == nil {
-					iters = 60
+				skus[j] = rhSKU{name: names[j], avail: int64(rng.Intn(7)), limit: lim, hold: hold, maxh: maxh}
+			}
+			users := []string{"", "u1", "u2", "u3"}
+			mk := func(id string) rhOrder {
+				o := rhOrder{id: id, user: users[rng.Intn(len(users))], qty: make([]int64, k)}
+				for j := range o.qty {
+					o.qty[j] = int64(1 + rng.Intn(3))
 				}
-				rng := rand.New(rand.NewSource(7))
-				for it := 0; it < iters; it++ {
-					a := rhEnv{fx: fx, prefix: uniquePrefix(t)}
-					b := rhEnv{fx: fx, prefix: uniquePrefix(t)}
-					a.s = newStore(t, fx.c, redisstock.Config{Prefix: a.prefix, Clock: fx.clock})
-					b.s = newStore(t, fx.c, redisstock.Config{Prefix: b.prefix, Clock: fx.clock})
-					names := sameSlot(3)
-					k := 1 + rng.Intn(3)
-					skus := make([]rhSKU, k)
-					for j := range skus {
-						hold := []int64{60000, 120000, 90000}[rng.Intn(3)]
-						maxh := []int64{0, hold, 3 * hold, 2 * hold}[rng.Intn(4)]
-						lim := int64(0)
+				switch rng.Intn(5) {
+				case 0:
+					o.own = 30000
+				case 1:
+					o.own = 1000000
+				case 2:
+					o.own = 150000
+				}
+				return o
+			}
+			a.put(skus)
+			b.put(skus)
+			now := fx.clock.Now().UnixMilli()
+			var pre []rhOrder
+			for i := range rng.Intn(3) {
+				pre = append(pre, mk("p"+strconv.Itoa(i)))
+			}
+			if len(pre) > 0 {
+				ra, rb := a.general(slot, now, skus, pre), b.general(slot, now, skus, pre)
+				if !reflect.DeepEqual(ra, rb) {
+					t.Fatalf("setup differs: %v %v", ra, rb)
+				}
+			}
+			n := 1 + rng.Intn(8)
+			batch := make([]rhOrder, n)
+			for i := range batch {
+				batch[i] = mk("o" + strconv.Itoa(i))
+				if len(pre) > 0 && rng.Intn(4) == 0 {
+					p := pre[rng.Intn(len(pre))]
+					used := false
+					for _, q := range batch[:i] {
+						used = used || q.id == p.id
+					}
+					if !used {
 						if rng.Intn(2) == 0 {
-							lim = int64(1 + rng.Intn(3))
+							batch[i] = p // a repeat
+						} else {
+							batch[i].id = p.id // a conflict (mostly)
 						}
-						skus[j] = rhSKU{name: names[j], avail: int64(rng.Intn(7)), limit: lim, hold: hold, maxh: maxh}
-					}
-					users := []string{"", "u1", "u2", "u3"}
-					mk := func(id string) rhOrder {
-						o := rhOrder{id: id, user: users[rng.Intn(len(users))], qty: make([]int64, k)}
-						for j := range o.qty {
-							o.qty[j] = int64(1 + rng.Intn(3))
-						}
-						switch rng.Intn(5) {
-						case 0:
-							o.own = 30000
-						case 1:
-							o.own = 1000000
-						case 2:
-							o.own = 150000
-						}
-						return o
-					}
-					a.put(skus)
-					b.put(skus)
-					now := fx.clock.Now().UnixMilli()
-					var pre []rhOrder
-					for i := range rng.Intn(3) {
-						pre = append(pre, mk("p"+strconv.Itoa(i)))
-					}
-					if len(pre) > 0 {
-						ra, rb := a.general(slot, now, skus, pre), b.general(slot, now, skus, pre)
-						if !reflect.DeepEqual(ra, rb) {
-							t.Fatalf("setup differs: %v %v", ra, rb)
-						}
-					}
-					n := 1 + rng.Intn(8)
-					batch := make([]rhOrder, n)
-					for i := range batch {
-						batch[i] = mk("o" + strconv.Itoa(i))
-						if len(pre) > 0 && rng.Intn(4) == 0 {
-							p := pre[rng.Intn(len(pre))]
-							used := false
-							for _, q := range batch[:i] {
-								used = used || q.id == p.id
-							}
-							if !used {
-								if rng.Intn(2) == 0 {
-									batch[i] = p // a repeat
-								} else {
-									batch[i].id = p.id // a conflict (mostly)
-								}
-							}
-						}
-					}
-					now += int64(rng.Intn(1000))
-					got := a.hot(slot, now, skus, batch)
-					want := b.general(slot, now, skus, batch)
-					da, db := a.dump(skus, nil), b.dump(skus, nil)
-					if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(da, db) {
-						t.Fatalf("iteration %d: skus %+v\npre %+v\nbatch %+v\nhot answers     %q\ngeneral answers %q\nhot state     %v\ngeneral state %v",
-							it, skus, pre, batch, got, want, da, db)
 					}
 				}
-			})
-		})
-	}
+			}
+			now += int64(rng.Intn(1000))
+			got := a.hot(slot, now, skus, batch)
+			want := b.general(slot, now, skus, batch)
+			da, db := a.dump(skus, nil), b.dump(skus, nil)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(da, db) {
+				t.Fatalf("iteration %d: skus %+v\npre %+v\nbatch %+v\nhot answers     %q\ngeneral answers %q\nhot state     %v\ngeneral state %v",
+					it, skus, pre, batch, got, want, da, db)
+			}
+		}
+	})
 }

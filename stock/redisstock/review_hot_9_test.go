@@ -2,10 +2,7 @@ package redisstock_test
 
 import (
 	"reflect"
-	"strings"
 	"testing"
-
-	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
 // A user's stored count the scripts did not write themselves (a fraction,
@@ -28,75 +25,57 @@ func TestReviewHotUserCountKeptAsNumber(t *testing.T) {
 		// Past int64: each order's own decimal form wraps.
 		{"past int64", 0, "1e19", []int64{5000, 5000}},
 	}
-	for _, slot := range []bool{false, true} {
-		t.Run(map[bool]string{false: "one", true: "slot"}[slot], func(t *testing.T) {
-			each(t, func(t *testing.T, fx *fixture) {
-				if fx.mini != nil || strings.Contains(fx.t.Name(), "cluster") {
-					t.Skip("Redis's own Lua, called directly on one server")
+	eachHotMode(t, true, func(t *testing.T, fx *fixture, slot bool) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				a, b := newRhEnv(t, fx), newRhEnv(t, fx)
+				skus := []rhSKU{{name: "a", avail: 1 << 40, limit: c.limit, hold: 60000}}
+				for _, e := range []rhEnv{a, b} {
+					e.put(skus)
+					if err := fx.c.HSet(fx.ctx(), e.key("a", "users"), "u1", c.count).Err(); err != nil {
+						t.Fatal(err)
+					}
 				}
-				for _, c := range cases {
-					t.Run(c.name, func(t *testing.T) {
-						a := rhEnv{fx: fx, prefix: uniquePrefix(t)}
-						b := rhEnv{fx: fx, prefix: uniquePrefix(t)}
-						a.s = newStore(t, fx.c, redisstock.Config{Prefix: a.prefix, Clock: fx.clock})
-						b.s = newStore(t, fx.c, redisstock.Config{Prefix: b.prefix, Clock: fx.clock})
-						skus := []rhSKU{{name: "a", avail: 1 << 40, limit: c.limit, hold: 60000}}
-						for _, e := range []rhEnv{a, b} {
-							e.put(skus)
-							if err := fx.c.HSet(fx.ctx(), e.key("a", "users"), "u1", c.count).Err(); err != nil {
-								t.Fatal(err)
-							}
-						}
-						var batch []rhOrder
-						for i, q := range c.qty {
-							batch = append(batch, rhOrder{id: "o" + string(rune('0'+i)), user: "u1", qty: []int64{q}})
-						}
-						now := fx.clock.Now().UnixMilli()
-						got := a.hot(slot, now, skus, batch)
-						want := b.general(slot, now, skus, batch)
-						da, db := a.dump(skus, nil), b.dump(skus, nil)
-						if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(da, db) {
-							t.Fatalf("hot answers %q, general %q\nhot state     %v\ngeneral state %v", got, want, da, db)
-						}
-					})
+				var batch []rhOrder
+				for i, q := range c.qty {
+					batch = append(batch, rhOrder{id: "o" + string(rune('0'+i)), user: "u1", qty: []int64{q}})
+				}
+				now := fx.clock.Now().UnixMilli()
+				got := a.hot(slot, now, skus, batch)
+				want := b.general(slot, now, skus, batch)
+				da, db := a.dump(skus, nil), b.dump(skus, nil)
+				if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(da, db) {
+					t.Fatalf("hot answers %q, general %q\nhot state     %v\ngeneral state %v", got, want, da, db)
 				}
 			})
-		})
-	}
+		}
+	})
 }
 
 // A call the hot script cannot finish (a SKU's held count that is not a
 // number) fails before it writes anything, as the general script does:
 // no key of the first SKU changes either.
 func TestReviewHotFailedCallWritesNothing(t *testing.T) {
-	for _, slot := range []bool{false, true} {
-		t.Run(map[bool]string{false: "one", true: "slot"}[slot], func(t *testing.T) {
-			each(t, func(t *testing.T, fx *fixture) {
-				if strings.Contains(fx.t.Name(), "cluster") {
-					t.Skip("the scripts are called directly on one server")
+	eachHotMode(t, false, func(t *testing.T, fx *fixture, slot bool) {
+		for _, field := range []string{"held", "ver"} {
+			t.Run(field, func(t *testing.T) {
+				a := newRhEnv(t, fx)
+				names := sameSlot(2)
+				skus := []rhSKU{{name: names[0], avail: 5, hold: 60000}, {name: names[1], avail: 5, hold: 60000}}
+				a.put(skus)
+				if err := fx.c.HSet(fx.ctx(), a.key(names[1], "state"), field, "x").Err(); err != nil {
+					t.Fatal(err)
 				}
-				for _, field := range []string{"held", "ver"} {
-					t.Run(field, func(t *testing.T) {
-						a := rhEnv{fx: fx, prefix: uniquePrefix(t)}
-						a.s = newStore(t, fx.c, redisstock.Config{Prefix: a.prefix, Clock: fx.clock})
-						names := sameSlot(2)
-						skus := []rhSKU{{name: names[0], avail: 5, hold: 60000}, {name: names[1], avail: 5, hold: 60000}}
-						a.put(skus)
-						if err := fx.c.HSet(fx.ctx(), a.key(names[1], "state"), field, "x").Err(); err != nil {
-							t.Fatal(err)
-						}
-						before := a.dump(skus, nil)
-						keys, args := rhHotCall(a, slot, fx.clock.Now().UnixMilli(), skus,
-							[]rhOrder{{id: "o1", user: "u1", qty: []int64{1, 1}}})
-						if err := rhHot.Run(fx.ctx(), fx.c, keys, args...).Err(); err == nil {
-							t.Fatal("the call succeeded on a held count that is not a number")
-						}
-						if after := a.dump(skus, nil); !reflect.DeepEqual(before, after) {
-							t.Fatalf("a failed call wrote:\nbefore %v\nafter  %v", before, after)
-						}
-					})
+				before := a.dump(skus, nil)
+				keys, args := rhHotCall(a, slot, fx.clock.Now().UnixMilli(), skus,
+					[]rhOrder{{id: "o1", user: "u1", qty: []int64{1, 1}}})
+				if err := rhHot.Run(fx.ctx(), fx.c, keys, args...).Err(); err == nil {
+					t.Fatal("the call succeeded on a held count that is not a number")
+				}
+				if after := a.dump(skus, nil); !reflect.DeepEqual(before, after) {
+					t.Fatalf("a failed call wrote:\nbefore %v\nafter  %v", before, after)
 				}
 			})
-		})
-	}
+		}
+	})
 }
