@@ -98,7 +98,7 @@ func (s *Store) deductSlotBatch(ctx context.Context, calls []*call) error {
 	var left []*call // the orders the hot script left
 	for i, c := range calls {
 		c.first = partReply(multi, i)
-		if v, err := c.first.Int64(); hot && err == nil && v == notHere {
+		if v, ok := c.first.Val().(int64); hot && ok && v == notHere {
 			left = append(left, c)
 		}
 	}
