@@ -53,3 +53,38 @@ func TestAdvHotConfirmBetweenBindAndTakeEndsTheEntry(t *testing.T) {
 		fx.want("a", 6, 2, 2)
 	})
 }
+
+// As above with a Revert in between: it finds no line and answers that the
+// order is unknown, so it must leave the entry of the order whose take
+// comes after it.
+func TestAdvHotRevertBetweenBindAndTakeEndsTheEntry(t *testing.T) {
+	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
+		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
+		fx.sale("a", 10, 0, time.Hour)
+		blockers := fx.block("a")
+		var err error
+		var wg sync.WaitGroup
+		fx.enqueue(fx.ctx(), ord("o1", "u1", it("a", 2)), 1, &err, &wg)
+		rerr := fx.s.Revert(fx.ctx(), "o1")
+		if !errors.Is(rerr, stock.ErrUnknownOrder) {
+			t.Fatalf("Revert before the take: %v, want ErrUnknownOrder", rerr)
+		}
+		fx.gate.open()
+		wg.Wait()
+		for _, e := range blockers() {
+			is(t, e, nil, "blocker")
+		}
+		is(t, err, nil, "Deduct whose take ran after the Revert")
+		fx.want("a", 6, 4, 0)
+		if _, ends, ok, e := fx.s.Entry(fx.ctx(), "o1"); e != nil || !ok || ends != 0 {
+			t.Errorf("entry of the held order o1: ok %v, ends at %d (err %v); want live, no end", ok, ends, e)
+		}
+		if fx.mini != nil {
+			fx.mini.SetTime(time.Now().Add(3 * time.Second))
+		} else {
+			time.Sleep(2 * redisstock.MinRetention)
+		}
+		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm of the held order o1 before its deadline")
+		fx.want("a", 6, 2, 2)
+	})
+}
