@@ -88,3 +88,31 @@ func TestAdvHotRevertBetweenBindAndTakeEndsTheEntry(t *testing.T) {
 		fx.want("a", 6, 2, 2)
 	})
 }
+
+// A Revert of an order that never took stock changes nothing, and a failed
+// Deduct leaves its order ID free. Here the Revert comes between the bind
+// and the take of a Deduct that is then refused (sold out): once stock is
+// back, the same order must be taken.
+func TestAdvHotRevertOfRefusedOrderClosesItsID(t *testing.T) {
+	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
+		fx.sale("a", 10, 0, time.Hour)
+		blockers := fx.block("a")
+		var err error
+		var wg sync.WaitGroup
+		fx.enqueue(fx.ctx(), ord("o1", "u1", it("a", 20)), 1, &err, &wg)
+		rerr := fx.s.Revert(fx.ctx(), "o1")
+		if !errors.Is(rerr, stock.ErrUnknownOrder) {
+			t.Fatalf("Revert of an order that took nothing: %v, want ErrUnknownOrder", rerr)
+		}
+		fx.gate.open()
+		wg.Wait()
+		for _, e := range blockers() {
+			is(t, e, nil, "blocker")
+		}
+		is(t, err, stock.ErrSoldOut, "Deduct of 20 of 8")
+		fx.want("a", 8, 2, 0)
+		is(t, fx.s.Restock(fx.ctx(), stock.Restock{OpID: "r1", SKU: "a", Units: 20}), nil, "restock")
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 20))), nil, "the same order once stock is back")
+		fx.want("a", 8, 22, 0)
+	})
+}
