@@ -30,6 +30,21 @@ func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident
 	return dirKeepScript.Run(ctx, c, s.dirKeys(order), order, ident, s.keep.Milliseconds(), "end")
 }
 
+// endEntry ends the order's directory entry (endDirectory) once its
+// lines answered that they ended (Confirm, Revert, a return that emptied
+// the order), never in the same pipeline as their scripts: where a Deduct
+// binds its entry before it takes (a Cluster, a Ring), a call that finds
+// no line may run between the two, and must leave the entry to the take.
+// The order is settled: a failure here is an unknown outcome, which the
+// retry (answered as a repeat) completes, or the reclaimer (the entry's
+// member in the open zset).
+func (s *Store) endEntry(ctx context.Context, order, ident string) error {
+	if err := s.endDirectory(ctx, s.c, order, ident).Err(); err != nil {
+		return &outcomeError{err: s.writeErr(ctx, err)}
+	}
+	return nil
+}
+
 // openEntry queues the order's member in its directory shard's open zset,
 // due at at (ms): first in a bind's pipeline, or in that of a call that
 // ends the order, so that should the call stop before the entry's end, the

@@ -274,7 +274,10 @@
 //     count on it). A repeat Deduct binds "same" and takes nothing twice.
 //   - ending: Confirm, Revert, a return that empties the order, or the
 //     reclaimer end the lines; the same call ends the entry last (stock_dir_keep.lua),
-//     after putting its member in the open zset, due a minute later.
+//     after putting its member in the open zset, due a minute later, and
+//     only once the lines answered that they ended: a Confirm or Revert
+//     that finds no line (on a Cluster or a Ring, one that runs between
+//     a Deduct's bind and its take) leaves the entry to the take.
 //     Every line the call reaches (including lines an earlier call ended)
 //     gets its end, e, Retention from this call, as the entry does, so no
 //     line of the order reads as absent while its entry is ended and still

@@ -118,7 +118,7 @@ func (s *Store) returnOne(ctx context.Context, rt *giveBack, g []stock.Item) err
 	switch code {
 	case "ok", "dup":
 		if n == 1 {
-			return s.endReturned(ctx, rt)
+			return s.endEntry(ctx, rt.order, rt.ident)
 		}
 		return nil
 	case "exceeds":
@@ -148,16 +148,6 @@ func (rt *giveBack) refusal(code string) error {
 		return nil
 	}
 	return orderErr(rt.order, err)
-}
-
-// endReturned gives the directory entry of an order a return ended the
-// Retention of its records. The return is applied: a failure here is an
-// unknown outcome, which the retry (answered as a repeat) completes.
-func (s *Store) endReturned(ctx context.Context, rt *giveBack) error {
-	if err := s.endDirectory(ctx, s.c, rt.order, rt.ident).Err(); err != nil {
-		return &outcomeError{err: err}
-	}
-	return nil
 }
 
 // returnSlots returns part of an order on several slots: under the
@@ -331,7 +321,7 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 	if slices.Contains(ended, false) {
 		return unlock(nil)
 	}
-	return unlock(s.endReturned(ctx, rt))
+	return unlock(s.endEntry(ctx, rt.order, rt.ident))
 }
 
 // returnPlan is what a return of an order on several slots does after its

@@ -44,15 +44,15 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 			return err
 		}
 	}
-	// Group by group; the last call carries every group again and the
-	// entry's end (see "ending" in The life of an order, package doc).
+	// Group by group; the last call carries every group again. The entry
+	// ends once every line answered confirmed (see "ending" in The life of
+	// an order, package doc).
 	for i := range groups {
 		last, batch := i == len(groups)-1, groups[i:i+1]
 		if last {
 			batch = groups
 		}
 		cmds := make([]*redis.Cmd, len(batch))
-		var end *redis.Cmd
 		s.pipelined(ctx, func(p redis.Pipeliner) {
 			if last {
 				s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
@@ -60,20 +60,14 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 			for j, g := range batch {
 				cmds[j] = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, s.keep.Milliseconds())
 			}
-			if last {
-				end = s.endDirectory(ctx, p, orderID, ident)
-			}
 		})
 		for j, cmd := range cmds {
 			if err := s.confirmed(ctx, orderID, ident, groups, batch[j], cmd, now, i+j > 0); err != nil {
 				return err
 			}
 		}
-		if last && end.Err() != nil {
-			return &outcomeError{err: s.writeErr(ctx, end.Err())} // confirmed; the entry ends with the retry, or the reclaimer
-		}
 	}
-	return nil
+	return s.endEntry(ctx, orderID, ident)
 }
 
 // confirmed reads the reply of group g's confirm script: nil when its
@@ -219,13 +213,11 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	}
 	now := s.nowMs()
 	cmds := make([]*redis.Cmd, len(groups))
-	var end *redis.Cmd
 	s.pipelined(ctx, func(p redis.Pipeliner) { // as Confirm's
 		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
 		for i, g := range groups {
 			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "revert", "")
 		}
-		end = s.endDirectory(ctx, p, orderID, ident)
 	})
 	found, changed := int64(0), int64(0)
 	var lost error
@@ -261,10 +253,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	if found == 0 {
 		return orderErr(orderID, stock.ErrUnknownOrder)
 	}
-	if err := end.Err(); err != nil {
-		return &outcomeError{err: s.writeErr(ctx, err)}
-	}
-	return nil
+	return s.endEntry(ctx, orderID, ident)
 }
 
 // lookup reads the order's directory entry: its identity and its lines,

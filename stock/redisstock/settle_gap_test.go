@@ -18,7 +18,7 @@ import (
 // live too (it is the order's record, the last of its items to end). Once
 // Retention has passed since that Confirm, the order must still be
 // confirmable while its hold is before its deadline.
-func TestAdvHotConfirmBetweenBindAndTakeEndsTheEntry(t *testing.T) {
+func TestConfirmBetweenBindAndTakeLeavesTheEntry(t *testing.T) {
 	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		// Records and entries of ended orders are read for a second only.
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
@@ -57,7 +57,7 @@ func TestAdvHotConfirmBetweenBindAndTakeEndsTheEntry(t *testing.T) {
 // As above with a Revert in between: it finds no line and answers that the
 // order is unknown, so it must leave the entry of the order whose take
 // comes after it.
-func TestAdvHotRevertBetweenBindAndTakeEndsTheEntry(t *testing.T) {
+func TestRevertBetweenBindAndTakeLeavesTheEntry(t *testing.T) {
 	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
 		fx.sale("a", 10, 0, time.Hour)
@@ -93,7 +93,7 @@ func TestAdvHotRevertBetweenBindAndTakeEndsTheEntry(t *testing.T) {
 // Deduct leaves its order ID free. Here the Revert comes between the bind
 // and the take of a Deduct that is then refused (sold out): once stock is
 // back, the same order must be taken.
-func TestAdvHotRevertOfRefusedOrderClosesItsID(t *testing.T) {
+func TestRevertBeforeARefusedTakeLeavesTheIDFree(t *testing.T) {
 	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 10, 0, time.Hour)
 		blockers := fx.block("a")
