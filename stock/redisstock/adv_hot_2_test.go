@@ -11,9 +11,11 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// Random rounds on one server: concurrent Deducts (batched, so mostly
-// through the hot script and the hold queue; repeats, own hold times above
-// and below the SKUs', a user repeated under a limit), then Confirms,
+// Random rounds on one server and on a Cluster slot: concurrent Deducts
+// (batched, so mostly through the hot script, on one server into the hold
+// queue; repeats, the same order twice at once, lost replies, own hold
+// times above and below the SKUs', a user repeated under a limit, a
+// Confirm or Revert of the same ID racing the Deduct), then Confirms,
 // Reverts, partial returns, extensions, clock moves and reclaim passes.
 // After every round each SKU's counts must be exactly what the orders the
 // Store reports take: available + held + sold is what was put on sale,
@@ -134,7 +136,11 @@ func advRandomRounds(t *testing.T, fx *batchFixture, ska, skb string) {
 					o.HoldTTL = time.Duration(60+rng.Intn(130)) * time.Second // longer, maybe too long
 				}
 				batch = append(batch, o)
+				if rng.Intn(3) == 0 {
+					batch = append(batch, o) // the same order twice at once (a retry)
+				}
 			}
+			fx.gate.loseNext(rng.Intn(3))
 			var wg sync.WaitGroup
 			for _, o := range batch {
 				// A Confirm or a Revert of the same ID racing the Deduct.
