@@ -21,17 +21,17 @@ import (
 // Store reports take: available + held + sold is what was put on sale,
 // held and sold are the held and confirmed orders' units, and each user's
 // count is that user's units.
-func TestAdvHotRandomRoundsKeepCountsExact(t *testing.T) {
+func TestRandomRoundsKeepCountsExact(t *testing.T) {
 	skus := sameSlot(2) // on a Cluster, every order is of one slot: batched
 	t.Run("one server", func(t *testing.T) {
-		eachBatched(t, func(t *testing.T, fx *batchFixture) { advRandomRounds(t, fx, skus[0], skus[1]) })
+		eachBatched(t, func(t *testing.T, fx *batchFixture) { randomRounds(t, fx, skus[0], skus[1]) })
 	})
 	t.Run("slot", func(t *testing.T) {
-		eachSlotBatched(t, func(t *testing.T, fx *batchFixture) { advRandomRounds(t, fx, skus[0], skus[1]) })
+		eachSlotBatched(t, func(t *testing.T, fx *batchFixture) { randomRounds(t, fx, skus[0], skus[1]) })
 	})
 }
 
-func advRandomRounds(t *testing.T, fx *batchFixture, ska, skb string) {
+func randomRounds(t *testing.T, fx *batchFixture, ska, skb string) {
 	{
 		ctx := fx.ctx()
 		listings := []stock.Listing{
