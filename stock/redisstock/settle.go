@@ -160,7 +160,11 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 // cause (joined with the release's own failure).
 func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64, mode string, cause error) error {
 	if len(groups) == 1 && mode == "expire" {
-		return cause // the confirm script has expired its own group
+		// The confirm script has expired its own group: only the entry is
+		// left to end. Should that fail, the reclaimer ends it (its member
+		// is in the open zset); the order's outcome is cause either way.
+		_ = s.endEntry(ctx, orderID, ident)
+		return cause
 	}
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {

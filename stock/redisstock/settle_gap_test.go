@@ -116,3 +116,26 @@ func TestRevertBeforeARefusedTakeLeavesTheIDFree(t *testing.T) {
 		fx.want("a", 8, 22, 0)
 	})
 }
+
+// Every call that settles an order still ends its directory entry itself,
+// once its lines answered: a Confirm, a Confirm past the deadline (which
+// expires the order), a Revert, and a return of all the order took.
+func TestSettlingCallsEndTheEntry(t *testing.T) {
+	each(t, func(t *testing.T, fx *fixture) {
+		fx.sale("a", 10, 0, time.Minute)
+		for _, id := range []string{"c", "x", "v", "r"} {
+			is(t, fx.s.Deduct(fx.ctx(), ord(id, "u-"+id, it("a", 1))), nil, "Deduct "+id)
+		}
+		is(t, fx.s.Confirm(fx.ctx(), "c"), nil, "Confirm")
+		is(t, fx.s.Revert(fx.ctx(), "v"), nil, "Revert")
+		is(t, fx.s.RevertItems(fx.ctx(), stock.Return{OpID: "r1", OrderID: "r", Items: []stock.Item{it("a", 1)}}), nil, "RevertItems")
+		fx.clock.Advance(2 * time.Minute)
+		is(t, fx.s.Confirm(fx.ctx(), "x"), stock.ErrHoldExpired, "Confirm past the deadline")
+		for _, id := range []string{"c", "x", "v", "r"} {
+			if _, ends, ok, err := fx.s.Entry(fx.ctx(), id); err != nil || !ok || ends == 0 {
+				t.Errorf("entry of %s: ok %v, ends at %d (err %v); want ended", id, ok, ends, err)
+			}
+		}
+		fx.want("a", 9, 0, 1)
+	})
+}
