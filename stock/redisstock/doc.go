@@ -564,7 +564,8 @@
 //
 // A confirmed order can be refunded through Revert while its record lives
 // (Retention after confirmation); later refunds are the database's business.
-// Confirm and Revert take two round trips (the directory, then the lines);
-// RevertItems and ExtendHold two on one server or slot; on several Cluster
-// slots ExtendHold three, RevertItems five or six.
+// Confirm and Revert take three round trips (the directory, the lines,
+// then the directory's end); RevertItems two on one server or slot (three
+// when it empties the order), ExtendHold two; on several Cluster slots
+// ExtendHold three, RevertItems five or six.
 package redisstock
