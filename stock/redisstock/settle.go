@@ -205,11 +205,17 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	}
 	if len(groups) > 1 {
 		// Across slots the revert scripts are not one atomic step: first
-		// make sure no SKU's state is gone, so that a gate that lost one
-		// returns nothing rather than some lines.
+		// make sure every line has a record of the order (one without is
+		// a line its Deduct has not taken yet, or has undone: the order is
+		// not there to revert until every line is, as Confirm's precheck
+		// answers) and no SKU's state is gone, so that a gate that lost
+		// one returns nothing rather than some lines.
 		lines, err := s.readLines(ctx, orderID, groups, "")
 		if err != nil {
 			return err
+		}
+		if i := slices.IndexFunc(lines, func(l lineState) bool { return l.st == "" || l.id != ident }); i >= 0 {
+			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnknownOrder}
 		}
 		if i := slices.IndexFunc(lines, func(l lineState) bool { return !l.live }); i >= 0 {
 			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnavailable}
