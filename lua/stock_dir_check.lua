@@ -12,12 +12,14 @@
 --                                   end takes it out)
 -- ARGV[1]  now (ms, the caller's clock): members due by then are settled
 -- ARGV[2]  retention ms
+-- ARGV[3]  an attempt's lease ms (the default hold time plus Retention)
 -- ARGV     then per order: ID, the identity its entry had when read ('':
 --          none, or ended), action, and for 'later' when (ms):
 --            'later'  a line of the order is held: check again then
 --            'end'    every line of the order has ended: end the entry
---            'free'   the order has no line: it took nothing, and no
---                     attempt bound it for a lease: delete the entry
+--            'free'   the order has no line: it took nothing: delete the
+--                     entry, once no attempt bound to it may still take
+--                     (see below)
 --            'take'   'free' for a Deduct of another order under the ID
 --                     (stock_dir_bind.lua said 'stale'), only while no
 --                     attempt is on the entry: it then binds the ID anew
@@ -28,9 +30,17 @@
 -- about to end it) or whose entry changed identity or ended is left as it
 -- is now (out of the zset if its entry is gone or ended). Running it twice
 -- is safe.
-local now, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
+--
+-- A bind puts the member due when its attempt's lease ends and leaves the
+-- attempt set without a lease of its own (it lives as long as the entry),
+-- but a call that may end the order moves the member earlier before it
+-- knows whether the order has lines (a Confirm, Revert or RevertItems
+-- between a bind and its take). So 'free' deletes no entry whose attempt
+-- set lives: one without a lease first gets one (ARGV[3] from now), and
+-- the entry is checked again when the lease ends.
+local now, keep, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n = 0
-for a = 3, #ARGV, 4 do
+for a = 4, #ARGV, 4 do
   local id, ident, action = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   local at = redis.call('ZSCORE', KEYS[3], id)
   local d = dir_decode(redis.call('HGET', KEYS[1], id))
@@ -42,6 +52,13 @@ for a = 3, #ARGV, 4 do
     elseif action == 'end' then
       dir_end(KEYS[1], KEYS[2], KEYS[3], id, d, keep)
       n = n + 1
+    elseif action == 'free' and dir_attempts(d) then
+      if d.lease == 0 then
+        d.lease = clock() + lease
+        redis.call('HSET', KEYS[1], id, dir_encode(d))
+      end
+      -- The lease is the server's time: its rest, on the callers' clock.
+      redis.call('ZADD', KEYS[3], now + d.lease - clock(), id)
     elseif action == 'free' or action == 'take' and not dir_attempts(d) then
       redis.call('HDEL', KEYS[1], id)
       redis.call('ZREM', KEYS[3], id)

@@ -391,7 +391,7 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 	if err != nil || ok && r.ident == stale {
 		return "conflict", nil
 	}
-	n, err := dirCheckScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.now+s.attemptLease(), s.keep.Milliseconds(),
+	n, err := dirCheckScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.now+s.attemptLease(), s.keep.Milliseconds(), s.attemptLease(),
 		a.o.ID, stale, "take", 0).Int()
 	if err != nil {
 		return "", &outcomeError{err: err}

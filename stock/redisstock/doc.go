@@ -296,7 +296,11 @@
 // checked again after its deadline; one whose lines have all ended has
 // its entry ended; one with no line record (it took nothing, and no
 // attempt bound it for a lease) has its entry deleted; an entry gone or
-// ended leaves the zset. So every entry ends: an order that took nothing
+// ended leaves the zset. A call that may end the order moves its member
+// earlier before it knows whether the order has lines (a Confirm between
+// a bind and its take finds none), so an entry whose attempts still live
+// is not deleted at once: its attempt set gets a lease (an attempt's, from
+// then) and the entry is checked again when it ends. So every entry ends: an order that took nothing
 // within its attempt lease, any other by its deadline or end. [Store.Audit]
 // reports, at rest, any item that is neither ended nor live for one of
 // these reasons.

@@ -67,8 +67,8 @@ func init() { allScripts = append(allScripts, dirCheckScript) }
 // ZRANGEBYSCORE reply per shard of dir), by what their orders' line
 // records say: an order with a held line is checked again after its
 // deadline, one whose lines all ended has its entry ended, one with no
-// record (it took nothing, and no attempt bound it for a lease) has its
-// entry deleted. Two round trips of reads, then one script per shard.
+// record (it took nothing, and no attempt bound to it may still take) has
+// its entry deleted. Two round trips of reads, then one script per shard.
 func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.StringSliceCmd, now int64) error {
 	type open struct {
 		shard     int
@@ -138,7 +138,7 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 			}
 		}
 		if args[o.shard] == nil {
-			args[o.shard] = []any{now, s.keep.Milliseconds()}
+			args[o.shard] = []any{now, s.keep.Milliseconds(), s.attemptLease()}
 		}
 		args[o.shard] = append(args[o.shard], o.id, o.ident, action, when)
 	}
