@@ -568,6 +568,14 @@
 //
 // A confirmed order can be refunded through Revert while its record lives
 // (Retention after confirmation); later refunds are the database's business.
+// On a Cluster or a Ring a Deduct's take trusts the bind before it: an
+// attempt whose take is held up (a stalled client or server) until
+// Retention after its order ended (its retry held the order, and the
+// order was then reverted) meets no record, as a retry past Retention
+// does, and holds anew under no directory entry: that hold cannot be
+// confirmed and comes back at its deadline. Keep Retention well above
+// the longest a Deduct call can stall.
+//
 // Confirm and Revert take three round trips (the directory, the lines,
 // then the directory's end); RevertItems two on one server or slot (three
 // when it empties the order), ExtendHold two; on several Cluster slots
