@@ -40,8 +40,13 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 		// read every line, so an order that cannot be confirmed is refused
 		// (or expired) before any line is.
 		done, err := s.precheck(ctx, orderID, ident, groups, now)
-		if done || err != nil {
+		if err != nil {
 			return err
+		}
+		if done {
+			// Every line is confirmed already: a retry, which ends the
+			// entry the call before it may not have.
+			return s.endEntry(ctx, orderID, ident)
 		}
 	}
 	// Group by group; the last call carries every group again. The entry

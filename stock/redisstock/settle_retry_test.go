@@ -11,7 +11,7 @@ import (
 // call ending the entry failed (an unknown outcome): the retry, answered
 // as a repeat, completes it and ends the entry itself, as a first call
 // does (no reclaim pass in between).
-func TestFixRevRetryAfterLostEntryEndEndsTheEntry(t *testing.T) {
+func TestRetryAfterALostEntryEndEndsTheEntry(t *testing.T) {
 	for _, settle := range []string{"Confirm", "Revert"} {
 		t.Run(settle, func(t *testing.T) {
 			eachMiniCluster(t, func(t *testing.T, fx *fixture) {
@@ -42,7 +42,7 @@ func TestFixRevRetryAfterLostEntryEndEndsTheEntry(t *testing.T) {
 // repeat, which takes nothing): the entry of the confirmed order must end
 // with the order, so once Retention has passed since the Confirm (with
 // reclaim passes all along) the order ID is free for another order.
-func TestFixRevConfirmedOrderIDFreeAfterRetention(t *testing.T) {
+func TestConfirmedOrderIDFreeAfterRetention(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
 		keep := time.Hour
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: keep})
