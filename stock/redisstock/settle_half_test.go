@@ -13,7 +13,7 @@ import (
 // the first group's units. A Revert of that order must not answer that
 // the order took nothing (stock.ErrUnknownOrder) while it holds them: it
 // returns them, or says it could not.
-func TestFixRevRevertOfHalfTakenOrderIsNotUnknown(t *testing.T) {
+func TestRevertOfAHalfTakenOrderIsNotUnknown(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
 		lo, hi := skusInSlotOrder(t, fx)
 		fx.sale(lo, 10, 0, time.Hour)
@@ -36,7 +36,7 @@ func TestFixRevRevertOfHalfTakenOrderIsNotUnknown(t *testing.T) {
 // shorter than the hold: once the confirmed line's record is past its
 // Retention, a refund of the order (Revert) must not answer that the
 // order took nothing while it holds and sold units.
-func TestFixRevRefundAfterHalfConfirmIsNotUnknown(t *testing.T) {
+func TestRefundAfterAHalfConfirmIsNotUnknown(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Minute})
 		lo, hi := skusInSlotOrder(t, fx)
@@ -63,7 +63,7 @@ func TestFixRevRefundAfterHalfConfirmIsNotUnknown(t *testing.T) {
 // the reclaimer ran, the held line is returned, and the line the stopped
 // Confirm sold must be expired with it (no unit stays sold that nothing
 // sold); the order's Revert answers as an expired order's (nil).
-func TestFixRevHalfConfirmPastRetentionEndsReturned(t *testing.T) {
+func TestHalfConfirmPastRetentionEndsReturned(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Minute})
 		lo, hi := skusInSlotOrder(t, fx)

@@ -13,11 +13,11 @@ import (
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
-// As TestFixRevRevertOfHalfTakenOrderIsNotUnknown, on a Ring of two
+// As TestRevertOfAHalfTakenOrderIsNotUnknown, on a Ring of two
 // servers: a Deduct that died between its two groups' takes holds the
 // first group's units, and a Revert must not answer that the order took
 // nothing while they stay held.
-func TestFixRevRingRevertOfHalfTakenOrderIsNotUnknown(t *testing.T) {
+func TestRingRevertOfAHalfTakenOrderIsNotUnknown(t *testing.T) {
 	a, b := miniredis.RunT(t), miniredis.RunT(t)
 	c := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}})
 	t.Cleanup(func() { c.Close() })
