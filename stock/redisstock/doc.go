@@ -300,8 +300,9 @@
 // earlier before it knows whether the order has lines (a Confirm between
 // a bind and its take finds none), so an entry whose attempts still live
 // is not deleted at once: its attempt set gets a lease (an attempt's, from
-// then) and the entry is checked again when it ends. So every entry ends: an order that took nothing
-// within its attempt lease, any other by its deadline or end. [Store.Audit]
+// then) and the entry is checked again when it ends. So every entry ends:
+// an order that took nothing within two attempt leases at most, any other
+// by its deadline or end. [Store.Audit]
 // reports, at rest, any item that is neither ended nor live for one of
 // these reasons.
 //
@@ -576,8 +577,10 @@
 // confirmed and comes back at its deadline. Keep Retention well above
 // the longest a Deduct call can stall.
 //
-// Confirm and Revert take three round trips (the directory, the lines,
-// then the directory's end); RevertItems two on one server or slot (three
-// when it empties the order), ExtendHold two; on several Cluster slots
+// Confirm and Revert take three round trips on one server or slot (the
+// directory, the lines, then the directory's end); RevertItems two (three
+// when it empties the order), ExtendHold two. On n Cluster slots Revert
+// takes four (a read of every line first), Confirm n + 3 (that read, then
+// one call per slot group but the last, which carries them all),
 // ExtendHold three, RevertItems five or six.
 package redisstock
