@@ -31,14 +31,28 @@
 -- is now (out of the zset if its entry is gone or ended). Running it twice
 -- is safe.
 --
--- A bind puts the member due when its attempt's lease ends and leaves the
--- attempt set without a lease of its own (it lives as long as the entry),
--- but a call that may end the order moves the member earlier before it
--- knows whether the order has lines (a Confirm, Revert or RevertItems
--- between a bind and its take). So 'free' deletes no entry whose attempt
--- set lives: one without a lease first gets one (ARGV[3] from now), and
--- the entry is checked again when the lease ends.
+-- A bind puts the member due when its attempt's lease ends, but a call
+-- that may end the order moves the member earlier before it knows whether
+-- the order has lines (a Confirm, Revert or RevertItems between a bind and
+-- its take). So 'free' reads when the attempts began from their tokens
+-- ("<random>.<start ms, base 36>", the callers' clock): while one began
+-- less than a lease (ARGV[3]) ago its take may still come, and the member
+-- is due again when the latest lease ends, as the binds had put it.
 local now, keep, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+
+-- leased returns when the last lease of the attempts of the entry d ends
+-- (the callers' clock), 0 for none that says when it began.
+local function leased(d)
+  local last = 0
+  if not dir_attempts(d) then return last end
+  for t in string.gmatch(d.toks, '[^,]+') do
+    local dot = string.find(t, '.', 1, true)
+    local began = dot and tonumber(string.sub(t, dot + 1), 36)
+    if began and began + lease > last then last = began + lease end
+  end
+  return last
+end
+
 local n = 0
 for a = 4, #ARGV, 4 do
   local id, ident, action = ARGV[a], ARGV[a + 1], ARGV[a + 2]
@@ -52,13 +66,8 @@ for a = 4, #ARGV, 4 do
     elseif action == 'end' then
       dir_end(KEYS[1], KEYS[2], KEYS[3], id, d, keep)
       n = n + 1
-    elseif action == 'free' and dir_attempts(d) then
-      if d.lease == 0 then
-        d.lease = clock() + lease
-        redis.call('HSET', KEYS[1], id, dir_encode(d))
-      end
-      -- The lease is the server's time: its rest, on the callers' clock.
-      redis.call('ZADD', KEYS[3], now + d.lease - clock(), id)
+    elseif action == 'free' and leased(d) > now then
+      redis.call('ZADD', KEYS[3], leased(d), id)
     elseif action == 'free' or action == 'take' and not dir_attempts(d) then
       redis.call('HDEL', KEYS[1], id)
       redis.call('ZREM', KEYS[3], id)

@@ -118,7 +118,12 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	if err != nil {
 		return err
 	}
-	a := &attempt{o: o, ident: ident, token: token, now: s.nowMs(), own: o.HoldTTL.Milliseconds(), groups: s.groups(items),
+	// The token ends in when the attempt began (ms, base 36): the
+	// reclaimer reads from it when the attempt's lease ends (see
+	// stock_dir_check.lua).
+	now := s.nowMs()
+	token += "." + strconv.FormatInt(now, 36)
+	a := &attempt{o: o, ident: ident, token: token, now: now, own: o.HoldTTL.Milliseconds(), groups: s.groups(items),
 		gens: make(map[string]string, len(items))}
 	// The order's deadline and bound, before any group is taken.
 	if err := s.orderDeadline(ctx, a); err != nil {

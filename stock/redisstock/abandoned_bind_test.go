@@ -13,7 +13,7 @@ import (
 // an order that took nothing ends within its attempt lease (the default
 // hold time plus Retention), so after that lease and a reclaim pass the
 // ID is free for another order.
-func TestFixRevAbandonedBindFreesTheIDAfterOneLease(t *testing.T) {
+func TestAbandonedBindFreesTheIDAfterOneLease(t *testing.T) {
 	for _, batch := range []int{1, 0} {
 		t.Run(map[int]string{1: "MaxBatch 1", 0: "batched"}[batch], func(t *testing.T) {
 			eachMiniCluster(t, func(t *testing.T, fx *fixture) {
