@@ -13,11 +13,10 @@ import (
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
-// gapInGap runs call between the bind and the take of a Deduct of 2 units
-// of "a" (held an hour), then a reclaim pass two minutes later, then lets
-// the take go: the Deduct answers nil, and its order must still have a
-// live entry and be confirmable.
-func gapInGap(t *testing.T, fx *fixture, call func() error, want error) {
+// gapThenReclaim runs call between the bind and the take of a Deduct of 2
+// units of "a" (held an hour) by order o1, then a reclaim pass two minutes
+// later, then lets the take go: the Deduct must answer nil and hold.
+func gapThenReclaim(t *testing.T, fx *fixture, call func() error, want error) {
 	t.Helper()
 	fx.sale("a", 10, 0, time.Hour)
 	h := holdTake(fx.c, "o1", 1)
@@ -34,6 +33,13 @@ func gapInGap(t *testing.T, fx *fixture, call func() error, want error) {
 	h.let()
 	is(t, <-done, nil, "Deduct whose take ran after the call and the reclaim pass")
 	fx.want("a", 8, 2, 0)
+}
+
+// gapInGap is gapThenReclaim, after which the order must still have a
+// live entry and be confirmable.
+func gapInGap(t *testing.T, fx *fixture, call func() error, want error) {
+	t.Helper()
+	gapThenReclaim(t, fx, call, want)
 	if _, ends, ok, err := fx.s.Entry(fx.ctx(), "o1"); err != nil || !ok || ends != 0 {
 		t.Errorf("entry of the held order o1: ok %v, ends at %d (err %v); want live, no end", ok, ends, err)
 	}
@@ -61,11 +67,19 @@ func TestGapUnbatchedConfirmThenReclaimKeepsTheBoundEntry(t *testing.T) {
 
 // On a Ring, which binds before it takes as a Cluster does.
 func TestGapRingConfirmThenReclaimKeepsTheBoundEntry(t *testing.T) {
+	fx := newRingFixture(t)
+	gapInGap(t, fx, func() error { return fx.s.Confirm(fx.ctx(), "o1") }, stock.ErrUnknownOrder)
+}
+
+// newRingFixture is a fixture on a Ring of two miniredis servers, with the
+// fault hook on its client.
+func newRingFixture(t *testing.T) *fixture {
 	a, b := miniredis.RunT(t), miniredis.RunT(t)
 	c := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}})
 	t.Cleanup(func() { c.Close() })
+	h := &faultHook{}
+	c.AddHook(h)
 	clock := stocktest.NewClock(stocktest.Epoch)
 	cfg := redisstock.Config{Prefix: uniquePrefix(t), Clock: clock}
-	fx := &fixture{t: t, s: newStore(t, c, cfg), c: c, clock: clock, hook: &faultHook{}, cfg: cfg}
-	gapInGap(t, fx, func() error { return fx.s.Confirm(fx.ctx(), "o1") }, stock.ErrUnknownOrder)
+	return &fixture{t: t, s: newStore(t, c, cfg), c: c, clock: clock, hook: h, cfg: cfg}
 }

@@ -3,12 +3,6 @@ package redisstock_test
 import (
 	"testing"
 	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/stock/redisstock"
-	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 // On a Ring an order of two SKUs is two groups, taken one after the other
@@ -16,12 +10,7 @@ import (
 // nil; the second take must not then leave a unit of the reverted order
 // held (or, should the Deduct answer nil, the order must be confirmable).
 func TestGapRingRevertBetweenGroupTakes(t *testing.T) {
-	a, b := miniredis.RunT(t), miniredis.RunT(t)
-	c := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}})
-	t.Cleanup(func() { c.Close() })
-	clock := stocktest.NewClock(stocktest.Epoch)
-	cfg := redisstock.Config{Prefix: uniquePrefix(t), Clock: clock}
-	fx := &fixture{t: t, s: newStore(t, c, cfg), c: c, clock: clock, hook: &faultHook{}, cfg: cfg}
+	fx := newRingFixture(t)
 	fx.sale("a", 10, 0, time.Hour)
 	fx.sale("b", 10, 0, time.Hour)
 	h := holdTake(fx.c, "o1", 2)

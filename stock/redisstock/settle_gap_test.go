@@ -11,82 +11,54 @@ import (
 )
 
 // On a Cluster a Deduct binds its order ID (the directory entry) and then
-// queues its take on the slot's batcher. A Confirm of the same ID that
-// runs in between finds the entry but no line: it answers that the order
-// is unknown, and must leave the entry as it is. The take then holds the
-// units and the Deduct answers nil: the order lives, so its entry must
-// live too (it is the order's record, the last of its items to end). Once
-// Retention has passed since that Confirm, the order must still be
+// queues its take on the slot's batcher. A Confirm or a Revert of the
+// same ID that runs in between finds the entry but no line: it answers
+// that the order is unknown, and must leave the entry as it is. The take
+// then holds the units and the Deduct answers nil: the order lives, so its
+// entry must live too (it is the order's record, the last of its items to
+// end). Once Retention has passed since that call, the order must still be
 // confirmable while its hold is before its deadline.
-func TestConfirmBetweenBindAndTakeLeavesTheEntry(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
-		// Records and entries of ended orders are read for a second only.
-		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
-		fx.sale("a", 10, 0, time.Hour)
-		blockers := fx.block("a")
-		var err error
-		var wg sync.WaitGroup
-		fx.enqueue(fx.ctx(), ord("o1", "u1", it("a", 2)), 1, &err, &wg)
-		// The ID is bound, the take queued: a Confirm now finds no line.
-		cerr := fx.s.Confirm(fx.ctx(), "o1")
-		if !errors.Is(cerr, stock.ErrUnknownOrder) {
-			t.Fatalf("Confirm before the take: %v, want ErrUnknownOrder", cerr)
-		}
-		fx.gate.open()
-		wg.Wait()
-		for _, e := range blockers() {
-			is(t, e, nil, "blocker")
-		}
-		is(t, err, nil, "Deduct whose take ran after the Confirm")
-		fx.want("a", 6, 4, 0) // the blockers' 2 and o1's 2 are held
-		if _, ends, ok, e := fx.s.Entry(fx.ctx(), "o1"); e != nil || !ok || ends != 0 {
-			t.Errorf("entry of the held order o1: ok %v, ends at %d (err %v); want live, no end", ok, ends, e)
-		}
-		// Retention passes by the server's clock; the hold's deadline (an
-		// hour, by the Store's clock) is far off.
-		if fx.mini != nil {
-			fx.mini.SetTime(time.Now().Add(3 * time.Second))
-		} else {
-			time.Sleep(2 * redisstock.MinRetention)
-		}
-		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm of the held order o1 before its deadline")
-		fx.want("a", 6, 2, 2)
-	})
-}
-
-// As above with a Revert in between: it finds no line and answers that the
-// order is unknown, so it must leave the entry of the order whose take
-// comes after it.
-func TestRevertBetweenBindAndTakeLeavesTheEntry(t *testing.T) {
-	eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
-		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
-		fx.sale("a", 10, 0, time.Hour)
-		blockers := fx.block("a")
-		var err error
-		var wg sync.WaitGroup
-		fx.enqueue(fx.ctx(), ord("o1", "u1", it("a", 2)), 1, &err, &wg)
-		rerr := fx.s.Revert(fx.ctx(), "o1")
-		if !errors.Is(rerr, stock.ErrUnknownOrder) {
-			t.Fatalf("Revert before the take: %v, want ErrUnknownOrder", rerr)
-		}
-		fx.gate.open()
-		wg.Wait()
-		for _, e := range blockers() {
-			is(t, e, nil, "blocker")
-		}
-		is(t, err, nil, "Deduct whose take ran after the Revert")
-		fx.want("a", 6, 4, 0)
-		if _, ends, ok, e := fx.s.Entry(fx.ctx(), "o1"); e != nil || !ok || ends != 0 {
-			t.Errorf("entry of the held order o1: ok %v, ends at %d (err %v); want live, no end", ok, ends, e)
-		}
-		if fx.mini != nil {
-			fx.mini.SetTime(time.Now().Add(3 * time.Second))
-		} else {
-			time.Sleep(2 * redisstock.MinRetention)
-		}
-		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm of the held order o1 before its deadline")
-		fx.want("a", 6, 2, 2)
-	})
+func TestSettleBetweenBindAndTakeLeavesTheEntry(t *testing.T) {
+	for _, settle := range []string{"Confirm", "Revert"} {
+		t.Run(settle, func(t *testing.T) {
+			eachSlotBatched(t, func(t *testing.T, fx *batchFixture) {
+				// Records and entries of ended orders are read for a second only.
+				fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: redisstock.MinRetention})
+				fx.sale("a", 10, 0, time.Hour)
+				blockers := fx.block("a")
+				var err error
+				var wg sync.WaitGroup
+				fx.enqueue(fx.ctx(), ord("o1", "u1", it("a", 2)), 1, &err, &wg)
+				// The ID is bound, the take queued: the call now finds no line.
+				call := fx.s.Confirm
+				if settle == "Revert" {
+					call = fx.s.Revert
+				}
+				if cerr := call(fx.ctx(), "o1"); !errors.Is(cerr, stock.ErrUnknownOrder) {
+					t.Fatalf("%s before the take: %v, want ErrUnknownOrder", settle, cerr)
+				}
+				fx.gate.open()
+				wg.Wait()
+				for _, e := range blockers() {
+					is(t, e, nil, "blocker")
+				}
+				is(t, err, nil, "Deduct whose take ran after the "+settle)
+				fx.want("a", 6, 4, 0) // the blockers' 2 and o1's 2 are held
+				if _, ends, ok, e := fx.s.Entry(fx.ctx(), "o1"); e != nil || !ok || ends != 0 {
+					t.Errorf("entry of the held order o1: ok %v, ends at %d (err %v); want live, no end", ok, ends, e)
+				}
+				// Retention passes by the server's clock; the hold's deadline
+				// (an hour, by the Store's clock) is far off.
+				if fx.mini != nil {
+					fx.mini.SetTime(time.Now().Add(3 * time.Second))
+				} else {
+					time.Sleep(2 * redisstock.MinRetention)
+				}
+				is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm of the held order o1 before its deadline")
+				fx.want("a", 6, 2, 2)
+			})
+		})
+	}
 }
 
 // A Revert of an order that never took stock changes nothing, and a failed

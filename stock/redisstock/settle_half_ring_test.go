@@ -5,12 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/redisstock"
-	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 // As TestRevertOfAHalfTakenOrderIsNotUnknown, on a Ring of two
@@ -18,14 +13,7 @@ import (
 // first group's units, and a Revert must not answer that the order took
 // nothing while they stay held.
 func TestRingRevertOfAHalfTakenOrderIsNotUnknown(t *testing.T) {
-	a, b := miniredis.RunT(t), miniredis.RunT(t)
-	c := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}})
-	t.Cleanup(func() { c.Close() })
-	clock := stocktest.NewClock(stocktest.Epoch)
-	cfg := redisstock.Config{Prefix: uniquePrefix(t), Clock: clock}
-	h := &faultHook{}
-	c.AddHook(h)
-	fx := &fixture{t: t, s: newStore(t, c, cfg), c: c, clock: clock, hook: h, cfg: cfg}
+	fx := newRingFixture(t)
 	fx.sale("a", 10, 0, time.Hour)
 	fx.sale("b", 10, 0, time.Hour)
 	fx.hook.arm(1, 1, true) // the first group's take runs, the second is never sent
