@@ -8,10 +8,6 @@
 -- ARGV[3]  the order's identity, as in stock_deduct.lua
 -- ARGV[4]  retention ms: records live this long after the call, ended
 --          now or before (the order's end: the call ends its entry too)
--- ARGV[5]  '1' when the order has lines on other slots still to confirm
---          (a call group by group before the last, which carries them
---          all): the lines it confirms get no end yet, so that none reads
---          as absent while the order still holds stock elsewhere; else ''
 -- Reply    {'ok'} when every line is confirmed (now or before);
 --          {'expired'} when a line's deadline passed: every line is
 --          returned (avail, user quota) and marked expired;
@@ -28,7 +24,6 @@
 local now = tonumber(ARGV[1])
 local id, ident = ARGV[2], ARGV[3]
 local keep = tonumber(ARGV[4])
-local more = ARGV[5] == '1'
 local n = #KEYS / 5
 local recs = {}
 local expired = false
@@ -85,13 +80,8 @@ for i = 1, n do
     redis.call('ZREM', KEYS[b + 2], id)
   end
   -- An ended line (now or before) lives Retention from this call, as the
-  -- order's directory entry the same call ends; one confirmed while other
-  -- slots' lines are still to confirm (ARGV[5]) gets its end with them.
-  if r.st == 'confirmed' and more then
-    if r.st ~= was then rec_put(KEYS[b + 4], id, r) end
-  elseif r.st ~= 'held' then
-    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep)
-  end
+  -- order's directory entry the same call ends.
+  if r.st ~= 'held' then rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep) end
 end
 if expired then return {'expired'} end
 return {'ok'}

@@ -8,16 +8,10 @@
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity; records with another identity are skipped
 -- ARGV[4]  retention ms: records live this long after the call, ended
---          now or before (modes 'revert', 'close', 'expire': the order's
---          end)
+--          now or before (modes 'revert', 'expire': the order's end)
 -- ARGV[5]  mode:
 --            'revert'  held -> reverted (expired if past its deadline),
 --                      confirmed -> refunded
---            'close'   as 'revert', and a line without a record of the
---                      order gets one, reverted with no units: the Revert
---                      of an order on several slots, so that a Deduct
---                      still taking its later groups finds the order
---                      closed there instead of taking them
 --            'expire'  held or confirmed -> expired
 --            'drop'    the attempt ARGV[6] leaves each held record it
 --                      counts on (its attempts); a record no attempt is
@@ -25,9 +19,8 @@
 --                      every attempt leaves. Records without attempts, and
 --                      confirmed lines, are left alone.
 -- ARGV[6]  the attempt's token (mode 'drop'), else ''
--- Reply    {found, changed}: lines with a record of this identity (before
---          the call), and lines whose units were returned by this run; in
---          modes 'revert' and 'close',
+-- Reply    {found, changed}: lines with a record of this identity, and
+--          lines whose units were returned by this run; in mode 'revert',
 --          {'unavailable', i} with nothing written when line i would change
 --          but its SKU's state hash is gone (flushed, evicted, not rebuilt).
 --
@@ -39,7 +32,6 @@ local now = tonumber(ARGV[1])
 local id, ident = ARGV[2], ARGV[3]
 local keep = tonumber(ARGV[4])
 local mode = ARGV[5]
-local revert = mode == 'revert' or mode == 'close'
 local token = ARGV[6] or ''
 local n = #KEYS / 5
 local found, changed = 0, 0
@@ -51,7 +43,7 @@ for i = 1, n do
   recs[i] = r
   -- A revert counts on the SKU's state: a gate that lost it answers
   -- nothing until it is rebuilt.
-  if revert and r and r.id == ident and (r.st == 'held' or r.st == 'confirmed')
+  if mode == 'revert' and r and r.id == ident and (r.st == 'held' or r.st == 'confirmed')
       and redis.call('HEXISTS', KEYS[b + 1], 'hold') == 0 then
     return {'unavailable', i}
   end
@@ -75,13 +67,13 @@ for i = 1, n do
             rec_put(KEYS[b + 4], id, r)
           end
         end
-      elseif revert and r.dl > now then
+      elseif mode == 'revert' and r.dl > now then
         to = 'reverted'
       else
         to = 'expired'
       end
     elseif st == 'confirmed' and mode ~= 'drop' then
-      to = revert and 'refunded' or 'expired'
+      to = (mode == 'revert') and 'refunded' or 'expired'
     end
     if not to and mode ~= 'drop' and r.e then
       rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep) -- ended before: lives as long as the entry the call ends
@@ -109,9 +101,6 @@ for i = 1, n do
         rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep)
       end
     end
-  elseif not r and mode == 'close' then
-    rec_end(KEYS[b + 4], KEYS[b + 5], id,
-      {st = 'reverted', qty = 0, dl = now, mx = now, id = ident, ret = 0}, keep)
   end
 end
 return {found, changed}

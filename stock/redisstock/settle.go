@@ -62,12 +62,8 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 			if last {
 				s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
 			}
-			more := "" // the groups after this one are still to confirm
-			if !last {
-				more = "1"
-			}
 			for j, g := range batch {
-				cmds[j] = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, s.keep.Milliseconds(), more)
+				cmds[j] = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, s.keep.Milliseconds())
 			}
 		})
 		for j, cmd := range cmds {
@@ -214,34 +210,28 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	}
 	if len(groups) > 1 {
 		// Across slots the revert scripts are not one atomic step: first
-		// make sure no SKU's state is gone, so that a gate that lost one
-		// returns nothing rather than some lines. An order none of whose
-		// lines has a record took nothing yet (its Deduct is between its
-		// bind and its first take): there is nothing to revert. Any other
-		// is closed on every slot (mode "close"): a line without a record
-		// gets one, reverted and empty, so that a Deduct still taking its
-		// later groups finds the order closed there.
+		// make sure every line has a record of the order (one without is
+		// a line its Deduct has not taken yet, or has undone: the order is
+		// not there to revert until every line is, as Confirm's precheck
+		// answers) and no SKU's state is gone, so that a gate that lost
+		// one returns nothing rather than some lines.
 		lines, err := s.readLines(ctx, orderID, groups, "")
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(lines, func(l lineState) bool { return l.st != "" && l.id == ident }) {
-			return orderErr(orderID, stock.ErrUnknownOrder)
+		if i := slices.IndexFunc(lines, func(l lineState) bool { return l.st == "" || l.id != ident }); i >= 0 {
+			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnknownOrder}
 		}
 		if i := slices.IndexFunc(lines, func(l lineState) bool { return !l.live }); i >= 0 {
 			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnavailable}
 		}
-	}
-	mode := "revert"
-	if len(groups) > 1 {
-		mode = "close"
 	}
 	now := s.nowMs()
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) { // as Confirm's
 		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
 		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, orderID, ident, g, now, mode, "")
+			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "revert", "")
 		}
 	})
 	found, changed := int64(0), int64(0)
