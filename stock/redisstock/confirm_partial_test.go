@@ -74,7 +74,7 @@ func (h *loseOne) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // entry. Every record of the order must end with it: once Retention has
 // passed and the reclaimer ran, the order ID is free, and a new order
 // under it takes its own units.
-func TestCloseConfirmRetryAfterAPartialLastCallEndsEveryLine(t *testing.T) {
+func TestConfirmRetryAfterAPartialLastCallEndsEveryLine(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Minute})
 		lo, hi := skusInSlotOrder(t, fx)

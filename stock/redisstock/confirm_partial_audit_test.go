@@ -7,11 +7,11 @@ import (
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
-// The order of TestCloseConfirmRetryAfterAPartialLastCallEndsEveryLine,
+// The order of TestConfirmRetryAfterAPartialLastCallEndsEveryLine,
 // confirmed by the retry, left at rest: once Retention and the attempt
 // lease have passed, with reclaim passes after them, Audit finds nothing
 // stored per order, or reports what is neither ended nor live.
-func TestCloseAuditAfterAPartialLastCallConfirm(t *testing.T) {
+func TestAuditAfterAPartialLastCallConfirm(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Minute})
 		lo, hi := skusInSlotOrder(t, fx)
