@@ -66,12 +66,15 @@ for a = 4, #ARGV, 4 do
     elseif action == 'end' then
       dir_end(KEYS[1], KEYS[2], KEYS[3], id, d, keep)
       n = n + 1
-    elseif action == 'free' and leased(d) > now then
-      redis.call('ZADD', KEYS[3], leased(d), id)
     elseif action == 'free' or action == 'take' and not dir_attempts(d) then
-      redis.call('HDEL', KEYS[1], id)
-      redis.call('ZREM', KEYS[3], id)
-      n = n + 1
+      local last = action == 'free' and leased(d) or 0
+      if last > now then
+        redis.call('ZADD', KEYS[3], last, id)
+      else
+        redis.call('HDEL', KEYS[1], id)
+        redis.call('ZREM', KEYS[3], id)
+        n = n + 1
+      end
     end
   end
 end
