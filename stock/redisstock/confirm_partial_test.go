@@ -66,26 +66,32 @@ func (h *loseOne) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	}
 }
 
-// A Confirm of an order on two slots confirms the first group (no end
-// yet), then sends its last call, whose script for the first group is
-// lost (that node unreachable) while the second group's runs: the second
-// line is confirmed and ended, the first confirmed without an end. The
-// caller retries; the retry finds every line confirmed and ends the
-// entry. Every record of the order must end with it: once Retention has
-// passed and the reclaimer ran, the order ID is free, and a new order
-// under it takes its own units.
+// partlyLostConfirm sells o1 (a unit of lo and one of hi, two slots) and
+// confirms it: the Confirm confirms the first group, then sends its last
+// call, whose script for the first group is lost (that node unreachable)
+// while the second group's runs; the caller retries, and the retry finds
+// every line confirmed. Retention is a minute.
+func partlyLostConfirm(t *testing.T, fx *fixture) (lo, hi string) {
+	t.Helper()
+	fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Minute})
+	lo, hi = skusInSlotOrder(t, fx)
+	fx.sale(lo, 10, 0, time.Hour)
+	fx.sale(hi, 10, 0, time.Hour)
+	is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
+	fx.c.AddHook(&loseOne{order: "o1", sku: lo})
+	if err := fx.s.Confirm(fx.ctx(), "o1"); err == nil {
+		t.Fatal("Confirm whose last call lost a group: nil")
+	}
+	is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm retried")
+	return lo, hi
+}
+
+// Every record of an order confirmed after a partly lost last call ends
+// with it: once Retention has passed and the reclaimer ran, the order ID
+// is free, and a new order under it takes its own units.
 func TestConfirmRetryAfterAPartialLastCallEndsEveryLine(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
-		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Minute})
-		lo, hi := skusInSlotOrder(t, fx)
-		fx.sale(lo, 10, 0, time.Hour)
-		fx.sale(hi, 10, 0, time.Hour)
-		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
-		fx.c.AddHook(&loseOne{order: "o1", sku: lo})
-		if err := fx.s.Confirm(fx.ctx(), "o1"); err == nil {
-			t.Fatal("Confirm whose last call lost a group: nil")
-		}
-		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "Confirm retried")
+		lo, hi := partlyLostConfirm(t, fx)
 		fx.want(lo, 9, 0, 1)
 		fx.want(hi, 9, 0, 1)
 		elapse(fx, 10*time.Minute) // well past Retention
