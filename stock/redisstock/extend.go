@@ -117,7 +117,7 @@ func extendErr(orderID, code string, n int64) error {
 func extendCheck(orderID, ident string, lines []lineState, now, want int64) (bool, error) {
 	code := func(c string, n int64) (bool, error) { return true, extendErr(orderID, c, n) }
 	switch {
-	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "" || l.id != ident }):
+	case slices.ContainsFunc(lines, func(l lineState) bool { return !l.of(ident) }):
 		return code("unknown", 0)
 	case slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "confirmed" }):
 		return code("confirmed", 0)

@@ -2,15 +2,11 @@ package redisstock_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
 // takeHold holds the take of one order ID: the n-th command or pipeline
@@ -37,22 +33,10 @@ func holdTake(c redis.UniversalClient, order string, nth int) *takeHold {
 // isTake reports whether cmd runs a deduct script with the order ID among
 // its arguments.
 func (h *takeHold) isTake(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	if len(args) < 2 {
+	if !isTake(cmd) {
 		return false
 	}
-	body, _ := args[1].(string)
-	switch cmd.Name() {
-	case "eval":
-		body = fmt.Sprintf("%x", sha1.Sum([]byte(body)))
-	case "evalsha":
-	default:
-		return false
-	}
-	if body != redisstock.DeductScriptHash() && body != redisstock.HotScriptHash() {
-		return false
-	}
-	for _, a := range args[2:] {
+	for _, a := range cmd.Args()[2:] {
 		if s, ok := a.(string); ok && s == h.order {
 			return true
 		}

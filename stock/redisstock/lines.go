@@ -19,6 +19,9 @@ type lineState struct {
 	live         bool  // the SKU's state exists
 }
 
+// of reports whether the line has a record of the order of identity ident.
+func (l lineState) of(ident string) bool { return l.st != "" && l.id == ident }
+
 // readLines reads every line record of an order on several slots, and
 // whether each SKU's state exists, in one round trip; done is the
 // signature of the return op where it was applied to a line ("" for no

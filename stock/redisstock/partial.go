@@ -344,7 +344,7 @@ func (rt *giveBack) plan(lines []lineState, groups int) (*returnPlan, error) {
 	applied := make([]bool, groups)
 	repeat := false
 	for _, l := range lines {
-		if l.st == "" || l.id != rt.ident {
+		if !l.of(rt.ident) {
 			return nil, orderErr(rt.order, stock.ErrUnknownOrder)
 		}
 		if l.done != "" {

@@ -2,6 +2,8 @@ package redisstock_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -42,10 +44,22 @@ func (h *beforeTake) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
+// isTake reports whether c runs a deduct script (stock_deduct.lua or
+// stock_deduct_hot.lua), by EVALSHA or by EVAL of its body.
 func isTake(c redis.Cmder) bool {
 	args := c.Args()
-	return len(args) > 1 && (c.Name() == "evalsha" || c.Name() == "eval") &&
-		(args[1] == redisstock.DeductScriptHash() || args[1] == redisstock.HotScriptHash())
+	if len(args) < 2 {
+		return false
+	}
+	h, _ := args[1].(string)
+	switch c.Name() {
+	case "eval":
+		h = fmt.Sprintf("%x", sha1.Sum([]byte(h)))
+	case "evalsha":
+	default:
+		return false
+	}
+	return h == redisstock.DeductScriptHash() || h == redisstock.HotScriptHash()
 }
 
 // On a Cluster a Deduct binds its order ID, then takes: when the gate

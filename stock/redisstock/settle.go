@@ -138,7 +138,7 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 			lost = l.sku
 		}
 		switch {
-		case l.st == "" || l.id != ident:
+		case !l.of(ident):
 			return true, &stock.SKUError{SKU: l.sku, Err: stock.ErrUnknownOrder}
 		case l.st == "reverted" || l.st == "refunded":
 			return true, &stock.SKUError{SKU: l.sku, Err: stock.ErrOrderClosed}
@@ -219,7 +219,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 		if err != nil {
 			return err
 		}
-		if i := slices.IndexFunc(lines, func(l lineState) bool { return l.st == "" || l.id != ident }); i >= 0 {
+		if i := slices.IndexFunc(lines, func(l lineState) bool { return !l.of(ident) }); i >= 0 {
 			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnknownOrder}
 		}
 		if i := slices.IndexFunc(lines, func(l lineState) bool { return !l.live }); i >= 0 {
