@@ -12,7 +12,6 @@
 --                                   end takes it out)
 -- ARGV[1]  now (ms, the caller's clock): members due by then are settled
 -- ARGV[2]  retention ms
--- ARGV[3]  an attempt's lease ms (the default hold time plus Retention)
 -- ARGV     then per order: ID, the identity its entry had when read ('':
 --          none, or ended), action, and for 'later' when (ms):
 --            'later'  a line of the order is held: check again then
@@ -34,27 +33,27 @@
 -- A bind puts the member due when its attempt's lease ends, but a call
 -- that may end the order moves the member earlier before it knows whether
 -- the order has lines (a Confirm, Revert or RevertItems between a bind and
--- its take). So 'free' reads when the attempts began from their tokens
--- ("<random>.<start ms, base 36>", the callers' clock): while one began
--- less than a lease (ARGV[3]) ago its take may still come, and the member
--- is due again when the latest lease ends, as the binds had put it.
-local now, keep, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+-- its take). So 'free' reads until when the attempts' leases run from
+-- their tokens ("<random>.<lease end ms, base 36>", the callers' clock, as
+-- the binding Store put it): while one runs its take may still come, and
+-- the member is due again when the latest ends, as the binds had put it.
+local now, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
 
 -- leased returns when the last lease of the attempts of the entry d ends
--- (the callers' clock), 0 for none that says when it began.
+-- (the callers' clock), 0 for none whose token says.
 local function leased(d)
   local last = 0
   if not dir_attempts(d) then return last end
   for t in string.gmatch(d.toks, '[^,]+') do
     local dot = string.find(t, '.', 1, true)
-    local began = dot and tonumber(string.sub(t, dot + 1), 36)
-    if began and began + lease > last then last = began + lease end
+    local ends = dot and tonumber(string.sub(t, dot + 1), 36)
+    if ends and ends > last then last = ends end
   end
   return last
 end
 
 local n = 0
-for a = 4, #ARGV, 4 do
+for a = 3, #ARGV, 4 do
   local id, ident, action = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   local at = redis.call('ZSCORE', KEYS[3], id)
   local d = dir_decode(redis.call('HGET', KEYS[1], id))

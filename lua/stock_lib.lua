@@ -24,9 +24,9 @@
 -- returns), r<op>"\n"<signature> (one per partial return applied) and
 -- e<ms>; an entry may have a<lease>:<tokens> (the attempts bound to it, on
 -- a Redis Cluster, and until when that set lives, ms; 0: for as long as
--- the entry; a token is random, then "." and when its attempt began, ms
--- in base 36, see stock_dir_check.lua), l<lease>:<value> (its order's
--- return lock, see stock_return_lock.lua; lease as a's) and e<ms>.
+-- the entry; a token is random, then "." and when its attempt's lease
+-- ends, ms in base 36, see stock_dir_check.lua), l<lease>:<value> (its
+-- order's return lock, see stock_return_lock.lua; lease as a's) and e<ms>.
 --
 -- e is set when the record or entry ends (its order confirmed, returned or
 -- expired): it is kept Retention after that, and from e on it reads as

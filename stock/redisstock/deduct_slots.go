@@ -118,11 +118,11 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 	if err != nil {
 		return err
 	}
-	// The token ends in when the attempt began (ms, base 36): the
-	// reclaimer reads from it when the attempt's lease ends (see
+	// The token ends in when the attempt's lease ends (ms, base 36): the
+	// reclaimer reads it there, whatever moved the entry's check (see
 	// stock_dir_check.lua).
 	now := s.nowMs()
-	token += "." + strconv.FormatInt(now, 36)
+	token += "." + strconv.FormatInt(now+s.attemptLease(), 36)
 	a := &attempt{o: o, ident: ident, token: token, now: now, own: o.HoldTTL.Milliseconds(), groups: s.groups(items),
 		gens: make(map[string]string, len(items))}
 	// The order's deadline and bound, before any group is taken.
@@ -396,7 +396,7 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 	if err != nil || ok && r.ident == stale {
 		return "conflict", nil
 	}
-	n, err := dirCheckScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.now+s.attemptLease(), s.keep.Milliseconds(), s.attemptLease(),
+	n, err := dirCheckScript.Run(ctx, s.c, s.dirKeys(a.o.ID), a.now+s.attemptLease(), s.keep.Milliseconds(),
 		a.o.ID, stale, "take", 0).Int()
 	if err != nil {
 		return "", &outcomeError{err: err}

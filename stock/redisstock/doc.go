@@ -298,12 +298,12 @@
 // attempt bound it for a lease) has its entry deleted; an entry gone or
 // ended leaves the zset. A call that may end the order moves its member
 // earlier before it knows whether the order has lines (a Confirm between
-// a bind and its take finds none), so an entry is not deleted while an
-// attempt bound to it began less than an attempt lease ago (its token
-// says when): it is checked again when the last lease ends. So every
-// entry ends: an order that took nothing within its attempt lease, any
-// other by its deadline or end. [Store.Audit] reports, at rest, any item
-// that is neither ended nor live for one of these reasons.
+// a bind and its take finds none), so an entry is not deleted while the
+// lease of an attempt bound to it runs (its token says until when, as the
+// binding Store set it): it is checked again when the last one ends. So
+// every entry ends: an order that took nothing within its attempt lease,
+// any other by its deadline or end. [Store.Audit] reports, at rest, any
+// item that is neither ended nor live for one of these reasons.
 //
 // # Buckets
 //

@@ -138,7 +138,7 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 			}
 		}
 		if args[o.shard] == nil {
-			args[o.shard] = []any{now, s.keep.Milliseconds(), s.attemptLease()}
+			args[o.shard] = []any{now, s.keep.Milliseconds()}
 		}
 		args[o.shard] = append(args[o.shard], o.id, o.ident, action, when)
 	}
