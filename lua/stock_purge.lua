@@ -17,10 +17,8 @@
 -- again later, with an item of its own). The list is in ending order (one
 -- Retention for the Store); an item due behind one that is not waits for
 -- it, so a record is kept at least Retention, a little longer where
--- Stores with another Retention share the prefix, or behind the lines of
--- an order on several Cluster slots that a Confirm ended (kept Retention
--- past the order's bound, at most its longest hold time more). Running it
--- twice is safe.
+-- Stores with another Retention share the prefix. Running it twice is
+-- safe.
 -- Ends are the server's time (see stock_lib.lua).
 local now, max = clock(), tonumber(ARGV[1])
 local decode = rec_decode

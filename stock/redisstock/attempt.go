@@ -24,11 +24,10 @@ var (
 // has not finished yet (their directory entry, their other slots).
 func (s *Store) endsKey(sku string) string { return s.skuKey(sku, ":ends", "") }
 
-// endDirectory queues the script that ends the order's directory entry, if
-// it still names ident: kept keep ms more, as its ended records are
-// (Retention; see Confirm for more).
-func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident string, keep int64) *redis.Cmd {
-	return dirKeepScript.Run(ctx, c, s.dirKeys(order), order, ident, keep, "end")
+// endDirectory queues the script that gives the order's directory entry
+// the Retention of its ended records, if it still names ident.
+func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident string) *redis.Cmd {
+	return dirKeepScript.Run(ctx, c, s.dirKeys(order), order, ident, s.keep.Milliseconds(), "end")
 }
 
 // endEntry ends the order's directory entry (endDirectory) once its
@@ -39,8 +38,8 @@ func (s *Store) endDirectory(ctx context.Context, c redis.Scripter, order, ident
 // The order is settled: a failure here is an unknown outcome, which the
 // retry (answered as a repeat) completes, or the reclaimer (the entry's
 // member in the open zset).
-func (s *Store) endEntry(ctx context.Context, order, ident string, keep int64) error {
-	if err := s.endDirectory(ctx, s.c, order, ident, keep).Err(); err != nil {
+func (s *Store) endEntry(ctx context.Context, order, ident string) error {
+	if err := s.endDirectory(ctx, s.c, order, ident).Err(); err != nil {
 		return &outcomeError{err: s.writeErr(ctx, err)}
 	}
 	return nil

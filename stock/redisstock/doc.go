@@ -281,10 +281,7 @@
 //     Every line the call reaches (including lines an earlier call ended)
 //     gets its end, e, Retention from this call, as the entry does, so no
 //     line of the order reads as absent while its entry is ended and still
-//     read. A Confirm of an order on several slots counts that Retention
-//     from the order's bound, if later: a group it confirmed while another
-//     still holds is read until the order has ended, so the retry finds
-//     it, and past the deadline the reclaimer expires it with the rest.
+//     read.
 //   - ended: the entry and the lines have e. A repeat Deduct binds
 //     "ended": it takes no new line and answers as the lines' records do
 //     (a line without a record answers stock.ErrOrderClosed). A repeat
@@ -552,9 +549,7 @@
 // confirmed and others held; a pass that returns the held lines past the
 // deadline expires the confirmed ones too (as a Confirm past the deadline
 // would), in the round trip that ends the order's directory entry, so no
-// unit stays sold that nothing sold (their records are read until
-// Retention after the order's bound, so a pass must come within Retention
-// of the deadline). Orders reports a confirmed line beside
+// unit stays sold that nothing sold. Orders reports a confirmed line beside
 // an ended one as ended.
 //
 // What a pass does after its scripts (ending directory entries, expiring
@@ -572,8 +567,7 @@
 // # Limits
 //
 // A confirmed order can be refunded through Revert while its record lives
-// (Retention after confirmation, or after its bound for an order on several
-// Cluster slots); later refunds are the database's business.
+// (Retention after confirmation); later refunds are the database's business.
 // On a Cluster or a Ring a Deduct's take trusts the bind before it: an
 // attempt whose take is held up (a stalled client or server) until
 // Retention after its order ended (its retry held the order, and the

@@ -118,7 +118,7 @@ func (s *Store) returnOne(ctx context.Context, rt *giveBack, g []stock.Item) err
 	switch code {
 	case "ok", "dup":
 		if n == 1 {
-			return s.endEntry(ctx, rt.order, rt.ident, s.keep.Milliseconds())
+			return s.endEntry(ctx, rt.order, rt.ident)
 		}
 		return nil
 	case "exceeds":
@@ -321,7 +321,7 @@ func (s *Store) returnLocked(ctx context.Context, rt *giveBack, groups [][]stock
 	if slices.Contains(ended, false) {
 		return unlock(nil)
 	}
-	return unlock(s.endEntry(ctx, rt.order, rt.ident, s.keep.Milliseconds()))
+	return unlock(s.endEntry(ctx, rt.order, rt.ident))
 }
 
 // returnPlan is what a return of an order on several slots does after its

@@ -521,7 +521,7 @@ func (s *Store) endOrders(ctx context.Context, lines []stock.Reclaimed, idents [
 				}
 			}
 			if !live[o] {
-				cmds = append(cmds, s.endDirectory(ctx, p, o.id, o.ident, s.keep.Milliseconds()))
+				cmds = append(cmds, s.endDirectory(ctx, p, o.id, o.ident))
 			}
 		}
 	})

@@ -24,14 +24,11 @@ func TestReturnLockEndsWithTheOrder(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Second})
 		lo, hi := skusInSlotOrder(t, fx)
-		// The records of a confirmed order on several slots live Retention
-		// past its bound (its hold time, here), so a pass that comes later
-		// than both deletes them.
-		fx.sale(lo, 10, 0, time.Second)
-		fx.sale(hi, 10, 0, time.Second)
+		fx.sale(lo, 10, 0, time.Hour)
+		fx.sale(hi, 10, 0, time.Hour)
 		reclaim := func() {
 			t.Helper()
-			elapse(fx, 2500*time.Millisecond)
+			elapse(fx, 1500*time.Millisecond)
 			if _, err := fx.s.ReclaimExpired(fx.ctx(), 100); err != nil {
 				t.Fatal(err)
 			}

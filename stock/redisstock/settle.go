@@ -18,12 +18,7 @@ import (
 // deadline it returns every line's units at once and reports
 // stock.ErrHoldExpired. A confirmed order confirms again with nil. A line
 // whose SKU state the gate lost fails the call with stock.ErrUnavailable
-// before anything is written. The records of an order on several Cluster
-// slots, which one Confirm confirms group by group, are read until
-// Retention after the later of the Confirm and the order's bound (the
-// latest deadline ExtendHold may give it), so that a Confirm stopped
-// between groups is completed by its retry, or expired whole by the
-// reclaimer, however short Retention is.
+// before anything is written.
 func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpConfirm, 0)
 	defer func() { tr.Done(err) }()
@@ -39,25 +34,19 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 	if err != nil {
 		return err
 	}
-	now, keep := s.nowMs(), s.keep.Milliseconds()
+	now := s.nowMs()
 	if len(groups) > 1 {
 		// Across slots the confirm scripts cannot be one atomic step: first
 		// read every line, so an order that cannot be confirmed is refused
 		// (or expired) before any line is.
-		done, bound, err := s.precheck(ctx, orderID, ident, groups, now)
+		done, err := s.precheck(ctx, orderID, ident, groups, now)
 		if err != nil {
 			return err
 		}
-		// A group confirmed while another still holds must be read until
-		// the order has ended (a retry confirms the rest; past the
-		// deadline the reclaimer expires it with them), whatever
-		// Retention is: its records and entry are kept Retention past the
-		// order's bound, the latest deadline its held lines can have.
-		keep += max(0, bound-now)
 		if done {
 			// Every line is confirmed already: a retry, which ends the
 			// entry the call before it may not have.
-			return s.endEntry(ctx, orderID, ident, keep)
+			return s.endEntry(ctx, orderID, ident)
 		}
 	}
 	// Group by group; the last call carries every group again. The entry
@@ -74,7 +63,7 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 				s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
 			}
 			for j, g := range batch {
-				cmds[j] = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, keep)
+				cmds[j] = s.lineScript(ctx, p, confirmScript, orderID, g, now, ident, s.keep.Milliseconds())
 			}
 		})
 		for j, cmd := range cmds {
@@ -83,7 +72,7 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 			}
 		}
 	}
-	return s.endEntry(ctx, orderID, ident, keep)
+	return s.endEntry(ctx, orderID, ident)
 }
 
 // confirmed reads the reply of group g's confirm script: nil when its
@@ -137,24 +126,22 @@ func (s *Store) confirmed(ctx context.Context, orderID, ident string, groups [][
 
 // precheck reads every line record of a multi-slot order. It returns
 // done=true with the outcome when the order cannot be confirmed or is
-// already confirmed, and done=false when every line is held and live;
-// bound is the order's (the latest its lines name).
-func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64) (done bool, bound int64, err error) {
+// already confirmed, and done=false when every line is held and live.
+func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64) (bool, error) {
 	lines, err := s.readLines(ctx, orderID, groups, "")
 	if err != nil {
-		return true, 0, err
+		return true, err
 	}
 	confirmed, expired, lost := 0, "", ""
 	for _, l := range lines {
-		bound = max(bound, l.mx)
 		if l.st == "held" && !l.live && lost == "" {
 			lost = l.sku
 		}
 		switch {
 		case !l.of(ident):
-			return true, 0, &stock.SKUError{SKU: l.sku, Err: stock.ErrUnknownOrder}
+			return true, &stock.SKUError{SKU: l.sku, Err: stock.ErrUnknownOrder}
 		case l.st == "reverted" || l.st == "refunded":
-			return true, 0, &stock.SKUError{SKU: l.sku, Err: stock.ErrOrderClosed}
+			return true, &stock.SKUError{SKU: l.sku, Err: stock.ErrOrderClosed}
 		case l.st == "expired" || (l.st == "held" && l.dl <= now):
 			if expired == "" {
 				expired = l.sku
@@ -164,13 +151,13 @@ func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]
 		}
 	}
 	if lost != "" {
-		return true, 0, &stock.SKUError{SKU: lost, Err: stock.ErrUnavailable}
+		return true, &stock.SKUError{SKU: lost, Err: stock.ErrUnavailable}
 	}
 	if expired != "" {
-		return true, 0, s.settleAll(ctx, orderID, ident, groups, now, "expire",
+		return true, s.settleAll(ctx, orderID, ident, groups, now, "expire",
 			&stock.SKUError{SKU: expired, Err: stock.ErrHoldExpired})
 	}
-	return confirmed == len(lines), bound, nil
+	return confirmed == len(lines), nil
 }
 
 // settleAll runs the release script in mode on every group, so a multi-slot
@@ -181,7 +168,7 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 		// The confirm script has expired its own group: only the entry is
 		// left to end. Should that fail, the reclaimer ends it (its member
 		// is in the open zset); the order's outcome is cause either way.
-		_ = s.endEntry(ctx, orderID, ident, s.keep.Milliseconds())
+		_ = s.endEntry(ctx, orderID, ident)
 		return cause
 	}
 	cmds := make([]*redis.Cmd, len(groups))
@@ -189,7 +176,7 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 		for i, g := range groups {
 			cmds[i] = s.release(ctx, p, orderID, ident, g, now, mode, "")
 		}
-		s.endDirectory(ctx, p, orderID, ident, s.keep.Milliseconds())
+		s.endDirectory(ctx, p, orderID, ident)
 	})
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
@@ -281,7 +268,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	if found == 0 {
 		return orderErr(orderID, stock.ErrUnknownOrder)
 	}
-	return s.endEntry(ctx, orderID, ident, s.keep.Milliseconds())
+	return s.endEntry(ctx, orderID, ident)
 }
 
 // lookup reads the order's directory entry: its identity and its lines,
