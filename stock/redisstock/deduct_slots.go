@@ -513,6 +513,9 @@ func partReply(cmd *redis.Cmd, j int) *redis.Cmd {
 // stock.ErrUnavailable for a gate that lost it) with a read of the
 // registry.
 func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item) (groupTaken, bool, error) {
+	if v, ok := cmd.Val().(int64); ok && cmd.Err() == nil {
+		return hotGroupResult(v, g)
+	}
 	res, err := cmd.Slice()
 	if err != nil {
 		return groupTaken{}, false, err
@@ -551,6 +554,24 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		}
 	}
 	return groupTaken{}, found, badReply(res)
+}
+
+// hotGroupResult reads stock_deduct_hot.lua's answer for an order it took
+// or refused on a slot (0, or a refusal code plus 16 times the line, as
+// orderResult reads them): a new hold, of a single-group order, which
+// needs nothing of groupTaken (its deadline and bound are the order's),
+// or the refusal, with nothing found or written.
+func hotGroupResult(v int64, g []stock.Item) (groupTaken, bool, error) {
+	code, at := v%16, v/16
+	if v == 0 {
+		return groupTaken{}, false, nil
+	}
+	if v > 0 && int(code) < len(batchCodes) && at >= 1 && int(at) <= len(g) {
+		if err := lineErr(batchCodes[code], g[at-1].SKU); err != nil {
+			return groupTaken{}, false, err
+		}
+	}
+	return groupTaken{}, false, badReply(v)
 }
 
 // undo takes the attempt token (this attempt's; "*" for every attempt,

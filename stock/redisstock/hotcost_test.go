@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -32,14 +33,21 @@ import (
 // depend on the machine's load.
 func BenchmarkHotScript(b *testing.B) {
 	addr := testdb.Need(b, testdb.Redis)
-	for _, bc := range []struct{ lines, batch int }{{1, 20}, {3, 20}, {1, 5}, {1, 1}} {
-		b.Run(fmt.Sprintf("lines=%d/batch=%d", bc.lines, bc.batch), func(b *testing.B) {
-			benchHot(b, addr, bc.lines, bc.batch)
+	for _, bc := range []struct {
+		slot         bool
+		lines, batch int
+	}{{false, 1, 20}, {false, 3, 20}, {false, 1, 5}, {false, 1, 1}, {true, 1, 20}} {
+		name := fmt.Sprintf("lines=%d/batch=%d", bc.lines, bc.batch)
+		if bc.slot {
+			name = "slot/" + name // mode 'slot', as a Cluster's take sends it (bound attempts)
+		}
+		b.Run(name, func(b *testing.B) {
+			benchHot(b, addr, bc.slot, bc.lines, bc.batch)
 		})
 	}
 }
 
-func benchHot(b *testing.B, addr string, lines, batch int) {
+func benchHot(b *testing.B, addr string, slot bool, lines, batch int) {
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
@@ -56,6 +64,14 @@ func benchHot(b *testing.B, addr string, lines, batch int) {
 			b.Fatal(err)
 		}
 	}
+	gens := make(map[string]string, lines) // SKU -> its state's generation
+	for _, it := range items {
+		gen, err := c.HGet(ctx, s.stateKey(it.SKU), "gen").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		gens[it.SKU] = gen
+	}
 	seq := 0
 	run := func(orders int) {
 		for orders > 0 {
@@ -65,8 +81,23 @@ func benchHot(b *testing.B, addr string, lines, batch int) {
 			for i := range calls {
 				seq++
 				id := strconv.Itoa(seq)
+				o := stock.Order{ID: "o" + id, UserID: "u" + id, Items: items}
 				calls[i] = &call{ctx: ctx}
-				s.prepare(&calls[i].o, stock.Order{ID: "o" + id, UserID: "u" + id, Items: items})
+				if slot {
+					calls[i].a = benchAttempt(b, s, o, gens)
+				} else {
+					s.prepare(&calls[i].o, o)
+				}
+			}
+			if slot {
+				var cmd *redis.Cmd
+				s.pipelined(ctx, func(p redis.Pipeliner) { cmd = s.deductHotSlot(ctx, p, calls) })
+				for i, c := range calls {
+					if _, _, err := s.groupResult(ctx, partReply(cmd, i), c.a.groups[0]); err != nil {
+						b.Fatalf("hot script, mode slot: %v", err)
+					}
+				}
+				continue
 			}
 			slow, err := s.deductHot(ctx, calls)
 			if err != nil || len(slow) > 0 {
@@ -95,4 +126,17 @@ func benchHot(b *testing.B, addr string, lines, batch int) {
 		b.Fatalf("the server counted %v script calls where the benchmark made %v: another client shares it", calls1-calls0, want)
 	}
 	b.ReportMetric((usec1-usec0)/float64(b.N), "script-µs/order")
+}
+
+// benchAttempt is the attempt of o, bound, as deductAttempt makes it: its
+// own token, begun now, on the generations gens.
+func benchAttempt(b *testing.B, s *Store, o stock.Order, gens map[string]string) *attempt {
+	token, err := randomToken()
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := s.nowMs()
+	items := canon.Sorted(o.Items)
+	return &attempt{o: o, ident: o.UserID + "\n" + canon.Signature(items), now: now, groups: [][]stock.Item{items}, gens: gens,
+		token: token + "." + strconv.FormatInt(now+s.attemptLease(), 36)}
 }

@@ -139,9 +139,31 @@ func (e rhEnv) general(slot bool, now int64, skus []rhSKU, orders []rhOrder) []s
 	}
 	out := make([]string, len(res))
 	for i, r := range res {
-		out[i] = fmt.Sprint(r)
+		out[i] = rhOutcome(r)
 	}
 	return out
+}
+
+// rhOutcome is an order's reply as stock_deduct_hot.lua gives it, in
+// either mode: the general script's reply on a slot ({'ok', ...} or
+// {code, line, found}) becomes 0 or code + 16 * line, which is all the
+// hot script answers (the deadline and bound the general script also
+// answers are in the records the tests compare); any other reply is
+// printed as it is.
+func rhOutcome(r any) string {
+	v, ok := r.([]any)
+	if !ok || len(v) < 2 {
+		return fmt.Sprint(r)
+	}
+	name, _ := v[0].(string)
+	line, _ := v[1].(int64)
+	switch code, known := map[string]int64{"sold_out": 3, "limit": 4, "need_user": 5, "hold_too_long": 9}[name]; {
+	case name == "ok":
+		return "0"
+	case known && len(v) == 3:
+		return fmt.Sprint(code + 16*line)
+	}
+	return fmt.Sprint(r)
 }
 
 // rhHotCall is the keys and arguments of one stock_deduct_hot.lua call of
@@ -161,9 +183,9 @@ func rhHotCall(e rhEnv, slot bool, now int64, skus []rhSKU, orders []rhOrder) ([
 		args[0], args[1] = strings.Join(gens, " "), "slot"
 	} else {
 		keys = append(keys, e.s.DirKey(orders[0].id))
-		for _, k := range skus {
-			keys = append(keys, e.key(k.name, "hq"))
-		}
+	}
+	for _, k := range skus {
+		keys = append(keys, e.key(k.name, "hq"))
 	}
 	for _, o := range orders {
 		args = append(args, o.id, o.user, o.ident(skus), o.own)
@@ -195,7 +217,7 @@ func (e rhEnv) hot(slot bool, now int64, skus []rhSKU, orders []rhOrder) []strin
 			at = append(at, i)
 			continue
 		}
-		out[i] = fmt.Sprint(r)
+		out[i] = rhOutcome(r)
 	}
 	if len(left) > 0 {
 		more := e.general(slot, now, skus, left)
