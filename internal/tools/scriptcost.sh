@@ -7,6 +7,7 @@
 #
 #	internal/tools/scriptcost.sh            # every case
 #	internal/tools/scriptcost.sh 'lines=1/batch=20'
+#	internal/tools/scriptcost.sh 'slot/lines=1/batch=20'   # a Cluster's take
 #
 # Each case runs twice, 2,000 and 8,000 orders, after the same setup and
 # warm-up; the difference of the two counts of the server's EVALSHA
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/../.."
 for tool in valgrind callgrind_control callgrind_annotate redis-server redis-cli; do
   command -v "$tool" >/dev/null || { echo "scriptcost: $tool is not installed" >&2; exit 2; }
 done
-cases=("${@:-lines=1/batch=20 lines=3/batch=20 lines=1/batch=5 lines=1/batch=1}")
+cases=("${@:-lines=1/batch=20 lines=3/batch=20 lines=1/batch=5 lines=1/batch=1 slot/lines=1/batch=20}")
 read -r -a cases <<<"${cases[*]}"
 
 work=$(mktemp -d)

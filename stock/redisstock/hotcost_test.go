@@ -16,8 +16,10 @@ import (
 
 // BenchmarkHotScript sends b.N flash-sale orders (a new order ID and a new
 // user each, on SKUs put on sale with PerUserLimit 1) straight to
-// stock_deduct_hot.lua through deductHot, in calls of a fixed size, with
-// no batcher and no concurrency, and reports the server's time inside the
+// stock_deduct_hot.lua through deductHot (the slot cases: through
+// deductHotSlot, mode 'slot', as a Cluster's take sends bound attempts),
+// in calls of a fixed size, with no batcher and no concurrency, and
+// reports the server's time inside the
 // script per order: the usec of script calls in INFO commandstats
 // (testdb.ScriptStats), read before and after (no CONFIG RESETSTAT). It
 // fails when the server counts other script calls than its own meanwhile
