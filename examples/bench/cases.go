@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,11 +97,12 @@ func setup(ctx context.Context, opt options) ([]group, []memResult, func(), erro
 		memory = append(memory, m...)
 	}
 	if len(opt.cluster) > 0 {
-		g, err := clusterSetup(ctx, opt.cluster, tag, pool, sh, &cleanups)
+		g, m, err := clusterSetup(ctx, opt.cluster, tag, pool, sh, &cleanups)
 		if err != nil {
 			return nil, nil, cleanup, err
 		}
 		groups = append(groups, g)
+		memory = append(memory, m...)
 	}
 
 	type sqlTarget struct{ store, driver, dsn string }
@@ -159,7 +161,7 @@ func redisSetup(ctx context.Context, addr, tag string, pool int, sh shape, clean
 	var memory []memResult
 	if store == "Redis" { // miniredis reports neither CPU nor memory
 		server = func(ctx context.Context) (serverStats, error) { return redisStats(ctx, rdb) }
-		m, err := memoryPerHold(ctx, rdb, tag+"mem", memHolds)
+		m, err := memoryPerHold(ctx, rdb, store, tag+"mem", memHolds)
 		if err != nil {
 			return group{}, nil, err
 		}
@@ -210,14 +212,14 @@ func deductGroup(rdb redis.UniversalClient, store, tag string, sh shape, server 
 // clusterSetup connects to a Redis Cluster and returns its cases: the raw
 // script and Deduct, each on one hot SKU (one slot, one master), the
 // server CPU summed over the masters.
-func clusterSetup(ctx context.Context, addrs []string, tag string, pool int, sh shape, cleanups *[]func()) (group, error) {
+func clusterSetup(ctx context.Context, addrs []string, tag string, pool int, sh shape, cleanups *[]func()) (group, []memResult, error) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: pool})
 	*cleanups = append(*cleanups, func() {
 		rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { testdb.DropKeys(ctx, c, tag); return nil })
 		rdb.Close()
 	})
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		return group{}, fmt.Errorf("redis cluster %v: %w", addrs, err)
+		return group{}, nil, fmt.Errorf("redis cluster %v: %w", addrs, err)
 	}
 	server := func(ctx context.Context) (serverStats, error) {
 		var mu sync.Mutex
@@ -231,8 +233,12 @@ func clusterSetup(ctx context.Context, addrs []string, tag string, pool int, sh 
 		})
 		return total, err
 	}
+	m, err := memoryPerHold(ctx, rdb, "Redis Cluster", tag+"mem", memHolds)
+	if err != nil {
+		return group{}, nil, err
+	}
 	g, _, _, err := deductGroup(rdb, "Redis Cluster", tag, sh, server)
-	return g, err
+	return g, []memResult{m}, err
 }
 
 // rawCase is the raw check-and-DECRBY script on key, one call per deduct.
@@ -268,12 +274,13 @@ type keyMem struct {
 // memHolds is how many holds memoryPerHold places.
 const memHolds = 100_000
 
-// memoryPerHold places holds holds of one unit of one SKU, each order of
-// its own user (with a per-user limit, so each adds a user count), and
-// returns the growth of the server's used_memory per hold, and what each
-// of the Store's keys takes (keyMemory). Its keys go with the run's
-// cleanup (prefix starts with the run's tag).
-func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string, holds int) (memResult, error) {
+// memoryPerHold places holds holds of one unit of one SKU on rdb (one
+// server, or a Cluster: every master counted), each order of its own user
+// (with a per-user limit, so each adds a user count), and returns the
+// growth of the servers' used_memory per hold, and what each of the
+// Store's keys takes (keyMemory). Its keys go with the run's cleanup
+// (prefix starts with the run's tag).
+func memoryPerHold(ctx context.Context, rdb redis.UniversalClient, store, prefix string, holds int) (memResult, error) {
 	s, err := redisstock.New(rdb, redisstock.Config{Prefix: prefix})
 	if err != nil {
 		return memResult{}, err
@@ -281,8 +288,15 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string, holds 
 	if err := s.PutOnSale(ctx, stock.Listing{SKU: "hot", Units: int64(holds), PerUserLimit: 1, HoldTTL: time.Hour}); err != nil {
 		return memResult{}, err
 	}
-	info := func(ctx context.Context) (string, error) { return rdb.Info(ctx, "memory").Result() }
-	used := func() (float64, error) { return settledMemory(ctx, info, 50*time.Millisecond) }
+	used := func() (total float64, err error) {
+		err = eachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+			info := func(ctx context.Context) (string, error) { return c.Info(ctx, "memory").Result() }
+			m, err := settledMemory(ctx, info, 50*time.Millisecond)
+			total += m
+			return err
+		})
+		return total, err
+	}
 	before, err := used()
 	if err != nil {
 		return memResult{}, err
@@ -315,29 +329,60 @@ func memoryPerHold(ctx context.Context, rdb *redis.Client, prefix string, holds 
 	if err != nil {
 		return memResult{}, err
 	}
-	return memResult{store: "Redis", holds: holds, perHold: (after - before) / float64(holds), keys: keys}, nil
+	return memResult{store: store, holds: holds, perHold: (after - before) / float64(holds), keys: keys}, nil
 }
 
 // keyMemory is the MEMORY USAGE (every element counted) of each key under
 // prefix over holds, largest first, leaving out keys of under half a byte
-// a hold (the SKU's state, the registry).
-func keyMemory(ctx context.Context, rdb *redis.Client, prefix string, holds int) ([]keyMem, error) {
-	var keys []keyMem
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		n, err := rdb.MemoryUsage(ctx, iter.Val(), 0).Result()
-		if err != nil {
-			return nil, fmt.Errorf("MEMORY USAGE %s: %w", iter.Val(), err)
+// a hold (the SKU's state, the registry). The directory's shards count as
+// one key (dir:{*}, and dir:{*}:open and the like).
+func keyMemory(ctx context.Context, rdb redis.UniversalClient, prefix string, holds int) ([]keyMem, error) {
+	by := map[string]int64{}
+	err := eachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			n, err := c.MemoryUsage(ctx, iter.Val(), 0).Result()
+			if err != nil {
+				return fmt.Errorf("MEMORY USAGE %s: %w", iter.Val(), err)
+			}
+			by[dirShard.ReplaceAllString(strings.TrimPrefix(iter.Val(), prefix+":"), "dir:{*}")] += n
 		}
-		if per := float64(n) / float64(holds); per >= 0.5 {
-			keys = append(keys, keyMem{name: strings.TrimPrefix(iter.Val(), prefix+":"), perHold: per})
-		}
-	}
-	if err := iter.Err(); err != nil {
+		return iter.Err()
+	})
+	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(keys, func(a, b keyMem) int { return cmp.Compare(b.perHold, a.perHold) })
+	var keys []keyMem
+	for name, n := range by {
+		if per := float64(n) / float64(holds); per >= 0.5 {
+			keys = append(keys, keyMem{name: name, perHold: per})
+		}
+	}
+	slices.SortFunc(keys, func(a, b keyMem) int { return cmp.Or(cmp.Compare(b.perHold, a.perHold), cmp.Compare(a.name, b.name)) })
 	return keys, nil
+}
+
+// dirShard matches a directory shard's name: the shards are one key in
+// keyMemory's figures.
+var dirShard = regexp.MustCompile(`^dir:\{[^}]*\}`)
+
+// eachMaster runs f on rdb's server, or on each master of a Cluster, one
+// at a time.
+func eachMaster(ctx context.Context, rdb redis.UniversalClient, f func(ctx context.Context, c *redis.Client) error) error {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		c, ok := rdb.(*redis.Client)
+		if !ok {
+			return fmt.Errorf("memory: a %T is neither a server nor a Cluster", rdb)
+		}
+		return f(ctx, c)
+	}
+	var mu sync.Mutex
+	return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return f(ctx, c)
+	})
 }
 
 // String is the memory line of the report.

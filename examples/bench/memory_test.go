@@ -22,7 +22,7 @@ func TestMemoryByKey(t *testing.T) {
 	prefix := "sgbenchmem" + time.Now().Format("150405.000000000")
 	t.Cleanup(func() { testdb.DropKeys(ctx, rdb, prefix) })
 	const holds = 2000
-	m, err := memoryPerHold(ctx, rdb, prefix, holds)
+	m, err := memoryPerHold(ctx, rdb, "Redis", prefix, holds)
 	if err != nil {
 		t.Fatal(err)
 	}
