@@ -3,6 +3,7 @@ package redisstock
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -415,4 +416,17 @@ func randomToken() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// attemptToken returns the random part of a Deduct attempt's token: 12
+// random bytes in unpadded URL-safe base64 (16 characters, none of them
+// the separators of the records and entries that carry it: tab, newline,
+// comma, colon, dot). It is stored with every hold on a Cluster and in
+// its order's directory entry, so it is short.
+func attemptToken() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
