@@ -18,10 +18,9 @@
 --            <p>:{sku}:users   hash user -> units held + bought
 --            <p>:{sku}:lines   hash order ID -> line record
 --          then, mode 'one': <p>:dir:{<shard>}, hash order ID -> directory
---          entry (the one shard of a directory on one server); then, in
---          either mode, 1 per SKU j: <p>:{sku}:hq, the hold queue, list
---          "<deadline ms> <order ID>" in arrival order, its deadlines never
---          decreasing
+--          entry (the one shard of a directory on one server), then 1 per
+--          SKU j: <p>:{sku}:hq, the hold queue, list "<deadline ms> <order
+--          ID>" in arrival order, its deadlines never decreasing
 -- ARGV[1]  mode 'one': now, in ms, from the caller's clock (not the
 --          server's TIME); mode 'slot' (each attempt has its own now): the
 --          generation (gen) of each SKU's state, in line order, joined by
@@ -46,11 +45,15 @@
 --
 -- The orders are taken one after another, each all or nothing against the
 -- state the ones before it left; a new order's record (and directory
--- entry) are written as the general script writes them. A new hold whose
--- deadline is not before the one at the tail of its SKU's hold queue is
--- appended to the queue, any other goes into the holds zset, so the queue
--- stays in deadline order (the reclaimer reads it from its head). Reads
--- and writes
+-- entry) are written as the general script writes them. In mode 'one' a
+-- new hold whose deadline is not before the one at the tail of its SKU's
+-- hold queue is appended to the queue, any other goes into the holds
+-- zset, so the queue stays in deadline order (the reclaimer reads it from
+-- its head). Mode 'slot' puts every hold into the zset: the queue keeps an
+-- ended hold's entry until the holds before it leave, and on a Cluster an
+-- order ID used again is bound (its directory entry written) before its
+-- take writes a record, so in between the old entry would read as a hold
+-- whose record was lost (see Store.Snapshot). Reads and writes
 -- are one command per key and call. Running the call twice takes the stock
 -- once: the second run finds the records (15, and the general script
 -- answers them as repeats).
@@ -61,7 +64,6 @@ local ARGV, tonumber, format, unpack, call = ARGV, tonumber, string.format, unpa
 local slot, k = ARGV[2] == 'slot', tonumber(ARGV[3])
 local now = not slot and tonumber(ARGV[1])
 local skip = slot and 6 or 4 -- an order's arguments before its units
-local qkeys = slot and 4 * k or 4 * k + 1 -- KEYS[qkeys + j]: SKU j's hold queue
 local stride = skip + k
 local n = (#ARGV - 3) / stride
 -- out and us are made with room for n values (ARGV's first n, each
@@ -103,10 +105,11 @@ if slot and table.concat(gens, ' ') ~= ARGV[1] then
   for i = 1, n do out[i] = 15 end
   return out
 end
--- The deadline at the tail of each SKU's hold queue (false: empty).
+-- mode 'one': the deadline at the tail of each SKU's hold queue (false:
+-- empty).
 local qtail = {}
-for j = 1, k do
-  local e = call('LINDEX', KEYS[qkeys + j], -1)
+for j = 1, slot and 0 or k do
+  local e = call('LINDEX', KEYS[4 * k + 1 + j], -1)
   qtail[j] = e and tonumber(string.sub(e, 1, string.find(e, ' ', 1, true) - 1))
 end
 
@@ -223,7 +226,7 @@ for i = 1, first - 1 do
         if u then u[nu - 1], u[nu] = user, had else users[j] = {user, had} end
       end
       local tail = qtail[j]
-      if not tail or dln >= tail then
+      if not slot and (not tail or dln >= tail) then
         local q = queue[j]
         if q then q[#q + 1] = sp .. id else queue[j] = {sp .. id} end
         qtail[j] = dln
@@ -261,7 +264,7 @@ if taken > 0 then
     local b = 4 * j - 3
     call('HSET', KEYS[b], 'avail', format('%d', avail[j]), 'held', held[j], 'ver', ver[j])
     if holds[j] then call('ZADD', KEYS[b + 1], unpack(holds[j])) end
-    if queue[j] then call('RPUSH', KEYS[qkeys + j], unpack(queue[j])) end
+    if queue[j] then call('RPUSH', KEYS[4 * k + 1 + j], unpack(queue[j])) end
     if nu > 0 then call('HSET', KEYS[b + 2], unpack(users[j])) end
     call('HSET', KEYS[b + 3], unpack(recs[j]))
   end

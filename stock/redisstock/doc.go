@@ -24,11 +24,10 @@
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:hq        list "<deadline ms> <order ID>", the hold
 //	                           queue: the holds stock_deduct_hot.lua
-//	                           places (on one server or a Cluster slot),
-//	                           in arrival order, their deadlines never
-//	                           decreasing (a hold whose deadline would
-//	                           come before the tail's goes into the
-//	                           holds zset). A live
+//	                           places on one server, in arrival order,
+//	                           their deadlines never decreasing (a hold
+//	                           whose deadline would come before the
+//	                           tail's goes into the holds zset). A live
 //	                           hold is in the zset or the queue (both,
 //	                           once ExtendHold moved it: the zset's
 //	                           deadline is its record's); an entry of an
@@ -155,10 +154,10 @@
 // through stock_deduct_hot.lua instead, on one server and on a Cluster
 // slot alike: the same checks and writes for a new order, with the SKUs'
 // counts in locals and about half the server work per order, and one
-// integer in the reply for each; its holds go to the tail of each SKU's
-// hold queue (an RPUSH) rather than into the holds zset (a ZADD, whose
-// skip list costs the server several times more per member, and a hold
-// about 60 bytes more); an order it
+// integer in the reply for each; on one server its holds go to the tail
+// of each SKU's hold queue (an RPUSH) rather than into the holds zset (a
+// ZADD, whose skip list costs the server several times more per member,
+// and a hold about 60 bytes more); an order it
 // finds already recorded (a repeat, a conflict) it leaves untouched, with
 // every order after it, and the Store sends those through the general
 // script in one more call: every order is decided in the batch's order.

@@ -183,9 +183,9 @@ func rhHotCall(e rhEnv, slot bool, now int64, skus []rhSKU, orders []rhOrder) ([
 		args[0], args[1] = strings.Join(gens, " "), "slot"
 	} else {
 		keys = append(keys, e.s.DirKey(orders[0].id))
-	}
-	for _, k := range skus {
-		keys = append(keys, e.key(k.name, "hq"))
+		for _, k := range skus {
+			keys = append(keys, e.key(k.name, "hq"))
+		}
 	}
 	for _, o := range orders {
 		args = append(args, o.id, o.user, o.ident(skus), o.own)

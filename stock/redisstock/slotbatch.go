@@ -199,12 +199,9 @@ func hotSlotBatch(calls []*call) bool {
 // (see hotSlotBatch).
 func (s *Store) deductHotSlot(ctx context.Context, p redis.Pipeliner, calls []*call) *redis.Cmd {
 	g := calls[0].a.groups[0]
-	keys := make([]string, 0, 5*len(g))
+	keys := make([]string, 0, 4*len(g))
 	for _, it := range g {
 		keys = s.dealKeys(keys, it.SKU)
-	}
-	for _, it := range g {
-		keys = append(keys, s.queueKey(it.SKU))
 	}
 	gens := make([]string, len(g))
 	for j, it := range g {
