@@ -100,17 +100,17 @@ for j = 1, k do
   if not minhold or hold < minhold then minhold = hold end
   if not minmax or max < minmax then minmax, maxline = max, j end
 end
-if slot and table.concat(gens, ' ') ~= ARGV[1] then
-  -- Recreated since the attempts read it: the general script tells.
-  for i = 1, n do out[i] = 15 end
-  return out
-end
 -- mode 'one': the deadline at the tail of each SKU's hold queue (false:
 -- empty).
 local qtail = {}
 for j = 1, slot and 0 or k do
   local e = call('LINDEX', KEYS[4 * k + 1 + j], -1)
   qtail[j] = e and tonumber(string.sub(e, 1, string.find(e, ' ', 1, true) - 1))
+end
+if slot and table.concat(gens, ' ') ~= ARGV[1] then
+  -- Recreated since the attempts read it: the general script tells.
+  for i = 1, n do out[i] = 15 end
+  return out
 end
 
 -- The orders' records (and entries), and their users' counts: one HMGET

@@ -188,17 +188,27 @@ var batchCodes = [...]string{1: "unknown_sku", 2: "unavailable", 3: "sold_out", 
 // entry).
 func orderResult(p *prepared, reply any) error {
 	v, ok := reply.(int64)
+	switch {
+	case !ok:
+		return badReply(reply)
+	case v >= 0 && v < int64(len(batchCodes)) && batchCodes[v] == "conflict": // line 0: the directory entry
+		return orderErr(p.id, stock.ErrConflict)
+	}
+	return lineResult(v, p.items)
+}
+
+// lineResult reads an order's integer answer of a deduct script that names
+// a line (0, or a refusal code plus 16 times the failed line): nil, or the
+// business error naming the failed line of items.
+func lineResult(v int64, items []stock.Item) error {
 	code, at := v%16, v/16
 	switch {
-	case !ok || v < 0 || int(code) >= len(batchCodes):
 	case v == 0:
 		return nil
-	case batchCodes[code] == "conflict" && at == 0:
-		return orderErr(p.id, stock.ErrConflict)
-	case at >= 1 && int(at) <= len(p.items):
-		if err := lineErr(batchCodes[code], p.items[at-1].SKU); err != nil {
+	case v > 0 && int(code) < len(batchCodes) && at >= 1 && int(at) <= len(items):
+		if err := lineErr(batchCodes[code], items[at-1].SKU); err != nil {
 			return err
 		}
 	}
-	return badReply(reply)
+	return badReply(v)
 }

@@ -114,7 +114,7 @@ func (s *Store) keepGen(a *attempt, sku, gen string) {
 // deductAttempt is one attempt of deductSlots; fresh reads the SKUs'
 // generations from the server (see stateGens).
 func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, items []stock.Item, fresh bool) error {
-	token, err := attemptToken()
+	token, err := randomToken()
 	if err != nil {
 		return err
 	}
@@ -514,7 +514,10 @@ func partReply(cmd *redis.Cmd, j int) *redis.Cmd {
 // registry.
 func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item) (groupTaken, bool, error) {
 	if v, ok := cmd.Val().(int64); ok && cmd.Err() == nil {
-		return hotGroupResult(v, g)
+		// stock_deduct_hot.lua's answer: a new hold of a single-group
+		// order, which needs nothing of groupTaken (its deadline and bound
+		// are the order's), or a refusal, nothing found or written.
+		return groupTaken{}, false, lineResult(v, g)
 	}
 	res, err := cmd.Slice()
 	if err != nil {
@@ -554,24 +557,6 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 		}
 	}
 	return groupTaken{}, found, badReply(res)
-}
-
-// hotGroupResult reads stock_deduct_hot.lua's answer for an order it took
-// or refused on a slot (0, or a refusal code plus 16 times the line, as
-// orderResult reads them): a new hold, of a single-group order, which
-// needs nothing of groupTaken (its deadline and bound are the order's),
-// or the refusal, with nothing found or written.
-func hotGroupResult(v int64, g []stock.Item) (groupTaken, bool, error) {
-	code, at := v%16, v/16
-	if v == 0 {
-		return groupTaken{}, false, nil
-	}
-	if v > 0 && int(code) < len(batchCodes) && at >= 1 && int(at) <= len(g) {
-		if err := lineErr(batchCodes[code], g[at-1].SKU); err != nil {
-			return groupTaken{}, false, err
-		}
-	}
-	return groupTaken{}, false, badReply(v)
 }
 
 // undo takes the attempt token (this attempt's; "*" for every attempt,

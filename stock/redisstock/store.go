@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -409,21 +408,13 @@ func (s *Store) levels(ctx context.Context, sku string) (stock.Levels, error) {
 	return st.Levels, nil
 }
 
-// randomToken returns 16 random bytes in hex.
+// randomToken returns a token drawn at random (a Deduct attempt's, a
+// lease's, a reclaim pass's, a state's generation): 12 random bytes in
+// unpadded URL-safe base64, 16 characters, none of them a separator of the
+// records, entries, lists and key names that carry one (tab, newline,
+// space, comma, colon, dot). An attempt's is stored with every hold on a
+// Cluster and in its order's directory entry, so it is short.
 func randomToken() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
-// attemptToken returns the random part of a Deduct attempt's token: 12
-// random bytes in unpadded URL-safe base64 (16 characters, none of them
-// the separators of the records and entries that carry it: tab, newline,
-// comma, colon, dot). It is stored with every hold on a Cluster and in
-// its order's directory entry, so it is short.
-func attemptToken() (string, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
