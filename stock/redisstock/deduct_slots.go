@@ -114,7 +114,7 @@ func (s *Store) keepGen(a *attempt, sku, gen string) {
 // deductAttempt is one attempt of deductSlots; fresh reads the SKUs'
 // generations from the server (see stateGens).
 func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, items []stock.Item, fresh bool) error {
-	token, err := randomToken()
+	token, err := attemptToken()
 	if err != nil {
 		return err
 	}

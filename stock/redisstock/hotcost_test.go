@@ -133,7 +133,7 @@ func benchHot(b *testing.B, addr string, slot bool, lines, batch int) {
 // benchAttempt is the attempt of o, bound, as deductAttempt makes it: its
 // own token, begun now, on the generations gens.
 func benchAttempt(b *testing.B, s *Store, o stock.Order, gens map[string]string) *attempt {
-	token, err := randomToken()
+	token, err := attemptToken()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -408,13 +409,22 @@ func (s *Store) levels(ctx context.Context, sku string) (stock.Levels, error) {
 	return st.Levels, nil
 }
 
-// randomToken returns a token drawn at random (a Deduct attempt's, a
-// lease's, a reclaim pass's, a state's generation): 12 random bytes in
-// unpadded URL-safe base64, 16 characters, none of them a separator of the
-// records, entries, lists and key names that carry one (tab, newline,
-// space, comma, colon, dot). An attempt's is stored with every hold on a
-// Cluster and in its order's directory entry, so it is short.
+// randomToken returns 16 random bytes in hex: a lease's, an Adjust's or a
+// reclaim pass's token, or a state's generation (a Fence's Gen).
 func randomToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// attemptToken returns the random part of a Deduct attempt's token: 12
+// random bytes in unpadded URL-safe base64, 16 characters, none of them a
+// separator of the records and entries that carry it (tab, newline,
+// comma, colon, dot). It is stored with every hold on a Cluster and in its
+// order's directory entry, so it is shorter than randomToken's.
+func attemptToken() (string, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
