@@ -22,15 +22,7 @@ import (
 // ended hold's entry until the holds before it leave, it would.)
 func TestSnapshotOfAReusedClusterIDBoundButNotTakenIsNotLost(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
-		endBehindLiveHold(t, fx, time.Hour, "x", 3*redisstock.MinRetention)
-		// x ended behind live, its record deleted after Retention.
-		// x again, by another order: bound, and its take never sent.
-		fx.hook.arm(0, 1, true)
-		err := fx.s.Deduct(fx.ctx(), ord("x", "u3", it("a", 1)))
-		fx.hook.arm(0, 0, false)
-		if !errors.Is(err, stock.ErrUnknownOutcome) {
-			t.Fatalf("Deduct whose take was not sent: %v, want an unknown outcome", err)
-		}
+		reusedBoundNotTaken(t, fx)
 		if fx.hasRecord("a", "x") {
 			t.Fatal("x has a record of a: the take was sent")
 		}
@@ -95,5 +87,42 @@ func TestSnapshotBetweenABindAndItsTakeOfAReusedClusterIDIsNotLost(t *testing.T)
 			t.Fatalf("Snapshot between the new x's bind and take: Lost %q; x's old hold was confirmed, "+
 				"its record deleted after Retention, and no record was lost", lost)
 		}
+	})
+}
+
+// reusedBoundNotTaken ends x's hold of a behind a live hold (live, an
+// hour), lets its record go after Retention, and deducts x again, as
+// another order whose attempt binds the ID and stops before its take (its
+// take never sent).
+func reusedBoundNotTaken(t *testing.T, fx *fixture) {
+	t.Helper()
+	endBehindLiveHold(t, fx, time.Hour, "x", 3*redisstock.MinRetention)
+	fx.hook.arm(0, 1, true)
+	err := fx.s.Deduct(fx.ctx(), ord("x", "u3", it("a", 1)))
+	fx.hook.arm(0, 0, false)
+	if !errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("Deduct whose take was not sent: %v, want an unknown outcome", err)
+	}
+}
+
+// After that sequence the reclaimer still settles everything: once every
+// hold's deadline, the attempt lease and Retention have passed, Audit
+// finds nothing and the prefix stores nothing per order.
+func TestClusterReusedIDWhoseAttemptStoppedSettlesAtRest(t *testing.T) {
+	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
+		reusedBoundNotTaken(t, fx)
+		elapse(fx, time.Hour+stock.DefaultHoldTTL)
+		for range 5 {
+			fx.reclaim()
+		}
+		elapse(fx, 2*time.Minute)
+		for range 5 {
+			fx.reclaim()
+		}
+		orphans, stored, err := fx.s.Audit(fx.ctx())
+		if err != nil || len(orphans) != 0 || stored != 0 {
+			t.Fatalf("Audit at rest = %q, %d stored, %v; want nothing", orphans, stored, err)
+		}
+		fx.want("a", 9, 0, 1)
 	})
 }
