@@ -30,10 +30,7 @@ func TestSettleBetweenBindAndTakeLeavesTheEntry(t *testing.T) {
 				var wg sync.WaitGroup
 				fx.enqueue(fx.ctx(), ord("o1", "u1", it("a", 2)), 1, &err, &wg)
 				// The ID is bound, the take queued: the call now finds no line.
-				call := fx.s.Confirm
-				if settle == "Revert" {
-					call = fx.s.Revert
-				}
+				call := settler(fx.s, settle)
 				if cerr := call(fx.ctx(), "o1"); !errors.Is(cerr, stock.ErrUnknownOrder) {
 					t.Fatalf("%s before the take: %v, want ErrUnknownOrder", settle, cerr)
 				}

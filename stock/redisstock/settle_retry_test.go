@@ -1,6 +1,7 @@
 package redisstock_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -15,18 +16,8 @@ func TestRetryAfterALostEntryEndEndsTheEntry(t *testing.T) {
 	for _, settle := range []string{"Confirm", "Revert"} {
 		t.Run(settle, func(t *testing.T) {
 			eachMiniCluster(t, func(t *testing.T, fx *fixture) {
-				fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Hour})
-				lo, hi := skusInSlotOrder(t, fx)
-				fx.sale(lo, 10, 0, time.Hour)
-				fx.sale(hi, 10, 0, time.Hour)
-				is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
-				call := fx.s.Confirm
-				if settle == "Revert" {
-					call = fx.s.Revert
-				}
-				drop := &dropHook{}
-				fx.c.AddHook(drop)
-				drop.arm(fx.s.DirKey("o1"))
+				_, _, drop := lostEntryEnd(t, fx, time.Hour)
+				call := settler(fx.s, settle)
 				unknown(t, call(fx.ctx(), "o1"), settle+" whose entry's end was lost")
 				drop.arm("")
 				is(t, call(fx.ctx(), "o1"), nil, "the retry")
@@ -44,16 +35,9 @@ func TestRetryAfterALostEntryEndEndsTheEntry(t *testing.T) {
 // reclaim passes all along) the order ID is free for another order.
 func TestConfirmedOrderIDFreeAfterRetention(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
-		keep := time.Hour
-		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: keep})
-		lo, hi := skusInSlotOrder(t, fx)
-		fx.sale(lo, 10, 0, time.Hour)
-		fx.sale(hi, 10, 0, time.Hour)
+		lo, hi, drop := lostEntryEnd(t, fx, time.Hour)
+		keep := fx.s.Retention()
 		o := ord("o1", "u1", it(lo, 1), it(hi, 1))
-		is(t, fx.s.Deduct(fx.ctx(), o), nil, "Deduct")
-		drop := &dropHook{}
-		fx.c.AddHook(drop)
-		drop.arm(fx.s.DirKey("o1"))
 		unknown(t, fx.s.Confirm(fx.ctx(), "o1"), "Confirm whose entry's end was lost")
 		drop.arm("")
 		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "the retry")
@@ -68,4 +52,29 @@ func TestConfirmedOrderIDFreeAfterRetention(t *testing.T) {
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u2", it(lo, 2))), nil, "the ID reused for other items")
 		fx.want(lo, 7, 2, 1)
 	})
+}
+
+// lostEntryEnd puts lo and hi (two slots) on sale, each with the hold time
+// hold, on a Store whose Retention is an hour, deducts o1 (a unit of
+// each), and arms a hook that fails the call ending o1's directory entry
+// (drop.arm("") disarms it).
+func lostEntryEnd(t *testing.T, fx *fixture, hold time.Duration) (lo, hi string, drop *dropHook) {
+	t.Helper()
+	fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Hour})
+	lo, hi = skusInSlotOrder(t, fx)
+	fx.sale(lo, 10, 0, hold)
+	fx.sale(hi, 10, 0, hold)
+	is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
+	drop = &dropHook{}
+	fx.c.AddHook(drop)
+	drop.arm(fx.s.DirKey("o1"))
+	return lo, hi, drop
+}
+
+// settler is s's Confirm or its Revert, by name.
+func settler(s *redisstock.Store, name string) func(context.Context, string) error {
+	if name == "Revert" {
+		return s.Revert
+	}
+	return s.Confirm
 }

@@ -179,20 +179,8 @@ func TestClusterLostEntryEndStillEnds(t *testing.T) {
 	for _, settle := range []string{"Confirm", "Revert"} {
 		t.Run(settle, func(t *testing.T) {
 			eachMiniCluster(t, func(t *testing.T, fx *fixture) {
-				fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: time.Hour})
-				lo, hi := skusInSlotOrder(t, fx)
-				fx.sale(lo, 10, 0, time.Minute)
-				fx.sale(hi, 10, 0, time.Minute)
-				is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
-				drop := &dropHook{}
-				fx.c.AddHook(drop)
-				drop.arm(fx.s.DirKey("o1"))
-				var err error
-				if settle == "Confirm" {
-					err = fx.s.Confirm(fx.ctx(), "o1")
-				} else {
-					err = fx.s.Revert(fx.ctx(), "o1")
-				}
+				lo, hi, drop := lostEntryEnd(t, fx, time.Minute)
+				err := settler(fx.s, settle)(fx.ctx(), "o1")
 				drop.arm("")
 				if err != nil {
 					unknown(t, err, settle+" whose entry's end was lost")
