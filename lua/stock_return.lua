@@ -3,9 +3,10 @@
 -- that share one slot, once per operation ID. Runs after stock_lib.lua.
 --
 -- KEYS     5 per line i of the order here (i = 1..n), as in
---          stock_confirm.lua: state (its rn counts the returns of held
---          units), holds, users, lines (the line's record: its units
---          given back, and the signature of each return applied), gone
+--          stock_confirm.lua: state (its rn counts the partial returns,
+--          of held and confirmed lines), holds, users, lines (the line's
+--          record: its units given back, and the signature of each
+--          return applied), gone
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity, as in stock_deduct.lua
@@ -112,10 +113,11 @@ for i = 1, n do
     redis.call('HINCRBY', KEYS[b + 1], r.st == 'held' and 'held' or 'sold', -q)
     redis.call('HINCRBY', KEYS[b + 1], 'avail', q)
     redis.call('HINCRBY', KEYS[b + 1], 'ver', 1)
-    -- A held line's units changed while it stays a hold: Snapshot reads
-    -- the holds' quantities after stock_snapshot.lua's atomic step, and
-    -- tells by rn that one changed in between.
-    if r.st == 'held' then redis.call('HINCRBY', KEYS[b + 1], 'rn', 1) end
+    -- A line's units changed: Snapshot reads the holds' quantities after
+    -- stock_snapshot.lua's atomic step, and tells by rn that one changed
+    -- in between (a line confirmed since that step, then refunded in
+    -- part, was a hold of the snapshot too).
+    redis.call('HINCRBY', KEYS[b + 1], 'rn', 1)
     if r.user ~= '' and redis.call('HINCRBY', KEYS[b + 3], r.user, -q) <= 0 then
       redis.call('HDEL', KEYS[b + 3], r.user)
     end

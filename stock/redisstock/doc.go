@@ -18,9 +18,9 @@
 //	                           Listing.MaxHoldTTL; a state written without
 //	                           it reads as hold), ver, epoch, gen, adj (the
 //	                           token of the last Adjust call applied), rn
-//	                           (partial returns of held units: Snapshot
-//	                           tells by it that a hold's quantity changed
-//	                           while it read)
+//	                           (partial returns, of held and confirmed
+//	                           lines: Snapshot tells by it that a hold's
+//	                           quantity changed while it read)
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:hq        list "<deadline ms> <order ID>", the hold
 //	                           queue: the holds stock_deduct_hot.lua

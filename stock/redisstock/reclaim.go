@@ -581,8 +581,12 @@ func (s *Store) heldOrders(ctx context.Context, sku string) ([]Hold, error) {
 	var zc *redis.ZSliceCmd
 	var qc *redis.StringSliceCmd
 	s.pipelined(ctx, func(p redis.Pipeliner) {
-		zc = p.ZRangeWithScores(ctx, s.holdsKey(sku), 0, -1)
+		// The queue first: a hold only ever moves from the queue into the
+		// zset (a reclaim pass, ExtendHold), and other clients' commands
+		// may run between the two reads, so a hold live throughout is in
+		// at least one of them as read.
 		qc = p.LRange(ctx, s.queueKey(sku), 0, -1)
+		zc = p.ZRangeWithScores(ctx, s.holdsKey(sku), 0, -1)
 	})
 	zs, err := zc.Result()
 	if err != nil {

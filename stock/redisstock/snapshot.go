@@ -273,7 +273,7 @@ func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 
 // parseSnapshot decodes one stock_snapshot.lua reply into sn, the holds'
 // order IDs and deadlines into sn.Holds (quantities still unset), the
-// state's count of partial returns of held units into rn, and the hold
+// state's count of partial returns into rn, and the hold
 // queue's entries without a line record into miss.
 func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn *string, miss *[]string) error {
 	if len(res) != 6 {
@@ -357,7 +357,7 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 				ins[i] = append(ins[i], p.ZScore(ctx, s.holdsKey(out[i].SKU), id))
 			}
 			// After the records, on the same server: a partial return
-			// of a held line since the script moved rn.
+			// since the script moved rn.
 			rn[i] = p.HGet(ctx, s.stateKey(out[i].SKU), "rn")
 		}
 	})
