@@ -95,6 +95,10 @@ for i = 1, n do
       end
       redis.call('ZREM', KEYS[b + 2], id)
       if to == 'gone' then
+        -- Deleted as if never taken: its ID may hold again, under
+        -- another order's record, before Snapshot reads the holds'
+        -- records after its script; rn tells it.
+        if redis.call('HEXISTS', KEYS[b + 1], 'hold') == 1 then redis.call('HINCRBY', KEYS[b + 1], 'rn', 1) end
         redis.call('HDEL', KEYS[b + 4], id)
       else
         r.st = to

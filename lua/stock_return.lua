@@ -4,9 +4,9 @@
 --
 -- KEYS     5 per line i of the order here (i = 1..n), as in
 --          stock_confirm.lua: state (its rn counts the partial returns,
---          of held and confirmed lines), holds, users, lines (the line's
---          record: its units given back, and the signature of each
---          return applied), gone
+--          of held and confirmed lines, and the dropped holds), holds,
+--          users, lines (the line's record: its units given back, and
+--          the signature of each return applied), gone
 -- ARGV[1]  now, in ms, from the caller's clock (not the server's TIME)
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity, as in stock_deduct.lua

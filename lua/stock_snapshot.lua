@@ -15,8 +15,9 @@
 --              of every hold (those of the zset, then those held in the
 --              queue only, at their records' deadlines), {st of watched line i, '' when it has no
 --              record}, {1 if operation j's marker exists, else 0}, rn}
---              where rn is the state's count of partial returns
---              (stock_return.lua; '' for none), then {order ID, ...}
+--              where rn is the state's count of partial returns and
+--              dropped holds (stock_return.lua, stock_release.lua; '' for
+--              none), then {order ID, ...}
 --              of the queue's entries held in the queue only whose line
 --              record is missing (lost, or deleted after the order ended:
 --              the caller tells by the order's directory entry): the caller reads the

@@ -46,9 +46,10 @@ func (s *Store) endEntry(ctx context.Context, order, ident string) error {
 }
 
 // openEntry queues the order's member in its directory shard's open zset,
-// due at at (ms): first in a bind's pipeline, or in that of a call that
-// ends the order, so that should the call stop before the entry's end, the
-// reclaimer settles the entry then (see stock_dir_check.lua).
+// due at at (ms), first in the pipeline of a call that may end the order,
+// so that should the call stop before the entry's end, the reclaimer
+// settles the entry then (see stock_dir_check.lua; a bind adds the member
+// in bindNew).
 func (s *Store) openEntry(ctx context.Context, p redis.Pipeliner, order string, at int64) {
 	p.ZAdd(ctx, s.dirKeys(order)[2], redis.Z{Score: float64(at), Member: order})
 }

@@ -207,7 +207,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 				// The server refused the group for certain: undo the
 				// groups taken before it, as a refused order does, so a
 				// plain error means nothing is held.
-				return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, false))
+				return s.refuse(ctx, a, seen, a.groups[:i], err, a.token, false)
 			}
 			// The group may have been taken: the caller retries with the
 			// same order ID, and the reclaimer returns whatever a caller
@@ -217,7 +217,7 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 		gt, found, err := s.groupResult(ctx, res, g)
 		seen = seen || found
 		if err != nil {
-			return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups[:i], err, a.token, found))
+			return s.refuse(ctx, a, seen, a.groups[:i], err, a.token, found)
 		}
 		got[i] = gt
 		deadline, bound = minSet(deadline, gt.deadline), minSet(bound, gt.bound)
@@ -230,12 +230,12 @@ func (s *Store) deductAttempt(ctx context.Context, o stock.Order, ident string, 
 		// whatever attempts are on them, and the order is refused as the
 		// first attempt would have been.
 		err := &stock.SKUError{SKU: a.capSKU, Err: stock.ErrHoldTooLong}
-		return s.unbind(ctx, a, false, s.undo(ctx, a, a.groups, err, "*", false))
+		return s.refuse(ctx, a, false, a.groups, err, "*", false)
 	}
 	if err := a.tooLong(got, seen); err != nil {
 		// Every other check passed, as memstock checks the hold time last:
 		// undo every group, as for any refusal.
-		return s.unbind(ctx, a, seen, s.undo(ctx, a, a.groups, err, a.token, false))
+		return s.refuse(ctx, a, seen, a.groups, err, a.token, false)
 	}
 	return s.oneDeadline(ctx, a, got, deadline, bound)
 }
@@ -339,9 +339,12 @@ func minSet(a, b int64) int64 {
 // bindNew queues the common case of an attempt's bind: the order ID's
 // directory entry created where there is none (HSETNX), as
 // stock_dir_bind.lua creates it; where the entry exists the bind script
-// decides.
+// decides. The entry's member in the open zset is added where there is
+// none: one that exists is left where it is due, so a bind that meets
+// another order's entry (a conflict) moves nothing, and an entry checked
+// before its attempts' leases end is checked again when they do.
 func (s *Store) bindNew(ctx context.Context, p redis.Pipeliner, a *attempt) *redis.BoolCmd {
-	s.openEntry(ctx, p, a.o.ID, a.now+s.attemptLease())
+	p.ZAddNX(ctx, s.dirKeys(a.o.ID)[2], redis.Z{Score: float64(a.now + s.attemptLease()), Member: a.o.ID})
 	return p.HSetNX(ctx, s.dirKey(a.o.ID), a.o.ID, a.ident+"\ta0:"+a.token)
 }
 
@@ -559,14 +562,29 @@ func (s *Store) groupResult(ctx context.Context, cmd *redis.Cmd, g []stock.Item)
 	return groupTaken{}, found, badReply(res)
 }
 
+// refuse ends an attempt refused with cause after it took groups (or
+// counted on them): it undoes them, then takes the attempt off the order's
+// directory entry (unbind), and returns the Deduct's outcome. An undo that
+// failed leaves the attempt on the entry: its token may still be on lines
+// it took, which the entry must name until they end (by the caller's retry
+// or Revert, or by the reclaimer at their deadline).
+func (s *Store) refuse(ctx context.Context, a *attempt, seen bool, groups [][]stock.Item, cause error, token string, held bool) error {
+	undone, err := s.undo(ctx, a, groups, cause, token, held)
+	if !undone {
+		return err
+	}
+	return s.unbind(ctx, a, seen, err)
+}
+
 // undo takes the attempt token (this attempt's; "*" for every attempt,
 // for lines past their bound) off the holds of groups it took or counted
-// on, dropping those no other attempt counts on, and returns cause. A
-// refusal (a business error that does not say the order ended) is the
-// answer only if the order holds nothing as the attempt leaves (held: the
-// refused group found lines of the order); otherwise, and whenever the
-// undo failed, the outcome is unknown.
-func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cause error, token string, held bool) error {
+// on, dropping those no other attempt counts on, and returns whether it
+// did (false: a call failed, and the token may still be on some lines)
+// and the outcome. A refusal (a business error that does not say the order
+// ended) is the answer only if the order holds nothing as the attempt
+// leaves (held: the refused group found lines of the order); otherwise,
+// and whenever the undo failed, the outcome is unknown.
+func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cause error, token string, held bool) (undone bool, _ error) {
 	cmds := make([]*redis.Cmd, len(groups))
 	if len(groups) > 0 {
 		s.pipelined(ctx, func(p redis.Pipeliner) {
@@ -579,14 +597,14 @@ func (s *Store) undo(ctx context.Context, a *attempt, groups [][]stock.Item, cau
 		res, err := c.Int64Slice() // {found, changed}
 		if err != nil {
 			err = fmt.Errorf("the units it took stay held until its deadline: %w", s.writeErr(ctx, err))
-			return &outcomeError{err: errors.Join(detached(cause), err)}
+			return false, &outcomeError{err: errors.Join(detached(cause), err)}
 		}
 		held = held || len(res) != 2 || res[0] > res[1]
 	}
 	if held && stock.IsBusiness(cause) && !errors.Is(cause, stock.ErrHoldExpired) && !errors.Is(cause, stock.ErrOrderClosed) {
-		return &outcomeError{err: detached(cause)}
+		return true, &outcomeError{err: detached(cause)}
 	}
-	return cause
+	return true, cause
 }
 
 // release queues or runs the release script for one slot group; token

@@ -19,8 +19,9 @@
 //	                           it reads as hold), ver, epoch, gen, adj (the
 //	                           token of the last Adjust call applied), rn
 //	                           (partial returns, of held and confirmed
-//	                           lines: Snapshot tells by it that a hold's
-//	                           quantity changed while it read)
+//	                           lines, and holds dropped by an undone
+//	                           Deduct: Snapshot tells by it that a hold's
+//	                           record changed while it read)
 //	<prefix>:{<sku>}:holds     zset order ID -> hold deadline (ms)
 //	<prefix>:{<sku>}:hq        list "<deadline ms> <order ID>", the hold
 //	                           queue: the holds stock_deduct_hot.lua
@@ -266,7 +267,9 @@
 //   - bound (a Cluster or a Ring): an attempt wrote the entry (HSETNX, or
 //     stock_dir_bind.lua) after its member in the shard's open zset
 //     (<prefix>:dir:{<shard>}:open, due after the attempt lease: the
-//     default hold time plus Retention). A retry binds "same"; other
+//     default hold time plus Retention; a member already there stays
+//     where it is due, so a bind of other items under the ID moves
+//     nothing). A retry binds "same"; other
 //     items are stock.ErrConflict. An attempt refused with nothing taken
 //     leaves the entry; the last to leave deletes it, member and all. On
 //     one server the Deduct's script writes the entry with the holds, so

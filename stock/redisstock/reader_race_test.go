@@ -2,6 +2,7 @@ package redisstock_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,6 +160,60 @@ func TestSnapshotHoldsAddUpWhenAHoldIsConfirmedAndRefundedMeanwhile(t *testing.T
 		if sum != s.Held || s.Available+s.Held+s.Sold != 10 || len(s.Lost) > 0 {
 			t.Fatalf("Snapshot: available %d, held %d, sold %d, holds %+v (sum %d), lost %v; want the holds to add up to held, of one instant",
 				s.Available, s.Held, s.Sold, s.Holds, sum, s.Lost)
+		}
+	})
+}
+
+// On a Cluster an order on two slots that took its first group and was
+// refused on the second drops the first group's hold (its record
+// deleted), and the order ID is free again: a new order under the ID may
+// hold units of the same SKU before Snapshot reads the holds' records
+// after its script. Snapshot reported the hold of the instant it read
+// with the new order's quantity and user.
+func TestSnapshotOfAHoldDroppedAndItsIDTakenAgainMeanwhile(t *testing.T) {
+	eachCluster(t, func(t *testing.T, fx *fixture) {
+		lo, hi := skusInSlotOrder(t, fx)
+		fx.sale(lo, 10, 0, time.Minute)
+		fx.sale(hi, 1, 0, time.Minute)
+
+		ht := holdTake(fx.c, "x", 2) // x's second slot group, hi
+		done := make(chan error, 1)
+		go func() { done <- fx.s.Deduct(context.Background(), ord("x", "u1", it(lo, 3), it(hi, 2))) }()
+		ht.heldNow(t)
+		fx.want(lo, 7, 3, 0) // x holds 3 of lo, its take of hi waits
+
+		var first, again error
+		h := &betweenHook{cut: func(cmds []redis.Cmder) int {
+			for _, c := range cmds {
+				if c.Name() == "smismember" { // the pipeline of Snapshot's scripts
+					return len(cmds)
+				}
+			}
+			return -1
+		}}
+		h.between = func() {
+			ht.let()
+			first = <-done // hi sold out: the hold of lo dropped, x free
+			again = fx.s.Deduct(context.Background(), ord("x", "u2", it(lo, 1)))
+		}
+		fx.c.AddHook(h) // on the Store's own client: its scripts are loaded
+		h.armed.Store(true)
+		sn, err := fx.s.Snapshot(fx.ctx(), []redisstock.SnapshotRequest{{SKU: lo}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(first, stock.ErrSoldOut) {
+			t.Fatalf("first Deduct of x: %v, want sold out", first)
+		}
+		is(t, again, nil, "Deduct of x again, other items")
+		s := sn[0]
+		var sum int64
+		for _, hd := range s.Holds {
+			sum += hd.Qty
+		}
+		if sum != s.Held || s.Available+s.Held != 10 || len(s.Lost) > 0 {
+			t.Fatalf("Snapshot of %s: available %d, held %d, holds %+v (sum %d), lost %v; want the holds to add up to held, of one instant",
+				lo, s.Available, s.Held, s.Holds, sum, s.Lost)
 		}
 	})
 }

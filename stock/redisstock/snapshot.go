@@ -57,11 +57,12 @@ const snapshotBatch = 1024
 // trips per 1024 SKUs (the scripts, then the quantities of the holds; a
 // third when a hold queue has entries whose line record is missing: their
 // orders' directory entries tell a lost record from an ended one). A
-// SKU one of whose holds ended with its record deleted between the two (an
-// undone Deduct attempt drops its holds so), or one of whose held lines a
-// partial return changed between them (the SKU's state counts such returns,
-// field rn, read after the quantities), is read again, so that every hold
-// of the instant read has its quantity as of that instant, or is Lost.
+// SKU one of whose holds was dropped between the two (an undone Deduct
+// attempt deletes its holds' records, and the ID may hold again under a
+// record of another order), or one of whose lines a partial return changed
+// between them (the SKU's state counts both, field rn, read after the
+// quantities), is read again, so that every hold of the instant read has
+// its quantity as of that instant, or is Lost.
 // Different SKUs are read at slightly different moments.
 //
 // Its one write keeps the Store's registry of SKUs on sale whole: a SKU
@@ -273,7 +274,7 @@ func (s *Store) relist(ctx context.Context, out []Snapshot, in []bool) error {
 
 // parseSnapshot decodes one stock_snapshot.lua reply into sn, the holds'
 // order IDs and deadlines into sn.Holds (quantities still unset), the
-// state's count of partial returns into rn, and the hold
+// state's count of partial returns and dropped holds into rn, and the hold
 // queue's entries without a line record into miss.
 func parseSnapshot(sn *Snapshot, r SnapshotRequest, res []any, ids *[]string, rn *string, miss *[]string) error {
 	if len(res) != 6 {
@@ -357,7 +358,7 @@ func (s *Store) holdQtys(ctx context.Context, out []Snapshot, ids [][]string, rn
 				ins[i] = append(ins[i], p.ZScore(ctx, s.holdsKey(out[i].SKU), id))
 			}
 			// After the records, on the same server: a partial return
-			// since the script moved rn.
+			// or a dropped hold since the script moved rn.
 			rn[i] = p.HGet(ctx, s.stateKey(out[i].SKU), "rn")
 		}
 	})
