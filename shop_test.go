@@ -82,6 +82,7 @@ func TestNewRefusesWhatItDerives(t *testing.T) {
 		"Reconcile.Observer":  {Reconcile: reconcile.Config{Observer: obs}},
 		"Reconcile.GateHold":  {Reconcile: reconcile.Config{GateHold: func(d time.Duration) time.Duration { return d }}},
 		"Flow.RecordGrace":    {Flow: tiered.Config{RecordGrace: time.Second}, Reclaim: stock.ReclaimerConfig{Interval: 2 * time.Second}},
+		"RampSteps[0]":        {Breaker: degrade.Config{RampSteps: []float64{0, 0.5}}},
 	} {
 		_, err := stockguard.New(rdb, db, cfg)
 		if !errors.Is(err, stock.ErrInvalid) || !strings.Contains(err.Error(), field) {

@@ -3,6 +3,7 @@ package degrade
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -72,7 +73,8 @@ var (
 // and an order whose outcome at the flow is unknown can be settled at the
 // record while the gate is down. A fallback given with a flow must be that
 // flow's Fallback (or a wrapper forwarding its Flow method); any other is
-// refused with an error wrapping stock.ErrInvalid.
+// refused with an error wrapping stock.ErrInvalid, as is a ramp step
+// outside (0, 1) (Config.RampSteps).
 //
 // With any other primary the fallback must see the primary's orders: a
 // fallback that does not would sell the same units twice.
@@ -93,6 +95,12 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 		shared = true
 	} else if fallback == nil {
 		return nil, &stock.InvalidError{Field: "degrade.New fallback", Reason: "nil, and the primary is not a stock/tiered flow"}
+	}
+	for i, p := range cfg.RampSteps {
+		if !(p > 0 && p < 1) { // NaN too
+			return nil, &stock.InvalidError{Field: fmt.Sprintf("degrade.Config.RampSteps[%d]", i),
+				Reason: fmt.Sprintf("%v is not in (0, 1): a step sends that share of orders to the primary, and moves on only once the primary answered one", p)}
+		}
 	}
 	cfg = cfg.withDefaults()
 	d := &Manager{
