@@ -86,7 +86,7 @@ type cachedHold struct {
 // NewRecorder returns a Recorder that publishes to pub. The hold time of
 // each message's Deadline is the gate's: the order's own HoldTTL, or else
 // the shortest hold time gate reports for the order's SKUs (read once per
-// RecorderConfig.HoldCache), so it cannot disagree with the listing.
+// RecorderConfig.HoldCache, on its Clock), so it cannot disagree with the listing.
 func NewRecorder(pub Publisher, gate LevelsReader, cfg RecorderConfig) *Recorder {
 	if cfg.HoldCache <= 0 {
 		cfg.HoldCache = time.Second
@@ -214,7 +214,7 @@ func (r *Recorder) hold(ctx context.Context, o stock.Order) (time.Duration, erro
 var errNoItems = errors.New("handoff: order without items")
 
 func (r *Recorder) skuHold(ctx context.Context, sku string) (time.Duration, error) {
-	now := time.Now()
+	now := r.cfg.Clock.Now()
 	r.mu.Lock()
 	c, ok := r.holds[sku]
 	r.mu.Unlock()
