@@ -86,7 +86,8 @@ type cachedHold struct {
 // NewRecorder returns a Recorder that publishes to pub. The hold time of
 // each message's Deadline is the gate's: the order's own HoldTTL, or else
 // the shortest hold time gate reports for the order's SKUs (read once per
-// RecorderConfig.HoldCache, on its Clock), so it cannot disagree with the listing.
+// RecorderConfig.HoldCache, on its Clock), so it cannot disagree with the
+// listing.
 func NewRecorder(pub Publisher, gate LevelsReader, cfg RecorderConfig) *Recorder {
 	if cfg.HoldCache <= 0 {
 		cfg.HoldCache = time.Second
