@@ -178,12 +178,15 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 //
 // The gate goes first so that a hand-off racing the revert always sees the
 // order closed at the gate, before or after it writes the record (see
-// Settle), and never leaves it recorded. A gate that answers
-// stock.ErrUnavailable (it lost its data, so it holds nothing the revert
-// could return, and a racing hand-off cannot pass its recheck) does not
-// stop the revert at the record: the order is cancelled there, and the
-// answer is the gate's error only when the record did not know the order
-// either.
+// Settle), and never leaves it recorded. A gate that does not know the
+// order (it lost its data, or a fallback took the order while it was
+// down), or answers stock.ErrUnavailable (it lost its data, so it holds
+// nothing the revert could return, and a racing hand-off cannot pass its
+// recheck), does not stop the revert at the record: the order is
+// cancelled there alone, as [Fallback.Revert] does, and its SKUs are
+// reported to Config.OnDrift (the units are back at the record, not at
+// the gate). The answer is the gate's error only when the record did not
+// know the order either.
 func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
@@ -191,24 +194,28 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 		return err
 	}
 	gerr := m.gate.Revert(ctx, orderID)
-	if gerr != nil && !errors.Is(gerr, stock.ErrUnknownOrder) && !unavailable(gerr) {
+	switch {
+	case gerr == nil:
+	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
+		// The gate holds nothing of the order: the record alone returns it.
+		rerr := m.Fallback().Revert(ctx, orderID)
+		switch {
+		case !errors.Is(rerr, stock.ErrUnknownOrder):
+			return rerr
+		case unavailable(gerr):
+			return gerr // the gate may know it: ask again
+		default:
+			return stock.ErrUnknownOrder
+		}
+	default:
 		return gerr
 	}
 	rerr := m.record.Revert(ctx, orderID)
 	switch {
-	case rerr == nil:
-		return nil
-	case !errors.Is(rerr, stock.ErrUnknownOrder):
-		if gerr == nil {
-			return &TierError{Tier: Record, Op: "revert", Err: rerr}
-		}
-		return rerr
-	case gerr == nil:
-		return nil // held at the gate only: pending, or its record failed
-	case unavailable(gerr):
-		return gerr // the gate may know it: ask again
+	case rerr == nil, errors.Is(rerr, stock.ErrUnknownOrder):
+		return nil // or held at the gate only: pending, or its record failed
 	default:
-		return stock.ErrUnknownOrder
+		return &TierError{Tier: Record, Op: "revert", Err: rerr}
 	}
 }
 

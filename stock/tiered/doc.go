@@ -125,11 +125,12 @@
 // hold times, and every decision (a late Confirm, an extension, a repeat)
 // by the order's gate deadline, as the flow decides for an order its gate
 // does not know. Every unit it moves at the record alone (an order taken
-// or returned, a listing, a restock), and every unit the follow-up or the
-// record's own reclaimer returns for an order the gate never had, is
-// reported to Config.OnDrift with its SKUs: the gate must be brought to
-// agree (package reconcile) before it takes traffic again, and package
-// stockguard does it as the reports come.
+// or returned, a listing, a restock), and every unit the follow-up, the
+// record's own reclaimer or the flow's Revert and RevertItems return for
+// an order the gate does not know, is reported to Config.OnDrift with its
+// SKUs: the gate must be brought to agree (package reconcile) before it
+// takes traffic again, and package stockguard does it as the reports
+// come.
 //
 // # Own hold times and extended holds
 //
@@ -163,7 +164,9 @@
 // ended between the two steps (the reclaimer returned the rest at the
 // gate's deadline and the whole copy at the record, which gave back the
 // return's units too). Every later step (Confirm, Revert, the reclaimer)
-// counts what is left of the order at each tier.
+// counts what is left of the order at each tier. An order the gate does
+// not know is returned at the record alone, as [Fallback.RevertItems]
+// does, and the return's SKUs go to Config.OnDrift.
 //
 // # Confirm, Revert and the reclaimer
 //
@@ -183,7 +186,9 @@
 //     Confirm while the gate was down included).
 //   - Revert reverts at the gate, then at the record. It returns nil when
 //     either tier reverted, stock.ErrUnknownOrder only when neither knew the
-//     order.
+//     order. An order the gate does not know (it lost its data, or a
+//     fallback took it) is reverted at the record alone, as
+//     [Fallback.Revert] does, and its SKUs go to Config.OnDrift.
 //   - ReclaimExpired (above) reports the lines the gate returned, since the
 //     gate is the tier Levels reports. The record is asked about the
 //     orders first: one it has confirmed (a Confirm that reached the record

@@ -23,8 +23,10 @@ var _ stock.PartialReverter = (*Manager)(nil)
 // ErrHoldExpired, ErrOrderClosed) are returned as they are, with nothing
 // written. An order the gate does not know (it lost its data, or a
 // fallback took the order: package degrade), or a gate that answers
-// stock.ErrUnavailable, is returned at the record alone, by the order's
-// gate deadline for a held one (stock.ErrHoldExpired once it has passed).
+// stock.ErrUnavailable, is returned at the record alone, as
+// [Fallback.RevertItems] does: by the order's gate deadline for a held one
+// (stock.ErrHoldExpired once it has passed), and the units given back
+// there are reported to Config.OnDrift with their SKUs.
 //
 // Once the gate has given the units back, a record that fails is a
 // *TierError: call again with the same r, which finishes the job at the
@@ -55,7 +57,7 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	gerr := m.gate.RevertItems(ctx, r)
 	switch {
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
-		return m.revertItemsByRecord(ctx, in, r)
+		return m.Fallback().RevertItems(ctx, r)
 	case gerr != nil:
 		return gerr
 	}
