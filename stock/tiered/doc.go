@@ -53,7 +53,11 @@
 // has gets what a repeat gets by the contract (nil while it is held or
 // confirmed, stock.ErrHoldExpired past its gate deadline), not the
 // refusal. Only refused orders pay this read; an admitted order costs
-// what it did.
+// what it did. So a rebuilt gate that still has the units admits the
+// repeat as a new order, and the record answers it as the repeat it is:
+// the gate holds the order's units a second time, and sells that much
+// less than the record has (never more) until a reconcile pass corrects
+// it (a Shop's Run makes one every reconcile.Config.Interval).
 //
 // # Errors: one rule
 //
