@@ -88,14 +88,28 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 }
 
 // settingsDiffer reports whether the gate's settings of f's SKU (per-user
-// limit, hold time, maximum hold time) are not the record's, as
-// Config.GateHold maps them: a listing changed at the record alone (while
-// a breaker kept traffic off the gate).
+// limit, hold time, maximum hold time) do not map to the record's: a
+// listing changed at the record alone (while a breaker kept traffic off
+// the gate). It compares in the direction the flow writes, gate to
+// record (see agrees), so a gate whose settings give the record's is
+// never relisted, however the cap at stock.MaxHoldTTL folded them.
 func (r *Reconciler) settingsDiffer(f *finding) bool {
 	g, rec := f.gate.Levels, f.rec.Levels
 	return g.PerUserLimit != rec.PerUserLimit ||
-		g.HoldTTL != (stock.Listing{HoldTTL: r.cfg.GateHold(rec.HoldTTL)}).EffectiveHoldTTL() ||
-		g.MaxHoldTTL != r.gateEffectiveMaxHold(rec)
+		!agrees(g.HoldTTL, stock.Listing{HoldTTL: r.cfg.GateHold(rec.HoldTTL)}.EffectiveHoldTTL(), rec.HoldTTL) ||
+		!agrees(g.MaxHoldTTL, r.gateEffectiveMaxHold(rec), rec.MaxHoldTTL)
+}
+
+// agrees reports whether a gate setting (hold time or maximum hold time)
+// maps to the record's setting rec, given least, the smallest gate
+// setting that maps to rec (what Config.GateHold and gateMaxHold give a
+// rebuilt gate). The record's settings grow with the gate's and are
+// capped at stock.MaxHoldTTL (stock/tiered RecordListing): below the cap
+// only least maps to rec, at the cap every gate setting from least up
+// does (a 20-day listing and a 15-day one both give a default tiered
+// record 30 days).
+func agrees(gate, least, rec time.Duration) bool {
+	return gate == least || (rec == stock.MaxHoldTTL && gate >= least)
 }
 
 // correct applies f's correction at the gate, fenced: the delta (Adjust),
@@ -285,9 +299,11 @@ func errStale(sku string) error {
 // stock/tiered record holds every deadline that grace longer, its
 // MaxHoldTTL included), between the gate's hold time and
 // stock.MaxHoldTTL. Zero, the hold time, when the record's is its hold
-// time. A record MaxHoldTTL that tiered capped at stock.MaxHoldTTL gives
-// a gate maximum up to the grace shorter than the listing's: extensions
-// are bounded a little early, never late.
+// time. It is the smallest gate maximum that maps to the record's: a
+// record MaxHoldTTL that tiered capped at stock.MaxHoldTTL gives a
+// rebuilt gate a maximum up to the grace shorter than the listing's
+// (extensions are bounded a little early, never late), and a plain pass
+// leaves a gate's longer one as it is (see agrees).
 func (r *Reconciler) gateMaxHold(rec stock.Levels) time.Duration {
 	if rec.MaxHoldTTL <= rec.HoldTTL {
 		return 0

@@ -50,7 +50,13 @@ type Config struct {
 	// (or that Config's GateHold); a shop whose gate and record hold for
 	// the same time (no stock/tiered) passes the identity. The gate's
 	// MaxHoldTTL is the record's less the same grace (the record time less
-	// GateHold of it).
+	// GateHold of it). A mapping of one's own must give, like tiered's,
+	// the smallest gate hold time whose record hold is record, of a record
+	// hold that grows with the gate's and is capped at stock.MaxHoldTTL: a
+	// pass takes a gate setting as the record's when it is that smallest
+	// one or, where the record's is at the cap, any longer one (all of them
+	// give the record the cap), so it never shortens a gate's hold time
+	// that the flow's cap folded.
 	GateHold func(record time.Duration) time.Duration
 	// RestockWindow is how far back a pass reads the record's restocks
 	// (by operation ID) to find those the gate has not applied yet: such a

@@ -19,10 +19,14 @@
 // (a pass completes the restocks it finds in flight, so their term is 0
 // once it is done), and Redis has the database's settings of the SKU: its
 // per-user limit, and its hold time and maximum hold time as
-// Config.GateHold maps them (a listing changed at the database alone, by a
-// fallback while Redis was down, is given to Redis with the count's
-// correction, in the same fenced write: redisstock Store.Relist). The in-transit terms vanish once the orders and
-// restocks in flight settle, leaving Redis available = database available. The seeds'
+// Config.GateHold maps them, compared gate to record: a gate setting that
+// gives the record's is the record's, also where the cap at
+// stock.MaxHoldTTL makes several gate settings give it. A listing changed
+// at the database alone, by a fallback while Redis was down, is given to
+// Redis with the count's correction, in the same fenced write
+// (redisstock Store.Relist). The in-transit terms vanish once the orders
+// and restocks in flight settle, leaving Redis available = database
+// available. The seeds'
 // reconciliation overwrites Redis with the database count, which sells
 // every in-flight hold twice; here a correction is a delta (redisstock
 // Store.Adjust), applied only if the SKU's fence is still the one read: a

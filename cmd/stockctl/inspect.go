@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
@@ -105,16 +106,23 @@ func (s *session) noteSettings(l skuLevels) {
 	}
 	hold := time.Duration(l.Gate.HoldMs) * time.Millisecond
 	recHold := time.Duration(l.Record.HoldMs) * time.Millisecond
-	want := s.flow.GateHold(recHold)
-	// The record's maximum is the gate's plus the same grace (tiered
-	// RecordListing); a record that keeps none reports 0.
-	maxHold, wantMax := time.Duration(l.Gate.MaxHoldMs)*time.Millisecond, want
-	if recMax := time.Duration(l.Record.MaxHoldMs) * time.Millisecond; recMax > recHold {
-		wantMax = max(recMax-(recHold-want), want)
-	}
-	maxOK := maxHold == wantMax || maxHold == 0
-	if hold == want && l.Gate.PerUserLimit == l.Record.PerUserLimit && maxOK {
+	maxHold := time.Duration(l.Gate.MaxHoldMs) * time.Millisecond
+	recMax := max(time.Duration(l.Record.MaxHoldMs)*time.Millisecond, recHold) // a record that keeps none reports 0
+	// The flow writes the record's settings from the gate's (tiered
+	// RecordListing): they agree when the gate's give the record's, however
+	// the cap at stock.MaxHoldTTL folded them (a 20-day hold and a 15-day
+	// one both give a default record 30 days).
+	rl := s.flow.RecordListing(stock.Listing{HoldTTL: hold, MaxHoldTTL: maxHold})
+	maxOK := maxHold == 0 || rl.EffectiveMaxHoldTTL() == recMax
+	if rl.EffectiveHoldTTL() == recHold && l.Gate.PerUserLimit == l.Record.PerUserLimit && maxOK {
 		return
+	}
+	// What a warm-up would give the gate: the smallest settings that map
+	// to the record's (the record's maximum less the same grace).
+	want := s.flow.GateHold(recHold)
+	wantMax := want
+	if recMax > recHold {
+		wantMax = max(recMax-(recHold-want), want)
 	}
 	maxNote := ""
 	if !maxOK {

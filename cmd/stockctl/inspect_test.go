@@ -91,3 +91,16 @@ func TestInspectUnknownAndOneSided(t *testing.T) {
 		r.exits(t, exitUnresolved, `"lamp" is on the record only`, "stockctl reconcile --apply lamp")
 	})
 }
+
+// A hold time whose record hold tiered capped at stock.MaxHoldTTL is the
+// flow's own writing: inspect notes nothing about it (20 days at the gate
+// give a default record 30, as 15 days would).
+func TestInspectTakesACappedHoldAsTheFlows(t *testing.T) {
+	forEach(t, func(t *testing.T, s *shop) {
+		s.putOnSale("phone", 10, 0, 20*24*time.Hour)
+		r := s.run("inspect", "phone")
+		if r.code != exitOK || r.err != "" {
+			t.Fatalf("inspect: exit %d, stderr:\n%s\nwant exit 0 and nothing", r.code, r.err)
+		}
+	})
+}

@@ -34,9 +34,12 @@ func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 // it when putting a SKU on sale at the record alone.
 func (m *Manager) RecordHold(gate time.Duration) time.Duration { return m.cfg.RecordHold(gate) }
 
-// GateHold is RecordHold's inverse: the gate hold time whose record hold is
-// record (at least a millisecond). Reconciliation uses it to rebuild a
-// flushed gate from the record (reconcile.Config.GateHold).
+// GateHold is the smallest gate hold time whose record hold is record (at
+// least a millisecond): RecordHold's inverse below stock.MaxHoldTTL. At the
+// cap every gate hold time from GateHold(record) up has that record hold
+// (RecordHold(GateHold(r)) == r, not GateHold(RecordHold(g)) == g).
+// Reconciliation uses it to rebuild a flushed gate from the record
+// (reconcile.Config.GateHold).
 func (m *Manager) GateHold(record time.Duration) time.Duration { return m.cfg.GateHold(record) }
 
 // RecordHold is the record's hold time for a gate hold time under c: gate
@@ -50,8 +53,10 @@ func (c Config) RecordHold(gate time.Duration) time.Duration {
 	return min(gate+grace, stock.MaxHoldTTL)
 }
 
-// GateHold is RecordHold's inverse under c: the gate hold time whose
-// record hold is record (at least a millisecond). Config{}.GateHold is the
+// GateHold is the smallest gate hold time whose record hold under c is
+// record (at least a millisecond): RecordHold's inverse below
+// stock.MaxHoldTTL, and at the cap the least of the gate hold times that
+// RecordHold folds onto it. Config{}.GateHold is the
 // mapping of a Manager with the default grace, which is what package
 // reconcile assumes unless told otherwise.
 func (c Config) GateHold(record time.Duration) time.Duration {
