@@ -62,9 +62,15 @@ type Config struct {
 	// (by operation ID) to find those the gate has not applied yet: such a
 	// restock is in flight (stock/tiered writes the record first), so a
 	// pass neither counts it as drift nor applies it twice; it completes it
-	// at the gate with the same operation ID. A restock older than the
-	// window that never reached the gate is drift. Default 1 hour, at most
-	// half the gate's Retention; New refuses a window not below the gate's
+	// at the gate with the same operation ID, which the gate then
+	// remembers for its Retention: a retry of the restock (stock/tiered
+	// Restock after an unknown outcome) adds nothing more there. A restock
+	// older than the window that never reached the gate is drift, and its
+	// retry would add it at the gate again: the window must cover the
+	// longest the gate may stay out of reach. Default half the gate's
+	// Retention (12 hours with redisstock's default), as long as the
+	// gate's memory of operation IDs lets a pass trust its answer with a
+	// margin for clocks; New refuses a window not below the gate's
 	// Retention (the gate must remember every operation of the window).
 	RestockWindow time.Duration
 	// Clock gives the time RestockWindow is measured back from; give it the
@@ -105,10 +111,6 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
-
-// DefaultRestockWindow is the RestockWindow of a Config that does not set
-// one (at most half the gate's Retention).
-const DefaultRestockWindow = time.Hour
 
 // Errors a pass returns, wrapped with detail; compare with errors.Is.
 var (

@@ -140,7 +140,13 @@
 // second step adds nothing. A restock that reached the database more than
 // the window ago and never reached Redis is drift, which the correction
 // repairs: a restock's second step must reach Redis within the window (the
-// window is well under the gate's Retention, which New checks).
+// window is under the gate's Retention, which New checks). The window is
+// the horizon of a restock's retry, so by default it is as long as the
+// gate's memory of operation IDs lets a pass trust Redis's answer, with
+// room for clocks and the pass: half the gate's Retention. A Redis outage
+// shorter than that leaves every restock it caught in flight, completed
+// under its operation ID, and a retry of one adds nothing more; counted as
+// drift it would add the units a second time.
 //
 // One interleaving escapes a single reading: an order recorded at the
 // database after t1 and confirmed at the gate before t2 (Redis counts it

@@ -36,7 +36,7 @@ func New(gate Gate, record Record, cfg Config) (*Reconciler, error) {
 			" is not within (0, the gate's Retention " + keep.String() + ")"}
 	}
 	if cfg.RestockWindow == 0 {
-		cfg.RestockWindow = min(DefaultRestockWindow, keep/2)
+		cfg.RestockWindow = keep / 2
 	}
 	return &Reconciler{gate: gate, record: record, cfg: cfg.withDefaults()}, nil
 }

@@ -196,7 +196,7 @@ func TestRebuildCountsRestocksInFlight(t *testing.T) {
 		}
 		// Outside the window a restock the gate never got is drift.
 		w.must(w.record.Restock(w.ctx, stock.Restock{OpID: "delivery-2", SKU: "a", Units: 3}), "record-only restock")
-		w.clock.Advance(reconcile.DefaultRestockWindow + time.Second)
+		w.clock.Advance(redisstock.DefaultRetention/2 + time.Second) // the default window: half the gate's Retention
 		rep, err = rec.Repair(w.ctx, []string{"a"})
 		w.must(err, "Repair")
 		checkCorrection(t, rep.Corrections, reconcile.Correction{SKU: "a", Action: reconcile.ActionCorrected,

@@ -77,8 +77,11 @@ func (c Config) GateHold(record time.Duration) time.Duration {
 // which adds nothing more at the record and finishes the job at the gate
 // (within the tiers' memory of operation IDs, e.g. redisstock's
 // Retention). Until then reconciliation counts the record's operation as
-// in flight rather than as drift, and may finish it at the gate under the
-// same ID.
+// in flight rather than as drift, for its RestockWindow (by default half
+// the gate's Retention), and may finish it at the gate under the same ID,
+// which the retry then finds there. A restock the gate has not got when
+// the window ends (the gate out of reach longer than that) is counted as
+// drift: do not retry it then, its units are at both tiers.
 func (m *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRestock, 1)
 	defer func() { tr.Done(err) }()
