@@ -100,6 +100,27 @@ func (r *Reconciler) settingsDiffer(f *finding) bool {
 		!agrees(g.MaxHoldTTL, r.gateEffectiveMaxHold(rec), rec.MaxHoldTTL)
 }
 
+// gateHolds returns the hold time and maximum hold time a write of the
+// record's settings gives the gate of f's SKU: the gate's own where they
+// agree with the record's (a relist for another setting, e.g. the
+// per-user limit, keeps a hold time the cap folded), the smallest that
+// map to the record's otherwise.
+func (r *Reconciler) gateHolds(f *finding) (hold, maxHold time.Duration) {
+	g, rec := f.gate.Levels, f.rec.Levels
+	hold, maxHold = r.cfg.GateHold(rec.HoldTTL), r.gateMaxHold(rec)
+	least := stock.Listing{HoldTTL: hold}.EffectiveHoldTTL()
+	if f.gate.Exists && agrees(g.HoldTTL, least, rec.HoldTTL) {
+		hold = g.HoldTTL
+	}
+	if f.gate.Exists && agrees(g.MaxHoldTTL, r.gateEffectiveMaxHold(rec), rec.MaxHoldTTL) {
+		maxHold = g.MaxHoldTTL
+	}
+	if maxHold != 0 && maxHold < hold {
+		maxHold = hold
+	}
+	return hold, maxHold
+}
+
 // agrees reports whether a gate setting (hold time or maximum hold time)
 // maps to the record's setting rec, given least, the smallest gate
 // setting that maps to rec (what Config.GateHold and gateMaxHold give a
@@ -121,8 +142,9 @@ func (r *Reconciler) correct(ctx context.Context, f *finding) (bool, error) {
 	if !r.settingsDiffer(f) {
 		return r.gate.Adjust(ctx, f.sku, f.fence, f.delta())
 	}
+	hold, maxHold := r.gateHolds(f)
 	got, err := r.gate.Relist(ctx, []redisstock.Relist{{SKU: f.sku, Fence: f.fence, Delta: f.delta(),
-		PerUserLimit: f.rec.PerUserLimit, HoldTTL: r.cfg.GateHold(f.rec.HoldTTL), MaxHoldTTL: r.gateMaxHold(f.rec.Levels), Force: true}})
+		PerUserLimit: f.rec.PerUserLimit, HoldTTL: hold, MaxHoldTTL: maxHold, Force: true}})
 	switch {
 	case err != nil:
 		return false, err

@@ -70,3 +70,34 @@ func TestRepairRaisesAGateHoldBelowTheCapsLeast(t *testing.T) {
 		}
 	})
 }
+
+// A repair that gives the gate another setting of the record's (here the
+// per-user limit, changed at the record alone) keeps the gate's hold time
+// and maximum where they already give the record's: a 20-day listing
+// stays at 20 days, not the 15 a rebuild would give it.
+func TestRepairOfAnotherSettingKeepsAFoldedHoldTime(t *testing.T) {
+	forEach(t, func(t *testing.T, p pair) {
+		w := newWorld(t, p, reconcile.Config{})
+		l := stock.Listing{SKU: "a", Units: 10, HoldTTL: 20 * 24 * time.Hour}
+		w.must(w.flow.PutOnSale(w.ctx, l), "put on sale")
+		l.PerUserLimit = 3
+		w.must(w.flow.Fallback().PutOnSale(w.ctx, l), "put on sale at the record alone")
+		for _, pass := range []string{"Repair", "WarmUp"} {
+			var err error
+			var rep reconcile.Report
+			if pass == "Repair" {
+				rep, err = w.rec.Repair(w.ctx, []string{"a"})
+			} else {
+				rep, err = w.rec.WarmUp(w.ctx, []string{"a"}, true)
+			}
+			w.must(err, pass)
+			if pass == "Repair" && (len(rep.Corrections) != 1 || !rep.Corrections[0].Settings) {
+				t.Fatalf("Repair %+v, want one correction of the settings", rep.Corrections)
+			}
+			if g, _ := w.levels("a"); g.PerUserLimit != 3 || g.HoldTTL != l.HoldTTL || g.MaxHoldTTL != l.HoldTTL {
+				t.Fatalf("gate after %s: limit %d, hold %v, max %v; want limit 3, hold and max %v",
+					pass, g.PerUserLimit, g.HoldTTL, g.MaxHoldTTL, l.HoldTTL)
+			}
+		}
+	})
+}

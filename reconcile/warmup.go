@@ -156,8 +156,9 @@ func (r *Reconciler) relist(ctx context.Context, rep *Report, fs []*finding, for
 	}
 	rls := make([]redisstock.Relist, len(fs))
 	for i, f := range fs {
+		hold, maxHold := r.gateHolds(f)
 		rls[i] = redisstock.Relist{SKU: f.sku, Fence: f.fence, Delta: f.delta(), PerUserLimit: f.rec.PerUserLimit,
-			HoldTTL: r.cfg.GateHold(f.rec.HoldTTL), MaxHoldTTL: r.gateMaxHold(f.rec.Levels), Force: force}
+			HoldTTL: hold, MaxHoldTTL: maxHold, Force: force}
 	}
 	got, err := r.gate.Relist(ctx, rls)
 	if err != nil {
