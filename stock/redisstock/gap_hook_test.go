@@ -2,6 +2,8 @@ package redisstock_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -9,35 +11,49 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// takeHold holds the take of one order ID: the n-th command or pipeline
-// that carries a deduct script (stock_deduct.lua or stock_deduct_hot.lua)
-// naming the order, counted from 1. Everything else passes, so Confirm,
-// Revert, RevertItems, ExtendHold, readers and the reclaimer run while the
-// take waits, its order ID already bound.
+// takeHold holds the n-th command or pipeline (counted from 1) that
+// carries a script call match accepts: the take of one order ID
+// (holdTake), or a call with a given argument (holdArg). Everything else
+// passes, so Confirm, Revert, RevertItems, ExtendHold, readers and the
+// reclaimer run while the call waits.
 type takeHold struct {
-	order string
+	what  string // for the failure message
+	match func(redis.Cmder) bool
 	nth   int
 
 	mu      sync.Mutex
 	seen    int
-	held    chan struct{} // closed when the take is held
+	held    chan struct{} // closed when the call is held
 	release chan struct{} // closed to let it go
 }
 
-func holdTake(c redis.UniversalClient, order string, nth int) *takeHold {
-	h := &takeHold{order: order, nth: nth, held: make(chan struct{}), release: make(chan struct{})}
+func holdCall(c redis.UniversalClient, what string, match func(redis.Cmder) bool, nth int) *takeHold {
+	h := &takeHold{what: what, match: match, nth: nth, held: make(chan struct{}), release: make(chan struct{})}
 	c.AddHook(h)
 	return h
 }
 
-// isTake reports whether cmd runs a deduct script with the order ID among
+// holdTake holds the n-th take of an order ID: a deduct script call
+// (stock_deduct.lua or stock_deduct_hot.lua) naming the order, its order
+// ID already bound.
+func holdTake(c redis.UniversalClient, order string, nth int) *takeHold {
+	return holdCall(c, "the take of "+order, func(cmd redis.Cmder) bool { return isTake(cmd) && hasArg(cmd, order) }, nth)
+}
+
+// holdArg holds the first script call (EVAL or EVALSHA) with arg among
 // its arguments.
-func (h *takeHold) isTake(cmd redis.Cmder) bool {
-	if !isTake(cmd) {
-		return false
-	}
+func holdArg(c redis.UniversalClient, arg string) *takeHold {
+	return holdCall(c, fmt.Sprintf("a script call with %q", arg), func(cmd redis.Cmder) bool {
+		n := cmd.Name()
+		return (n == "evalsha" || n == "eval") && hasArg(cmd, arg)
+	}, 1)
+}
+
+// hasArg reports whether arg is among cmd's arguments after its name and
+// first argument.
+func hasArg(cmd redis.Cmder, arg string) bool {
 	for _, a := range cmd.Args()[2:] {
-		if s, ok := a.(string); ok && s == h.order {
+		if s, ok := a.(string); ok && s == arg {
 			return true
 		}
 	}
@@ -45,11 +61,7 @@ func (h *takeHold) isTake(cmd redis.Cmder) bool {
 }
 
 func (h *takeHold) wait(cmds []redis.Cmder) {
-	take := false
-	for _, c := range cmds {
-		take = take || h.isTake(c)
-	}
-	if !take {
+	if !slices.ContainsFunc(cmds, h.match) {
 		return
 	}
 	h.mu.Lock()
@@ -84,7 +96,7 @@ func (h *takeHold) heldNow(t *testing.T) {
 	select {
 	case <-h.held:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the take of %s was never sent", h.order)
+		t.Fatalf("%s was never sent", h.what)
 	}
 }
 
