@@ -1,7 +1,6 @@
 -- stock_dir_release.lua: an attempt whose Deduct failed leaves the order's
 -- directory entry; the last attempt to leave deletes it (the order ID is
--- free again), unless it found the order ended.
--- Runs after stock_lib.lua.
+-- free again). Runs after stock_lib.lua.
 --
 -- KEYS[1]  <p>:dir:{<shard>}        hash order ID -> directory entry
 -- KEYS[2]  <p>:dir:{<shard>}:open   zset of the shard's open entries
@@ -17,14 +16,9 @@
 --          by another order under the same ID once that order is found to
 --          hold nothing (stock_dir_bind.lua, stock_dir_check.lua); the
 --          entry itself never expires while a successful attempt may count
---          on it. -1: the leaving attempt found the order ended (closed
---          or expired: a Revert, a Confirm or the reclaimer may be ending
---          it right now), so the entry stays even when no attempt is left
---          on it, for what ends the order, or the reclaimer
---          (stock_dir_check.lua), to end it.
+--          on it.
 -- Reply    1 if the entry was deleted, 0 otherwise (another identity, or
---          other attempts still on it, or a successful one, or the order
---          found ended).
+--          other attempts still on it, or a successful one).
 --
 -- Only an attempt in the entry's live set leaves it: an ended entry, or
 -- one whose set expired (or that has none: written on one server, or by
@@ -35,8 +29,8 @@ local id, ident, token = ARGV[1], ARGV[2], ARGV[3]
 local d = dir_decode(redis.call('HGET', KEYS[1], id))
 if not d or d.id ~= ident or d.e or not dir_attempts(d) or not has_token(d.toks, token) then return 0 end
 local left = without_token(d.toks, token)
-local lease = tonumber(ARGV[4])
-if left ~= '' or lease < 0 then
+if left ~= '' then
+  local lease = tonumber(ARGV[4])
   d.toks = left
   if lease > 0 then d.lease = clock() + lease end
   redis.call('HSET', KEYS[1], id, dir_encode(d))

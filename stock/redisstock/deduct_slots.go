@@ -416,21 +416,16 @@ func (s *Store) takeOver(ctx context.Context, a *attempt, stale string) (string,
 }
 
 // unbind takes the attempt off the order's directory entry after a refusal
-// (the last attempt to leave deletes it, unless the refusal says the order
-// ended: closed or expired, and the entry stays for what ends the order)
-// and returns cause, joined with the unbind's own failure if it had one.
-// An attempt that found no record of the order (seen false) gives the
-// attempt set of an entry other attempts are still on a lease (see "The
-// life of an order" in the package doc).
+// (the last attempt to leave deletes it) and returns cause, joined with the
+// unbind's own failure if it had one. An attempt that found no record of
+// the order (seen false) gives the attempt set of an entry other attempts
+// are still on a lease (see "The life of an order" in the package doc).
 func (s *Store) unbind(ctx context.Context, a *attempt, seen bool, cause error) error {
 	if a.ended {
 		return cause // never on the entry
 	}
 	lease := int64(0)
-	switch {
-	case errors.Is(cause, stock.ErrOrderClosed) || errors.Is(cause, stock.ErrHoldExpired):
-		lease = -1
-	case !seen:
+	if !seen {
 		lease = s.attemptLease()
 	}
 	keys := s.dirKeys(a.o.ID)

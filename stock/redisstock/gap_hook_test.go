@@ -2,8 +2,6 @@ package redisstock_test
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,49 +9,35 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// takeHold holds the n-th command or pipeline (counted from 1) that
-// carries a script call match accepts: the take of one order ID
-// (holdTake), or a call with a given argument (holdArg). Everything else
-// passes, so Confirm, Revert, RevertItems, ExtendHold, readers and the
-// reclaimer run while the call waits.
+// takeHold holds the take of one order ID: the n-th command or pipeline
+// that carries a deduct script (stock_deduct.lua or stock_deduct_hot.lua)
+// naming the order, counted from 1. Everything else passes, so Confirm,
+// Revert, RevertItems, ExtendHold, readers and the reclaimer run while the
+// take waits, its order ID already bound.
 type takeHold struct {
-	what  string // for the failure message
-	match func(redis.Cmder) bool
+	order string
 	nth   int
 
 	mu      sync.Mutex
 	seen    int
-	held    chan struct{} // closed when the call is held
+	held    chan struct{} // closed when the take is held
 	release chan struct{} // closed to let it go
 }
 
-func holdCall(c redis.UniversalClient, what string, match func(redis.Cmder) bool, nth int) *takeHold {
-	h := &takeHold{what: what, match: match, nth: nth, held: make(chan struct{}), release: make(chan struct{})}
+func holdTake(c redis.UniversalClient, order string, nth int) *takeHold {
+	h := &takeHold{order: order, nth: nth, held: make(chan struct{}), release: make(chan struct{})}
 	c.AddHook(h)
 	return h
 }
 
-// holdTake holds the n-th take of an order ID: a deduct script call
-// (stock_deduct.lua or stock_deduct_hot.lua) naming the order, its order
-// ID already bound.
-func holdTake(c redis.UniversalClient, order string, nth int) *takeHold {
-	return holdCall(c, "the take of "+order, func(cmd redis.Cmder) bool { return isTake(cmd) && hasArg(cmd, order) }, nth)
-}
-
-// holdArg holds the first script call (EVAL or EVALSHA) with arg among
+// isTake reports whether cmd runs a deduct script with the order ID among
 // its arguments.
-func holdArg(c redis.UniversalClient, arg string) *takeHold {
-	return holdCall(c, fmt.Sprintf("a script call with %q", arg), func(cmd redis.Cmder) bool {
-		n := cmd.Name()
-		return (n == "evalsha" || n == "eval") && hasArg(cmd, arg)
-	}, 1)
-}
-
-// hasArg reports whether arg is among cmd's arguments after its name and
-// first argument.
-func hasArg(cmd redis.Cmder, arg string) bool {
+func (h *takeHold) isTake(cmd redis.Cmder) bool {
+	if !isTake(cmd) {
+		return false
+	}
 	for _, a := range cmd.Args()[2:] {
-		if s, ok := a.(string); ok && s == arg {
+		if s, ok := a.(string); ok && s == h.order {
 			return true
 		}
 	}
@@ -61,7 +45,11 @@ func hasArg(cmd redis.Cmder, arg string) bool {
 }
 
 func (h *takeHold) wait(cmds []redis.Cmder) {
-	if !slices.ContainsFunc(cmds, h.match) {
+	take := false
+	for _, c := range cmds {
+		take = take || h.isTake(c)
+	}
+	if !take {
 		return
 	}
 	h.mu.Lock()
@@ -96,7 +84,7 @@ func (h *takeHold) heldNow(t *testing.T) {
 	select {
 	case <-h.held:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s was never sent", h.what)
+		t.Fatalf("the take of %s was never sent", h.order)
 	}
 }
 
