@@ -286,9 +286,7 @@
 //     others gives each line without a record a reverted one of no
 //     units, in the step that reverts its slot group, so that a take
 //     still to come (a Deduct under way, or stuck) finds the order
-//     closed (should the order hold nothing by that step, its Deduct
-//     having undone it meanwhile, the Revert takes those records back
-//     and answers stock.ErrUnknownOrder). Every line the call reaches (including lines an earlier call ended)
+//     closed. Every line the call reaches (including lines an earlier call ended)
 //     gets its end, e, Retention from this call, as the entry does, so no
 //     line of the order reads as absent while its entry is ended and still
 //     read.
