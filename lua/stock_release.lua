@@ -23,9 +23,6 @@
 --                      several slots that some lines hold: a take of
 --                      the line still to come then finds the order
 --                      closed, and takes nothing)
---            'reopen'  deletes the records of no units 'close' wrote (a
---                      Revert that found the order holding nothing
---                      by its step: its Deduct's undo came first)
 -- ARGV[6]  the attempt's token (mode 'drop'), else ''
 -- Reply    {found, changed}: lines with a record of this identity, and
 --          lines whose units were returned by this run; in mode 'revert',
@@ -64,8 +61,6 @@ for i = 1, n do
   local r = recs[i]
   if not r and close then
     rec_end(KEYS[b + 4], KEYS[b + 5], id, {st = 'reverted', qty = 0, dl = now, mx = now, id = ident, ret = 0}, keep)
-  elseif mode == 'reopen' then
-    if r and r.id == ident and r.st == 'reverted' and r.qty == 0 then redis.call('HDEL', KEYS[b + 4], id) end
   elseif r and r.id == ident then
     found = found + 1
     local st = r.st

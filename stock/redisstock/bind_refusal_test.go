@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
@@ -125,51 +123,5 @@ func TestClusterRevertBetweenSlotGroupsClosesTheOrder(t *testing.T) {
 		if err != nil || got[0].State != stock.StateReverted {
 			t.Fatalf("Orders of x after its Revert: %+v, %v; want it reverted", got, err)
 		}
-	})
-}
-
-// A Revert that read an order on two slots held in part, while the
-// Deduct's take of the other group was still to come, and whose revert
-// step came after that take was refused and its undo dropped the group it
-// held: the order holds nothing, as if it never took, so the Revert
-// answers stock.ErrUnknownOrder and takes back the records of no units
-// its step wrote: the ID is free for another order.
-func TestClusterRevertAfterTheDeductsOwnUndo(t *testing.T) {
-	eachCluster(t, func(t *testing.T, fx *fixture) {
-		lo, hi := skusInSlotOrder(t, fx)
-		fx.sale(lo, 10, 0, time.Minute)
-		fx.sale(hi, 1, 0, time.Minute)
-		ht := holdTake(fx.c, "x", 2) // x's second slot group, hi
-		done := make(chan error, 1)
-		go func() { done <- fx.s.Deduct(context.Background(), ord("x", "u1", it(lo, 3), it(hi, 2))) }()
-		ht.heldNow(t)
-		fx.want(lo, 7, 3, 0)
-
-		var first error
-		h := &betweenHook{cut: func(cmds []redis.Cmder) int {
-			if len(cmds) > 0 && cmds[0].Name() == "zadd" { // the revert step's pipeline opens the entry first
-				return 0
-			}
-			return -1
-		}}
-		h.between = func() {
-			ht.let()
-			first = <-done // hi sold out: the hold of lo dropped
-		}
-		fx.c.AddHook(h)
-		h.armed.Store(true)
-		rerr := fx.s.Revert(fx.ctx(), "x")
-		if h.armed.Load() {
-			t.Fatal("the Deduct did not end between the Revert's read and its revert step")
-		}
-		if !errors.Is(first, stock.ErrSoldOut) {
-			t.Fatalf("Deduct of x: %v, want sold out", first)
-		}
-		is(t, rerr, stock.ErrUnknownOrder, "Revert of x, whose undo came between its read and its step")
-		fx.want(lo, 10, 0, 0)
-		fx.want(hi, 1, 0, 0)
-		is(t, fx.s.Deduct(fx.ctx(), ord("x", "u2", it(lo, 1), it(hi, 1))), nil, "another order under x")
-		fx.want(lo, 9, 1, 0)
-		fx.want(hi, 0, 1, 0)
 	})
 }

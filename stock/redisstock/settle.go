@@ -278,22 +278,6 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 		return lost
 	}
 	if found == 0 {
-		if mode == "close" {
-			// The order held nothing by the revert step (its Deduct's undo
-			// came in between): take back the records of no units, so its
-			// ID is as free as that of an order that took nothing.
-			cmds := make([]*redis.Cmd, len(groups))
-			s.pipelined(ctx, func(p redis.Pipeliner) {
-				for i, g := range groups {
-					cmds[i] = s.release(ctx, p, orderID, ident, g, now, "reopen", "")
-				}
-			})
-			for _, c := range cmds {
-				if err := c.Err(); err != nil {
-					return &outcomeError{err: s.writeErr(ctx, err)}
-				}
-			}
-		}
 		return orderErr(orderID, stock.ErrUnknownOrder)
 	}
 	return s.endEntry(ctx, orderID, ident)
