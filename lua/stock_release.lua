@@ -18,11 +18,6 @@
 --                      left on is deleted, as if never taken; ARGV[6] '*':
 --                      every attempt leaves. Records without attempts, and
 --                      confirmed lines, are left alone.
---            'close'   'revert', and a line with no record gets one,
---                      reverted, of no units (a Revert of an order on
---                      several slots that some lines hold: a take of
---                      the line still to come then finds the order
---                      closed, and takes nothing)
 -- ARGV[6]  the attempt's token (mode 'drop'), else ''
 -- Reply    {found, changed}: lines with a record of this identity, and
 --          lines whose units were returned by this run; in mode 'revert',
@@ -37,8 +32,6 @@ local now = tonumber(ARGV[1])
 local id, ident = ARGV[2], ARGV[3]
 local keep = tonumber(ARGV[4])
 local mode = ARGV[5]
-local close = mode == 'close'
-if close then mode = 'revert' end
 local token = ARGV[6] or ''
 local n = #KEYS / 5
 local found, changed = 0, 0
@@ -59,9 +52,7 @@ end
 for i = 1, n do
   local b = 5 * (i - 1)
   local r = recs[i]
-  if not r and close then
-    rec_end(KEYS[b + 4], KEYS[b + 5], id, {st = 'reverted', qty = 0, dl = now, mx = now, id = ident, ret = 0}, keep)
-  elseif r and r.id == ident then
+  if r and r.id == ident then
     found = found + 1
     local st = r.st
     local to = nil

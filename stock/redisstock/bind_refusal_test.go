@@ -1,7 +1,6 @@
 package redisstock_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -49,9 +48,9 @@ func TestClusterConflictingDeductDoesNotPostponeAnAbandonedBind(t *testing.T) {
 // second undoes the first group, then leaves its directory entry. When
 // the undo failed (the first group's master did not answer), the attempt
 // left the entry all the same, and the last attempt to leave deleted it:
-// the hold it left counted on an entry that was gone, and Revert answered
-// stock.ErrUnknownOrder. The entry stays through the caller's retry, and
-// Revert (as the unknown outcome asks) returns the hold once.
+// the hold it left counted on an entry that was gone. The entry stays
+// until the hold ends, through the caller's retry, and the reclaimer
+// returns the hold at its deadline and ends the entry.
 func TestClusterFailedUndoKeepsTheEntryOfTheHoldItLeft(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		lo, hi := skusInSlotOrder(t, fx)
@@ -82,46 +81,9 @@ func TestClusterFailedUndoKeepsTheEntryOfTheHoldItLeft(t *testing.T) {
 		if !fx.entryKept("x") {
 			t.Fatalf("x's directory entry was deleted by the retry though x still holds 3 units of %s", lo)
 		}
-		is(t, fx.s.Revert(fx.ctx(), "x"), nil, "Revert of x, held in part")
+		fx.clock.Advance(2 * time.Minute) // past the hold's deadline (the Stores' clock)
+		fx.reclaim()
 		fx.want(lo, 10, 0, 0)
-		fx.want(hi, 1, 0, 0)
-		is(t, fx.s.Revert(fx.ctx(), "x"), nil, "Revert of x again")
-		fx.want(lo, 10, 0, 0)
-		is(t, fx.s.Deduct(fx.ctx(), ord("x", "u1", it(lo, 3), it(hi, 2))), stock.ErrOrderClosed, "x after its Revert")
-		fx.want(lo, 10, 0, 0)
-		fx.want(hi, 1, 0, 0)
-		fx.clock.Advance(2 * time.Minute)
-		fx.reclaim() // nothing left to return
-		fx.want(lo, 10, 0, 0)
-	})
-}
-
-// A Revert that runs while a Deduct of an order on two slots is between
-// its slot groups returns the group taken, and the take of the other group
-// that comes after it takes nothing: the Deduct answers
-// stock.ErrOrderClosed, and every unit is back once.
-func TestClusterRevertBetweenSlotGroupsClosesTheOrder(t *testing.T) {
-	eachCluster(t, func(t *testing.T, fx *fixture) {
-		lo, hi := skusInSlotOrder(t, fx)
-		fx.sale(lo, 10, 0, time.Minute)
-		fx.sale(hi, 10, 0, time.Minute)
-		ht := holdTake(fx.c, "x", 2) // x's second slot group, hi
-		done := make(chan error, 1)
-		go func() { done <- fx.s.Deduct(context.Background(), ord("x", "u1", it(lo, 3), it(hi, 2))) }()
-		ht.heldNow(t)
-		fx.want(lo, 7, 3, 0)
-		is(t, fx.s.Revert(fx.ctx(), "x"), nil, "Revert of x between its slot groups")
-		fx.want(lo, 10, 0, 0)
-		ht.let()
-		if err := <-done; !errors.Is(err, stock.ErrOrderClosed) {
-			t.Fatalf("Deduct of x, reverted between its slot groups: %v, want ErrOrderClosed", err)
-		}
-		fx.want(lo, 10, 0, 0)
-		fx.want(hi, 10, 0, 0)
-		is(t, fx.s.Confirm(fx.ctx(), "x"), stock.ErrOrderClosed, "Confirm of x after its Revert")
-		got, err := fx.s.Orders(fx.ctx(), []string{"x"})
-		if err != nil || got[0].State != stock.StateReverted {
-			t.Fatalf("Orders of x after its Revert: %+v, %v; want it reverted", got, err)
-		}
+		is(t, fx.s.Deduct(fx.ctx(), ord("x", "u1", it(lo, 3), it(hi, 2))), stock.ErrHoldExpired, "x after the reclaimer returned its hold")
 	})
 }

@@ -281,12 +281,8 @@
 //     after putting its member in the open zset, due a minute later, and
 //     only once the lines answered that they ended: a Confirm or Revert
 //     that finds no line (on a Cluster or a Ring, one that runs between
-//     a Deduct's bind and its take) leaves the entry to the take. A
-//     Revert that finds some lines of an order on several slots and not
-//     others gives each line without a record a reverted one of no
-//     units, in the step that reverts its slot group, so that a take
-//     still to come (a Deduct under way, or stuck) finds the order
-//     closed. Every line the call reaches (including lines an earlier call ended)
+//     a Deduct's bind and its take) leaves the entry to the take.
+//     Every line the call reaches (including lines an earlier call ended)
 //     gets its end, e, Retention from this call, as the entry does, so no
 //     line of the order reads as absent while its entry is ended and still
 //     read.

@@ -189,12 +189,7 @@ func (s *Store) settleAll(ctx context.Context, orderID, ident string, groups [][
 // Revert returns what the order took, and the user's quota, once: a held
 // order is cancelled, a confirmed one refunded, a held one past its deadline
 // expired. A repeated revert returns nil and changes nothing; an order with
-// no record gets stock.ErrUnknownOrder. An order on several Cluster slots
-// that holds some of its lines (its Deduct is under way, or stopped
-// between slot groups) is reverted too: each line without a record gets
-// one, reverted, of no units, so a take still to come finds the order
-// closed and takes nothing (that Deduct answers stock.ErrOrderClosed).
-// A line whose SKU state the gate
+// no record gets stock.ErrUnknownOrder. A line whose SKU state the gate
 // lost is left as it is, with stock.ErrUnavailable (or, when other lines
 // were returned in the same call, an error matching
 // stock.ErrUnknownOutcome: retry later).
@@ -213,29 +208,22 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	if err != nil {
 		return err
 	}
-	mode := "revert"
 	if len(groups) > 1 {
 		// Across slots the revert scripts are not one atomic step: first
-		// make sure some line has a record of the order (none has one
-		// before its Deduct's first take: the order is not there to
-		// revert) and no SKU's state is gone, so that a gate that lost one
-		// returns nothing rather than some lines.
+		// make sure every line has a record of the order (one without is
+		// a line its Deduct has not taken yet, or has undone: the order is
+		// not there to revert until every line is, as Confirm's precheck
+		// answers) and no SKU's state is gone, so that a gate that lost
+		// one returns nothing rather than some lines.
 		lines, err := s.readLines(ctx, orderID, groups, "")
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(lines, func(l lineState) bool { return l.of(ident) }) {
-			return &stock.SKUError{SKU: lines[0].sku, Err: stock.ErrUnknownOrder}
+		if i := slices.IndexFunc(lines, func(l lineState) bool { return !l.of(ident) }); i >= 0 {
+			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnknownOrder}
 		}
 		if i := slices.IndexFunc(lines, func(l lineState) bool { return !l.live }); i >= 0 {
 			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnavailable}
-		}
-		if slices.ContainsFunc(lines, func(l lineState) bool { return l.st == "" }) {
-			// Taken in part: by a Deduct still under way, or one that
-			// stopped (or whose undo failed). The lines without a record
-			// get one, reverted, in the same step as the revert of each
-			// slot group, so a take still to come finds the order closed.
-			mode = "close"
 		}
 	}
 	now := s.nowMs()
@@ -243,7 +231,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	s.pipelined(ctx, func(p redis.Pipeliner) { // as Confirm's
 		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
 		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, orderID, ident, g, now, mode, "")
+			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "revert", "")
 		}
 	})
 	found, changed := int64(0), int64(0)
