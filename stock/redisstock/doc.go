@@ -229,12 +229,12 @@
 // and the like) only if the order holds nothing as it leaves: one that
 // found a line of the order, left a line another attempt still counts on,
 // or whose undo failed answers stock.ErrUnknownOutcome, which the caller's
-// retry or Revert settles. A refused attempt that found no record of the
-// order gives the attempt set of an entry other attempts are still on a
-// lease (the default hold time plus Retention), never the entry itself;
-// once that set has expired, a Deduct of other items under the same ID
-// takes the entry over if the order it names holds nothing (no record of
-// its first line).
+// retry or Revert settles (on several slots, the reclaimer: see Limits).
+// A refused attempt that found no record of the order gives the attempt
+// set of an entry other attempts are still on a lease (the default hold
+// time plus Retention), never the entry itself; once that set has
+// expired, a Deduct of other items under the same ID takes the entry over
+// if the order it names holds nothing (no record of its first line).
 //
 // An order has one deadline: now plus its own hold time (Order.HoldTTL) or,
 // without one, the shortest hold time of its SKUs; and one bound, the
@@ -579,6 +579,17 @@
 // does, and holds anew under no directory entry: that hold cannot be
 // confirmed and comes back at its deadline. Keep Retention well above
 // the longest a Deduct call can stall.
+//
+// An order on several Cluster slots that holds some of its lines and not
+// others (its Deduct under way between slot groups, stopped there, or
+// refused with an undo that failed) cannot be settled before its
+// deadline: Confirm and Revert answer stock.ErrUnknownOrder (the order is
+// not there until every line is), a retry of the Deduct holds the order
+// only if it can take the lines missing, and otherwise the reclaimer
+// returns the lines held at the order's deadline and ends its entry. Settling it earlier needs the order's
+// decision in one place that a take on another slot reads; a record of the
+// missing lines written by Revert is not that place (a resent, concurrent
+// or undone Revert cannot tell its own records from the order's).
 //
 // Confirm and Revert take three round trips on one server or slot (the
 // directory, the lines, then the directory's end); RevertItems two (three
