@@ -48,9 +48,10 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 					return rep, err
 				}
 			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix:
-				if _, err := r.settle(ctx, &rep, f, ActionLeft, &again, last); err != nil {
-					return rep, err
-				}
+				// Nothing is changed, the restocks in flight included: the
+				// correction counts on them, and applying them alone would
+				// move the gate by what the correction takes off.
+				r.note(&rep, f.correction(ActionLeft, nil))
 			default:
 				applied, err := r.correct(ctx, f)
 				switch {
