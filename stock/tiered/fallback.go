@@ -125,7 +125,8 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 // Revert reverts the order at the record. A hold the gate may still have
 // for it ends at its gate deadline, and the flow's reclaimer finds the
 // record's copy reverted already. The units come back at the record
-// alone: the order's SKUs are reported to Config.OnDrift.
+// alone: the order's SKUs are reported to Config.OnDrift, by a repeat too
+// (an earlier call whose reply was lost may have returned them unreported).
 func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
@@ -135,7 +136,7 @@ func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 		return err
 	}
 	err = f.m.record.Revert(ctx, orderID)
-	if err == nil && in.State.Takes() {
+	if err == nil && in.State != stock.StateUnknown {
 		f.m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "revert at the record alone", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
 	}
 	return err
