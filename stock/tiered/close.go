@@ -187,11 +187,24 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // reported to Config.OnDrift (the units are back at the record, not at
 // the gate). The answer is the gate's error only when the record did not
 // know the order either.
+//
+// The record is read first (one read by order ID): an order it has
+// returned already (reverted, refunded or expired there) is a repeat, nil,
+// and is not returned at the gate again. Its units came back at the record
+// (at the record alone, when the gate was out of reach or had lost part of
+// the order), and reconciliation counts them back into the gate; a copy
+// the gate still has confirmed would be refunded there a second time. Its
+// SKUs are reported to Config.OnDrift: the call that returned them may
+// have stopped before it reported them.
 func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
+	}
+	if in, err := m.recordOrder(ctx, orderID); err == nil && endedAnswer(in.State) != nil {
+		m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "revert of an order the record returned", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
+		return nil
 	}
 	gerr := m.gate.Revert(ctx, orderID)
 	switch {

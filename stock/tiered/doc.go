@@ -192,7 +192,10 @@
 //     either tier reverted, stock.ErrUnknownOrder only when neither knew the
 //     order. An order the gate does not know (it lost its data, or a
 //     fallback took it) is reverted at the record alone, as
-//     [Fallback.Revert] does, and its SKUs go to Config.OnDrift.
+//     [Fallback.Revert] does, and its SKUs go to Config.OnDrift. It reads
+//     the record first: an order the record returned already (at the
+//     record alone, perhaps, while the gate kept a copy) is a repeat, and
+//     nothing is returned at the gate again.
 //   - ReclaimExpired (above) reports the lines the gate returned, since the
 //     gate is the tier Levels reports. The record is asked about the
 //     orders first: one it has confirmed (a Confirm that reached the record
