@@ -188,23 +188,23 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // the gate). The answer is the gate's error only when the record did not
 // know the order either.
 //
-// The record is read first (one read by order ID): an order it has
-// returned already (reverted, refunded or expired there) is a repeat, nil,
-// and is not returned at the gate again. Its units came back at the record
-// (at the record alone, when the gate was out of reach or had lost part of
-// the order), and reconciliation counts them back into the gate; a copy
-// the gate still has confirmed would be refunded there a second time. Its
-// SKUs are reported to Config.OnDrift: the call that returned them may
-// have stopped before it reported them.
+// The record is read first (one read by order ID; an error there is the
+// answer, with nothing written). An order it has returned already
+// (reverted, refunded or expired there: at the record alone, perhaps,
+// while the gate was out of reach or had lost part of the order) is a
+// repeat, nil: at the gate only a copy still held is returned (returnGate).
 func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	if in, err := m.recordOrder(ctx, orderID); err == nil && endedAnswer(in.State) != nil {
-		m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "revert of an order the record returned", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
-		return nil
+	in, err := m.recordOrder(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	if endedAnswer(in.State) != nil {
+		return m.returnGate(ctx, in)
 	}
 	gerr := m.gate.Revert(ctx, orderID)
 	switch {
@@ -230,6 +230,30 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	default:
 		return &TierError{Tier: Record, Op: "revert", Err: rerr}
 	}
+}
+
+// returnGate answers a Revert of an order the record returned already (in
+// is its record copy). The gate's copy is returned only while it is held:
+// the record's units came back, and reconciliation counts a hold at the
+// gate as units in flight, so the hold must end; a sale the gate still has
+// confirmed is left as it is, since reconciliation counted its units back
+// into the gate when the record refunded them, and a refund there would
+// pay them out twice. The SKUs are reported to Config.OnDrift: the call
+// that returned the order at the record may have stopped before it
+// reported them.
+func (m *Manager) returnGate(ctx context.Context, in stock.OrderInfo) error {
+	m.drift(Drift{OrderID: in.ID, Tier: Gate, Op: "revert of an order the record returned", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
+	gs, err := m.gate.Orders(ctx, []string{in.ID})
+	switch {
+	case err != nil:
+		return &TierError{Tier: Gate, Op: "read", Err: err}
+	case len(gs) != 1 || gs[0].State != stock.StateHeld:
+		return nil
+	}
+	if err := m.gate.Revert(ctx, in.ID); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
+		return &TierError{Tier: Gate, Op: "revert", Err: err}
+	}
+	return nil
 }
 
 // closedAtRecord answers a Confirm that the record refused because the

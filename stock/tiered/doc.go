@@ -195,7 +195,8 @@
 //     [Fallback.Revert] does, and its SKUs go to Config.OnDrift. It reads
 //     the record first: an order the record returned already (at the
 //     record alone, perhaps, while the gate kept a copy) is a repeat, and
-//     nothing is returned at the gate again.
+//     at the gate only a copy still held is returned; a sale the gate
+//     still has is not refunded there again.
 //   - ReclaimExpired (above) reports the lines the gate returned, since the
 //     gate is the tier Levels reports. The record is asked about the
 //     orders first: one it has confirmed (a Confirm that reached the record
