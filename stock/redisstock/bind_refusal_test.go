@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
 // The entry of an order that took nothing ends within its attempt lease.
@@ -17,20 +16,7 @@ import (
 // kept it bound for ever.
 func TestClusterConflictingDeductDoesNotPostponeAnAbandonedBind(t *testing.T) {
 	eachMiniCluster(t, func(t *testing.T, fx *fixture) {
-		keep := time.Hour
-		lease := stock.DefaultHoldTTL + keep
-		fx.s = newStore(t, fx.c, redisstock.Config{Prefix: fx.cfg.Prefix, Clock: fx.clock, Retention: keep})
-		lo, hi := skusInSlotOrder(t, fx)
-		fx.sale(lo, 10, 0, time.Minute)
-		fx.sale(hi, 10, 0, time.Minute)
-		fx.hook.arm(0, 1, true) // the bind is sent, the take never is
-		if err := fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1))); err == nil {
-			t.Fatal("Deduct whose take was never sent: nil")
-		}
-		fx.hook.arm(0, 0, false)
-		if !fx.entryKept("o1") {
-			t.Fatal("no entry was bound")
-		}
+		lo, hi, lease := abandonBind(t, fx, 0)
 		elapse(fx, lease/2)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u2", it(hi, 2))), stock.ErrConflict, "another order under o1 within the lease")
 		elapse(fx, lease/2+time.Minute) // one attempt lease after the bind, and a minute
