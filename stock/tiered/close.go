@@ -233,7 +233,8 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 }
 
 // returnGate answers a Revert of an order the record returned already (in
-// is its record copy). The gate's copy is returned only while it is held:
+// is its record copy). The gate's copy is returned only while it is held
+// (closedAtRecord follows the same rule for a Confirm):
 // the record's units came back, and reconciliation counts a hold at the
 // gate as units in flight, so the hold must end; a sale the gate still has
 // confirmed is left as it is, since reconciliation counted its units back
@@ -261,9 +262,19 @@ func (m *Manager) returnGate(ctx context.Context, in stock.OrderInfo) error {
 // ended first (the reclaimer reverts the record's copy after the gate
 // returns the hold, so the record says "reverted" where the gate says
 // "expired"). A gate that still held the order is made to agree: the hold
-// is returned there too. A gate that does not know the order (it lost its
-// record of it, or never had it) cannot say why: closedReason does.
+// is returned there too. A sale the gate has already is left as it is,
+// as Revert leaves it (see returnGate): its units are reconciliation's.
+// A gate that does not know the order (it lost its record of it, or never
+// had it) cannot say why: closedReason does.
 func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause error) error {
+	gs, err := m.gate.Orders(ctx, []string{orderID})
+	switch {
+	case err != nil:
+		return &TierError{Tier: Gate, Op: "read after the record closed", Err: err, Outcome: cause}
+	case len(gs) == 1 && gs[0].State == stock.StateConfirmed:
+		m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm of an order the record returned", SKUs: skusOf(gs[0].Items), Err: cause})
+		return cause
+	}
 	gerr := m.gate.Confirm(ctx, orderID)
 	switch {
 	case ended(gerr):
