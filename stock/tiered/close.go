@@ -211,7 +211,7 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	case gerr == nil:
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
 		// The gate holds nothing of the order: the record alone returns it.
-		rerr := m.Fallback().Revert(ctx, orderID)
+		rerr := m.revertByRecord(ctx, in)
 		switch {
 		case !errors.Is(rerr, stock.ErrUnknownOrder):
 			return rerr
@@ -234,21 +234,20 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 
 // returnGate answers a Revert of an order the record returned already (in
 // is its record copy). The gate's copy is returned only while it is held
-// (closedAtRecord follows the same rule for a Confirm):
-// the record's units came back, and reconciliation counts a hold at the
-// gate as units in flight, so the hold must end; a sale the gate still has
-// confirmed is left as it is, since reconciliation counted its units back
-// into the gate when the record refunded them, and a refund there would
-// pay them out twice. The SKUs are reported to Config.OnDrift: the call
-// that returned the order at the record may have stopped before it
-// reported them.
+// (closedAtRecord follows the same rule for a Confirm): the record's units
+// came back, and reconciliation counts a hold at the gate as units in
+// flight, so the hold must end; a sale the gate still has is left as it
+// is, since reconciliation counted its units back into the gate when the
+// record refunded them, and a refund there would pay them out twice. The
+// SKUs are reported to Config.OnDrift: the call that returned the order at
+// the record may have stopped before it reported them.
 func (m *Manager) returnGate(ctx context.Context, in stock.OrderInfo) error {
 	m.drift(Drift{OrderID: in.ID, Tier: Gate, Op: "revert of an order the record returned", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
-	gs, err := m.gate.Orders(ctx, []string{in.ID})
+	g, err := m.gateOrder(ctx, in.ID)
 	switch {
 	case err != nil:
 		return &TierError{Tier: Gate, Op: "read", Err: err}
-	case len(gs) != 1 || gs[0].State != stock.StateHeld:
+	case g.State != stock.StateHeld:
 		return nil
 	}
 	if err := m.gate.Revert(ctx, in.ID); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
@@ -267,12 +266,12 @@ func (m *Manager) returnGate(ctx context.Context, in stock.OrderInfo) error {
 // A gate that does not know the order (it lost its record of it, or never
 // had it) cannot say why: closedReason does.
 func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause error) error {
-	gs, err := m.gate.Orders(ctx, []string{orderID})
+	g, err := m.gateOrder(ctx, orderID)
 	switch {
 	case err != nil:
 		return &TierError{Tier: Gate, Op: "read after the record closed", Err: err, Outcome: cause}
-	case len(gs) == 1 && gs[0].State == stock.StateConfirmed:
-		m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm of an order the record returned", SKUs: skusOf(gs[0].Items), Err: cause})
+	case g.State == stock.StateConfirmed:
+		m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm of an order the record returned", SKUs: skusOf(g.Items), Err: cause})
 		return cause
 	}
 	gerr := m.gate.Confirm(ctx, orderID)

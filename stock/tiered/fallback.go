@@ -125,8 +125,7 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 // Revert reverts the order at the record. A hold the gate may still have
 // for it ends at its gate deadline, and the flow's reclaimer finds the
 // record's copy reverted already. The units come back at the record
-// alone: the order's SKUs are reported to Config.OnDrift, by a repeat too
-// (an earlier call whose reply was lost may have returned them unreported).
+// alone: the order's SKUs are reported to Config.OnDrift (revertByRecord).
 func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
@@ -135,9 +134,17 @@ func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 	if err != nil {
 		return err
 	}
-	err = f.m.record.Revert(ctx, orderID)
+	return f.m.revertByRecord(ctx, in)
+}
+
+// revertByRecord reverts the order at the record alone; in is the
+// record's order as read. The SKUs of an order the record knew are
+// reported to Config.OnDrift, by a repeat too (an earlier call whose reply
+// was lost may have returned them unreported).
+func (m *Manager) revertByRecord(ctx context.Context, in stock.OrderInfo) error {
+	err := m.record.Revert(ctx, in.ID)
 	if err == nil && in.State != stock.StateUnknown {
-		f.m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "revert at the record alone", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
+		m.drift(Drift{OrderID: in.ID, Tier: Gate, Op: "revert at the record alone", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
 	}
 	return err
 }
@@ -155,11 +162,7 @@ func (f *Fallback) RevertItems(ctx context.Context, r stock.Return) error {
 	if in.State == stock.StateUnknown {
 		return stock.ErrUnknownOrder
 	}
-	err = f.m.revertItemsByRecord(ctx, in, r)
-	if err == nil {
-		f.m.drift(Drift{OrderID: r.OrderID, Tier: Gate, Op: "revert items at the record alone", SKUs: skusOf(r.Items), Err: errReturnedAtRecord})
-	}
-	return err
+	return f.m.revertItemsByRecord(ctx, in, r)
 }
 
 // ExtendHold extends a held order at the record to deadline plus the

@@ -57,7 +57,7 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	gerr := m.gate.RevertItems(ctx, r)
 	switch {
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
-		return m.Fallback().RevertItems(ctx, r)
+		return m.revertItemsByRecord(ctx, in, r)
 	case gerr != nil:
 		return gerr
 	}
@@ -90,7 +90,8 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 
 // revertItemsByRecord returns r at the record alone, for an order the gate
 // cannot decide about (see RevertItems); in is the record's order as read.
-// Nothing was written at the gate, so the record's answer is the call's.
+// Nothing was written at the gate, so the record's answer is the call's;
+// the units given back are reported to Config.OnDrift with their SKUs.
 func (m *Manager) revertItemsByRecord(ctx context.Context, in stock.OrderInfo, r stock.Return) error {
 	if in.State == stock.StateHeld {
 		due, err := m.gateDeadline(ctx, in, nil)
@@ -101,7 +102,11 @@ func (m *Manager) revertItemsByRecord(ctx context.Context, in stock.OrderInfo, r
 			return stock.ErrHoldExpired
 		}
 	}
-	return m.record.RevertItems(ctx, r)
+	err := m.record.RevertItems(ctx, r)
+	if err == nil {
+		m.drift(Drift{OrderID: r.OrderID, Tier: Gate, Op: "revert items at the record alone", SKUs: skusOf(r.Items), Err: errReturnedAtRecord})
+	}
+	return err
 }
 
 // skusOf returns the SKUs of items, in item order.

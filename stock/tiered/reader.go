@@ -67,7 +67,18 @@ func (m *Manager) UserUnits(ctx context.Context, sku, userID string) (int64, err
 // recordOrder reads one order at the record (one read by ID); an order the
 // record does not know has State stock.StateUnknown.
 func (m *Manager) recordOrder(ctx context.Context, id string) (stock.OrderInfo, error) {
-	infos, err := m.record.Orders(ctx, []string{id})
+	return oneOrder(ctx, m.record, id)
+}
+
+// gateOrder is recordOrder at the gate.
+func (m *Manager) gateOrder(ctx context.Context, id string) (stock.OrderInfo, error) {
+	return oneOrder(ctx, m.gate, id)
+}
+
+// oneOrder reads order id from r; an order r does not know has State
+// stock.StateUnknown.
+func oneOrder(ctx context.Context, r stock.OrderReader, id string) (stock.OrderInfo, error) {
+	infos, err := r.Orders(ctx, []string{id})
 	if err != nil {
 		return stock.OrderInfo{}, err
 	}
