@@ -95,10 +95,16 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 // record (see agrees), so a gate whose settings give the record's is
 // never relisted, however the cap at stock.MaxHoldTTL folded them.
 func (r *Reconciler) settingsDiffer(f *finding) bool {
+	hold, maxHold := r.holdsAgree(f)
+	return f.gate.PerUserLimit != f.rec.PerUserLimit || !hold || !maxHold
+}
+
+// holdsAgree reports whether the gate's hold time and maximum hold time of
+// f's SKU map to the record's (see agrees).
+func (r *Reconciler) holdsAgree(f *finding) (hold, maxHold bool) {
 	g, rec := f.gate.Levels, f.rec.Levels
-	return g.PerUserLimit != rec.PerUserLimit ||
-		!agrees(g.HoldTTL, stock.Listing{HoldTTL: r.cfg.GateHold(rec.HoldTTL)}.EffectiveHoldTTL(), rec.HoldTTL) ||
-		!agrees(g.MaxHoldTTL, r.gateEffectiveMaxHold(rec), rec.MaxHoldTTL)
+	return agrees(g.HoldTTL, stock.Listing{HoldTTL: r.cfg.GateHold(rec.HoldTTL)}.EffectiveHoldTTL(), rec.HoldTTL),
+		agrees(g.MaxHoldTTL, r.gateEffectiveMaxHold(rec), rec.MaxHoldTTL)
 }
 
 // gateHolds returns the hold time and maximum hold time a write of the
@@ -107,14 +113,15 @@ func (r *Reconciler) settingsDiffer(f *finding) bool {
 // per-user limit, keeps a hold time the cap folded), the smallest that
 // map to the record's otherwise.
 func (r *Reconciler) gateHolds(f *finding) (hold, maxHold time.Duration) {
-	g, rec := f.gate.Levels, f.rec.Levels
-	hold, maxHold = r.cfg.GateHold(rec.HoldTTL), r.gateMaxHold(rec)
-	least := stock.Listing{HoldTTL: hold}.EffectiveHoldTTL()
-	if f.gate.Exists && agrees(g.HoldTTL, least, rec.HoldTTL) {
-		hold = g.HoldTTL
-	}
-	if f.gate.Exists && agrees(g.MaxHoldTTL, r.gateEffectiveMaxHold(rec), rec.MaxHoldTTL) {
-		maxHold = g.MaxHoldTTL
+	hold, maxHold = r.cfg.GateHold(f.rec.HoldTTL), r.gateMaxHold(f.rec.Levels)
+	if f.gate.Exists {
+		holdOK, maxOK := r.holdsAgree(f)
+		if holdOK {
+			hold = f.gate.HoldTTL
+		}
+		if maxOK {
+			maxHold = f.gate.MaxHoldTTL
+		}
 	}
 	if maxHold != 0 && maxHold < hold {
 		maxHold = hold
