@@ -193,6 +193,9 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // (reverted, refunded or expired there: at the record alone, perhaps,
 // while the gate was out of reach or had lost part of the order) is a
 // repeat, nil: at the gate only a copy still held is returned (returnGate).
+// An order the record gave units back of alone, which the gate still
+// counts in a sale, is refunded at the record alone (behindRecord), with
+// its SKUs reported: reconciliation brings the gate to the record.
 func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
@@ -205,6 +208,12 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	}
 	if endedAnswer(in.State) != nil {
 		return m.returnGate(ctx, in)
+	}
+	if alone, err := m.behindRecord(ctx, in); alone || err != nil {
+		if err != nil {
+			return err
+		}
+		return m.revertByRecord(ctx, in)
 	}
 	gerr := m.gate.Revert(ctx, orderID)
 	switch {

@@ -26,7 +26,11 @@ var _ stock.PartialReverter = (*Manager)(nil)
 // stock.ErrUnavailable, is returned at the record alone, as
 // [Fallback.RevertItems] does: by the order's gate deadline for a held one
 // (stock.ErrHoldExpired once it has passed), and the units given back
-// there are reported to Config.OnDrift with their SKUs.
+// there are reported to Config.OnDrift with their SKUs. So is every
+// return of an order the record gave units back of alone while the gate
+// still counts them in a sale (behindRecord): a repeat of that return at
+// the gate, or a new one, would give back units reconciliation counts
+// back into the gate from the record.
 //
 // Once the gate has given the units back, a record that fails is a
 // *TierError: call again with the same r, which finishes the job at the
@@ -53,6 +57,12 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	}
 	if in.State == stock.StateUnknown {
 		return stock.ErrUnknownOrder
+	}
+	if alone, err := m.behindRecord(ctx, in); alone || err != nil {
+		if err != nil {
+			return err
+		}
+		return m.revertItemsByRecord(ctx, in, r)
 	}
 	gerr := m.gate.RevertItems(ctx, r)
 	switch {
@@ -107,6 +117,43 @@ func (m *Manager) revertItemsByRecord(ctx context.Context, in stock.OrderInfo, r
 		m.drift(Drift{OrderID: r.OrderID, Tier: Gate, Op: "revert items at the record alone", SKUs: skusOf(r.Items), Err: errReturnedAtRecord})
 	}
 	return err
+}
+
+// behindRecord reports whether a return of the order the record has as in
+// goes by the record alone: the gate cannot be asked (stock.ErrUnavailable,
+// as its return would answer), or its copy is a sale that misses units the
+// record gave back alone (in.Returned has more of a line than the gate's
+// copy: a return while the gate was down, or had lost the SKU's state).
+// Reconciliation counts such units back into the gate from the record, so
+// the gate's copy, which still counts them, must not give them back: a
+// repeat of that return would, and so would a refund of the rest. A held
+// copy is not behind: reconciliation counts a hold at the gate as units
+// in flight, up to what the record still holds. The gate is read only for
+// an order the record has given units back of; a read that fails
+// otherwise is a *TierError, with nothing written.
+func (m *Manager) behindRecord(ctx context.Context, in stock.OrderInfo) (bool, error) {
+	if len(in.Returned) == 0 {
+		return false, nil
+	}
+	g, err := m.gateOrder(ctx, in.ID)
+	switch {
+	case unavailable(err):
+		return true, nil
+	case err != nil:
+		return false, &TierError{Tier: Gate, Op: "read", Err: err}
+	case g.State != stock.StateConfirmed:
+		return false, nil
+	}
+	gave := make(map[string]int64, len(g.Returned))
+	for _, it := range g.Returned {
+		gave[it.SKU] = it.Qty
+	}
+	for _, it := range in.Returned {
+		if it.Qty > gave[it.SKU] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // skusOf returns the SKUs of items, in item order.
