@@ -276,15 +276,42 @@ func (cfg Config) check() error {
 		return &stock.InvalidError{Field: "stockguard.Config.Reconcile.DryRun",
 			Reason: "a dry run changes nothing, so it cannot recalibrate the gate before traffic returns to it: use a Reconciler of your own for dry runs"}
 	}
-	reclaim := cfg.Reclaim.Interval
-	if reclaim <= 0 {
-		reclaim = time.Second
-	}
+	reclaim := reclaimInterval(cfg)
 	if g := cfg.Flow.RecordGrace; g > 0 && g <= reclaim {
 		return &stock.InvalidError{Field: "stockguard.Config.Flow.RecordGrace",
 			Reason: fmt.Sprintf("%v is not longer than the reclaimer's interval %v: the record would end holds the gate still counts", g, reclaim)}
 	}
 	return nil
+}
+
+// reclaimInterval is how often Run's reclaimer makes a pass.
+func reclaimInterval(cfg Config) time.Duration {
+	if cfg.Reclaim.Interval > 0 {
+		return cfg.Reclaim.Interval
+	}
+	return time.Second
+}
+
+// PutOnSale puts l on sale through the breaker and the flow
+// (degrade.Manager.PutOnSale). With Config.Flow.RecordGrace zero, the
+// grace of the SKU's holds at the record is the listing's hold time (see
+// tiered.Config.RecordGrace), which must then be longer than the
+// reclaimer's interval, as a RecordGrace you set must: a listing whose
+// hold time (DefaultHoldTTL for a zero one) is not is refused with an
+// error wrapping stock.ErrInvalid, with nothing written.
+func (s *Shop) PutOnSale(ctx context.Context, l stock.Listing) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	hold := l.HoldTTL
+	if hold == 0 {
+		hold = stock.DefaultHoldTTL
+	}
+	if reclaim := reclaimInterval(s.cfg); s.cfg.Flow.RecordGrace == 0 && hold <= reclaim {
+		return &stock.InvalidError{Field: "stock.Listing.HoldTTL",
+			Reason: fmt.Sprintf("%v is not longer than the reclaimer's interval %v, and the record's grace is the hold time (Config.Flow.RecordGrace is zero): the record would end holds the gate still counts; set a longer hold time or a RecordGrace", hold, reclaim)}
+	}
+	return s.Manager.PutOnSale(ctx, l)
 }
 
 // isZero reports whether o reports nothing.
