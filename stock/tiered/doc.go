@@ -59,6 +59,14 @@
 // less than the record has (never more) until a reconcile pass corrects
 // it (a Shop's Run makes one every reconcile.Config.Interval).
 //
+// With a Recorder, the orders still on their way to the record when the
+// gate lost its data are in neither tier's count: a rebuild from the
+// record gives their units to the gate again, and a queued order whose
+// units the rebuilt gate sold meanwhile is refused by the record when
+// Settle reaches it (sold out), though the gate told its buyer yes. Keep
+// the gate's data where a hand-off is queued (Redis persistence,
+// replicas).
+//
 // # Errors: one rule
 //
 // A business error from the Manager is final and its effects are undone:
