@@ -180,22 +180,23 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // order closed at the gate, before or after it writes the record (see
 // Settle), and never leaves it recorded. A gate that does not know the
 // order (it lost its data, or a fallback took the order while it was
-// down), or answers stock.ErrUnavailable (it lost its data, so it holds
-// nothing the revert could return, and a racing hand-off cannot pass its
-// recheck), does not stop the revert at the record: the order is
-// cancelled there alone, as [Fallback.Revert] does, and its SKUs are
-// reported to Config.OnDrift (the units are back at the record, not at
-// the gate). The answer is the gate's error only when the record did not
-// know the order either.
+// down), or answers stock.ErrUnavailable for an order the record holds
+// (it lost its data, so it holds nothing the revert could return, and a
+// racing hand-off cannot pass its recheck), does not stop the revert at
+// the record: the order is cancelled there alone, as [Fallback.Revert]
+// does, and its SKUs are reported to Config.OnDrift (the units are back
+// at the record, not at the gate). The answer is the gate's error only
+// when the record did not know the order either. A sale (an order the
+// record has confirmed) is refunded through the gate only: a gate that
+// cannot be asked is the answer, with nothing written, since a copy it
+// still had would give the units back a second time once reconciliation
+// counted the record's refund into it (see RevertItems).
 //
 // The record is read first (one read by order ID; an error there is the
 // answer, with nothing written). An order it has returned already
 // (reverted, refunded or expired there: at the record alone, perhaps,
 // while the gate was out of reach or had lost part of the order) is a
 // repeat, nil: at the gate only a copy still held is returned (returnGate).
-// An order the record gave units back of alone, which the gate still
-// counts in a sale, is refunded at the record alone (behindRecord), with
-// its SKUs reported: reconciliation brings the gate to the record.
 func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
@@ -209,16 +210,10 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	if endedAnswer(in.State) != nil {
 		return m.returnGate(ctx, in)
 	}
-	if alone, err := m.behindRecord(ctx, in); alone || err != nil {
-		if err != nil {
-			return err
-		}
-		return m.revertByRecord(ctx, in)
-	}
 	gerr := m.gate.Revert(ctx, orderID)
 	switch {
 	case gerr == nil:
-	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
+	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr) && in.State != stock.StateConfirmed:
 		// The gate holds nothing of the order: the record alone returns it.
 		rerr := m.revertByRecord(ctx, in)
 		switch {

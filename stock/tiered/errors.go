@@ -2,6 +2,7 @@ package tiered
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -84,3 +85,12 @@ func hidden(target error) bool {
 // nothing was applied, and the gate and record are healthy, so package
 // degrade does not count it against the flow's breaker. Retry later.
 var ErrNotAdmitted = errors.New("tiered: not admitted: the hand-off refused new orders")
+
+// ErrWaitsForGate answers a refund the record path cannot make alone
+// (Fallback.Revert of a sale): the units of a sale go back through the
+// gate, whose copy would otherwise give them back a second time once
+// reconciliation counted the record's refund into it. Nothing was
+// written: call again once the gate can be asked (package degrade sends
+// the call through the flow once its breaker lets traffic through). It
+// matches stock.ErrUnavailable.
+var ErrWaitsForGate = fmt.Errorf("tiered: a sale is refunded through the gate, which cannot be asked: %w", stock.ErrUnavailable)

@@ -122,10 +122,12 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 	return err
 }
 
-// Revert reverts the order at the record. A hold the gate may still have
-// for it ends at its gate deadline, and the flow's reclaimer finds the
-// record's copy reverted already. The units come back at the record
+// Revert cancels a held order at the record. A hold the gate may still
+// have for it ends at its gate deadline, and the flow's reclaimer finds
+// the record's copy reverted already. The units come back at the record
 // alone: the order's SKUs are reported to Config.OnDrift (revertByRecord).
+// A sale is refunded through the gate only (see Manager.Revert): its
+// refund answers ErrWaitsForGate, with nothing written.
 func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
@@ -133,6 +135,9 @@ func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 	in, err := f.m.recordOrder(ctx, orderID)
 	if err != nil {
 		return err
+	}
+	if in.State == stock.StateConfirmed {
+		return ErrWaitsForGate
 	}
 	return f.m.revertByRecord(ctx, in)
 }
@@ -150,7 +155,9 @@ func (m *Manager) revertByRecord(ctx context.Context, in stock.OrderInfo) error 
 }
 
 // RevertItems gives back part of a recorded order at the record, by the
-// order's gate deadline for a held one.
+// order's gate deadline for a held one. Package degrade sends it only the
+// orders the fallback took, which the gate never had: the units of an
+// order the gate has go back through the gate (see Manager.RevertItems).
 func (f *Fallback) RevertItems(ctx context.Context, r stock.Return) error {
 	if err := r.Validate(); err != nil {
 		return err

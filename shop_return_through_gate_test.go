@@ -1,0 +1,329 @@
+package stockguard_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/stockguard/stockguard"
+	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// returnShop is a shop whose gate and record are stocktest.Faulty, with
+// SKUs a and b on sale (10 units each, a 15-minute hold). bound checks the
+// gate bound of both SKUs (the gate never offers more than the record
+// has); even checks that they agree, as they do after a repair with no
+// hold live.
+type returnShop struct {
+	*stockguard.Shop
+	t            *testing.T
+	mr           *miniredis.Miniredis
+	gate, record *stocktest.Faulty
+	clock        *stocktest.Clock
+}
+
+func newReturnShop(t *testing.T) *returnShop {
+	t.Helper()
+	s := &returnShop{t: t}
+	s.Shop, s.mr, s.clock = shopOn(t, stockguard.Config{Wrap: func(g tiered.GateStore, r tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) {
+		s.gate, s.record = stocktest.NewFaulty(g), stocktest.NewFaulty(r)
+		return s.gate, s.record
+	}})
+	for _, sku := range []string{"a", "b"} {
+		if err := s.PutOnSale(t.Context(), stock.Listing{SKU: sku, Units: 10, HoldTTL: 15 * time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// available returns sku's available units at the gate and at the record.
+func (s *returnShop) available(sku string) (gate, record int64) {
+	s.t.Helper()
+	g, err := s.Gate().Available(context.Background(), sku)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	r, err := s.Record().Available(context.Background(), sku)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return g, r
+}
+
+func (s *returnShop) bound(when string) {
+	s.t.Helper()
+	for _, sku := range []string{"a", "b"} {
+		if g, r := s.available(sku); g > r {
+			s.t.Fatalf("%s: SKU %s: gate %d available, record %d: the gate sells %d units the record does not have", when, sku, g, r, g-r)
+		}
+	}
+}
+
+// even repairs every SKU and checks that each tier then has want[sku].
+func (s *returnShop) even(when string, want map[string]int64) {
+	s.t.Helper()
+	if _, err := s.Reconciler().RepairAll(s.t.Context()); err != nil {
+		s.t.Fatal(err)
+	}
+	for sku, w := range want {
+		if g, r := s.available(sku); g != w || r != w {
+			s.t.Fatalf("%s, after a repair: SKU %s: gate %d, record %d available, want %d", when, sku, g, r, w)
+		}
+	}
+}
+
+// evict deletes sku's state hash from the gate's Redis, as an eviction or
+// a Cluster master that lost its data would: the gate answers
+// stock.ErrUnavailable for the SKU until a repair rebuilds it.
+func (s *returnShop) evict(sku string) {
+	s.t.Helper()
+	for _, k := range s.mr.Keys() {
+		if strings.HasSuffix(k, "{"+sku+"}:state") && s.mr.Del(k) {
+			return
+		}
+	}
+	s.t.Fatalf("no state hash of %s among %v", sku, s.mr.Keys())
+}
+
+// sell places and confirms order id of qty units of each of skus.
+func (s *returnShop) sell(id string, qty int64, skus ...string) {
+	s.t.Helper()
+	s.hold(id, qty, skus...)
+	if err := s.Confirm(s.t.Context(), id); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// hold places order id of qty units of each of skus.
+func (s *returnShop) hold(id string, qty int64, skus ...string) {
+	s.t.Helper()
+	o := stock.Order{ID: id}
+	for _, sku := range skus {
+		o.Items = append(o.Items, stock.Item{SKU: sku, Qty: qty})
+	}
+	if err := s.Deduct(s.t.Context(), o); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// A refund of a sale goes through the gate: while the gate has lost one of
+// the order's SKUs it answers stock.ErrUnavailable with nothing given back
+// at either tier; once a repair rebuilt the SKU, it and its repeats give
+// the units back once.
+func TestShopRefundOfASaleWaitsForAGateThatLostItsSKU(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.sell("o1", 1, "a", "b")
+	s.evict("b")
+	if err := s.Revert(ctx, "o1"); !errors.Is(err, stock.ErrUnavailable) {
+		t.Fatalf("refund through a gate that lost b: %v, want ErrUnavailable", err)
+	}
+	if _, r := s.available("a"); r != 9 {
+		t.Fatalf("record a: %d available after the refund that waits, want 9 (nothing given back)", r)
+	}
+	s.even("after the refund that waits", map[string]int64{"a": 9, "b": 9})
+	for i := range 2 {
+		if err := s.Revert(ctx, "o1"); err != nil {
+			t.Fatalf("refund %d after the repair: %v", i+1, err)
+		}
+		s.bound("after the refund")
+	}
+	s.even("after the refund and its repeat", map[string]int64{"a": 10, "b": 10})
+}
+
+// A partial return of a sale goes through the gate too: while the gate has
+// lost one of the order's SKUs it answers stock.ErrUnavailable with
+// nothing given back; once the SKU is rebuilt it and its repeats give the
+// units back once, and a refund of the rest gives back only the rest.
+func TestShopPartialReturnWaitsForAGateThatLostItsSKU(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.sell("o1", 2, "a", "b")
+	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}, {SKU: "b", Qty: 1}}}
+	s.evict("b")
+	if err := s.RevertItems(ctx, r1); !errors.Is(err, stock.ErrUnavailable) {
+		t.Fatalf("partial return through a gate that lost b: %v, want ErrUnavailable", err)
+	}
+	s.even("after the return that waits", map[string]int64{"a": 8, "b": 8})
+	for i := range 2 {
+		if err := s.RevertItems(ctx, r1); err != nil {
+			t.Fatalf("return %d after the repair: %v", i+1, err)
+		}
+		s.bound("after the return")
+	}
+	s.even("after the return and its repeat", map[string]int64{"a": 9, "b": 9})
+	if err := s.Revert(ctx, "o1"); err != nil {
+		t.Fatalf("refund of the rest: %v", err)
+	}
+	s.bound("after the refund of the rest")
+	s.even("after the refund of the rest", map[string]int64{"a": 10, "b": 10})
+}
+
+// While the breaker keeps traffic off the gate (here the operator's
+// ForceFallback), a refund of a sale waits for the gate (stock.ErrUnavailable,
+// nothing written), and a cancel of a hold is made at the record alone;
+// once traffic returns to the gate the refund gives the units back once.
+func TestShopRefundWhileTheBreakerIsOpenWaitsForTheGate(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.sell("paid", 2, "a")
+	s.hold("held", 3, "a")
+	s.SetMode(degrade.ForceFallback)
+	if err := s.Revert(ctx, "paid"); !errors.Is(err, stock.ErrUnavailable) {
+		t.Fatalf("refund of a sale while forced to the fallback: %v, want ErrUnavailable", err)
+	}
+	if err := s.Revert(ctx, "held"); err != nil {
+		t.Fatalf("cancel of a hold while forced to the fallback: %v", err)
+	}
+	if _, r := s.available("a"); r != 8 {
+		t.Fatalf("record a: %d available, want 8 (the hold's 3 back, the sale's 2 still sold)", r)
+	}
+	s.bound("after the refund that waits and the cancel")
+	s.SetMode(degrade.Auto)
+	// Once the breaker sends calls through the flow again.
+	if err := s.Flow().Revert(ctx, "paid"); err != nil {
+		t.Fatalf("refund through the flow: %v", err)
+	}
+	s.bound("after the refund")
+	// The gate holds the cancelled hold's units until its deadline.
+	s.clock.Advance(16 * time.Minute)
+	if _, err := s.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	s.bound("after the reclaim")
+	s.even("after the reclaim", map[string]int64{"a": 10})
+}
+
+// A refund through the flow races the same refund on a node whose breaker
+// is open, and a repair, all between the flow's read of the record and its
+// refund at the gate: the refund at the record alone waits for the gate,
+// so the units come back once.
+func TestShopRefundRacingItsRetryOnANodeWithTheBreakerOpenReturnsOnce(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.sell("o1", 3, "a")
+	raced := false
+	s.gate.SetBefore(func(c stocktest.Call) {
+		if raced || c.Method != "Revert" || c.OrderID != "o1" {
+			return
+		}
+		raced = true
+		if err := s.Flow().Fallback().Revert(ctx, "o1"); !errors.Is(err, tiered.ErrWaitsForGate) {
+			t.Errorf("the refund at the record alone: %v, want tiered.ErrWaitsForGate", err)
+		}
+		if _, err := s.Reconciler().RepairAll(ctx); err != nil {
+			t.Errorf("repair: %v", err)
+		}
+	})
+	if err := s.Revert(ctx, "o1"); err != nil {
+		t.Fatalf("refund: %v", err)
+	}
+	s.gate.SetBefore(nil)
+	if !raced {
+		t.Fatal("the gate was never asked to refund o1")
+	}
+	s.bound("after both refunds and the repair")
+	s.even("after both refunds", map[string]int64{"a": 10})
+}
+
+// A hold cancelled at the record alone (the breaker open) and then paid
+// through the gate (a late Confirm) is a sale at the gate of units the
+// record got back, which reconciliation counts into the gate: the late
+// Confirm is answered stock.ErrOrderClosed, and neither a partial return
+// nor a refund of the order gives anything back at the gate.
+func TestShopReturnsOfAHoldCancelledAtTheRecordAloneGiveNothingBackTwice(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.hold("o1", 3, "a")
+	if err := s.Flow().Fallback().Revert(ctx, "o1"); err != nil {
+		t.Fatalf("cancel at the record alone: %v", err)
+	}
+	s.bound("after the cancel")
+	if err := s.Confirm(ctx, "o1"); !errors.Is(err, stock.ErrOrderClosed) {
+		t.Fatalf("late Confirm of the cancelled hold: %v, want ErrOrderClosed", err)
+	}
+	s.bound("after the late Confirm")
+	s.even("after the late Confirm", map[string]int64{"a": 10})
+	if err := s.RevertItems(ctx, stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}); !errors.Is(err, stock.ErrOrderClosed) {
+		t.Fatalf("partial return of the cancelled order: %v, want ErrOrderClosed", err)
+	}
+	s.bound("after the partial return")
+	if err := s.Revert(ctx, "o1"); err != nil {
+		t.Fatalf("refund of the cancelled order: %v", err)
+	}
+	s.bound("after the refund")
+	s.even("after the returns", map[string]int64{"a": 10})
+}
+
+// A hold paid at the record alone (the breaker open) whose gate hold then
+// passed its deadline is a sale: a partial return of it is given back at
+// the record, as a refund is, not refused as an expired hold.
+func TestShopPartialReturnOfAnOrderPaidAtTheRecordAloneIsApplied(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.hold("o1", 3, "a")
+	if err := s.Flow().Fallback().Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("confirm at the record alone: %v", err)
+	}
+	if _, err := s.Reconciler().RepairAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Advance(16 * time.Minute)
+	if _, err := s.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatalf("reclaim: %v", err)
+	}
+	s.bound("after the reclaim")
+	infos, err := s.Orders(ctx, []string{"o1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos[0].State != stock.StateConfirmed {
+		t.Fatalf("o1 after the reclaim: %v, want confirmed (paid)", infos[0].State)
+	}
+	if err := s.RevertItems(ctx, stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}); err != nil {
+		t.Fatalf("partial return of the paid order: %v", err)
+	}
+	if _, r := s.available("a"); r != 8 {
+		t.Fatalf("record a after the partial return: %d available, want 8", r)
+	}
+	s.bound("after the partial return")
+	s.even("after the partial return", map[string]int64{"a": 8})
+}
+
+// A paid order whose Confirm reached the gate and not the record, partly
+// returned after the gate's deadline (within the record's), is a sale with
+// that return applied: the return is not refused as an expired hold.
+func TestShopPartialReturnOfAPaidOrderHalfConfirmedIsApplied(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.hold("o1", 3, "a")
+	s.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Confirm"))
+	if err := s.Confirm(ctx, "o1"); err == nil {
+		t.Fatal("confirm with the record's Confirm down: nil, want a *TierError")
+	}
+	s.record.SetFault(stocktest.Healthy)
+	s.clock.Advance(16 * time.Minute) // past the gate's 15-minute hold, within the record's
+	if err := s.RevertItems(ctx, stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}); err != nil {
+		t.Fatalf("partial return of the paid order: %v", err)
+	}
+	if err := s.Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("the Confirm's retry: %v", err)
+	}
+	infos, err := s.Orders(ctx, []string{"o1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos[0].State != stock.StateConfirmed || len(infos[0].Returned) != 1 || infos[0].Returned[0].Qty != 1 {
+		t.Fatalf("o1: %+v, want confirmed with 1 unit of a returned", infos[0])
+	}
+	s.bound("after the return and the Confirm")
+	s.even("after the return and the Confirm", map[string]int64{"a": 8})
+}
