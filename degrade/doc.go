@@ -79,7 +79,10 @@
 //     ErrUnknownOrder only when both tiers do. They are not new traffic, so
 //     they reach the primary even while its breaker is open (not in
 //     ForceFallback mode, where they answer stock.ErrUnknownOutcome with
-//     ErrPrimaryDown instead of asking it).
+//     ErrPrimaryDown instead of asking it). A tiered flow's record path
+//     refunds no sale alone (tiered.ErrWaitsForGate, nothing written: the
+//     gate's copy would give the units back again): retry once the
+//     breaker lets the call through the flow.
 //   - RevertItems (stock.PartialReverter) goes where Revert goes.
 //     ExtendHold (stock.HoldExtender) goes to the fallback only for an
 //     order this node remembers the fallback took (or in ForceFallback
