@@ -29,9 +29,11 @@ type ConsumerConfig struct {
 	// transaction. Zero means 64, sqlstock's default MaxGroup; keep it at
 	// most the record's MaxGroup.
 	Batch int
-	// MaxAttempts is the delivery on which a message whose Settle still
-	// fails for an infrastructure reason is dead-lettered instead of
-	// retried. Zero means 10.
+	// MaxAttempts is the delivery from which a message whose Settle
+	// still fails for an infrastructure reason is dead-lettered instead
+	// of retried, once its Deadline has passed (or it has none): before
+	// its Deadline the gate still holds the order, so the Consumer
+	// retries it however many deliveries that takes. Zero means 10.
 	MaxAttempts int
 	// Backoff is the delay of the first Retry after an infrastructure
 	// failure; each later attempt doubles it, up to MaxBackoff. Zero
@@ -70,9 +72,12 @@ type ConsumerConfig struct {
 //   - an error matching stock.ErrInvalid (a message that can never
 //     settle: a payload the adapter could not decode): DeadLetter at once.
 //   - any other error (the record or the gate cannot answer): Retry after
-//     a backoff that doubles per attempt, and DeadLetter on attempt
-//     MaxAttempts. The gate hold of a dead-lettered order is returned by
-//     the gate's reclaimer at its deadline (or revert it in Done).
+//     a backoff that doubles per attempt (up to MaxBackoff) for as long as
+//     the message's Deadline has not passed, so an outage shorter than
+//     the hold loses no order; once the Deadline has passed (or for a
+//     message without one), DeadLetter from attempt MaxAttempts on. The
+//     gate hold of a dead-lettered order is returned by the gate's
+//     reclaimer at its deadline (or revert it in Done).
 //
 // A message delivered after its Deadline is counted as expired in the
 // queue (observe.Handoff.Expired) and settled all the same: Settle
@@ -162,7 +167,9 @@ func (c *Consumer) settle(ctx context.Context, d Delivery) {
 	case err == nil || stock.IsBusiness(err):
 		_ = d.Ack(ctx) // a failed Ack: delivered again, settled again
 		c.finish(ctx, m, h, err)
-	case d.Attempt() >= c.cfg.MaxAttempts:
+	case d.Attempt() >= c.cfg.MaxAttempts && (m.Deadline.IsZero() || c.cfg.Clock.Now().After(m.Deadline)):
+		// Past its Deadline the gate no longer holds the order: what
+		// still fails there is given up on.
 		c.deadLetter(ctx, d, h, err)
 	default:
 		// Left alone on failure: the adapter's timeout redelivers it.

@@ -16,8 +16,10 @@
 // commit), settles each message concurrently, and ends each delivery by
 // Settle's answer: Ack after nil or a business error (the order ended
 // holding nothing), Retry with a doubling backoff after an infrastructure
-// error, DeadLetter on the last attempt or at once for a message that can
-// never settle (stock.ErrInvalid). A message delivered after its Deadline
+// error for as long as the message's Deadline has not passed (the gate
+// still holds the order), DeadLetter once an infrastructure error
+// outlives the Deadline and ConsumerConfig.MaxAttempts, or at once for a
+// message that can never settle (stock.ErrInvalid). A message delivered after its Deadline
 // is counted as expired in the queue and settled all the same: Settle
 // returns its hold through the refusal path. Each delivery that ended is
 // reported to observe.Observer.Handoff (lag from publish to record,

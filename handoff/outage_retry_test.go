@@ -1,0 +1,98 @@
+package handoff_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/handofftest"
+	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/memstock"
+	"github.com/stockguard/stockguard/stock/stocktest"
+	"github.com/stockguard/stockguard/stock/tiered"
+)
+
+// outageRecord is a record that cannot be reached until its clock passes
+// back (a database failover).
+type outageRecord struct {
+	*memstock.Store
+	clock *stocktest.Clock
+	back  time.Time
+}
+
+func (r *outageRecord) Deduct(ctx context.Context, o stock.Order) error {
+	if r.clock.Now().Before(r.back) {
+		return errors.New("dial tcp 10.0.0.9:3306: connect: connection refused")
+	}
+	return r.Store.Deduct(ctx, o)
+}
+
+// stepDelivery is one delivery of a message whose outcome the test reads:
+// the broker's side of a Retry is played by the test, on its clock.
+type stepDelivery struct {
+	m       handoff.Message
+	attempt int
+	retry   time.Duration
+	ended   string
+}
+
+func (d *stepDelivery) Message() handoff.Message { return d.m }
+func (d *stepDelivery) Attempt() int             { return d.attempt }
+func (d *stepDelivery) Ack(context.Context) error {
+	d.ended = "acked"
+	return nil
+}
+func (d *stepDelivery) Retry(_ context.Context, delay time.Duration) error {
+	d.ended, d.retry = "retried", delay
+	return nil
+}
+func (d *stepDelivery) DeadLetter(context.Context, error) error {
+	d.ended = "dead-lettered"
+	return nil
+}
+
+// An order the buyer was told yes meets a record that is unreachable for
+// 20s, well within its 10 minute hold: the Consumer retries it past
+// MaxAttempts while its Deadline has not passed, and records and
+// acknowledges it once the record is back.
+func TestConsumerRetriesAnOutageUntilTheDeadline(t *testing.T) {
+	ctx := context.Background()
+	clock := stocktest.NewClock(t0)
+	q := handofftest.NewMemory(time.Hour)
+	gate := memstock.New(clock)
+	record := &outageRecord{Store: memstock.New(clock), clock: clock, back: t0.Add(20 * time.Second)}
+	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{Clock: clock})
+	flow := tiered.New(gate, record, tiered.Config{Recorder: rec, Clock: clock, RecheckAfter: -1})
+	if err := flow.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: 10 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := flow.Place(ctx, order("o1", 1))
+	if err != nil || p != tiered.Pending {
+		t.Fatalf("Place = %v, %v; want Pending (told yes)", p, err)
+	}
+	ds := fetch(t, q.Source(), 1)
+	m := ds[0].Message()
+	var dead error
+	c, err := handoff.NewConsumer(q.Source(), flow, handoff.ConsumerConfig{Clock: clock,
+		Done: func(_ context.Context, _ handoff.Message, err error) { dead = err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *stepDelivery
+	for attempt := 1; attempt <= 100; attempt++ {
+		last = &stepDelivery{m: m, attempt: attempt}
+		c.Settle(ctx, []handoff.Delivery{last})
+		if last.ended != "retried" {
+			break
+		}
+		clock.Advance(last.retry)
+	}
+	in, _ := record.Orders(ctx, []string{"o1"})
+	recorded := len(in) == 1 && in[0].State == stock.StateHeld
+	if last.ended != "acked" || !recorded {
+		t.Fatalf("after a 20s record outage (order sent at %v, deadline %v, now %v): delivery %d %s (%v), recorded at the record: %v; want it retried until the record is back, then recorded and acked",
+			m.Sent.Format(time.TimeOnly), m.Deadline.Format(time.TimeOnly), clock.Now().Format(time.TimeOnly), last.attempt, last.ended, dead, recorded)
+	}
+}
