@@ -21,7 +21,11 @@
 //
 //   - The hand-off is a durable quorum queue (Config.Queue). Publish sends
 //     a persistent message whose message-id is the order ID and returns
-//     nil only once the broker's publisher confirm acknowledged it.
+//     nil only once the broker's publisher confirm acknowledged it and
+//     the queue took it: the message is published mandatory, so one no
+//     queue takes (the queue was deleted behind the Publisher) is
+//     returned by the broker and Publish fails with ErrReturned; the
+//     next Publish declares the queue again on a new channel.
 //     RabbitMQ does not deduplicate: an order published twice is delivered
 //     twice, and Settle, being idempotent, records it once.
 //   - A Source consumes with manual acknowledgement only while a Fetch
@@ -35,9 +39,11 @@
 //   - Retry holds the message for its delay and then hands it back; the
 //     quorum queue counts the delivery. DeadLetter publishes the message,
 //     with the reason in the x-stockguard-reason header, to
-//     Config.DeadQueue (with a confirm), then acknowledges it. The
-//     DeadQueue is also the queue's dead-letter destination for anything
-//     the broker drops itself (a delivery limit set by policy).
+//     Config.DeadQueue (mandatory, with a confirm: a copy no queue takes
+//     fails with ErrReturned and the original is handed back), then
+//     acknowledges it. The DeadQueue is also the queue's dead-letter
+//     destination for anything the broker drops itself (a delivery limit
+//     set by policy).
 //   - An Ack is not confirmed by AMQP 0-9-1: one lost with its connection
 //     means the message is delivered again, and settled again, which
 //     changes nothing.

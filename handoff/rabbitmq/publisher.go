@@ -15,6 +15,13 @@ import (
 // errClosed is the answer of a Publisher or Source after Close.
 var errClosed = errors.New("rabbitmq: closed")
 
+// ErrReturned is returned by Publish (and DeadLetter) when the broker
+// returned the message: no queue took it, because its queue is gone
+// (deleted by an operator or a policy after the Publisher declared it).
+// Nothing was queued; the next Publish declares the queue again on a new
+// channel.
+var ErrReturned = errors.New("rabbitmq: no queue took the message")
+
 // ErrNacked is returned by Publish when the broker refused the message
 // (a negative publisher confirm: a resource alarm, a queue at its length
 // limit). Nothing was queued; publish again later.
@@ -46,7 +53,10 @@ func NewPublisher(ctx context.Context, url string, cfg Config) (*Publisher, erro
 
 // Publish queues m as a persistent message whose message-id is the order
 // ID, and returns nil once the broker has confirmed it (stored on the
-// quorum queue's majority). On a connection or channel that closed (a
+// quorum queue's majority). It publishes mandatory: a message no queue
+// takes (the queue is gone) is returned by the broker, and Publish
+// returns ErrReturned, after which the next Publish declares the queue
+// again. On a connection or channel that closed (a
 // broker restart) it reconnects and publishes again, until ctx ends or
 // Config.PublishTimeout passes. An error means m may or may not be queued;
 // publishing it again is safe (RabbitMQ does not deduplicate: the consumer
@@ -83,7 +93,7 @@ func (p *Publisher) publish(ctx context.Context, queue string, msg amqp.Publishi
 	}
 	for {
 		err := p.publishOnce(ctx, queue, msg)
-		if err == nil || errors.Is(err, ErrNacked) || errors.Is(err, errClosed) {
+		if err == nil || errors.Is(err, ErrNacked) || errors.Is(err, ErrReturned) || errors.Is(err, errClosed) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -95,21 +105,35 @@ func (p *Publisher) publish(ctx context.Context, queue string, msg amqp.Publishi
 	}
 }
 
-// publishOnce is one attempt of publish.
+// publishOnce is one attempt of publish: mandatory, so that a message no
+// queue takes is returned (before its confirm) and fails.
 func (p *Publisher) publishOnce(ctx context.Context, queue string, msg amqp.Publishing) error {
-	ch, err := p.link.channel(ctx)
+	ch, ret, err := p.link.publishing(ctx)
 	if err != nil {
 		return err
 	}
-	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
+	id := ret.id()
+	h := amqp.Table{}
+	for k, v := range msg.Headers {
+		h[k] = v
+	}
+	h[PublishHeader] = id
+	msg.Headers = h
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, msg)
 	if err != nil {
+		ret.take(id)
 		p.link.broken(ch)
 		return err
 	}
 	ok, err := dc.WaitContext(ctx)
+	returned := ret.take(id)
 	switch {
 	case err != nil:
 		return err
+	case returned:
+		// The queue is gone: the next channel declares it again.
+		p.link.broken(ch)
+		return ErrReturned
 	case ok:
 		return nil
 	case ch.IsClosed():

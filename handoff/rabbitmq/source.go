@@ -298,8 +298,10 @@ func (d *delivery) Retry(_ context.Context, delay time.Duration) error {
 
 // DeadLetter publishes the message, with reason and its attempt in
 // headers, to the dead-letter queue, and once the broker has confirmed
-// that, acknowledges the original. If the copy cannot be published the
-// message is handed back (and dead-lettered again on a later delivery).
+// that, acknowledges the original. The copy is published mandatory: if no
+// queue takes it (the dead-letter queue is gone) the error matches
+// ErrReturned. If the copy cannot be published the message is handed back
+// (and dead-lettered again on a later delivery).
 func (d *delivery) DeadLetter(ctx context.Context, reason error) error {
 	if !d.end() {
 		return ErrHandedBack
