@@ -127,17 +127,20 @@ func NewConsumer(src Source, flow Settler, cfg ConsumerConfig) (*Consumer, error
 // hand is settled (its Settles and acknowledgements run to the end, on a
 // context without ctx's cancellation, so a stopping consumer leaves no
 // order half-way that it could have finished). A failing Fetch is retried
-// after Backoff.
+// after Backoff; the deliveries it returned with its error, if any, are
+// settled first (they are in this consumer's hands: left alone, they
+// would wait out the adapter's redelivery timeout).
 func (c *Consumer) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(ctx, c.cfg.Poll)
 		ds, err := c.src.Fetch(fctx, c.cfg.Batch)
 		cancel()
+		if err == nil || len(ds) > 0 {
+			c.Settle(context.WithoutCancel(ctx), ds)
+		}
 		if err != nil {
 			callctx.Sleep(ctx, c.cfg.Backoff)
-			continue
 		}
-		c.Settle(context.WithoutCancel(ctx), ds)
 	}
 	return nil
 }

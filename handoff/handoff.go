@@ -61,7 +61,9 @@ type Source interface {
 	// Fetch returns at most max deliveries, waiting until at least one is
 	// there or ctx ends (then it returns what it has, possibly none, and
 	// no error). A message not acknowledged, retried or dead-lettered is
-	// delivered again after the adapter's own timeout.
+	// delivered again after the adapter's own timeout. Deliveries returned
+	// together with an error are in the consumer's hands all the same:
+	// Consumer.Run settles them.
 	Fetch(ctx context.Context, max int) ([]Delivery, error)
 }
 
