@@ -87,7 +87,9 @@ type cachedHold struct {
 // each message's Deadline is the gate's: the order's own HoldTTL, or else
 // the shortest hold time gate reports for the order's SKUs (read once per
 // RecorderConfig.HoldCache, on its Clock), so it cannot disagree with the
-// listing.
+// listing. Both pub and gate are needed: a Recorder made without either
+// answers every Record and Admit with an error wrapping stock.ErrInvalid
+// (and so does the zero Recorder).
 func NewRecorder(pub Publisher, gate LevelsReader, cfg RecorderConfig) *Recorder {
 	if cfg.HoldCache <= 0 {
 		cfg.HoldCache = time.Second
@@ -106,8 +108,12 @@ func NewRecorder(pub Publisher, gate LevelsReader, cfg RecorderConfig) *Recorder
 // hold, so a little after the gate's own clock started it) plus the
 // order's hold time. A gate that cannot tell the hold time leaves the
 // Deadline zero (unknown: never counted expired) rather than fail the
-// hand-off.
+// hand-off. A Recorder made without a Publisher or a gate publishes
+// nothing and returns an error wrapping stock.ErrInvalid.
 func (r *Recorder) Record(ctx context.Context, o stock.Order) error {
+	if err := r.wired(); err != nil {
+		return err
+	}
 	now := r.cfg.Clock.Now()
 	m := Message{Order: o, Sent: now}
 	if hold, err := r.hold(ctx, o); err == nil {
@@ -118,11 +124,15 @@ func (r *Recorder) Record(ctx context.Context, o stock.Order) error {
 
 // Admit refuses o with ErrBacklog while the lag exceeds the bound
 // (RecorderConfig.MaxLag, by default half o's hold time); nil otherwise,
-// and always without a lag to read. The lag is the broker's (the age of
+// and always without a lag to read; an error wrapping stock.ErrInvalid
+// from a Recorder made without a Publisher or a gate. The lag is the broker's (the age of
 // the oldest message not acknowledged, from OldestReader) where the
 // Publisher tells it, or else RecorderConfig.Lag. A hold time the gate
 // cannot tell admits o: the Deduct that follows asks the gate anyway.
 func (r *Recorder) Admit(ctx context.Context, o stock.Order) error {
+	if err := r.wired(); err != nil {
+		return err
+	}
 	if r.cfg.MaxLag < 0 {
 		return nil
 	}
@@ -140,6 +150,15 @@ func (r *Recorder) Admit(ctx context.Context, o stock.Order) error {
 	}
 	if lag > bound {
 		return ErrBacklog
+	}
+	return nil
+}
+
+// wired returns an error wrapping stock.ErrInvalid for a Recorder made
+// without a Publisher or a gate, which could publish or admit nothing.
+func (r *Recorder) wired() error {
+	if r == nil || r.pub == nil || r.gate == nil {
+		return &stock.InvalidError{Field: "handoff.NewRecorder", Reason: "needs a Publisher and a gate (LevelsReader)"}
 	}
 	return nil
 }
