@@ -328,7 +328,9 @@ func (s *Shop) Settle(ctx context.Context, o stock.Order) error { return s.flow.
 // into the Shop (Settle): the consumer of the queue Config.Handoff feeds,
 // one per Source; start its Run. Its clock and observer are the Shop's,
 // and its lag is among those the Shop's Recorder reads (where the broker
-// cannot tell its own), so make consumers for the Shop's lifetime. A zero
+// cannot tell its own), so make consumers for the Shop's lifetime; one
+// whose Run returned, or whose Fetch keeps failing, reports no lag (see
+// handoff.Consumer.Lag), so it does not hold new orders back. A zero
 // cfg.Batch is the record's group (Config.Record.MaxGroup, sqlstock's
 // default 64), so that a batch is written in one transaction. It fails
 // with an error wrapping stock.ErrInvalid, having made nothing, for a nil

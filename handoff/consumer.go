@@ -40,7 +40,8 @@ type ConsumerConfig struct {
 	// means 50ms and 5s.
 	Backoff, MaxBackoff time.Duration
 	// Poll is the longest one Fetch waits for a message: an idle consumer
-	// reports a Lag of zero after it. Zero means 500ms.
+	// reports a Lag of zero after it, and so does one whose Fetch has
+	// failed for Poll. Zero means 500ms.
 	Poll time.Duration
 	// Done, if set, is called once a delivery's message ended: err is
 	// nil (the record has the order), Settle's business error (the order
@@ -88,10 +89,11 @@ type Consumer struct {
 	flow Settler
 	cfg  ConsumerConfig
 
-	mu     sync.Mutex
-	oldest time.Time // Sent of the oldest message of the batch in hand, or of the last batch
-	ended  time.Time // when the last batch ended; zero while one is in hand
-	idle   bool      // the last Fetch found nothing
+	mu      sync.Mutex
+	oldest  time.Time // Sent of the oldest message of the batch in hand, or of the last batch
+	ended   time.Time // when the last batch ended; zero while one is in hand
+	idle    bool      // the last Fetch found nothing, failed for Poll, or Run returned
+	fetched time.Time // when Run's last Fetch answered without an error
 }
 
 // NewConsumer returns a Consumer that settles src's messages into flow.
@@ -130,19 +132,59 @@ func NewConsumer(src Source, flow Settler, cfg ConsumerConfig) (*Consumer, error
 // after Backoff; the deliveries it returned with its error, if any, are
 // settled first (they are in this consumer's hands: left alone, they
 // would wait out the adapter's redelivery timeout).
+//
+// Once Run has returned, the Consumer's Lag is zero: a consumer that no
+// longer fetches does not hold the hand-off's lag (and the Recorder's
+// backpressure) at the last batch's.
 func (c *Consumer) Run(ctx context.Context) error {
+	defer c.stopped()
+	c.mu.Lock()
+	c.fetched = c.cfg.Clock.Now()
+	c.mu.Unlock()
 	for ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(ctx, c.cfg.Poll)
 		ds, err := c.src.Fetch(fctx, c.cfg.Batch)
 		cancel()
+		if err == nil {
+			c.mu.Lock()
+			c.fetched = c.cfg.Clock.Now()
+			c.mu.Unlock()
+		}
 		if err == nil || len(ds) > 0 {
 			c.Settle(context.WithoutCancel(ctx), ds)
 		}
 		if err != nil {
+			c.fetchFailed()
 			callctx.Sleep(ctx, c.cfg.Backoff)
 		}
 	}
 	return nil
+}
+
+// fetchFailed drops the lag the last batch ended with once Run's Fetch
+// has failed for Poll since the batch ended (or since the last Fetch
+// that answered): the consumer no longer tells how far behind the
+// queue is, and a lag it cannot refresh would refuse orders for ever.
+func (c *Consumer) fetchFailed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended.IsZero() { // a batch in hand: its own lag still grows
+		return
+	}
+	since := c.fetched
+	if c.ended.After(since) {
+		since = c.ended
+	}
+	if c.cfg.Clock.Now().Sub(since) >= c.cfg.Poll {
+		c.idle = true
+	}
+}
+
+// stopped drops the Consumer's lag when Run returns.
+func (c *Consumer) stopped() {
+	c.mu.Lock()
+	c.idle = true
+	c.mu.Unlock()
 }
 
 // Settle settles one batch of deliveries concurrently and returns when
@@ -210,9 +252,12 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 
 // Lag is how far behind the queue this consumer is: the age of the oldest
 // message of the batch in hand, or the lag the last batch ended with,
-// until a Fetch finds the queue empty (then zero). A Recorder's
-// RecorderConfig.Lag reads it to slow admissions. A nil Consumer's Lag
-// is zero.
+// until a Fetch finds the queue empty (then zero). Under Run, the lag a
+// batch ended with is dropped too once Fetch has failed for Poll (the
+// consumer no longer sees the queue) and once Run has returned: a
+// consumer that stopped fetching does not hold the lag for ever. A
+// Recorder's RecorderConfig.Lag reads it to slow admissions. A nil
+// Consumer's Lag is zero.
 func (c *Consumer) Lag() time.Duration {
 	if c == nil {
 		return 0

@@ -51,8 +51,10 @@
 // each. Otherwise, and while Oldest fails, it is RecorderConfig.Lag, this
 // process's measure: Consumer.Lag (or LagOf over this node's consumers),
 // the age of the oldest message of the batch in hand, held after the
-// batch until a Fetch finds the queue empty. Either way, refusing
-// admissions drains the queue and reopens them.
+// batch until a Fetch finds the queue empty, a Fetch of Run has failed
+// for ConsumerConfig.Poll, or Run has returned (a consumer that stopped
+// fetching no longer counts). Either way, refusing admissions drains the
+// queue and reopens them.
 //
 // # Writing an adapter
 //
