@@ -104,8 +104,8 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // ensureStream creates the hand-off's stream, or updates it to c.
-func ensureStream(ctx context.Context, js jetstream.JetStream, c Config) error {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+func ensureStream(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Stream, error) {
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        c.Stream,
 		Description: "stockguard: orders on their way from the gate to the record",
 		Subjects:    []string{c.Subject},
@@ -115,9 +115,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, c Config) error {
 		Duplicates:  c.Duplicates,
 	})
 	if err != nil {
-		return fmt.Errorf("natsjs: stream %s: %w", c.Stream, err)
+		return nil, fmt.Errorf("natsjs: stream %s: %w", c.Stream, err)
 	}
-	return nil
+	return stream, nil
 }
 
 // ensureDead creates the dead-letter stream, or updates it to c. Its

@@ -36,6 +36,11 @@
 //     was lost, after a restart, or from a publish the Recorder retried
 //     outside the deduplication window. Settle is idempotent, so the
 //     record writes an order once whatever the count.
+//   - The Publisher is a handoff.OldestReader: Oldest is the Sent time of
+//     the stream's first message (one get from the server), the oldest
+//     not acknowledged or dead-lettered, retried ones included. A
+//     Recorder over the Publisher applies backpressure by the lag of the
+//     consumers of every node.
 //
 // # A server restart
 //

@@ -3,7 +3,9 @@ package natsjs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,13 +14,18 @@ import (
 )
 
 // Publisher publishes hand-offs to a JetStream stream. It implements
-// handoff.Publisher and is safe for concurrent use.
+// handoff.Publisher and handoff.OldestReader, and is safe for concurrent
+// use.
 type Publisher struct {
-	js  jetstream.JetStream
-	cfg Config
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cfg    Config
 }
 
-var _ handoff.Publisher = (*Publisher)(nil)
+var (
+	_ handoff.Publisher    = (*Publisher)(nil)
+	_ handoff.OldestReader = (*Publisher)(nil)
+)
 
 // NewPublisher returns a Publisher on js, after creating the hand-off's
 // stream (or updating it to cfg).
@@ -27,10 +34,11 @@ func NewPublisher(ctx context.Context, js jetstream.JetStream, cfg Config) (*Pub
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureStream(ctx, js, cfg); err != nil {
+	stream, err := ensureStream(ctx, js, cfg)
+	if err != nil {
 		return nil, err
 	}
-	return &Publisher{js: js, cfg: cfg}, nil
+	return &Publisher{js: js, stream: stream, cfg: cfg}, nil
 }
 
 // Publish stores m in the stream and returns nil once the server has
@@ -52,4 +60,27 @@ func (p *Publisher) Publish(ctx context.Context, m handoff.Message) error {
 		return fmt.Errorf("natsjs: publish order %s: %w", m.Order.ID, err)
 	}
 	return nil
+}
+
+// Oldest returns the Sent time of the first message in the stream
+// (handoff.OldestReader): the stream is a work queue, so that is the
+// oldest message not acknowledged or dead-lettered, whether it waits for
+// a consumer, is in one's hands or waits out a Retry's delay (a
+// negative acknowledgement leaves it in the stream). It is one request
+// to the server, a get of the first message on the stream's subject. A
+// payload that does not decode (or has no Sent) is dated by the time the
+// stream stored it. It returns false when the stream is empty.
+func (p *Publisher) Oldest(ctx context.Context) (time.Time, bool, error) {
+	msg, err := p.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(p.cfg.Subject))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("natsjs: oldest message of %s: %w", p.cfg.Stream, err)
+	}
+	var m handoff.Message
+	if json.Unmarshal(msg.Data, &m) == nil && !m.Sent.IsZero() {
+		return m.Sent, true, nil
+	}
+	return msg.Time, true, nil
 }

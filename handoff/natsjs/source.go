@@ -50,7 +50,7 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureStream(ctx, js, cfg); err != nil {
+	if _, err := ensureStream(ctx, js, cfg); err != nil {
 		return nil, err
 	}
 	if err := ensureDead(ctx, js, cfg); err != nil {
