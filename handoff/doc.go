@@ -84,7 +84,9 @@
 //     (one waiting out a Retry's delay may be left out), false when there
 //     is none, in one cheap call (the head of a stream; the first message
 //     of a queue or stream, peeked without taking it). Implement it: it is
-//     the lag the Recorder's backpressure reads, across every node.
+//     the lag the Recorder's backpressure reads, across every node. (The
+//     redisstream and natsjs adapters do; rabbitmq cannot, as its package
+//     doc says, and falls back to RecorderConfig.Lag.)
 //
 // # Testing an adapter
 //

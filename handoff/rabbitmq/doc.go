@@ -48,6 +48,22 @@
 //     means the message is delivered again, and settled again, which
 //     changes nothing.
 //
+// # Backpressure: no broker lag
+//
+// The Publisher is not a handoff.OldestReader: it cannot tell the
+// hand-off's lag as the broker sees it. A quorum queue tells how many
+// messages it holds (Publisher.Ready) but not how old the first one is,
+// and the only way to read that message, a basic.get handed back with a
+// requeue, would count a delivery against it (x-delivery-count, towards
+// a delivery limit) and let another consumer take it out of turn. So a
+// Recorder over the Publisher applies backpressure by
+// handoff.RecorderConfig.Lag alone, this process's consumers' measure
+// (handoff.LagOf over them; stockguard.Config.Handoff wires the Shop's):
+// it sees neither the consumers of other nodes nor the messages waiting
+// for a consumer that none of them has fetched yet. Where every node
+// publishes and consumes, each node's own consumers slow its own
+// admissions; a node that publishes without consuming applies none.
+//
 // # A broker restart
 //
 // A Publisher and a Source open their connection on first use and a new

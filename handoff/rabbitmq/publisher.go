@@ -28,7 +28,9 @@ var ErrReturned = errors.New("rabbitmq: no queue took the message")
 var ErrNacked = errors.New("rabbitmq: the broker refused the message")
 
 // Publisher publishes hand-offs to a quorum queue with publisher confirms.
-// It implements handoff.Publisher and is safe for concurrent use. It opens
+// It implements handoff.Publisher and is safe for concurrent use. It is
+// not a handoff.OldestReader (see the package doc): a Recorder over it
+// reads RecorderConfig.Lag. It opens
 // its connection on first use and a new one after a broker restart.
 type Publisher struct {
 	link *link
