@@ -129,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.maxLag, "max-lag", 0, "queue lag past which new orders are turned away as busy (0: a quarter of -hold)")
 	fs.StringVar(&c.queue, "queue", "redis", "the hand-off's broker: "+strings.Join(queueKinds, ", "))
 	fs.IntVar(&c.batch, "batch", 8, "hand-offs one consumer fetches and settles at once (at most the record's group)")
-	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered")
+	fs.Int64Var(&c.maxDeliveries, "max-deliveries", 5, "deliveries of one hand-off before it is dead-lettered, once its hold has ended (before, it is retried until the record takes it)")
 	fs.IntVar(&c.fallbackRate, "fallback-rate", 200, "orders per second the database takes directly while the breaker is open")
 	fs.IntVar(&c.maxGroup, "max-group", 0, "most orders the database record writes in one transaction (sqlstock Config.MaxGroup; 0: its default, 1: no grouping)")
 	fs.StringVar(&c.natsURL, "nats", "", "NATS (JetStream) URL for -queue nats, e.g. nats://127.0.0.1:4222 (default: an in-process server)")
