@@ -185,7 +185,8 @@ func TestShopHandoffRefusesSettingsThatDisagree(t *testing.T) {
 // The Shop's backpressure reads the broker's lag: orders waiting in the
 // queue with no consumer running on this node (they may run on others)
 // turn new orders away once the oldest waited more than half the hold
-// time, and the queue drained reopens admissions.
+// time, and the queue drained (as this node's consumer sees it too)
+// reopens admissions.
 func TestShopHandoffBacklogIsTheBrokers(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	shop, q := handoffShop(t, stockguard.Config{Clock: clock})
@@ -215,6 +216,7 @@ func TestShopHandoffBacklogIsTheBrokers(t *testing.T) {
 		t.Fatalf("Fetch = %d, %v", len(ds), err)
 	}
 	c.Settle(ctx, ds)
+	c.Settle(ctx, nil)         // as Run's next Fetch, which finds the queue empty
 	clock.Advance(time.Second) // past the Recorder's LagCache
 	if err := shop.Deduct(ctx, order("o2", 1)); err != nil {
 		t.Fatalf("Deduct with the queue drained: %v", err)

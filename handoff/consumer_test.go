@@ -318,14 +318,15 @@ func TestRecorderBackpressure(t *testing.T) {
 }
 
 // Over a Publisher that tells the broker's lag (an OldestReader), Admit
-// reads it, asking again once the answer is LagCache old, and the
-// in-process measure (RecorderConfig.Lag) only while the broker fails.
+// reads it, asking again once the answer is LagCache old, and the larger
+// of it and the in-process measure (RecorderConfig.Lag) counts: the
+// in-process one alone while the broker fails.
 func TestRecorderLagIsTheBrokers(t *testing.T) {
 	ctx := context.Background()
 	clock := stocktest.NewClock(t0)
 	q := handofftest.NewMemory(time.Hour)
 	gate := memstock.New(clock)
-	var local atomic.Int64 // the in-process measure: an hour, unless set
+	var local atomic.Int64 // the in-process measure
 	local.Store(int64(time.Hour))
 	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{Clock: clock, LagCache: 100 * time.Millisecond,
 		Lag: func() time.Duration { return time.Duration(local.Load()) }})
@@ -333,8 +334,12 @@ func TestRecorderLagIsTheBrokers(t *testing.T) {
 	if err := flow.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := flow.Place(ctx, order("o1", 1)); !errors.Is(err, handoff.ErrBacklog) {
+		t.Fatalf("Place on an empty queue with this node's consumers an hour behind: %v, want ErrBacklog", err)
+	}
+	local.Store(0)
 	if _, err := flow.Place(ctx, order("o1", 1)); err != nil {
-		t.Fatalf("Place on an empty queue: %v (the in-process hour must not count)", err)
+		t.Fatalf("Place on an empty queue: %v", err)
 	}
 	if err := rec.Admit(ctx, order("o2", 1)); err != nil {
 		t.Fatalf("Admit with o1 just sent: %v", err)
@@ -369,6 +374,7 @@ func TestRecorderLagIsTheBrokers(t *testing.T) {
 	}
 
 	// A broker that cannot tell: the in-process measure.
+	local.Store(int64(time.Hour))
 	broken := handoff.NewRecorder(failingOldest{q}, gate, handoff.RecorderConfig{Clock: clock,
 		Lag: func() time.Duration { return time.Duration(local.Load()) }})
 	if err := broken.Admit(ctx, order("o3", 1)); !errors.Is(err, handoff.ErrBacklog) {

@@ -48,8 +48,10 @@
 // answers the Sent time of the oldest message not acknowledged, which
 // counts the consumers of every node; the Recorder asks at most once per
 // RecorderConfig.LagCache (100ms), so admissions do not cost a round trip
-// each. Otherwise, and while Oldest fails, it is RecorderConfig.Lag, this
-// process's measure: Consumer.Lag (or LagOf over this node's consumers),
+// each. RecorderConfig.Lag, this process's measure, counts too (the larger
+// of the two is the lag; it alone without an OldestReader and while Oldest
+// fails), since an adapter may leave out of Oldest the messages it delays
+// for a retry: Consumer.Lag (or LagOf over this node's consumers),
 // the age of the oldest message of the batch in hand, held after the
 // batch until a Fetch finds the queue empty, a Fetch of Run has failed
 // for ConsumerConfig.Poll, or Run has returned (a consumer that stopped

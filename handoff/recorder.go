@@ -33,9 +33,11 @@ type LevelsReader interface {
 type RecorderConfig struct {
 	// Lag reports the hand-off's current lag as this process sees it: how
 	// far behind its consumers are (Consumer.Lag, or LagOf over several).
-	// Over a Publisher that is an OldestReader it is read only while the
-	// broker's Oldest fails. Nil, and no OldestReader: Admit admits every
-	// order.
+	// Over a Publisher that is an OldestReader the lag is the larger of
+	// the two (an adapter may leave out of its Oldest the messages it
+	// delays for a retry, while these consumers see them), or this one
+	// alone while the broker's Oldest fails. Nil, and no OldestReader:
+	// Admit admits every order.
 	Lag func() time.Duration
 	// LagCache is how long an answer of the broker's Oldest is reused
 	// before Admit asks again, so that admissions do not cost a round trip
@@ -125,10 +127,11 @@ func (r *Recorder) Record(ctx context.Context, o stock.Order) error {
 // Admit refuses o with ErrBacklog while the lag exceeds the bound
 // (RecorderConfig.MaxLag, by default half o's hold time); nil otherwise,
 // and always without a lag to read; an error wrapping stock.ErrInvalid
-// from a Recorder made without a Publisher or a gate. The lag is the broker's (the age of
-// the oldest message not acknowledged, from OldestReader) where the
-// Publisher tells it, or else RecorderConfig.Lag. A hold time the gate
-// cannot tell admits o: the Deduct that follows asks the gate anyway.
+// from a Recorder made without a Publisher or a gate. The lag is Lag's:
+// the larger of the broker's (the age of the oldest message not
+// acknowledged, from OldestReader) and RecorderConfig.Lag. A hold time
+// the gate cannot tell admits o: the Deduct that follows asks the gate
+// anyway.
 func (r *Recorder) Admit(ctx context.Context, o stock.Order) error {
 	if err := r.wired(); err != nil {
 		return err
@@ -163,20 +166,20 @@ func (r *Recorder) wired() error {
 	return nil
 }
 
-// Lag is the hand-off's lag as Admit reads it: the age of the broker's
-// oldest message not acknowledged (OldestReader, asked at most once per
-// RecorderConfig.LagCache), or RecorderConfig.Lag where the Publisher
-// does not tell it or its last answer was an error; zero without either.
+// Lag is the hand-off's lag as Admit reads it: the larger of the age of
+// the broker's oldest message not acknowledged (OldestReader, asked at
+// most once per RecorderConfig.LagCache; left out where the Publisher
+// does not tell it or its last answer was an error) and
+// RecorderConfig.Lag; zero without either.
 func (r *Recorder) Lag(ctx context.Context) time.Duration {
+	var lag time.Duration
 	if r.oldest != nil {
-		if lag, ok := r.brokerLag(ctx); ok {
-			return lag
-		}
+		lag, _ = r.brokerLag(ctx)
 	}
 	if r.cfg.Lag != nil {
-		return r.cfg.Lag()
+		lag = max(lag, r.cfg.Lag())
 	}
-	return 0
+	return lag
 }
 
 // brokerLag is the age of the broker's oldest message, false while the
