@@ -327,3 +327,198 @@ func TestShopPartialReturnOfAPaidOrderHalfConfirmedIsApplied(t *testing.T) {
 	s.bound("after the return and the Confirm")
 	s.even("after the return and the Confirm", map[string]int64{"a": 8})
 }
+
+// A sale the fallback took while traffic was kept off the gate (the gate
+// never had it) is refunded once traffic returns to the gate, on the node
+// that remembers the fallback took it too: the record path leaves the
+// refund to the flow, which finds the gate does not know the order and
+// refunds it at the record alone.
+func TestShopRefundOfASaleTheFallbackTookGoesThroughOnceTrafficIsBack(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.SetMode(degrade.ForceFallback)
+	s.sell("fb", 2, "a")
+	s.SetMode(degrade.Auto)
+	s.even("after the sale at the fallback", map[string]int64{"a": 8})
+	for i := range 3 {
+		err := s.Revert(ctx, "fb")
+		if err == nil {
+			break
+		}
+		if i == 2 {
+			t.Fatalf("refund of a sale the fallback took, traffic back on the gate, attempt %d: %v; want nil (the gate never had the order, nothing can ever let this refund through)", i+1, err)
+		}
+		s.clock.Advance(time.Minute)
+		if _, err := s.Reconciler().RepairAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.bound("after the refund")
+	s.even("after the refund", map[string]int64{"a": 10})
+	infos, err := s.Orders(ctx, []string{"fb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos[0].State == stock.StateConfirmed {
+		t.Fatalf("fb after the refund: still confirmed")
+	}
+}
+
+// A sale the gate lost (a flush, then a rebuild) is partly returned at the
+// record alone (the gate does not know it); a late repeat of its Deduct
+// and Confirm (a client retrying lost replies) makes the gate take it
+// again, as a sale of every unit. The refund of the rest gives back only
+// the rest: the gate's copy, which misses the return, gives nothing back.
+func TestShopRefundOfASaleTheGateTookAgainAfterAReturnAtTheRecordAloneReturnsOnce(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.sell("o1", 3, "a")
+	s.mr.FlushAll()
+	s.even("after the flush", map[string]int64{"a": 7})
+	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+	if err := s.RevertItems(ctx, r1); err != nil {
+		t.Fatalf("partial return of the order the gate lost: %v", err)
+	}
+	s.bound("after the partial return")
+	s.even("after the partial return", map[string]int64{"a": 8})
+	// The client's retries of lost replies.
+	if err := s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}}); err != nil {
+		t.Fatalf("repeat Deduct: %v", err)
+	}
+	if err := s.Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("repeat Confirm: %v", err)
+	}
+	s.bound("after the repeats")
+	s.even("after the repeats", map[string]int64{"a": 8})
+	if err := s.Revert(ctx, "o1"); err != nil {
+		t.Fatalf("refund of the rest: %v", err)
+	}
+	s.bound("after the refund of the rest (2 units were left to give back)")
+	s.even("after the refund", map[string]int64{"a": 10})
+}
+
+// The same without a data loss: a sale the fallback took (the gate never
+// had it) is partly returned at the record alone; the client's late
+// retries of its Deduct and Confirm reach a node whose breaker lets
+// traffic through the flow, and the gate takes the order as a sale of
+// every unit. The refund of the rest gives back only the rest.
+func TestShopRefundOfAFallbackSaleTheGateTookAgainReturnsOnce(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}}
+	s.SetMode(degrade.ForceFallback)
+	s.sell("o1", 3, "a")
+	s.SetMode(degrade.Auto)
+	s.even("after the sale at the fallback", map[string]int64{"a": 7})
+	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+	if err := s.Flow().RevertItems(ctx, r1); err != nil {
+		t.Fatalf("partial return of the sale the gate never had: %v", err)
+	}
+	s.bound("after the partial return")
+	s.even("after the partial return", map[string]int64{"a": 8})
+	// The client's retries of lost replies, on another node.
+	if err := s.Flow().Deduct(ctx, o); err != nil {
+		t.Fatalf("repeat Deduct: %v", err)
+	}
+	if err := s.Flow().Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("repeat Confirm: %v", err)
+	}
+	s.bound("after the repeats")
+	s.even("after the repeats", map[string]int64{"a": 8})
+	if err := s.Flow().Revert(ctx, "o1"); err != nil {
+		t.Fatalf("refund of the rest: %v", err)
+	}
+	s.bound("after the refund of the rest (2 units were left to give back)")
+	s.even("after the refund", map[string]int64{"a": 10})
+}
+
+// An order in doubt at the primary (the gate took its hold, the record
+// step failed) that the record path settles while the breaker is open is
+// still the gate's too: a partial return of it on that node waits for the
+// breaker (degrade.ErrBusy, nothing written) rather than being made at
+// the record alone, and once made through the flow, it and the refund of
+// the rest give every unit back once.
+func TestShopReturnOfAnOrderInDoubtSettledByTheFallbackWaitsForTheGate(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}}
+	s.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Deduct"))
+	if err := s.Deduct(ctx, o); err == nil {
+		t.Fatal("Deduct with the record's Deduct down: nil, want an unknown outcome")
+	}
+	s.record.SetFault(stocktest.Healthy)
+	s.SetMode(degrade.ForceFallback)
+	if err := s.Deduct(ctx, o); err != nil {
+		t.Fatalf("retry of the Deduct in doubt, the breaker open: %v", err)
+	}
+	s.SetMode(degrade.Auto)
+	if g, err := s.Flow().Gate().(stock.OrderReader).Orders(ctx, []string{"o1"}); err != nil || g[0].State != stock.StateHeld {
+		t.Fatalf("the gate's copy: %+v, %v; want held", g, err)
+	}
+	// Another node, its breaker closed, confirms through the flow.
+	if err := s.Flow().Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("confirm through the flow: %v", err)
+	}
+	s.even("after the sale", map[string]int64{"a": 7})
+	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+	// This node's breaker has not let traffic through since: the return
+	// waits (the gate holds the order), with nothing written.
+	if err := s.RevertItems(ctx, r1); !errors.Is(err, degrade.ErrBusy) {
+		t.Fatalf("partial return before the breaker lets traffic through: %v, want degrade.ErrBusy", err)
+	}
+	s.bound("after the return that waits")
+	// Its retry once the breaker does.
+	if err := s.Flow().RevertItems(ctx, r1); err != nil {
+		t.Fatalf("partial return: %v", err)
+	}
+	s.bound("after the partial return")
+	s.even("after the partial return", map[string]int64{"a": 8})
+	if err := s.Flow().Revert(ctx, "o1"); err != nil {
+		t.Fatalf("refund of the rest through the flow: %v", err)
+	}
+	s.bound("after the refund of the rest (2 units were left to give back)")
+	s.even("after the refund", map[string]int64{"a": 10})
+}
+
+// The same order in doubt, settled by the record path: an extension of
+// its hold on that node reaches the gate, which holds it too, so the hold
+// lasts until the new deadline and the buyer can pay then.
+func TestShopExtendedHoldOfAnOrderInDoubtSettledByTheFallbackIsKept(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	if err := s.PutOnSale(ctx, stock.Listing{SKU: "c", Units: 10, HoldTTL: 15 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "c", Qty: 3}}}
+	s.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Deduct"))
+	if err := s.Deduct(ctx, o); err == nil {
+		t.Fatal("Deduct with the record's Deduct down: nil, want an unknown outcome")
+	}
+	s.record.SetFault(stocktest.Healthy)
+	s.SetMode(degrade.ForceFallback)
+	if err := s.Deduct(ctx, o); err != nil {
+		t.Fatalf("retry of the Deduct in doubt, the breaker open: %v", err)
+	}
+	s.SetMode(degrade.Auto)
+	s.clock.Advance(10 * time.Minute)
+	if err := s.ExtendHold(ctx, "o1", s.clock.Now().Add(14*time.Minute)); err != nil {
+		t.Fatalf("ExtendHold to 24 minutes in: %v", err)
+	}
+	s.clock.Advance(10 * time.Minute) // past the 15-minute hold, well before the new deadline
+	if _, err := s.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatalf("reclaim: %v", err)
+	}
+	if g, r := s.available("c"); g > r {
+		t.Fatalf("after the reclaim: SKU c: gate %d available, record %d: the gate sells %d units the record does not have", g, r, g-r)
+	}
+	infos, err := s.Orders(ctx, []string{"o1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos[0].State != stock.StateHeld {
+		t.Fatalf("o1 20 minutes in, its hold extended to 24 minutes: %v, want held", infos[0].State)
+	}
+	if err := s.Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("Confirm 20 minutes in, the hold extended to 24 minutes: %v, want nil", err)
+	}
+}

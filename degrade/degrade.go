@@ -382,8 +382,10 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 		return tiered.Recorded, d.fallback.Deduct(ctx, o)
 	case known == atPrimary && d.shared && !r.settling:
 		// In doubt at the primary, which takes no traffic: the record
-		// settles it (not rate limited: it is not new traffic).
-		if err, ok := d.atFallback(ctx, o, skus); ok {
+		// settles it (not rate limited: it is not new traffic). The gate
+		// may hold it too, so it stays an order of the primary's: what
+		// finishes it asks the gate first.
+		if err, ok := d.atFallback(ctx, o, skus, false); ok {
 			return tiered.Recorded, err
 		}
 		return d.resolve(ctx, o, ErrPrimaryDown)
@@ -398,7 +400,7 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 	if !d.limiter.AllowN(d.cfg.Clock.Now(), 1) {
 		return tiered.Recorded, ErrBusy
 	}
-	err, ok := d.atFallback(ctx, o, skus)
+	err, ok := d.atFallback(ctx, o, skus, true)
 	if !ok {
 		return tiered.Recorded, ErrBusy
 	}
@@ -420,16 +422,17 @@ func (d *Manager) placePrimary(ctx context.Context, o stock.Order) (tiered.Place
 // atFallback places a new order (or one in doubt at the primary) on the
 // fallback alone, while every breaker of its SKUs keeps traffic off the
 // primary; ok is false, with nothing sent, once one of them has begun to
-// recalibrate (see enterFallback). An order the fallback took is
-// remembered.
-func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string) (err error, ok bool) {
+// recalibrate (see enterFallback). With remember, an order the fallback
+// took is remembered as the fallback's (one in doubt at the primary is
+// not: the primary may hold it too).
+func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, remember bool) (err error, ok bool) {
 	leave, ok := d.enterFallback(skus)
 	if !ok {
 		return nil, false
 	}
 	defer leave()
 	err = d.fallback.Deduct(ctx, o)
-	if err == nil {
+	if err == nil && remember {
 		d.orders.Add(o.ID, atFallback)
 	}
 	return err, true

@@ -70,7 +70,9 @@
 //     breaker keeps traffic off the primary is settled at a tiered flow's
 //     record path (the record knows the order by its ID: it is taken there
 //     at most once, and a hold the gate may also have only makes the gate
-//     sell less until it expires); with any other fallback it goes to the
+//     sell less until it expires), and stays the primary's order: the
+//     calls that finish it ask the gate, which may hold it, as for any
+//     order of the primary; with any other fallback it goes to the
 //     primary again (not in ForceFallback mode, where it gets
 //     ErrPrimaryDown with stock.ErrUnknownOutcome).
 //   - Confirm and Revert go to the tier that took the order: the one this
@@ -81,8 +83,10 @@
 //     ForceFallback mode, where they answer stock.ErrUnknownOutcome with
 //     ErrPrimaryDown instead of asking it). A tiered flow's record path
 //     refunds no sale alone (tiered.ErrWaitsForGate, nothing written: the
-//     gate's copy would give the units back again): retry once the
-//     breaker lets the call through the flow.
+//     gate's copy would give the units back again), so the refund of a
+//     sale it took goes through the flow, which refunds it at the record
+//     alone once its gate says it does not know the order (in
+//     ForceFallback mode it answers tiered.ErrWaitsForGate: retry later).
 //   - RevertItems (stock.PartialReverter) goes where Revert goes.
 //     ExtendHold (stock.HoldExtender) goes to the fallback only for an
 //     order this node remembers the fallback took (or in ForceFallback

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // Confirm confirms the order on the tier that took it: first the tier this
@@ -86,6 +87,11 @@ func (d *Manager) onTakerBy(ctx context.Context, id string, gateToo bool, op fun
 		err := op(d.fallback, true)
 		switch {
 		case errors.Is(err, stock.ErrUnknownOrder):
+			return callPrimary()
+		case errors.Is(err, tiered.ErrWaitsForGate) && d.Mode() != ForceFallback:
+			// A tiered flow's record path refunds no sale alone: the
+			// flow does, through its gate (which may not know the order:
+			// then at the record alone).
 			return callPrimary()
 		case errors.Is(err, stock.ErrOrderClosed) && d.Mode() != ForceFallback && !d.shared:
 			// A record copy the primary's reclaimer returned reads as

@@ -197,6 +197,8 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // (reverted, refunded or expired there: at the record alone, perhaps,
 // while the gate was out of reach or had lost part of the order) is a
 // repeat, nil: at the gate only a copy still held is returned (returnGate).
+// A sale the gate took again after the record gave units of it back alone
+// is refunded at the record alone (see lags).
 func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
@@ -209,6 +211,15 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	}
 	if endedAnswer(in.State) != nil {
 		return m.returnGate(ctx, in)
+	}
+	if len(in.Returned) > 0 {
+		g, err := m.gateOrder(ctx, orderID)
+		switch {
+		case err != nil:
+			return err // a read: nothing written
+		case g.State == stock.StateConfirmed && lags(in, g):
+			return m.revertByRecord(ctx, in)
+		}
 	}
 	gerr := m.gate.Revert(ctx, orderID)
 	switch {

@@ -36,7 +36,9 @@ var _ stock.PartialReverter = (*Manager)(nil)
 // refunded or expired there) whose copy at the gate is a sale is answered
 // as it ended there (stock.ErrOrderClosed, stock.ErrHoldExpired), with
 // nothing written: its units are reconciliation's, as Revert leaves them
-// (returnGate). The gate's refusals (ErrExceedsOrder, ErrConflict,
+// (returnGate); so is a return of a sale the gate took again after the
+// record gave units of it back alone (lags). The gate's refusals
+// (ErrExceedsOrder, ErrConflict,
 // ErrHoldExpired, ErrOrderClosed) are returned as they are, with nothing
 // written.
 //
@@ -65,13 +67,16 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if in.State == stock.StateUnknown {
 		return stock.ErrUnknownOrder
 	}
-	if done := endedAnswer(in.State); done != nil {
+	if done := endedAnswer(in.State); done != nil || len(in.Returned) > 0 {
 		g, err := m.gateOrder(ctx, r.OrderID)
 		switch {
 		case err != nil:
 			return err // a read: nothing written
-		case g.State == stock.StateConfirmed:
+		case g.State != stock.StateConfirmed:
+		case done != nil:
 			return done
+		case lags(in, g):
+			return m.revertItemsByRecord(ctx, in, r)
 		}
 	}
 	gerr := m.gate.RevertItems(ctx, r)
@@ -128,6 +133,27 @@ func (m *Manager) revertItemsByRecord(ctx context.Context, in stock.OrderInfo, r
 		m.drift(Drift{OrderID: r.OrderID, Tier: Gate, Op: "revert items at the record alone", SKUs: skusOf(r.Items), Err: errReturnedAtRecord})
 	}
 	return err
+}
+
+// lags reports whether the gate's copy g of the order the record has as
+// in misses units the record gave back: in.Returned has more of a line
+// than g.Returned. Returns at the record alone are made only of orders the
+// gate does not know, so a copy lags only when the gate took the order
+// again after them (a repeat Deduct through a gate that lost the order,
+// or of an order a fallback took). Reconciliation counts those units into
+// the gate from the record, so a sale that lags gives nothing back at the
+// gate: its returns and its refund go by the record alone.
+func lags(in, g stock.OrderInfo) bool {
+	gave := make(map[string]int64, len(g.Returned))
+	for _, it := range g.Returned {
+		gave[it.SKU] = it.Qty
+	}
+	for _, it := range in.Returned {
+		if it.Qty > gave[it.SKU] {
+			return true
+		}
+	}
+	return false
 }
 
 // skusOf returns the SKUs of items, in item order.
