@@ -131,7 +131,9 @@ func (c *Composite) Allow(ctx context.Context, req Request) (Decision, error) {
 // names and, if so, counts them in all of them; otherwise nothing is
 // counted and DeniedBy names the first refusing dimension. ResetAfter is
 // the longest of the named dimensions'. Values and Tag must pass
-// ValidateKey; 1 <= n <= every named dimension's capacity.
+// ValidateKey; 1 <= n <= every named dimension's capacity. A call on an
+// ended context returns ctx.Err() and counts nothing, even during the
+// Policy's Backoff.
 func (c *Composite) AllowN(ctx context.Context, req Request, n int) (Decision, error) {
 	if c.obs.Limit == nil {
 		return c.allowN(ctx, req, n)
@@ -155,6 +157,9 @@ func (c *Composite) allowN(ctx context.Context, req Request, n int) (Decision, e
 		capN = min(capN, c.dims[i].Limit.capacity(c.e.alg))
 	}
 	if err := validateN(n, capN); err != nil {
+		return Decision{}, err
+	}
+	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
 	if c.e.g.bypassed(k.ids...) {

@@ -42,7 +42,9 @@
 // fails ([ReturnError], [FailOpen], [FailClosed]), an optional Fallback
 // limiter (typically a [Local] with a tighter limit) that decides while
 // Redis is down, and a Backoff during which a failed Redis is not called at
-// all. Context cancellation is always returned as an error.
+// all. Context cancellation is always returned as an error: a call on an
+// ended context counts nothing and is never decided by the policy, whether
+// Redis is called or skipped during the Backoff.
 //
 // # Decisions and resets
 //

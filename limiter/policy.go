@@ -33,8 +33,9 @@ type Policy struct {
 	// bypasses the whole call. nil: no allowlist.
 	Bypass func(key string) bool
 	// OnError decides calls made while Redis is failing, when Fallback is
-	// nil. Context cancellation is never masked: it is returned as an error
-	// matching ctx.Err().
+	// nil. Context cancellation is never masked: a call on an ended context
+	// (within the Backoff too) is not decided; it returns an error matching
+	// ctx.Err() and counts nothing.
 	OnError ErrorMode
 	// Fallback, if set, decides calls while Redis is failing: typically a
 	// *Local with a tighter limit, the safety net that still turns away

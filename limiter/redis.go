@@ -75,6 +75,8 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 // AllowN reports whether n events may happen now for key and, if so, counts
 // them, in one round trip. key must pass ValidateKey; 1 <= n <= the limit's
 // Burst (GCRA) or Rate (windows). Redis failures are handled by the Policy.
+// A call on an ended context returns ctx.Err() and counts nothing, even
+// during the Policy's Backoff.
 func (r *Redis) AllowN(ctx context.Context, key string, n int) (Decision, error) {
 	if r.obs.Limit == nil {
 		return r.allowN(ctx, key, n)
@@ -90,6 +92,9 @@ func (r *Redis) allowN(ctx context.Context, key string, n int) (Decision, error)
 		return Decision{}, err
 	}
 	if err := validateN(n, r.limit.capacity(r.e.alg)); err != nil {
+		return Decision{}, err
+	}
+	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
 	if r.e.g.bypassed(key) {
