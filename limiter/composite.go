@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
@@ -60,6 +62,7 @@ type Request struct {
 	// shares: the user ID when every dimension is per user (user, user+SKU),
 	// a constant (e.g. the sale's ID) when dimensions span users (SKU, IP)
 	// — then all of that limiter's counters live on one Cluster shard.
+	// The Fallback keeps tags apart as well (see Policy.Fallback).
 	//
 	// Without a Tag each key is
 	// "<Prefix>:<algorithm>:dim:{<dimension>:<value>}" in its own slot,
@@ -168,7 +171,7 @@ func (c *Composite) allowN(ctx context.Context, req Request, n int) (Decision, e
 	if k.spread && !c.e.crossSlotOK {
 		return Decision{}, ErrCrossSlot
 	}
-	return c.e.run(ctx, k.keys, args, k.ids, k.names, n)
+	return c.e.run(ctx, k.keys, args, k.fb, k.names, n)
 }
 
 // Reset clears the counts of every dimension req names (Values left ""
@@ -191,16 +194,34 @@ func (c *Composite) Reset(ctx context.Context, req Request) error {
 			groups[i] = k.keys[i : i+1]
 		}
 	}
-	return c.e.reset(ctx, groups, k.ids)
+	return c.e.reset(ctx, groups, k.fb)
 }
 
 // callKeys are the keys of one call, aligned: the Redis key, the
-// "<dimension>:<value>" id (for Bypass and the Fallback), the dimension's
+// "<dimension>:<value>" id (for Bypass), the Fallback key, the dimension's
 // name and index.
 type callKeys struct {
-	keys, ids, names []string
-	dims             []int
-	spread           bool // untagged keys in more than one hash slot
+	keys, ids, fb, names []string
+	dims                 []int
+	spread               bool // untagged keys in more than one hash slot
+}
+
+// fallbackKey is the key a Fallback counts one dimension's value of a call
+// on: "<dimension>:<value>" without a tag, "{<tag>}:<dimension>:<value>"
+// with one, so that, as in Redis, calls share a counter only when they
+// share the tag. A key longer than MaxKeyLen (which a Local refuses) is
+// "{}" followed by the hex SHA-256 of the key instead. No two of these
+// keys, nor a Redis limiter's key (which has no brace), are the same.
+func fallbackKey(tag, dim, value string) string {
+	k := dim + ":" + value
+	if tag != "" {
+		k = "{" + tag + "}:" + k
+	}
+	if len(k) > MaxKeyLen {
+		sum := sha256.Sum256([]byte(k))
+		return "{}" + hex.EncodeToString(sum[:])
+	}
+	return k
 }
 
 // keys validates req and returns its keys.
@@ -216,6 +237,7 @@ func (c *Composite) keys(req Request) (callKeys, error) {
 	k := callKeys{
 		keys:  make([]string, 0, len(c.dims)),
 		ids:   make([]string, 0, len(c.dims)),
+		fb:    make([]string, 0, len(c.dims)),
 		names: make([]string, 0, len(c.dims)),
 		dims:  make([]int, 0, len(c.dims)),
 	}
@@ -240,6 +262,7 @@ func (c *Composite) keys(req Request) (callKeys, error) {
 			}
 		}
 		k.ids = append(k.ids, id)
+		k.fb = append(k.fb, fallbackKey(req.Tag, d.Name, v))
 		k.names = append(k.names, d.Name)
 		k.dims = append(k.dims, i)
 	}

@@ -39,10 +39,14 @@ type Policy struct {
 	OnError ErrorMode
 	// Fallback, if set, decides calls while Redis is failing: typically a
 	// *Local with a tighter limit, the safety net that still turns away
-	// floods (go-zero's rescue limiter). A Composite asks it about each
-	// "<dimension>:<value>" in turn and stops at the first refusal (events
-	// already taken from earlier dimensions stay taken). If it is also a
-	// Resetter, Reset clears those keys in it too.
+	// floods (go-zero's rescue limiter). A Redis limiter asks it about the
+	// key. A Composite asks it about each of the call's dimensions in turn,
+	// as "<dimension>:<value>" without a Tag and "{<tag>}:<dimension>:<value>"
+	// with one (so, as in Redis, calls share a counter only when they share
+	// the tag), or, for a key longer than MaxKeyLen, "{}" and the key's hex
+	// SHA-256; it stops at the first refusal (events already taken from
+	// earlier dimensions stay taken). If it is also a Resetter, Reset clears
+	// those keys in it too.
 	Fallback Limiter
 	// Backoff is how long, after a Redis failure, calls skip Redis and go
 	// straight to the Fallback or OnError mode, so a down Redis does not cost
