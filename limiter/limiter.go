@@ -44,8 +44,8 @@ type Decision struct {
 	// (SlidingWindow). 0 when already full. Set whether allowed or refused,
 	// and never less than RetryAfter (as go-redis/redis_rate's ResetAfter).
 	// 0 when Bypassed. When Degraded: the Fallback's (the longest of the
-	// dimensions it was asked about), RetryAfter under FailClosed, 0 under
-	// FailOpen.
+	// dimensions it was asked about), RetryAfter under FailClosed and when
+	// n is above the Fallback's Burst, 0 under FailOpen.
 	ResetAfter time.Duration
 	// DeniedBy names the Composite dimension that refused first ("" when
 	// allowed, and for single-key limiters).

@@ -171,6 +171,9 @@ func (l *Local) until(lim *rate.Limiter, now time.Time, have, want float64) time
 	return d
 }
 
+// maxN is the most events one call may ask for: Burst.
+func (l *Local) maxN() int64 { return int64(l.burst) }
+
 // Reset forgets key: its next call finds a full bucket, as a new key
 // would. key must be non-empty and at most MaxKeyLen bytes. It does no I/O
 // and fails only on an invalid key.

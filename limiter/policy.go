@@ -45,8 +45,11 @@ type Policy struct {
 	// with one (so, as in Redis, calls share a counter only when they share
 	// the tag), or, for a key longer than MaxKeyLen, "{}" and the key's hex
 	// SHA-256; it stops at the first refusal (events already taken from
-	// earlier dimensions stay taken). If it is also a Resetter, Reset clears
-	// those keys in it too.
+	// earlier dimensions stay taken). An n above what a *Local or *Redis
+	// Fallback could ever admit at once (its Burst, or a window's Rate: a
+	// tighter limit than the caller's) is refused (Degraded, RetryAfter the
+	// Backoff, at least 1 ms) before any dimension counts, not reported as
+	// invalid. If it is also a Resetter, Reset clears those keys in it too.
 	Fallback Limiter
 	// Backoff is how long, after a Redis failure, calls skip Redis and go
 	// straight to the Fallback or OnError mode, so a down Redis does not cost
@@ -115,10 +118,26 @@ func (g *guard) failed(ctx context.Context, err error) (error, bool) {
 	return rerr, true
 }
 
+// capped is a limiter that knows the most events one call may ask of it
+// (a larger n could never be admitted).
+type capped interface {
+	maxN() int64
+}
+
 // degraded decides a call without Redis. keys and names are the fallback
 // keys and the dimension names they stand for.
 func (g *guard) degraded(ctx context.Context, cause error, keys, names []string, n int) (Decision, error) {
 	if g.p.Fallback != nil {
+		if c, ok := g.p.Fallback.(capped); ok && int64(n) > c.maxN() {
+			// The Fallback could never admit n: a refusal, checked before
+			// any dimension counts.
+			wait := max(g.p.Backoff, time.Millisecond)
+			for i, k := range keys {
+				if k != "" {
+					return Decision{RetryAfter: wait, ResetAfter: wait, DeniedBy: names[i], Degraded: true}, nil
+				}
+			}
+		}
 		d := Decision{Allowed: true, Remaining: math.MaxInt64, Degraded: true}
 		for i, k := range keys {
 			if k == "" {

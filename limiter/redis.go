@@ -107,6 +107,9 @@ func (r *Redis) allowN(ctx context.Context, key string, n int) (Decision, error)
 	return r.e.run(ctx, keys, args, []string{key}, []string{""}, n)
 }
 
+// maxN is the most events one call may ask for: the limit's capacity.
+func (r *Redis) maxN() int64 { return r.limit.capacity(r.e.alg) }
+
 // Reset clears key's count, so that its next call is decided as a fresh
 // key's would be, in one round trip. If the Policy's Fallback is a
 // Resetter (a *Local is), key is cleared there too, so a reset key is also
