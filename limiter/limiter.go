@@ -146,7 +146,10 @@ type Algorithm int
 const (
 	// GCRA is a token bucket (generic cell rate algorithm, as
 	// go-redis/redis_rate): Rate per Period sustained, Burst at once. One
-	// small string per key. The default.
+	// small string per key. Its arithmetic is exact: every event is charged
+	// Period/Rate, with no rounding on any call, so Burst events pass at
+	// one instant and Remaining is exactly how many more single events
+	// would pass now. The default.
 	GCRA Algorithm = iota
 	// FixedWindow counts events in a window that opens at a key's first
 	// admitted event and lasts Period (the INCR + EXPIRE counter). Up to
