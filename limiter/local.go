@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,7 +28,8 @@ type LocalConfig struct {
 	// 100,000.
 	MaxKeys int
 	// Shards splits the keys over this many independently locked LRUs
-	// (rounded down to a power of two, at most MaxKeys). Default 64.
+	// (rounded down to a power of two, at most MaxKeys). Default 64; at
+	// most MaxShards.
 	Shards int
 	// Clock tells the time; default the wall clock.
 	Clock Clock
@@ -35,6 +37,9 @@ type LocalConfig struct {
 	// the zero value reports nothing.
 	Observer observe.Observer
 }
+
+// MaxShards is the largest LocalConfig.Shards.
+const MaxShards = 1 << 16
 
 // Local is an in-process keyed token bucket (golang.org/x/time/rate), with
 // bounded memory. Counts are per process: use it at the gateway, or as the
@@ -67,8 +72,8 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	if cfg.MaxKeys < 0 {
 		return nil, invalid("LocalConfig.MaxKeys", "negative")
 	}
-	if cfg.Shards < 0 {
-		return nil, invalid("LocalConfig.Shards", "negative")
+	if cfg.Shards < 0 || cfg.Shards > MaxShards {
+		return nil, invalid("LocalConfig.Shards", strconv.Itoa(cfg.Shards)+" is outside [0, "+strconv.Itoa(MaxShards)+"]")
 	}
 	maxKeys := cfg.MaxKeys
 	if maxKeys == 0 {
