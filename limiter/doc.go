@@ -6,11 +6,12 @@
 //
 //   - [Local]: keyed token buckets (golang.org/x/time/rate) in one process,
 //     for the gateway layer and as the safety net of the others. Memory is
-//     bounded by LocalConfig.MaxKeys; idle keys are evicted one at a time,
-//     least recently used first, never all at once (which would let an
-//     abuser reset their own counter by flooding). Keys are spread over
-//     sharded locks: no global lock on the hot path, no allocation once a
-//     key is tracked.
+//     bounded by LocalConfig.MaxKeys, over all keys together: no key is
+//     dropped while fewer are tracked; then idle keys are evicted one at a
+//     time, least recently used (of a shard) first, never all at once
+//     (which would let an abuser reset their own counter by flooding).
+//     Keys are spread over sharded locks: no global lock on the hot path,
+//     no allocation once a key is tracked.
 //   - [Redis]: one key, shared by every node, in one script round trip.
 //   - [Composite]: several dimensions in one script round trip,
 //     all-or-nothing: a call that one dimension refuses counts nothing in

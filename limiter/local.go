@@ -5,8 +5,10 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -21,8 +23,10 @@ type LocalConfig struct {
 	// Limit applies to every key. Limit.Rate is required.
 	Limit Limit
 	// MaxKeys bounds memory: at most this many keys are tracked (each costs
-	// roughly 200 bytes plus its length). When full, the least recently used
-	// key of the new key's shard is dropped, one at a time, never all at
+	// roughly 200 bytes plus its length), over all shards together. A key is
+	// dropped only when MaxKeys keys are tracked and a new one comes: then
+	// one key goes, the least recently used of the new key's shard (of the
+	// next shard that tracks any, if that one tracks none), never all at
 	// once; a dropped key starts again with a full bucket. Keep MaxKeys well
 	// above the keys active within one Burst/Rate refill time. Default
 	// 100,000.
@@ -54,6 +58,9 @@ type Local struct {
 	mask   uint64
 	shards []localShard
 	obs    observe.Observer
+
+	maxKeys int64
+	keys    atomic.Int64 // keys tracked, and slots taken for keys being added
 }
 
 type localShard struct {
@@ -86,20 +93,22 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	shards = min(shards, maxKeys)
 	shards = 1 << (bits.Len(uint(shards)) - 1) // power of two, <= shards
 	l := &Local{
-		obs:    cfg.Observer,
-		limit:  rate.Limit(float64(lim.Rate) / lim.Period.Seconds()),
-		burst:  int(min(lim.Burst, math.MaxInt32)),
-		clock:  cfg.Clock,
-		seed:   maphash.MakeSeed(),
-		mask:   uint64(shards - 1),
-		shards: make([]localShard, shards),
+		obs:     cfg.Observer,
+		limit:   rate.Limit(float64(lim.Rate) / lim.Period.Seconds()),
+		burst:   int(min(lim.Burst, math.MaxInt32)),
+		clock:   cfg.Clock,
+		seed:    maphash.MakeSeed(),
+		mask:    uint64(shards - 1),
+		shards:  make([]localShard, shards),
+		maxKeys: int64(maxKeys),
 	}
 	l.every = 1 / float64(l.limit)
 	if l.clock == nil {
 		l.clock = systemClock{}
 	}
 	for i := range l.shards {
-		lru, err := simplelru.NewLRU[string, *rate.Limiter](maxKeys/shards, nil)
+		// Each shard may hold every key; MaxKeys is kept over all of them.
+		lru, err := simplelru.NewLRU[string, *rate.Limiter](maxKeys, nil)
 		if err != nil {
 			return nil, invalid("LocalConfig.MaxKeys", err.Error())
 		}
@@ -186,39 +195,81 @@ func (l *Local) Reset(_ context.Context, key string) error {
 	if key == "" || len(key) > MaxKeyLen {
 		return invalid("key", "must be 1 to 256 bytes")
 	}
-	s := l.shard(key)
+	s := &l.shards[l.shard(key)]
 	s.mu.Lock()
-	s.lru.Remove(key)
+	removed := s.lru.Remove(key)
 	s.mu.Unlock()
+	if removed {
+		l.keys.Add(-1)
+	}
 	return nil
 }
 
-func (l *Local) shard(key string) *localShard {
-	return &l.shards[maphash.String(l.seed, key)&l.mask]
+// shard is the index of key's shard.
+func (l *Local) shard(key string) uint64 {
+	return maphash.String(l.seed, key) & l.mask
 }
 
 // bucket returns key's limiter, creating it with a full bucket if the key
 // is not tracked.
 func (l *Local) bucket(key string) *rate.Limiter {
-	s := l.shard(key)
+	i := l.shard(key)
+	s := &l.shards[i]
 	s.mu.Lock()
 	lim, ok := s.lru.Get(key)
+	s.mu.Unlock()
+	if ok {
+		return lim
+	}
+	l.reserve(i)
+	s.mu.Lock()
+	lim, ok = s.lru.Get(key)
 	if !ok {
 		lim = rate.NewLimiter(l.limit, l.burst)
 		s.lru.Add(key, lim)
 	}
 	s.mu.Unlock()
+	if ok { // added meanwhile by another call: give the slot back
+		l.keys.Add(-1)
+	}
 	return lim
 }
 
-// Len returns how many keys are tracked; never more than MaxKeys.
-func (l *Local) Len() int {
-	n := 0
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.Lock()
-		n += s.lru.Len()
-		s.mu.Unlock()
+// reserve takes one of the MaxKeys slots for a new key of shard home,
+// dropping a key first if all are taken.
+func (l *Local) reserve(home uint64) {
+	for {
+		n := l.keys.Load()
+		if n < l.maxKeys {
+			if l.keys.CompareAndSwap(n, n+1) {
+				return
+			}
+			continue
+		}
+		if !l.evict(home) {
+			runtime.Gosched() // every slot is taken by a key still being added
+		}
 	}
-	return n
+}
+
+// evict drops the least recently used key of shard home, or of the next
+// shard that tracks any, and reports whether it dropped one.
+func (l *Local) evict(home uint64) bool {
+	for i := range uint64(len(l.shards)) {
+		s := &l.shards[(home+i)&l.mask]
+		s.mu.Lock()
+		_, _, ok := s.lru.RemoveOldest()
+		s.mu.Unlock()
+		if ok {
+			l.keys.Add(-1)
+			return true
+		}
+	}
+	return false
+}
+
+// Len returns how many keys are tracked (a key still being added by a
+// concurrent call counts); never more than MaxKeys.
+func (l *Local) Len() int {
+	return int(l.keys.Load())
 }
