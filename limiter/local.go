@@ -20,7 +20,9 @@ import (
 // LocalConfig configures a Local limiter. The zero value of every field but
 // Limit means its default.
 type LocalConfig struct {
-	// Limit applies to every key. Limit.Rate is required.
+	// Limit applies to every key. Limit.Rate is required, and may be at
+	// most one event per nanosecond (Rate <= Period in ns), the Clock's
+	// resolution.
 	Limit Limit
 	// MaxKeys bounds memory: at most this many keys are tracked (each costs
 	// roughly 200 bytes plus its length), over all shards together. A key is
@@ -75,6 +77,9 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	lim := cfg.Limit.resolved()
 	if err := lim.validate("LocalConfig.Limit", GCRA); err != nil {
 		return nil, err
+	}
+	if lim.Rate > lim.Period.Nanoseconds() {
+		return nil, invalid("LocalConfig.Limit", "faster than one event per nanosecond")
 	}
 	if cfg.MaxKeys < 0 {
 		return nil, invalid("LocalConfig.MaxKeys", "negative")
