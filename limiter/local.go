@@ -65,9 +65,19 @@ type Local struct {
 	keys    atomic.Int64 // keys tracked, and slots taken for keys being added
 }
 
+// bucket is one key's token bucket. mu orders its decisions, each on the
+// later of its Clock reading and the previous decision's time (last), so
+// the bucket's time never goes back: x/time/rate would take an earlier time
+// as its new start and count the refill since then a second time.
+type bucket struct {
+	mu   sync.Mutex
+	last time.Time
+	lim  *rate.Limiter
+}
+
 type localShard struct {
 	mu  sync.Mutex
-	lru *simplelru.LRU[string, *rate.Limiter]
+	lru *simplelru.LRU[string, *bucket]
 	_   [48]byte // keep shards on separate cache lines
 }
 
@@ -113,7 +123,7 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	}
 	for i := range l.shards {
 		// Each shard may hold every key; MaxKeys is kept over all of them.
-		lru, err := simplelru.NewLRU[string, *rate.Limiter](maxKeys, nil)
+		lru, err := simplelru.NewLRU[string, *bucket](maxKeys, nil)
 		if err != nil {
 			return nil, invalid("LocalConfig.MaxKeys", err.Error())
 		}
@@ -130,7 +140,10 @@ func (l *Local) Allow(ctx context.Context, key string) (Decision, error) {
 // AllowN reports whether n events may happen now for key and, if so, takes
 // n tokens from its bucket. key must be non-empty and at most MaxKeyLen
 // bytes; 1 <= n <= Burst. It never fails for any other reason and does not
-// allocate once key is tracked. Times are on the Clock. A refused call's
+// allocate once key is tracked. Times are on the Clock, and a key's time
+// never goes back: a call whose Clock reading is earlier than one already
+// used on the key (a goroutine preempted after reading it, or a Clock set
+// back) is decided at that later time. A refused call's
 // RetryAfter is exact on the bucket's arithmetic: the same call passes at
 // now+RetryAfter and not a nanosecond earlier (likewise its ResetAfter, the
 // time until the bucket is full again). An allowed call's ResetAfter is
@@ -154,7 +167,15 @@ func (l *Local) allowN(_ context.Context, key string, n int) (Decision, error) {
 		return Decision{}, validateN(n, int64(l.burst))
 	}
 	now := l.clock.Now()
-	lim := l.bucket(key)
+	b := l.bucket(key)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now.Before(b.last) {
+		now = b.last // read before a decision that is already made
+	} else {
+		b.last = now
+	}
+	lim := b.lim
 	if lim.AllowN(now, n) {
 		tokens := lim.TokensAt(now)
 		return Decision{Allowed: true, Remaining: int64(max(tokens, 0)), ResetAfter: l.estimate(tokens, float64(l.burst))}, nil
@@ -215,29 +236,29 @@ func (l *Local) shard(key string) uint64 {
 	return maphash.String(l.seed, key) & l.mask
 }
 
-// bucket returns key's limiter, creating it with a full bucket if the key
-// is not tracked.
-func (l *Local) bucket(key string) *rate.Limiter {
+// bucket returns key's bucket, creating a full one if the key is not
+// tracked.
+func (l *Local) bucket(key string) *bucket {
 	i := l.shard(key)
 	s := &l.shards[i]
 	s.mu.Lock()
-	lim, ok := s.lru.Get(key)
+	b, ok := s.lru.Get(key)
 	s.mu.Unlock()
 	if ok {
-		return lim
+		return b
 	}
 	l.reserve(i)
 	s.mu.Lock()
-	lim, ok = s.lru.Get(key)
+	b, ok = s.lru.Get(key)
 	if !ok {
-		lim = rate.NewLimiter(l.limit, l.burst)
-		s.lru.Add(key, lim)
+		b = &bucket{lim: rate.NewLimiter(l.limit, l.burst)}
+		s.lru.Add(key, b)
 	}
 	s.mu.Unlock()
 	if ok { // added meanwhile by another call: give the slot back
 		l.keys.Add(-1)
 	}
-	return lim
+	return b
 }
 
 // reserve takes one of the MaxKeys slots for a new key of shard home,
