@@ -137,8 +137,8 @@ func (l *Local) Allow(ctx context.Context, key string) (Decision, error) {
 	return l.AllowN(ctx, key, 1)
 }
 
-// AllowN reports whether n events may happen now for key and, if so, takes
-// n tokens from its bucket. key must be non-empty and at most MaxKeyLen
+// AllowN reports whether n events may happen now for key (its bucket holds
+// n tokens) and, if so, takes them. key must be non-empty and at most MaxKeyLen
 // bytes; 1 <= n <= Burst. It never fails for any other reason and does not
 // allocate once key is tracked. Times are on the Clock, and a key's time
 // never goes back: a call whose Clock reading is earlier than one already
@@ -176,12 +176,16 @@ func (l *Local) allowN(_ context.Context, key string, n int) (Decision, error) {
 		b.last = now
 	}
 	lim := b.lim
-	if lim.AllowN(now, n) {
-		tokens := lim.TokensAt(now)
+	// A call passes when the bucket holds n tokens: the predicate until
+	// searches on (x/time/rate alone would also pass a call whose missing
+	// fraction of a token the rate adds in under a nanosecond).
+	have := lim.TokensAt(now)
+	if have >= float64(n) {
+		lim.AllowN(now, n) // passes: the bucket holds n
+		tokens := have - float64(n)
 		return Decision{Allowed: true, Remaining: int64(max(tokens, 0)), ResetAfter: l.estimate(tokens, float64(l.burst))}, nil
 	}
-	tokens := lim.TokensAt(now)
-	return Decision{RetryAfter: l.until(lim, now, tokens, float64(n)), ResetAfter: l.until(lim, now, tokens, float64(l.burst))}, nil
+	return Decision{RetryAfter: l.until(lim, now, have, float64(n)), ResetAfter: l.until(lim, now, have, float64(l.burst))}, nil
 }
 
 // estimate is how long the rate takes to add want-have tokens, rounded up
@@ -194,21 +198,38 @@ func (l *Local) estimate(have, want float64) time.Duration {
 }
 
 // until is the least wait after which lim holds want tokens, given it has
-// have now; 0 if have >= want. The estimate from the rate is settled on
-// x/time/rate's own arithmetic (within a few steps of 1ns), so that the
-// same call at now+until passes and one a nanosecond earlier does not.
+// have now; 0 if have >= want. It is a binary search on the bucket's own
+// arithmetic (TokensAt), bracketed around the estimate from the rate, so
+// the same call passes at now+until and not a nanosecond earlier however
+// far float rounding puts the estimate off (on a long Period, by far more
+// than a nanosecond).
 func (l *Local) until(lim *rate.Limiter, now time.Time, have, want float64) time.Duration {
 	if have >= want {
 		return 0
 	}
-	d := l.estimate(have, want)
-	for i := 0; i < 4 && lim.TokensAt(now.Add(d)) < want; i++ {
-		d++
+	holds := func(d time.Duration) bool { return lim.TokensAt(now.Add(d)) >= want }
+	// Keep holds(hi) and, as holds(0) is false, !holds(lo).
+	hi := l.estimate(have, want)
+	step := hi>>20 + 1
+	lo := hi - step
+	for lo > 0 && holds(lo) {
+		hi, step = lo, step*2
+		lo -= step
 	}
-	for i := 0; i < 4 && d > 1 && lim.TokensAt(now.Add(d-1)) >= want; i++ {
-		d--
+	lo = max(lo, 0)
+	for !holds(hi) { // ends: the bucket fills up to Burst >= want
+		lo, step = hi, step*2
+		hi += step
 	}
-	return d
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if holds(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // maxN is the most events one call may ask for: Burst.
