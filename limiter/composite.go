@@ -38,9 +38,13 @@ type CompositeConfig struct {
 	Prefix string
 	// AllowCrossSlot lets a call without a Tag use keys from several hash
 	// slots in one script. Set it only for a single Redis server or
-	// Sentinel, where slots do not exist; on Redis Cluster such a call would
-	// fail with CROSSSLOT. Default false: the call fails with ErrCrossSlot
-	// and counts nothing.
+	// Sentinel, where slots do not exist: NewComposite refuses it on a
+	// *redis.ClusterClient. On a Cluster it cannot see (a client behind a
+	// wrapper), a call spanning slots gets the server's CROSSSLOT reply,
+	// returned as ErrCrossSlot: it counts nothing and, being the caller's
+	// error and not an outage, is never decided by the Policy nor starts its
+	// Backoff. Default false: the call fails with ErrCrossSlot and counts
+	// nothing.
 	AllowCrossSlot bool
 	// Policy handles allowlisted values and Redis failures.
 	Policy Policy
@@ -118,10 +122,11 @@ func NewComposite(rdb redis.Scripter, cfg CompositeConfig) (*Composite, error) {
 		}
 		dims[i] = d
 	}
-	c := &Composite{e: e, prefix: prefix, dims: dims, obs: cfg.Observer}
-	if cfg.AllowCrossSlot {
-		c.e.crossSlotOK = true
+	if _, ok := rdb.(*redis.ClusterClient); ok && cfg.AllowCrossSlot {
+		return nil, invalid("CompositeConfig.AllowCrossSlot", "set on a *redis.ClusterClient, where keys of several slots are never one script")
 	}
+	c := &Composite{e: e, prefix: prefix, dims: dims, obs: cfg.Observer}
+	c.e.crossSlotOK = cfg.AllowCrossSlot
 	return c, nil
 }
 
@@ -181,7 +186,8 @@ func (c *Composite) allowN(ctx context.Context, req Request, n int) (Decision, e
 // keys). The keys are cleared in one round trip when they share a hash
 // slot (or AllowCrossSlot is set); otherwise one per key, which is not
 // atomic across them but never fails with ErrCrossSlot. Fallback keys and
-// errors are as for Redis.Reset.
+// errors are as for Redis.Reset, except that the server's CROSSSLOT reply
+// (AllowCrossSlot on a Cluster) is ErrCrossSlot.
 func (c *Composite) Reset(ctx context.Context, req Request) error {
 	k, err := c.keys(req)
 	if err != nil {

@@ -31,8 +31,10 @@
 // as the sale ID when dimensions span users, which puts that limiter on one
 // shard). Without a tag, a call whose keys span slots fails with
 // [ErrCrossSlot] and counts nothing, unless CompositeConfig.AllowCrossSlot
-// says the server is not a cluster. Calls are never split: splitting would
-// lose all-or-nothing. A Composite's keys are
+// says the server is not a cluster (refused on a *redis.ClusterClient; a
+// CROSSSLOT reply is ErrCrossSlot, never an outage for the Policy to
+// decide). Calls are never split: splitting would lose all-or-nothing. A
+// Composite's keys are
 // "<prefix>:<algorithm>:{<tag>}:<dimension>:<value>" and, untagged,
 // "<prefix>:<algorithm>:dim:{<dimension>:<value>}": never a Redis limiter's
 // key, so a Redis limiter and a Composite may share a prefix.

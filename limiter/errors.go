@@ -11,7 +11,10 @@ var (
 	// work. The error wrapping it says what was wrong (see *InvalidError).
 	ErrInvalid = errors.New("limiter: invalid input")
 	// ErrCrossSlot: a Composite call's keys hash to different Redis Cluster
-	// slots and the configuration does not allow that. Nothing was counted.
+	// slots and the configuration does not allow that, or the server
+	// answered CROSSSLOT (AllowCrossSlot on a Cluster). Nothing was counted.
+	// It is the caller's error, never a Redis failure: the Policy does not
+	// decide the call.
 	ErrCrossSlot = errors.New("limiter: keys of one call span Redis Cluster slots; set Request.Tag or CompositeConfig.AllowCrossSlot")
 	// ErrUnavailable: Redis failed recently and the limiter is not calling
 	// it until its backoff ends; returned only under the ReturnError mode

@@ -3,9 +3,13 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrorMode says what a Redis-backed limiter decides when Redis fails and
@@ -57,7 +61,8 @@ type Policy struct {
 	// Default 100 ms; negative means always try Redis.
 	Backoff time.Duration
 	// OnRedisError, if set, is told of every Redis failure (for logging and
-	// metrics). It must be safe for concurrent use.
+	// metrics); a CROSSSLOT reply is the caller's error, not one. It must be
+	// safe for concurrent use.
 	OnRedisError func(error)
 	// Clock times the Backoff only (counting uses Redis server time).
 	// Default the wall clock.
@@ -102,11 +107,16 @@ func (g *guard) skip() bool {
 }
 
 // failed records a Redis failure and returns the error to report: joined
-// with ctx.Err() when the context ended (never masked by the policy), else
-// a *RedisError, and whether the policy may decide instead.
+// with ctx.Err() when the context ended (never masked by the policy), the
+// caller's ErrCrossSlot for the server's CROSSSLOT reply (no outage: no
+// backoff, no report), else a *RedisError, and whether the policy may
+// decide instead.
 func (g *guard) failed(ctx context.Context, err error) (error, bool) {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return errors.Join(&RedisError{Err: err}, ctxErr), false
+	}
+	if crossSlot(err) {
+		return fmt.Errorf("%w: %w", ErrCrossSlot, err), false
 	}
 	rerr := &RedisError{Err: err}
 	if g.p.Backoff > 0 {
@@ -122,6 +132,12 @@ func (g *guard) failed(ctx context.Context, err error) (error, bool) {
 // (a larger n could never be admitted).
 type capped interface {
 	maxN() int64
+}
+
+// crossSlot reports whether err is the server's CROSSSLOT reply.
+func crossSlot(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "CROSSSLOT")
 }
 
 // degraded decides a call without Redis. keys and names are the fallback
