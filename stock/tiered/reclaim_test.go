@@ -147,10 +147,10 @@ func TestSettleRacingReclaimReturnsRecordCopy(t *testing.T) {
 			t.Errorf("racing ReclaimExpired = %v, %v", got, err)
 		}
 	})
-	// The hold existed and expired: Settle reports it recorded, and a
-	// payment is refused.
-	if err := f.m.Settle(ctx, f.queue[0]); err != nil {
-		t.Fatalf("Settle racing the reclaimer: %v", err)
+	// The hold expired while the record was written: Settle says so (the
+	// record does not have the order), and a payment is refused.
+	if err := f.m.Settle(ctx, f.queue[0]); !errors.Is(err, stock.ErrHoldExpired) {
+		t.Fatalf("Settle racing the reclaimer: %v, want ErrHoldExpired", err)
 	}
 	f.want(f.gate, "gate", "a", 10, 0, 0)
 	f.want(f.record, "record", "a", 10, 0, 0)

@@ -32,7 +32,8 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpDeduct, len(o.Items))
 	defer func() { tr.Done(err) }()
 	if m.cfg.Recorder == nil {
-		return Recorded, m.Settle(ctx, o)
+		_, err := m.settle(ctx, o)
+		return Recorded, err
 	}
 	if err := o.Validate(); err != nil {
 		return Pending, err
@@ -62,16 +63,29 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 //
 // It returns nil once the record has the order (again: it is idempotent).
 // A business error means the order is not recorded and holds nothing at
-// either tier: from the gate (the hold expired or was reverted), a copy
-// the record took meanwhile is reverted; from the record (sold out there,
+// either tier: from the gate (the hold expired or was reverted, before the
+// record was written or while it was), a copy the record took meanwhile
+// is reverted; from the record (sold out there,
 // conflict, limit), the gate hold was reverted. An error from the gate's
 // first step that is not a business error applied nothing; any error after
 // the gate hold was placed is a *TierError matching stock.ErrUnknownOutcome:
 // the order may be half-way, and Settle (or Deduct) with the same order
 // finishes the job.
 func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
+	lapsed, err := m.settle(ctx, o)
+	if lapsed {
+		return stock.ErrHoldExpired
+	}
+	return err
+}
+
+// settle is Settle; lapsed reports an order whose hold expired at the gate
+// while the record was written (its record copy returned since): Settle
+// answers it stock.ErrHoldExpired, and the synchronous Place nil, as if
+// it had expired a moment after it was placed.
+func (m *Manager) settle(ctx context.Context, o stock.Order) (lapsed bool, _ error) {
 	if err := o.Validate(); err != nil {
-		return err
+		return false, err
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
 		switch {
@@ -81,19 +95,19 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 			// recheck: return that copy too.
 			sold, rerr := m.returnCopy(ctx, o.ID)
 			if rerr != nil {
-				return rerr
+				return false, rerr
 			}
 			if sold {
-				return nil // a Confirm decided by the record sold it
+				return false, nil // a Confirm decided by the record sold it
 			}
 		case refusal(err):
-			return m.refused(ctx, o, err)
+			return false, m.refused(ctx, o, err)
 		}
-		return err
+		return false, err
 	}
 	if err := m.recordDeduct(ctx, o); err != nil {
 		if !stock.IsBusiness(err) {
-			return &TierError{Tier: Record, Op: "deduct", Err: err}
+			return false, &TierError{Tier: Record, Op: "deduct", Err: err}
 		}
 		sold := false
 		if errors.Is(err, stock.ErrHoldExpired) {
@@ -104,51 +118,52 @@ func (m *Manager) Settle(ctx context.Context, o stock.Order) error {
 			var rerr *TierError
 			if sold, rerr = m.revertRecord(ctx, o.ID, "settle"); rerr != nil {
 				rerr.Outcome = err
-				return rerr
+				return false, rerr
 			}
 		}
 		if rerr := m.gate.Revert(ctx, o.ID); rerr != nil && !errors.Is(rerr, stock.ErrUnknownOrder) {
 			// The gate hold stays until a retry reverts it (or its
 			// deadline): the refusal is not final yet.
-			return &TierError{Tier: Gate, Op: "revert after the record refused", Err: rerr, Outcome: err}
+			return false, &TierError{Tier: Gate, Op: "revert after the record refused", Err: rerr, Outcome: err}
 		}
 		if sold {
-			return nil // confirmed meanwhile: a repeat of a sale
+			return false, nil // confirmed meanwhile: a repeat of a sale
 		}
-		return err
+		return false, err
 	}
 	// The recheck: while the record was being written, a Revert may have
 	// closed the order at the gate, or the gate's reclaimer may have
 	// returned the hold (and found nothing to revert at the record yet).
-	// Either way the gate decided and the record's copy goes too. A hold
-	// that expired did exist: Settle returns nil, as if it had expired a
-	// moment after (a Confirm now gets stock.ErrHoldExpired).
+	// Either way the gate decided and the record's copy goes too.
 	err := m.gate.Deduct(ctx, o)
 	switch {
 	case err == nil:
-		return nil
+		return false, nil
 	case !stock.IsBusiness(err):
 		// The gate cannot say (a timeout, or stock.ErrUnavailable: it
 		// lost its data): the record holds the order and the gate may.
-		return &TierError{Tier: Gate, Op: "recheck", Err: err}
+		return false, &TierError{Tier: Gate, Op: "recheck", Err: err}
 	case refusal(err):
 		// The gate no longer knows the order (it lost it, and the
 		// re-Deduct was refused as a new order: unknown SKU, sold out,
 		// conflict): the record, which has it, answers, as for the first
 		// step.
-		return m.refused(ctx, o, err)
+		return false, m.refused(ctx, o, err)
 	}
 	// Expired or closed: the gate decided, and the record's copy is
 	// returned before the answer is given.
 	sold, rerr := m.revertRecord(ctx, o.ID, "recheck")
 	if rerr != nil {
 		rerr.Outcome = err
-		return rerr
+		return false, rerr
 	}
-	if sold || errors.Is(err, stock.ErrHoldExpired) {
-		return nil
+	if sold {
+		return false, nil
 	}
-	return err
+	if errors.Is(err, stock.ErrHoldExpired) {
+		return true, nil
+	}
+	return false, err
 }
 
 // recordDeduct writes the order to the record. A refusal for want of units
