@@ -213,19 +213,22 @@ type callKeys struct {
 }
 
 // fallbackKey is the key a Fallback counts one dimension's value of a call
-// on: "<dimension>:<value>" without a tag, "{<tag>}:<dimension>:<value>"
-// with one, so that, as in Redis, calls share a counter only when they
-// share the tag. A key longer than MaxKeyLen (which a Local refuses) is
-// "{}" followed by the hex SHA-256 of the key instead. No two of these
-// keys, nor a Redis limiter's key (which has no brace), are the same.
+// on: "<dimension>:<value>" without a tag, and with one
+// ":<len(tag)>:<tag>:<dimension>:<value>" (len in decimal bytes), so that,
+// as in Redis, calls share a counter only when they share the tag. A key
+// longer than MaxKeyLen (which a Local refuses) is "#" followed by the hex
+// SHA-256 of the key instead. No two of these keys are the same (a
+// dimension's name is not empty and has no ':', so only a tagged key
+// begins with one; a hashed key has none), and none has a brace, which a
+// Redis Fallback refuses.
 func fallbackKey(tag, dim, value string) string {
 	k := dim + ":" + value
 	if tag != "" {
-		k = "{" + tag + "}:" + k
+		k = ":" + strconv.Itoa(len(tag)) + ":" + tag + ":" + k
 	}
 	if len(k) > MaxKeyLen {
 		sum := sha256.Sum256([]byte(k))
-		return "{}" + hex.EncodeToString(sum[:])
+		return "#" + hex.EncodeToString(sum[:])
 	}
 	return k
 }

@@ -58,7 +58,9 @@ type Decision struct {
 	Degraded bool
 }
 
-// Limit is a rate: Rate events per Period. The zero Period means one second.
+// Limit is a rate: Rate events per Period. The zero Period means one second;
+// a Period is a whole number of microseconds, the unit Redis counts time
+// in (any other is refused with ErrInvalid).
 //
 // For GCRA and Local, Rate is the sustained rate and Burst is how many
 // events may happen at once (zero means Burst = Rate); refilling a whole
@@ -113,6 +115,9 @@ func (l Limit) validate(field string, alg Algorithm) error {
 	}
 	if l.Period < MinPeriod || l.Period > MaxPeriod {
 		return invalid(field+".Period", fmt.Sprintf("%v is outside [%v, %v]", l.Period, MinPeriod, MaxPeriod))
+	}
+	if l.Period%time.Microsecond != 0 {
+		return invalid(field+".Period", fmt.Sprintf("%v is not a whole number of microseconds", l.Period))
 	}
 	if l.Burst < 1 || l.Burst > MaxRate {
 		return invalid(field+".Burst", fmt.Sprintf("%d is outside [1, %d]", l.Burst, MaxRate))

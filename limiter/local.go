@@ -51,6 +51,10 @@ const MaxShards = 1 << 16
 // bounded memory. Counts are per process: use it at the gateway, or as the
 // Fallback of a Redis-backed limiter. Safe for concurrent use; keys are
 // spread over sharded locks, so there is no global lock on the hot path.
+// Its buckets count in x/time/rate's floating-point seconds: exact to
+// about one part in 10^16, so at the longest periods (months) an event
+// may pass a few nanoseconds before a whole interval has passed (the
+// Redis limiters count in whole microseconds, exactly).
 type Local struct {
 	limit  rate.Limit
 	burst  int
@@ -258,45 +262,51 @@ func (l *Local) shard(key string) uint64 {
 }
 
 // bucket returns key's bucket, creating a full one if the key is not
-// tracked.
+// tracked. Whether the key is tracked and the slot a new key takes are
+// decided under its shard's lock, so concurrent first calls of one key
+// add it once, and a key is dropped only for a key that is new while
+// MaxKeys are tracked.
 func (l *Local) bucket(key string) *bucket {
-	i := l.shard(key)
-	s := &l.shards[i]
-	s.mu.Lock()
-	b, ok := s.lru.Get(key)
-	s.mu.Unlock()
-	if ok {
-		return b
-	}
-	l.reserve(i)
-	s.mu.Lock()
-	b, ok = s.lru.Get(key)
-	if !ok {
-		b = &bucket{lim: rate.NewLimiter(l.limit, l.burst)}
-		s.lru.Add(key, b)
-	}
-	s.mu.Unlock()
-	if ok { // added meanwhile by another call: give the slot back
-		l.keys.Add(-1)
-	}
-	return b
-}
-
-// reserve takes one of the MaxKeys slots for a new key of shard home,
-// dropping a key first if all are taken.
-func (l *Local) reserve(home uint64) {
+	home := l.shard(key)
+	s := &l.shards[home]
 	for {
-		n := l.keys.Load()
-		if n < l.maxKeys {
-			if l.keys.CompareAndSwap(n, n+1) {
-				return
-			}
-			continue
+		s.mu.Lock()
+		b, ok := s.lru.Get(key)
+		if !ok && (l.take() || l.dropOldest(s)) {
+			b, ok = &bucket{lim: rate.NewLimiter(l.limit, l.burst)}, true
+			s.lru.Add(key, b)
 		}
+		s.mu.Unlock()
+		if ok {
+			return b
+		}
+		// Every slot is taken and this shard tracks no key: drop one of
+		// another shard, and look again.
 		if !l.evict(home) {
 			runtime.Gosched() // every slot is taken by a key still being added
 		}
 	}
+}
+
+// take takes one of the MaxKeys slots, if one is free.
+func (l *Local) take() bool {
+	for {
+		n := l.keys.Load()
+		if n >= l.maxKeys {
+			return false
+		}
+		if l.keys.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// dropOldest drops the least recently used key of s, whose lock the caller
+// holds, leaving its slot to the key the caller adds; false if s tracks
+// none.
+func (l *Local) dropOldest(s *localShard) bool {
+	_, _, ok := s.lru.RemoveOldest()
+	return ok
 }
 
 // evict drops the least recently used key of shard home, or of the next

@@ -44,6 +44,7 @@ func TestLocalRetryAfterIsLeastWait(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			period = time.Duration(rng.Int64N(int64(time.Minute))) + limiter.MinPeriod
 		}
+		period = period.Truncate(time.Microsecond) // a Period is whole microseconds
 		rate := rng.Int64N(min(limiter.MaxRate, period.Nanoseconds())) + 1
 		burst := rng.Int64N(min(rate, 1000)) + 1
 		lim := limiter.Limit{Rate: rate, Period: period, Burst: burst}

@@ -45,10 +45,10 @@ type Policy struct {
 	// *Local with a tighter limit, the safety net that still turns away
 	// floods (go-zero's rescue limiter). A Redis limiter asks it about the
 	// key. A Composite asks it about each of the call's dimensions in turn,
-	// as "<dimension>:<value>" without a Tag and "{<tag>}:<dimension>:<value>"
-	// with one (so, as in Redis, calls share a counter only when they share
-	// the tag), or, for a key longer than MaxKeyLen, "{}" and the key's hex
-	// SHA-256; it stops at the first refusal (events already taken from
+	// as "<dimension>:<value>" without a Tag and
+	// ":<len(tag)>:<tag>:<dimension>:<value>" with one (so, as in Redis,
+	// calls share a counter only when they share the tag), or, for a key
+	// longer than MaxKeyLen, "#" and the key's hex SHA-256; it stops at the first refusal (events already taken from
 	// earlier dimensions stay taken). An n above what a *Local or *Redis
 	// Fallback could ever admit at once (its Burst, or a window's Rate: a
 	// tighter limit than the caller's) is refused (Degraded, RetryAfter the

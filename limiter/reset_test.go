@@ -227,7 +227,7 @@ func TestResetClearsFallback(t *testing.T) {
 	if err := c.Reset(ctx, req); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Reset on a canceled context = %v, want context.Canceled", err)
 	}
-	if d, _ := local.Allow(bg, "{t}:user:u1"); d.Allowed { // the Fallback key of user u1 under tag t
+	if d, _ := local.Allow(bg, ":1:t:user:u1"); d.Allowed { // the Fallback key of user u1 under tag t
 		t.Fatalf("fallback after a canceled Reset = %+v, want still refused", d)
 	}
 	if err := c.Reset(bg, req); !errors.Is(err, limiter.ErrUnavailable) {

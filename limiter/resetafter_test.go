@@ -198,7 +198,7 @@ func TestDegradedResetAfter(t *testing.T) {
 		Dimensions: []limiter.Dimension{{Name: "user", Limit: limiter.PerSecond(100)}, {Name: "ip", Limit: limiter.PerSecond(100)}},
 		Policy:     limiter.Policy{Fallback: local, Clock: clock},
 	})
-	if _, err := local.AllowN(bg, "{t}:ip:10.0.0.1", 2); err != nil { // the bucket of IP 10.0.0.1 under tag t is empty
+	if _, err := local.AllowN(bg, ":1:t:ip:10.0.0.1", 2); err != nil { // the bucket of IP 10.0.0.1 under tag t is empty
 		t.Fatal(err)
 	}
 	clock.Advance(30 * time.Minute)
