@@ -206,7 +206,11 @@
 // Every call answers within Store.AnswerBound, three Config.LockWaits
 // from its start, plus the round trips of its last statements, however
 // long others hold its rows. Each transaction's statements end within
-// one LockWait of its BEGIN. A call that applied nothing answers within
+// one LockWait of its BEGIN, and every one of them that may wait for a
+// row lock (each write and each locking read) carries the server's own
+// bound of LockWait, so a transaction the Store gave up on lets go of its
+// rows on the server within about one LockWait more, never after the
+// server's default lock wait (50s on MySQL and MariaDB). A call that applied nothing answers within
 // two: its lock waits and deadlocks are run again with backoff until
 // then, and a grouped Deduct's wait for the group ahead of it, its
 // group's transaction and its run alone after a group that failed all

@@ -78,7 +78,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 	}
 	q.putOnSale = q.write(put)
 	q.restock = q.write("UPDATE {T} SET {avail} = {avail} + ?, {ver} = {ver} + 1 WHERE {sku} = ? AND {avail} <= ?")
-	q.insertOp = q.sql("INSERT INTO {O} (op_id, sku, units, created_ms) VALUES (?, ?, ?, ?)")
+	q.insertOp = q.write("INSERT INTO {O} (op_id, sku, units, created_ms) VALUES (?, ?, ?, ?)")
 	q.readOp = q.sql("SELECT sku, units FROM {O} WHERE op_id = ?")
 	q.levels = q.sql("SELECT {avail}, {held}, {sold}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} = ?")
 
@@ -86,7 +86,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.take = q.write(takeSet + " AND {avail} >= ? AND {limit} = ? AND {ttl} = ? AND {maxttl} = ?")
 	q.takeIfVersion = q.write(takeSet + " AND {ver} = ?")
 	q.takeLocked = q.write(takeSet)
-	q.takeOnePG = q.sql("WITH u AS (UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1" +
+	q.takeOnePG = q.write("WITH u AS (UPDATE {T} SET {avail} = {avail} - ?, {held} = {held} + ?, {ver} = {ver} + 1" +
 		" WHERE {sku} = ? AND {avail} >= ? AND {limit} = 0 RETURNING {ttl}, {maxttl})" +
 		" INSERT INTO {L} (order_id, line, sku, qty, user_id, state, deadline_ms, bound_ms, created_ms)" +
 		" SELECT ?, 0, ?, CAST(? AS BIGINT), ?, 1, CAST(? AS BIGINT) + u.{ttl}," +
@@ -141,8 +141,12 @@ func newQueries(d Dialect, cfg Config) *queries {
 	return q
 }
 
-// write is sql for a write statement that may wait for a row lock: the
-// wait is bounded by Config.LockWait on every strategy (see boundWrite).
+// write is sql for a write statement (INSERT, UPDATE): its wait for a row
+// lock is bounded by Config.LockWait on every strategy (see boundWrite).
+// Every write the Store sends is built by it, so a transaction the Store
+// gave up on (its statements' deadline closed the connection) never keeps
+// waiting on the server, holding the rows it locked before, for the
+// server's own lock wait (50s by default on MySQL and MariaDB).
 func (q *queries) write(s string) string { return q.sql(q.d.boundWrite(s, q.lockWait)) }
 
 // sql expands the name placeholders of s and rewrites its parameters for
@@ -199,7 +203,7 @@ func (q *queries) insertLedger(n int) string {
 		}
 		b.WriteString("(?, ?, ?, ?, ?, 1, ?, ?, ?)")
 	}
-	return q.sql(b.String())
+	return q.write(b.String())
 }
 
 // lineParams is how many parameters insertLedger takes per line.

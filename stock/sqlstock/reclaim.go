@@ -135,7 +135,7 @@ func (s *Store) expireOrders(ctx context.Context, q querier, ids []string, now i
 		if err != nil || len(lines) == 0 {
 			return nil, err
 		}
-		n, err := affected(q.ExecContext(ctx, s.q.sql("UPDATE {L} SET state = 5"+where), args...))
+		n, err := affected(q.ExecContext(ctx, s.q.write("UPDATE {L} SET state = 5"+where), args...))
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +144,7 @@ func (s *Store) expireOrders(ctx context.Context, q querier, ids []string, now i
 		}
 		return lines, nil
 	}
-	return s.scanExpired(q.QueryContext(ctx, s.q.sql("UPDATE {L} SET state = 5"+where+" RETURNING "+cols), args...))
+	return s.scanExpired(q.QueryContext(ctx, s.q.write("UPDATE {L} SET state = 5"+where+" RETURNING "+cols), args...))
 }
 
 func (s *Store) scanExpired(rs *sql.Rows, err error) ([]expiredLine, error) {
