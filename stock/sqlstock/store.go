@@ -163,7 +163,11 @@ func (s *Store) Dialect() Dialect {
 
 // PutOnSale implements stock.Manager: it inserts the SKU's row or
 // overwrites its available count, limit, hold time and maximum hold time,
-// keeping its held and sold counts. It is one statement, never sent twice: a failure after it
+// keeping its held and sold counts. It is one statement in a transaction
+// of its own, whose wait for the row lock is bounded by Config.LockWait
+// as every transaction's is: a lock wait that ran out is run again within
+// two LockWaits, then it is stock.ErrContention (nothing applied). It is
+// never sent again once it may have applied: a failure after its COMMIT
 // was sent whose outcome is unknown matches stock.ErrUnknownOutcome.
 func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := s.obs.Track(ctx, "sqlstock", observe.OpPutOnSale, 1)
@@ -176,8 +180,10 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	}
 	set := settings{limit: l.PerUserLimit, ttlMS: l.EffectiveHoldTTL().Milliseconds(), maxMS: l.MaxHoldTTL.Milliseconds()}
 	err = s.retry(ctx, "put on sale", false, func(ctx context.Context) error {
-		_, err := s.execWrite(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, set.ttlMS, set.maxMS)
-		return err
+		return s.inTx(ctx, func(q querier) error {
+			_, err := q.ExecContext(ctx, s.q.putOnSale, l.SKU, l.Units, l.PerUserLimit, set.ttlMS, set.maxMS)
+			return err
+		})
 	})
 	if err == nil {
 		s.settings.Add(l.SKU, set)
