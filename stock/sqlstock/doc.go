@@ -212,9 +212,14 @@
 // rows on the server within about one LockWait more, never after the
 // server's default lock wait (50s on MySQL and MariaDB). A call that applied nothing answers within
 // two: its lock waits and deadlocks are run again with backoff until
-// then, and a grouped Deduct's wait for the group ahead of it, its
-// group's transaction and its run alone after a group that failed all
-// count in the two; past them it is stock.ErrContention. A call whose
+// then, and a grouped Deduct's two count from when it queued: its wait
+// for the groups ahead of it, its group's transaction and its run alone
+// after a group that failed all count in them, and past them it is
+// stock.ErrContention. A grouped Deduct whose group has not begun to
+// write two LockWaits after it queued leaves the queue with
+// stock.ErrContention, nothing sent; one whose group began just before
+// waits for that group's transaction, which ends within one LockWait of
+// its BEGIN, so it answers within three. A call whose
 // write may have applied (a lost COMMIT reply) runs again to learn its
 // outcome for one LockWait more, and past it answers
 // stock.ErrUnknownOutcome. A grouped Deduct whose caller leaves before its

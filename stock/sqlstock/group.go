@@ -70,6 +70,10 @@ type groupReport struct {
 	calls []*gcall
 }
 
+// errQueued is the last failure of a grouped Deduct that left the queue
+// when its two LockWaits were up before its group began (see do).
+var errQueued = errors.New("sqlstock: queued for a group for two LockWaits")
+
 // errSplit is a group's answer to an order it did not decide: the order
 // runs again in a transaction of its own.
 var errSplit = errors.New("sqlstock: group split")
@@ -95,7 +99,11 @@ func (g *grouper) laneKey(items []stock.Item) string {
 // ends while it is queued, or taken into a group that has not begun to
 // write, leaves with its context's error and nothing sent (the group
 // leaves its order out); once its group writes, it gets the order's
-// outcome, or stock.ErrUnknownOutcome if ctx ends first.
+// outcome, or stock.ErrUnknownOutcome if ctx ends first. A call's two
+// LockWaits count from when it queued: one whose group has not begun to
+// write by then leaves the same way, with stock.ErrContention, so a lane
+// whose transactions wait for a row does not keep it waiting for every
+// group ahead of it in turn.
 //
 // A transaction is reported to the Observer on the goroutine of one of
 // its callers, never while it holds the lane's in-flight slot: whatever
@@ -132,21 +140,43 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 	l.queue = append(l.queue, c)
 	g.mu.Unlock()
 
+	// The call's two LockWaits count from when it queued: past them, a
+	// call whose group has not begun to write leaves as one whose context
+	// ended does, with nothing sent.
+	settled := time.NewTimer(time.Until(c.at.Add(settledWaits * g.s.lockWait())))
+	defer settled.Stop()
+	var leave error
 	select {
 	case <-c.done:
 		return g.result(c)
 	case <-ctx.Done():
+		leave = ctx.Err()
+	case <-settled.C:
+		leave = &ContentionError{Op: "deduct", Attempts: 0, Last: errQueued}
 	}
 	g.mu.Lock()
 	switch {
 	case !c.sent:
 		l.queue = slices.DeleteFunc(l.queue, func(q *gcall) bool { return q == c })
 		g.mu.Unlock()
-		return ctx.Err()
+		return leave
 	case !c.written:
 		c.left = true // its group leaves it out
 		g.mu.Unlock()
-		return ctx.Err()
+		return leave
+	case ctx.Err() == nil:
+		// Its group writes: it waits for the outcome (the group's
+		// statements end within one LockWait of its BEGIN), or for its
+		// context.
+		g.mu.Unlock()
+		select {
+		case <-c.done:
+			return g.result(c)
+		case <-ctx.Done():
+		}
+		g.mu.Lock()
+	}
+	switch {
 	case c.report != nil:
 		// Its group ran and its caller is the one to report it: it stays
 		// for its outcome, which is known (done is being closed).

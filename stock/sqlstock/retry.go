@@ -24,9 +24,11 @@ const (
 // AnswerBound is how long after it starts any call of the Store answers,
 // plus the round trips of its last statements: three Config.LockWaits.
 // A call that applied nothing (its lock waits and deadlocks retried, a
-// grouped Deduct's wait for the group ahead of it included) answers
+// grouped Deduct's wait for the groups ahead of it included) answers
 // within two, with stock.ErrContention if no attempt got its locks by
-// then; a call whose write may have applied has one LockWait more to
+// then, except a grouped Deduct whose group began to write just before
+// its two were up, which waits for that group's transaction (one
+// LockWait at most); a call whose write may have applied has one LockWait more to
 // learn its outcome by running again, and answers
 // stock.ErrUnknownOutcome past it. A caller's context that ends first
 // ends the call first.
