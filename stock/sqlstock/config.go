@@ -99,7 +99,8 @@ type Config struct {
 	// LockWait after BEGIN in all, since one transaction can wait more
 	// than once; a canceled one-statement deduct), and how long SQLite
 	// waits for its write lock (busy_timeout); default 5s. MySQL and
-	// MariaDB take whole seconds (rounded up). It also bounds every call:
+	// MariaDB take whole seconds (rounded up). New refuses one longer than
+	// MaxLockWait. It also bounds every call:
 	// a lock wait that ran out or a deadlock is run again while the call
 	// is within two LockWaits of its start, then it is
 	// stock.ErrContention (nothing applied), and every call answers within
@@ -156,6 +157,11 @@ type Columns struct {
 	MaxHoldTTL string
 }
 
+// MaxLockWait is the longest Config.LockWait New accepts: 2147483647ms
+// (about 24.8 days), the longest lock_timeout PostgreSQL and busy_timeout
+// SQLite take.
+const MaxLockWait = (1<<31 - 1) * time.Millisecond
+
 // DefaultMaxGroup is the MaxGroup of a Config that leaves it zero.
 const DefaultMaxGroup = 64
 
@@ -205,6 +211,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.LockWait <= 0 {
 		cfg.LockWait = defaultLockWait
+	}
+	if cfg.LockWait > MaxLockWait {
+		return cfg, &stock.InvalidError{Field: "sqlstock.Config.LockWait", Reason: "longer than " + MaxLockWait.String() + " (2147483647ms), the longest lock wait PostgreSQL and SQLite take"}
 	}
 	if cfg.SettingsCache <= 0 {
 		cfg.SettingsCache = defaultSettingsCache
