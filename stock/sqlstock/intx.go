@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/observe"
@@ -134,10 +135,29 @@ type TxStore struct {
 // runs in one transaction of its own on it, under the Store's own rules
 // (retries, and stock.ErrUnknownOutcome after a COMMIT whose reply was
 // lost), without group commit.
+//
+// A nil tx, typed or not (a nil *sql.Tx), makes every call fail with an
+// error wrapping stock.ErrInvalid.
 func (s *Store) InTx(tx DBTX) *TxStore {
+	if isNil(tx) {
+		tx = nil
+	}
 	t := &TxStore{s: s, tx: tx}
 	t.pool, _ = tx.(pool)
 	return t
+}
+
+// isNil reports whether v is nil or holds a nil pointer, map, slice,
+// channel, function or interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return r.IsNil()
+	}
+	return false
 }
 
 // Deduct is Store.Deduct in the caller's transaction: it writes the
