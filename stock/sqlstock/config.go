@@ -68,7 +68,10 @@ type Config struct {
 	// an error wrapping stock.ErrInvalid, before anything is written.
 	Dialect Dialect
 
-	// Table names the application's stock table; default "stock".
+	// Table names the application's stock table; default "stock". It
+	// must not be a name of the library's tables (Ledger, Ledger + "_ops",
+	// Ledger + "_returns") or indexes (Ledger + "_due", "_sku_user",
+	// "_ops_sku"), compared without case.
 	Table string
 	// Columns names its columns; each empty field takes its default.
 	Columns Columns
@@ -261,5 +264,21 @@ func (cfg Config) withDefaults() (Config, error) {
 	if lower(cfg.Table) == lower(returnsTable(cfg)) {
 		return cfg, &stock.InvalidError{Field: "sqlstock.Config.Table", Reason: "same table as the returns table, Ledger + \"_returns\""}
 	}
+	for _, suffix := range ledgerIndexes {
+		if lower(cfg.Table) == lower(cfg.Ledger+suffix) {
+			return cfg, &stock.InvalidError{Field: "sqlstock.Config.Table",
+				Reason: "same name as the index Ledger + " + quoteName(suffix) + ", which shares the tables' names on PostgreSQL and SQLite"}
+		}
+	}
 	return cfg, nil
 }
+
+// The indexes Schema creates are named the ledger's name + these.
+const (
+	idxDue     = "_due"      // the reclaimer's (state, deadline_ms) on the ledger
+	idxSKUUser = "_sku_user" // per-user limits' (sku, user_id) on the ledger
+	idxOpsSKU  = "_ops_sku"  // View.Restocks' (sku, created_ms) on the operations table
+)
+
+// ledgerIndexes are the suffixes of every index Schema creates.
+var ledgerIndexes = []string{idxDue, idxSKUUser, idxOpsSKU}

@@ -97,19 +97,19 @@ func Schema(d Dialect, cfg Config) ([]string, error) {
 	if d.mysqlLike() {
 		// MySQL has no CREATE INDEX IF NOT EXISTS: the indexes go inline.
 		return []string{stockTable, r.Replace("CREATE TABLE IF NOT EXISTS {L} (" + cols +
-			", KEY " + idx("_due") + " (state, deadline_ms)" +
-			", KEY " + idx("_sku_user") + " (sku, user_id))" + engine),
+			", KEY " + idx(idxDue) + " (state, deadline_ms)" +
+			", KEY " + idx(idxSKUUser) + " (sku, user_id))" + engine),
 			r.Replace("CREATE TABLE IF NOT EXISTS {O} (" + opCols +
-				", KEY " + idx("_ops_sku") + " (sku, created_ms))" + engine),
+				", KEY " + idx(idxOpsSKU) + " (sku, created_ms))" + engine),
 			returns}, nil
 	}
 	return []string{
 		stockTable,
 		r.Replace("CREATE TABLE IF NOT EXISTS {L} (" + cols + ")"),
-		r.Replace("CREATE INDEX IF NOT EXISTS " + idx("_due") + " ON {L} (state, deadline_ms)"),
-		r.Replace("CREATE INDEX IF NOT EXISTS " + idx("_sku_user") + " ON {L} (sku, user_id)"),
+		r.Replace("CREATE INDEX IF NOT EXISTS " + idx(idxDue) + " ON {L} (state, deadline_ms)"),
+		r.Replace("CREATE INDEX IF NOT EXISTS " + idx(idxSKUUser) + " ON {L} (sku, user_id)"),
 		r.Replace("CREATE TABLE IF NOT EXISTS {O} (" + opCols + ")"),
-		r.Replace("CREATE INDEX IF NOT EXISTS " + idx("_ops_sku") + " ON {O} (sku, created_ms)"),
+		r.Replace("CREATE INDEX IF NOT EXISTS " + idx(idxOpsSKU) + " ON {O} (sku, created_ms)"),
 		returns,
 	}, nil
 }
