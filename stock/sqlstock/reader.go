@@ -17,6 +17,25 @@ var _ stock.OrderReader = (*Store)(nil)
 // (Orders, Snapshot and the View's reads) names.
 const readBatch = 1000
 
+// readBatches splits keys (order IDs or SKUs), each named once however
+// often keys repeats it, into the batches of one statement each, so no
+// row is read by two statements.
+func readBatches(keys []string) [][]string {
+	seen := make(map[string]bool, len(keys))
+	distinct := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			distinct = append(distinct, k)
+		}
+	}
+	var out [][]string
+	for start := 0; start < len(distinct); start += readBatch {
+		out = append(out, distinct[start:min(start+readBatch, len(distinct))])
+	}
+	return out
+}
+
 // UserUnits implements stock.OrderReader: the units of the user's held and
 // confirmed ledger lines of sku (less what partial reverts gave back),
 // read with the SKU's row in one statement.
@@ -41,7 +60,8 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 }
 
 // Orders implements stock.OrderReader: the ledger's view of each order, in
-// one statement per 1000 IDs. The lines of an order always share a state;
+// input order (an ID given twice is read once and answered twice), in one
+// statement per 1000 distinct IDs. The lines of an order always share a state;
 // Deadline is the latest deadline of its lines. Items are the lines as
 // ordered, Returned what partial reverts gave back of them.
 func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
@@ -59,8 +79,7 @@ func (s *Store) orders(ctx context.Context, q querier, ids []string) ([]stock.Or
 	}
 	found := make(map[string]*stock.OrderInfo, len(ids))
 	returned := map[string]map[string]int64{}
-	for start := 0; start < len(ids); start += readBatch {
-		batch := ids[start:min(start+readBatch, len(ids))]
+	for _, batch := range readBatches(ids) {
 		if err := s.readOrders(ctx, q, batch, found, returned); err != nil {
 			return nil, err
 		}

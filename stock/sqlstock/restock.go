@@ -103,14 +103,14 @@ func (e *opError) Unwrap() error { return e.Err }
 
 // Restocks returns the restocks of the SKUs applied at or after sinceMs
 // (Unix milliseconds of the Store's Clock), as of the View's instant,
-// earliest first (ties by ID), in one statement per 1000 SKUs.
+// earliest first (ties by ID), each once however often its SKU is named,
+// in one statement per 1000 distinct SKUs.
 func (v *View) Restocks(ctx context.Context, skus []string, sinceMs int64) ([]Op, error) {
 	if err := validSKUs(skus); err != nil {
 		return nil, err
 	}
 	var out []Op
-	for start := 0; start < len(skus); start += readBatch {
-		batch := skus[start:min(start+readBatch, len(skus))]
+	for _, batch := range readBatches(skus) {
 		rs, err := v.tx.QueryContext(ctx, v.s.q.sql("SELECT op_id, sku, units, created_ms FROM {O}"+
 			" WHERE sku IN ("+params(len(batch))+") AND created_ms >= ?"), append(anys(batch), sinceMs)...)
 		if err != nil {

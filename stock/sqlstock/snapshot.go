@@ -31,7 +31,7 @@ type Line struct {
 }
 
 // Snapshot reads the levels of every SKU, in input order, in one statement
-// per 1000 SKUs. Each row is read atomically; rows of different statements
+// per 1000 distinct SKUs. Each row is read atomically; rows of different statements
 // at different moments (use View for one consistent read).
 func (s *Store) Snapshot(ctx context.Context, skus []string) ([]SKULevels, error) {
 	return s.levelsOf(ctx, s.db, skus)
@@ -104,16 +104,16 @@ func (v *View) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, err
 }
 
 // HeldLines returns the held ledger lines of the SKUs (including those
-// past their deadline that no reclaimer has returned yet), in one
-// statement per 1000 SKUs. A line partial reverts gave back whole is
+// past their deadline that no reclaimer has returned yet), each once
+// however often its SKU is named, in one statement per 1000 distinct
+// SKUs. A line partial reverts gave back whole is
 // left out: it holds nothing.
 func (v *View) HeldLines(ctx context.Context, skus []string) ([]Line, error) {
 	if err := validSKUs(skus); err != nil {
 		return nil, err
 	}
 	var out []Line
-	for start := 0; start < len(skus); start += readBatch {
-		batch := skus[start:min(start+readBatch, len(skus))]
+	for _, batch := range readBatches(skus) {
 		rs, err := v.tx.QueryContext(ctx, v.s.q.sql("SELECT order_id, sku, qty - returned, user_id, deadline_ms FROM {L}"+
 			" WHERE state = 1 AND qty > returned AND sku IN ("+params(len(batch))+")"), anys(batch)...)
 		if err != nil {
@@ -148,8 +148,7 @@ func (s *Store) levelsOf(ctx context.Context, q querier, skus []string) ([]SKULe
 		return nil, err
 	}
 	found := make(map[string]SKULevels, len(skus))
-	for start := 0; start < len(skus); start += readBatch {
-		batch := skus[start:min(start+readBatch, len(skus))]
+	for _, batch := range readBatches(skus) {
 		rs, err := q.QueryContext(ctx, s.q.sql("SELECT {sku}, {avail}, {held}, {sold}, {limit}, {ttl}, {maxttl}, {ver} FROM {T}"+
 			" WHERE {sku} IN ("+params(len(batch))+")"), anys(batch)...)
 		if err != nil {
