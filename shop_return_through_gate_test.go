@@ -522,3 +522,160 @@ func TestShopExtendedHoldOfAnOrderInDoubtSettledByTheFallbackIsKept(t *testing.T
 		t.Fatalf("Confirm 20 minutes in, the hold extended to 24 minutes: %v, want nil", err)
 	}
 }
+
+// A refund through the flow of a sale the fallback took and the gate took
+// again races a partial return on the node that remembers the fallback
+// took it, and a repair, all between the flow's read of the record and its
+// refund at the gate: the partial return waits for the gate (the record
+// path makes none alone), so every unit comes back once.
+func TestShopRefundRacingAReturnOnTheNodeThatRemembersTheFallbackReturnsOnce(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	fallbackSaleTheGateTookAgain(t, s)
+	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+	raced := false
+	s.gate.SetBefore(func(c stocktest.Call) {
+		if raced || c.Method != "Revert" || c.OrderID != "o1" {
+			return
+		}
+		raced = true
+		// The node that sold it at the fallback remembers so: its
+		// return goes to the record path (tiered.Fallback.RevertItems).
+		if err := s.RevertItems(ctx, r1); err != nil {
+			t.Errorf("partial return on the node that remembers the fallback took o1: %v", err)
+		}
+		if _, err := s.Reconciler().RepairAll(ctx); err != nil {
+			t.Errorf("repair: %v", err)
+		}
+	})
+	if err := s.Flow().Revert(ctx, "o1"); err != nil {
+		t.Fatalf("refund through the flow: %v", err)
+	}
+	s.gate.SetBefore(nil)
+	if !raced {
+		t.Fatal("the gate was never asked to refund o1")
+	}
+	s.bound("after the refund raced by a return at the record path and a repair")
+	s.even("after the refund", map[string]int64{"a": 10})
+}
+
+// A retry of a partial return through the flow (its first reply lost)
+// races its first attempt on the node that remembers the fallback took the
+// order, and a repair: the return is applied once.
+func TestShopReturnRetryRacingItsFirstAttemptOnTheOtherNodeReturnsOnce(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	fallbackSaleTheGateTookAgain(t, s)
+	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+	raced := false
+	s.gate.SetBefore(func(c stocktest.Call) {
+		if raced || c.Method != "RevertItems" || c.OrderID != "o1" {
+			return
+		}
+		raced = true
+		if err := s.RevertItems(ctx, r1); err != nil {
+			t.Errorf("first attempt, on the node that remembers the fallback took o1: %v", err)
+		}
+		if _, err := s.Reconciler().RepairAll(ctx); err != nil {
+			t.Errorf("repair: %v", err)
+		}
+	})
+	if err := s.Flow().RevertItems(ctx, r1); err != nil {
+		t.Fatalf("retry through the flow: %v", err)
+	}
+	s.gate.SetBefore(nil)
+	if !raced {
+		t.Fatal("the gate was never asked to return part of o1")
+	}
+	s.bound("after the return, its retry and a repair")
+	s.even("after the return", map[string]int64{"a": 8})
+}
+
+// A partial return of a hold cancelled at the record alone (forced to the
+// fallback) is answered stock.ErrOrderClosed, and the hold the gate still
+// had ends with it.
+func TestShopPartialReturnOfAHoldCancelledAtTheRecordAloneIsClosed(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	s.hold("o1", 3, "a")
+	s.SetMode(degrade.ForceFallback)
+	if err := s.Revert(ctx, "o1"); err != nil {
+		t.Fatalf("cancel forced to the fallback: %v", err)
+	}
+	s.SetMode(degrade.Auto)
+	infos, err := s.Orders(ctx, []string{"o1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos[0].State != stock.StateReverted {
+		t.Fatalf("o1 after the cancel: %v, want reverted", infos[0].State)
+	}
+	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
+	if err := s.Flow().RevertItems(ctx, r1); !errors.Is(err, stock.ErrOrderClosed) {
+		t.Fatalf("partial return of the cancelled order o1 (reverted): %v, want stock.ErrOrderClosed", err)
+	}
+}
+
+// While the operator forces traffic to the fallback, an extension of a hold
+// the gate may have (one this node does not remember the fallback took) is
+// refused with nothing written (an unknown outcome, degrade.ErrPrimaryDown):
+// made at the record alone, the gate would still end the hold at its old
+// deadline. Once traffic is back, the extension through the flow lasts.
+func TestShopExtendHoldForcedToTheFallbackWaitsForTheGate(t *testing.T) {
+	s := newReturnShop(t)
+	ctx := t.Context()
+	if err := s.PutOnSale(ctx, stock.Listing{SKU: "c", Units: 10, HoldTTL: 15 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	s.hold("o1", 3, "c")
+	before, err := s.Orders(ctx, []string{"o1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetMode(degrade.ForceFallback)
+	s.clock.Advance(10 * time.Minute)
+	if err := s.ExtendHold(ctx, "o1", s.clock.Now().Add(14*time.Minute)); !errors.Is(err, degrade.ErrPrimaryDown) || !errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("ExtendHold forced to the fallback: %v, want an unknown outcome with degrade.ErrPrimaryDown", err)
+	}
+	after, err := s.Flow().Orders(ctx, []string{"o1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after[0].Deadline.Equal(before[0].Deadline) {
+		t.Fatalf("o1's deadline after the refused extension: %v, want %v unchanged", after[0].Deadline, before[0].Deadline)
+	}
+	s.SetMode(degrade.Auto)
+	if err := s.Flow().ExtendHold(ctx, "o1", s.clock.Now().Add(14*time.Minute)); err != nil {
+		t.Fatalf("ExtendHold through the flow: %v", err)
+	}
+	s.clock.Advance(10 * time.Minute) // past the 15-minute hold, before the new deadline
+	if _, err := s.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatalf("reclaim: %v", err)
+	}
+	if err := s.Flow().Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("Confirm 20 minutes in, the hold extended to 24 minutes: %v", err)
+	}
+	s.bound("after the Confirm")
+}
+
+// fallbackSaleTheGateTookAgain sells o1 (3 units of a) at the fallback
+// alone (ForceFallback), then has the gate take it again as a sale (a
+// client's late retries of Deduct and Confirm reaching a node whose
+// breaker lets traffic through the flow), as in
+// TestShopRefundOfAFallbackSaleTheGateTookAgainReturnsOnce.
+func fallbackSaleTheGateTookAgain(t *testing.T, s *returnShop) {
+	t.Helper()
+	ctx := t.Context()
+	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}}
+	s.SetMode(degrade.ForceFallback)
+	s.sell("o1", 3, "a")
+	s.SetMode(degrade.Auto)
+	s.even("after the sale at the fallback", map[string]int64{"a": 7})
+	if err := s.Flow().Deduct(ctx, o); err != nil {
+		t.Fatalf("repeat Deduct: %v", err)
+	}
+	if err := s.Flow().Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("repeat Confirm: %v", err)
+	}
+	s.even("after the repeats", map[string]int64{"a": 7})
+}

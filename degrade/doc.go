@@ -90,7 +90,8 @@
 //   - RevertItems (stock.PartialReverter) goes where Revert goes.
 //     ExtendHold (stock.HoldExtender) goes to the fallback only for an
 //     order this node remembers the fallback took (or in ForceFallback
-//     mode), else to the primary, even while its breaker is open: a hold
+//     mode, for another primary than a tiered flow), else to the primary,
+//     even while its breaker is open: a hold
 //     the gate may have is never extended at the record alone, where the
 //     gate would still end it at its old deadline. Both need the two
 //     tiers to implement the interface (errors.ErrUnsupported otherwise).

@@ -19,13 +19,16 @@ var (
 // order, by Revert's rule (see Confirm): the tier this node remembers, else
 // the primary while its breaker lets traffic through, else the fallback,
 // and on stock.ErrUnknownOrder the other tier. It is not new traffic and
-// not rate limited. With a tiered flow as the primary, a return the breaker
-// keeps from the flow is made at the record path only for an order this
-// node remembers the fallback took: any other the gate may hold, and a
-// return at the record alone would not reach the gate's copy (a later
-// refund would give the gate back every unit, the returned ones too), so
-// it gets ErrBusy, nothing written: retry once the breaker lets it
-// through.
+// not rate limited. With a tiered flow as the primary, no return is made at
+// the record path alone: the gate may hold the order (it may have taken
+// again an order the fallback took), and a return at the record alone
+// would not reach the gate's copy (a later refund would give the gate back
+// every unit, the returned ones too). A return the breaker keeps from the
+// flow gets ErrBusy, nothing written (retry once the breaker lets it
+// through); one of an order this node remembers the fallback took, which
+// the record path answers tiered.ErrWaitsForGate, goes through the flow
+// (outside ForceFallback mode), whose gate returns it, or says it does not
+// know it and the flow returns it at the record alone.
 //
 // Both tiers must implement stock.PartialReverter; otherwise it fails,
 // before anything is sent, with an error wrapping errors.ErrUnsupported.
@@ -62,8 +65,10 @@ func (d *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 // at the fallback while the primary cannot answer: a hold the gate may
 // have would end at its old deadline there, whatever the record's copy
 // says, so the primary's error is returned (retry later). In
-// ForceFallback mode the fallback answers alone; an order it does not know
-// gets an error matching stock.ErrUnknownOutcome and ErrPrimaryDown.
+// ForceFallback mode the fallback answers alone, and with a tiered flow as
+// the primary only for an order this node remembers the fallback took;
+// any other, and an order the fallback does not know, gets an error
+// matching stock.ErrUnknownOutcome and ErrPrimaryDown, nothing written.
 //
 // Both tiers must implement stock.HoldExtender; otherwise it fails, before
 // anything is sent, with an error wrapping errors.ErrUnsupported.
@@ -80,6 +85,11 @@ func (d *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 	}
 	onFallback := func() error { return f.ExtendHold(ctx, orderID, deadline) }
 	known, _ := d.orders.Get(orderID)
+	if d.Mode() == ForceFallback && known != atFallback && d.shared {
+		// The gate may hold the order: extended at the record alone, it
+		// would still end at its old deadline.
+		return unknown(ErrPrimaryDown)
+	}
 	if known == atFallback || d.Mode() == ForceFallback {
 		err := onFallback()
 		switch {

@@ -86,11 +86,11 @@ func hidden(target error) bool {
 // degrade does not count it against the flow's breaker. Retry later.
 var ErrNotAdmitted = errors.New("tiered: not admitted: the hand-off refused new orders")
 
-// ErrWaitsForGate answers a refund the record path cannot make alone
-// (Fallback.Revert of a sale): the units of a sale go back through the
-// gate, whose copy would otherwise give them back a second time once
-// reconciliation counted the record's refund into it. Nothing was
-// written: call again once the gate can be asked (package degrade sends
-// the call through the flow once its breaker lets traffic through). It
-// matches stock.ErrUnavailable.
-var ErrWaitsForGate = fmt.Errorf("tiered: a sale is refunded through the gate, which cannot be asked: %w", stock.ErrUnavailable)
+// ErrWaitsForGate answers a return the record path cannot make alone
+// (Fallback.Revert of a sale, Fallback.RevertItems): units go back through
+// the gate, whose copy would otherwise give them back a second time once
+// reconciliation counted the record's return into it. Nothing was
+// written: call again through the flow (package degrade does, outside
+// ForceFallback mode), which returns at the record alone an order its
+// gate does not know. It matches stock.ErrUnavailable.
+var ErrWaitsForGate = fmt.Errorf("tiered: the units go back through the gate, which cannot be asked: %w", stock.ErrUnavailable)

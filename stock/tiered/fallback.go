@@ -154,22 +154,25 @@ func (m *Manager) revertByRecord(ctx context.Context, in stock.OrderInfo) error 
 	return err
 }
 
-// RevertItems gives back part of a recorded order at the record, by the
-// order's gate deadline for a held one. Package degrade sends it only the
-// orders the fallback took, which the gate never had: the units of an
-// order the gate has go back through the gate (see Manager.RevertItems).
+// RevertItems answers ErrWaitsForGate (stock.ErrUnknownOrder for an order
+// the record does not have), with nothing written: the record
+// path cannot tell whether the gate has a copy of the order (the gate may
+// have taken it again since the fallback did), and units given back at
+// the record alone would be given back again by that copy. The flow's
+// RevertItems returns at the record alone an order its gate says it does
+// not know (package degrade sends the call there).
 func (f *Fallback) RevertItems(ctx context.Context, r stock.Return) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
 	in, err := f.m.recordOrder(ctx, r.OrderID)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if in.State == stock.StateUnknown {
+	case in.State == stock.StateUnknown:
 		return stock.ErrUnknownOrder
 	}
-	return f.m.revertItemsByRecord(ctx, in, r)
+	return ErrWaitsForGate
 }
 
 // ExtendHold extends a held order at the record to deadline plus the

@@ -33,11 +33,13 @@ var _ stock.PartialReverter = (*Manager)(nil)
 // since the hand-off of a pending order (with a Recorder) would write the
 // whole order at the record after a return at the gate alone; return its
 // items after Settle. An order the record has returned already (reverted,
-// refunded or expired there) whose copy at the gate is a sale is answered
-// as it ended there (stock.ErrOrderClosed, stock.ErrHoldExpired), with
-// nothing written: its units are reconciliation's, as Revert leaves them
-// (returnGate); so is a return of a sale the gate took again after the
-// record gave units of it back alone (lags). The gate's refusals
+// refunded or expired there) is answered as it ended there
+// (stock.ErrOrderClosed, stock.ErrHoldExpired; nil for a repeat of a
+// return the gate applied before): a hold the gate still has for it ends
+// there too, and a sale the gate has is left as it is, its units
+// reconciliation's, as Revert leaves them (returnGate). A return of a sale
+// the gate took again after the record gave units of it back alone goes
+// by the record alone (lags). The gate's refusals
 // (ErrExceedsOrder, ErrConflict,
 // ErrHoldExpired, ErrOrderClosed) are returned as they are, with nothing
 // written.
@@ -67,15 +69,15 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if in.State == stock.StateUnknown {
 		return stock.ErrUnknownOrder
 	}
-	if done := endedAnswer(in.State); done != nil || len(in.Returned) > 0 {
+	if done := endedAnswer(in.State); done != nil {
+		return m.returnEnded(ctx, in, r, done)
+	}
+	if len(in.Returned) > 0 {
 		g, err := m.gateOrder(ctx, r.OrderID)
 		switch {
 		case err != nil:
 			return err // a read: nothing written
-		case g.State != stock.StateConfirmed:
-		case done != nil:
-			return done
-		case lags(in, g):
+		case g.State == stock.StateConfirmed && lags(in, g):
 			return m.revertItemsByRecord(ctx, in, r)
 		}
 	}
@@ -103,14 +105,46 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 				return &TierError{Tier: Record, Op: "revert items", Err: err}
 			}
 		}
-		m.drift(Drift{OrderID: r.OrderID, Tier: Record, Op: "revert items", Err: rerr, SKUs: skusOf(r.Items)})
+		m.recordRefused(r, rerr)
 		return nil
 	case stock.IsBusiness(rerr):
-		m.drift(Drift{OrderID: r.OrderID, Tier: Record, Op: "revert items", Err: rerr, SKUs: skusOf(r.Items)})
+		m.recordRefused(r, rerr)
 		return rerr
 	default:
 		return &TierError{Tier: Record, Op: "revert items", Err: rerr}
 	}
+}
+
+// returnEnded answers a return of an order the record has ended (in, done
+// its answer for the state it ended in) by the gate's copy. A repeat of a
+// return the gate applied before the record's copy ended is nil: one whose
+// units the gate's held copy has given back already, or one the gate
+// answers as a repeat where its copy ended too. Any other return is
+// answered done: a hold the gate still has ends there too, as Revert ends
+// it (returnGate), and a sale is left as it is.
+func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.Return, done error) error {
+	g, err := m.gateOrder(ctx, r.OrderID)
+	switch {
+	case err != nil:
+		return err // a read: nothing written
+	case g.State == stock.StateHeld && covers(g.Returned, r.Items):
+		// Reported again: the call that applied it may have stopped
+		// before it reported the record's end.
+		m.recordRefused(r, done)
+		return nil
+	case g.State == stock.StateHeld:
+		if err := m.returnGate(ctx, in); err != nil {
+			return err
+		}
+		return done
+	case g.State == stock.StateConfirmed:
+		return done
+	}
+	if m.gate.RevertItems(ctx, r) == nil { // a repeat: applied while the order was held
+		m.recordRefused(r, done)
+		return nil
+	}
+	return done
 }
 
 // revertItemsByRecord returns r at the record alone, for an order the gate
@@ -144,16 +178,27 @@ func (m *Manager) revertItemsByRecord(ctx context.Context, in stock.OrderInfo, r
 // the gate from the record, so a sale that lags gives nothing back at the
 // gate: its returns and its refund go by the record alone.
 func lags(in, g stock.OrderInfo) bool {
-	gave := make(map[string]int64, len(g.Returned))
-	for _, it := range g.Returned {
+	return !covers(g.Returned, in.Returned)
+}
+
+// recordRefused reports to Config.OnDrift the record's refusal err of a
+// return r that the gate applied.
+func (m *Manager) recordRefused(r stock.Return, err error) {
+	m.drift(Drift{OrderID: r.OrderID, Tier: Record, Op: "revert items", Err: err, SKUs: skusOf(r.Items)})
+}
+
+// covers reports whether returned has at least each of items' units.
+func covers(returned, items []stock.Item) bool {
+	gave := make(map[string]int64, len(returned))
+	for _, it := range returned {
 		gave[it.SKU] = it.Qty
 	}
-	for _, it := range in.Returned {
-		if it.Qty > gave[it.SKU] {
-			return true
+	for _, it := range items {
+		if gave[it.SKU] < it.Qty {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // skusOf returns the SKUs of items, in item order.
