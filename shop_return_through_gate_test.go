@@ -114,6 +114,67 @@ func (s *returnShop) hold(id string, qty int64, skus ...string) {
 	}
 }
 
+// retake repeats o's Deduct and Confirm through the flow: a client's late
+// retries of lost replies reaching a node whose breaker lets traffic
+// through, which make a gate that does not know o take it again as a sale.
+func (s *returnShop) retake(o stock.Order) {
+	s.t.Helper()
+	if err := s.Flow().Deduct(s.t.Context(), o); err != nil {
+		s.t.Fatalf("repeat Deduct: %v", err)
+	}
+	if err := s.Flow().Confirm(s.t.Context(), o.ID); err != nil {
+		s.t.Fatalf("repeat Confirm: %v", err)
+	}
+}
+
+// refundAll refunds sale id through the flow, then checks the gate bound,
+// and that a repair leaves every unit of a back.
+func (s *returnShop) refundAll(id string) {
+	s.t.Helper()
+	if err := s.Flow().Revert(s.t.Context(), id); err != nil {
+		s.t.Fatalf("refund of %s: %v", id, err)
+	}
+	s.bound("after the refund of " + id)
+	s.even("after the refund of "+id, map[string]int64{"a": 10})
+}
+
+// inDoubtAtFallback leaves o in doubt at the primary (the gate took its
+// hold, the record's Deduct failed) and has its retry settled at the
+// record path, the operator forcing traffic to the fallback (the mode is
+// left so).
+func (s *returnShop) inDoubtAtFallback(o stock.Order) {
+	s.t.Helper()
+	s.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Deduct"))
+	if err := s.Deduct(s.t.Context(), o); err == nil {
+		s.t.Fatal("Deduct with the record's Deduct down: nil, want an unknown outcome")
+	}
+	s.record.SetFault(stocktest.Healthy)
+	s.SetMode(degrade.ForceFallback)
+	if err := s.Deduct(s.t.Context(), o); err != nil {
+		s.t.Fatalf("retry of the Deduct in doubt, forced to the fallback: %v", err)
+	}
+}
+
+// raceAtGate runs race once, just before the gate's method call for o1,
+// and returns a check that it ran.
+func (s *returnShop) raceAtGate(method string, race func()) (ran func()) {
+	raced := false
+	s.gate.SetBefore(func(c stocktest.Call) {
+		if raced || c.Method != method || c.OrderID != "o1" {
+			return
+		}
+		raced = true
+		race()
+	})
+	return func() {
+		s.t.Helper()
+		s.gate.SetBefore(nil)
+		if !raced {
+			s.t.Fatalf("the gate was never asked %s of o1", method)
+		}
+	}
+}
+
 // A refund of a sale goes through the gate: while the gate has lost one of
 // the order's SKUs it answers stock.ErrUnavailable with nothing given back
 // at either tier; once a repair rebuilt the SKU, it and its repeats give
@@ -210,12 +271,7 @@ func TestShopRefundRacingItsRetryOnANodeWithTheBreakerOpenReturnsOnce(t *testing
 	s := newReturnShop(t)
 	ctx := t.Context()
 	s.sell("o1", 3, "a")
-	raced := false
-	s.gate.SetBefore(func(c stocktest.Call) {
-		if raced || c.Method != "Revert" || c.OrderID != "o1" {
-			return
-		}
-		raced = true
+	ran := s.raceAtGate("Revert", func() {
 		if err := s.Flow().Fallback().Revert(ctx, "o1"); !errors.Is(err, tiered.ErrWaitsForGate) {
 			t.Errorf("the refund at the record alone: %v, want tiered.ErrWaitsForGate", err)
 		}
@@ -223,15 +279,8 @@ func TestShopRefundRacingItsRetryOnANodeWithTheBreakerOpenReturnsOnce(t *testing
 			t.Errorf("repair: %v", err)
 		}
 	})
-	if err := s.Revert(ctx, "o1"); err != nil {
-		t.Fatalf("refund: %v", err)
-	}
-	s.gate.SetBefore(nil)
-	if !raced {
-		t.Fatal("the gate was never asked to refund o1")
-	}
-	s.bound("after both refunds and the repair")
-	s.even("after both refunds", map[string]int64{"a": 10})
+	s.refundAll("o1")
+	ran()
 }
 
 // A hold cancelled at the record alone (the breaker open) and then paid
@@ -381,20 +430,10 @@ func TestShopRefundOfASaleTheGateTookAgainAfterAReturnAtTheRecordAloneReturnsOnc
 	}
 	s.bound("after the partial return")
 	s.even("after the partial return", map[string]int64{"a": 8})
-	// The client's retries of lost replies.
-	if err := s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}}); err != nil {
-		t.Fatalf("repeat Deduct: %v", err)
-	}
-	if err := s.Confirm(ctx, "o1"); err != nil {
-		t.Fatalf("repeat Confirm: %v", err)
-	}
+	s.retake(stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}})
 	s.bound("after the repeats")
 	s.even("after the repeats", map[string]int64{"a": 8})
-	if err := s.Revert(ctx, "o1"); err != nil {
-		t.Fatalf("refund of the rest: %v", err)
-	}
-	s.bound("after the refund of the rest (2 units were left to give back)")
-	s.even("after the refund", map[string]int64{"a": 10})
+	s.refundAll("o1") // 2 units were left to give back
 }
 
 // The same without a data loss: a sale the fallback took (the gate never
@@ -416,20 +455,10 @@ func TestShopRefundOfAFallbackSaleTheGateTookAgainReturnsOnce(t *testing.T) {
 	}
 	s.bound("after the partial return")
 	s.even("after the partial return", map[string]int64{"a": 8})
-	// The client's retries of lost replies, on another node.
-	if err := s.Flow().Deduct(ctx, o); err != nil {
-		t.Fatalf("repeat Deduct: %v", err)
-	}
-	if err := s.Flow().Confirm(ctx, "o1"); err != nil {
-		t.Fatalf("repeat Confirm: %v", err)
-	}
+	s.retake(o)
 	s.bound("after the repeats")
 	s.even("after the repeats", map[string]int64{"a": 8})
-	if err := s.Flow().Revert(ctx, "o1"); err != nil {
-		t.Fatalf("refund of the rest: %v", err)
-	}
-	s.bound("after the refund of the rest (2 units were left to give back)")
-	s.even("after the refund", map[string]int64{"a": 10})
+	s.refundAll("o1") // 2 units were left to give back
 }
 
 // An order in doubt at the primary (the gate took its hold, the record
@@ -441,16 +470,7 @@ func TestShopRefundOfAFallbackSaleTheGateTookAgainReturnsOnce(t *testing.T) {
 func TestShopReturnOfAnOrderInDoubtSettledByTheFallbackWaitsForTheGate(t *testing.T) {
 	s := newReturnShop(t)
 	ctx := t.Context()
-	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}}
-	s.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Deduct"))
-	if err := s.Deduct(ctx, o); err == nil {
-		t.Fatal("Deduct with the record's Deduct down: nil, want an unknown outcome")
-	}
-	s.record.SetFault(stocktest.Healthy)
-	s.SetMode(degrade.ForceFallback)
-	if err := s.Deduct(ctx, o); err != nil {
-		t.Fatalf("retry of the Deduct in doubt, the breaker open: %v", err)
-	}
+	s.inDoubtAtFallback(stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}})
 	s.SetMode(degrade.Auto)
 	if g, err := s.Flow().Gate().(stock.OrderReader).Orders(ctx, []string{"o1"}); err != nil || g[0].State != stock.StateHeld {
 		t.Fatalf("the gate's copy: %+v, %v; want held", g, err)
@@ -473,11 +493,7 @@ func TestShopReturnOfAnOrderInDoubtSettledByTheFallbackWaitsForTheGate(t *testin
 	}
 	s.bound("after the partial return")
 	s.even("after the partial return", map[string]int64{"a": 8})
-	if err := s.Flow().Revert(ctx, "o1"); err != nil {
-		t.Fatalf("refund of the rest through the flow: %v", err)
-	}
-	s.bound("after the refund of the rest (2 units were left to give back)")
-	s.even("after the refund", map[string]int64{"a": 10})
+	s.refundAll("o1") // 2 units were left to give back
 }
 
 // The same order in doubt, settled by the record path: an extension of
@@ -489,16 +505,7 @@ func TestShopExtendedHoldOfAnOrderInDoubtSettledByTheFallbackIsKept(t *testing.T
 	if err := s.PutOnSale(ctx, stock.Listing{SKU: "c", Units: 10, HoldTTL: 15 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "c", Qty: 3}}}
-	s.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Deduct"))
-	if err := s.Deduct(ctx, o); err == nil {
-		t.Fatal("Deduct with the record's Deduct down: nil, want an unknown outcome")
-	}
-	s.record.SetFault(stocktest.Healthy)
-	s.SetMode(degrade.ForceFallback)
-	if err := s.Deduct(ctx, o); err != nil {
-		t.Fatalf("retry of the Deduct in doubt, the breaker open: %v", err)
-	}
+	s.inDoubtAtFallback(stock.Order{ID: "o1", Items: []stock.Item{{SKU: "c", Qty: 3}}})
 	s.SetMode(degrade.Auto)
 	s.clock.Advance(10 * time.Minute)
 	if err := s.ExtendHold(ctx, "o1", s.clock.Now().Add(14*time.Minute)); err != nil {
@@ -533,12 +540,7 @@ func TestShopRefundRacingAReturnOnTheNodeThatRemembersTheFallbackReturnsOnce(t *
 	ctx := t.Context()
 	fallbackSaleTheGateTookAgain(t, s)
 	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
-	raced := false
-	s.gate.SetBefore(func(c stocktest.Call) {
-		if raced || c.Method != "Revert" || c.OrderID != "o1" {
-			return
-		}
-		raced = true
+	ran := s.raceAtGate("Revert", func() {
 		// The node that sold it at the fallback remembers so: its
 		// return goes to the record path (tiered.Fallback.RevertItems).
 		if err := s.RevertItems(ctx, r1); err != nil {
@@ -548,15 +550,8 @@ func TestShopRefundRacingAReturnOnTheNodeThatRemembersTheFallbackReturnsOnce(t *
 			t.Errorf("repair: %v", err)
 		}
 	})
-	if err := s.Flow().Revert(ctx, "o1"); err != nil {
-		t.Fatalf("refund through the flow: %v", err)
-	}
-	s.gate.SetBefore(nil)
-	if !raced {
-		t.Fatal("the gate was never asked to refund o1")
-	}
-	s.bound("after the refund raced by a return at the record path and a repair")
-	s.even("after the refund", map[string]int64{"a": 10})
+	s.refundAll("o1")
+	ran()
 }
 
 // A retry of a partial return through the flow (its first reply lost)
@@ -567,12 +562,7 @@ func TestShopReturnRetryRacingItsFirstAttemptOnTheOtherNodeReturnsOnce(t *testin
 	ctx := t.Context()
 	fallbackSaleTheGateTookAgain(t, s)
 	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
-	raced := false
-	s.gate.SetBefore(func(c stocktest.Call) {
-		if raced || c.Method != "RevertItems" || c.OrderID != "o1" {
-			return
-		}
-		raced = true
+	ran := s.raceAtGate("RevertItems", func() {
 		if err := s.RevertItems(ctx, r1); err != nil {
 			t.Errorf("first attempt, on the node that remembers the fallback took o1: %v", err)
 		}
@@ -583,10 +573,7 @@ func TestShopReturnRetryRacingItsFirstAttemptOnTheOtherNodeReturnsOnce(t *testin
 	if err := s.Flow().RevertItems(ctx, r1); err != nil {
 		t.Fatalf("retry through the flow: %v", err)
 	}
-	s.gate.SetBefore(nil)
-	if !raced {
-		t.Fatal("the gate was never asked to return part of o1")
-	}
+	ran()
 	s.bound("after the return, its retry and a repair")
 	s.even("after the return", map[string]int64{"a": 8})
 }
@@ -659,23 +646,15 @@ func TestShopExtendHoldForcedToTheFallbackWaitsForTheGate(t *testing.T) {
 }
 
 // fallbackSaleTheGateTookAgain sells o1 (3 units of a) at the fallback
-// alone (ForceFallback), then has the gate take it again as a sale (a
-// client's late retries of Deduct and Confirm reaching a node whose
-// breaker lets traffic through the flow), as in
-// TestShopRefundOfAFallbackSaleTheGateTookAgainReturnsOnce.
+// alone (ForceFallback), then has the gate take it again as a sale
+// (retake), as in TestShopRefundOfAFallbackSaleTheGateTookAgainReturnsOnce.
 func fallbackSaleTheGateTookAgain(t *testing.T, s *returnShop) {
 	t.Helper()
-	ctx := t.Context()
 	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}}
 	s.SetMode(degrade.ForceFallback)
 	s.sell("o1", 3, "a")
 	s.SetMode(degrade.Auto)
 	s.even("after the sale at the fallback", map[string]int64{"a": 7})
-	if err := s.Flow().Deduct(ctx, o); err != nil {
-		t.Fatalf("repeat Deduct: %v", err)
-	}
-	if err := s.Flow().Confirm(ctx, "o1"); err != nil {
-		t.Fatalf("repeat Confirm: %v", err)
-	}
+	s.retake(o)
 	s.even("after the repeats", map[string]int64{"a": 7})
 }
