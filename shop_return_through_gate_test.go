@@ -155,8 +155,8 @@ func (s *returnShop) inDoubtAtFallback(o stock.Order) {
 	}
 }
 
-// raceAtGate runs race once, just before the gate's method call for o1,
-// and returns a check that it ran.
+// raceAtGate runs race, then a repair, once, just before the gate's
+// method call for o1, and returns a check that they ran.
 func (s *returnShop) raceAtGate(method string, race func()) (ran func()) {
 	raced := false
 	s.gate.SetBefore(func(c stocktest.Call) {
@@ -165,6 +165,9 @@ func (s *returnShop) raceAtGate(method string, race func()) (ran func()) {
 		}
 		raced = true
 		race()
+		if _, err := s.Reconciler().RepairAll(s.t.Context()); err != nil {
+			s.t.Errorf("repair: %v", err)
+		}
 	})
 	return func() {
 		s.t.Helper()
@@ -274,9 +277,6 @@ func TestShopRefundRacingItsRetryOnANodeWithTheBreakerOpenReturnsOnce(t *testing
 	ran := s.raceAtGate("Revert", func() {
 		if err := s.Flow().Fallback().Revert(ctx, "o1"); !errors.Is(err, tiered.ErrWaitsForGate) {
 			t.Errorf("the refund at the record alone: %v, want tiered.ErrWaitsForGate", err)
-		}
-		if _, err := s.Reconciler().RepairAll(ctx); err != nil {
-			t.Errorf("repair: %v", err)
 		}
 	})
 	s.refundAll("o1")
@@ -546,9 +546,6 @@ func TestShopRefundRacingAReturnOnTheNodeThatRemembersTheFallbackReturnsOnce(t *
 		if err := s.RevertItems(ctx, r1); err != nil {
 			t.Errorf("partial return on the node that remembers the fallback took o1: %v", err)
 		}
-		if _, err := s.Reconciler().RepairAll(ctx); err != nil {
-			t.Errorf("repair: %v", err)
-		}
 	})
 	s.refundAll("o1")
 	ran()
@@ -565,9 +562,6 @@ func TestShopReturnRetryRacingItsFirstAttemptOnTheOtherNodeReturnsOnce(t *testin
 	ran := s.raceAtGate("RevertItems", func() {
 		if err := s.RevertItems(ctx, r1); err != nil {
 			t.Errorf("first attempt, on the node that remembers the fallback took o1: %v", err)
-		}
-		if _, err := s.Reconciler().RepairAll(ctx); err != nil {
-			t.Errorf("repair: %v", err)
 		}
 	})
 	if err := s.Flow().RevertItems(ctx, r1); err != nil {
