@@ -65,9 +65,11 @@ func (d *Manager) onTakerBy(ctx context.Context, id string, gateToo bool, op fun
 	if d.shared {
 		// The flow reads its record itself: while the breaker lets calls
 		// through, its answer stands (its error is retried through it, and
-		// the retry tells the gate); while it does not, the record path
-		// decides by the gate's deadlines.
-		primaryFirst = r.primary && known != atFallback
+		// the retry tells the gate), for an order the fallback took too
+		// (the gate may have taken it again since; one it does not know
+		// the flow settles at its record); while it does not, the record
+		// path decides by the gate's deadlines.
+		primaryFirst = r.primary
 	}
 	callPrimary := func() error {
 		if d.Mode() == ForceFallback {

@@ -177,8 +177,10 @@
 // gate's deadline and the whole copy at the record, which gave back the
 // return's units too). Every later step (Confirm, Revert, the reclaimer)
 // counts what is left of the order at each tier. An order the gate does
-// not know is returned at the record alone, as [Fallback.RevertItems]
-// does, and the return's SKUs go to Config.OnDrift.
+// not know is returned at the record alone, and the return's SKUs go to
+// Config.OnDrift; while the gate cannot be asked, a return waits for it
+// (stock.ErrUnavailable, nothing written): [Fallback.RevertItems] makes
+// none.
 //
 // # Confirm, Revert and the reclaimer
 //

@@ -20,13 +20,16 @@ import (
 //     time (RecordOrder) and reports its SKUs to Config.OnDrift (the gate
 //     does not know the units are taken: reconciliation brings it down).
 //     So does every other call that moves units at the record alone
-//     (Revert, RevertItems, ReclaimExpired, PutOnSale, Restock): the gate
-//     must be brought to agree once it takes traffic again.
+//     (Revert of a hold, ReclaimExpired, PutOnSale, Restock): the gate
+//     must be brought to agree once it takes traffic again. Units of a
+//     sale, and every partial return, go back through the gate only:
+//     Revert of a sale and RevertItems answer ErrWaitsForGate, nothing
+//     written.
 //     A repeat of an order the record has is answered as the flow answers
 //     one whose gate lost it: nil while it is held before its gate
 //     deadline or confirmed, stock.ErrHoldExpired past it (its copy is
 //     returned), stock.ErrConflict for other items or user.
-//   - Confirm, ExtendHold and RevertItems decide by the order's gate
+//   - Confirm and ExtendHold decide by the order's gate
 //     deadline (the record's less the grace), as the flow does for an
 //     order its gate does not know, so a buyer paying late is refused on
 //     every node alike.

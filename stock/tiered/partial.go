@@ -37,9 +37,9 @@ var _ stock.PartialReverter = (*Manager)(nil)
 // (stock.ErrOrderClosed, stock.ErrHoldExpired; nil for a repeat of a
 // return the gate applied before): a hold the gate still has for it ends
 // there too, and a sale the gate has is left as it is, its units
-// reconciliation's, as Revert leaves them (returnGate). A return of a sale
-// the gate took again after the record gave units of it back alone goes
-// by the record alone (lags). The gate's refusals
+// reconciliation's, as Revert leaves them (returnGate). A return of an
+// order the gate took again after the record gave units of it back alone
+// goes by the record alone (lags). The gate's refusals
 // (ErrExceedsOrder, ErrConflict,
 // ErrHoldExpired, ErrOrderClosed) are returned as they are, with nothing
 // written.
@@ -77,7 +77,7 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 		switch {
 		case err != nil:
 			return err // a read: nothing written
-		case g.State == stock.StateConfirmed && lags(in, g):
+		case (g.State == stock.StateConfirmed || g.State == stock.StateHeld) && lags(in, g):
 			return m.revertItemsByRecord(ctx, in, r)
 		}
 	}
@@ -117,22 +117,26 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 
 // returnEnded answers a return of an order the record has ended (in, done
 // its answer for the state it ended in) by the gate's copy. A repeat of a
-// return the gate applied before the record's copy ended is nil: one whose
-// units the gate's held copy has given back already, or one the gate
-// answers as a repeat where its copy ended too. Any other return is
-// answered done: a hold the gate still has ends there too, as Revert ends
-// it (returnGate), and a sale is left as it is.
+// return the gate applied before the record's copy ended is nil: the gate
+// answers it nil and gives nothing more back. Any other return is answered
+// done: a hold the gate still has ends there too, as Revert ends it
+// (returnGate; a new return the gate just applied to it is part of that
+// end), and a sale is left as it is.
 func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.Return, done error) error {
 	g, err := m.gateOrder(ctx, r.OrderID)
 	switch {
 	case err != nil:
 		return err // a read: nothing written
-	case g.State == stock.StateHeld && covers(g.Returned, r.Items):
-		// Reported again: the call that applied it may have stopped
-		// before it reported the record's end.
-		m.recordRefused(r, done)
-		return nil
 	case g.State == stock.StateHeld:
+		if m.gate.RevertItems(ctx, r) == nil {
+			if again, err := m.gateOrder(ctx, r.OrderID); err == nil && covers(g.Returned, again.Returned) {
+				// A repeat (it gave nothing more back), reported again:
+				// the call that applied it may have stopped before it
+				// reported the record's end.
+				m.recordRefused(r, done)
+				return nil
+			}
+		}
 		if err := m.returnGate(ctx, in); err != nil {
 			return err
 		}
@@ -175,8 +179,10 @@ func (m *Manager) revertItemsByRecord(ctx context.Context, in stock.OrderInfo, r
 // gate does not know, so a copy lags only when the gate took the order
 // again after them (a repeat Deduct through a gate that lost the order,
 // or of an order a fallback took). Reconciliation counts those units into
-// the gate from the record, so a sale that lags gives nothing back at the
-// gate: its returns and its refund go by the record alone.
+// the gate from the record (or, while the gate holds the order, as units
+// in flight), so a copy that lags gives nothing back at the gate: a
+// sale's returns and refund, and a hold's returns, go by the record alone
+// (the record decides what is left to return; the hold ends whole).
 func lags(in, g stock.OrderInfo) bool {
 	return !covers(g.Returned, in.Returned)
 }
