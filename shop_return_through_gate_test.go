@@ -653,84 +653,6 @@ func fallbackSaleTheGateTookAgain(t *testing.T, s *returnShop) {
 	s.even("after the repeats", map[string]int64{"a": 7})
 }
 
-// A hold the fallback took (this node remembers so) and the gate took
-// again (a client's late repeat of its Deduct reaching the flow) is held
-// at the gate too: its extension, traffic back on the gate, reaches the
-// gate, so the hold lasts until the new deadline.
-func TestShopExtendHoldOfAFallbackHoldTheGateTookAgainIsKept(t *testing.T) {
-	s := newReturnShop(t)
-	ctx := t.Context()
-	if err := s.PutOnSale(ctx, stock.Listing{SKU: "c", Units: 10, HoldTTL: 15 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "c", Qty: 3}}}
-	s.SetMode(degrade.ForceFallback)
-	if err := s.Deduct(ctx, o); err != nil {
-		t.Fatalf("Deduct at the fallback: %v", err)
-	}
-	s.SetMode(degrade.Auto)
-	s.recalibrated()
-	if _, err := s.Reconciler().RepairAll(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The client's late repeat reaches another node, through the flow.
-	if err := s.Flow().Deduct(ctx, o); err != nil {
-		t.Fatalf("repeat Deduct through the flow: %v", err)
-	}
-	if g, err := s.Flow().Gate().(stock.OrderReader).Orders(ctx, []string{"o1"}); err != nil || g[0].State != stock.StateHeld {
-		t.Fatalf("the gate's copy: %+v, %v; want held", g, err)
-	}
-	s.clock.Advance(10 * time.Minute)
-	if err := s.ExtendHold(ctx, "o1", s.clock.Now().Add(14*time.Minute)); err != nil {
-		t.Fatalf("ExtendHold to 24 minutes in: %v", err)
-	}
-	s.clock.Advance(10 * time.Minute) // past the gate's 15-minute hold, before the new deadline
-	if _, err := s.ReclaimExpired(ctx, 10); err != nil {
-		t.Fatalf("reclaim: %v", err)
-	}
-	if err := s.Confirm(ctx, "o1"); err != nil {
-		infos, _ := s.Orders(ctx, []string{"o1"})
-		t.Fatalf("Confirm 20 minutes in, ExtendHold answered nil for 24 minutes: %v (o1: %+v), want nil: the extension was made at the record alone and the gate ended the hold at its old deadline", err, infos)
-	}
-}
-
-// The same hold, paid on that node with traffic back on the gate: the
-// Confirm reaches the gate, which sells its copy, so its reclaimer gives
-// nothing back at the hold's deadline and the gate never offers units the
-// record sold.
-func TestShopConfirmOfAFallbackHoldTheGateTookAgainKeepsTheGateBound(t *testing.T) {
-	s := newReturnShop(t)
-	ctx := t.Context()
-	o := stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 3}}}
-	s.SetMode(degrade.ForceFallback)
-	if err := s.Deduct(ctx, o); err != nil {
-		t.Fatalf("Deduct at the fallback: %v", err)
-	}
-	s.SetMode(degrade.Auto)
-	s.recalibrated()
-	s.even("after the hold at the fallback", map[string]int64{"a": 7})
-	if err := s.Flow().Deduct(ctx, o); err != nil {
-		t.Fatalf("repeat Deduct through the flow: %v", err)
-	}
-	s.bound("after the repeat")
-	s.even("after the repeat", map[string]int64{"a": 7}) // the gate's hold and the record's are one
-	if err := s.Confirm(ctx, "o1"); err != nil {
-		t.Fatalf("Confirm, traffic back on the gate: %v", err)
-	}
-	s.bound("after the Confirm")
-	g, err := s.Flow().Gate().(stock.OrderReader).Orders(ctx, []string{"o1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.clock.Advance(16 * time.Minute)
-	if _, err := s.ReclaimExpired(ctx, 10); err != nil {
-		t.Fatalf("reclaim: %v", err)
-	}
-	if gv, rv := s.available("a"); gv > rv {
-		t.Fatalf("after the reclaim: gate %d available, record %d (the gate's copy was %v after the Confirm): the gate gave back the units of a sale the record made", gv, rv, g[0].State)
-	}
-}
-
 // A hold the gate took again after a return at the record alone (the gate
 // had lost it) holds more at the gate than at the record: a return of
 // more than the record has left is refused with nothing written at either
@@ -787,28 +709,5 @@ func TestShopNewReturnOfAHoldCancelledAtTheRecordAloneIsClosed(t *testing.T) {
 	}
 	if !errors.Is(err, stock.ErrOrderClosed) || g[0].State == stock.StateHeld {
 		t.Fatalf("new return r2 of the cancelled order: %v, gate copy %v; want stock.ErrOrderClosed and the gate's hold ended (r2 is not a repeat of r1)", err, g[0].State)
-	}
-}
-
-// recalibrated has the breakers, back in Auto mode after ForceFallback,
-// run their recalibration (a call starts it) and waits until it ends, so
-// that no repair runs later at a time the test does not choose.
-func (s *returnShop) recalibrated() {
-	s.t.Helper()
-	ctx := s.t.Context()
-	if _, err := s.Available(ctx, "a"); err != nil && !errors.Is(err, degrade.ErrBusy) {
-		s.t.Fatal(err)
-	}
-	if err := s.Confirm(ctx, "nobody"); err != nil && !errors.Is(err, stock.ErrUnknownOrder) && !errors.Is(err, degrade.ErrBusy) {
-		s.t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for _, sku := range []string{"a", ""} {
-		for st := s.State(sku); st == degrade.Recalibrating || st == degrade.Degraded; st = s.State(sku) {
-			if time.Now().After(deadline) {
-				s.t.Fatalf("breaker of %q still %v", sku, st)
-			}
-			time.Sleep(time.Millisecond)
-		}
 	}
 }

@@ -77,11 +77,7 @@
 //     ErrPrimaryDown with stock.ErrUnknownOutcome).
 //   - Confirm and Revert go to the tier that took the order: the one this
 //     node remembers, else the primary (while it takes traffic), and on
-//     stock.ErrUnknownOrder ("not taken there") the other tier. With a
-//     tiered flow as the primary, the flow takes them first while its
-//     breaker lets traffic through, an order the fallback took included
-//     (its gate may have taken the order again; one it does not know the
-//     flow settles at its record). They answer
+//     stock.ErrUnknownOrder ("not taken there") the other tier. They answer
 //     ErrUnknownOrder only when both tiers do. They are not new traffic, so
 //     they reach the primary even while its breaker is open (not in
 //     ForceFallback mode, where they answer stock.ErrUnknownOutcome with
@@ -93,10 +89,9 @@
 //     ForceFallback mode it answers tiered.ErrWaitsForGate: retry later).
 //   - RevertItems (stock.PartialReverter) goes where Revert goes.
 //     ExtendHold (stock.HoldExtender) goes to the fallback only for an
-//     order this node remembers the fallback took (with a tiered flow as
-//     the primary, only in ForceFallback mode; in that mode, with another
-//     primary, for any order), else to the primary, even while its breaker
-//     is open: a hold
+//     order this node remembers the fallback took (or in ForceFallback
+//     mode, for another primary than a tiered flow), else to the primary,
+//     even while its breaker is open: a hold
 //     the gate may have is never extended at the record alone, where the
 //     gate would still end it at its old deadline. Both need the two
 //     tiers to implement the interface (errors.ErrUnsupported otherwise).

@@ -65,11 +65,9 @@ func (d *Manager) onTakerBy(ctx context.Context, id string, gateToo bool, op fun
 	if d.shared {
 		// The flow reads its record itself: while the breaker lets calls
 		// through, its answer stands (its error is retried through it, and
-		// the retry tells the gate), for an order the fallback took too
-		// (the gate may have taken it again since; one it does not know
-		// the flow settles at its record); while it does not, the record
-		// path decides by the gate's deadlines.
-		primaryFirst = r.primary
+		// the retry tells the gate); while it does not, the record path
+		// decides by the gate's deadlines.
+		primaryFirst = r.primary && known != atFallback
 	}
 	callPrimary := func() error {
 		if d.Mode() == ForceFallback {

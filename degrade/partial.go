@@ -90,10 +90,7 @@ func (d *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 		// would still end at its old deadline.
 		return unknown(ErrPrimaryDown)
 	}
-	// A tiered flow extends an order the fallback took itself outside
-	// ForceFallback mode: its gate may have taken the order again, and
-	// one it does not know the flow extends at its record alone.
-	if (known == atFallback && !d.shared) || d.Mode() == ForceFallback {
+	if known == atFallback || d.Mode() == ForceFallback {
 		err := onFallback()
 		switch {
 		case !errors.Is(err, stock.ErrUnknownOrder):

@@ -57,7 +57,14 @@
 // repeat as a new order, and the record answers it as the repeat it is:
 // the gate holds the order's units a second time, and sells that much
 // less than the record has (never more) until a reconcile pass corrects
-// it (a Shop's Run makes one every reconcile.Config.Interval).
+// it (a Shop's Run makes one every reconcile.Config.Interval). The copy
+// the gate takes again has the gate's hold time from the repeat, not the
+// order's deadline, and the node that remembers a fallback took the order
+// still confirms and extends it at the record alone (package degrade): an
+// extension made before the repeat, or at the record alone after it, is
+// not the gate's, whose reclaimer returns its copy, and the record's with
+// it, at the gate copy's own deadline. Resend a Deduct with the same order
+// only while its outcome is unknown.
 //
 // With a Recorder, the orders still on their way to the record when the
 // gate lost its data are in neither tier's count: a rebuild from the
