@@ -212,14 +212,11 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	if endedAnswer(in.State) != nil {
 		return m.returnGate(ctx, in)
 	}
-	if len(in.Returned) > 0 {
-		g, err := m.gateOrder(ctx, orderID)
-		switch {
-		case err != nil:
+	if behind, err := m.lagging(ctx, in, stock.StateConfirmed); behind || err != nil {
+		if err != nil {
 			return err // a read: nothing written
-		case g.State == stock.StateConfirmed && lags(in, g):
-			return m.revertByRecord(ctx, in)
 		}
+		return m.revertByRecord(ctx, in)
 	}
 	gerr := m.gate.Revert(ctx, orderID)
 	switch {

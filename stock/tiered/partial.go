@@ -3,6 +3,7 @@ package tiered
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
@@ -72,14 +73,11 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if done := endedAnswer(in.State); done != nil {
 		return m.returnEnded(ctx, in, r, done)
 	}
-	if len(in.Returned) > 0 {
-		g, err := m.gateOrder(ctx, r.OrderID)
-		switch {
-		case err != nil:
+	if behind, err := m.lagging(ctx, in, stock.StateConfirmed, stock.StateHeld); behind || err != nil {
+		if err != nil {
 			return err // a read: nothing written
-		case (g.State == stock.StateConfirmed || g.State == stock.StateHeld) && lags(in, g):
-			return m.revertItemsByRecord(ctx, in, r)
 		}
+		return m.revertItemsByRecord(ctx, in, r)
 	}
 	gerr := m.gate.RevertItems(ctx, r)
 	switch {
@@ -185,6 +183,20 @@ func (m *Manager) revertItemsByRecord(ctx context.Context, in stock.OrderInfo, r
 // (the record decides what is left to return; the hold ends whole).
 func lags(in, g stock.OrderInfo) bool {
 	return !covers(g.Returned, in.Returned)
+}
+
+// lagging reports whether the gate's copy of the order the record has as
+// in is in one of states and lags it (lags). The gate is read only for an
+// order the record has given units back of; a failed read is returned.
+func (m *Manager) lagging(ctx context.Context, in stock.OrderInfo, states ...stock.State) (bool, error) {
+	if len(in.Returned) == 0 {
+		return false, nil
+	}
+	g, err := m.gateOrder(ctx, in.ID)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(states, g.State) && lags(in, g), nil
 }
 
 // recordRefused reports to Config.OnDrift the record's refusal err of a
