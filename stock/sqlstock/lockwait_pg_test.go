@@ -60,7 +60,7 @@ func TestPGLockTimeoutSettingLostIsNotAnUnknownOutcome(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock.Advance(2 * time.Minute)
-			f.armExec("SET LOCAL lock_timeout")
+			f.armExec("SELECT set_config('lock_timeout'")
 			got, err := s.ReclaimExpired(ctx, 10)
 			if f.fault.Load() != faultNone {
 				t.Fatalf("the fault was never hit (%v)", err)

@@ -81,6 +81,9 @@ func (s *Store) inTxOn(ctx context.Context, db pool, skus []string, fn func(q qu
 		if err := s.awaitRows(ctx, by, skus[1:]); err != nil {
 			return err
 		}
+		if !time.Now().Before(by) {
+			return err // no time left for the body: a lock wait, as it would end
+		}
 	}
 }
 
@@ -102,14 +105,14 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 	if err != nil {
 		return err
 	}
+	if by.IsZero() {
+		*by = s.bodyBy(ctx)
+	}
 	if s.q.beginLockWait != "" {
-		if _, err := tx.ExecContext(ctx, s.q.beginLockWait); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q.beginLockWait, s.serverWait(*by)); err != nil {
 			_ = tx.Rollback()
 			return err // a setting: nothing written yet
 		}
-	}
-	if by.IsZero() {
-		*by = s.bodyBy(ctx)
 	}
 	body, cancel := context.WithDeadline(ctx, *by)
 	defer cancel()
@@ -136,7 +139,7 @@ func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) erro
 	wctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
 	for _, sku := range skus {
-		wait := itoa(max(1, time.Until(by).Milliseconds())) + "ms"
+		wait := s.serverWait(by)
 		var one int
 		err := s.db.QueryRowContext(wctx, s.q.awaitRow, sku, wait).Scan(&one)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) { // no row: the body finds the SKU missing
@@ -172,9 +175,23 @@ func (s *Store) lockStockIn(q querier, n int) string {
 }
 
 // bodySlack is how much longer than Config.LockWait a transaction's
-// statements may run in all (see boundedTx): a single lock wait ends by
-// the server's own bound first, with the connection kept.
+// statements may run in all (see boundedTx), and how much sooner than
+// their deadline the server ends a lock wait of theirs (serverWait): a
+// single lock wait ends by the server's own bound first, with the
+// connection kept.
 const bodySlack = 50 * time.Millisecond
+
+// serverWait is the lock wait PostgreSQL is given (lock_timeout, as
+// set_config takes it) for the statements of a transaction that must end
+// by by: Config.LockWait, or what they have left less bodySlack if that
+// is shorter, and at least 1ms (0 would be no bound). So the server ends
+// the wait before the statements' deadline does, on a transaction begun
+// late in its call's time too, and the connection is kept: a statement
+// its context canceled closes it (pgx), and the next transaction dials.
+func (s *Store) serverWait(by time.Time) string {
+	left := (time.Until(by) - bodySlack).Round(time.Millisecond)
+	return itoa(max(1, min(s.cfg.LockWait, left).Milliseconds())) + "ms"
+}
 
 // boundedTx runs the statements of a transaction under one deadline,
 // Config.LockWait from BEGIN (or the call's budget, if sooner: bodyBy),
