@@ -114,7 +114,7 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 			return err // a setting: nothing written yet
 		}
 	}
-	body, cancel := context.WithDeadline(ctx, *by)
+	body, cancel := context.WithDeadline(ctx, s.bodyEnd(*by))
 	defer cancel()
 	if err := fn(boundedTx{tx, body, later}); err != nil {
 		_ = tx.Rollback()
@@ -136,7 +136,7 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 // that reaches by is a lock wait (bodyLockWait), as the body's would be,
 // not the end of the call.
 func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) error {
-	wctx, cancel := context.WithDeadline(ctx, by)
+	wctx, cancel := context.WithDeadline(ctx, s.bodyEnd(by))
 	defer cancel()
 	for _, sku := range skus {
 		wait := s.serverWait(by)
@@ -174,28 +174,38 @@ func (s *Store) lockStockIn(q querier, n int) string {
 	return s.q.lockStockIn(n)
 }
 
-// bodySlack is how much longer than Config.LockWait a transaction's
-// statements may run in all (see boundedTx), and how much sooner than
-// their deadline the server ends a lock wait of theirs (serverWait): a
-// single lock wait ends by the server's own bound first, with the
-// connection kept.
+// bodySlack is how long after its lock waits must end (by, see bodyBy)
+// the context of a transaction's statements ends, at most half a
+// LockWait (bodyEnd): time for the server's answer to a wait it ended
+// itself, so a single lock wait ends by the server's own bound first,
+// with the connection kept.
 const bodySlack = 50 * time.Millisecond
 
+// bodyEnd is when the context of the statements of a transaction whose
+// lock waits must end by by ends: bodySlack later, or half a LockWait if
+// that is shorter (so a call's statements end before its answer bound,
+// which is a LockWait after the budget of the calls that applied
+// nothing; see attemptCtx).
+func (s *Store) bodyEnd(by time.Time) time.Time {
+	return by.Add(min(bodySlack, s.lockWait()/2))
+}
+
 // serverWait is the lock wait PostgreSQL is given (lock_timeout, as
-// set_config takes it) for the statements of a transaction that must end
-// by by: Config.LockWait, or what they have left less bodySlack if that
-// is shorter, and at least 1ms (0 would be no bound). So the server ends
-// the wait before the statements' deadline does, on a transaction begun
-// late in its call's time too, and the connection is kept: a statement
-// its context canceled closes it (pgx), and the next transaction dials.
+// set_config takes it) for the statements of a transaction whose lock
+// waits must end by by: the time until then, which is Config.LockWait
+// on a transaction begun early in its call and less on one begun late,
+// and at least 1ms (0 would be no bound). So the server ends the wait
+// before the statements' context does (bodyEnd), and the connection is
+// kept: a statement its context canceled closes it (pgx), and the next
+// transaction dials.
 func (s *Store) serverWait(by time.Time) string {
-	left := (time.Until(by) - bodySlack).Round(time.Millisecond)
+	left := time.Until(by).Round(time.Millisecond)
 	return itoa(max(1, min(s.cfg.LockWait, left).Milliseconds())) + "ms"
 }
 
 // boundedTx runs the statements of a transaction under one deadline,
-// Config.LockWait from BEGIN (or the call's budget, if sooner: bodyBy),
-// instead of each caller's own. The server bounds each lock wait, but a
+// Config.LockWait from BEGIN (or the call's budget, if sooner: bodyBy)
+// and bodySlack (bodyEnd), instead of each caller's own. The server bounds each lock wait, but a
 // transaction waits once per statement (MariaDB, MySQL), and on
 // PostgreSQL one UPDATE of a row others queue for can wait several times:
 // for the tuple lock while the waiter ahead of it holds it, then for the
