@@ -109,12 +109,12 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 		*by = s.bodyBy(ctx)
 	}
 	if s.q.beginLockWait != "" {
-		if _, err := tx.ExecContext(ctx, s.q.beginLockWait, s.serverWait(*by)); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q.beginLockWait, s.serverWait(ctx, *by)); err != nil {
 			_ = tx.Rollback()
 			return err // a setting: nothing written yet
 		}
 	}
-	body, cancel := context.WithDeadline(ctx, s.bodyEnd(*by))
+	body, cancel := context.WithDeadline(ctx, s.bodyEnd(ctx, *by))
 	defer cancel()
 	if err := fn(boundedTx{tx, body, later}); err != nil {
 		_ = tx.Rollback()
@@ -136,10 +136,10 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 // that reaches by is a lock wait (bodyLockWait), as the body's would be,
 // not the end of the call.
 func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) error {
-	wctx, cancel := context.WithDeadline(ctx, s.bodyEnd(by))
+	wctx, cancel := context.WithDeadline(ctx, s.bodyEnd(ctx, by))
 	defer cancel()
 	for _, sku := range skus {
-		wait := s.serverWait(by)
+		wait := s.serverWait(ctx, by)
 		var one int
 		err := s.db.QueryRowContext(wctx, s.q.awaitRow, sku, wait).Scan(&one)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) { // no row: the body finds the SKU missing
@@ -175,31 +175,42 @@ func (s *Store) lockStockIn(q querier, n int) string {
 }
 
 // bodySlack is how long after its lock waits must end (by, see bodyBy)
-// the context of a transaction's statements ends, at most half a
-// LockWait (bodyEnd): time for the server's answer to a wait it ended
-// itself, so a single lock wait ends by the server's own bound first,
-// with the connection kept.
+// the context of a transaction's statements ends, at most half a LockWait
+// and never past the call's budget (bodyEnd): time for the server's
+// answer to a wait it ended itself, so a lock wait ends by the server's
+// own bound first, with the connection kept.
 const bodySlack = 50 * time.Millisecond
 
-// bodyEnd is when the context of the statements of a transaction whose
-// lock waits must end by by ends: bodySlack later, or half a LockWait if
-// that is shorter (so a call's statements end before its answer bound,
-// which is a LockWait after the budget of the calls that applied
-// nothing; see attemptCtx).
-func (s *Store) bodyEnd(by time.Time) time.Time {
-	return by.Add(min(bodySlack, s.lockWait()/2))
+// bodyEnd is when the context of the statements of a transaction on ctx
+// whose lock waits must end by by ends: bodySlack later, or half a
+// LockWait if that is shorter, but not past the attempt's budget (a
+// statement can wait for a row more than once, each wait bounded on the
+// server: the budget bounds them all, as the call's answer promises).
+func (s *Store) bodyEnd(ctx context.Context, by time.Time) time.Time {
+	end := by.Add(min(bodySlack, s.lockWait()/2))
+	if b, ok := ctx.Value(budgetKey{}).(time.Time); ok && b.Before(end) {
+		end = b
+	}
+	return end
 }
 
 // serverWait is the lock wait PostgreSQL is given (lock_timeout, as
-// set_config takes it) for the statements of a transaction whose lock
-// waits must end by by: the time until then, which is Config.LockWait
-// on a transaction begun early in its call and less on one begun late,
-// and at least 1ms (0 would be no bound). So the server ends the wait
-// before the statements' context does (bodyEnd), and the connection is
-// kept: a statement its context canceled closes it (pgx), and the next
-// transaction dials.
-func (s *Store) serverWait(by time.Time) string {
-	left := time.Until(by).Round(time.Millisecond)
+// set_config takes it) for the statements of a transaction on ctx whose
+// lock waits must end by by: the time until then, which is
+// Config.LockWait on a transaction begun early in its call, and at least
+// 1ms (0 would be no bound). Where the statements' context ends less
+// than a twentieth of a LockWait (at least 5ms, at most bodySlack) after
+// by (bodyEnd: a transaction begun late, whose by is its call's budget),
+// the server's wait ends that much before the context. So the server
+// ends the wait first, and the connection is kept: a statement its
+// context canceled closes it (pgx), and the next transaction dials.
+func (s *Store) serverWait(ctx context.Context, by time.Time) string {
+	margin := min(bodySlack, max(5*time.Millisecond, s.lockWait()/20))
+	until := by
+	if e := s.bodyEnd(ctx, by).Add(-margin); e.Before(until) {
+		until = e
+	}
+	left := time.Until(until).Round(time.Millisecond)
 	return itoa(max(1, min(s.cfg.LockWait, left).Milliseconds())) + "ms"
 }
 
