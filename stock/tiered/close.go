@@ -212,10 +212,11 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	if endedAnswer(in.State) != nil {
 		return m.returnGate(ctx, in)
 	}
-	if behind, err := m.lagging(ctx, in, stock.StateConfirmed); behind || err != nil {
-		if err != nil {
-			return err // a read: nothing written
-		}
+	behind, err := m.lagging(ctx, in, stock.StateConfirmed)
+	if err != nil {
+		return err // a read: nothing written
+	}
+	if behind {
 		return m.revertByRecord(ctx, in)
 	}
 	gerr := m.gate.Revert(ctx, orderID)

@@ -73,10 +73,11 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if done := endedAnswer(in.State); done != nil {
 		return m.returnEnded(ctx, in, r, done)
 	}
-	if behind, err := m.lagging(ctx, in, stock.StateConfirmed, stock.StateHeld); behind || err != nil {
-		if err != nil {
-			return err // a read: nothing written
-		}
+	behind, err := m.lagging(ctx, in, stock.StateConfirmed, stock.StateHeld)
+	if err != nil {
+		return err // a read: nothing written
+	}
+	if behind {
 		return m.revertItemsByRecord(ctx, in, r)
 	}
 	gerr := m.gate.RevertItems(ctx, r)
