@@ -195,6 +195,12 @@ func lockStorm(t *testing.T, db *sqlx.DB, d sqlstock.Dialect) stormResult {
 	wg.Wait()
 	stop()
 	storm.Wait()
+	// The pool has a connection for every buyer, updater, holder and the
+	// probe: no call waited for one, so no stall the probe measured was a
+	// wait for connections the Store kept.
+	if st := db.Stats(); st.WaitCount > 0 {
+		t.Errorf("%d calls waited %v for a connection of the pool (%d open)", st.WaitCount, st.WaitDuration, st.OpenConnections)
+	}
 	for _, f := range failures {
 		t.Error(f)
 	}
