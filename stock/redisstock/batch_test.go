@@ -100,7 +100,7 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		n := 0
 		for _, c := range cmds {
 			if args := c.Args(); len(args) > 1 && c.Name() == "evalsha" &&
-				(args[1] == redisstock.DeductScriptHash() || args[1] == redisstock.HotScriptHash()) {
+				(args[1] == redisstock.DeductScriptHash() || args[1] == redisstock.HotScriptHash() || args[1] == redisstock.OneScriptHash()) {
 				n++
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/stock"
 )
 
 // Queued returns how many Deducts wait for a batch to be sent (on a Redis
@@ -157,8 +159,33 @@ func (s *Store) LinesKey(sku string) string { return s.linesKey(sku) }
 func (s *Store) GoneKey(sku string) string { return s.goneKey(sku) }
 
 // HotScriptHash and BatchScriptHash are the SHA1s of stock_deduct_hot.lua
-// and stock_deduct_batch.lua.
+// and stock_deduct_batch.lua, OneScriptHash stock_deduct_one.lua's (the
+// hot script's work for a batch of one order).
 func HotScriptHash() string { return hotScript.Hash() }
+
+// OneScriptHash: see HotScriptHash.
+func OneScriptHash() string { return oneScript.Hash() }
+
+// HotAlone runs o, alone, through stock_deduct_one.lua (one), or through
+// stock_deduct_hot.lua as a batch of one: the order's outcome, whether the
+// script left it to the general script (left, with err nil), or the call's
+// error.
+func (s *Store) HotAlone(ctx context.Context, o stock.Order, one bool) (err error, left bool) {
+	if err := s.ready(ctx); err != nil {
+		return err, false
+	}
+	c := &call{ctx: ctx}
+	s.prepare(&c.o, o)
+	script, source := hotScript, hotSource
+	if one {
+		script, source = oneScript, oneSource
+	}
+	slow, err := s.runHot(ctx, []*call{c}, script, source)
+	if err != nil {
+		return err, false
+	}
+	return c.err, len(slow) == 1
+}
 
 // QueuePeekScriptHash is the SHA1 of stock_queue_peek.lua, the read-only
 // peek of a hold queue's head.

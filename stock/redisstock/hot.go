@@ -16,7 +16,14 @@ var (
 	hotScript = redis.NewScript(hotSource)
 )
 
-func init() { allScripts = append(allScripts, hotScript) }
+// oneSource is stock_deduct_one.lua (oneScript): stock_deduct_hot.lua's
+// work for a batch of one order, in fewer commands.
+var (
+	oneSource = lua.Script("stock_deduct_one.lua")
+	oneScript = redis.NewScript(oneSource)
+)
+
+func init() { allScripts = append(allScripts, hotScript, oneScript) }
 
 // notHere is stock_deduct_hot.lua's answer for an order it leaves to
 // stock_deduct_batch.lua.
@@ -64,11 +71,23 @@ func distinctIDs(calls []*call, id func(c *call) string) bool {
 // sets the outcome of each order the script decided; it returns the calls it left to stock_deduct_batch.lua
 // (repeats, conflicts, a SKU not on sale). A failed call gives every order
 // the same classified error, which it returns.
+// A batch of one order goes through stock_deduct_one.lua, which does the
+// same in fewer commands.
 func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
+	if len(calls) == 1 {
+		return s.runHot(ctx, calls, oneScript, oneSource)
+	}
+	return s.runHot(ctx, calls, hotScript, hotSource)
+}
+
+// runHot runs calls in one call of script (stock_deduct_hot.lua, or
+// stock_deduct_one.lua for one order), whose text is source, as deductHot
+// says.
+func (s *Store) runHot(ctx context.Context, calls []*call, script *redis.Script, source string) ([]*call, error) {
 	o := &calls[0].o
 	lines := len(o.items)
 	args := make([]any, 0, 7+len(o.refs)+lines+(4+lines)*len(calls))
-	args = append(args, "evalsha", hotScript.Hash(), o.nkeys+lines)
+	args = append(args, "evalsha", script.Hash(), o.nkeys+lines)
 	args = append(args, o.refs[1:o.nkeys]...) // the SKUs' keys, the directory's, the SKUs' hold queues
 	args = append(args, o.refs[0])
 	for _, it := range o.items {
@@ -82,7 +101,7 @@ func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
 	}
 	res, err := s.c.Do(ctx, args...).Slice()
 	if err != nil && isNoScript(err) {
-		args[0], args[1] = "eval", hotSource
+		args[0], args[1] = "eval", source
 		res, err = s.c.Do(ctx, args...).Slice()
 	}
 	var slow []*call

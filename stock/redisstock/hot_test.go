@@ -76,7 +76,7 @@ func TestHotBatchLeavesTheOthersToTheBatchScript(t *testing.T) {
 		is(t, fx.s.Deduct(fx.ctx(), ord("paid", "u3", it("a", 1))), nil, "Deduct paid")
 		is(t, fx.s.Confirm(fx.ctx(), "paid"), nil, "Confirm paid")
 		fx.want("a", 6, 3, 1)
-		hot, batch := count.calls(redisstock.HotScriptHash()), count.calls(redisstock.BatchScriptHash())
+		hot, one, batch := count.calls(redisstock.HotScriptHash()), count.calls(redisstock.OneScriptHash()), count.calls(redisstock.BatchScriptHash())
 		blockers := fx.block("a") // two more single-line orders of a, held at the gate
 		orders := []stock.Order{
 			ord("new1", "u4", it("a", 1)),
@@ -104,10 +104,14 @@ func TestHotBatchLeavesTheOthersToTheBatchScript(t *testing.T) {
 		is(t, errs[5], stock.ErrLimitReached, "new3")
 		fx.want("a", 2, 7, 1) // the blockers 2, new1 and new2
 		fx.wantUser("a", "u4", 2)
-		// The blockers' call and the batch of six went through the hot
-		// script; the three it left took one batch script call.
-		if got := count.calls(redisstock.HotScriptHash()) - hot; got < 2 {
-			t.Errorf("%d calls of the hot script, want the batches'", got)
+		// The blockers, each alone, went through the lone order's script,
+		// the batch of six through the hot script; the three it left took
+		// one batch script call.
+		if got := count.calls(redisstock.OneScriptHash()) - one; got != 2 {
+			t.Errorf("%d calls of the lone order's script, want 2 (the blockers)", got)
+		}
+		if got := count.calls(redisstock.HotScriptHash()) - hot; got != 1 {
+			t.Errorf("%d calls of the hot script, want 1 (the batch)", got)
 		}
 		if got := count.calls(redisstock.BatchScriptHash()) - batch; got != 1 {
 			t.Errorf("%d calls of the batch script, want 1 (the orders the hot one left)", got)
@@ -144,19 +148,43 @@ func TestHotBatchOfOneOrderTwice(t *testing.T) {
 
 // A hot call whose reply is lost and that the client sends again takes
 // the stock once: the second run finds the records and leaves the orders
-// to the batch script, which answers them as repeats.
+// to the batch script, which answers them as repeats. So does the lone
+// order's script, which finds them as it writes.
 func TestHotBatchResentTakesOnce(t *testing.T) {
 	eachBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 10, 0, time.Minute)
 		h := &resendOnce{}
 		fx.c.AddHook(h)
 		h.mu.Lock()
-		h.sha, h.left = redisstock.HotScriptHash(), 1
+		h.sha, h.left = redisstock.OneScriptHash(), 1
 		h.mu.Unlock()
-		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 2))), nil, "Deduct, its call sent twice")
+		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 2))), nil, "Deduct alone, its call sent twice")
 		fx.want("a", 8, 2, 0)
 		is(t, fx.s.Revert(fx.ctx(), "o1"), nil, "Revert")
 		fx.want("a", 10, 0, 0)
+
+		blockers := fx.block("a")
+		h.mu.Lock()
+		h.sha, h.left = redisstock.HotScriptHash(), 1
+		h.mu.Unlock()
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		fx.enqueue(fx.ctx(), ord("o2", "u2", it("a", 2)), 1, &errs[0], &wg)
+		fx.enqueue(fx.ctx(), ord("o3", "u3", it("a", 3)), 2, &errs[1], &wg)
+		fx.gate.open()
+		wg.Wait()
+		for _, err := range blockers() {
+			is(t, err, nil, "blocker")
+		}
+		is(t, errs[0], nil, "o2, its batch's call sent twice")
+		is(t, errs[1], nil, "o3, its batch's call sent twice")
+		h.mu.Lock()
+		left := h.left
+		h.mu.Unlock()
+		if left != 0 {
+			t.Fatal("the batch's call was not sent twice")
+		}
+		fx.want("a", 3, 7, 0) // the blockers 2, o2 2, o3 3, once
 	})
 }
 

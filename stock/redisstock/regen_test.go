@@ -59,7 +59,7 @@ func isTake(c redis.Cmder) bool {
 	default:
 		return false
 	}
-	return h == redisstock.DeductScriptHash() || h == redisstock.HotScriptHash()
+	return h == redisstock.DeductScriptHash() || h == redisstock.HotScriptHash() || h == redisstock.OneScriptHash()
 }
 
 // On a Cluster a Deduct binds its order ID, then takes: when the gate
