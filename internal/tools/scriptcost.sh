@@ -34,7 +34,7 @@ redis-cli -p "$port" ping >/dev/null
 # NOSCRIPT: loaded here, the first case's first count has no call outside
 # EVALSHA that its second count has in it (the file is the script as sent:
 # stock_lib.lua does not go before it).
-redis-cli -p "$port" -x script load <lua/stock_deduct_hot.lua >/dev/null
+for f in lua/stock_deduct_hot.lua lua/stock_deduct_one.lua; do redis-cli -p "$port" -x script load <"$f" >/dev/null; done
 
 go test -c -o "$work/redisstock.test" ./stock/redisstock/
 
