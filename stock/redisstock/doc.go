@@ -164,11 +164,12 @@
 // script in one more call: every order is decided in the batch's order.
 // On one server a batch of a single such order (a lone caller, or every
 // call with [Config.MaxBatch] 1) goes through stock_deduct_one.lua, which
-// decides and writes it as the hot script does, in eight commands where
-// the hot script runs ten: it writes the order's directory entry and
-// records with HSETNX, which finds a repeat as it writes (and deletes what
-// it wrote), where a batch reads them first, and an order it refuses
-// looks for them before it answers.
+// decides and writes it as the hot script does, in nine commands where
+// the hot script runs ten: it looks for the order's directory entry (a
+// repeat, a conflict) before it writes, as the hot script does, but writes
+// its line records with HSETNX, which finds a record as it writes (and
+// deletes what it wrote), where a batch reads them first; an order it
+// refuses looks for them before it answers.
 //
 // On that path concurrent Deducts are coalesced (group commit, see
 // [Config.MaxBatch]): while a script call is in flight the next callers

@@ -167,12 +167,12 @@ func HotScriptHash() string { return hotScript.Hash() }
 func OneScriptHash() string { return oneScript.Hash() }
 
 // HotAlone runs o, alone, through stock_deduct_one.lua (one), or through
-// stock_deduct_hot.lua as a batch of one: the order's outcome, whether the
-// script left it to the general script (left, with err nil), or the call's
-// error.
-func (s *Store) HotAlone(ctx context.Context, o stock.Order, one bool) (err error, left bool) {
+// stock_deduct_hot.lua as a batch of one: whether the script left it to
+// the general script (left, with err nil), and the order's outcome or the
+// call's error.
+func (s *Store) HotAlone(ctx context.Context, o stock.Order, one bool) (left bool, err error) {
 	if err := s.ready(ctx); err != nil {
-		return err, false
+		return false, err
 	}
 	c := &call{ctx: ctx}
 	s.prepare(&c.o, o)
@@ -182,9 +182,9 @@ func (s *Store) HotAlone(ctx context.Context, o stock.Order, one bool) (err erro
 	}
 	slow, err := s.runHot(ctx, []*call{c}, script, source)
 	if err != nil {
-		return err, false
+		return false, err
 	}
-	return c.err, len(slow) == 1
+	return len(slow) == 1, c.err
 }
 
 // QueuePeekScriptHash is the SHA1 of stock_queue_peek.lua, the read-only

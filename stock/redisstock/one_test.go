@@ -2,8 +2,10 @@ package redisstock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +51,8 @@ func TestLoneOrderScriptDoesWhatTheHotScriptDoes(t *testing.T) {
 			}
 		}
 	}
-	// raw runs a command on the Store's prefix ("P" in its arguments).
+	// raw runs a command on the Store's prefix ("P" in its arguments, so
+	// command names are written in lower case).
 	raw := func(args ...string) history {
 		return func(ctx context.Context, t *testing.T, _ *redisstock.Store, c redis.UniversalClient, prefix string) {
 			a := make([]any, len(args))
@@ -97,6 +100,20 @@ func TestLoneOrderScriptDoesWhatTheHotScriptDoes(t *testing.T) {
 		{"three lines, the third past its limit", []history{sale(limited, open, third), deduct(ord("p", "u", it(z, 1)))}, three("o", "u", 1, 1, 1)},
 		{"three lines, past the shortest maximum", []history{sale(limited, open, third)}, own(three("o", "u", 1, 1, 1), 4*time.Minute)},
 		{"three lines, a third not on sale", []history{sale(limited, open)}, three("o", "u", 1, 1, 1)},
+		// Counts that are not numbers fail the call only where the hot
+		// script's would (a repeat, a refusal need none of them), and
+		// fractions, zeros and odd bytes are read and written alike.
+		{"a repeat, avail not a number", []history{sale(open), deduct(ord("o", "u", it(y, 1))), raw("HSET", "P:{b}:state", "avail", "x")}, ord("o", "u", it(y, 1))},
+		{"a repeat, held not a number", []history{sale(open), deduct(ord("o", "u", it(y, 1))), raw("HSET", "P:{b}:state", "held", "x")}, ord("o", "u", it(y, 1))},
+		{"sold out, held not a number", []history{sale(open), raw("HSET", "P:{b}:state", "held", "x")}, ord("o", "u", it(y, 9))},
+		{"sold out, limit not a number", []history{sale(open), raw("HSET", "P:{b}:state", "limit", "x")}, ord("o", "u", it(y, 9))},
+		{"sold out, max_ms not a number", []history{sale(open), raw("HSET", "P:{b}:state", "max_ms", "x")}, ord("o", "u", it(y, 9))},
+		{"sold out, the user's count not a number", []history{sale(open), raw("HSET", "P:{b}:users", "u", "x")}, ord("o", "u", it(y, 9))},
+		{"a user's count of zero", []history{sale(open), raw("HSET", "P:{b}:users", "u", "0")}, ord("o", "u", it(y, 1))},
+		{"a user's count with a fraction", []history{sale(limited), raw("HSET", "P:{a}:users", "u", "0.5")}, ord("o", "u", it(x, 1))},
+		{"avail with a fraction", []history{sale(limited), raw("HSET", "P:{a}:state", "avail", "1.5")}, ord("o", "u", it(x, 1))},
+		{"a queue tail not a number", []history{sale(open), raw("rpush", "P:{b}:hq", "zz p")}, ord("o", "u", it(y, 1))},
+		{"odd bytes", []history{sale(open)}, ord("o\t\n \x00\xff", "u\t \xff", it(y, 1))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, b := range backends() {
@@ -119,32 +136,138 @@ func TestLoneOrderScriptDoesWhatTheHotScriptDoes(t *testing.T) {
 					for _, h := range tc.history {
 						h(ctx, t, stores[0], c, prefixes[0])
 					}
-					copyPrefix(ctx, t, c.(*redis.Client), prefixes[0], prefixes[1])
-					var answers [2]string
-					var keys [2]map[string]string
-					for i, one := range []bool{false, true} {
-						prefix, s := prefixes[i], stores[i]
-						err, left := s.HotAlone(ctx, tc.o, one)
-						answers[i] = fmt.Sprintf("%v, left %v", err, left)
-						keys[i] = dumpPrefix(ctx, t, c.(*redis.Client), prefix)
-					}
-					if answers[0] != answers[1] {
-						t.Errorf("answered %s, the hot script %s", answers[1], answers[0])
-					}
-					for _, k := range slices.Sorted(maps.Keys(keys[0])) {
-						if keys[0][k] != keys[1][k] {
-							t.Errorf("%s: %q, the hot script left %q", k, keys[1][k], keys[0][k])
-						}
-					}
-					for k := range keys[1] {
-						if _, ok := keys[0][k]; !ok {
-							t.Errorf("%s: %q, the hot script left no such key", k, keys[1][k])
-						}
+					if diffs, _, _ := bothScripts(ctx, t, c.(*redis.Client), stores, prefixes, tc.o); len(diffs) > 0 {
+						t.Error(strings.Join(diffs, "\n"))
 					}
 				})
 			}
 		})
 	}
+}
+
+// Random histories of Deducts (several lines, own hold times, orders
+// without a user), Confirms, Reverts, reclaims and clock steps, then one
+// order through each script on copies of the keys: the same answer and
+// the same keys.
+func TestLoneOrderScriptAfterRandomHistories(t *testing.T) {
+	skus := []string{"a", "b", "c"}
+	ids := []string{"o1", "o2", "o3", "o4", "o5"}
+	users := []string{"", "u", "v"}
+	randOrder := func(r *rand.Rand) stock.Order {
+		o := stock.Order{ID: ids[r.IntN(len(ids))], UserID: users[r.IntN(len(users))]}
+		for _, sku := range skus {
+			if r.IntN(2) == 0 {
+				o.Items = append(o.Items, it(sku, int64(1+r.IntN(3))))
+			}
+		}
+		if len(o.Items) == 0 {
+			o.Items = append(o.Items, it(skus[r.IntN(len(skus))], int64(1+r.IntN(3))))
+		}
+		if r.IntN(3) == 0 {
+			o.HoldTTL = time.Duration(1+r.IntN(6)) * time.Minute
+		}
+		return o
+	}
+	for _, b := range backends() {
+		if strings.Contains(b.name, "cluster") {
+			continue // the hot scripts' mode 'one' is a single server's
+		}
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			c, _ := b.client(t)
+			ctx := t.Context()
+			answers := map[string]int{} // the hot script's, by kind
+			for seed := range uint64(150) {
+				r := rand.New(rand.NewPCG(seed, 1))
+				clock := stocktest.NewClock(stocktest.Epoch)
+				prefixes := [2]string{uniquePrefix(t), uniquePrefix(t)}
+				stores := [2]*redisstock.Store{
+					newStore(t, c, redisstock.Config{Prefix: prefixes[0], Clock: clock}),
+					newStore(t, c, redisstock.Config{Prefix: prefixes[1], Clock: clock}),
+				}
+				s := stores[0]
+				var log []string
+				for _, sku := range skus {
+					hold := time.Duration(1+r.IntN(3)) * time.Minute
+					l := stock.Listing{SKU: sku, Units: int64(2 + r.IntN(8)), PerUserLimit: int64(r.IntN(4)),
+						HoldTTL: hold, MaxHoldTTL: hold + time.Duration(r.IntN(3))*time.Minute}
+					if err := s.PutOnSale(ctx, l); err != nil {
+						t.Fatal(err)
+					}
+					log = append(log, fmt.Sprintf("%+v", l))
+				}
+				for n := r.IntN(10); n > 0; n-- {
+					id := ids[r.IntN(len(ids))]
+					switch r.IntN(7) {
+					case 0, 1, 2:
+						o := randOrder(r)
+						log = append(log, fmt.Sprintf("deduct %+v: %v", o, s.Deduct(ctx, o)))
+					case 3:
+						log = append(log, fmt.Sprintf("confirm %s: %v", id, s.Confirm(ctx, id)))
+					case 4:
+						log = append(log, fmt.Sprintf("revert %s: %v", id, s.Revert(ctx, id)))
+					case 5:
+						d := time.Duration(r.IntN(5)) * time.Minute
+						clock.Advance(d)
+						log = append(log, fmt.Sprintf("advance %v", d))
+					case 6:
+						got, err := s.ReclaimExpired(ctx, 100)
+						log = append(log, fmt.Sprintf("reclaim %v %v", got, err))
+					}
+				}
+				o := randOrder(r)
+				diffs, left, err := bothScripts(ctx, t, c.(*redis.Client), stores, prefixes, o)
+				if len(diffs) > 0 {
+					t.Errorf("seed %d, %+v after:\n%s\n%s", seed, o, strings.Join(log, "\n"), strings.Join(diffs, "\n"))
+				}
+				switch {
+				case left:
+					answers["left"]++
+				case err == nil:
+					answers["held"]++
+				default:
+					answers["refused"]++
+				}
+			}
+			// The histories reach every kind of answer.
+			if answers["left"] == 0 || answers["held"] == 0 || answers["refused"] == 0 {
+				t.Errorf("answers %v: a kind never came", answers)
+			}
+		})
+	}
+}
+
+// bothScripts copies the keys under prefixes[0] to prefixes[1], runs o
+// alone through stock_deduct_hot.lua on the first and stock_deduct_one.lua
+// on the second, and returns every difference in their answers and in
+// the keys they leave, and the hot script's answer (see HotAlone).
+func bothScripts(ctx context.Context, t *testing.T, c *redis.Client, stores [2]*redisstock.Store, prefixes [2]string, o stock.Order) (diffs []string, hotLeft bool, hotErr error) {
+	t.Helper()
+	copyPrefix(ctx, t, c, prefixes[0], prefixes[1])
+	var answers [2]string
+	var keys [2]map[string]string
+	for i, one := range []bool{false, true} {
+		left, err := stores[i].HotAlone(ctx, o, one)
+		if i == 0 {
+			hotErr, hotLeft = err, left
+		}
+		answers[i] = fmt.Sprintf("%v, left %v", err, left)
+		keys[i] = dumpPrefix(ctx, t, c, prefixes[i])
+	}
+	if answers[0] != answers[1] {
+		diffs = append(diffs, fmt.Sprintf("answered %s, the hot script %s", answers[1], answers[0]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys[0])) {
+		if keys[0][k] != keys[1][k] {
+			diffs = append(diffs, fmt.Sprintf("%s: %q, the hot script left %q", k, keys[1][k], keys[0][k]))
+		}
+	}
+	for k := range keys[1] {
+		if _, ok := keys[0][k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: %q, the hot script left no such key", k, keys[1][k]))
+		}
+	}
+	return diffs, hotLeft, hotErr
 }
 
 // copyPrefix copies every key under from to the same name under to.
@@ -202,4 +325,58 @@ func dumpPrefix(ctx context.Context, t *testing.T, c *redis.Client, prefix strin
 		out[strings.TrimPrefix(k, prefix)] = typ + " " + fmt.Sprint(v)
 	}
 	return out
+}
+
+// A repeat of a held order, and its ID with other items, write nothing:
+// on a server that refuses writes for the moment (at its maxmemory under
+// noeviction, or without the replicas min-replicas-to-write asks for) a
+// lone Deduct still answers them, nil and ErrConflict, as the hot and
+// general scripts answer them, and a new order gets the server's refusal.
+func TestLoneRepeatOnAServerRefusingWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		refuse, ok []string // CONFIG SET arguments
+		refusal    string   // the server's error for a write
+	}{
+		{"maxmemory", []string{"maxmemory-policy", "noeviction", "maxmemory", "1"}, []string{"maxmemory", "0"}, "OOM"},
+		{"min-replicas", []string{"min-replicas-to-write", "1"}, []string{"min-replicas-to-write", "0"}, "NOREPLICAS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := startMaster(t)
+			c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+			t.Cleanup(func() { c.Close() })
+			ctx := t.Context()
+			s := newStore(t, c, redisstock.Config{Prefix: uniquePrefix(t), Clock: stocktest.NewClock(stocktest.Epoch)})
+			if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			o := ord("o", "u", it("a", 1))
+			if err := s.Deduct(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			set := func(args []string) {
+				t.Helper()
+				for i := 0; i < len(args); i += 2 {
+					if err := c.ConfigSet(ctx, args[i], args[i+1]).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			set(tc.refuse)
+			defer set(tc.ok)
+			if err := s.Deduct(ctx, o); err != nil {
+				t.Errorf("a repeat of a held order: %v, want nil", err)
+			}
+			if err := s.Deduct(ctx, ord("o", "u", it("a", 2))); !errors.Is(err, stock.ErrConflict) {
+				t.Errorf("its ID with other items: %v, want ErrConflict", err)
+			}
+			if err := s.Deduct(ctx, ord("p", "v", it("a", 1))); err == nil || !strings.Contains(err.Error(), tc.refusal) {
+				t.Errorf("a new order: %v, want the server's %s", err, tc.refusal)
+			}
+			set(tc.ok)
+			if err := s.Deduct(ctx, ord("p", "v", it("a", 1))); err != nil {
+				t.Errorf("a new order once the server writes again: %v", err)
+			}
+		})
+	}
 }
