@@ -115,7 +115,7 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 	defer cancel()
 	if err := fn(boundedTx{tx, body, later}); err != nil {
 		_ = tx.Rollback()
-		if body.Err() != nil && ctx.Err() == nil {
+		if bodyCut(ctx, body, *by) {
 			return &bodyLockWait{err} // COMMIT not sent: nothing applied
 		}
 		return sent(err)
@@ -125,6 +125,26 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 		return err
 	}
 	return sent(tx.Commit())
+}
+
+// bodyCut reports whether the statements of a transaction on ctx, run on
+// body (which ends at end), ended because their own time ran out: body
+// ended while ctx had not, or body's deadline came before ctx's and was
+// what ended it. The attempt's context may have ended too by the time the
+// body's failure is looked at (after a ROLLBACK's round trip, or on a
+// starved process): that does not make a body its own deadline cut, whose
+// COMMIT was never sent, a write that may have applied. A body whose end
+// is its attempt's (an attempt after an unknown outcome, or a caller's
+// deadline that comes first) was ended by the attempt's context.
+func bodyCut(ctx, body context.Context, end time.Time) bool {
+	switch {
+	case body.Err() == nil:
+		return false
+	case ctx.Err() == nil:
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return errors.Is(body.Err(), context.DeadlineExceeded) && (!ok || end.Before(d))
 }
 
 // awaitRows waits, holding no lock, for the holders of the stock rows of
