@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -38,6 +39,13 @@ type flaky struct {
 	cancel      atomic.Pointer[context.CancelFunc] // of faultCancelAtCommit
 	downOnFault atomic.Bool
 	down        atomic.Bool
+	// Late answers, as on a starved machine: the next statement starting
+	// with latePrefix, and the next ROLLBACK, run at once and hand back
+	// their real answers execLate and rollbackLate (ns) later; lateFired
+	// counts the late answers handed out.
+	latePrefix             atomic.Pointer[string]
+	execLate, rollbackLate atomic.Int64
+	lateFired              atomic.Int32
 }
 
 var (
@@ -61,6 +69,33 @@ func (f *flaky) fire(fault int32) bool {
 func (f *flaky) armExec(prefix string) {
 	f.prefix.Store(&prefix)
 	f.fault.Store(faultAfterExec)
+}
+
+// armLateExec hands back the answer of the next statement that starts
+// with prefix d late.
+func (f *flaky) armLateExec(prefix string, d time.Duration) {
+	f.latePrefix.Store(&prefix)
+	f.execLate.Store(int64(d))
+}
+
+// armLateRollback hands back the answer of the next ROLLBACK d late.
+func (f *flaky) armLateRollback(d time.Duration) { f.rollbackLate.Store(int64(d)) }
+
+// late sleeps the delay *d armed for an answer, once, if armed and the
+// answer is one it is for (is).
+func (f *flaky) late(d *atomic.Int64, is bool) {
+	if is {
+		if ns := d.Swap(0); ns > 0 {
+			f.lateFired.Add(1)
+			time.Sleep(time.Duration(ns))
+		}
+	}
+}
+
+// lateExec sleeps for a late answer of query, if one is armed for it.
+func (f *flaky) lateExec(query string) {
+	p := f.latePrefix.Load()
+	f.late(&f.execLate, p != nil && strings.HasPrefix(stripBound(query), *p))
 }
 
 func (f *flaky) Connect(context.Context) (driver.Conn, error) {
@@ -102,6 +137,7 @@ func (c *flakyConn) ExecContext(ctx context.Context, query string, args []driver
 	if p := c.f.prefix.Load(); err == nil && p != nil && strings.HasPrefix(stripBound(query), *p) && c.f.fire(faultAfterExec) {
 		return nil, errCut
 	}
+	c.f.lateExec(query)
 	return res, err
 }
 
@@ -109,7 +145,9 @@ func (c *flakyConn) QueryContext(ctx context.Context, query string, args []drive
 	if c.f.down.Load() {
 		return nil, errCut
 	}
-	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	rows, err := c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	c.f.lateExec(query)
+	return rows, err
 }
 
 func (c *flakyConn) CheckNamedValue(nv *driver.NamedValue) error {
@@ -122,6 +160,11 @@ func (c *flakyConn) CheckNamedValue(nv *driver.NamedValue) error {
 type flakyTx struct {
 	driver.Tx
 	f *flaky
+}
+
+func (t *flakyTx) Rollback() error {
+	t.f.late(&t.f.rollbackLate, true)
+	return t.Tx.Rollback()
 }
 
 func (t *flakyTx) Commit() error {
