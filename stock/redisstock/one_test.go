@@ -116,31 +116,18 @@ func TestLoneOrderScriptDoesWhatTheHotScriptDoes(t *testing.T) {
 		{"odd bytes", []history{sale(open)}, ord("o\t\n \x00\xff", "u\t \xff", it(y, 1))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, b := range backends() {
-				if strings.Contains(b.name, "cluster") {
-					continue // the hot scripts' mode 'one' is a single server's
+			eachOneServer(t, func(t *testing.T, c *redis.Client) {
+				// The history once, its keys copied to a second prefix:
+				// the same bytes (ended records carry the server's time)
+				// under each script.
+				p := newScriptPair(t, c, stocktest.NewClock(stocktest.Epoch))
+				for _, h := range tc.history {
+					h(t.Context(), t, p.stores[0], c, p.prefixes[0])
 				}
-				t.Run(b.name, func(t *testing.T) {
-					b.need(t)
-					c, _ := b.client(t)
-					ctx := t.Context()
-					clock := stocktest.NewClock(stocktest.Epoch)
-					// The history once, its keys copied to a second
-					// prefix: the same bytes (ended records carry the
-					// server's time) under each script.
-					prefixes := [2]string{uniquePrefix(t), uniquePrefix(t)}
-					stores := [2]*redisstock.Store{
-						newStore(t, c, redisstock.Config{Prefix: prefixes[0], Clock: clock}),
-						newStore(t, c, redisstock.Config{Prefix: prefixes[1], Clock: clock}),
-					}
-					for _, h := range tc.history {
-						h(ctx, t, stores[0], c, prefixes[0])
-					}
-					if diffs, _, _ := bothScripts(ctx, t, c.(*redis.Client), stores, prefixes, tc.o); len(diffs) > 0 {
-						t.Error(strings.Join(diffs, "\n"))
-					}
-				})
-			}
+				if diffs, _, _ := p.run(t, tc.o); len(diffs) > 0 {
+					t.Error(strings.Join(diffs, "\n"))
+				}
+			})
 		})
 	}
 }
@@ -168,91 +155,113 @@ func TestLoneOrderScriptAfterRandomHistories(t *testing.T) {
 		}
 		return o
 	}
+	eachOneServer(t, func(t *testing.T, c *redis.Client) {
+		ctx := t.Context()
+		answers := map[string]int{} // the hot script's, by kind
+		for seed := range uint64(150) {
+			r := rand.New(rand.NewPCG(seed, 1))
+			clock := stocktest.NewClock(stocktest.Epoch)
+			p := newScriptPair(t, c, clock)
+			s := p.stores[0]
+			var log []string
+			for _, sku := range skus {
+				hold := time.Duration(1+r.IntN(3)) * time.Minute
+				l := stock.Listing{SKU: sku, Units: int64(2 + r.IntN(8)), PerUserLimit: int64(r.IntN(4)),
+					HoldTTL: hold, MaxHoldTTL: hold + time.Duration(r.IntN(3))*time.Minute}
+				if err := s.PutOnSale(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+				log = append(log, fmt.Sprintf("%+v", l))
+			}
+			for n := r.IntN(10); n > 0; n-- {
+				id := ids[r.IntN(len(ids))]
+				switch r.IntN(7) {
+				case 0, 1, 2:
+					o := randOrder(r)
+					log = append(log, fmt.Sprintf("deduct %+v: %v", o, s.Deduct(ctx, o)))
+				case 3:
+					log = append(log, fmt.Sprintf("confirm %s: %v", id, s.Confirm(ctx, id)))
+				case 4:
+					log = append(log, fmt.Sprintf("revert %s: %v", id, s.Revert(ctx, id)))
+				case 5:
+					d := time.Duration(r.IntN(5)) * time.Minute
+					clock.Advance(d)
+					log = append(log, fmt.Sprintf("advance %v", d))
+				case 6:
+					got, err := s.ReclaimExpired(ctx, 100)
+					log = append(log, fmt.Sprintf("reclaim %v %v", got, err))
+				}
+			}
+			o := randOrder(r)
+			diffs, left, err := p.run(t, o)
+			if len(diffs) > 0 {
+				t.Errorf("seed %d, %+v after:\n%s\n%s", seed, o, strings.Join(log, "\n"), strings.Join(diffs, "\n"))
+			}
+			switch {
+			case left:
+				answers["left"]++
+			case err == nil:
+				answers["held"]++
+			default:
+				answers["refused"]++
+			}
+		}
+		// The histories reach every kind of answer.
+		if answers["left"] == 0 || answers["held"] == 0 || answers["refused"] == 0 {
+			t.Errorf("answers %v: a kind never came", answers)
+		}
+	})
+}
+
+// eachOneServer runs f on each single-server backend (the hot scripts'
+// mode 'one' is a single server's).
+func eachOneServer(t *testing.T, f func(t *testing.T, c *redis.Client)) {
 	for _, b := range backends() {
 		if strings.Contains(b.name, "cluster") {
-			continue // the hot scripts' mode 'one' is a single server's
+			continue
 		}
 		t.Run(b.name, func(t *testing.T) {
 			b.need(t)
 			c, _ := b.client(t)
-			ctx := t.Context()
-			answers := map[string]int{} // the hot script's, by kind
-			for seed := range uint64(150) {
-				r := rand.New(rand.NewPCG(seed, 1))
-				clock := stocktest.NewClock(stocktest.Epoch)
-				prefixes := [2]string{uniquePrefix(t), uniquePrefix(t)}
-				stores := [2]*redisstock.Store{
-					newStore(t, c, redisstock.Config{Prefix: prefixes[0], Clock: clock}),
-					newStore(t, c, redisstock.Config{Prefix: prefixes[1], Clock: clock}),
-				}
-				s := stores[0]
-				var log []string
-				for _, sku := range skus {
-					hold := time.Duration(1+r.IntN(3)) * time.Minute
-					l := stock.Listing{SKU: sku, Units: int64(2 + r.IntN(8)), PerUserLimit: int64(r.IntN(4)),
-						HoldTTL: hold, MaxHoldTTL: hold + time.Duration(r.IntN(3))*time.Minute}
-					if err := s.PutOnSale(ctx, l); err != nil {
-						t.Fatal(err)
-					}
-					log = append(log, fmt.Sprintf("%+v", l))
-				}
-				for n := r.IntN(10); n > 0; n-- {
-					id := ids[r.IntN(len(ids))]
-					switch r.IntN(7) {
-					case 0, 1, 2:
-						o := randOrder(r)
-						log = append(log, fmt.Sprintf("deduct %+v: %v", o, s.Deduct(ctx, o)))
-					case 3:
-						log = append(log, fmt.Sprintf("confirm %s: %v", id, s.Confirm(ctx, id)))
-					case 4:
-						log = append(log, fmt.Sprintf("revert %s: %v", id, s.Revert(ctx, id)))
-					case 5:
-						d := time.Duration(r.IntN(5)) * time.Minute
-						clock.Advance(d)
-						log = append(log, fmt.Sprintf("advance %v", d))
-					case 6:
-						got, err := s.ReclaimExpired(ctx, 100)
-						log = append(log, fmt.Sprintf("reclaim %v %v", got, err))
-					}
-				}
-				o := randOrder(r)
-				diffs, left, err := bothScripts(ctx, t, c.(*redis.Client), stores, prefixes, o)
-				if len(diffs) > 0 {
-					t.Errorf("seed %d, %+v after:\n%s\n%s", seed, o, strings.Join(log, "\n"), strings.Join(diffs, "\n"))
-				}
-				switch {
-				case left:
-					answers["left"]++
-				case err == nil:
-					answers["held"]++
-				default:
-					answers["refused"]++
-				}
-			}
-			// The histories reach every kind of answer.
-			if answers["left"] == 0 || answers["held"] == 0 || answers["refused"] == 0 {
-				t.Errorf("answers %v: a kind never came", answers)
-			}
+			f(t, c.(*redis.Client))
 		})
 	}
 }
 
-// bothScripts copies the keys under prefixes[0] to prefixes[1], runs o
-// alone through stock_deduct_hot.lua on the first and stock_deduct_one.lua
-// on the second, and returns every difference in their answers and in
-// the keys they leave, and the hot script's answer (see HotAlone).
-func bothScripts(ctx context.Context, t *testing.T, c *redis.Client, stores [2]*redisstock.Store, prefixes [2]string, o stock.Order) (diffs []string, hotLeft bool, hotErr error) {
+// scriptPair is two Stores on c under prefixes of their own, on one clock:
+// a history is written under the first, and copied to the second before
+// an order runs through each script.
+type scriptPair struct {
+	c        *redis.Client
+	prefixes [2]string
+	stores   [2]*redisstock.Store
+}
+
+func newScriptPair(t *testing.T, c *redis.Client, clock stock.Clock) *scriptPair {
+	p := &scriptPair{c: c, prefixes: [2]string{uniquePrefix(t), uniquePrefix(t)}}
+	for i, prefix := range p.prefixes {
+		p.stores[i] = newStore(t, c, redisstock.Config{Prefix: prefix, Clock: clock})
+	}
+	return p
+}
+
+// run copies the keys under the first prefix to the second, runs o alone
+// through stock_deduct_hot.lua on the first and stock_deduct_one.lua on
+// the second, and returns every difference in their answers and in the
+// keys they leave, and the hot script's answer (see HotAlone).
+func (p *scriptPair) run(t *testing.T, o stock.Order) (diffs []string, hotLeft bool, hotErr error) {
 	t.Helper()
-	copyPrefix(ctx, t, c, prefixes[0], prefixes[1])
+	ctx := t.Context()
+	copyPrefix(ctx, t, p.c, p.prefixes[0], p.prefixes[1])
 	var answers [2]string
 	var keys [2]map[string]string
 	for i, one := range []bool{false, true} {
-		left, err := stores[i].HotAlone(ctx, o, one)
+		left, err := p.stores[i].HotAlone(ctx, o, one)
 		if i == 0 {
-			hotErr, hotLeft = err, left
+			hotLeft, hotErr = left, err
 		}
 		answers[i] = fmt.Sprintf("%v, left %v", err, left)
-		keys[i] = dumpPrefix(ctx, t, c, prefixes[i])
+		keys[i] = dumpPrefix(ctx, t, p.c, p.prefixes[i])
 	}
 	if answers[0] != answers[1] {
 		diffs = append(diffs, fmt.Sprintf("answered %s, the hot script %s", answers[1], answers[0]))
