@@ -164,12 +164,10 @@
 // script in one more call: every order is decided in the batch's order.
 // On one server a batch of a single such order (a lone caller, or every
 // call with [Config.MaxBatch] 1) goes through stock_deduct_one.lua, which
-// decides and writes it as the hot script does, in nine commands where
-// the hot script runs ten: it looks for the order's directory entry (a
-// repeat, a conflict) before it writes, as the hot script does, but writes
-// its line records with HSETNX, which finds a record as it writes (and
-// deletes what it wrote), where a batch reads them first; an order it
-// refuses looks for them before it answers.
+// runs the hot script's commands in the hot script's order (every read
+// before any write) and writes the same records, with less Lua around them
+// (none of a batch's per-call tables): about a quarter fewer server
+// instructions for such an order.
 //
 // On that path concurrent Deducts are coalesced (group commit, see
 // [Config.MaxBatch]): while a script call is in flight the next callers

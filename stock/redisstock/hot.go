@@ -17,7 +17,7 @@ var (
 )
 
 // oneSource is stock_deduct_one.lua (oneScript): stock_deduct_hot.lua's
-// work for a batch of one order, in fewer commands.
+// work for a batch of one order, with less Lua.
 var (
 	oneSource = lua.Script("stock_deduct_one.lua")
 	oneScript = redis.NewScript(oneSource)
@@ -72,7 +72,7 @@ func distinctIDs(calls []*call, id func(c *call) string) bool {
 // (repeats, conflicts, a SKU not on sale). A failed call gives every order
 // the same classified error, which it returns.
 // A batch of one order goes through stock_deduct_one.lua, which does the
-// same in fewer commands.
+// same with less Lua.
 func (s *Store) deductHot(ctx context.Context, calls []*call) ([]*call, error) {
 	if len(calls) == 1 {
 		return s.runHot(ctx, calls, oneScript, oneSource)
