@@ -53,10 +53,11 @@ for j = 1, k + 1 do
   if call('HEXISTS', j <= k and KEYS[4 * j] or dir, id) == 1 then return {15} end
 end
 
-local code = 0
 for j = 1, k do
   if user ~= '' then st[j][7] = call('HGET', KEYS[4 * j - 1], user) end
 end
+
+local code = 0
 for j = 1, k do
   local s, qty = st[j], ARGV[7 + j] + 0
   if s[1] < qty then

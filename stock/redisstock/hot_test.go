@@ -149,7 +149,7 @@ func TestHotBatchOfOneOrderTwice(t *testing.T) {
 // A hot call whose reply is lost and that the client sends again takes
 // the stock once: the second run finds the records and leaves the orders
 // to the batch script, which answers them as repeats. So does the lone
-// order's script, which finds them as it writes.
+// order's script.
 func TestHotBatchResentTakesOnce(t *testing.T) {
 	eachBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 10, 0, time.Minute)
