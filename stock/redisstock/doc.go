@@ -100,7 +100,12 @@
 // their order holds stock, whatever the time; when the order ends they get
 // e, Retention from the end by the server's clock, and from then on read
 // as absent (a retry past Retention meets a new order, as with the TTLs of
-// layout 1). The reclaimer deletes them: each pass takes the due items off
+// layout 1). A line of an order of several lines gets e Retention from
+// its order's bound instead, where that is later (the time left to the
+// bound, by the caller's clock, added to the server's): a line that ends
+// while another line of its order may still hold (on another Cluster
+// slot, when a Confirm reached only some) is read as long as that one can
+// be, and Retention after. The reclaimer deletes them: each pass takes the due items off
 // the gone lists of the SKUs it visits and of the 16 shards, and deletes a
 // record or entry only if it has ended and its own e has passed (an ID
 // reused since has a new record, with an item of its own).
@@ -577,7 +582,9 @@
 // # Limits
 //
 // A confirmed order can be refunded through Revert while its record lives
-// (Retention after confirmation); later refunds are the database's business.
+// (Retention after confirmation; for an order of several lines, after
+// its bound if that is later);
+// later refunds are the database's business.
 // On a Cluster or a Ring a Deduct's take trusts the bind before it: an
 // attempt whose take is held up (a stalled client or server) until
 // Retention after its order ended (its retry held the order, and the
