@@ -146,6 +146,12 @@ while a <= nargv do
   local code, at = nil, 0
   local nt, deadline, minhold = 0, nil, nil
   local bound, minmax, maxline = nil, nil, 0
+  -- The directory entry: an ended one of this identity (still read) takes
+  -- no new line: a line without a record is 'closed', as on a Cluster.
+  local dk = KEYS[k]
+  local dirs = read(dk)
+  local d = dirs[id] and dir_decode(dirs[id])
+  local ended = d and d.e and d.id == ident
   for i = 1, n do
     local b = k + 4 * i - 3
     local qs = ARGV[a + 4 + i]
@@ -159,6 +165,8 @@ while a <= nargv do
         if not deadline or r.dl < deadline then deadline = r.dl end
         if not bound or r.mx < bound then bound = r.mx end
       end
+    elseif ended then
+      code = 'closed'
     else
       local c = sku(b)
       local qty = tonumber(qs)
@@ -185,21 +193,14 @@ while a <= nargv do
       if not bound or now + minmax < bound then bound = now + minmax end
     end
   end
-  -- The directory entry last: a conflict outranks a failed line, and the
-  -- entry is written only for an order that passed every check.
-  local dk = KEYS[k]
-  local dirs = read(dk)
-  local dv = dirs[id]
-  local d = dv and dir_decode(dv)
+  -- A conflict outranks a failed line, and the entry is written only for
+  -- an order that passed every check.
   if d and d.id ~= ident then code, at = 'conflict', 0 end
   if code then
     out[#out + 1] = codes[code] + 16 * at
   else
-    if not d or (d.e and nt > 0) then
-      -- A new entry; or one kept from an ended order, which now lives as
-      -- long as the new holds.
+    if not d then
       local v = ident
-      if d then d.e = nil; v = dir_encode(d) end
       dirs[id] = v
       local w = dirty[dk]
       if not w then w = {}; dirty[dk] = w; shards[#shards + 1] = dk end

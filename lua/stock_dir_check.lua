@@ -13,9 +13,11 @@
 -- ARGV[1]  now (ms, the caller's clock): members due by then are settled
 -- ARGV[2]  retention ms
 -- ARGV     then per order: ID, the identity its entry had when read ('':
---          none, or ended), action, and for 'later' when (ms):
+--          none, or ended), action, and for 'later' when (ms), for 'end'
+--          the earliest end of its lines (ms, the server's time):
 --            'later'  a line of the order is held: check again then
---            'end'    every line of the order has ended: end the entry
+--            'end'    every line of the order has ended: end the entry,
+--                     read no longer than its lines
 --            'free'   the order has no line: it took nothing: delete the
 --                     entry, once no attempt bound to it may still take
 --                     (see below)
@@ -63,7 +65,7 @@ for a = 3, #ARGV, 4 do
     if action == 'later' then
       redis.call('ZADD', KEYS[3], ARGV[a + 3], id)
     elseif action == 'end' then
-      dir_end(KEYS[1], KEYS[2], KEYS[3], id, d, keep)
+      dir_end(KEYS[1], KEYS[2], KEYS[3], id, d, keep, tonumber(ARGV[a + 3]))
       n = n + 1
     elseif action == 'free' or action == 'take' and not dir_attempts(d) then
       local last = action == 'free' and leased(d) or 0

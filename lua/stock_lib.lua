@@ -222,11 +222,15 @@ local function dir_encode(d)
 end
 
 -- dir_end ends the entry d of order id in shard dir (gone: its gone list,
--- open: its open zset): kept keep ms more, out of the open zset. Its
--- attempt set, if it lives, lives as long as the entry now.
-local function dir_end(dir, gone, open, id, d, keep)
+-- open: its open zset): kept keep ms more, or until upto (ms, 0 for none:
+-- the earliest end of the order's lines, where the caller read them) if
+-- that comes first, so the entry is never read after its lines are; out
+-- of the open zset. Its attempt set, if it lives, lives as long as the
+-- entry now.
+local function dir_end(dir, gone, open, id, d, keep, upto)
   if d.toks ~= '' and (d.lease == 0 or d.lease > clock()) then d.lease = 0 else d.toks = '' end
   d.e = clock() + keep
+  if upto and upto > 0 and upto < d.e then d.e = upto end
   redis.call('HSET', dir, id, dir_encode(d))
   redis.call('RPUSH', gone, d.e .. ' ' .. id)
   redis.call('ZREM', open, id)

@@ -293,13 +293,20 @@
 //     only once the lines answered that they ended: a Confirm or Revert
 //     that finds no line (on a Cluster or a Ring, one that runs between
 //     a Deduct's bind and its take) leaves the entry to the take.
-//     Every line the call reaches (including lines an earlier call ended)
-//     gets its end, e, Retention from this call, as the entry does, so no
-//     line of the order reads as absent while its entry is ended and still
-//     read.
+//     Every line the call reaches (including lines an earlier call ended:
+//     a retried Confirm confirms every line again) gets its end, e,
+//     Retention from this call (or from the order's bound, if later, for
+//     an order of several lines), as
+//     the entry does, so no line of the order reads as absent while its
+//     entry is ended and still read (but for the round trip between the
+//     two, for an order ended at its bound); the reclaimer's check of an
+//     entry a call left open (it stopped before the entry's end), which
+//     may come long after the lines ended, gives the entry no later end
+//     than the earliest of theirs.
 //   - ended: the entry and the lines have e. A repeat Deduct binds
-//     "ended": it takes no new line and answers as the lines' records do
-//     (a line without a record answers stock.ErrOrderClosed). A repeat
+//     "ended" (on one server, its script reads the entry the same way):
+//     it takes no new line and answers as the lines' records do (a line
+//     without a record answers stock.ErrOrderClosed). A repeat
 //     Confirm or Revert answers as the lines do. A refused attempt never
 //     deletes an ended entry (it is not on it).
 //   - gone: from e on the items read as absent (the ID is free); the

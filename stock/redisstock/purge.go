@@ -66,7 +66,8 @@ func init() { allScripts = append(allScripts, dirCheckScript) }
 // checkOpen settles the directory entries whose check time came (due: one
 // ZRANGEBYSCORE reply per shard of dir), by what their orders' line
 // records say: an order with a held line is checked again after its
-// deadline, one whose lines all ended has its entry ended, one with no
+// deadline, one whose lines all ended has its entry ended (read no longer
+// than they are), one with no
 // record (it took nothing, and no attempt bound to it may still take) has
 // its entry deleted. Two round trips of reads, then one script per shard.
 func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.StringSliceCmd, now int64) error {
@@ -120,7 +121,7 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 	})
 	args := make(map[int][]any)
 	for _, o := range ents {
-		action, when := "drop", int64(0)
+		action, when, ends := "drop", int64(0), int64(0)
 		if o.ident != "" {
 			action = "free"
 		}
@@ -133,9 +134,17 @@ func (s *Store) checkOpen(ctx context.Context, dir *directory, due []*redis.Stri
 			case !ok || r.ident != o.ident:
 			case r.st == "held":
 				action, when = "later", max(when, r.dl+endsGrace.Milliseconds(), now+endsGrace.Milliseconds())
-			case action == "free":
-				action = "end"
+			default:
+				if r.e > 0 && (ends == 0 || r.e < ends) {
+					ends = r.e
+				}
+				if action == "free" {
+					action = "end"
+				}
 			}
+		}
+		if action == "end" {
+			when = ends // the entry is read no longer than its lines
 		}
 		if args[o.shard] == nil {
 			args[o.shard] = []any{now, s.keep.Milliseconds()}

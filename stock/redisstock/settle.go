@@ -38,15 +38,11 @@ func (s *Store) Confirm(ctx context.Context, orderID string) (err error) {
 	if len(groups) > 1 {
 		// Across slots the confirm scripts cannot be one atomic step: first
 		// read every line, so an order that cannot be confirmed is refused
-		// (or expired) before any line is.
-		done, err := s.precheck(ctx, orderID, ident, groups, now)
-		if err != nil {
+		// (or expired) before any line is. An order confirmed already (a
+		// retry) is confirmed again: its lines' ends move with the entry's
+		// (see "ending" in The life of an order, package doc).
+		if err := s.precheck(ctx, orderID, ident, groups, now); err != nil {
 			return err
-		}
-		if done {
-			// Every line is confirmed already: a retry, which ends the
-			// entry the call before it may not have.
-			return s.endEntry(ctx, orderID, ident)
 		}
 	}
 	// Group by group; the last call carries every group again. The entry
@@ -124,40 +120,38 @@ func (s *Store) confirmed(ctx context.Context, orderID, ident string, groups [][
 	return badReply(res)
 }
 
-// precheck reads every line record of a multi-slot order. It returns
-// done=true with the outcome when the order cannot be confirmed or is
-// already confirmed, and done=false when every line is held and live.
-func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64) (bool, error) {
+// precheck reads every line record of a multi-slot order. It returns the
+// outcome when the order cannot be confirmed, and nil when every line is
+// held and live, or confirmed.
+func (s *Store) precheck(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64) error {
 	lines, err := s.readLines(ctx, orderID, groups, "")
 	if err != nil {
-		return true, err
+		return err
 	}
-	confirmed, expired, lost := 0, "", ""
+	expired, lost := "", ""
 	for _, l := range lines {
 		if l.st == "held" && !l.live && lost == "" {
 			lost = l.sku
 		}
 		switch {
 		case !l.of(ident):
-			return true, &stock.SKUError{SKU: l.sku, Err: stock.ErrUnknownOrder}
+			return &stock.SKUError{SKU: l.sku, Err: stock.ErrUnknownOrder}
 		case l.st == "reverted" || l.st == "refunded":
-			return true, &stock.SKUError{SKU: l.sku, Err: stock.ErrOrderClosed}
+			return &stock.SKUError{SKU: l.sku, Err: stock.ErrOrderClosed}
 		case l.st == "expired" || (l.st == "held" && l.dl <= now):
 			if expired == "" {
 				expired = l.sku
 			}
-		case l.st == "confirmed":
-			confirmed++
 		}
 	}
 	if lost != "" {
-		return true, &stock.SKUError{SKU: lost, Err: stock.ErrUnavailable}
+		return &stock.SKUError{SKU: lost, Err: stock.ErrUnavailable}
 	}
 	if expired != "" {
-		return true, s.settleAll(ctx, orderID, ident, groups, now, "expire",
+		return s.settleAll(ctx, orderID, ident, groups, now, "expire",
 			&stock.SKUError{SKU: expired, Err: stock.ErrHoldExpired})
 	}
-	return confirmed == len(lines), nil
+	return nil
 }
 
 // settleAll runs the release script in mode on every group, so a multi-slot
