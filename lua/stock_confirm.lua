@@ -79,9 +79,9 @@ for i = 1, n do
     if live then redis.call('HINCRBY', KEYS[b + 1], 'ver', 1) end
     redis.call('ZREM', KEYS[b + 2], id)
   end
-  -- An ended line (now or before) lives Retention from this call (see
-  -- rec_end), as the order's directory entry the same call ends.
-  if r.st ~= 'held' then rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep, now) end
+  -- An ended line (now or before) lives Retention from this call, as the
+  -- order's directory entry the same call ends.
+  if r.st ~= 'held' then rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep) end
 end
 if expired then return {'expired'} end
 return {'ok'}

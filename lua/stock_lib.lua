@@ -165,19 +165,10 @@ local function rec_put(key, id, r)
   redis.call('HSET', key, id, rec_encode(r))
 end
 
--- rec_end writes r as ended now (now: the caller's clock, as deadlines):
--- kept keep ms, and listed in gone for the reclaimer to delete after
--- that. A line of an order of several lines (its identity names more than
--- one item: two \31 separators) is kept keep ms from the order's bound
--- instead (the latest its lines can hold, the same on every line) where
--- that is later: so a line that ends while another of its order may
--- still hold (on another Cluster slot) is read as long as that one can
--- be, and Retention after it. The time left to the bound is the caller's,
--- added to the server's clock as ends are.
-local function rec_end(key, gone, id, r, keep, now)
-  local first = string.find(r.id, '\31', 1, true)
-  local more = first and string.find(r.id, '\31', first + 1, true)
-  r.e = clock() + (more and math.max(0, r.mx - now) or 0) + keep
+-- rec_end writes r as ended now: kept keep ms, and listed in gone for the
+-- reclaimer to delete after that.
+local function rec_end(key, gone, id, r, keep)
+  r.e = clock() + keep
   redis.call('HSET', key, id, rec_encode(r))
   redis.call('RPUSH', gone, r.e .. ' ' .. id)
 end

@@ -17,9 +17,8 @@
 -- again later, with an item of its own). The list is in ending order (one
 -- Retention for the Store); an item due behind one that is not waits for
 -- it, so a record is kept at least Retention, a little longer where
--- Stores with another Retention share the prefix, or behind a line of an
--- order of several lines that ended before its order's bound (kept
--- Retention from the bound: at most the longest hold time more). Running it twice is safe.
+-- Stores with another Retention share the prefix. Running it twice is
+-- safe.
 -- Ends are the server's time (see stock_lib.lua).
 local now, max = clock(), tonumber(ARGV[1])
 local decode = rec_decode

@@ -91,7 +91,7 @@ for i = 5, #ARGV do
         redis.call('HDEL', KEYS[3], r.user)
       end
       r.st = 'expired'
-      rec_end(KEYS[6], KEYS[7], id, r, keep, now)
+      rec_end(KEYS[6], KEYS[7], id, r, keep)
       redis.call('ZADD', KEYS[5], now, id .. '\n' .. r.id)
       out[#out + 1] = id
       out[#out + 1] = r.user

@@ -76,7 +76,7 @@ for i = 1, n do
       to = (mode == 'revert') and 'refunded' or 'expired'
     end
     if not to and mode ~= 'drop' and r.e then
-      rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep, now) -- ended before: lives as long as the entry the call ends
+      rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep) -- ended before: lives as long as the entry the call ends
     end
     if to then
       local qty = r.qty - r.ret
@@ -102,7 +102,7 @@ for i = 1, n do
         redis.call('HDEL', KEYS[b + 4], id)
       else
         r.st = to
-        rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep, now)
+        rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep)
       end
     end
   end

@@ -141,7 +141,7 @@ for i = 1, n do
   if close and (r.st == 'held' or r.st == 'confirmed') and r.qty - r.ret <= 0 then
     r.st = (r.st == 'held') and 'reverted' or 'refunded'
     redis.call('ZREM', KEYS[b + 2], id)
-    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep, now)
+    rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep)
   else
     rec_put(KEYS[b + 4], id, r)
   end

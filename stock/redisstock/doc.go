@@ -100,12 +100,7 @@
 // their order holds stock, whatever the time; when the order ends they get
 // e, Retention from the end by the server's clock, and from then on read
 // as absent (a retry past Retention meets a new order, as with the TTLs of
-// layout 1). A line of an order of several lines gets e Retention from
-// its order's bound instead, where that is later (the time left to the
-// bound, by the caller's clock, added to the server's): a line that ends
-// while another line of its order may still hold (on another Cluster
-// slot, when a Confirm reached only some) is read as long as that one can
-// be, and Retention after. The reclaimer deletes them: each pass takes the due items off
+// layout 1). The reclaimer deletes them: each pass takes the due items off
 // the gone lists of the SKUs it visits and of the 16 shards, and deletes a
 // record or entry only if it has ended and its own e has passed (an ID
 // reused since has a new record, with an item of its own).
@@ -295,14 +290,14 @@
 //     a Deduct's bind and its take) leaves the entry to the take.
 //     Every line the call reaches (including lines an earlier call ended:
 //     a retried Confirm confirms every line again) gets its end, e,
-//     Retention from this call (or from the order's bound, if later, for
-//     an order of several lines), as
-//     the entry does, so no line of the order reads as absent while its
-//     entry is ended and still read (but for the round trip between the
-//     two, for an order ended at its bound); the reclaimer's check of an
+//     Retention from this call, as the entry does a round trip later, so
+//     no line of the order reads as absent while its entry is ended and
+//     still read (but for that round trip); the reclaimer's check of an
 //     entry a call left open (it stopped before the entry's end), which
 //     may come long after the lines ended, gives the entry no later end
-//     than the earliest of theirs.
+//     than the earliest of theirs. A line of an order on several Cluster
+//     slots may end while another still holds (a Confirm that reached
+//     some slots): it is read Retention from then (see Limits).
 //   - ended: the entry and the lines have e. A repeat Deduct binds
 //     "ended" (on one server, its script reads the entry the same way):
 //     it takes no new line and answers as the lines' records do (a line
@@ -589,9 +584,7 @@
 // # Limits
 //
 // A confirmed order can be refunded through Revert while its record lives
-// (Retention after confirmation; for an order of several lines, after
-// its bound if that is later);
-// later refunds are the database's business.
+// (Retention after confirmation); later refunds are the database's business.
 // On a Cluster or a Ring a Deduct's take trusts the bind before it: an
 // attempt whose take is held up (a stalled client or server) until
 // Retention after its order ended (its retry held the order, and the
@@ -610,6 +603,16 @@
 // decision in one place that a take on another slot reads; a record of the
 // missing lines written by Revert is not that place (a resent, concurrent
 // or undone Revert cannot tell its own records from the order's).
+//
+// A line of an order on several Cluster slots that ends while another
+// line of the order still holds (a Confirm or Revert that reached some
+// slots and stopped) is read Retention from then, like any ended line.
+// Keep Retention longer than the longest such an order can hold after
+// that (its SKUs' MaxHoldTTL, and the reclaimer's delay past the
+// deadline): with a shorter one the line reads as absent while the order
+// holds, so a repeat Deduct takes it again, and the order's deadline
+// returns the held line but leaves the ended one sold. The default (24h)
+// covers orders that hold for less than a day.
 //
 // Confirm and Revert take three round trips on one server or slot (the
 // directory, the lines, then the directory's end); RevertItems two (three

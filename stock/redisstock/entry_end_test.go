@@ -105,7 +105,9 @@ func TestRetriedConfirmKeepsTheLinesAsLongAsTheEntry(t *testing.T) {
 		fx.want(hi, 9, 0, 1)
 		elapse(fx, 50*time.Minute)
 		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "the retried Confirm")
-		wantLinesOutliveEntry(t, fx, "o1", lo, hi)
+		if _, e, ok, err := fx.s.Entry(fx.ctx(), "o1"); err != nil || !ok || e == 0 {
+			t.Fatalf("entry after the retry: ended at %d, read %v, %v", e, ok, err)
+		}
 		elapse(fx, 20*time.Minute) // within Retention of the retry that ended the entry
 		_, e, ok, _ := fx.s.Entry(fx.ctx(), "o1")
 		_, lineOK, _ := fx.s.Line(fx.ctx(), lo, "o1")
@@ -144,7 +146,9 @@ func TestRetriedConfirmKeepsTheLinesAsLongAsTheEntryShort(t *testing.T) {
 		fx.want(hi, 9, 0, 1)
 		elapse(fx, 1500*time.Millisecond)
 		is(t, fx.s.Confirm(fx.ctx(), "o1"), nil, "the retried Confirm")
-		wantLinesOutliveEntry(t, fx, "o1", lo, hi)
+		if _, e, ok, err := fx.s.Entry(fx.ctx(), "o1"); err != nil || !ok || e == 0 {
+			t.Fatalf("entry after the retry: ended at %d, read %v, %v", e, ok, err)
+		}
 		elapse(fx, time.Second) // within Retention of the retry that ended the entry
 		_, e, ok, _ := fx.s.Entry(fx.ctx(), "o1")
 		_, lineOK, _ := fx.s.Line(fx.ctx(), lo, "o1")
