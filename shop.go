@@ -51,7 +51,10 @@ type Config struct {
 	// (Recorder: your queue, whose consumer calls Shop.Settle; or set
 	// Handoff instead), RecordGrace, RecheckAfter, and OnDrift, which is
 	// called besides the Shop's own repair of the SKUs a drift names.
-	// Clock and Observer must be zero.
+	// Clock and Observer must be zero. RecordGrace must be zero (the
+	// grace is then each listing's hold time: see PutOnSale) or longer
+	// than the reclaimer's interval (Reclaim.Interval); a negative one,
+	// which the flow would take as zero, is refused.
 	Flow tiered.Config
 	// Handoff, if set, hands the orders the gate holds to the record
 	// through a broker (package handoff): New makes the flow's Recorder a
@@ -275,6 +278,10 @@ func (cfg Config) check() error {
 	if cfg.Reconcile.DryRun {
 		return &stock.InvalidError{Field: "stockguard.Config.Reconcile.DryRun",
 			Reason: "a dry run changes nothing, so it cannot recalibrate the gate before traffic returns to it: use a Reconciler of your own for dry runs"}
+	}
+	if g := cfg.Flow.RecordGrace; g < 0 {
+		return &stock.InvalidError{Field: "stockguard.Config.Flow.RecordGrace",
+			Reason: fmt.Sprintf("%v is negative: leave it zero for a grace of the hold time, or set one longer than the reclaimer's interval", g)}
 	}
 	reclaim := reclaimInterval(cfg)
 	if g := cfg.Flow.RecordGrace; g > 0 && g <= reclaim {

@@ -103,7 +103,8 @@ type Config struct {
 	// record's own, later deadline only returns copies that a crash left
 	// behind. It must exceed the reclaimer's interval plus the clock skew
 	// between nodes. Zero means the hold time itself (the record holds
-	// twice as long as the gate).
+	// twice as long as the gate); a negative grace is taken as zero
+	// (package stockguard refuses one).
 	//
 	// It also bounds ReclaimExpired's follow-up: with RecordGrace set, the
 	// follow-up lists only record copies whose gate deadline has passed;
