@@ -77,7 +77,8 @@ type Config struct {
 	// apply by themselves (MaxAutoFix; the breaker's recalibration applies
 	// any, as the record is the truth the gate must follow before traffic
 	// returns to it). Clock, Observer and GateHold must be zero, and
-	// DryRun false.
+	// DryRun false: for dry runs, make a Reconciler of your own with
+	// Shop.NewReconciler.
 	Reconcile reconcile.Config
 	// Reclaim configures the reclaimer Run drives (stock.RunReclaimer):
 	// its Interval must be shorter than a RecordGrace you set.
@@ -277,7 +278,7 @@ func (cfg Config) check() error {
 	}
 	if cfg.Reconcile.DryRun {
 		return &stock.InvalidError{Field: "stockguard.Config.Reconcile.DryRun",
-			Reason: "a dry run changes nothing, so it cannot recalibrate the gate before traffic returns to it: use a Reconciler of your own for dry runs"}
+			Reason: "a dry run changes nothing, so it cannot recalibrate the gate before traffic returns to it: make a Reconciler of your own for dry runs with Shop.NewReconciler"}
 	}
 	if g := cfg.Flow.RecordGrace; g < 0 {
 		return &stock.InvalidError{Field: "stockguard.Config.Flow.RecordGrace",
@@ -385,7 +386,8 @@ func (s *Shop) consumerLag() time.Duration {
 // sqlstock.Store.CreateTables).
 func (s *Shop) CreateTables(ctx context.Context) error { return s.record.CreateTables(ctx) }
 
-// Gate returns the Redis gate.
+// Gate returns the Redis gate. A Reconciler over it is made with
+// NewReconciler, which gives it the flow's gate hold times.
 func (s *Shop) Gate() *redisstock.Store { return s.gate }
 
 // Record returns the SQL record, the truth.
@@ -398,3 +400,27 @@ func (s *Shop) Flow() *tiered.Manager { return s.flow }
 // Reconciler returns the reconciler Run drives and the breaker
 // recalibrates with.
 func (s *Shop) Reconciler() *reconcile.Reconciler { return s.rec }
+
+// NewReconciler returns a Reconciler of your own over the Shop's gate and
+// record (a dry run, a pass with other limits), with the settings it must
+// share with the Shop derived as New derives them for Run's: the Shop's
+// Clock and Observer, and the gate hold times the flow gives the gate
+// (reconcile.Config.GateHold is the flow's tiered.Manager.GateHold, so a
+// pass, a rebuild or a warm-up gives the gate the listings' hold times
+// whatever Config.Flow.RecordGrace is). OnError defaults to
+// Config.OnError. Build a Reconciler over a Shop's stores this way:
+// reconcile.New(shop.Gate(), shop.Record(), cfg) cannot know the Shop's
+// grace and takes the default flow's (the record holding twice as long as
+// the gate). It fails with an error wrapping stock.ErrInvalid, having
+// made nothing, for a cfg that sets Clock, Observer or GateHold.
+func (s *Shop) NewReconciler(cfg reconcile.Config) (*reconcile.Reconciler, error) {
+	if cfg.Clock != nil || !isZero(cfg.Observer) || cfg.GateHold != nil {
+		return nil, &stock.InvalidError{Field: "stockguard.Shop.NewReconciler cfg.Clock/Observer/GateHold",
+			Reason: "set by the Shop (Config.Clock, Config.Observer, the flow's GateHold): leave them zero"}
+	}
+	cfg.Clock, cfg.Observer, cfg.GateHold = s.cfg.Clock, s.cfg.Observer, s.flow.GateHold
+	if cfg.OnError == nil {
+		cfg.OnError = s.cfg.OnError
+	}
+	return reconcile.New(s.gate, s.record, cfg)
+}

@@ -47,7 +47,9 @@ type Config struct {
 	// its default Config (tiered.Config{}.GateHold: half the record's, as
 	// that flow gives the record twice the gate's hold time). With a
 	// tiered Config that sets RecordGrace, pass that Manager's GateHold
-	// (or that Config's GateHold); a shop whose gate and record hold for
+	// (or that Config's GateHold); over the stores of a stockguard.Shop,
+	// make the Reconciler with Shop.NewReconciler, which passes the
+	// Shop's; a shop whose gate and record hold for
 	// the same time (no stock/tiered) passes the identity. The gate's
 	// MaxHoldTTL is the record's less the same grace (the record time less
 	// GateHold of it). A mapping of one's own must give, like tiered's,

@@ -114,7 +114,9 @@
 // bounds of own hold times and extensions hold again. By default that is
 // the mapping of stock/tiered with its default Config (the record holds
 // twice as long as the gate); a tiered flow with its own RecordGrace
-// passes its Manager's GateHold. The holds the
+// passes its Manager's GateHold, and a Reconciler over the stores of a
+// stockguard.Shop is made with Shop.NewReconciler, which passes the
+// Shop's (New cannot tell a gate's grace). The holds the
 // database kept are counted taken by the rebuilt state; stock/tiered's
 // reclaimer returns each record copy at the gate deadline it reads back
 // from the record's, extended or not.
