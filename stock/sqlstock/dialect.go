@@ -144,9 +144,8 @@ func (d Dialect) lockRow(wait time.Duration) (hint, suffix string) {
 // boundWrite makes a write statement (UPDATE or INSERT) wait at most wait
 // for a row lock on MySQL and MariaDB, without a round trip of its own: a
 // SET STATEMENT prefix on MariaDB, a SET_VAR hint on MySQL. PostgreSQL
-// bounds a transaction's waits with its lock_timeout, set after BEGIN
-// (see txOn and Store.serverWait); SQLite's writers never wait for row
-// locks.
+// bounds a transaction's waits with SET LOCAL lock_timeout (see inTx);
+// SQLite's writers never wait for row locks.
 func (d Dialect) boundWrite(stmt string, wait time.Duration) string {
 	secs := strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10)
 	switch d {

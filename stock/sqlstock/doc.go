@@ -210,14 +210,8 @@
 // row lock (each write and each locking read) carries the server's own
 // bound of LockWait, so a transaction the Store gave up on lets go of its
 // rows on the server within about one LockWait more, never after the
-// server's default lock wait (50s on MySQL and MariaDB). On PostgreSQL
-// that bound is the time the transaction's lock waits have left, when
-// that is shorter (a transaction begun late in its call: then it ends a
-// twentieth of a LockWait, 5ms to 50ms, before the call's two LockWaits),
-// and the statements' context ends after it (up to 50ms, never past the
-// two LockWaits): the server ends the wait first, so the connection is
-// kept (one a context cut is closed by the driver). A call that applied
-// nothing answers within two: its lock waits and deadlocks are run again with backoff until
+// server's default lock wait (50s on MySQL and MariaDB). A call that applied nothing answers within
+// two: its lock waits and deadlocks are run again with backoff until
 // then, and a grouped Deduct's two count from when it queued: its wait
 // for the groups ahead of it, its group's transaction and its run alone
 // after a group that failed all count in them, and past them it is

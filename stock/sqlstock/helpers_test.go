@@ -48,20 +48,6 @@ func (b backend) need(t testing.TB) {
 	testdb.Need(t, b.needs...)
 }
 
-// onPostgres runs f for each PostgreSQL backend, in a subtest of its name
-// that is skipped when its server is not given.
-func onPostgres(t *testing.T, f func(t *testing.T, b backend)) {
-	for _, b := range backends() {
-		if b.dialect != sqlstock.Postgres {
-			continue
-		}
-		t.Run(b.name, func(t *testing.T) {
-			b.need(t)
-			f(t, b)
-		})
-	}
-}
-
 // newStore builds a Store over fresh tables of its own, dropped when the
 // test ends.
 func newStore(t testing.TB, db *sqlx.DB, cfg sqlstock.Config) *sqlstock.Store {

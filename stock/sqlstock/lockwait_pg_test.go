@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
@@ -17,21 +15,27 @@ import (
 // once as an unknown outcome, after one attempt: running it again would
 // wait LockWait again, each time, past the bound the caller was given.
 func TestPGOneStatementDeductWaitsLockWaitOnce(t *testing.T) {
-	onPostgres(t, func(t *testing.T, b backend) {
-		db := b.open(t)
-		table := testdb.Unique("sgs")
-		s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Table: table, LockWait: 200 * time.Millisecond, MaxGroup: 1})
-		ctx := t.Context()
-		if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}); err != nil {
-			t.Fatal(err)
+	for _, b := range backends() {
+		if b.dialect != sqlstock.Postgres {
+			continue
 		}
-		holdLock(t, db, b.dialect, table)
-		err := s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}})
-		var ue *sqlstock.UnknownOutcomeError
-		if !errors.As(err, &ue) || ue.Attempts != 1 {
-			t.Fatalf("Deduct under a held row lock: %v; want an unknown outcome after 1 attempt", err)
-		}
-	})
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			db := b.open(t)
+			table := testdb.Unique("sgs")
+			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Table: table, LockWait: 200 * time.Millisecond, MaxGroup: 1})
+			ctx := t.Context()
+			if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10}); err != nil {
+				t.Fatal(err)
+			}
+			holdLock(t, db, b.dialect, table)
+			err := s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}})
+			var ue *sqlstock.UnknownOutcomeError
+			if !errors.As(err, &ue) || ue.Attempts != 1 {
+				t.Fatalf("Deduct under a held row lock: %v; want an unknown outcome after 1 attempt", err)
+			}
+		})
+	}
 }
 
 // PostgreSQL sets the transaction's lock_timeout before anything else: a
@@ -39,30 +43,36 @@ func TestPGOneStatementDeductWaitsLockWaitOnce(t *testing.T) {
 // never an unknown outcome (ReclaimExpired, which is not run again, used
 // to answer one).
 func TestPGLockTimeoutSettingLostIsNotAnUnknownOutcome(t *testing.T) {
-	onPostgres(t, func(t *testing.T, b backend) {
-		db, f := openFlaky(t, b)
-		clock := stocktest.NewClock(stocktest.Epoch)
-		s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: clock, RetryWait: time.Millisecond})
-		ctx := t.Context()
-		if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
-			t.Fatal(err)
+	for _, b := range backends() {
+		if b.dialect != sqlstock.Postgres {
+			continue
 		}
-		if err := s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 2}}}); err != nil {
-			t.Fatal(err)
-		}
-		clock.Advance(2 * time.Minute)
-		f.armExec("SELECT set_config('lock_timeout'")
-		got, err := s.ReclaimExpired(ctx, 10)
-		if f.fault.Load() != faultNone {
-			t.Fatalf("the fault was never hit (%v)", err)
-		}
-		if errors.Is(err, stock.ErrUnknownOutcome) {
-			t.Fatalf("ReclaimExpired with its lock_timeout setting lost: %v; nothing was written, want no unknown outcome", err)
-		}
-		if err == nil && len(got) != 1 {
-			t.Fatalf("ReclaimExpired returned %v", got)
-		}
-	})
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			db, f := openFlaky(t, b)
+			clock := stocktest.NewClock(stocktest.Epoch)
+			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Clock: clock, RetryWait: time.Millisecond})
+			ctx := t.Context()
+			if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 2}}}); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(2 * time.Minute)
+			f.armExec("SET LOCAL lock_timeout")
+			got, err := s.ReclaimExpired(ctx, 10)
+			if f.fault.Load() != faultNone {
+				t.Fatalf("the fault was never hit (%v)", err)
+			}
+			if errors.Is(err, stock.ErrUnknownOutcome) {
+				t.Fatalf("ReclaimExpired with its lock_timeout setting lost: %v; nothing was written, want no unknown outcome", err)
+			}
+			if err == nil && len(got) != 1 {
+				t.Fatalf("ReclaimExpired returned %v", got)
+			}
+		})
+	}
 }
 
 // On PostgreSQL one UPDATE can wait for a row lock more than once: for the
@@ -73,93 +83,57 @@ func TestPGLockTimeoutSettingLostIsNotAnUnknownOutcome(t *testing.T) {
 // LockWait, not two (the fault matrix's lock storm saw 3s calls against a
 // 2.5s bound with LockWait 1s).
 func TestPGChainedLockWaitsStayWithinLockWait(t *testing.T) {
-	onPostgres(t, func(t *testing.T, b backend) {
-		db := b.open(t)
-		table := testdb.Unique("sgs")
-		const wait = 600 * time.Millisecond
-		// One attempt: a call runs a lock wait again within two
-		// LockWaits, and this test is of one transaction's waits.
-		s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Table: table, LockWait: wait, MaxGroup: 1, MaxAttempts: 1})
-		ctx := t.Context()
-		// A per-user limit sends the Deduct down the transaction path.
-		if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, PerUserLimit: 5}); err != nil {
-			t.Fatal(err)
+	for _, b := range backends() {
+		if b.dialect != sqlstock.Postgres {
+			continue
 		}
-		holdLock(t, db, b.dialect, table)
-		// The waiter ahead: it takes the tuple lock, waits for the
-		// holder, and gives up at 0.9 LockWait, handing the tuple lock on.
-		ahead := make(chan error, 1)
-		go func() {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				ahead <- err
-				return
+		t.Run(b.name, func(t *testing.T) {
+			b.need(t)
+			db := b.open(t)
+			table := testdb.Unique("sgs")
+			const wait = 600 * time.Millisecond
+			// One attempt: a call runs a lock wait again within two
+			// LockWaits, and this test is of one transaction's waits.
+			s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Table: table, LockWait: wait, MaxGroup: 1, MaxAttempts: 1})
+			ctx := t.Context()
+			// A per-user limit sends the Deduct down the transaction path.
+			if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, PerUserLimit: 5}); err != nil {
+				t.Fatal(err)
 			}
-			defer func() { _ = tx.Rollback() }()
-			if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '540ms'"); err != nil {
+			holdLock(t, db, b.dialect, table)
+			// The waiter ahead: it takes the tuple lock, waits for the
+			// holder, and gives up at 0.9 LockWait, handing the tuple lock on.
+			ahead := make(chan error, 1)
+			go func() {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					ahead <- err
+					return
+				}
+				defer func() { _ = tx.Rollback() }()
+				if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '540ms'"); err != nil {
+					ahead <- err
+					return
+				}
+				_, err = tx.ExecContext(ctx, "UPDATE "+table+" SET available = available WHERE sku = 'a'")
 				ahead <- err
-				return
+			}()
+			waitForLockWaiter(t, db, b.dialect, table)
+			start := time.Now()
+			err := s.Deduct(ctx, stock.Order{ID: "o1", UserID: "u1", Items: []stock.Item{{SKU: "a", Qty: 1}}})
+			took := time.Since(start)
+			if !errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
+				t.Fatalf("Deduct behind a waiter and a holder: %v; want contention (nothing applied)", err)
 			}
-			_, err = tx.ExecContext(ctx, "UPDATE "+table+" SET available = available WHERE sku = 'a'")
-			ahead <- err
-		}()
-		waitForLockWaiter(t, db, b.dialect, table)
-		start := time.Now()
-		err := s.Deduct(ctx, stock.Order{ID: "o1", UserID: "u1", Items: []stock.Item{{SKU: "a", Qty: 1}}})
-		took := time.Since(start)
-		if !errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
-			t.Fatalf("Deduct behind a waiter and a holder: %v; want contention (nothing applied)", err)
-		}
-		if took > wait*8/5 { // the two waits add up to 1.9 LockWait
-			t.Fatalf("Deduct took %v, want about LockWait (%v): the two lock waits were added up", took, wait)
-		}
-		if e := <-ahead; e == nil {
-			t.Fatal("the waiter ahead got the lock: the holder let go too early")
-		}
-		if lv, err := s.Levels(ctx, "a"); err != nil || lv.Available != 10 || lv.Held != 0 {
-			t.Fatalf("levels %+v, %v; want nothing taken", lv, err)
-		}
-	})
-}
-
-// On PostgreSQL the server ends every lock wait of a Store's transaction
-// before the deadline of the transaction's statements does: its
-// lock_timeout is the time the statements have left (LockWait at most),
-// less a margin. So a Deduct that spends its two LockWaits on a row held
-// past them answers stock.ErrContention and keeps its connection, on its
-// later attempts too (whose statements have less than a LockWait left of
-// the call's time). A statement its deadline canceled would have closed
-// the connection (pgx does), and the next transaction would dial a new
-// one, a round trip that is long on a busy server.
-func TestPGLockWaitsEndOnTheServerAndKeepTheConnection(t *testing.T) {
-	onPostgres(t, func(t *testing.T, b backend) {
-		db := b.open(t)
-		db.SetMaxOpenConns(1)
-		table := testdb.Unique("sgs")
-		s := newStore(t, db, sqlstock.Config{Dialect: b.dialect, Table: table, LockWait: 300 * time.Millisecond, MaxGroup: 1})
-		ctx := t.Context()
-		if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, PerUserLimit: 5}); err != nil {
-			t.Fatal(err)
-		}
-		before := backendPID(t, db)
-		release := holdLock(t, b.open(t), b.dialect, table)
-		err := s.Deduct(ctx, stock.Order{ID: "o1", UserID: "u1", Items: []stock.Item{{SKU: "a", Qty: 1}}})
-		release()
-		if !errors.Is(err, stock.ErrContention) {
-			t.Fatalf("Deduct under a row held past its two LockWaits: %v, want stock.ErrContention", err)
-		}
-		if after := backendPID(t, db); after != before {
-			t.Errorf("the Store's one connection was closed and dialed again (backend %d, then %d)", before, after)
-		}
-	})
-}
-
-// backendPID is the PostgreSQL backend of a connection of db: with one
-// connection allowed, the same number means the same connection.
-func backendPID(t *testing.T, db *sqlx.DB) (pid int) {
-	t.Helper()
-	if err := db.QueryRowContext(t.Context(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
+			if took > wait*8/5 { // the two waits add up to 1.9 LockWait
+				t.Fatalf("Deduct took %v, want about LockWait (%v): the two lock waits were added up", took, wait)
+			}
+			if e := <-ahead; e == nil {
+				t.Fatal("the waiter ahead got the lock: the holder let go too early")
+			}
+			if lv, err := s.Levels(ctx, "a"); err != nil || lv.Available != 10 || lv.Held != 0 {
+				t.Fatalf("levels %+v, %v; want nothing taken", lv, err)
+			}
+		})
 	}
-	return pid
 }

@@ -129,7 +129,7 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q.returnLine = q.write("UPDATE {L} SET returned = returned + ? WHERE order_id = ? AND line = ? AND state = ? AND qty - returned >= ?")
 
 	if d == Postgres {
-		q.beginLockWait = q.sql("SELECT set_config('lock_timeout', ?, true)") // SET LOCAL; its value: Store.serverWait
+		q.beginLockWait = "SET LOCAL lock_timeout = '" + itoa(cfg.LockWait.Milliseconds()) + "ms'"
 		// A volatile condition, so evaluated on the row before its lock
 		// is waited for.
 		q.laterWait = " AND set_config('lock_timeout', '" + itoa(max(1, min(cfg.LockWait, laterLockWait).Milliseconds())) + "ms', true) <> ''"

@@ -63,12 +63,11 @@ func (s *Store) attemptCtx(ctx context.Context, start time.Time, unknown bool) (
 	return context.WithDeadline(ctx, start.Add(answerWaits*s.lockWait()))
 }
 
-// bodyBy returns when the lock waits of a transaction begun now on ctx
-// must end: Config.LockWait after now, or the attempt's budget if that
-// comes first. The server ends them then (on PostgreSQL; see serverWait),
-// and the statements' context a little later (bodyEnd).
+// bodyBy returns when a transaction begun now on ctx must end its
+// statements: Config.LockWait after now, or the attempt's budget if that
+// comes first.
 func (s *Store) bodyBy(ctx context.Context) time.Time {
-	by := time.Now().Add(s.lockWait())
+	by := time.Now().Add(s.lockWait() + bodySlack)
 	if b, ok := ctx.Value(budgetKey{}).(time.Time); ok && b.Before(by) {
 		by = b
 	}

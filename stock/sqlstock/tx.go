@@ -81,9 +81,6 @@ func (s *Store) inTxOn(ctx context.Context, db pool, skus []string, fn func(q qu
 		if err := s.awaitRows(ctx, by, skus[1:]); err != nil {
 			return err
 		}
-		if !time.Now().Before(by) {
-			return err // no time left for the body: a lock wait, as it would end
-		}
 	}
 }
 
@@ -105,21 +102,20 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 	if err != nil {
 		return err
 	}
-	if by.IsZero() {
-		*by = s.bodyBy(ctx)
-	}
 	if s.q.beginLockWait != "" {
-		if _, err := tx.ExecContext(ctx, s.q.beginLockWait, s.serverWait(ctx, *by)); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q.beginLockWait); err != nil {
 			_ = tx.Rollback()
 			return err // a setting: nothing written yet
 		}
 	}
-	end := s.bodyEnd(ctx, *by)
-	body, cancel := context.WithDeadline(ctx, end)
+	if by.IsZero() {
+		*by = s.bodyBy(ctx)
+	}
+	body, cancel := context.WithDeadline(ctx, *by)
 	defer cancel()
 	if err := fn(boundedTx{tx, body, later}); err != nil {
 		_ = tx.Rollback()
-		if bodyCut(ctx, body, end) {
+		if bodyCut(ctx, body, *by) {
 			return &bodyLockWait{err} // COMMIT not sent: nothing applied
 		}
 		return sent(err)
@@ -157,10 +153,10 @@ func bodyCut(ctx, body context.Context, end time.Time) bool {
 // that reaches by is a lock wait (bodyLockWait), as the body's would be,
 // not the end of the call.
 func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) error {
-	wctx, cancel := context.WithDeadline(ctx, s.bodyEnd(ctx, by))
+	wctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
 	for _, sku := range skus {
-		wait := s.serverWait(ctx, by)
+		wait := itoa(max(1, time.Until(by).Milliseconds())) + "ms"
 		var one int
 		err := s.db.QueryRowContext(wctx, s.q.awaitRow, sku, wait).Scan(&one)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) { // no row: the body finds the SKU missing
@@ -195,49 +191,14 @@ func (s *Store) lockStockIn(q querier, n int) string {
 	return s.q.lockStockIn(n)
 }
 
-// bodySlack is how long after its lock waits must end (by, see bodyBy)
-// the context of a transaction's statements ends, at most half a LockWait
-// and never past the call's budget (bodyEnd): time for the server's
-// answer to a wait it ended itself, so a lock wait ends by the server's
-// own bound first, with the connection kept.
+// bodySlack is how much longer than Config.LockWait a transaction's
+// statements may run in all (see boundedTx): a single lock wait ends by
+// the server's own bound first, with the connection kept.
 const bodySlack = 50 * time.Millisecond
 
-// bodyEnd is when the context of the statements of a transaction on ctx
-// whose lock waits must end by by ends: bodySlack later, or half a
-// LockWait if that is shorter, but not past the attempt's budget (a
-// statement can wait for a row more than once, each wait bounded on the
-// server: the budget bounds them all, as the call's answer promises).
-func (s *Store) bodyEnd(ctx context.Context, by time.Time) time.Time {
-	end := by.Add(min(bodySlack, s.lockWait()/2))
-	if b, ok := ctx.Value(budgetKey{}).(time.Time); ok && b.Before(end) {
-		end = b
-	}
-	return end
-}
-
-// serverWait is the lock wait PostgreSQL is given (lock_timeout, as
-// set_config takes it) for the statements of a transaction on ctx whose
-// lock waits must end by by: the time until then, which is
-// Config.LockWait on a transaction begun early in its call, and at least
-// 1ms (0 would be no bound). Where the statements' context ends less
-// than a twentieth of a LockWait (at least 5ms, at most bodySlack) after
-// by (bodyEnd: a transaction begun late, whose by is its call's budget),
-// the server's wait ends that much before the context. So the server
-// ends the wait first, and the connection is kept: a statement its
-// context canceled closes it (pgx), and the next transaction dials.
-func (s *Store) serverWait(ctx context.Context, by time.Time) string {
-	margin := min(bodySlack, max(5*time.Millisecond, s.lockWait()/20))
-	until := by
-	if e := s.bodyEnd(ctx, by).Add(-margin); e.Before(until) {
-		until = e
-	}
-	left := time.Until(until).Round(time.Millisecond)
-	return itoa(max(1, min(s.cfg.LockWait, left).Milliseconds())) + "ms"
-}
-
 // boundedTx runs the statements of a transaction under one deadline,
-// Config.LockWait from BEGIN (or the call's budget, if sooner: bodyBy)
-// and bodySlack (bodyEnd), instead of each caller's own. The server bounds each lock wait, but a
+// Config.LockWait from BEGIN (or the call's budget, if sooner: bodyBy),
+// instead of each caller's own. The server bounds each lock wait, but a
 // transaction waits once per statement (MariaDB, MySQL), and on
 // PostgreSQL one UPDATE of a row others queue for can wait several times:
 // for the tuple lock while the waiter ahead of it holds it, then for the
