@@ -3,6 +3,7 @@ package sqlstock_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -14,10 +15,11 @@ import (
 )
 
 // Every Deduct answers within Store.AnswerBound, grouped or not, also
-// when the pool has no free connection for longer than that: a Deduct
-// that runs alone gives up waiting for a connection at its bound (nothing
-// sent: stock.ErrContention); one queued for a group must not wait for
-// its group's connection past its own bound.
+// when the pool has no free connection for longer than that, and one that
+// applied nothing (stock.ErrContention) within two LockWaits: a Deduct
+// that runs alone gives up waiting for a connection (nothing sent); one
+// queued for a group must not wait for its group's connection past its
+// own bound.
 func TestZZGroupedDeductAnswersWithinTheBoundWhenThePoolIsBusy(t *testing.T) {
 	const lockWait = time.Second
 	for _, b := range backends() {
@@ -86,6 +88,10 @@ func TestZZGroupedDeductAnswersWithinTheBoundWhenThePoolIsBusy(t *testing.T) {
 						defer mu.Unlock()
 						worst = max(worst, took)
 						errs[fmt.Sprint(err)]++
+						if errors.Is(err, stock.ErrContention) && took > 2*lockWait+300*time.Millisecond {
+							t.Errorf("Deduct o%d applied nothing (%v) and answered after %v; a call that applied nothing answers within two LockWaits (%v)",
+								i, err, took.Round(time.Millisecond), 2*lockWait)
+						}
 						if took > s.AnswerBound()+300*time.Millisecond {
 							t.Errorf("Deduct o%d answered after %v (%v); AnswerBound is %v", i, took.Round(time.Millisecond), err, s.AnswerBound())
 						}
