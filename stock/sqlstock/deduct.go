@@ -167,12 +167,16 @@ func (s *Store) takeLines(ctx context.Context, q querier, userTotal string, o st
 // is used only when no other deduct of the SKU is in flight in this Store:
 // on a hot SKU the transaction goes faster.
 //
-// An autocommit statement cannot carry lock_timeout, so its wait for the
-// row lock is bounded by Config.LockWait through its context: past it the
-// statement is canceled and the answer is stock.ErrUnknownOutcome (the
-// retry tells), never a wait as long as the caller's.
+// An autocommit statement cannot carry lock_timeout, so its wait for a
+// connection and for the row lock is bounded by Config.LockWait (or the
+// attempt's budget, if sooner: bodyBy) through its context. A statement
+// canceled then may have applied: the answer is stock.ErrUnknownOutcome
+// (the retry tells), never a wait as long as the caller's. One that was
+// never sent (no connection came) or that the server answered applied
+// nothing: it is a lock wait (bodyLockWait), run again while the call has
+// time and then stock.ErrContention.
 func (s *Store) takeOnePG(parent context.Context, o stock.Order, it stock.Item, now int64) error {
-	ctx, cancel := context.WithTimeout(parent, s.cfg.LockWait)
+	ctx, cancel := context.WithDeadline(parent, s.bodyBy(parent))
 	defer cancel()
 	n, err := s.execWrite(ctx, s.q.takeOnePG,
 		it.Qty, it.Qty, it.SKU, it.Qty, o.ID, it.SKU, it.Qty, o.UserID, now, now, now)
@@ -180,9 +184,7 @@ func (s *Store) takeOnePG(parent context.Context, o stock.Order, it stock.Item, 
 	case err != nil && classify(err) == errDuplicate:
 		return errOrderExists
 	case err != nil && ctx.Err() != nil && parent.Err() == nil:
-		// Canceled at LockWait: answered now, not run again here (a re-run
-		// would wait as long again); the caller's retry tells.
-		return &UnknownOutcomeError{Op: "deduct", Attempts: 1, Last: err}
+		return cutAtLockWait("deduct", err)
 	case err != nil:
 		return err
 	case n == 1:

@@ -26,7 +26,8 @@ var _ stock.HoldExtender = (*Store)(nil)
 // Config.LockWait for the lines' row locks (held by a Confirm or a
 // caller's transaction, say): on MySQL and MariaDB past it the answer is
 // stock.ErrContention, on PostgreSQL, where the statement is canceled,
-// stock.ErrUnknownOutcome (call again). On SQLite the UPDATE and the read
+// stock.ErrUnknownOutcome (call again); a call that got no connection
+// within it sent nothing and answers stock.ErrContention. On SQLite the UPDATE and the read
 // run in one IMMEDIATE transaction, which waits for the write lock as
 // every write of the Store does.
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
@@ -51,15 +52,16 @@ func (s *Store) extendOnce(ctx context.Context, orderID string, to int64) error 
 		return s.inTx(ctx, func(q querier) error { return s.extendIn(ctx, q, s.q.readOrder, orderID, to) })
 	case Postgres:
 		// An autocommit statement cannot carry lock_timeout: its wait for
-		// the lines' row locks is bounded by Config.LockWait through its
-		// context, as the one-statement deduct's is (see takeOnePG).
-		wait, cancel := context.WithTimeout(ctx, s.cfg.LockWait)
+		// a connection and for the lines' row locks is bounded by
+		// Config.LockWait through its context, as the one-statement
+		// deduct's is (see takeOnePG).
+		wait, cancel := context.WithDeadline(ctx, s.bodyBy(ctx))
 		n, err := s.execWrite(wait, s.q.extend, to, orderID, s.nowMS(), to, to)
 		timedOut := err != nil && wait.Err() != nil && ctx.Err() == nil
 		cancel()
 		switch {
 		case timedOut:
-			return &UnknownOutcomeError{Op: "extend hold", Attempts: 1, Last: err}
+			return cutAtLockWait("extend hold", err)
 		case err != nil || n > 0:
 			return err
 		}

@@ -233,17 +233,34 @@ func (b boundedTx) QueryRowContext(_ context.Context, query string, args ...any)
 const laterLockWait = 10 * time.Millisecond
 
 // bodyLockWait is a transaction whose statements ran past Config.LockWait
-// in all, or past the call's budget (boundedTx), and were rolled back:
-// nothing was applied. It classifies as lock_timeout's own error (SQLSTATE 55P03),
+// in all, or past the call's budget (boundedTx), and were rolled back, or
+// an autocommit write that got no connection or was answered by the
+// server within its LockWait (cutAtLockWait): nothing was applied. It classifies as lock_timeout's own error (SQLSTATE 55P03),
 // which the retry loop answers as stock.ErrContention.
 type bodyLockWait struct{ err error }
 
 func (e *bodyLockWait) Error() string {
-	return "sqlstock: the transaction waited longer than Config.LockWait for row locks: " + e.err.Error()
+	return "sqlstock: the statements waited longer than Config.LockWait for a connection or row locks: " + e.err.Error()
 }
 
 // SQLState returns lock_timeout's code, 55P03.
 func (e *bodyLockWait) SQLState() string { return "55P03" }
+
+// cutAtLockWait is the answer of op's autocommit write (execWrite) whose
+// context ended at its LockWait (takeOnePG, ExtendHold on PostgreSQL)
+// with err. A write that may have applied (*maybeApplied: the statement
+// was sent and canceled) is answered stock.ErrUnknownOutcome now, not run
+// again here (a re-run would wait as long again; the caller's retry
+// tells). Any other failure applied nothing, whether the statement was
+// never sent (no connection came) or the server answered it: a lock wait
+// (bodyLockWait), run again while the call has time.
+func cutAtLockWait(op string, err error) error {
+	var ma *maybeApplied
+	if errors.As(err, &ma) {
+		return &UnknownOutcomeError{Op: op, Attempts: 1, Last: err}
+	}
+	return &bodyLockWait{err}
+}
 
 // sent returns err as *maybeApplied unless it proves that nothing was
 // applied.

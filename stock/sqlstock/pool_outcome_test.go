@@ -20,11 +20,11 @@ import (
 // write was sent ... is returned as it is and matches neither
 // stock.ErrUnknownOutcome nor stock.ErrContention"; a call that applied
 // nothing is stock.ErrContention at most.
-func TestZZNoConnectionIsNotAnUnknownOutcome(t *testing.T) {
+func TestNoConnectionIsNotAnUnknownOutcome(t *testing.T) {
 	testdb.Need(t, testdb.Postgres)
 	db := testdb.PostgreSQL(t, 1).DB
 	ctx := context.Background()
-	s := newStoreOn(t, db, sqlstock.Config{Dialect: sqlstock.Postgres, Table: testdb.Unique("rv3s"), Ledger: testdb.Unique("rv3l"),
+	s := newStoreOn(t, db, sqlstock.Config{Dialect: sqlstock.Postgres, Table: testdb.Unique("nocs"), Ledger: testdb.Unique("nocl"),
 		LockWait: time.Second, MaxGroup: 1})
 	if err := s.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute, MaxHoldTTL: time.Hour}); err != nil {
 		t.Fatal(err)
