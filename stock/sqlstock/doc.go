@@ -62,8 +62,13 @@
 // # Strategies
 //
 // All three write the ledger and move the units in one transaction, and
-// lock stock rows in sorted SKU order (canon.Sorted), so multi-SKU orders
-// never deadlock one another.
+// lock stock rows in sorted SKU order (canon.Sorted: byte order, whatever
+// the SKU column's collation, also in an application's own stock table),
+// so multi-SKU orders never deadlock one another. A statement that locks
+// several rows at once sorts them in byte order on PostgreSQL; on MySQL
+// and MariaDB, whose InnoDB locks a statement's rows in the index's
+// (the collation's) order, several rows are locked with one statement
+// each.
 //
 //   - Atomic (default): INSERT the ledger lines, then per line
 //     "UPDATE ... SET available = available - n WHERE sku = ? AND

@@ -45,6 +45,12 @@ type queries struct {
 	later     map[string]string
 	laterWait string // the condition that sets the later rows' lock wait
 	awaitRow  string
+	// byteOrder is what lockStockIn sorts by: the SKU in byte order (Go's,
+	// canon.Sorted), whatever the column's collation.
+	byteOrder string
+	// lockStockOne locks and reads one SKU's row (MySQL, MariaDB: see
+	// Store.lockRows).
+	lockStockOne string
 }
 
 func newQueries(d Dialect, cfg Config) *queries {
@@ -60,6 +66,14 @@ func newQueries(d Dialect, cfg Config) *queries {
 	q := &queries{d: d, r: r, lockWait: cfg.LockWait}
 	hint, lockSuffix := d.lockRow(cfg.LockWait)
 	q.lockHint, q.lockSuffix = hint, lockSuffix
+	q.byteOrder = "{sku}"
+	switch d {
+	case Postgres:
+		q.byteOrder = `{sku} COLLATE "C"`
+	case SQLite:
+		q.byteOrder = "{sku} COLLATE BINARY"
+	}
+	q.lockStockOne = q.sql("SELECT" + hint + " {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} = ?" + lockSuffix)
 	// The order's ledger lines are locked with the stock rows' bounded
 	// wait (Config.LockWait), not the server's (50s by default on MySQL
 	// and MariaDB); SQLite's IMMEDIATE transaction already excludes
@@ -167,10 +181,14 @@ func (q *queries) readStock(n int) string {
 	return q.sql("SELECT {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} IN (" + params(n) + ")")
 }
 
-// lockStockIn locks and reads the rows of n SKUs, in SKU order.
+// lockStockIn locks and reads the rows of n SKUs, in SKU order on
+// PostgreSQL (byte order, whatever the column's collation: byteOrder);
+// MySQL and MariaDB lock one statement's rows in the index's order
+// whatever the ORDER BY, so Store.lockRows locks several rows there with
+// lockStockOne each.
 func (q *queries) lockStockIn(n int) string {
 	return q.sql("SELECT" + q.lockHint + " {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} IN (" + params(n) +
-		") ORDER BY {sku}" + q.lockSuffix)
+		") ORDER BY " + q.byteOrder + q.lockSuffix)
 }
 
 // lockStockLater is lockStockIn on PostgreSQL for n > 1 SKUs whose rows
@@ -179,7 +197,7 @@ func (q *queries) lockStockIn(n int) string {
 func (q *queries) lockStockLater(n int) string {
 	const cols = " {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} "
 	return q.sql("WITH f AS MATERIALIZED (SELECT" + cols + "= ? FOR UPDATE)," +
-		" r AS MATERIALIZED (SELECT" + cols + "IN (" + params(n-1) + ")" + q.laterWait + " ORDER BY {sku} FOR UPDATE)" +
+		" r AS MATERIALIZED (SELECT" + cols + "IN (" + params(n-1) + ")" + q.laterWait + " ORDER BY " + q.byteOrder + " FOR UPDATE)" +
 		" SELECT * FROM f UNION ALL SELECT * FROM r")
 }
 

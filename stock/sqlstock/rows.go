@@ -14,7 +14,9 @@ type stockRow struct {
 // readRows reads the rows of the sorted items through q, or fails with
 // stock.ErrUnknownSKU naming the first SKU that has none.
 func (s *Store) readRows(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
-	return s.itemRows(ctx, q, s.q.readStock(len(items)), items)
+	skus := skuList(items)
+	found, err := s.stockRows(ctx, q, s.q.readStock(len(skus)), skus)
+	return itemRows(skus, found, err)
 }
 
 // checkRows refuses the order if a limited SKU has no user or a line has
@@ -84,36 +86,63 @@ type lockedRow struct {
 	found bool
 }
 
-// lockRows locks the stock rows of the sorted skus, in SKU order, and
-// reads them (and remembers their settings); a SKU without a row comes
-// back not found.
+// lockRows locks the stock rows of the sorted skus, in SKU order (Go's
+// byte order, as every other statement of the Store takes them, whatever
+// the SKU column's collation), and reads them (and remembers their
+// settings); a SKU without a row comes back not found.
+//
+// PostgreSQL locks the rows of one SELECT ... ORDER BY ... FOR UPDATE in
+// the order it sorts them, and the statement sorts in byte order (COLLATE
+// "C"). InnoDB (MySQL, MariaDB) locks them as it finds them, in the
+// index's order, which is the collation's whatever the ORDER BY: there
+// several rows are locked with one statement each, in order.
 func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]lockedRow, error) {
-	return s.stockRows(ctx, q, s.lockStockIn(q, len(skus)), skus)
+	if !s.d.mysqlLike() || len(skus) < 2 {
+		return s.stockRows(ctx, q, s.lockStockIn(q, len(skus)), skus)
+	}
+	found := make(map[string]stockRow, len(skus))
+	for _, sku := range skus {
+		if err := s.scanRows(ctx, q, s.q.lockStockOne, []string{sku}, found); err != nil {
+			return nil, err
+		}
+	}
+	return s.foundRows(skus, found), nil
 }
 
 // stockRows reads the stock rows of skus with query (readStock or
 // lockStockIn) and remembers their settings; a SKU without a row comes
 // back not found.
 func (s *Store) stockRows(ctx context.Context, q querier, query string, skus []string) ([]lockedRow, error) {
-	rs, err := q.QueryContext(ctx, query, anys(skus)...)
-	if err != nil {
+	found := make(map[string]stockRow, len(skus))
+	if err := s.scanRows(ctx, q, query, skus, found); err != nil {
 		return nil, err
 	}
+	return s.foundRows(skus, found), nil
+}
+
+// scanRows reads the stock rows of skus with query into found, by SKU.
+func (s *Store) scanRows(ctx context.Context, q querier, query string, skus []string, found map[string]stockRow) error {
+	rs, err := q.QueryContext(ctx, query, anys(skus)...)
+	if err != nil {
+		return err
+	}
 	defer rs.Close()
-	found := make(map[string]stockRow, len(skus))
 	for rs.Next() {
 		var (
 			sku string
 			r   stockRow
 		)
 		if err := rs.Scan(&sku, &r.avail, &r.version, &r.limit, &r.ttlMS, &r.maxMS); err != nil {
-			return nil, err
+			return err
 		}
 		found[sku] = r
 	}
-	if err := rs.Err(); err != nil {
-		return nil, err
-	}
+	return rs.Err()
+}
+
+// foundRows returns the rows of skus in found, in their order, and
+// remembers their settings; a SKU without a row comes back not found.
+func (s *Store) foundRows(skus []string, found map[string]stockRow) []lockedRow {
 	rows := make([]lockedRow, len(skus))
 	for i, sku := range skus {
 		r, ok := found[sku]
@@ -124,22 +153,22 @@ func (s *Store) stockRows(ctx context.Context, q querier, query string, skus []s
 		s.settings.Add(sku, r.settings())
 		rows[i] = lockedRow{r, true}
 	}
-	return rows, nil
+	return rows
 }
 
-// lockItems locks the stock rows of the sorted items in one statement, in
-// SKU order, and reads them, or fails with stock.ErrUnknownSKU naming the
+// lockItems locks the stock rows of the sorted items in SKU order (see
+// lockRows) and reads them, or fails with stock.ErrUnknownSKU naming the
 // first SKU without a row.
 func (s *Store) lockItems(ctx context.Context, q querier, items []stock.Item) ([]stockRow, error) {
-	return s.itemRows(ctx, q, s.lockStockIn(q, len(items)), items)
+	skus := skuList(items)
+	found, err := s.lockRows(ctx, q, skus)
+	return itemRows(skus, found, err)
 }
 
-// itemRows reads the stock rows of the sorted items with query (see
-// stockRows), or fails with stock.ErrUnknownSKU naming the first SKU
-// without a row.
-func (s *Store) itemRows(ctx context.Context, q querier, query string, items []stock.Item) ([]stockRow, error) {
-	skus := skuList(items)
-	found, err := s.stockRows(ctx, q, query, skus)
+// itemRows returns the rows found (see stockRows) of the sorted skus
+// read with err, or fails with err, or with stock.ErrUnknownSKU naming
+// the first SKU without a row.
+func itemRows(skus []string, found []lockedRow, err error) ([]stockRow, error) {
 	if err != nil {
 		return nil, err
 	}

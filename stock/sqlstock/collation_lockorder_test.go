@@ -2,6 +2,7 @@ package sqlstock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ import (
 // PostgreSQL breaks only at deadlock_timeout (1s). With the rows taken in
 // one order the Pessimistic Deduct waits for the Atomic one (held 400ms)
 // and both end within about that.
-func TestZZOwnStockTableCollationKeepsOneLockOrder(t *testing.T) {
+func TestOwnStockTableCollationKeepsOneLockOrder(t *testing.T) {
 	testdb.Need(t, testdb.Postgres)
 	for _, collation := range []string{`"C"`, `"und-x-icu"`} {
 		t.Run(collation, func(t *testing.T) {
@@ -33,13 +34,13 @@ func TestZZOwnStockTableCollationKeepsOneLockOrder(t *testing.T) {
 			flakyDB, f := openFlaky(t, b)
 			plain := testdb.PostgreSQL(t, 8)
 			ctx := context.Background()
-			table := testdb.Unique("rv3s")
+			table := testdb.Unique("colls")
 			if _, err := plain.ExecContext(ctx, `CREATE TABLE "`+table+`" (sku VARCHAR(128) COLLATE `+collation+` NOT NULL PRIMARY KEY,`+
 				` available BIGINT NOT NULL, held BIGINT NOT NULL DEFAULT 0, sold BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,`+
 				` per_user_limit BIGINT NOT NULL DEFAULT 0, hold_ttl_ms BIGINT NOT NULL DEFAULT 600000, max_hold_ttl_ms BIGINT NOT NULL DEFAULT 0)`); err != nil {
 				t.Fatal(err)
 			}
-			cfg := sqlstock.Config{Dialect: sqlstock.Postgres, Table: table, Ledger: testdb.Unique("rv3l"), MaxGroup: 1, LockWait: 5 * time.Second}
+			cfg := sqlstock.Config{Dialect: sqlstock.Postgres, Table: table, Ledger: testdb.Unique("colll"), MaxGroup: 1, LockWait: 5 * time.Second}
 			atomic := newStoreOn(t, flakyDB.DB, cfg)
 			cfg.Strategy = sqlstock.Pessimistic
 			pessimistic, err := sqlstock.New(plain.DB, cfg)
@@ -86,5 +87,59 @@ func TestZZOwnStockTableCollationKeepsOneLockOrder(t *testing.T) {
 				t.Errorf("two Deducts of {a, B} took %v: they locked the rows in two orders and waited for PostgreSQL's deadlock check", slowest.Round(time.Millisecond))
 			}
 		})
+	}
+}
+
+// On MariaDB (and MySQL) InnoDB locks the rows a statement finds in the
+// index's order, the SKU column's collation's, whatever its ORDER BY: with
+// utf8mb4_general_ci (MariaDB's default) "a" comes before "B", in byte
+// order after it. A Pessimistic Deduct of {a, B} must take B's row first,
+// as an Atomic Deduct does: while it waits for B (held by another
+// transaction), a's row is still free.
+func TestOwnStockTableCollationKeepsOneLockOrderMariaDB(t *testing.T) {
+	testdb.Need(t, testdb.MySQL)
+	db := testdb.MariaDB(t, 4)
+	ctx := context.Background()
+	table := testdb.Unique("colls")
+	if _, err := db.ExecContext(ctx, "CREATE TABLE `"+table+"` (sku VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL PRIMARY KEY,"+
+		" available BIGINT NOT NULL, held BIGINT NOT NULL DEFAULT 0, sold BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,"+
+		" per_user_limit BIGINT NOT NULL DEFAULT 0, hold_ttl_ms BIGINT NOT NULL DEFAULT 600000, max_hold_ttl_ms BIGINT NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS `"+table+"`") })
+	cfg := sqlstock.Config{Dialect: sqlstock.MariaDB, Table: table, Ledger: testdb.Unique("colll"), MaxGroup: 1,
+		LockWait: 3 * time.Second, Strategy: sqlstock.Pessimistic}
+	s := newStoreOn(t, db.DB, cfg)
+	for _, sku := range []string{"a", "B"} {
+		if err := s.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback() }()
+	if _, err := holder.ExecContext(ctx, "UPDATE `"+table+"` SET version = version + 1 WHERE sku = 'B'"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}, {SKU: "B", Qty: 1}}})
+	}()
+	time.Sleep(500 * time.Millisecond) // the Deduct now waits for B
+	probe, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sku string
+	perr := probe.QueryRowContext(ctx, "SELECT sku FROM `"+table+"` WHERE sku = 'a' FOR UPDATE NOWAIT").Scan(&sku)
+	_ = probe.Rollback()
+	_ = holder.Rollback()
+	if err := <-done; err != nil && !errors.Is(err, stock.ErrContention) {
+		t.Fatalf("deduct: %v", err)
+	}
+	if perr != nil {
+		t.Errorf("while the Deduct of {a, B} waited for B's row, a's row was locked (%v): it locked the rows in the collation's order, not byte order", perr)
 	}
 }
