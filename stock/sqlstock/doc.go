@@ -217,7 +217,8 @@
 // rows on the server within about one LockWait more, never after the
 // server's default lock wait (50s on MySQL and MariaDB). A call that applied nothing answers within
 // two: its lock waits and deadlocks are run again with backoff until
-// then, and a grouped Deduct's two count from when it queued: its wait
+// then, its waits for a free connection of a busy pool count in them (one
+// cut then sent nothing: stock.ErrContention), and a grouped Deduct's two count from when it queued: its wait
 // for the groups ahead of it, its group's transaction and its run alone
 // after a group that failed all count in them, and past them it is
 // stock.ErrContention. A grouped Deduct whose group has not begun to

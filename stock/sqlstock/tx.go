@@ -98,7 +98,12 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 	if s.d == Postgres {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	tx, err := db.BeginTx(ctx, opts)
+	conn, err := s.conn(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -279,7 +284,7 @@ func sent(err error) error {
 // transaction is rolled back, and a connection that may still hold one
 // (a canceled BEGIN, a failed ROLLBACK) is discarded, never pooled.
 func (s *Store) inImmediateTx(ctx context.Context, db pool, fn func(q querier) error) error {
-	conn, err := db.Conn(ctx)
+	conn, err := s.conn(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -309,7 +314,7 @@ func (s *Store) inImmediateTx(ctx context.Context, db pool, fn func(q querier) e
 // failure that is not the server's reply is returned as *maybeApplied
 // (never on SQLite, which runs in-process).
 func (s *Store) execWrite(ctx context.Context, query string, args ...any) (int64, error) {
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.conn(ctx, s.db)
 	if err != nil {
 		return 0, err
 	}
@@ -319,6 +324,22 @@ func (s *Store) execWrite(ctx context.Context, query string, args ...any) (int64
 		err = sent(err)
 	}
 	return n, err
+}
+
+// conn takes a connection of db for an attempt on ctx, waiting for one
+// at most until the attempt's budget (see attemptCtx): an attempt that
+// applied nothing ends within two LockWaits of its call's start also
+// when the pool has no free connection (the application's own work holds
+// them). A wait cut then is context.DeadlineExceeded with the attempt's
+// context still live, which the retry loop answers stock.ErrContention:
+// nothing was sent.
+func (s *Store) conn(ctx context.Context, db pool) (*sql.Conn, error) {
+	if b, ok := ctx.Value(budgetKey{}).(time.Time); ok {
+		wait, cancel := context.WithDeadline(ctx, b)
+		defer cancel()
+		return db.Conn(wait)
+	}
+	return db.Conn(ctx)
 }
 
 // isBadConn reports whether database/sql or the driver found a connection
