@@ -222,10 +222,12 @@
 // for the groups ahead of it, its group's transaction and its run alone
 // after a group that failed all count in them, and past them it is
 // stock.ErrContention. A grouped Deduct whose group has not begun to
-// write two LockWaits after it queued leaves the queue with
+// write two LockWaits after it queued (a group begins once it has a
+// connection: its wait for a busy pool counts) leaves the queue with
 // stock.ErrContention, nothing sent; one whose group began just before
 // waits for that group's transaction, which ends within one LockWait of
-// its BEGIN, so it answers within three. A call whose
+// its BEGIN, so it answers within three (stock.ErrUnknownOutcome if the
+// group's COMMIT has not answered by then). A call whose
 // write may have applied (a lost COMMIT reply) runs again to learn its
 // outcome for one LockWait more, and past it answers
 // stock.ErrUnknownOutcome. A grouped Deduct whose caller leaves before its
