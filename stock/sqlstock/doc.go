@@ -28,7 +28,9 @@
 // call's context; concurrent first calls wait for that one answer, and
 // every later call pays one atomic load. A question that fails is
 // returned as it is (nothing was written) and asked again by the next
-// call. The same query checks a Config.Dialect that is set: one the
+// call; it counts in the call's time (see How long a call takes), and
+// one not answered within the call's two LockWaits (a busy pool) is
+// stock.ErrContention. The same query checks a Config.Dialect that is set: one the
 // server contradicts is refused by every call, before anything is
 // written. New itself sends nothing.
 //

@@ -122,7 +122,7 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 		return err
 	}
 	key := g.laneKey(items)
-	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{}), at: time.Now()}
+	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{}), at: callStart(ctx)}
 	g.mu.Lock()
 	l := g.lanes[key]
 	if l == nil {

@@ -103,3 +103,39 @@ func TestDeductAnswersWithinTheBoundWhenThePoolIsBusy(t *testing.T) {
 		}
 	}
 }
+
+// A Store's first call on MariaDB asks the server which it is (SELECT
+// VERSION()) before anything else; that question must not wait for a
+// connection past the call's bound either.
+func TestFirstCallAnswersWithinTheBoundWhenThePoolIsBusy(t *testing.T) {
+	testdb.Need(t, testdb.MySQL)
+	db := testdb.MariaDB(t, 1).DB
+	ctx := context.Background()
+	cfg := sqlstock.Config{Table: testdb.Unique("pbs"), Ledger: testdb.Unique("pbl"), LockWait: time.Second}
+	setup := newStoreOn(t, db, cfg)
+	if err := setup.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 100}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlstock.New(db, cfg) // a new process's Store on the same tables
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	free := func() { once.Do(func() { _ = busy.Close() }) }
+	time.AfterFunc(8*time.Second, free)
+	defer free()
+	start := time.Now()
+	err = s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}}})
+	took := time.Since(start)
+	t.Logf("first Deduct of a Store with no free connection: %v after %v", err, took.Round(time.Millisecond))
+	if errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Errorf("first Deduct that never got a connection answered %v", err)
+	}
+	if took > s.AnswerBound()+300*time.Millisecond {
+		t.Errorf("first Deduct answered after %v (%v); AnswerBound is %v", took.Round(time.Millisecond), err, s.AnswerBound())
+	}
+}
