@@ -233,8 +233,20 @@ func (g *grouper) next(key string, l *lane) {
 func (g *grouper) drain(key string, l *lane, batch []*gcall) {
 	for batch != nil {
 		ctx, cancel := groupContext(batch)
-		conn, wait := g.conn(ctx, batch)
+		conn, wait, split := g.conn(ctx, batch)
 		g.mu.Lock()
+		if split {
+			batch = slices.DeleteFunc(batch, func(c *gcall) bool { return c.left })
+			for _, c := range batch {
+				c.res = errSplit // not written: each runs alone
+			}
+			next := g.take(key, l)
+			g.mu.Unlock()
+			cancel()
+			g.answer(batch, nil)
+			batch = next
+			continue
+		}
 		batch = slices.DeleteFunc(batch, func(c *gcall) bool { return c.left || !wait })
 		for _, c := range batch {
 			c.written = true
@@ -276,10 +288,11 @@ func (g *grouper) drain(key string, l *lane, batch []*gcall) {
 // queued) are up while its group still waits for a connection leaves
 // with nothing sent (do), and the group waits for the calls still
 // waiting. It reports wait false, with no connection, once no call of
-// batch waits any more; a connection it cannot get for another reason
-// (a refused dial) is left to the group's transaction, which fails with
-// nothing sent.
-func (g *grouper) conn(ctx context.Context, batch []*gcall) (conn *sql.Conn, wait bool) {
+// batch waits any more (or the group's context ended). A connection it
+// cannot get for another reason (a refused dial, a closed pool) splits
+// the group (split true): nothing of it was sent, and each call runs
+// alone within its own time, answering that failure as it is.
+func (g *grouper) conn(ctx context.Context, batch []*gcall) (conn *sql.Conn, wait, split bool) {
 	for {
 		var until time.Time // the soonest end of a waiting call's two LockWaits
 		now := time.Now()
@@ -292,18 +305,19 @@ func (g *grouper) conn(ctx context.Context, batch []*gcall) (conn *sql.Conn, wai
 		}
 		g.mu.Unlock()
 		if until.IsZero() {
-			return nil, false
+			return nil, false, false
 		}
 		wctx, cancel := context.WithDeadline(ctx, until)
 		conn, err := g.s.db.Conn(wctx)
+		waited := wctx.Err() != nil // the wait ran out: look again at who waits
 		cancel()
 		switch {
 		case err == nil:
-			return conn, true
+			return conn, true, false
 		case ctx.Err() != nil:
-			return nil, false // every caller's context ended
-		case wctx.Err() == nil:
-			return nil, true
+			return nil, false, false // the group's context ended
+		case !waited:
+			return nil, false, true
 		}
 	}
 }
