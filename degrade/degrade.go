@@ -337,7 +337,9 @@ func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
 // the primary (its client's timeouts, its record's lock waits), not two.
 // This node remembers such orders, and those each tier took, and sends
 // their retries to the same tier: an order in doubt goes to the primary
-// while its breakers let traffic through. A retry of an order in doubt
+// while its breakers let traffic through, and a retry there that fails
+// without an answer (nothing sent, the connection refused) is still an
+// unknown outcome: the earlier attempt may have placed the order. A retry of an order in doubt
 // while the breakers keep traffic off the primary goes to the fallback
 // when it is the primary's own record path (see New): the record knows
 // the order by its ID, so it is taken there at most once, and a hold the
@@ -372,11 +374,16 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 		if err == nil {
 			d.orders.Add(o.ID, atPrimary)
 		}
-		if err == nil || stock.IsBusiness(err) || !errors.Is(err, stock.ErrUnknownOutcome) {
+		switch {
+		case err == nil || stock.IsBusiness(err):
 			return p, err
+		case known == atPrimary || errors.Is(err, stock.ErrUnknownOutcome):
+			// In doubt now, or still: an attempt that sent nothing
+			// proves nothing of an order an earlier one may have placed.
+			d.orders.Add(o.ID, atPrimary)
+			return p, unknown(err)
 		}
-		d.orders.Add(o.ID, atPrimary)
-		return p, unknown(err)
+		return p, err
 	case r.primary:
 		r.skip()
 		return tiered.Recorded, d.fallback.Deduct(ctx, o) // a retry: it takes nothing more
