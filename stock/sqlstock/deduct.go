@@ -26,7 +26,7 @@ func (s *Store) Deduct(ctx context.Context, o stock.Order) (err error) {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if ctx, err = s.begin(ctx); err != nil {
+	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
 	items := canon.Sorted(o.Items)

@@ -3,7 +3,6 @@ package sqlstock
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -35,18 +34,6 @@ func (s *Store) ready(ctx context.Context, on DBTX) error {
 	return s.detect(ctx, on)
 }
 
-// begin is ready for a call on the Store's pool whose time is bounded
-// (retry): until the dialect is known it marks ctx with the call's start
-// (callStartKey), so the question and the call's attempts count in one
-// bound.
-func (s *Store) begin(ctx context.Context) (context.Context, error) {
-	if v := s.known.Load(); v != nil {
-		return ctx, v.refused
-	}
-	ctx = context.WithValue(ctx, callStartKey{}, time.Now())
-	return ctx, s.detect(ctx, s.db)
-}
-
 // detect runs versionSQL on on, one call at a time: a call that finds
 // another detecting waits for it (or for its own context to end) and then
 // takes its verdict, or detects itself if that one failed. With
@@ -55,34 +42,19 @@ func (s *Store) begin(ctx context.Context) (context.Context, error) {
 // MySQL) is refused, for good, with an error wrapping stock.ErrInvalid. A
 // failed query is returned as it is: nothing was written, and the next
 // call asks again.
-//
-// The question is a read, asked within the two LockWaits (from the call's
-// start) of a call that applied nothing, also when the pool has no free
-// connection or another call is asking: past them the call answers
-// stock.ErrContention, nothing sent.
 func (s *Store) detect(ctx context.Context, on DBTX) error {
-	// MySQL and MariaDB take LockWait in whole seconds (see lockWait).
-	lw := (s.cfg.LockWait + time.Second - 1) / time.Second * time.Second
-	qctx, cancel := context.WithDeadline(ctx, callStart(ctx).Add(settledWaits*lw))
-	defer cancel()
-	cut := func(err error) error {
-		if ctx.Err() == nil && qctx.Err() != nil {
-			return &ContentionError{Op: "ask the server's version", Attempts: 1, Last: err}
-		}
-		return err
-	}
 	select {
 	case s.detecting <- struct{}{}:
-	case <-qctx.Done():
-		return cut(qctx.Err())
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	defer func() { <-s.detecting }()
 	if v := s.known.Load(); v != nil {
 		return v.refused // found while this call waited
 	}
 	var version string
-	if err := on.QueryRowContext(qctx, versionSQL).Scan(&version); err != nil {
-		return cut(err)
+	if err := on.QueryRowContext(ctx, versionSQL).Scan(&version); err != nil {
+		return err
 	}
 	server, name := MySQL, "MySQL"
 	if strings.Contains(strings.ToLower(version), "mariadb") {

@@ -28,9 +28,7 @@
 // call's context; concurrent first calls wait for that one answer, and
 // every later call pays one atomic load. A question that fails is
 // returned as it is (nothing was written) and asked again by the next
-// call; it counts in the call's time (see How long a call takes), and
-// one not answered within the call's two LockWaits (a busy pool) is
-// stock.ErrContention. The same query checks a Config.Dialect that is set: one the
+// call. The same query checks a Config.Dialect that is set: one the
 // server contradicts is refused by every call, before anything is
 // written. New itself sends nothing.
 //
@@ -219,17 +217,14 @@
 // rows on the server within about one LockWait more, never after the
 // server's default lock wait (50s on MySQL and MariaDB). A call that applied nothing answers within
 // two: its lock waits and deadlocks are run again with backoff until
-// then, its waits for a free connection of a busy pool count in them (one
-// cut then sent nothing: stock.ErrContention), and a grouped Deduct's two count from when it queued: its wait
+// then, and a grouped Deduct's two count from when it queued: its wait
 // for the groups ahead of it, its group's transaction and its run alone
 // after a group that failed all count in them, and past them it is
 // stock.ErrContention. A grouped Deduct whose group has not begun to
-// write two LockWaits after it queued (a group begins once it has a
-// connection: its wait for a busy pool counts) leaves the queue with
+// write two LockWaits after it queued leaves the queue with
 // stock.ErrContention, nothing sent; one whose group began just before
 // waits for that group's transaction, which ends within one LockWait of
-// its BEGIN, so it answers within three (stock.ErrUnknownOutcome if the
-// group's COMMIT has not answered by then). A call whose
+// its BEGIN, so it answers within three. A call whose
 // write may have applied (a lost COMMIT reply) runs again to learn its
 // outcome for one LockWait more, and past it answers
 // stock.ErrUnknownOutcome. A grouped Deduct whose caller leaves before its

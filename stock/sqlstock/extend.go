@@ -36,7 +36,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	if ctx, err = s.begin(ctx); err != nil {
+	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
 	to := deadline.UnixMilli()

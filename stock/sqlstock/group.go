@@ -2,7 +2,6 @@ package sqlstock
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"slices"
 	"strings"
@@ -53,8 +52,8 @@ type gcall struct {
 	o     stock.Order
 	items []stock.Item // sorted
 	sent  bool         // taken into a group; guarded by grouper.mu
-	// written: its group has its connection and is about to send it
-	// (nothing of it is sent before); guarded by grouper.mu.
+	// written: its group is about to send it (nothing of it is sent
+	// before); guarded by grouper.mu.
 	written bool
 	left    bool      // its caller stopped waiting once it was sent; guarded by grouper.mu
 	at      time.Time // when it was queued
@@ -74,10 +73,6 @@ type groupReport struct {
 // errQueued is the last failure of a grouped Deduct that left the queue
 // when its two LockWaits were up before its group began (see do).
 var errQueued = errors.New("sqlstock: queued for a group for two LockWaits")
-
-// errGroupLate is the last failure of a grouped Deduct whose group began
-// to write and had not answered at the call's answer bound.
-var errGroupLate = errors.New("sqlstock: the group's transaction had not answered within three LockWaits")
 
 // errSplit is a group's answer to an order it did not decide: the order
 // runs again in a transaction of its own.
@@ -104,14 +99,11 @@ func (g *grouper) laneKey(items []stock.Item) string {
 // ends while it is queued, or taken into a group that has not begun to
 // write, leaves with its context's error and nothing sent (the group
 // leaves its order out); once its group writes, it gets the order's
-// outcome, or stock.ErrUnknownOutcome if ctx ends first or the group has
-// not answered at the call's answer bound (three LockWaits from when it
-// queued). A call's two LockWaits count from when it queued: one whose
-// group has not begun to write by then (its group begins once it has a
-// connection: grouper.conn) leaves the same way, with
-// stock.ErrContention, so a lane whose transactions wait for a row, or a
-// busy pool, does not keep it waiting for every group ahead of it in
-// turn.
+// outcome, or stock.ErrUnknownOutcome if ctx ends first. A call's two
+// LockWaits count from when it queued: one whose group has not begun to
+// write by then leaves the same way, with stock.ErrContention, so a lane
+// whose transactions wait for a row does not keep it waiting for every
+// group ahead of it in turn.
 //
 // A transaction is reported to the Observer on the goroutine of one of
 // its callers, never while it holds the lane's in-flight slot: whatever
@@ -122,7 +114,7 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 		return err
 	}
 	key := g.laneKey(items)
-	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{}), at: callStart(ctx)}
+	c := &gcall{ctx: ctx, o: o, items: items, done: make(chan struct{}), at: time.Now()}
 	g.mu.Lock()
 	l := g.lanes[key]
 	if l == nil {
@@ -175,16 +167,12 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 	case ctx.Err() == nil:
 		// Its group writes: it waits for the outcome (the group's
 		// statements end within one LockWait of its BEGIN), or for its
-		// context, until its answer bound (three LockWaits from when it
-		// queued: a COMMIT whose reply does not come).
+		// context.
 		g.mu.Unlock()
-		bound := time.NewTimer(time.Until(c.at.Add(answerWaits * g.s.lockWait())))
-		defer bound.Stop()
 		select {
 		case <-c.done:
 			return g.result(c)
 		case <-ctx.Done():
-		case <-bound.C:
 		}
 		g.mu.Lock()
 	}
@@ -202,11 +190,7 @@ func (g *grouper) do(ctx context.Context, o stock.Order, items []stock.Item) err
 	case <-c.done:
 		return g.s.settleCall(c)
 	default:
-		last := ctx.Err()
-		if last == nil {
-			last = errGroupLate
-		}
-		return &UnknownOutcomeError{Op: "deduct", Attempts: 1, Last: last, Ctx: ctx.Err()}
+		return &UnknownOutcomeError{Op: "deduct", Attempts: 1, Last: ctx.Err(), Ctx: ctx.Err()}
 	}
 }
 
@@ -232,38 +216,18 @@ func (g *grouper) next(key string, l *lane) {
 
 func (g *grouper) drain(key string, l *lane, batch []*gcall) {
 	for batch != nil {
-		ctx, cancel := groupContext(batch)
-		conn, wait, split := g.conn(ctx, batch)
 		g.mu.Lock()
-		if split {
-			batch = slices.DeleteFunc(batch, func(c *gcall) bool { return c.left })
-			for _, c := range batch {
-				c.res = errSplit // not written: each runs alone
-			}
-			next := g.take(key, l)
-			g.mu.Unlock()
-			cancel()
-			g.answer(batch, nil)
-			batch = next
-			continue
-		}
-		batch = slices.DeleteFunc(batch, func(c *gcall) bool { return c.left || !wait })
+		batch = slices.DeleteFunc(batch, func(c *gcall) bool { return c.left })
 		for _, c := range batch {
 			c.written = true
 		}
 		if len(batch) == 0 {
 			batch = g.take(key, l)
 			g.mu.Unlock()
-			cancel()
-			if conn != nil {
-				_ = conn.Close()
-			}
 			continue
 		}
 		g.mu.Unlock()
-		if conn != nil {
-			ctx = context.WithValue(ctx, pinnedKey{}, conn)
-		}
+		ctx, cancel := groupContext(batch)
 		var r *groupReport
 		if g.s.obs.Batching() {
 			start := time.Now()
@@ -273,52 +237,10 @@ func (g *grouper) drain(key string, l *lane, batch []*gcall) {
 			g.s.deductGroup(ctx, batch)
 		}
 		cancel()
-		if conn != nil {
-			_ = conn.Close()
-		}
 		g.answer(batch, r)
 		g.mu.Lock()
 		batch = g.take(key, l)
 		g.mu.Unlock()
-	}
-}
-
-// conn takes the connection the group of batch runs on, before any call
-// of it is marked written: a call whose two LockWaits (from when it
-// queued) are up while its group still waits for a connection leaves
-// with nothing sent (do), and the group waits for the calls still
-// waiting. It reports wait false, with no connection, once no call of
-// batch waits any more (or the group's context ended). A connection it
-// cannot get for another reason (a refused dial, a closed pool) splits
-// the group (split true): nothing of it was sent, and each call runs
-// alone within its own time, answering that failure as it is.
-func (g *grouper) conn(ctx context.Context, batch []*gcall) (conn *sql.Conn, wait, split bool) {
-	for {
-		var until time.Time // the soonest end of a waiting call's two LockWaits
-		now := time.Now()
-		g.mu.Lock()
-		for _, c := range batch {
-			end := c.at.Add(settledWaits * g.s.lockWait())
-			if !c.left && end.After(now) && (until.IsZero() || end.Before(until)) {
-				until = end
-			}
-		}
-		g.mu.Unlock()
-		if until.IsZero() {
-			return nil, false, false
-		}
-		wctx, cancel := context.WithDeadline(ctx, until)
-		conn, err := g.s.db.Conn(wctx)
-		waited := wctx.Err() != nil // the wait ran out: look again at who waits
-		cancel()
-		switch {
-		case err == nil:
-			return conn, true, false
-		case ctx.Err() != nil:
-			return nil, false, false // the group's context ended
-		case !waited:
-			return nil, false, true
-		}
 	}
 }
 

@@ -97,12 +97,11 @@ func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.Sta
 // the lines' state tells whether it applied.
 func (s *Store) settle(ctx context.Context, op, orderID string,
 	decide func(state int64, pastDeadline bool) (to int64, move string, answer error)) error {
-	ctx, err := s.begin(ctx)
-	if err != nil {
+	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
 	var answer error
-	err = s.retry(ctx, op, true, func(ctx context.Context) error {
+	err := s.retry(ctx, op, true, func(ctx context.Context) error {
 		answer = nil
 		return s.inTx(ctx, func(q querier) error {
 			var err error

@@ -38,7 +38,7 @@ func (s *Store) RevertItems(ctx context.Context, r stock.Return) (err error) {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	if ctx, err = s.begin(ctx); err != nil {
+	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
 	items := canon.Sorted(r.Items)

@@ -54,7 +54,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if ctx, err = s.begin(ctx); err != nil {
+	if err := s.ready(ctx, s.db); err != nil {
 		return nil, err
 	}
 	now = s.nowMS()

@@ -42,7 +42,7 @@ func (s *Store) Restock(ctx context.Context, r stock.Restock) (err error) {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	if ctx, err = s.begin(ctx); err != nil {
+	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
 	return s.retry(ctx, "restock", true, func(ctx context.Context) error {

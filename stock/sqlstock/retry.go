@@ -46,19 +46,6 @@ func (s *Store) lockWait() time.Duration {
 	return s.cfg.LockWait
 }
 
-// callStartKey is the context key of when a call started, set by begin
-// when the call asked the server's dialect first: its time counts from
-// then. Other calls start when retry is called.
-type callStartKey struct{}
-
-// callStart is when the call on ctx started: its callStartKey, or now.
-func callStart(ctx context.Context) time.Time {
-	if t, ok := ctx.Value(callStartKey{}).(time.Time); ok {
-		return t
-	}
-	return time.Now()
-}
-
 // budgetKey is the context key of an attempt's budget: the time its
 // transaction's statements must end by (see inTxOn).
 type budgetKey struct{}
@@ -112,7 +99,7 @@ func (s *Store) retry(ctx context.Context, op string, rerun bool, fn func(contex
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	start := callStart(ctx)
+	start := time.Now()
 	actx, cancel := s.attemptCtx(ctx, start, false)
 	err := fn(actx)
 	cancel()

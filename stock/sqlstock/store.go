@@ -175,7 +175,7 @@ func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	if ctx, err = s.begin(ctx); err != nil {
+	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
 	set := settings{limit: l.PerUserLimit, ttlMS: l.EffectiveHoldTTL().Milliseconds(), maxMS: l.MaxHoldTTL.Milliseconds()}

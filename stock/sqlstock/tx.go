@@ -98,12 +98,7 @@ func (s *Store) txOn(ctx context.Context, db pool, later bool, by *time.Time, fn
 	if s.d == Postgres {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	conn, release, err := s.conn(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer release()
-	tx, err := conn.BeginTx(ctx, opts)
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -163,7 +158,7 @@ func (s *Store) awaitRows(ctx context.Context, by time.Time, skus []string) erro
 	for _, sku := range skus {
 		wait := itoa(max(1, time.Until(by).Milliseconds())) + "ms"
 		var one int
-		err := s.reader(ctx).QueryRowContext(wctx, s.q.awaitRow, sku, wait).Scan(&one)
+		err := s.db.QueryRowContext(wctx, s.q.awaitRow, sku, wait).Scan(&one)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) { // no row: the body finds the SKU missing
 			if wctx.Err() != nil && ctx.Err() == nil {
 				return &bodyLockWait{err} // a read: nothing applied
@@ -284,11 +279,11 @@ func sent(err error) error {
 // transaction is rolled back, and a connection that may still hold one
 // (a canceled BEGIN, a failed ROLLBACK) is discarded, never pooled.
 func (s *Store) inImmediateTx(ctx context.Context, db pool, fn func(q querier) error) error {
-	conn, release, err := s.conn(ctx, db)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, s.q.sqliteBusy); err != nil {
 		return err
 	}
@@ -314,55 +309,16 @@ func (s *Store) inImmediateTx(ctx context.Context, db pool, fn func(q querier) e
 // failure that is not the server's reply is returned as *maybeApplied
 // (never on SQLite, which runs in-process).
 func (s *Store) execWrite(ctx context.Context, query string, args ...any) (int64, error) {
-	conn, release, err := s.conn(ctx, s.db)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer release()
+	defer conn.Close()
 	n, err := affected(conn.ExecContext(ctx, query, args...))
 	if err != nil && s.d != SQLite {
 		err = sent(err)
 	}
 	return n, err
-}
-
-// conn takes a connection of db for an attempt on ctx, and the function
-// that gives it back. A group's transactions run on the connection their
-// group took before it began to write (pinnedKey). Otherwise it waits for
-// one at most until the attempt's budget (see attemptCtx): an attempt
-// that applied nothing ends within two LockWaits of its call's start also
-// when the pool has no free connection (the application's own work holds
-// them). A wait cut then is context.DeadlineExceeded with the attempt's
-// context still live, which the retry loop answers stock.ErrContention:
-// nothing was sent.
-func (s *Store) conn(ctx context.Context, db pool) (*sql.Conn, func(), error) {
-	if c, ok := ctx.Value(pinnedKey{}).(*sql.Conn); ok && db == pool(s.db) {
-		return c, func() {}, nil
-	}
-	wait := ctx
-	if b, ok := ctx.Value(budgetKey{}).(time.Time); ok {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithDeadline(ctx, b)
-		defer cancel()
-	}
-	c, err := db.Conn(wait)
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, func() { _ = c.Close() }, nil
-}
-
-// pinnedKey is the context key of the connection a group's transactions
-// run on (see grouper.conn).
-type pinnedKey struct{}
-
-// reader is what a read outside a transaction on ctx runs on: the
-// group's connection (pinnedKey), or the pool.
-func (s *Store) reader(ctx context.Context) DBTX {
-	if c, ok := ctx.Value(pinnedKey{}).(*sql.Conn); ok {
-		return c
-	}
-	return s.db
 }
 
 // isBadConn reports whether database/sql or the driver found a connection
