@@ -58,7 +58,9 @@ type Config struct {
 	// ("sqlite3") are SQLite, and go-sql-driver/mysql ("mysql"), the
 	// driver of MySQL and MariaDB alike, is MariaDB when the server's
 	// VERSION() says "MariaDB" and MySQL otherwise. The server is asked
-	// once per Store, by its first call that reaches the database (New
+	// (with the collation of the stock table's SKU column, see Strategies
+	// in the package doc) once per Store, by its first call that reaches
+	// the database (New
 	// does no I/O); see Store.Dialect. Set it for any other driver, or a
 	// driver wrapped by another (otelsql and other tracing wrappers),
 	// which New cannot tell: it refuses them. On MySQL and

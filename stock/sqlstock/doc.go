@@ -68,7 +68,11 @@
 // several rows at once sorts them in byte order on PostgreSQL; on MySQL
 // and MariaDB, whose InnoDB locks a statement's rows in the index's
 // (the collation's) order, several rows are locked with one statement
-// each.
+// each, unless the SKU column's collation sorts in byte order (a UTF-8 or
+// ASCII _bin collation, as in the tables CreateTables makes). The Store
+// reads the collation with its first query (see Config.Dialect), and
+// again after CreateTables; a table altered later is not seen until the
+// process restarts.
 //
 //   - Atomic (default): INSERT the ledger lines, then per line
 //     "UPDATE ... SET available = available - n WHERE sku = ? AND

@@ -110,8 +110,9 @@ func (e *TxError) Unwrap() error { return e.Err }
 //
 // On MySQL and MariaDB, a TxStore call that is its Store's first call to
 // reach the database asks the server which it is (see Config.Dialect) on
-// the caller's transaction, with SELECT VERSION(), which reads no table
-// and takes no lock; if that fails the answer is a *TxError.
+// the caller's transaction, with SELECT VERSION() and a read of
+// information_schema (the SKU column's collation), which take no lock;
+// if that fails the answer is a *TxError.
 //
 // Lock waits: on MySQL and MariaDB each statement carries Config.LockWait
 // as in the Store's own transactions. On PostgreSQL the transaction's own

@@ -176,13 +176,14 @@ type probeTx struct{}
 func (probeTx) Commit() error   { return errNoServer }
 func (probeTx) Rollback() error { return nil }
 
-// versionRows is the one-row answer to SELECT VERSION().
+// versionRows is the one-row answer to SELECT VERSION(), with no
+// collation known for the SKU column.
 type versionRows struct {
 	version string
 	done    bool
 }
 
-func (r *versionRows) Columns() []string { return []string{"VERSION()"} }
+func (r *versionRows) Columns() []string { return []string{"VERSION()", "COLLATION_NAME"} }
 func (r *versionRows) Close() error      { return nil }
 
 func (r *versionRows) Next(dest []driver.Value) error {
@@ -190,6 +191,6 @@ func (r *versionRows) Next(dest []driver.Value) error {
 		return io.EOF
 	}
 	r.done = true
-	dest[0] = r.version
+	dest[0], dest[1] = r.version, nil
 	return nil
 }

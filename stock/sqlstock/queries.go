@@ -185,7 +185,7 @@ func (q *queries) readStock(n int) string {
 // PostgreSQL (byte order, whatever the column's collation: byteOrder);
 // MySQL and MariaDB lock one statement's rows in the index's order
 // whatever the ORDER BY, so Store.lockRows locks several rows there with
-// lockStockOne each.
+// lockStockOne each unless that order is byte order.
 func (q *queries) lockStockIn(n int) string {
 	return q.sql("SELECT" + q.lockHint + " {sku}, {avail}, {ver}, {limit}, {ttl}, {maxttl} FROM {T} WHERE {sku} IN (" + params(n) +
 		") ORDER BY " + q.byteOrder + q.lockSuffix)

@@ -94,10 +94,12 @@ type lockedRow struct {
 // PostgreSQL locks the rows of one SELECT ... ORDER BY ... FOR UPDATE in
 // the order it sorts them, and the statement sorts in byte order (COLLATE
 // "C"). InnoDB (MySQL, MariaDB) locks them as it finds them, in the
-// index's order, which is the collation's whatever the ORDER BY: there
-// several rows are locked with one statement each, in order.
+// index's order, which is the collation's whatever the ORDER BY: there,
+// unless the SKU column's collation sorts in byte order (utf8mb4_bin, as
+// in the tables CreateTables makes; read once, by detect), several rows
+// are locked with one statement each, in order.
 func (s *Store) lockRows(ctx context.Context, q querier, skus []string) ([]lockedRow, error) {
-	if !s.d.mysqlLike() || len(skus) < 2 {
+	if !s.known.Load().rowByRow || len(skus) < 2 {
 		return s.stockRows(ctx, q, s.lockStockIn(q, len(skus)), skus)
 	}
 	found := make(map[string]stockRow, len(skus))

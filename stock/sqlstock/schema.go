@@ -206,6 +206,7 @@ func (s *Store) CreateTables(ctx context.Context) error {
 			return err
 		}
 	}
+	s.relearnOrder(ctx)
 	return nil
 }
 
