@@ -18,6 +18,11 @@ import (
 // ended by the caller's cancellation): gobreaker excludes it from counts.
 var errSkip = errors.New("degrade: not counted")
 
+// errOthersOff is counted as a failure by the breakers that would send an
+// order to the primary while another breaker of the order keeps it off
+// (see route).
+var errOthersOff = errors.New("degrade: another SKU of the order is off the primary")
+
 // circuit is one breaker: a gobreaker that counts failures and decides to
 // trip while traffic goes to the primary, and the states around it that
 // gobreaker cannot run on an injected clock (open period, recalibration,

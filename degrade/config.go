@@ -30,15 +30,19 @@ type Config struct {
 	// needed, one forgotten while it kept traffic off the primary starts by
 	// recalibrating it, for as many SKUs again). Zero means
 	// one breaker for the whole shop. An order goes to the primary only if
-	// the breakers of all its SKUs let it; Confirm and Revert, which name
-	// no SKU, share one more breaker of their own.
+	// the breakers of all its SKUs let it, and to the fallback only if all
+	// of them are open; an order some of whose breakers are open counts as
+	// a failure for the others, which then follow to the fallback within
+	// ReadyToTrip. Confirm and Revert, which name no SKU, share one more
+	// breaker of their own.
 	PerSKU int
 
 	// ReadyToTrip decides, after each counted failure while a breaker is
 	// closed, whether it opens; default: 5 consecutive failures. Only
-	// infrastructure failures are counted: business outcomes (sold out,
-	// limit, unknown order...) are successes and the caller's own
-	// cancellation is ignored. While ramping back, one failure trips.
+	// infrastructure failures are counted (and, with PerSKU, an order held
+	// off the primary by another of its SKUs' breakers): business outcomes
+	// (sold out, limit, unknown order...) are successes and the caller's
+	// own cancellation is ignored. While ramping back, one failure trips.
 	ReadyToTrip func(gobreaker.Counts) bool
 	// Interval clears a closed breaker's counts periodically (gobreaker's
 	// Interval, on the wall clock); zero never clears them, which suits the

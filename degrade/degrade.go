@@ -218,6 +218,14 @@ func (d *Manager) circuit(sku string) *circuit {
 
 // route decides where a call about skus goes. dones report the primary's
 // outcome to every breaker that admitted it.
+//
+// Every breaker of the call is asked. When one is recalibrating or
+// ramping, the call is settling. When one keeps traffic off the primary
+// and the others would send it there, the call goes to neither tier (the
+// fallback refuses it, see enterFallback) and counts as a failure of the
+// primary for the others (errOthersOff): an order's SKUs move to the
+// fallback together, within their breakers' threshold, instead of the
+// order being refused for as long as the breakers disagree.
 type route struct {
 	primary bool
 	// settling: not sent to the primary because one of the breakers is
@@ -236,6 +244,7 @@ func (d *Manager) route(share bool, skus ...string) route {
 		return route{}
 	}
 	var r route
+	off, busy := false, false
 	seen := map[*circuit]bool{}
 	for _, s := range skus {
 		c := d.ids
@@ -246,12 +255,24 @@ func (d *Manager) route(share bool, skus ...string) route {
 			continue
 		}
 		seen[c] = true
-		w, done := c.admit(share)
-		if w != toPrimary {
-			r.skip()
-			return route{settling: w == settling}
+		switch w, done := c.admit(share); w {
+		case toPrimary:
+			r.dones = append(r.dones, done)
+		case settling:
+			busy = true
+		default:
+			off = true
 		}
-		r.dones = append(r.dones, done)
+	}
+	switch {
+	case busy:
+		r.skip()
+		return route{settling: true}
+	case off:
+		for _, done := range r.dones {
+			done(errOthersOff)
+		}
+		return route{}
 	}
 	r.primary = true
 	return r
@@ -345,6 +366,14 @@ func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
 // and a hold the primary's gate may also have returns at its deadline.
 // With any other fallback it is re-placed on the primary (never in
 // ForceFallback mode: ErrPrimaryDown with stock.ErrUnknownOutcome).
+//
+// With per-SKU breakers, an order goes to the primary only if the breakers
+// of all its SKUs let it, and is written at the fallback alone only if all
+// of them are open. While some are open and the others send traffic to
+// the primary, it gets ErrBusy, nothing written (an order in doubt at the
+// primary is re-placed there, as above), and counts as the primary's
+// failure for the others, so that they open too within Config.ReadyToTrip
+// and the order then goes to the fallback.
 //
 // Once a breaker has begun to recalibrate the primary, no new order is
 // written at the fallback alone: while it recalibrates, and while it ramps

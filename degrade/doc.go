@@ -45,7 +45,9 @@
 //
 // # What it promises
 //
-//   - Only infrastructure failures open a breaker. Business outcomes (sold
+//   - Only infrastructure failures open a breaker (and, with per-SKU
+//     breakers, orders held off by another SKU's open breaker: see
+//     below). Business outcomes (sold
 //     out, per-user limit, unknown order, conflict...) count as successes,
 //     and a call ended by the caller's own context is not counted.
 //     stock.ErrUnavailable (a gate that lost its data and is not rebuilt
@@ -96,8 +98,19 @@
 //     gate would still end it at its old deadline. Both need the two
 //     tiers to implement the interface (errors.ErrUnsupported otherwise).
 //   - Breakers are one for the shop or one per SKU (Config.PerSKU, bounded
-//     by an LRU), so a failing hot SKU does not trip the rest. An operator
-//     can force either path (SetMode).
+//     by an LRU), so a failing hot SKU does not trip the rest. An order
+//     goes to the primary only if the breakers of all its SKUs let it, and
+//     to the fallback only if all of them are open. One whose breakers
+//     disagree (some open, the others sending traffic to the primary) gets
+//     ErrBusy, nothing written (or, in doubt at the primary, is re-placed
+//     there as above), and counts as a failure of the primary for the
+//     breakers that would have sent it there: an order's SKUs move to the
+//     fallback together, so an order of several SKUs reaches it within
+//     their breakers' threshold (Config.ReadyToTrip) while the primary is
+//     down. A SKU whose own orders the primary keeps answering (each a
+//     success, under the default rule of consecutive failures) is not
+//     moved by a few such orders. An operator can force either path
+//     (SetMode).
 //   - Switching back: after Config.OpenFor, Config.Recalibrate runs in the
 //     background, once the fallback's Deducts of this node that were
 //     running have ended; meanwhile new orders and PutOnSale get ErrBusy
