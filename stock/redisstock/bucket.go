@@ -955,6 +955,57 @@ func (s *Store) restoreBucket(ctx context.Context, b *buckets, i int) error {
 	return s.setCount(ctx, b, i)
 }
 
+// CheckListing reports, writing nothing, what PutOnSale would refuse in
+// l: stock.ErrInvalid for a bad listing and, on a Redis Cluster, for a
+// bucket count other than the one the SKU was first put on sale with. A
+// flow that writes its record before the gate (package tiered) asks it
+// first, so that a refused listing leaves both tiers as they were. It
+// reads the SKU's buckets (a round trip or two on a Cluster, none on one
+// server); a first listing of the SKU in another count that lands between
+// the check and PutOnSale is still refused there.
+func (s *Store) CheckListing(ctx context.Context, l stock.Listing) (err error) {
+	defer named(&err, "check listing of SKU", l.SKU)
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if err := s.ready(ctx); err != nil || !s.bucketed {
+		return err
+	}
+	_, _, _, err = s.bucketCount(ctx, l)
+	return err
+}
+
+// bucketCount reads the buckets of l's SKU afresh: n, the count l puts
+// it in (its own, or the SKU's when zero), have, the SKU's, and whether
+// its first state exists; a count other than the SKU's is stock.ErrInvalid.
+func (s *Store) bucketCount(ctx context.Context, l stock.Listing) (n, have int, exists bool, err error) {
+	s.forget(l.SKU)
+	bs, err := s.bucketsOf(ctx, []string{l.SKU})
+	if err != nil {
+		return 0, 0, false, err
+	}
+	exists, err = s.c.HExists(ctx, s.stateKey(l.SKU), "hold").Result()
+	if err != nil {
+		return 0, 0, false, s.readErr(ctx, err)
+	}
+	if !exists && len(bs[0].names) == 1 {
+		// The first state and the counts hash are gone: other buckets
+		// may still live.
+		if err := s.probeBuckets(ctx, []string{l.SKU}, bs); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	have, n = len(bs[0].names), l.Buckets
+	if n == 0 {
+		n = have
+	}
+	if n != have && (exists || have > 1) {
+		return 0, 0, false, &stock.InvalidError{Field: "listing.Buckets", Reason: "SKU " + strconv.Quote(l.SKU) + " is in " +
+			strconv.Itoa(have) + " bucket(s); a SKU's bucket count is set when it is first put on sale (sell it under a new SKU)"}
+	}
+	return n, have, exists, nil
+}
+
 // putBuckets is PutOnSale on a Redis Cluster. It reports false, having
 // done nothing, for a listing of one bucket that the SKU already has (or
 // a SKU new to the gate): the caller puts it as any SKU. Otherwise it
@@ -966,33 +1017,9 @@ func (s *Store) putBuckets(ctx context.Context, l stock.Listing) (bool, error) {
 	if !s.bucketed {
 		return false, nil
 	}
-	s.forget(l.SKU)
-	bs, err := s.bucketsOf(ctx, []string{l.SKU})
-	if err != nil {
+	n, have, exists, err := s.bucketCount(ctx, l)
+	if err != nil || (n == 1 && have == 1) {
 		return false, err
-	}
-	exists, err := s.c.HExists(ctx, s.stateKey(l.SKU), "hold").Result()
-	if err != nil {
-		return false, s.readErr(ctx, err)
-	}
-	if !exists && len(bs[0].names) == 1 {
-		// The first state and the counts hash are gone: other buckets
-		// may still live.
-		if err := s.probeBuckets(ctx, []string{l.SKU}, bs); err != nil {
-			return false, err
-		}
-	}
-	have := len(bs[0].names)
-	n := l.Buckets
-	if n == 0 {
-		n = have
-	}
-	if n == 1 && have == 1 {
-		return false, nil
-	}
-	if n != have && (exists || have > 1) {
-		return false, &stock.InvalidError{Field: "listing.Buckets", Reason: "SKU " + strconv.Quote(l.SKU) + " is in " +
-			strconv.Itoa(have) + " bucket(s); a SKU's bucket count is set when it is first put on sale (sell it under a new SKU)"}
 	}
 	gens, err := newGens(ctx, n)
 	if err != nil {

@@ -13,12 +13,21 @@ import (
 // (RecordHold) and, when the listing sets one, a MaxHoldTTL longer by the
 // same grace (RecordListing), so that the gate's deadline always comes
 // first, for orders with their own hold time and extended holds too. It
-// is idempotent: after a *TierError naming the gate, call it again.
+// is idempotent: after a *TierError naming the gate, call it again. A
+// gate that implements ListingChecker is asked first: a listing it would
+// refuse (another bucket count) is refused with nothing written.
 func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
+	}
+	if c, ok := m.gate.(ListingChecker); ok {
+		// Nothing is written yet: the gate's refusal, or its failure to
+		// answer, is the call's.
+		if err := c.CheckListing(ctx, l); err != nil {
+			return err
+		}
 	}
 	if err := m.record.PutOnSale(ctx, m.RecordListing(l)); err != nil {
 		return err
@@ -27,6 +36,19 @@ func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 		return &TierError{Tier: Gate, Op: "put on sale", Err: err}
 	}
 	return nil
+}
+
+// ListingChecker is implemented by a gate that can tell, writing nothing,
+// whether its PutOnSale would refuse a listing: package redisstock's Store
+// refuses, on a Redis Cluster, a bucket count other than the one the SKU
+// was first put on sale with, which the record does not know. PutOnSale
+// asks a gate that implements it before it writes the record, so that a
+// listing the gate refuses leaves both tiers as they were. A wrapper of
+// the gate should forward it (without it, such a refusal comes after the
+// record took the listing: a *TierError, and the tiers disagree until a
+// listing the gate accepts is put on sale).
+type ListingChecker interface {
+	CheckListing(ctx context.Context, l stock.Listing) error
 }
 
 // RecordHold returns the record's hold time for a gate hold time: gate plus
