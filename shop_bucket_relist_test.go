@@ -69,3 +69,42 @@ func TestShopRelistWithAnotherBucketCountWritesNothing(t *testing.T) {
 		t.Errorf("gate available %d above the record's %d after the refused listing", gate.Available, rec.Available)
 	}
 }
+
+// A listing in buckets is not written at the record alone while the
+// breaker keeps traffic off Redis (here the operator's ForceFallback; an
+// outage takes the same path): the record has no bucket count, and the
+// gate the recalibration rebuilds from it would sell the hot SKU from one
+// bucket, its count fixed from then on. It is refused with nothing
+// written, and put on sale in its buckets once traffic is back.
+func TestShopListingInBucketsWaitsForTheGate(t *testing.T) {
+	shop := clusterShopOn(t)
+	ctx := t.Context()
+	l := stock.Listing{SKU: "phone", Units: 30, Buckets: 3}
+	shop.SetMode(degrade.ForceFallback)
+	err := shop.PutOnSale(ctx, l)
+	if !errors.Is(err, degrade.ErrPrimaryDown) || !errors.Is(err, stock.ErrUnavailable) || errors.Is(err, stock.ErrUnknownOutcome) {
+		t.Fatalf("PutOnSale in buckets at the record alone: %v; want degrade.ErrPrimaryDown and stock.ErrUnavailable, nothing written", err)
+	}
+	if _, err := shop.Record().Levels(ctx, "phone"); !errors.Is(err, stock.ErrUnknownSKU) {
+		t.Fatalf("record after the refused listing: %v; want stock.ErrUnknownSKU (nothing written)", err)
+	}
+	shop.SetMode(degrade.Auto)
+	_ = shop.Deduct(ctx, order("starts-recalibration", 1))
+	if s := waitState(t, shop); s != degrade.Primary && s != degrade.Ramping {
+		t.Fatalf("breaker %v after the recalibration", s)
+	}
+	if err := shop.PutOnSale(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	// The gate has the listing's 3 buckets: a repeat of the count is
+	// accepted, another is refused.
+	if err := shop.Gate().PutOnSale(ctx, l); err != nil {
+		t.Errorf("the gate does not have the listing's 3 buckets: %v", err)
+	}
+	if err := shop.Gate().PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 30, Buckets: 2}); !errors.Is(err, stock.ErrInvalid) {
+		t.Errorf("another bucket count at the gate: %v; want stock.ErrInvalid", err)
+	}
+	if lv := levels(t, shop.Record()); lv.Available != 30 {
+		t.Errorf("record available %d, want 30", lv.Available)
+	}
+}
