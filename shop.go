@@ -397,8 +397,11 @@ func (s *Shop) Record() *sqlstock.Store { return s.record }
 // breaker.
 func (s *Shop) Flow() *tiered.Manager { return s.flow }
 
-// Reconciler returns the reconciler Run drives and the breaker
-// recalibrates with.
+// Reconciler returns the reconciler Run drives, with Config.Reconcile's
+// limits (a drift past MaxAutoFix is reported, not fixed). The breaker
+// recalibrates with one of its own over the same gate and record that
+// fixes drift of any size (MaxAutoFix -1): traffic returns to the gate
+// only once it agrees with the record.
 func (s *Shop) Reconciler() *reconcile.Reconciler { return s.rec }
 
 // NewReconciler returns a Reconciler of your own over the Shop's gate and

@@ -18,7 +18,10 @@
 // writes the flow's own record with the flow's hold times and decides by
 // the gate's deadlines, as the flow does for an order its gate does not
 // know: an order it takes holds at the record with the grace on top, is
-// returned by the flow's reclaimer at the gate deadline it would have had,
+// returned by the flow's reclaimer at the gate deadline it would have had
+// once the gate answers again (while it cannot, the flow cannot tell such
+// an order from one whose Confirm reached the gate alone, and the record's
+// own reclaimer returns it at the record's deadline, the grace later),
 // and a late payment is refused on every node alike. An order ID is then
 // idempotent across both paths, and no state has to be shared between
 // application nodes. New refuses a flow with any other fallback (the raw
@@ -124,8 +127,10 @@
 //   - ReclaimExpired returns the primary's due holds (a tiered flow's
 //     include its record's), and the fallback's own when the primary's
 //     pass failed or the fallback is a store of its own: a tier that
-//     cannot be reached does not keep the other's holds past their
-//     deadlines.
+//     cannot be reached does not keep the other's holds past their own
+//     deadlines (with a tiered flow, the record's: an order taken at the
+//     record alone comes back at its gate deadline only once the gate
+//     answers again, see above).
 //   - State changes reach Config.OnStateChange on a goroutine of their own
 //     through a bounded buffer: a slow hook never stalls a breaker or a
 //     call (events beyond the buffer are dropped and counted).

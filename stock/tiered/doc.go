@@ -135,7 +135,10 @@
 //
 // Orders taken at the record alone (a fallback while the gate was down,
 // package degrade) are unknown to the gate, so the follow-up returns them
-// at the gate deadline they would have had: the listing's hold time.
+// at the gate deadline they would have had: the listing's hold time. The
+// follow-up runs only after a gate pass that answered: while the gate
+// cannot be reached, the record's own reclaimer returns them at the
+// record's deadline (Config.RecordGrace later).
 //
 // # At the record alone
 //
