@@ -115,7 +115,10 @@ func (m *Manager) grace(ctx context.Context, items []stock.Item, holds map[strin
 // degrade), or a gate that answers stock.ErrUnavailable, is decided by the
 // record as Confirm decides it: a held copy whose gate deadline (see
 // Orders) has passed is stock.ErrHoldExpired, one before it is extended at
-// the record; ErrUnknownOrder when the record does not know it either.
+// the record; ErrUnknownOrder when the record does not know it either. A
+// gate that answered stock.ErrUnavailable while it still holds the order
+// (a read that failed, not data it lost) keeps its deadline, and the
+// reclaimer returns the order at it: the gate decides when a hold ends.
 //
 // Once the gate has extended the hold, a record that fails is a
 // *TierError (call again); one that refuses (its copy ended or was
