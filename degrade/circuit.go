@@ -209,6 +209,24 @@ func (c *circuit) admit(share bool) (w way, done func(error)) {
 	}
 }
 
+// failOthersOff counts a call that another breaker of its order kept off
+// the primary as a failure of the primary (errOthersOff), if this breaker
+// sends every call there (Primary: not ramping, recalibrating or open), so
+// that an order's breakers open together (see Manager.route). A ramping
+// breaker is left alone: one failure would trip it, and another SKU's
+// open breaker says nothing of the primary's health for this one.
+func (c *circuit) failOthersOff() {
+	c.mu.Lock()
+	closed := c.state == Primary
+	c.mu.Unlock()
+	if !closed {
+		return
+	}
+	if w, done := c.admit(false); w == toPrimary {
+		done(errOthersOff)
+	}
+}
+
 // observe moves to Degraded if the gobreaker tripped. Callers hold c.mu.
 func (c *circuit) observe(now time.Time) {
 	if c.tripped.Swap(false) && (c.state == Primary || c.state == Ramping) {

@@ -34,8 +34,8 @@ type Config struct {
 	// one breaker for the whole shop. An order goes to the primary only if
 	// the breakers of all its SKUs let it, and to the fallback only if all
 	// of them are open; an order some of whose breakers are open counts as
-	// a failure for the others, which then follow to the fallback within
-	// ReadyToTrip. Confirm and Revert, which name no SKU, share one more
+	// a failure for the others that are closed, which then follow to the
+	// fallback within ReadyToTrip. Confirm and Revert, which name no SKU, share one more
 	// breaker of their own.
 	PerSKU int
 

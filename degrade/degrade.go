@@ -219,13 +219,15 @@ func (d *Manager) circuit(sku string) *circuit {
 // route decides where a call about skus goes. dones report the primary's
 // outcome to every breaker that admitted it.
 //
-// Every breaker of the call is asked. When one is recalibrating or
-// ramping, the call is settling. When one keeps traffic off the primary
-// and the others would send it there, the call goes to neither tier (the
-// fallback refuses it, see enterFallback) and counts as a failure of the
-// primary for the others (errOthersOff): an order's SKUs move to the
-// fallback together, within their breakers' threshold, instead of the
-// order being refused for as long as the breakers disagree.
+// The breakers are asked in turn, until one does not send the call to the
+// primary (as a call one breaker leaves out of its ramping share is not
+// counted in the others' shares). When that one keeps traffic off the
+// primary (open), the call goes to neither tier (the fallback refuses it,
+// see enterFallback) and counts as a failure of the primary for the
+// order's breakers that send every call there (closed: not ramping or
+// recalibrating; errOthersOff): an order's SKUs move to the fallback
+// together, within their breakers' threshold, instead of the order being
+// refused for as long as the breakers disagree.
 type route struct {
 	primary bool
 	// settling: not sent to the primary because one of the breakers is
@@ -244,35 +246,31 @@ func (d *Manager) route(share bool, skus ...string) route {
 		return route{}
 	}
 	var r route
-	off, busy := false, false
-	seen := map[*circuit]bool{}
+	circuits := make([]*circuit, 0, len(skus))
 	for _, s := range skus {
 		c := d.ids
 		if s != "" {
 			c = d.circuit(s)
 		}
-		if seen[c] {
-			continue
-		}
-		seen[c] = true
-		switch w, done := c.admit(share); w {
-		case toPrimary:
-			r.dones = append(r.dones, done)
-		case settling:
-			busy = true
-		default:
-			off = true
+		if !slices.Contains(circuits, c) {
+			circuits = append(circuits, c)
 		}
 	}
-	switch {
-	case busy:
-		r.skip()
-		return route{settling: true}
-	case off:
-		for _, done := range r.dones {
-			done(errOthersOff)
+	for i, c := range circuits {
+		w, done := c.admit(share)
+		if w == toPrimary {
+			r.dones = append(r.dones, done)
+			continue
 		}
-		return route{}
+		r.skip()
+		if w == toFallback {
+			for j, o := range circuits {
+				if j != i {
+					o.failOthersOff()
+				}
+			}
+		}
+		return route{settling: w == settling}
 	}
 	r.primary = true
 	return r
@@ -372,8 +370,8 @@ func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
 // of them are open. While some are open and the others send traffic to
 // the primary, it gets ErrBusy, nothing written (an order in doubt at the
 // primary is re-placed there, as above), and counts as the primary's
-// failure for the others, so that they open too within Config.ReadyToTrip
-// and the order then goes to the fallback.
+// failure for the others that are closed (not ramping), so that they open
+// too within Config.ReadyToTrip and the order then goes to the fallback.
 //
 // Once a breaker has begun to recalibrate the primary, no new order is
 // written at the fallback alone: while it recalibrates, and while it ramps

@@ -106,8 +106,9 @@
 //     to the fallback only if all of them are open. One whose breakers
 //     disagree (some open, the others sending traffic to the primary) gets
 //     ErrBusy, nothing written (or, in doubt at the primary, is re-placed
-//     there as above), and counts as a failure of the primary for the
-//     breakers that would have sent it there: an order's SKUs move to the
+//     there as above), and counts as a failure of the primary for those
+//     of its breakers that are closed (a ramping one is left to its own
+//     orders: one failure would trip it): an order's SKUs move to the
 //     fallback together, so an order of several SKUs reaches it within
 //     their breakers' threshold (Config.ReadyToTrip) while the primary is
 //     down. A SKU whose own orders the primary keeps answering (each a
