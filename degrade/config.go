@@ -19,9 +19,7 @@ var (
 	ErrBusy error = busyError{}
 	// ErrPrimaryDown: the call needed the primary (the order may be held
 	// there) and the primary is not taking traffic. It comes joined with
-	// stock.ErrUnknownOutcome: retry with the same order ID later; or, for
-	// a listing in buckets (see Manager.PutOnSale), with
-	// stock.ErrUnavailable: nothing was written.
+	// stock.ErrUnknownOutcome: retry with the same order ID later.
 	ErrPrimaryDown = errors.New("degrade: primary unavailable")
 )
 

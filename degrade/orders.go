@@ -165,13 +165,10 @@ func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Lev
 // primary's fast tier is brought up to date by recalibration. While the
 // breaker recalibrates the primary it gets ErrBusy, nothing written: the
 // recalibration would miss a listing written at the fallback alone (a
-// recalibration starting meanwhile waits for one under way). A listing in
-// buckets (Buckets above 1) is not written at the fallback: the bucket
-// count is the primary's gate's alone (the record has none, and the gate
-// that recalibration rebuilds from it would have one bucket), so it gets
-// an error matching ErrPrimaryDown and stock.ErrUnavailable, nothing
-// written; put it on sale once the breaker sends traffic to the primary
-// again, or with Buckets 0, which keeps the count the SKU has.
+// recalibration starting meanwhile waits for one under way). A tiered
+// flow's record path does not write a listing that names a bucket count
+// for a gate that keeps one (tiered.Fallback.PutOnSale: an error matching
+// stock.ErrUnavailable, nothing written).
 func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
@@ -182,9 +179,6 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	switch {
 	case r.settling:
 		return ErrBusy
-	case !r.primary && l.Buckets > 1:
-		return fmt.Errorf("%w: a listing in %d buckets is put on sale at the primary only, whose gate keeps the bucket count; retry once traffic is back on it, or set Buckets 0 to keep the SKU's count: %w",
-			ErrPrimaryDown, l.Buckets, stock.ErrUnavailable)
 	case !r.primary:
 		leave, ok := d.enterFallback([]string{l.SKU})
 		if !ok {

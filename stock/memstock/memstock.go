@@ -93,6 +93,19 @@ func New(clock stock.Clock, opts ...Option) *Store {
 	return s
 }
 
+// CheckListing reports what PutOnSale would refuse in l, writing nothing:
+// an invalid listing (a memstock gate of a tiered flow keeps no bucket
+// counts).
+func (s *Store) CheckListing(ctx context.Context, l stock.Listing) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return l.Validate()
+}
+
+// KeepsBuckets reports false: a Store keeps no bucket count per SKU.
+func (s *Store) KeepsBuckets() bool { return false }
+
 // PutOnSale implements stock.Manager.
 func (s *Store) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpPutOnSale, 1)

@@ -975,6 +975,11 @@ func (s *Store) CheckListing(ctx context.Context, l stock.Listing) (err error) {
 	return err
 }
 
+// KeepsBuckets reports whether the Store keeps a bucket count per SKU
+// (stock.Listing.Buckets): on a Redis Cluster. On one server every SKU is
+// one bucket, and Buckets is ignored.
+func (s *Store) KeepsBuckets() bool { return s.bucketed }
+
 // bucketCount reads the buckets of l's SKU afresh: n, the count l puts
 // it in (its own, or the SKU's when zero), have, the SKU's, and whether
 // its first state exists; a count other than the SKU's is stock.ErrInvalid.

@@ -379,6 +379,30 @@ func (f *Faulty) ExtendHold(ctx context.Context, orderID string, deadline time.T
 	})
 }
 
+// listingChecker is a gate's check of listings (tiered.ListingChecker).
+type listingChecker interface {
+	CheckListing(ctx context.Context, l stock.Listing) error
+	KeepsBuckets() bool
+}
+
+// CheckListing calls the wrapped Manager's CheckListing through the
+// fault; a Manager without one checks only that l is valid.
+func (f *Faulty) CheckListing(ctx context.Context, l stock.Listing) error {
+	return f.do(Call{Method: "CheckListing", SKUs: []string{l.SKU}}, func() error {
+		if c, ok := f.Manager.(listingChecker); ok {
+			return c.CheckListing(ctx, l)
+		}
+		return l.Validate()
+	})
+}
+
+// KeepsBuckets reports the wrapped Manager's KeepsBuckets (false without
+// one). It has no fault: it does no I/O.
+func (f *Faulty) KeepsBuckets() bool {
+	c, ok := f.Manager.(listingChecker)
+	return ok && c.KeepsBuckets()
+}
+
 // Narrow returns f as a stock.Manager that implements stock.Reclaimer,
 // stock.OrderReader and stock.HoldLister exactly when the wrapped Manager
 // does, for code that checks those interfaces with a type assertion, and

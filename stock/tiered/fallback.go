@@ -188,10 +188,19 @@ func (f *Fallback) ExtendHold(ctx context.Context, orderID string, deadline time
 }
 
 // PutOnSale puts the SKU on sale at the record with the record's listing
-// (RecordListing), and reports the SKU to Config.OnDrift.
+// (RecordListing), and reports the SKU to Config.OnDrift. A listing that
+// names a bucket count (Buckets above 0) for a gate that keeps one per SKU
+// (ListingChecker.KeepsBuckets: redisstock on a Redis Cluster) is not
+// written: the record has no bucket count, and a gate rebuilt from it
+// would keep the SKU in one bucket. It gets an error matching
+// stock.ErrUnavailable, nothing written: put it on sale through the flow
+// once the gate answers, or with Buckets 0, which keeps the SKU's count.
 func (f *Fallback) PutOnSale(ctx context.Context, l stock.Listing) error {
 	if err := l.Validate(); err != nil {
 		return err
+	}
+	if l.Buckets > 0 && f.m.gate.KeepsBuckets() {
+		return errBucketsWaitForGate
 	}
 	err := f.m.record.PutOnSale(ctx, f.m.RecordListing(l))
 	if err == nil {

@@ -13,42 +13,52 @@ import (
 // (RecordHold) and, when the listing sets one, a MaxHoldTTL longer by the
 // same grace (RecordListing), so that the gate's deadline always comes
 // first, for orders with their own hold time and extended holds too. It
-// is idempotent: after a *TierError naming the gate, call it again. A
-// gate that implements ListingChecker is asked first: a listing it would
-// refuse (another bucket count) is refused with nothing written.
+// is idempotent: after a *TierError naming the gate, call it again. The
+// gate is asked first (ListingChecker): a listing it would refuse
+// (another bucket count) is refused with nothing written. One it refuses
+// after the record took it (another node's first listing of the SKU in
+// another count, between the check and the write) is a *TierError, and
+// the SKU is reported to Config.OnDrift.
 func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	if c, ok := m.gate.(ListingChecker); ok {
-		// Nothing is written yet: the gate's refusal, or its failure to
-		// answer, is the call's.
-		if err := c.CheckListing(ctx, l); err != nil {
-			return err
-		}
+	// Nothing is written yet: the gate's refusal, or its failure to
+	// answer, is the call's.
+	if err := m.gate.CheckListing(ctx, l); err != nil {
+		return err
 	}
 	if err := m.record.PutOnSale(ctx, m.RecordListing(l)); err != nil {
 		return err
 	}
 	if err := m.gate.PutOnSale(ctx, l); err != nil {
+		if stock.IsBusiness(err) {
+			// Refused since the check (a first listing of the SKU in
+			// another bucket count, from another node): the record has
+			// this listing, the gate the other; reconciliation brings the
+			// gate's counts down to the record's.
+			m.drift(Drift{Tier: Gate, Op: "put on sale", SKUs: []string{l.SKU}, Err: err})
+		}
 		return &TierError{Tier: Gate, Op: "put on sale", Err: err}
 	}
 	return nil
 }
 
-// ListingChecker is implemented by a gate that can tell, writing nothing,
-// whether its PutOnSale would refuse a listing: package redisstock's Store
-// refuses, on a Redis Cluster, a bucket count other than the one the SKU
-// was first put on sale with, which the record does not know. PutOnSale
-// asks a gate that implements it before it writes the record, so that a
-// listing the gate refuses leaves both tiers as they were. A wrapper of
-// the gate should forward it (without it, such a refusal comes after the
-// record took the listing: a *TierError, and the tiers disagree until a
-// listing the gate accepts is put on sale).
+// ListingChecker is what a gate tells of listings, which its record
+// cannot: package redisstock's Store keeps, on a Redis Cluster, each SKU's
+// bucket count (stock.Listing.Buckets), set when the SKU is first put on
+// sale, and refuses another.
 type ListingChecker interface {
+	// CheckListing reports, writing nothing, what the gate's PutOnSale
+	// would refuse in l. PutOnSale asks it before it writes the record,
+	// so that a listing the gate refuses leaves both tiers as they were.
 	CheckListing(ctx context.Context, l stock.Listing) error
+	// KeepsBuckets reports, without I/O, whether the gate keeps a bucket
+	// count per SKU. Fallback.PutOnSale does not write a listing that
+	// names one at the record alone (ErrWaitsForGate).
+	KeepsBuckets() bool
 }
 
 // RecordHold returns the record's hold time for a gate hold time: gate plus

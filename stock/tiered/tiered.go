@@ -138,9 +138,11 @@ type Config struct {
 const defaultRecheckAfter = 25 * time.Millisecond
 
 // GateStore is what a Manager needs of its gate: a stock.Manager whose
-// holds expire (stock.Reclaimer, run by ReclaimExpired) and that reports
+// holds expire (stock.Reclaimer, run by ReclaimExpired), that reports
 // its orders (stock.OrderReader, asked by ReclaimExpired which record
-// copies it no longer holds). package stock/redisstock's Store is one.
+// copies it no longer holds) and says what it would refuse in a listing
+// before the record takes it (ListingChecker). package stock/redisstock's
+// Store is one, and so is stock/memstock's.
 //
 // A wrapper of a gate (metrics, tracing, a test fault) must forward all
 // three interfaces to the wrapped store; one that forwards only
@@ -152,6 +154,7 @@ type GateStore interface {
 	stock.OrderReader
 	stock.PartialReverter
 	stock.HoldExtender
+	ListingChecker
 }
 
 // RecordStore is what a Manager needs of its record: a stock.Manager whose
