@@ -98,7 +98,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		wrapped := 0
 		f, err := cfg.Node(i, func(g tiered.GateStore, rec tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) {
 			wrapped++
-			return wrap("gate", g).(tiered.GateStore), wrap("record", rec).(tiered.RecordStore)
+			return wrapGate(g), wrap("record", rec).(tiered.RecordStore)
 		})
 		switch {
 		case err != nil:

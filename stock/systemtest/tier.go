@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
+	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // tier wraps one node's gate or record: every call passes the hand-off
@@ -14,6 +15,21 @@ import (
 type tier struct {
 	name string // "gate" or "record"
 	m    stock.Manager
+}
+
+// wrapGate returns a flow's gate behind the checker's hand-off points,
+// with every interface of tiered.GateStore (its check of listings, a read
+// before anything is written, has none).
+func wrapGate(g tiered.GateStore) tiered.GateStore {
+	t := &tier{name: "gate", m: g}
+	return struct {
+		stock.Manager
+		stock.Reclaimer
+		stock.OrderReader
+		stock.PartialReverter
+		stock.HoldExtender
+		tiered.ListingChecker
+	}{t, t, t, t, t, g}
 }
 
 // wrap returns m behind the checker's hand-off points, implementing
