@@ -29,7 +29,10 @@ type Recorder interface {
 // selling holds that would expire before the record takes them
 // (handoff.Recorder does). Admit's refusal should match
 // stock.ErrContention (nothing applied, retry later). Settle does not ask
-// it: an order the gate holds is always recorded.
+// it: an order the gate holds is always recorded. Nor does a repeat of an
+// order the gate knows (the retry of a half-way Place, whose hand-off
+// failed): on a refusal, Place asks the gate (stock.OrderReader) and, if
+// it has the order ID, goes on as Admit had let it.
 type Admitter interface {
 	Admit(ctx context.Context, o stock.Order) error
 }
