@@ -186,18 +186,8 @@ func TestShopRivalFirstListingIsRepaired(t *testing.T) {
 // other, and so does the record path while the breaker keeps traffic off
 // the gate.
 func TestShopOneServerListingWithBucketsAtTheFallback(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	shop, err := stockguard.New(rdb, testdb.SQLite(t, 4).DB, stockguard.Config{Clock: stocktest.NewClock(stocktest.Epoch)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(shop.Close)
+	shop, _, _ := shopOn(t, stockguard.Config{})
 	ctx := t.Context()
-	if err := shop.CreateTables(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := shop.PutOnSale(ctx, stock.Listing{SKU: "at-primary", Units: 30, Buckets: 3}); err != nil {
 		t.Fatalf("at the primary: %v", err)
 	}
