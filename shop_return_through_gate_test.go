@@ -11,6 +11,7 @@ import (
 
 	"github.com/stockguard/stockguard"
 	"github.com/stockguard/stockguard/degrade"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/stocktest"
 	"github.com/stockguard/stockguard/stock/tiered"
@@ -27,21 +28,49 @@ type returnShop struct {
 	mr           *miniredis.Miniredis
 	gate, record *stocktest.Faulty
 	clock        *stocktest.Clock
+	// recalibrated receives the breaker's moves out of recalibrating,
+	// made once the recalibration's pass has returned.
+	recalibrated chan observe.Breaker
 }
 
 func newReturnShop(t *testing.T) *returnShop {
 	t.Helper()
-	s := &returnShop{t: t}
-	s.Shop, s.mr, s.clock = shopOn(t, stockguard.Config{Wrap: func(g tiered.GateStore, r tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) {
-		s.gate, s.record = stocktest.NewFaulty(g), stocktest.NewFaulty(r)
-		return s.gate, s.record
-	}})
+	s := &returnShop{t: t, recalibrated: make(chan observe.Breaker, 16)}
+	s.Shop, s.mr, s.clock = shopOn(t, stockguard.Config{
+		Wrap: func(g tiered.GateStore, r tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) {
+			s.gate, s.record = stocktest.NewFaulty(g), stocktest.NewFaulty(r)
+			return s.gate, s.record
+		},
+		Observer: observe.Observer{Breaker: func(b observe.Breaker) {
+			if b.From == degrade.Recalibrating.String() {
+				select {
+				case s.recalibrated <- b:
+				default: // a test that does not wait for it
+				}
+			}
+		}},
+	})
 	for _, sku := range []string{"a", "b"} {
 		if err := s.PutOnSale(t.Context(), stock.Listing{SKU: sku, Units: 10, HoldTTL: 15 * time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return s
+}
+
+// awaitRecalibration waits until the breaker, which a call through it
+// set recalibrating the gate in the background, has finished (its pass
+// returned, its corrections made) and lets traffic back to the gate.
+func (s *returnShop) awaitRecalibration() {
+	s.t.Helper()
+	select {
+	case b := <-s.recalibrated:
+		if b.Err != nil || (b.To != degrade.Ramping.String() && b.To != degrade.Primary.String()) {
+			s.t.Fatalf("the breaker's recalibration ended %s (%v), want traffic let back to the gate", b.To, b.Err)
+		}
+	case <-time.After(time.Minute):
+		s.t.Fatal("the breaker's recalibration did not end within a minute")
+	}
 }
 
 // available returns sku's available units at the gate and at the record.
@@ -482,12 +511,17 @@ func TestShopReturnOfAnOrderInDoubtSettledByTheFallbackWaitsForTheGate(t *testin
 	s.even("after the sale", map[string]int64{"a": 7})
 	r1 := stock.Return{OrderID: "o1", OpID: "r1", Items: []stock.Item{{SKU: "a", Qty: 1}}}
 	// This node's breaker has not let traffic through since: the return
-	// waits (the gate holds the order), with nothing written.
+	// waits (the gate holds the order), with nothing written, and the
+	// breaker recalibrates the gate in the background.
 	if err := s.RevertItems(ctx, r1); !errors.Is(err, degrade.ErrBusy) {
 		t.Fatalf("partial return before the breaker lets traffic through: %v, want degrade.ErrBusy", err)
 	}
 	s.bound("after the return that waits")
-	// Its retry once the breaker does.
+	// Its retry once the breaker does: after the recalibration's pass. A
+	// pass that reads between the return's two steps counts the units the
+	// gate gave back and the record not yet as sold (see package
+	// reconcile), and corrects the gate down until the next pass.
+	s.awaitRecalibration()
 	if err := s.Flow().RevertItems(ctx, r1); err != nil {
 		t.Fatalf("partial return: %v", err)
 	}
