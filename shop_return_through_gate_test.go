@@ -580,6 +580,9 @@ func TestShopRefundRacingAReturnOnTheNodeThatRemembersTheFallbackReturnsOnce(t *
 		if err := s.RevertItems(ctx, r1); err != nil {
 			t.Errorf("partial return on the node that remembers the fallback took o1: %v", err)
 		}
+		// Its breaker, back from ForceFallback, recalibrates the gate in
+		// the background: its pass ends before the refund goes on.
+		s.awaitRecalibration()
 	})
 	s.refundAll("o1")
 	ran()
@@ -597,6 +600,8 @@ func TestShopReturnRetryRacingItsFirstAttemptOnTheOtherNodeReturnsOnce(t *testin
 		if err := s.RevertItems(ctx, r1); err != nil {
 			t.Errorf("first attempt, on the node that remembers the fallback took o1: %v", err)
 		}
+		// Its breaker's recalibration ends before the retry goes on.
+		s.awaitRecalibration()
 	})
 	if err := s.Flow().RevertItems(ctx, r1); err != nil {
 		t.Fatalf("retry through the flow: %v", err)
