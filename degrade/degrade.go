@@ -350,20 +350,21 @@ func (d *Manager) Deduct(ctx context.Context, o stock.Order) error {
 // it counts for the breaker and is returned as it is, and the order's retry
 // goes wherever the breakers then send new orders (the fallback once they
 // opened). An order whose outcome on the primary is unknown (an error
-// after the request may have been sent) is re-placed once on the primary
-// at once, bypassing the breakers (it is the same order, not new traffic),
-// and if that fails too the error matches stock.ErrUnknownOutcome. This
-// node remembers such orders, and those each tier took, and sends their
-// retries to the same tier: an order in doubt goes to the primary while
-// its breakers let traffic through, and a retry there that fails without
-// an answer (nothing sent, the connection refused) is still an unknown
-// outcome: the earlier attempt may have placed the order. A retry of an
-// order in doubt while the breakers keep traffic off the primary goes to
-// the fallback when it is the primary's own record path (see New): the
-// record knows the order by its ID, so it is taken there at most once,
-// and a hold the primary's gate may also have returns at its deadline.
-// With any other fallback it is re-placed on the primary (never in
-// ForceFallback mode: ErrPrimaryDown with stock.ErrUnknownOutcome).
+// after the request may have been sent) gets an error matching
+// stock.ErrUnknownOutcome at once: it is not sent to the primary again
+// within the call, so a call answers within the bound of one attempt on
+// the primary (its client's timeouts, its record's lock waits), not two.
+// This node remembers such orders, and those each tier took, and sends
+// their retries to the same tier: an order in doubt goes to the primary
+// while its breakers let traffic through, and a retry there that fails
+// without an answer (nothing sent, the connection refused) is still an
+// unknown outcome: the earlier attempt may have placed the order. A retry of an order in doubt
+// while the breakers keep traffic off the primary goes to the fallback
+// when it is the primary's own record path (see New): the record knows
+// the order by its ID, so it is taken there at most once, and a hold the
+// primary's gate may also have returns at its deadline. With any other
+// fallback it is re-placed on the primary (never in ForceFallback mode:
+// ErrPrimaryDown with stock.ErrUnknownOutcome).
 //
 // With per-SKU breakers, an order goes to the primary only if the breakers
 // of all its SKUs let it, and is written at the fallback alone only if all
@@ -403,12 +404,10 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 		switch {
 		case err == nil || stock.IsBusiness(err):
 			return p, err
-		case errors.Is(err, stock.ErrUnknownOutcome):
+		case known == atPrimary || errors.Is(err, stock.ErrUnknownOutcome):
+			// In doubt now, or still: an attempt that sent nothing
+			// proves nothing of an order an earlier one may have placed.
 			d.orders.Add(o.ID, atPrimary)
-			return d.resolve(ctx, o, err)
-		case known == atPrimary:
-			// Still in doubt: an attempt that sent nothing proves nothing
-			// of an order an earlier one may have placed.
 			return p, unknown(err)
 		}
 		return p, err
@@ -512,8 +511,8 @@ func (d *Manager) enterFallback(skus []string) (leave func(), ok bool) {
 	return leave, true
 }
 
-// resolve re-places an order whose primary outcome is unknown, once,
-// bypassing the breakers (it is the same order, not new traffic).
+// resolve re-places a retry of an order whose primary outcome is unknown,
+// once, bypassing the breakers (it is the same order, not new traffic).
 func (d *Manager) resolve(ctx context.Context, o stock.Order, cause error) (tiered.Placement, error) {
 	if ctx.Err() != nil {
 		return tiered.Recorded, unknown(errors.Join(cause, ctx.Err()))

@@ -67,11 +67,15 @@
 //     is returned as it is; it counts for the breaker, and the order's
 //     retry goes where new orders go (the fallback once the breaker has
 //     opened).
-//   - An order whose outcome on the primary is unknown is re-placed on the
-//     primary at once (idempotent), and if that fails too the caller gets
-//     an error matching stock.ErrUnknownOutcome (never together with
-//     stock.ErrUnavailable or stock.ErrContention). This node remembers
-//     such orders (a bounded LRU, Config.Orders). A retry while the
+//   - An order whose outcome on the primary is unknown gets an error
+//     matching stock.ErrUnknownOutcome (never together with
+//     stock.ErrUnavailable or stock.ErrContention) at once: the call does
+//     not send it to the primary a second time, so it answers within the
+//     bound of one attempt there (the gate client's timeouts, the record's
+//     lock waits), not two. This node remembers such orders (a bounded
+//     LRU, Config.Orders); a retry with the same order ID finishes the
+//     job. A retry while the breaker lets traffic through goes to the
+//     primary (idempotent). A retry while the
 //     breaker keeps traffic off the primary is settled at a tiered flow's
 //     record path (the record knows the order by its ID: it is taken there
 //     at most once, and a hold the gate may also have only makes the gate
