@@ -39,7 +39,7 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 		return Pending, err
 	}
 	if a, ok := m.cfg.Recorder.(Admitter); ok {
-		if err := a.Admit(ctx, o); err != nil && !m.gateKnows(ctx, o.ID) {
+		if err := a.Admit(ctx, o); err != nil && !m.halfWay.Contains(o.ID) {
 			return Pending, fmt.Errorf("%w: %w", ErrNotAdmitted, err)
 		}
 	}
@@ -50,21 +50,17 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 			}
 			return Recorded, nil // the record has it; the gate lost it
 		}
+		if errors.Is(err, stock.ErrUnknownOutcome) {
+			m.halfWay.Add(o.ID, struct{}{})
+		}
 		return Pending, err
 	}
 	if err := m.cfg.Recorder.Record(ctx, o); err != nil {
+		m.halfWay.Add(o.ID, struct{}{})
 		return Pending, &TierError{Tier: Record, Op: "hand-off", Err: err}
 	}
+	m.halfWay.Remove(o.ID)
 	return Pending, nil
-}
-
-// gateKnows reports whether the gate has a record of the order ID (held,
-// or ended): a repeat, which Admit does not turn away (its refusal says
-// nothing is held) and the gate answers. A failed read says no: the call
-// is then refused with nothing applied by it.
-func (m *Manager) gateKnows(ctx context.Context, id string) bool {
-	in, err := m.gate.Orders(ctx, []string{id})
-	return err == nil && len(in) == 1 && in[0].State != stock.StateUnknown
 }
 
 // Settle records an order the gate holds. The consumer of the Recorder's

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -29,10 +31,14 @@ type Recorder interface {
 // selling holds that would expire before the record takes them
 // (handoff.Recorder does). Admit's refusal should match
 // stock.ErrContention (nothing applied, retry later). Settle does not ask
-// it: an order the gate holds is always recorded. Nor does a repeat of an
-// order the gate knows (the retry of a half-way Place, whose hand-off
-// failed): on a refusal, Place asks the gate (stock.OrderReader) and, if
-// it has the order ID, goes on as Admit had let it.
+// it: an order the gate holds is always recorded. Nor does the retry of
+// a Place that the same Manager answered half-way (an unknown outcome:
+// the gate may hold the order, the hand-off did not take it), which it
+// remembers (the last 4096 such orders), so that the retry finishes the
+// hand-off. A retry on another node is answered as a new order is; its
+// refusal then says that this call applied nothing, and the hold the
+// earlier attempt may have placed stands until a later retry finishes
+// its hand-off, or the gate returns it at its deadline.
 type Admitter interface {
 	Admit(ctx context.Context, o stock.Order) error
 }
@@ -191,7 +197,14 @@ type Manager struct {
 	record RecordStore
 	cfg    Config
 	obs    *observe.Observer // &cfg.Observer
+	// halfWay: the IDs of orders Place left half-way (the gate may hold
+	// them, the hand-off did not take them), whose retries Admit does not
+	// turn away; the last halfWayIDs.
+	halfWay *lru.Cache[string, struct{}]
 }
+
+// halfWayIDs is how many half-way orders a Manager remembers.
+const halfWayIDs = 4096
 
 var (
 	_ stock.Manager   = (*Manager)(nil)
@@ -208,6 +221,7 @@ func New(gate GateStore, record RecordStore, cfg Config) *Manager {
 	}
 	m := &Manager{gate: gate, record: record, cfg: cfg}
 	m.obs = &m.cfg.Observer
+	m.halfWay, _ = lru.New[string, struct{}](halfWayIDs) // fails only for a size below 1
 	return m
 }
 
