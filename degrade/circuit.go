@@ -209,6 +209,16 @@ func (c *circuit) admit(share bool) (w way, done func(error)) {
 	}
 }
 
+// off reports whether the breaker keeps calls off the primary (open, or
+// recalibrating it): admit then counts no share of its ramp.
+func (c *circuit) off() bool {
+	now := c.d.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observe(now)
+	return c.state == Degraded || c.state == Recalibrating
+}
+
 // failOthersOff counts a call that another breaker of its order kept off
 // the primary as a failure of the primary (errOthersOff), if this breaker
 // sends every call there (Primary: not ramping, recalibrating or open), so

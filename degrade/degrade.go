@@ -219,15 +219,16 @@ func (d *Manager) circuit(sku string) *circuit {
 // route decides where a call about skus goes. dones report the primary's
 // outcome to every breaker that admitted it.
 //
-// The breakers are asked in turn, until one does not send the call to the
-// primary (as a call one breaker leaves out of its ramping share is not
-// counted in the others' shares). When that one keeps traffic off the
-// primary (open), the call goes to neither tier (the fallback refuses it,
-// see enterFallback) and counts as a failure of the primary for the
-// order's breakers that send every call there (closed: not ramping or
-// recalibrating; errOthersOff): an order's SKUs move to the fallback
-// together, within their breakers' threshold, instead of the order being
-// refused for as long as the breakers disagree.
+// The breakers off the primary (open, or recalibrating it) are asked
+// first, then the others in turn, until one does not send the call to the
+// primary: a call one breaker keeps off, or leaves out of its ramping
+// share, takes no share of the others'. When one is open, the call goes
+// to neither tier (the fallback refuses it, see enterFallback) unless all
+// are, and counts as a failure of the primary for the order's breakers
+// that send every call there (closed: not ramping or recalibrating;
+// errOthersOff): an order's SKUs move to the fallback together, within
+// their breakers' threshold, instead of the order being refused for as
+// long as the breakers disagree.
 type route struct {
 	primary bool
 	// settling: not sent to the primary because one of the breakers is
@@ -256,21 +257,34 @@ func (d *Manager) route(share bool, skus ...string) route {
 			circuits = append(circuits, c)
 		}
 	}
+	// The breakers off the primary first (open, or recalibrating it):
+	// asking them counts no share, and one of them decides the call
+	// before a ramping breaker gives it a share it would not use.
 	for i, c := range circuits {
-		w, done := c.admit(share)
-		if w == toPrimary {
-			r.dones = append(r.dones, done)
+		if !c.off() {
 			continue
 		}
-		r.skip()
-		if w == toFallback {
+		switch w, done := c.admit(share); w {
+		case toPrimary: // closed meanwhile
+			done(errSkip)
+		case toFallback:
 			for j, o := range circuits {
 				if j != i {
 					o.failOthersOff()
 				}
 			}
+			return route{}
+		default:
+			return route{settling: true}
 		}
-		return route{settling: w == settling}
+	}
+	for _, c := range circuits {
+		w, done := c.admit(share)
+		if w != toPrimary {
+			r.skip()
+			return route{settling: w == settling}
+		}
+		r.dones = append(r.dones, done)
 	}
 	r.primary = true
 	return r
@@ -433,9 +447,6 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 	case r.settling:
 		return tiered.Recorded, ErrBusy
 	}
-	if !d.limiter.AllowN(d.cfg.Clock.Now(), 1) {
-		return tiered.Recorded, ErrBusy
-	}
 	err, ok := d.atFallback(ctx, o, skus, true)
 	if !ok {
 		return tiered.Recorded, ErrBusy
@@ -458,17 +469,21 @@ func (d *Manager) placePrimary(ctx context.Context, o stock.Order) (tiered.Place
 // atFallback places a new order (or one in doubt at the primary) on the
 // fallback alone, while every breaker of its SKUs keeps traffic off the
 // primary; ok is false, with nothing sent, once one of them has begun to
-// recalibrate (see enterFallback). With remember, an order the fallback
-// took is remembered as the fallback's (one in doubt at the primary is
-// not: the primary may hold it too).
-func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, remember bool) (err error, ok bool) {
+// recalibrate (see enterFallback). A new order takes one of the
+// fallback's tokens once admitted there (ErrBusy without one), and, taken,
+// is remembered as the fallback's; one in doubt at the primary does
+// neither (it is not new traffic, and the primary may hold it too).
+func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, newOrder bool) (err error, ok bool) {
 	leave, ok := d.enterFallback(skus)
 	if !ok {
 		return nil, false
 	}
 	defer leave()
+	if newOrder && !d.limiter.AllowN(d.cfg.Clock.Now(), 1) {
+		return ErrBusy, true
+	}
 	err = d.fallback.Deduct(ctx, o)
-	if err == nil && remember {
+	if err == nil && newOrder {
 		d.orders.Add(o.ID, atFallback)
 	}
 	return err, true
