@@ -18,7 +18,10 @@ import (
 // (another bucket count) is refused with nothing written. One it refuses
 // after the record took it (another node's first listing of the SKU in
 // another count, between the check and the write) is a *TierError, and
-// the SKU is reported to Config.OnDrift.
+// the SKU is reported to Config.OnDrift: the record then has this
+// listing, written last, and the gate the other node's bucket count, with
+// its counts brought down to the record's by the repair. Put a new SKU on
+// sale from one place, or again once both calls have answered.
 func (m *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpPutOnSale, 1)
 	defer func() { tr.Done(err) }()
