@@ -93,8 +93,8 @@ var ErrNotAdmitted = errors.New("tiered: not admitted: the hand-off refused new 
 // written: call again through the flow (package degrade does, outside
 // ForceFallback mode), which returns at the record alone an order its
 // gate does not know. It matches stock.ErrUnavailable.
+var ErrWaitsForGate = fmt.Errorf("tiered: the units go back through the gate, which cannot be asked: %w", stock.ErrUnavailable)
+
 // errBucketsWaitForGate answers a listing that names a bucket count at the
 // record alone (see Fallback.PutOnSale).
 var errBucketsWaitForGate = fmt.Errorf("tiered: a listing that names a bucket count is put on sale through the gate, which keeps each SKU's count (the record has none): retry once the gate answers, or set Buckets 0 to keep the SKU's count: %w", stock.ErrUnavailable)
-
-var ErrWaitsForGate = fmt.Errorf("tiered: the units go back through the gate, which cannot be asked: %w", stock.ErrUnavailable)

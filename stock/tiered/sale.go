@@ -60,7 +60,8 @@ type ListingChecker interface {
 	CheckListing(ctx context.Context, l stock.Listing) error
 	// KeepsBuckets reports, without I/O, whether the gate keeps a bucket
 	// count per SKU. Fallback.PutOnSale does not write a listing that
-	// names one at the record alone (ErrWaitsForGate).
+	// names one at the record alone (an error matching
+	// stock.ErrUnavailable).
 	KeepsBuckets() bool
 }
 
