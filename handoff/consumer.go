@@ -40,8 +40,9 @@ type ConsumerConfig struct {
 	// means 50ms and 5s.
 	Backoff, MaxBackoff time.Duration
 	// Poll is the longest one Fetch waits for a message: an idle consumer
-	// reports a Lag of zero after it, and so does one whose Fetch has
-	// failed for Poll. Zero means 500ms.
+	// reports a Lag of zero after it (but for the messages it handed back
+	// for a Retry, until they are back in the queue), and one whose Fetch
+	// has failed for Poll reports zero. Zero means 500ms.
 	Poll time.Duration
 	// Done, if set, is called once a delivery's message ended: err is
 	// nil (the record has the order), Settle's business error (the order
@@ -94,6 +95,7 @@ type Consumer struct {
 	ended   time.Time // when the last batch ended; zero while one is in hand
 	idle    bool      // the last Fetch found nothing, failed for Poll, or Run returned
 	fetched time.Time // when Run's last Fetch answered without an error
+	retried retried   // messages handed back for a Retry, not back in the queue yet
 }
 
 // NewConsumer returns a Consumer that settles src's messages into flow.
@@ -142,6 +144,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.fetched = c.cfg.Clock.Now()
 	c.mu.Unlock()
 	for ctx.Err() == nil {
+		asked := time.Now() // a Retry's delay is the broker's, waited out in real time
 		fctx, cancel := context.WithTimeout(ctx, c.cfg.Poll)
 		ds, err := c.src.Fetch(fctx, c.cfg.Batch)
 		cancel()
@@ -151,7 +154,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			c.mu.Unlock()
 		}
 		if err == nil || len(ds) > 0 {
-			c.Settle(context.WithoutCancel(ctx), ds)
+			c.settleBatch(context.WithoutCancel(ctx), ds, asked)
 		}
 		if err != nil {
 			c.fetchFailed()
@@ -177,6 +180,7 @@ func (c *Consumer) fetchFailed() {
 	}
 	if c.cfg.Clock.Now().Sub(since) >= c.cfg.Poll {
 		c.idle = true
+		c.retried.clear()
 	}
 }
 
@@ -184,15 +188,24 @@ func (c *Consumer) fetchFailed() {
 func (c *Consumer) stopped() {
 	c.mu.Lock()
 	c.idle = true
+	c.retried.clear()
 	c.mu.Unlock()
 }
 
 // Settle settles one batch of deliveries concurrently and returns when
 // each has ended (acknowledged, retried or dead-lettered, or left to the
 // adapter's redelivery when that failed too). Run calls it; call it
-// yourself to drive a Source your own way.
+// yourself to drive a Source your own way, with the deliveries of each
+// Fetch, none included (an empty Fetch tells the Consumer's Lag that the
+// queue had nothing ready).
 func (c *Consumer) Settle(ctx context.Context, ds []Delivery) {
-	c.begin(ds)
+	c.settleBatch(ctx, ds, time.Now())
+}
+
+// settleBatch is Settle of the deliveries of a Fetch begun at asked (the
+// system's time).
+func (c *Consumer) settleBatch(ctx context.Context, ds []Delivery, asked time.Time) {
+	c.begin(ds, asked)
 	var wg sync.WaitGroup
 	for _, d := range ds {
 		wg.Go(func() { c.settle(ctx, d) })
@@ -218,7 +231,11 @@ func (c *Consumer) settle(ctx context.Context, d Delivery) {
 		c.deadLetter(ctx, d, h, err)
 	default:
 		// Left alone on failure: the adapter's timeout redelivers it.
-		_ = d.Retry(ctx, c.backoff(d.Attempt()))
+		delay := c.backoff(d.Attempt())
+		_ = d.Retry(ctx, delay)
+		c.mu.Lock()
+		c.retried.add(m, time.Now().Add(delay))
+		c.mu.Unlock()
 	}
 }
 
@@ -252,31 +269,48 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 
 // Lag is how far behind the queue this consumer is: the age of the oldest
 // message of the batch in hand, or the lag the last batch ended with,
-// until a Fetch finds the queue empty (then zero). Under Run, the lag a
-// batch ended with is dropped too once Fetch has failed for Poll (the
-// consumer no longer sees the queue) and once Run has returned: a
-// consumer that stopped fetching does not hold the lag for ever. A
-// Recorder's RecorderConfig.Lag reads it to slow admissions. A nil
-// Consumer's Lag is zero.
+// until a Fetch finds the queue empty (then zero); and, all the while,
+// the age of the oldest message it handed back for a Retry that is not
+// back in the queue yet. A message waiting out a Retry's delay (in the
+// broker's delayed set, or held by the Source) is not ready: a Fetch that
+// finds nothing else finds the queue empty of ready messages only, so
+// the Consumer counts it until it is delivered again to this consumer
+// (then it is in the batch in hand) or until the first Fetch begun once
+// its delay has passed (by then it is back in the queue, and the
+// consumer that takes it counts it). Under Run, the lag is dropped too
+// once Fetch has failed for Poll (the consumer no longer sees the queue)
+// and once Run has returned: a consumer that stopped fetching does not
+// hold the lag for ever. A Recorder's RecorderConfig.Lag reads it to
+// slow admissions. A nil Consumer's Lag is zero.
 func (c *Consumer) Lag() time.Duration {
 	if c == nil {
 		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.cfg.Clock.Now()
+	var lag time.Duration
+	if s := c.retried.oldest; !s.IsZero() {
+		lag = max(now.Sub(s), 0)
+	}
 	switch {
 	case c.idle || c.oldest.IsZero():
-		return 0
 	case c.ended.IsZero():
-		return max(c.cfg.Clock.Now().Sub(c.oldest), 0)
+		lag = max(lag, now.Sub(c.oldest))
 	default:
-		return max(c.ended.Sub(c.oldest), 0)
+		lag = max(lag, c.ended.Sub(c.oldest))
 	}
+	return lag
 }
 
-func (c *Consumer) begin(ds []Delivery) {
+// begin starts the batch ds of a Fetch begun at asked (the system's
+// time): the messages it handed back for a Retry that ds delivers again,
+// or whose delay had passed by asked, are no longer this consumer's to
+// count.
+func (c *Consumer) begin(ds []Delivery, asked time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.retried.drop(ds, asked)
 	c.idle = len(ds) == 0
 	c.oldest, c.ended = time.Time{}, time.Time{}
 	for _, d := range ds {

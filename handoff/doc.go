@@ -53,10 +53,13 @@
 // fails), since an adapter may leave out of Oldest the messages it delays
 // for a retry: Consumer.Lag (or LagOf over this node's consumers),
 // the age of the oldest message of the batch in hand, held after the
-// batch until a Fetch finds the queue empty, a Fetch of Run has failed
-// for ConsumerConfig.Poll, or Run has returned (a consumer that stopped
-// fetching no longer counts). Either way, refusing admissions drains the
-// queue and reopens them.
+// batch until a Fetch finds the queue empty, and the age of each message
+// the consumer handed back for a Retry, until it is delivered to the
+// consumer again or a Fetch begun once its delay passed (it is back in
+// the queue, for whichever consumer takes it); all dropped once a Fetch
+// of Run has failed for ConsumerConfig.Poll, or Run has returned (a
+// consumer that stopped fetching no longer counts). Either way, refusing
+// admissions drains the queue and reopens them.
 //
 // # Writing an adapter
 //

@@ -58,7 +58,8 @@
 // a delivery limit) and let another consumer take it out of turn. So a
 // Recorder over the Publisher applies backpressure by
 // handoff.RecorderConfig.Lag alone, this process's consumers' measure
-// (handoff.LagOf over them; stockguard.Config.Handoff wires the Shop's):
+// (handoff.LagOf over them; stockguard.Config.Handoff wires the Shop's,
+// and it counts the messages a Source holds for a Retry's delay):
 // it sees neither the consumers of other nodes nor the messages waiting
 // for a consumer that none of them has fetched yet. Where every node
 // publishes and consumes, each node's own consumers slow its own
