@@ -26,8 +26,11 @@ type Config struct {
 	// Stream names the queue: the key of its stream. Its delayed set and
 	// dead-letter stream are the keys Stream+":delayed" and Stream+":dead".
 	// A name without a hash tag gets one around it ("orders" becomes
-	// "{orders}"), so that the three keys share a Redis Cluster slot.
-	// Required.
+	// "{orders}", "orders{}" becomes "{orders{}}"), so that the three keys
+	// share a Redis Cluster slot. As for Redis Cluster, a hash tag is the
+	// text between the first '{' and the first '}' after it, when there is
+	// any: empty braces are none. A name without one that begins with '}'
+	// cannot be given one and is refused (stock.ErrInvalid). Required.
 	Stream string
 	// Group is the consumer group every Source of the queue reads in.
 	// Zero means "stockguard".
@@ -72,8 +75,11 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Queue, er
 		cfg.Block = 100 * time.Millisecond
 	}
 	base := cfg.Stream
-	if i := strings.IndexByte(base, '{'); i < 0 || !strings.Contains(base[i:], "}") {
+	if !hasHashTag(base) {
 		base = "{" + base + "}"
+	}
+	if !hasHashTag(base) { // it begins with '}': the tag around it would be empty
+		return nil, &stock.InvalidError{Field: "redisstream.Config.Stream", Reason: fmt.Sprintf("%q has no hash tag and cannot be given one (it begins with '}')", cfg.Stream)}
 	}
 	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", group: cfg.Group,
 		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond)}
@@ -82,6 +88,20 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Queue, er
 		return nil, err
 	}
 	return q, nil
+}
+
+// hasHashTag tells whether Redis Cluster hashes key by a hash tag: the
+// first '{' and the first '}' after it, with at least one character
+// between them. A key without one ("orders", "orders{}", "orders}{") is
+// hashed whole, and so is each key made from it with a suffix: they land
+// in different slots.
+func hasHashTag(key string) bool {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return false
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	return j > 0
 }
 
 // Publish appends m to the stream (XADD): once it returns nil, Redis has
