@@ -14,17 +14,17 @@ import (
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
-// zzDownRecord cannot answer: every Settle fails with an infrastructure
-// error.
-type zzDownRecord struct{}
+// downRecord is a record that cannot answer: every Settle fails with an
+// infrastructure error.
+type downRecord struct{}
 
-func (zzDownRecord) Settle(context.Context, stock.Order) error {
+func (downRecord) Settle(context.Context, stock.Order) error {
 	return errors.New("record down: dial tcp 10.0.0.9:3306: connection refused")
 }
 
-// zzCountingSource tells when two Fetches came back empty after the first
-// delivery.
-type zzCountingSource struct {
+// countingSource closes emptyTwo once two of its Fetches returned nothing
+// after the first one that returned a delivery.
+type countingSource struct {
 	handoff.Source
 	mu        sync.Mutex
 	delivered bool
@@ -32,7 +32,7 @@ type zzCountingSource struct {
 	emptyTwo  chan struct{}
 }
 
-func (s *zzCountingSource) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
+func (s *countingSource) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	ds, err := s.Source.Fetch(ctx, n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,9 +50,9 @@ func (s *zzCountingSource) Fetch(ctx context.Context, n int) ([]handoff.Delivery
 // The Publisher is no OldestReader: the Recorder's backpressure is the
 // consumers' Lag alone (package doc). While the record is down, the
 // order the consumer retried waits out its backoff in the Source's hands
-// (Source.Holding counts it), an hour behind; under Run, the next Fetch
-// that finds nothing ready drops the consumer's Lag to zero and the
-// Recorder admits new orders.
+// (Source.Holding counts it), an hour behind, and Run's Fetches find
+// nothing ready; the consumer's Lag keeps counting the order, and the
+// Recorder keeps refusing new orders.
 func TestRunKeepsTheLagOfAnOrderWaitingOutItsRetry(t *testing.T) {
 	url := testdb.Need(t, broker)
 	ctx := context.Background()
@@ -61,13 +61,13 @@ func TestRunKeepsTheLagOfAnOrderWaitingOutItsRetry(t *testing.T) {
 	src := source(t, url, cfg)
 	now := time.UnixMilli(time.Now().UnixMilli())
 	clock := stocktest.NewClock(now)
-	old := handoff.Message{Order: stock.Order{ID: "zz-old", Items: []stock.Item{{SKU: "a", Qty: 1}}},
+	old := handoff.Message{Order: stock.Order{ID: "old", Items: []stock.Item{{SKU: "a", Qty: 1}}},
 		Sent: now.Add(-time.Hour), Deadline: now.Add(time.Minute)}
 	if err := pub.Publish(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	cs := &zzCountingSource{Source: src, emptyTwo: make(chan struct{})}
-	c, err := handoff.NewConsumer(cs, zzDownRecord{}, handoff.ConsumerConfig{Clock: clock,
+	cs := &countingSource{Source: src, emptyTwo: make(chan struct{})}
+	c, err := handoff.NewConsumer(cs, downRecord{}, handoff.ConsumerConfig{Clock: clock,
 		Backoff: time.Minute, MaxBackoff: time.Minute, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestRunKeepsTheLagOfAnOrderWaitingOutItsRetry(t *testing.T) {
 	if n := src.Holding(); n != 1 {
 		t.Fatalf("Source.Holding = %d; want 1 (the order waits out its retry)", n)
 	}
-	err = rec.Admit(ctx, stock.Order{ID: "zz-new", Items: []stock.Item{{SKU: "a", Qty: 1}}})
+	err = rec.Admit(ctx, stock.Order{ID: "new", Items: []stock.Item{{SKU: "a", Qty: 1}}})
 	if !errors.Is(err, handoff.ErrBacklog) {
 		t.Fatalf("Admit with an order held for its retry an hour behind a record that is down, MaxLag 1s = %v (Consumer.Lag %v); want ErrBacklog",
 			err, c.Lag())

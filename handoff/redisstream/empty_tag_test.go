@@ -18,23 +18,36 @@ import (
 
 // Config.Stream promises that a name without a hash tag gets one, so that
 // the stream, its delayed set and its dead-letter stream share a Cluster
-// slot. A name whose only braces are empty ("{}") has no hash tag for
-// Redis Cluster (the whole key is hashed): the Queue must either refuse
-// it (stock.ErrInvalid) or wrap it, so that its three keys share a slot
-// and Fetch, Retry and Len work on a Cluster as they do on one server.
+// slot. A name whose first braces are empty ("{}") has no hash tag for
+// Redis Cluster (the whole key is hashed, later braces or not), so the
+// Queue wraps it too: Fetch, Retry and Len work on a Cluster as they do
+// on one server. A name without a tag that begins with '}' would get an
+// empty one ("{}..."): it is refused before any key is written.
 func TestStreamNameWithEmptyBracesOnCluster(t *testing.T) {
 	addrs := os.Getenv("STOCKGUARD_REDIS_CLUSTER")
 	if addrs == "" {
 		t.Skip("STOCKGUARD_REDIS_CLUSTER not set")
 	}
-	ctx := context.Background()
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
 	t.Cleanup(func() { _ = rdb.Close() })
-	name := fmt.Sprintf("zz-orders{}-%d", time.Now().UnixNano())
-	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: name, Redelivery: time.Hour, Block: 10 * time.Millisecond})
-	if errors.Is(err, stock.ErrInvalid) {
-		return // refused before any work: kept
+	for _, format := range []string{"orders{}-%d", "{}{orders}-%d", "orders}{-%d"} {
+		name := fmt.Sprintf(format, time.Now().UnixNano())
+		t.Run(name, func(t *testing.T) { checkOneSlot(t, rdb, name) })
 	}
+	name := fmt.Sprintf("}orders{-%d", time.Now().UnixNano())
+	if _, err := redisstream.New(context.Background(), rdb, redisstream.Config{Stream: name}); !errors.Is(err, stock.ErrInvalid) {
+		t.Errorf("New(%q) = %v; want stock.ErrInvalid", name, err)
+	}
+	if n, err := rdb.Exists(context.Background(), "{"+name+"}").Result(); err != nil || n != 0 {
+		t.Errorf("stream of the refused name: %d, %v; want none", n, err)
+	}
+}
+
+// checkOneSlot publishes, fetches, retries and counts a message on the
+// queue named name.
+func checkOneSlot(t *testing.T, rdb *redis.ClusterClient, name string) {
+	ctx := context.Background()
+	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: name, Redelivery: time.Hour, Block: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +57,7 @@ func TestStreamNameWithEmptyBracesOnCluster(t *testing.T) {
 			rdb.Del(context.Background(), k)
 		}
 	})
-	m := handoff.Message{Order: stock.Order{ID: "zz-empty-tag", Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.UnixMilli(time.Now().UnixMilli())}
+	m := handoff.Message{Order: stock.Order{ID: "empty-tag", Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.UnixMilli(time.Now().UnixMilli())}
 	if err := q.Publish(ctx, m); err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,14 @@ import (
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
-// countingSource tells how many of its Fetches returned nothing after the
-// first one that returned a delivery.
+// countingSource closes emptyTwice once two of its Fetches returned
+// nothing after the first one that returned a delivery.
 type countingSource struct {
 	handoff.Source
-	mu        sync.Mutex
-	delivered bool
-	empty     int
-	emptyOnce chan struct{}
+	mu         sync.Mutex
+	delivered  bool
+	empty      int
+	emptyTwice chan struct{}
 }
 
 func (s *countingSource) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
@@ -36,7 +36,7 @@ func (s *countingSource) Fetch(ctx context.Context, n int) ([]handoff.Delivery, 
 		s.delivered = true
 	case s.delivered && err == nil:
 		if s.empty++; s.empty == 2 {
-			close(s.emptyOnce)
+			close(s.emptyTwice)
 		}
 	}
 	return ds, err
@@ -44,29 +44,28 @@ func (s *countingSource) Fetch(ctx context.Context, n int) ([]handoff.Delivery, 
 
 // The wiring the package docs give: the Consumer under Run, its Lag as
 // RecorderConfig.Lag. While the record is down, a queued order waits out
-// its Retry backoff in the delayed set, which Oldest leaves out; the
-// queue still holds it (Queue.Len counts it), so the consumer's Lag must
-// keep telling how far behind the hand-off is, and the Recorder must keep
-// refusing new orders. Under Run, the next Fetch that finds nothing new on
-// the stream (the order waits in the delayed set) drops the Lag to zero
-// and the Recorder admits again, an hour behind.
+// its Retry backoff in the delayed set, which Oldest leaves out, and
+// Run's Fetches find nothing ready; the queue still holds the order
+// (Queue.Len counts it), so the consumer's Lag keeps telling how far
+// behind the hand-off is (an hour), and the Recorder keeps refusing new
+// orders.
 func TestRunKeepsTheLagOfAnOrderWaitingOutItsRetry(t *testing.T) {
 	ctx := context.Background()
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: "zz-retry-lag", Redelivery: time.Hour, Block: 10 * time.Millisecond})
+	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: "retry-lag", Redelivery: time.Hour, Block: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.UnixMilli(time.Now().UnixMilli())
 	clock := stocktest.NewClock(now)
-	old := handoff.Message{Order: stock.Order{ID: "zz-old", Items: []stock.Item{{SKU: "a", Qty: 1}}},
+	old := handoff.Message{Order: stock.Order{ID: "old", Items: []stock.Item{{SKU: "a", Qty: 1}}},
 		Sent: now.Add(-time.Hour), Deadline: now.Add(time.Minute)}
 	if err := q.Publish(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	src := &countingSource{Source: q.Source("c1"), emptyOnce: make(chan struct{})}
+	src := &countingSource{Source: q.Source("c1"), emptyTwice: make(chan struct{})}
 	c, err := handoff.NewConsumer(src, downRecord{}, handoff.ConsumerConfig{Clock: clock,
 		Backoff: time.Minute, MaxBackoff: time.Minute, Poll: 50 * time.Millisecond})
 	if err != nil {
@@ -84,7 +83,7 @@ func TestRunKeepsTheLagOfAnOrderWaitingOutItsRetry(t *testing.T) {
 	defer func() { stop(); <-done }()
 
 	select {
-	case <-src.emptyOnce: // the order was retried, and Run fetched again twice
+	case <-src.emptyTwice: // the order was retried, and Run found nothing ready twice
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not fetch again after the retry")
 	}
@@ -92,7 +91,7 @@ func TestRunKeepsTheLagOfAnOrderWaitingOutItsRetry(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Queue.Len = %d, %v; want 1 (the order waits out its retry)", n, err)
 	}
-	err = rec.Admit(ctx, stock.Order{ID: "zz-new", Items: []stock.Item{{SKU: "a", Qty: 1}}})
+	err = rec.Admit(ctx, stock.Order{ID: "new", Items: []stock.Item{{SKU: "a", Qty: 1}}})
 	if !errors.Is(err, handoff.ErrBacklog) {
 		t.Fatalf("Admit with %d order queued for an hour behind a record that is down, MaxLag 1s = %v (Consumer.Lag %v, Recorder.Lag %v); want ErrBacklog",
 			n, err, c.Lag(), rec.Lag(ctx))
