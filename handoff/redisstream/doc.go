@@ -10,10 +10,12 @@
 // It keeps the handoff adapter contract (it passes package handofftest,
 // on miniredis, a Redis server and a Redis Cluster):
 //
-//   - Fetch reads new messages first (one XREADGROUP: the cost of a busy
-//     queue); when they do not fill the batch, or at least every
-//     Redelivery/2, it also sweeps: due retries go back onto the stream,
-//     and deliveries left unacknowledged for Config.Redelivery are claimed
+//   - Fetch moves due retries back onto the stream (a script call), then
+//     reads new messages (one XREADGROUP: with the script, the cost of a
+//     busy queue), so a retry whose delay has passed when a Fetch begins
+//     is read by it or a later one, busy queue or not; when the messages
+//     read do not fill the batch, at least every Redelivery/2, it also
+//     claims deliveries left unacknowledged for Config.Redelivery
 //     (XAUTOCLAIM), with their delivery count one more
 //     (Delivery.Attempt).
 //   - Ack acknowledges the message and deletes it from the stream (XACK

@@ -198,13 +198,15 @@ func (q *Queue) Keys() (stream, delayed, dead string) { return q.stream, q.delay
 type source struct {
 	q     *Queue
 	name  string
-	swept time.Time // the last sweep; Fetch is called by one goroutine at a time
+	swept time.Time // the last claim; Fetch is called by one goroutine at a time
 }
 
-// Fetch reads new messages (XREADGROUP), moves due retries back onto the
-// stream and claims deliveries left unacknowledged for Redelivery
+// Fetch moves due retries back onto the stream, reads new messages
+// (XREADGROUP) and claims deliveries left unacknowledged for Redelivery
 // (XAUTOCLAIM), blocking for Block at a time until one is there or ctx
-// ends. On a busy queue the sweep runs at least every Redelivery/2.
+// ends. Due retries are moved before every read, so a retry whose delay
+// has passed when a Fetch begins is back in the queue, busy or not; on a
+// busy queue the claim runs at least every Redelivery/2.
 func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	if n <= 0 {
 		return nil, nil
@@ -221,12 +223,15 @@ func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	return nil, nil
 }
 
-// fetchOnce reads new messages at once (XREADGROUP, one round trip: the
-// path of a busy queue); when they are fewer than n, or a while has passed
-// since the last sweep, it also sweeps (due retries back onto the stream,
-// abandoned deliveries claimed); and with nothing yet, it blocks for new
-// messages for at most Block.
+// fetchOnce moves due retries back onto the stream, then reads new
+// messages at once (XREADGROUP); when they are fewer than n and a while
+// has passed since the last claim, or there are none, it also claims
+// abandoned deliveries; and with nothing yet, it blocks for new messages
+// for at most Block.
 func (s *source) fetchOnce(ctx context.Context, n int) ([]handoff.Delivery, error) {
+	if err := s.promote(ctx, n); err != nil {
+		return nil, err
+	}
 	out, err := s.read(ctx, n, -1)
 	if err != nil || len(out) == n {
 		return out, err
@@ -235,7 +240,7 @@ func (s *source) fetchOnce(ctx context.Context, n int) ([]handoff.Delivery, erro
 		return out, nil
 	}
 	s.swept = time.Now()
-	claimed, err := s.sweep(ctx, n-len(out))
+	claimed, err := s.claim(ctx, n-len(out))
 	out = append(out, claimed...)
 	if err != nil || len(out) > 0 {
 		return out, err
@@ -269,13 +274,16 @@ func (s *source) read(ctx context.Context, n int, block time.Duration) ([]handof
 	return out, nil
 }
 
-// sweep moves due retries back onto the stream and claims up to n
-// deliveries left unacknowledged for Redelivery (XAUTOCLAIM).
-func (s *source) sweep(ctx context.Context, n int) ([]handoff.Delivery, error) {
+// promote moves due retries (up to max(n, 16)) back onto the stream.
+func (s *source) promote(ctx context.Context, n int) error {
 	q := s.q
-	if err := promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, max(n, 16)).Err(); err != nil {
-		return nil, err
-	}
+	return promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, max(n, 16)).Err()
+}
+
+// claim claims up to n deliveries left unacknowledged for Redelivery
+// (XAUTOCLAIM).
+func (s *source) claim(ctx context.Context, n int) ([]handoff.Delivery, error) {
+	q := s.q
 	claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: q.stream, Group: q.group, Consumer: s.name, MinIdle: q.redelivery, Start: "0-0", Count: int64(n),
 	}).Result()
