@@ -39,11 +39,14 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 		return Pending, err
 	}
 	if a, ok := m.cfg.Recorder.(Admitter); ok {
-		if err := a.Admit(ctx, o); err != nil && !m.halfWay.Contains(o.ID) {
+		if err := a.Admit(ctx, o); err != nil && !m.heldHalfWay(ctx, o.ID) {
 			return Pending, fmt.Errorf("%w: %w", ErrNotAdmitted, err)
 		}
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
+		if stock.IsBusiness(err) {
+			m.halfWay.Remove(o.ID)
+		}
 		if refusal(err) {
 			if err := m.refused(ctx, o, err); err != nil {
 				return Pending, err
@@ -61,6 +64,25 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 	}
 	m.halfWay.Remove(o.ID)
 	return Pending, nil
+}
+
+// heldHalfWay reports whether the order is one Place left half-way and
+// the gate has it (its earlier request may have been lost before the
+// gate: then it is a new order, and forgotten). Only such remembered IDs
+// cost a gate read.
+func (m *Manager) heldHalfWay(ctx context.Context, id string) bool {
+	if !m.halfWay.Contains(id) {
+		return false
+	}
+	in, err := m.gate.Orders(ctx, []string{id})
+	if err != nil || len(in) != 1 {
+		return false
+	}
+	if in[0].State == stock.StateUnknown {
+		m.halfWay.Remove(id)
+		return false
+	}
+	return true
 }
 
 // Settle records an order the gate holds. The consumer of the Recorder's

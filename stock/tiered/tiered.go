@@ -34,7 +34,8 @@ type Recorder interface {
 // it: an order the gate holds is always recorded. Nor does the retry of
 // a Place that the same Manager answered half-way (an unknown outcome:
 // the gate may hold the order, the hand-off did not take it), which it
-// remembers (the last 4096 such orders), so that the retry finishes the
+// remembers (the last 4096 such orders), once the gate says it has the
+// order (one read, for such retries only), so that the retry finishes the
 // hand-off. A retry on another node is answered as a new order is; its
 // refusal then says that this call applied nothing, and the hold the
 // earlier attempt may have placed stands until a later retry finishes
