@@ -260,14 +260,22 @@ func (d *Manager) route(share bool, skus ...string) route {
 	// The breakers off the primary first (open, or recalibrating it):
 	// asking them counts no share, and one of them decides the call
 	// before a ramping breaker gives it a share it would not use.
+	admitted := map[*circuit]func(error){} // back to the primary meanwhile
+	skip := func() {
+		r.skip()
+		for _, done := range admitted {
+			done(errSkip)
+		}
+	}
 	for i, c := range circuits {
 		if !c.off() {
 			continue
 		}
 		switch w, done := c.admit(share); w {
-		case toPrimary: // closed meanwhile
-			done(errSkip)
+		case toPrimary:
+			admitted[c] = done // its share is taken: not asked again
 		case toFallback:
+			skip()
 			for j, o := range circuits {
 				if j != i {
 					o.failOthersOff()
@@ -275,13 +283,19 @@ func (d *Manager) route(share bool, skus ...string) route {
 			}
 			return route{}
 		default:
+			skip()
 			return route{settling: true}
 		}
 	}
 	for _, c := range circuits {
-		w, done := c.admit(share)
+		w, done := toPrimary, admitted[c]
+		if done != nil {
+			delete(admitted, c)
+		} else {
+			w, done = c.admit(share)
+		}
 		if w != toPrimary {
-			r.skip()
+			skip()
 			return route{settling: w == settling}
 		}
 		r.dones = append(r.dones, done)
