@@ -20,7 +20,11 @@ type Config struct {
 	// applies by itself; a larger one is reported (ActionLeft) and left
 	// for a person. Default 1000; a negative value fixes any size.
 	MaxAutoFix int64
-	// DryRun makes every pass report what it would do and change nothing.
+	// DryRun makes every pass report what it would do and change nothing
+	// of either tier's counts, settings or holds. Its read of the gate
+	// (redisstock Store.Snapshot) still puts back in the gate's registry
+	// of SKUs a SKU whose state lives but is missing from it (its key
+	// lost alone), so that the reclaimer finds its holds again.
 	DryRun bool
 	// MaxAttempts bounds how often a SKU is read again when an
 	// administrative write (put on sale, restock, another reconciler's

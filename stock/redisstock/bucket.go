@@ -1496,7 +1496,10 @@ func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) 
 
 // rebuildBucketed is Rebuild of one SKU split into buckets whose first
 // state is missing (see Buckets in the package doc); every other bucket
-// without a state gets an empty one.
+// without a state gets an empty one. Where another bucket's state lived,
+// the first gets an empty one too, and the SKU, whose units are then the
+// living buckets', not the listing's, is reported as Exists: read it
+// again (its correction brings it to the record's count).
 func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Outcome, error) {
 	st, err := s.readBuckets(ctx, b)
 	if err != nil {
@@ -1541,6 +1544,9 @@ func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Out
 		if err := s.setCount(ctx, b, i); err != nil {
 			return 0, err
 		}
+	}
+	if survived {
+		return Exists, nil
 	}
 	return out[0], nil
 }
