@@ -14,8 +14,18 @@ import (
 // administrative write moved, up to Config.MaxAttempts times.
 func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (Report, error) {
 	rep := Report{Checked: len(skus)}
+	// above: SKUs a rebuild put on sale above the record's count (the
+	// living buckets of a SKU whose first was lost hold more): their
+	// correction down is made whatever its size, with two more readings
+	// (a correction down first gathers a SKU's units into its first
+	// bucket, which moves its fence: read again).
+	above := map[string]bool{}
 	for attempt := 1; len(skus) > 0; attempt++ {
-		last := attempt >= r.cfg.MaxAttempts
+		extra := 0
+		if len(above) > 0 {
+			extra = 2
+		}
+		last := attempt >= r.cfg.MaxAttempts+extra
 		began := time.Now()
 		fs, again, err := r.examineTwice(ctx, skus, attempt)
 		if err != nil {
@@ -47,7 +57,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				if _, err := r.settle(ctx, &rep, f, ActionRestocked, &again, last); err != nil {
 					return rep, err
 				}
-			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix:
+			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix && !(above[f.sku] && f.delta() < 0):
 				// Nothing is changed, the restocks in flight included: the
 				// correction counts on them, and applying them alone would
 				// move the gate by what the correction takes off.
@@ -74,10 +84,14 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				}
 			}
 		}
-		_, more, claimed, err := r.rebuild(ctx, &rep, rebuild, last)
+		_, more, claimed, high, err := r.rebuild(ctx, &rep, rebuild, last)
 		if err != nil {
 			return rep, err
 		}
+		for _, sku := range high {
+			above[sku] = true
+		}
+		more = append(more, high...)
 		if len(claimed) > 0 {
 			if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {
 				return rep, err
@@ -245,10 +259,11 @@ func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt in
 // be read again; one whose claim another reader took since is returned in
 // claimed (that reader is rebuilding it: see awaitRebuild). On the last
 // attempt either is ActionStale. The SKUs it created are returned in
-// applied.
-func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last bool) (applied []*finding, again, claimed []string, err error) {
+// applied; those it created above the record's count (redisstock Above)
+// in above, to be read again and corrected down.
+func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last bool) (applied []*finding, again, claimed, above []string, err error) {
 	if len(fs) == 0 {
-		return nil, nil, nil, nil
+		return nil, nil, nil, nil, nil
 	}
 	rs := make([]redisstock.Rebuild, len(fs))
 	for i, f := range fs {
@@ -256,13 +271,18 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, la
 	}
 	got, err := r.gate.Rebuild(ctx, rs)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reconcile: rebuild: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("reconcile: rebuild: %w", err)
 	}
 	for i, f := range fs {
 		switch {
 		case got[i] == redisstock.Applied:
 			applied = append(applied, f)
 			r.note(rep, f.correction(ActionRebuilt, nil))
+		case got[i] == redisstock.Above:
+			// On sale above the record's count (the living buckets of a
+			// SKU whose first was lost hold more): read again and
+			// corrected down.
+			above = append(above, f.sku)
 		case last:
 			r.note(rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q got a Redis state while it was rebuilt", f.sku)))
 		case got[i] == redisstock.Moved:
@@ -271,7 +291,7 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, la
 			again = append(again, f.sku)
 		}
 	}
-	return applied, again, claimed, nil
+	return applied, again, claimed, above, nil
 }
 
 // awaitRebuild waits, up to twice took (how long this attempt read and

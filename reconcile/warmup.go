@@ -132,10 +132,11 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 // the claim since, rather than claiming again at once), and appends the
 // created ones to put. It returns the SKUs to read again.
 func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding, last bool, began time.Time) ([]string, error) {
-	applied, again, claimed, err := r.rebuild(ctx, rep, fs, last)
+	applied, again, claimed, above, err := r.rebuild(ctx, rep, fs, last)
 	if err != nil {
 		return nil, err
 	}
+	again = append(again, above...)
 	*put = append(*put, applied...)
 	if len(claimed) > 0 {
 		if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {

@@ -215,9 +215,14 @@ const (
 	// OutOfRange: Relist's Delta would take the available units outside
 	// [0, stock.MaxUnits].
 	OutOfRange
+	// Above: Rebuild created the missing first state of a SKU split into
+	// buckets, but the buckets whose states lived hold more units than
+	// the Listing's: the SKU is on sale above them. Correct it down
+	// (package reconcile does, whatever its MaxAutoFix).
+	Above
 )
 
-var outcomeNames = [...]string{"", "applied", "exists", "absent", "moved", "has-holds", "out-of-range"}
+var outcomeNames = [...]string{"", "applied", "exists", "absent", "moved", "has-holds", "out-of-range", "above"}
 
 // String returns the outcome's name, e.g. "applied".
 func (o Outcome) String() string {

@@ -525,11 +525,12 @@ func (s *Store) ClaimRebuild(ctx context.Context, skus []string) (_ []string, er
 // Rebuild creates each SKU's state from its Listing, only where the SKU
 // has no state (create-if-absent), in one round trip per 1024 SKUs: a
 // state that exists, with whatever live holds it counts, is never
-// overwritten, and is reported as Exists (read it again), and so is a SKU
-// split into buckets whose first bucket's state was missing while another
-// bucket's lived: the first gets an empty state and the SKU keeps the
-// units of the buckets that lived, not the Listing's, which a correction
-// from a new reading brings to the record's; one whose Claim
+// overwritten, and is reported as Exists (read it again). A SKU split into
+// buckets whose first bucket's state was missing while another bucket's
+// lived gets a first state with the Listing's units less the living
+// buckets' available ones; where those alone are more, with none, and the
+// SKU, above the Listing's units, is reported as Above (correct it down);
+// one whose Claim
 // is void is reported as Moved (read it again). A created state
 // gets a new Fence generation, is added to the Store's registry and has
 // its Ops marked applied (for Retention); its held count is the units of
