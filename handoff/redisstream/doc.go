@@ -13,10 +13,10 @@
 //   - Fetch moves due retries back onto the stream (a script call), then
 //     reads new messages (one XREADGROUP: with the script, the cost of a
 //     busy queue), so a retry whose delay has passed when a Fetch begins
-//     is read by it or a later one, busy queue or not; when the messages
-//     read do not fill the batch, at least every Redelivery/2, it also
-//     claims deliveries left unacknowledged for Config.Redelivery
-//     (XAUTOCLAIM), with their delivery count one more
+//     is read by it or a later one, busy queue or not; at least every
+//     Redelivery/2, and whenever it reads nothing new, it also claims
+//     deliveries left unacknowledged for Config.Redelivery (XAUTOCLAIM),
+//     before the new messages, with their delivery count one more
 //     (Delivery.Attempt).
 //   - Ack acknowledges the message and deletes it from the stream (XACK
 //     and XDEL in one MULTI): the stream belongs to its one group, so

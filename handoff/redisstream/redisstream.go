@@ -205,8 +205,8 @@ type source struct {
 // (XREADGROUP) and claims deliveries left unacknowledged for Redelivery
 // (XAUTOCLAIM), blocking for Block at a time until one is there or ctx
 // ends. Due retries are moved before every read, so a retry whose delay
-// has passed when a Fetch begins is back in the queue, busy or not; on a
-// busy queue the claim runs at least every Redelivery/2.
+// has passed when a Fetch begins is back in the queue, busy or not, and
+// the claim runs at least every Redelivery/2, busy or not.
 func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	if n <= 0 {
 		return nil, nil
@@ -223,27 +223,36 @@ func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	return nil, nil
 }
 
-// fetchOnce moves due retries back onto the stream, then reads new
-// messages at once (XREADGROUP); when they are fewer than n and a while
-// has passed since the last claim, or there are none, it also claims
-// abandoned deliveries; and with nothing yet, it blocks for new messages
-// for at most Block.
+// fetchOnce moves due retries back onto the stream; claims abandoned
+// deliveries when Redelivery/2 has passed since the last claim, busy or
+// not; reads new messages at once (XREADGROUP) for the rest of the batch;
+// claims when it found none and had not; and with nothing yet, it blocks
+// for new messages for at most Block.
 func (s *source) fetchOnce(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	if err := s.promote(ctx, n); err != nil {
 		return nil, err
 	}
-	out, err := s.read(ctx, n, -1)
-	if err != nil || len(out) == n {
-		return out, err
+	var out []handoff.Delivery
+	claimed := time.Since(s.swept) >= s.q.redelivery/2
+	if claimed {
+		s.swept = time.Now()
+		got, err := s.claim(ctx, n)
+		if err != nil || len(got) == n {
+			return got, err
+		}
+		out = got
 	}
-	if len(out) > 0 && time.Since(s.swept) < s.q.redelivery/2 {
-		return out, nil
-	}
-	s.swept = time.Now()
-	claimed, err := s.claim(ctx, n-len(out))
-	out = append(out, claimed...)
+	got, err := s.read(ctx, n-len(out), -1)
+	out = append(out, got...)
 	if err != nil || len(out) > 0 {
 		return out, err
+	}
+	if !claimed {
+		s.swept = time.Now()
+		got, err := s.claim(ctx, n)
+		if err != nil || len(got) > 0 {
+			return got, err
+		}
 	}
 	block := s.q.block
 	if dl, ok := ctx.Deadline(); ok {
