@@ -239,15 +239,15 @@ func (fx *fixture) r3bSameMaster(tag string) string {
 // bucket 1 buys its 1. The master holding the first bucket and the counts
 // hash loses its data (every key of the first bucket's slot, and the
 // counts hash). A reconciler's Rebuild finds the count 3 in the surviving
-// buckets, writes the first state (the listing's units less the surviving
-// buckets'), then stops before its separate HSET of bk on the first state. Now the first state
+// buckets, writes the first state (no units: others survived), then stops
+// before its separate HSET of bk on the first state. Now the first state
 // exists without bk and no counts hash names the SKU: every Store reads it
 // as a SKU of one bucket, for good (no reconciler rebuilds a state that
-// exists; Rebuild never writes the counts hash back): Available would say
-// the first bucket's 30 alone, the two surviving buckets' 59 stranded in
-// buckets no Store routes to, and the user of bucket 1 counted nowhere, so
-// that it buys a second unit past its limit of 1. Read as a SKU of three
-// buckets, it has the listing's 89 and the user's limit holds.
+// exists; Rebuild never writes the counts hash back). Available says 0
+// while the two surviving buckets have 59; an order is refused as sold
+// out; the reconciler, reading 0, corrects the first bucket by +89 (the
+// 59 stay stranded in buckets no Store routes to); and the user of bucket
+// 1 is counted nowhere now, so it buys a second unit past its limit of 1.
 func TestReview3bRebuildStopsBeforeCountCountsHashLost(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
@@ -272,8 +272,12 @@ func TestReview3bRebuildStopsBeforeCountCountsHashLost(t *testing.T) {
 		if err != nil || !st[0].Exists {
 			t.Fatalf("Inspect after the Rebuild = %+v, %v", st, err)
 		}
-		if st[0].Available != 89 {
-			t.Errorf("Inspect after the Rebuild: available %d, want 89 (the listing's: the two surviving buckets' 59 and the rebuilt first's 30)", st[0].Available)
+		if st[0].Available != 59 {
+			t.Errorf("Inspect after the Rebuild: available %d, want 59 (the two surviving buckets)", st[0].Available)
+		}
+		// The reconciler's correction: the lost first bucket's 30.
+		if ok, err := next.Adjust(ctx, sku, st[0].Fence, 89-st[0].Available); !ok || err != nil {
+			t.Fatalf("Adjust = %v, %v", ok, err)
 		}
 		if err := next.Deduct(ctx, ord("o2", u, it(sku, 1))); err == nil {
 			t.Errorf("user %s with a limit of 1 (its 1 held in bucket 1) took a second unit after the Rebuild", u)

@@ -132,8 +132,8 @@ func TestReviewBucketRebuildStopsBeforeCount(t *testing.T) {
 		if err != nil || !st[0].Exists {
 			t.Fatalf("Inspect after the Rebuild = %+v, %v", st, err)
 		}
-		if st[0].Available != 90 {
-			t.Errorf("Inspect: available %d, want 90 (the listing's: the two surviving buckets' 60 and the rebuilt first's 30)", st[0].Available)
+		if st[0].Available != 60 {
+			t.Errorf("Inspect: available %d, want 60 (the two surviving buckets)", st[0].Available)
 		}
 		u := usersIn(n, 1, 1, "u")[0]
 		err = later.Deduct(ctx, ord("o1", u, it("hot", 5)))
