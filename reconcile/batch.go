@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
@@ -14,18 +15,15 @@ import (
 // administrative write moved, up to Config.MaxAttempts times.
 func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (Report, error) {
 	rep := Report{Checked: len(skus)}
-	// above: SKUs a rebuild put on sale above the record's count (the
-	// living buckets of a SKU whose first was lost hold more): their
-	// correction down is made whatever its size, with two more readings
-	// (a correction down first gathers a SKU's units into its first
-	// bucket, which moves its fence: read again).
-	above := map[string]bool{}
+	// partial: SKUs a rebuild put back on sale with their living
+	// buckets' units (their first bucket was lost: redisstock Partial),
+	// and the attempt they are read until, two past the rebuild's (a
+	// correction down first gathers a SKU's units into its first bucket,
+	// which moves its fence: read again); their correction down is made
+	// whatever its size.
+	partial := map[string]int{}
 	for attempt := 1; len(skus) > 0; attempt++ {
-		extra := 0
-		if len(above) > 0 {
-			extra = 2
-		}
-		last := attempt >= r.cfg.MaxAttempts+extra
+		lastOf := func(sku string) bool { return attempt >= max(r.cfg.MaxAttempts, partial[sku]) }
 		began := time.Now()
 		fs, again, err := r.examineTwice(ctx, skus, attempt)
 		if err != nil {
@@ -34,6 +32,8 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 		var rebuild []*finding
 		for i := range fs {
 			f := &fs[i]
+			last := lastOf(f.sku)
+			_, wasPartial := partial[f.sku]
 			switch {
 			case f.stale && !last:
 				again = append(again, f.sku)
@@ -57,7 +57,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				if _, err := r.settle(ctx, &rep, f, ActionRestocked, &again, last); err != nil {
 					return rep, err
 				}
-			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix && !(above[f.sku] && f.delta() < 0):
+			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix && !(wasPartial && f.delta() < 0):
 				// Nothing is changed, the restocks in flight included: the
 				// correction counts on them, and applying them alone would
 				// move the gate by what the correction takes off.
@@ -84,14 +84,22 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				}
 			}
 		}
-		_, more, claimed, high, err := r.rebuild(ctx, &rep, rebuild, last)
+		_, more, claimed, rebuiltPartly, err := r.rebuild(ctx, &rep, rebuild, lastOf)
 		if err != nil {
 			return rep, err
 		}
-		for _, sku := range high {
-			above[sku] = true
+		for _, f := range rebuild {
+			switch {
+			case !slices.Contains(rebuiltPartly, f.sku):
+			case partial[f.sku] == 0: // its two readings, once
+				partial[f.sku] = attempt + 2
+				more = append(more, f.sku)
+			case lastOf(f.sku): // rebuilt partly again: its first bucket lost again
+				r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q was rebuilt beside buckets that lived, with their units, and is not in agreement", f.sku)))
+			default:
+				more = append(more, f.sku)
+			}
 		}
-		more = append(more, high...)
 		if len(claimed) > 0 {
 			if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {
 				return rep, err
@@ -258,10 +266,11 @@ func (r *Reconciler) examineTwice(ctx context.Context, skus []string, attempt in
 // it, orders may already hold it) is left alone and returned in again, to
 // be read again; one whose claim another reader took since is returned in
 // claimed (that reader is rebuilding it: see awaitRebuild). On the last
-// attempt either is ActionStale. The SKUs it created are returned in
-// applied; those it created above the record's count (redisstock Above)
-// in above, to be read again and corrected down.
-func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last bool) (applied []*finding, again, claimed, above []string, err error) {
+// attempt either is ActionStale (last tells a SKU's). The SKUs it created
+// are returned in applied; those it created beside buckets that lived
+// (redisstock Partial), on sale with their units, not the record's, in
+// partial, for the caller to read again and correct.
+func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, last func(sku string) bool) (applied []*finding, again, claimed, partial []string, err error) {
 	if len(fs) == 0 {
 		return nil, nil, nil, nil, nil
 	}
@@ -278,12 +287,9 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, la
 		case got[i] == redisstock.Applied:
 			applied = append(applied, f)
 			r.note(rep, f.correction(ActionRebuilt, nil))
-		case got[i] == redisstock.Above:
-			// On sale above the record's count (the living buckets of a
-			// SKU whose first was lost hold more): read again and
-			// corrected down.
-			above = append(above, f.sku)
-		case last:
+		case got[i] == redisstock.Partial:
+			partial = append(partial, f.sku)
+		case last(f.sku):
 			r.note(rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q got a Redis state while it was rebuilt", f.sku)))
 		case got[i] == redisstock.Moved:
 			claimed = append(claimed, f.sku)
@@ -291,7 +297,7 @@ func (r *Reconciler) rebuild(ctx context.Context, rep *Report, fs []*finding, la
 			again = append(again, f.sku)
 		}
 	}
-	return applied, again, claimed, above, nil
+	return applied, again, claimed, partial, nil
 }
 
 // awaitRebuild waits, up to twice took (how long this attempt read and

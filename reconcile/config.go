@@ -19,8 +19,8 @@ type Config struct {
 	// MaxAutoFix is the largest correction, in units either way, a pass
 	// applies by itself; a larger one is reported (ActionLeft) and left
 	// for a person. Default 1000; a negative value fixes any size. A
-	// correction down of a SKU the same pass rebuilt above the record
-	// (redisstock Above) is made whatever its size.
+	// correction down of a SKU the same pass rebuilt beside buckets that
+	// lived (redisstock Partial) is made whatever its size.
 	MaxAutoFix int64
 	// DryRun makes every pass report what it would do and change nothing
 	// of either tier's counts, settings or holds. Its read of the gate

@@ -10,7 +10,7 @@ import (
 
 // A pass whose last attempt (MaxAttempts) rebuilds a SKU whose first
 // bucket was lost while the others lived with more units than the record
-// now has: Rebuild puts the SKU back on sale above the record (Above), and
+// now has: Rebuild puts the SKU back on sale above the record (Partial), and
 // the pass reads it again and corrects it down, past its MaxAttempts,
 // never reporting it stale with the gate above the record (invariant 6).
 func TestFirstBucketRebuildOnLastAttemptKeepsTheGateBound(t *testing.T) {

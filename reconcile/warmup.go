@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
@@ -132,11 +133,19 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 // the claim since, rather than claiming again at once), and appends the
 // created ones to put. It returns the SKUs to read again.
 func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding, last bool, began time.Time) ([]string, error) {
-	applied, again, claimed, above, err := r.rebuild(ctx, rep, fs, last)
+	applied, again, claimed, partial, err := r.rebuild(ctx, rep, fs, func(string) bool { return last })
 	if err != nil {
 		return nil, err
 	}
-	again = append(again, above...)
+	for _, f := range fs {
+		switch {
+		case !slices.Contains(partial, f.sku):
+		case last: // on sale with its living buckets' units: not in agreement
+			r.note(rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q was rebuilt beside buckets that lived, with their units, and is not in agreement", f.sku)))
+		default:
+			again = append(again, f.sku)
+		}
+	}
 	*put = append(*put, applied...)
 	if len(claimed) > 0 {
 		if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {

@@ -1497,25 +1497,18 @@ func (s *Store) probeBuckets(ctx context.Context, skus []string, bs []*buckets) 
 // rebuildBucketed is Rebuild of one SKU split into buckets whose first
 // state is missing (see Buckets in the package doc); every other bucket
 // without a state gets an empty one. Where another bucket's state lived,
-// the first gets the listing's units less the living buckets' available
-// ones, so that the SKU has the listing's; where those alone are more, it
-// gets none, and the SKU, above the listing's units, is reported as
-// Above.
+// the first gets an empty one too, and the SKU, whose units are then the
+// living buckets' (and the transfers under way between them), not the
+// listing's, is reported as Partial.
 func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Outcome, error) {
 	st, err := s.readBuckets(ctx, b)
 	if err != nil {
 		return 0, err
 	}
 	survived := slices.ContainsFunc(st[1:], func(x bucketState) bool { return x.exists })
-	var living int64 // the living buckets' available units
-	for _, x := range st[1:] {
-		if x.exists {
-			living += x.avail
-		}
-	}
 	first := r
 	if survived {
-		first.Listing.Units = max(0, r.Listing.Units-living)
+		first.Listing.Units = 0
 	}
 	// The count first, into the counts hash (lost with the first state
 	// when both lived on one master): a Rebuild that stops after writing
@@ -1552,8 +1545,8 @@ func (s *Store) rebuildBucketed(ctx context.Context, b *buckets, r Rebuild) (Out
 			return 0, err
 		}
 	}
-	if survived && living > r.Listing.Units {
-		return Above, nil
+	if survived && out[0] == Applied {
+		return Partial, nil
 	}
 	return out[0], nil
 }

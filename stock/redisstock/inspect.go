@@ -215,14 +215,14 @@ const (
 	// OutOfRange: Relist's Delta would take the available units outside
 	// [0, stock.MaxUnits].
 	OutOfRange
-	// Above: Rebuild created the missing first state of a SKU split into
-	// buckets, but the buckets whose states lived hold more units than
-	// the Listing's: the SKU is on sale above them. Correct it down
-	// (package reconcile does, whatever its MaxAutoFix).
-	Above
+	// Partial: Rebuild created the missing first state of a SKU split
+	// into buckets, empty, beside buckets whose states lived: the SKU is
+	// on sale with their units, not the Listing's. Read it again and
+	// correct it (package reconcile does, down whatever its MaxAutoFix).
+	Partial
 )
 
-var outcomeNames = [...]string{"", "applied", "exists", "absent", "moved", "has-holds", "out-of-range", "above"}
+var outcomeNames = [...]string{"", "applied", "exists", "absent", "moved", "has-holds", "out-of-range", "partial"}
 
 // String returns the outcome's name, e.g. "applied".
 func (o Outcome) String() string {

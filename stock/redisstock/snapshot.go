@@ -527,10 +527,9 @@ func (s *Store) ClaimRebuild(ctx context.Context, skus []string) (_ []string, er
 // state that exists, with whatever live holds it counts, is never
 // overwritten, and is reported as Exists (read it again). A SKU split into
 // buckets whose first bucket's state was missing while another bucket's
-// lived gets a first state with the Listing's units less the living
-// buckets' available ones; where those alone are more, with none, and the
-// SKU, above the Listing's units, is reported as Above (correct it down);
-// one whose Claim
+// lived gets an empty first state, and is reported as Partial: it has the
+// living buckets' units, not the Listing's (read it again and correct
+// it); one whose Claim
 // is void is reported as Moved (read it again). A created state
 // gets a new Fence generation, is added to the Store's registry and has
 // its Ops marked applied (for Retention); its held count is the units of
