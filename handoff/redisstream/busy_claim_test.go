@@ -35,7 +35,7 @@ func TestBusyQueueClaimsAnAbandonedDeliveryCluster(t *testing.T) {
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
 	t.Cleanup(func() { _ = rdb.Close() })
-	busyQueueClaims(t, rdb, fmt.Sprintf("zz-busy-claim-%d", time.Now().UnixNano()))
+	busyQueueClaims(t, rdb, fmt.Sprintf("busy-claim-%d", time.Now().UnixNano()))
 }
 
 func busyQueueClaims(t *testing.T, rdb redis.UniversalClient, stream string) {
@@ -62,30 +62,8 @@ func busyQueueClaims(t *testing.T, rdb redis.UniversalClient, stream string) {
 		t.Fatalf("first Fetch: %d deliveries, %v", len(ds), err)
 	}
 	// The consumer "crashed" stops here: its delivery is never acknowledged.
-	src := q.Source("c2")
-	seen := false
 	const fetches = 20 // over 10*Redelivery
-	for i := range fetches {
-		for j := range 2 {
-			if err := q.Publish(ctx, msg(fmt.Sprintf("n%d-%d", i, j))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(redelivery / 2)
-		ds, err := src.Fetch(ctx, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range ds {
-			if d.Message().Order.ID == "abandoned" {
-				seen = true
-			}
-			if err := d.Ack(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if !seen {
+	if !fetchBusy(t, q, q.Source("c2"), fetches, redelivery/2, "abandoned") {
 		t.Errorf("the delivery abandoned by a stopped consumer was not claimed in %d full Fetches over %v (Redelivery %v)",
 			fetches, fetches*redelivery/2, redelivery)
 	}

@@ -2,6 +2,7 @@ package redisstream_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -42,29 +43,36 @@ func TestBusyQueueStillMovesDueRetriesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Ten Fetches of two new orders each, over more than 5*Redelivery.
-	seen := false
-	for i := range 10 {
+	if !fetchBusy(t, q, src, 10, redelivery/2, "old") {
+		n, _ := q.Len(ctx)
+		t.Errorf("the order retried with a 1ms delay was not delivered in 10 Fetches over %v (Redelivery %v); Queue.Len %d", 10*redelivery/2, redelivery, n)
+	}
+}
+
+// fetchBusy makes fetches Fetches of two from src, each after two new
+// orders were published and pause passed, acknowledging what it gets, and
+// reports whether one of them delivered the order want.
+func fetchBusy(t *testing.T, q *redisstream.Queue, src handoff.Source, fetches int, pause time.Duration, want string) (seen bool) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range fetches {
 		for j := range 2 {
-			if err := q.Publish(ctx, msg(string(rune('a'+i))+string(rune('0'+j)))); err != nil {
+			m := handoff.Message{Order: stock.Order{ID: fmt.Sprintf("n%d-%d", i, j), Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}
+			if err := q.Publish(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(redelivery / 2)
+		time.Sleep(pause)
 		ds, err := src.Fetch(ctx, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range ds {
-			if d.Message().Order.ID == "old" {
-				seen = true
-			}
+			seen = seen || d.Message().Order.ID == want
 			if err := d.Ack(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if !seen {
-		n, _ := q.Len(ctx)
-		t.Errorf("the order retried with a 1ms delay was not delivered in 10 Fetches over %v (Redelivery %v); Queue.Len %d", 10*redelivery/2, redelivery, n)
-	}
+	return seen
 }
