@@ -96,10 +96,11 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 					relist = append(relist, f)
 				}
 			}
-			more, err := r.rebuildWarm(ctx, &rep, rebuild, &put, last, began)
+			more, left, err := r.rebuildWarm(ctx, &rep, rebuild, &put, last, began)
 			if err != nil {
 				return rep, err
 			}
+			mismatched += left
 			again = append(again, more...)
 			more, n, err := r.relist(ctx, &rep, relist, force, &put, last)
 			if err != nil {
@@ -131,16 +132,20 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 // repair pass does (rebuild: never overwriting a state another writer
 // created meanwhile; waiting for the rebuild of another reader that took
 // the claim since, rather than claiming again at once), and appends the
-// created ones to put. It returns the SKUs to read again.
-func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding, last bool, began time.Time) ([]string, error) {
+// created ones to put. It returns the SKUs to read again, and how many it
+// left out of agreement (rebuilt beside buckets that lived, on the last
+// attempt).
+func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding, last bool, began time.Time) ([]string, int, error) {
 	applied, again, claimed, partial, err := r.rebuild(ctx, rep, fs, func(string) bool { return last })
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	left := 0
 	for _, f := range fs {
 		switch {
 		case !slices.Contains(partial, f.sku):
 		case last: // on sale with its living buckets' units: not in agreement
+			left++
 			r.note(rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q was rebuilt beside buckets that lived, with their units, and is not in agreement", f.sku)))
 		default:
 			again = append(again, f.sku)
@@ -149,10 +154,10 @@ func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding
 	*put = append(*put, applied...)
 	if len(claimed) > 0 {
 		if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return append(again, claimed...), nil
+	return append(again, claimed...), left, nil
 }
 
 // relist writes the record's count and settings over SKUs on sale in
