@@ -95,7 +95,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				partial[f.sku] = attempt + 2
 				more = append(more, f.sku)
 			case lastOf(f.sku): // rebuilt partly again: its first bucket lost again
-				r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q was rebuilt beside buckets that lived, with their units, and is not in agreement", f.sku)))
+				r.note(&rep, f.correction(ActionStale, errPartial(f.sku)))
 			default:
 				more = append(more, f.sku)
 			}
@@ -344,6 +344,12 @@ func (r *Reconciler) rebuildOf(f *finding) redisstock.Rebuild {
 		b.Ops = append(b.Ops, op.ID)
 	}
 	return b
+}
+
+// errPartial is the error of a SKU rebuilt beside buckets that lived
+// (redisstock Partial) and left out of agreement.
+func errPartial(sku string) error {
+	return fmt.Errorf("reconcile: SKU %q was rebuilt beside buckets that lived, with their units, and is not in agreement", sku)
 }
 
 func errStale(sku string) error {

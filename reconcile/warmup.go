@@ -146,7 +146,7 @@ func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding
 		case !slices.Contains(partial, f.sku):
 		case last: // on sale with its living buckets' units: not in agreement
 			left++
-			r.note(rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q was rebuilt beside buckets that lived, with their units, and is not in agreement", f.sku)))
+			r.note(rep, f.correction(ActionStale, errPartial(f.sku)))
 		default:
 			again = append(again, f.sku)
 		}
