@@ -9,7 +9,6 @@ import (
 
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 // b's breaker is open, c's ramps (b comes first in the order's SKU order).
@@ -23,17 +22,7 @@ func TestOrderHeldOffBothTiersSpendsNoFallbackToken(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.tripAlone("c")
-	f.clock.Advance(time.Second)
-	f.tripAlone("b")
-	f.gate.SetFault(stocktest.Healthy)
-	f.clock.Advance(9 * time.Second) // c's OpenFor has passed, not b's
-	if err := f.d.Deduct(t.Context(), stock.Order{ID: "start-c", Items: []stock.Item{{SKU: "c", Qty: 1}}}); !errors.Is(err, degrade.ErrBusy) {
-		t.Fatalf("the order that starts c's recalibration: %v, want ErrBusy", err)
-	}
-	if s := f.waitNot("c", degrade.Recalibrating); s != degrade.Ramping {
-		t.Fatalf("c's breaker after its recalibration: %v, want Ramping", s)
-	}
+	f.rampBesideOpen("c", "b")
 	both := stock.Order{ID: "bc", Items: []stock.Item{{SKU: "b", Qty: 1}, {SKU: "c", Qty: 1}}}
 	if err := f.d.Deduct(t.Context(), both); !errors.Is(err, degrade.ErrBusy) {
 		t.Fatalf("order of b and c, b open and c ramping: %v, want ErrBusy", err)

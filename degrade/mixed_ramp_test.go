@@ -54,6 +54,26 @@ func (f *flowFixture) waitNot(sku string, s degrade.State) degrade.State {
 
 // mixedOrders sends n orders of a and b and returns how many were taken
 // and how many got ErrBusy.
+// rampBesideOpen opens ramping's breaker, then open's a second later, on
+// orders of each alone with the gate down; heals the gate; and lets
+// ramping's breaker, whose open period has passed (not open's), recalibrate
+// and ramp.
+func (f *flowFixture) rampBesideOpen(ramping, open string) {
+	f.t.Helper()
+	f.tripAlone(ramping)
+	f.clock.Advance(time.Second)
+	f.tripAlone(open)
+	f.gate.SetFault(stocktest.Healthy)
+	f.clock.Advance(9 * time.Second)
+	start := stock.Order{ID: "start-" + ramping, Items: []stock.Item{{SKU: ramping, Qty: 1}}}
+	if err := f.d.Deduct(f.t.Context(), start); !errors.Is(err, degrade.ErrBusy) {
+		f.t.Fatalf("the order that starts %s's recalibration: %v, want ErrBusy", ramping, err)
+	}
+	if s := f.waitNot(ramping, degrade.Recalibrating); s != degrade.Ramping {
+		f.t.Fatalf("%s's breaker after its recalibration: %v, want Ramping", ramping, s)
+	}
+}
+
 func (f *flowFixture) mixedOrders(prefix string, n int) (taken, busy int) {
 	f.t.Helper()
 	for i := range n {
@@ -121,17 +141,7 @@ func TestMixedOrdersAreSentWhileBothBreakersRamp(t *testing.T) {
 // reopening each other and traffic never returns to the healthy primary.
 func TestMixedBreakersDoNotReopenEachOtherOnAHealthyGate(t *testing.T) {
 	f := rampFixture(t)
-	f.tripAlone("a")
-	f.clock.Advance(time.Second)
-	f.tripAlone("b")
-	f.gate.SetFault(stocktest.Healthy)
-	f.clock.Advance(9 * time.Second) // a's OpenFor has passed, not b's
-	if err := f.d.Deduct(t.Context(), stock.Order{ID: "start-a", Items: []stock.Item{{SKU: "a", Qty: 1}}}); !errors.Is(err, degrade.ErrBusy) {
-		t.Fatalf("the order that starts a's recalibration: %v, want ErrBusy", err)
-	}
-	if s := f.waitNot("a", degrade.Recalibrating); s != degrade.Ramping {
-		t.Fatalf("a's breaker after its recalibration: %v, want Ramping", s)
-	}
+	f.rampBesideOpen("a", "b")
 	taken, busy := f.mixedOrders("m-", 10)
 	if s := f.d.State("a"); s != degrade.Ramping || taken != 0 || busy != 10 {
 		t.Errorf("10 orders of a and b while b's breaker is open, the gate healthy: %d taken (at the record alone), %d busy, a's ramping breaker now %v; want 0, 10 and Ramping", taken, busy, s)

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 // a's breaker ramps (10%) on a healthy gate; b's, later in the order's
@@ -19,17 +17,7 @@ import (
 // primary while b stays open.
 func TestRampShareIsNotTakenByOrdersAnOpenBreakerKeepsOff(t *testing.T) {
 	f := rampFixture(t)
-	f.tripAlone("a")
-	f.clock.Advance(time.Second)
-	f.tripAlone("b")
-	f.gate.SetFault(stocktest.Healthy)
-	f.clock.Advance(9 * time.Second) // a's OpenFor has passed, not b's
-	if err := f.d.Deduct(t.Context(), stock.Order{ID: "start-a", Items: []stock.Item{{SKU: "a", Qty: 1}}}); !errors.Is(err, degrade.ErrBusy) {
-		t.Fatalf("the order that starts a's recalibration: %v, want ErrBusy", err)
-	}
-	if s := f.waitNot("a", degrade.Recalibrating); s != degrade.Ramping {
-		t.Fatalf("a's breaker after its recalibration: %v, want Ramping", s)
-	}
+	f.rampBesideOpen("a", "b")
 	aloneTaken := 0
 	for i := range 20 {
 		alone := stock.Order{ID: fmt.Sprint("a-", i), Items: []stock.Item{{SKU: "a", Qty: 1}}}
