@@ -150,7 +150,10 @@ const (
 	// reports every SKU it wrote with it.
 	ActionRebuilt
 	// ActionStale: the SKU kept changing under administrative writes for
-	// Config.MaxAttempts reads; nothing was changed.
+	// Config.MaxAttempts reads; nothing was changed. (Also a SKU the last
+	// attempt rebuilt beside buckets that lived, on sale with their units:
+	// see Correction.Err.) Repair and WarmUp then return an error wrapping
+	// ErrUnresolved.
 	ActionStale
 	// ActionFailed: the SKU could not be reconciled (see Correction.Err).
 	ActionFailed

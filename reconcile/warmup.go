@@ -32,10 +32,15 @@ import (
 // written (ActionRefused, and the error wraps ErrLiveHolds). Restocks in
 // flight are completed at Redis as a repair pass does. After writing,
 // WarmUp reads every written SKU again from both sides and reports any that
-// is not in agreement (ActionMismatch; the error wraps ErrUnresolved): a
-// repair pass fixes it. Every written SKU is reported as ActionRebuilt.
-// Config.DryRun makes it report what it would write (ActionDryRun) and
-// write nothing.
+// is not in agreement (ActionMismatch): a repair pass fixes it. Every
+// written SKU is reported as ActionRebuilt. Config.DryRun makes it report
+// what it would write (ActionDryRun) and write nothing.
+//
+// A nil error means every SKU warmed up is in agreement. A SKU left out of
+// agreement, ActionMismatch or ActionStale (it kept changing under
+// administrative writes for Config.MaxAttempts, or its last attempt
+// rebuilt it beside buckets that lived, with their units), makes the error
+// wrap ErrUnresolved; the Report says which.
 func (r *Reconciler) WarmUp(ctx context.Context, skus []string, force bool) (Report, error) {
 	if skus != nil {
 		return r.warmUp(ctx, skus, force)
@@ -96,11 +101,10 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 					relist = append(relist, f)
 				}
 			}
-			more, left, err := r.rebuildWarm(ctx, &rep, rebuild, &put, last, began)
+			more, err := r.rebuildWarm(ctx, &rep, rebuild, &put, last, began)
 			if err != nil {
 				return rep, err
 			}
-			mismatched += left
 			again = append(again, more...)
 			more, n, err := r.relist(ctx, &rep, relist, force, &put, last)
 			if err != nil {
@@ -122,8 +126,11 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 	if refused > 0 {
 		errs = append(errs, fmt.Errorf("%w: %d SKUs refused", ErrLiveHolds, refused))
 	}
-	if mismatched > 0 {
-		errs = append(errs, unresolved(mismatched))
+	// A SKU that stayed stale (busy with administrative writes, or
+	// rebuilt beside buckets that lived, on the last attempt) is as far
+	// out of agreement as a mismatched one.
+	if left := mismatched + rep.Count(ActionStale); left > 0 {
+		errs = append(errs, unresolved(left))
 	}
 	return rep, errors.Join(errs...)
 }
@@ -132,20 +139,18 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 // repair pass does (rebuild: never overwriting a state another writer
 // created meanwhile; waiting for the rebuild of another reader that took
 // the claim since, rather than claiming again at once), and appends the
-// created ones to put. It returns the SKUs to read again, and how many it
-// left out of agreement (rebuilt beside buckets that lived, on the last
-// attempt).
-func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding, last bool, began time.Time) ([]string, int, error) {
+// created ones to put. It returns the SKUs to read again; one it rebuilt
+// beside buckets that lived on the last attempt is noted ActionStale (on
+// sale with their units: not in agreement).
+func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding, put *[]*finding, last bool, began time.Time) ([]string, error) {
 	applied, again, claimed, partial, err := r.rebuild(ctx, rep, fs, func(string) bool { return last })
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	left := 0
 	for _, f := range fs {
 		switch {
 		case !slices.Contains(partial, f.sku):
 		case last: // on sale with its living buckets' units: not in agreement
-			left++
 			r.note(rep, f.correction(ActionStale, errPartial(f.sku)))
 		default:
 			again = append(again, f.sku)
@@ -154,10 +159,10 @@ func (r *Reconciler) rebuildWarm(ctx context.Context, rep *Report, fs []*finding
 	*put = append(*put, applied...)
 	if len(claimed) > 0 {
 		if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
-	return append(again, claimed...), left, nil
+	return append(again, claimed...), nil
 }
 
 // relist writes the record's count and settings over SKUs on sale in
