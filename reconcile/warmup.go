@@ -36,11 +36,13 @@ import (
 // written SKU is reported as ActionRebuilt. Config.DryRun makes it report
 // what it would write (ActionDryRun) and write nothing.
 //
-// A nil error means every SKU warmed up is in agreement. A SKU left out of
-// agreement, ActionMismatch or ActionStale (it kept changing under
-// administrative writes for Config.MaxAttempts, or its last attempt
-// rebuilt it beside buckets that lived, with their units), makes the error
-// wrap ErrUnresolved; the Report says which.
+// A nil error means every SKU is in agreement. A SKU left out of
+// agreement makes the error wrap ErrUnresolved, the Report saying which:
+// ActionMismatch, ActionStale (it kept changing under administrative
+// writes for Config.MaxAttempts, or its last attempt rebuilt it beside
+// buckets that lived, with their units) or ActionFailed (the database
+// does not have it, stock.ErrUnknownSKU, or the gate refused a restock in
+// flight; see Correction.Err).
 func (r *Reconciler) WarmUp(ctx context.Context, skus []string, force bool) (Report, error) {
 	if skus != nil {
 		return r.warmUp(ctx, skus, force)
@@ -127,9 +129,10 @@ func (r *Reconciler) warmUp(ctx context.Context, skus []string, force bool) (Rep
 		errs = append(errs, fmt.Errorf("%w: %d SKUs refused", ErrLiveHolds, refused))
 	}
 	// A SKU that stayed stale (busy with administrative writes, or
-	// rebuilt beside buckets that lived, on the last attempt) is as far
-	// out of agreement as a mismatched one.
-	if left := mismatched + rep.Count(ActionStale); left > 0 {
+	// rebuilt beside buckets that lived, on the last attempt) or failed
+	// (unknown to the database, a restock in flight the gate refused) is
+	// as far out of agreement as a mismatched one.
+	if left := mismatched + rep.Count(ActionStale) + rep.Count(ActionFailed); left > 0 {
 		errs = append(errs, unresolved(left))
 	}
 	return rep, errors.Join(errs...)

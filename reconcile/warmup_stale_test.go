@@ -60,3 +60,26 @@ func TestWarmUpStaleSKUIsAnError(t *testing.T) {
 		}
 	})
 }
+
+// A SKU on sale at the gate that the database does not have is out of
+// agreement (the gate sells what the record cannot record): WarmUp
+// reports it ActionFailed (stock.ErrUnknownSKU) and, as for any SKU it
+// leaves out of agreement, its error wraps ErrUnresolved; a repair pass
+// says the same of it.
+func TestWarmUpOfASKUTheRecordLacksIsAnError(t *testing.T) {
+	forEach(t, func(t *testing.T, p pair) {
+		w := newWorld(t, p, reconcile.Config{})
+		w.sale("a", 10)
+		w.must(w.gate.PutOnSale(w.ctx, stock.Listing{SKU: "ghost", Units: 5}), "gate-only PutOnSale")
+		rep, err := w.rec.WarmUp(w.ctx, []string{"a", "ghost"}, false)
+		if rep.Count(reconcile.ActionFailed) != 1 || rep.Count(reconcile.ActionRebuilt) != 1 || len(rep.Corrections) != 2 {
+			t.Fatalf("WarmUp reported %+v; want a written, ghost failed", rep.Corrections)
+		}
+		if !errors.Is(err, reconcile.ErrUnresolved) {
+			t.Errorf("WarmUp returned %v with %q on sale at the gate alone; want an error wrapping ErrUnresolved", err, "ghost")
+		}
+		if _, err := w.rec.Repair(w.ctx, []string{"ghost"}); !errors.Is(err, reconcile.ErrUnresolved) {
+			t.Errorf("Repair returned %v; want an error wrapping ErrUnresolved", err)
+		}
+	})
+}
