@@ -39,7 +39,8 @@ import (
 // A nil error means every SKU is in agreement. A SKU left out of
 // agreement makes the error wrap ErrUnresolved, the Report saying which:
 // ActionMismatch, ActionStale (it kept changing under administrative
-// writes for Config.MaxAttempts, or its last attempt rebuilt it beside
+// writes for Config.MaxAttempts, got a state from another writer while
+// the last attempt rebuilt it, or the last attempt rebuilt it beside
 // buckets that lived, with their units) or ActionFailed (the database
 // does not have it, stock.ErrUnknownSKU, or the gate refused a restock in
 // flight; see Correction.Err).
