@@ -18,6 +18,17 @@
 //     deliveries left unacknowledged for Config.Redelivery (XAUTOCLAIM),
 //     before the new messages, with their delivery count one more
 //     (Delivery.Attempt).
+//   - A claim is one XAUTOCLAIM of up to the batch's size n, which on a
+//     Redis server looks at no more than 10*n of the group's pending
+//     deliveries. Each claim goes on from where the Queue's last one
+//     stopped, round the pending deliveries (from the first again once a
+//     claim reached the last), so a delivery left by a stopped consumer
+//     is claimed even behind many that live consumers hold, busy queue or
+//     not: once due, within about P/(10*n)+2 claims of a Queue, P the
+//     deliveries pending in the group. The Sources of a Queue share its
+//     place; Queues of other nodes keep their own. Claims that overlap
+//     take nothing twice: XAUTOCLAIM takes only a delivery that is due,
+//     and one it took is not due again for Redelivery.
 //   - Ack acknowledges the message and deletes it from the stream (XACK
 //     and XDEL in one MULTI): the stream belongs to its one group, so
 //     [Queue.Len] counts what is left to settle.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,6 +55,12 @@ type Queue struct {
 	stream, delayed, dead string
 	group                 string
 	redelivery, block     time.Duration
+
+	// claimFrom is where the next claim of the queue's Sources begins
+	// its scan of the group's pending entries: the cursor the last one
+	// answered ("0-0", the start, once a scan reached the end).
+	claimMu   sync.Mutex
+	claimFrom string
 }
 
 // New returns the Queue cfg names, creating its stream and consumer
@@ -82,7 +89,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Queue, er
 		return nil, &stock.InvalidError{Field: "redisstream.Config.Stream", Reason: fmt.Sprintf("%q has no hash tag and cannot be given one (it begins with '}')", cfg.Stream)}
 	}
 	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", group: cfg.Group,
-		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond)}
+		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond), claimFrom: "0-0"}
 	err := rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return nil, err
@@ -206,7 +213,8 @@ type source struct {
 // (XAUTOCLAIM), blocking for Block at a time until one is there or ctx
 // ends. Due retries are moved before every read, so a retry whose delay
 // has passed when a Fetch begins is back in the queue, busy or not, and
-// the claim runs at least every Redelivery/2, busy or not.
+// the claim runs at least every Redelivery/2, busy or not, each going on
+// from where the Queue's last claim stopped (see the package doc).
 func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	if n <= 0 {
 		return nil, nil
@@ -287,39 +295,6 @@ func (s *source) read(ctx context.Context, n int, block time.Duration) ([]handof
 func (s *source) promote(ctx context.Context, n int) error {
 	q := s.q
 	return promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, max(n, 16)).Err()
-}
-
-// claim claims up to n deliveries left unacknowledged for Redelivery
-// (XAUTOCLAIM).
-func (s *source) claim(ctx context.Context, n int) ([]handoff.Delivery, error) {
-	q := s.q
-	claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: q.stream, Group: q.group, Consumer: s.name, MinIdle: q.redelivery, Start: "0-0", Count: int64(n),
-	}).Result()
-	if err != nil {
-		return nil, err
-	}
-	var out []handoff.Delivery
-	for _, x := range claimed {
-		count, err := s.deliveries(ctx, x.ID)
-		if err != nil {
-			return out, err
-		}
-		if count > 0 {
-			out = append(out, s.delivery(x, count))
-		}
-	}
-	return out, nil
-}
-
-// deliveries returns the delivery count of the pending message id (0 if
-// it is not pending any more).
-func (s *source) deliveries(ctx context.Context, id string) (int64, error) {
-	p, err := s.q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.q.stream, Group: s.q.group, Start: id, End: id, Count: 1}).Result()
-	if err != nil || len(p) == 0 {
-		return 0, err
-	}
-	return p[0].RetryCount, nil
 }
 
 func (s *source) delivery(x redis.XMessage, count int64) *delivery {

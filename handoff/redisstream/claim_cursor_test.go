@@ -1,0 +1,186 @@
+package redisstream_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/redisstream"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// claimRedis returns the Redis of STOCKGUARD_REDIS_ADDR (a Redis server's
+// XAUTOCLAIM looks at no more than 10 times its COUNT of pending entries
+// per call), or miniredis without it, and a stream name of its own, whose
+// keys are deleted after the test.
+func claimRedis(t *testing.T, name string) (redis.UniversalClient, string) {
+	t.Helper()
+	addr := os.Getenv("STOCKGUARD_REDIS_ADDR")
+	if addr == "" {
+		addr = miniredis.RunT(t).Addr()
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	stream := fmt.Sprintf("stockguard-test-%s-%d", name, time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, k := range []string{"{" + stream + "}", "{" + stream + "}:delayed", "{" + stream + "}:dead"} {
+			_ = rdb.Del(ctx, k).Err()
+		}
+		_ = rdb.Close()
+	})
+	return rdb, stream
+}
+
+// abandonBehindLive leaves 3 deliveries abandoned by a stopped consumer
+// behind live deliveries of another: it publishes live orders and then
+// the 3; node 1's consumer "first" reads the live ones and its consumer
+// "crashed" the 3, and node 1 stops; once Redelivery has passed, node 2's
+// consumer "busy" claims the live ones (the first pending) and keeps
+// them, settling them slowly. It returns the IDs of the 3 orders
+// abandoned, and a time no later than busy's claim: until it is
+// Redelivery old, the live deliveries are not due.
+func abandonBehindLive(t *testing.T, rdb redis.UniversalClient, stream string, redelivery time.Duration, live int) ([]string, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	var nodes [2]*redisstream.Queue
+	for i := range nodes {
+		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = q
+	}
+	node1, node2 := nodes[0], nodes[1]
+	var abandoned []string
+	for i := range live + 3 {
+		id := fmt.Sprintf("live-%d", i)
+		if i >= live {
+			id = fmt.Sprintf("abandoned-%d", i-live)
+			abandoned = append(abandoned, id)
+		}
+		if err := node1.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(node *redisstream.Queue, consumer string, n int) []handoff.Delivery {
+		t.Helper()
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		ds, err := node.Source(consumer).Fetch(fctx, n)
+		if err != nil || len(ds) != n {
+			t.Fatalf("Fetch of %s: %d deliveries, %v; want %d", consumer, len(ds), err, n)
+		}
+		return ds
+	}
+	fetch(node1, "first", live)
+	if got := fetch(node1, "crashed", 3); got[0].Message().Order.ID != abandoned[0] {
+		t.Fatalf("crashed read %s first, want %s", got[0].Message().Order.ID, abandoned[0])
+	}
+	time.Sleep(redelivery + 50*time.Millisecond)
+	claimedAt := time.Now()
+	for _, d := range fetch(node2, "busy", live) {
+		if id := d.Message().Order.ID; !strings.HasPrefix(id, "live-") || d.Attempt() != 2 {
+			t.Fatalf("busy claimed %s, attempt %d; want the live orders on their second attempt", id, d.Attempt())
+		}
+	}
+	return abandoned, claimedAt
+}
+
+// On a busy queue, where every Fetch reads new orders and claims only
+// every Redelivery/2, deliveries abandoned by a stopped consumer behind
+// as many pending deliveries of a live consumer as one claim of a Fetch
+// of 2 looks at on a Redis server (20) are claimed by another node within
+// a few claims: the next claim goes on from where the last one stopped,
+// rather than look at the live deliveries again.
+func TestBusyQueueClaimsBehindLiveDeliveries(t *testing.T) {
+	const redelivery = time.Second
+	rdb, stream := claimRedis(t, "claim-busy")
+	abandoned, _ := abandonBehindLive(t, rdb, stream, redelivery, 20)
+	ctx := context.Background()
+	node3, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := node3.Source("c")
+	// 8 Fetches, each of which claims at most once (it reads new orders):
+	// claiming from the start of the pending entries each time, they
+	// would have to claim the 20 live deliveries (2 a claim, once due)
+	// before the abandoned ones.
+	const fetches = 8
+	var claimed []string
+	for i := range fetches {
+		if i > 0 {
+			time.Sleep(redelivery / 2)
+		}
+		for j := range 2 {
+			m := handoff.Message{Order: stock.Order{ID: fmt.Sprintf("new-%d-%d", i, j), Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}
+			if err := node3.Publish(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ds, err := src.Fetch(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if id := d.Message().Order.ID; slices.Contains(abandoned, id) {
+				claimed = append(claimed, id)
+				if d.Attempt() != 2 {
+					t.Errorf("%s delivered on attempt %d, want 2", id, d.Attempt())
+				}
+			}
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	slices.Sort(claimed)
+	if !slices.Equal(claimed, abandoned) {
+		t.Errorf("of the deliveries abandoned behind 20 live ones, %d Fetches of 2 over %v (Redelivery %v) claimed %v; want %v",
+			fetches, (fetches-1)*redelivery/2, redelivery, claimed, abandoned)
+	}
+}
+
+// Fetch claims whenever it reads nothing new, and each claim goes on from
+// where the last one stopped: on a quiet queue, deliveries abandoned
+// behind 60 pending deliveries of a live consumer (twice as many as one
+// claim of a Fetch of 3 looks at on a Redis server) are claimed by one
+// Fetch while those are still live, within Redelivery/2.
+func TestQuietQueueClaimsBehindLiveDeliveries(t *testing.T) {
+	const redelivery = time.Second
+	rdb, stream := claimRedis(t, "claim-quiet")
+	abandoned, busyClaimed := abandonBehindLive(t, rdb, stream, redelivery, 60)
+	ctx := context.Background()
+	node3, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Until then, the live deliveries are not due: claiming from the
+	// start of the pending entries, each claim would look at them alone.
+	fctx, cancel := context.WithDeadline(ctx, busyClaimed.Add(redelivery/2))
+	defer cancel()
+	ds, err := node3.Source("c").Fetch(fctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claimed []string
+	for _, d := range ds {
+		claimed = append(claimed, d.Message().Order.ID)
+		if d.Attempt() != 2 {
+			t.Errorf("%s delivered on attempt %d, want 2", d.Message().Order.ID, d.Attempt())
+		}
+	}
+	slices.Sort(claimed)
+	if !slices.Equal(claimed, abandoned) {
+		t.Errorf("a Fetch of 3 on a quiet queue, within Redelivery/2 (%v) of the claim of 60 live deliveries ahead of 3 abandoned ones, claimed %v; want %v",
+			redelivery/2, claimed, abandoned)
+	}
+}
