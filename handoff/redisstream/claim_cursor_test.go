@@ -184,3 +184,81 @@ func TestQuietQueueClaimsBehindLiveDeliveries(t *testing.T) {
 			redelivery/2, claimed, abandoned)
 	}
 }
+
+// Sources of two nodes (two Queues) that claim at once, each going on
+// from where its Queue's last claim stopped, claim each of 100 abandoned
+// deliveries exactly once: within Redelivery, none is claimed a second
+// time, and each is delivered on its second attempt.
+func TestConcurrentClaimsTakeEachDeliveryOnce(t *testing.T) {
+	const redelivery, abandoned = 2 * time.Second, 100
+	rdb, stream := claimRedis(t, "claim-concurrent")
+	ctx := context.Background()
+	var nodes [3]*redisstream.Queue
+	for i := range nodes {
+		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = q
+	}
+	for i := range abandoned {
+		if err := nodes[0].Publish(ctx, handoff.Message{Order: stock.Order{ID: fmt.Sprintf("o%d", i), Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ds, err := nodes[0].Source("crashed").Fetch(fctx, abandoned)
+	cancel()
+	if err != nil || len(ds) != abandoned {
+		t.Fatalf("Fetch of crashed: %d deliveries, %v", len(ds), err)
+	}
+	time.Sleep(redelivery + 50*time.Millisecond)
+
+	// Until then, no delivery claimed in the run is due again.
+	start := time.Now()
+	rctx, cancel := context.WithDeadline(ctx, start.Add(redelivery/2))
+	defer cancel()
+	type got struct {
+		id      string
+		attempt int
+	}
+	results := make(chan []got, 4)
+	for i := range 4 {
+		src := nodes[1+i%2].Source(fmt.Sprintf("c%d", i))
+		go func() {
+			var mine []got
+			defer func() { results <- mine }()
+			for rctx.Err() == nil {
+				ds, err := src.Fetch(rctx, 3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, d := range ds {
+					mine = append(mine, got{d.Message().Order.ID, d.Attempt()})
+					if err := d.Ack(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	times := map[string]int{}
+	for range 4 {
+		for _, g := range <-results {
+			times[g.id]++
+			if g.attempt != 2 {
+				t.Errorf("%s delivered on attempt %d, want 2", g.id, g.attempt)
+			}
+		}
+	}
+	for i := range abandoned {
+		if id := fmt.Sprintf("o%d", i); times[id] != 1 {
+			t.Errorf("%s claimed %d times within Redelivery/2 by 4 concurrent Sources; want once", id, times[id])
+		}
+	}
+	if len(times) != abandoned {
+		t.Errorf("%d orders delivered, want the %d abandoned", len(times), abandoned)
+	}
+}
