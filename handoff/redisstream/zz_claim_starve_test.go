@@ -1,0 +1,127 @@
+package redisstream_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/redisstream"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// A busy group of 12 nodes (one Queue and one consumer each, batches of
+// 2): at every claim, the other 11 consumers hold 22 deliveries, all read
+// since that Queue's last claim (the busy queue turned over in between),
+// more than one claim of a Fetch of 2 looks at on a Redis server (20).
+// A consumer stops holding 3 deliveries, at the head of the group's
+// pending entries. Every node's claims pass over them while they are not
+// yet due and then go on through the live deliveries; once they are due,
+// the package doc promises they are claimed within about P/(10n)+2 = 3
+// claims of a Queue (P = 25). Claiming from the first pending entry each
+// time, the first claim after they are due takes them.
+//
+// It needs a Redis server (STOCKGUARD_REDIS_ADDR): miniredis's XAUTOCLAIM
+// looks at every pending entry.
+func TestZZBusyGroupClaimsDeliveriesTheCursorPassedBeforeDue(t *testing.T) {
+	addr := os.Getenv("STOCKGUARD_REDIS_ADDR")
+	if addr == "" {
+		t.Skip("STOCKGUARD_REDIS_ADDR not set")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	stream := fmt.Sprintf("stockguard-test-zz-starve-%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, k := range []string{"{" + stream + "}", "{" + stream + "}:delayed", "{" + stream + "}:dead"} {
+			_ = rdb.Del(ctx, k).Err()
+		}
+		_ = rdb.Close()
+	})
+	const (
+		redelivery = 2 * time.Second
+		tick       = 3 * redelivery / 4 // over Redelivery/2: every Fetch of a tick claims
+		nodes      = 12
+		batch      = 2
+		ticks      = 11 // ticks 3 to 11 come after the abandoned deliveries are due
+	)
+	ctx := context.Background()
+	msg := func(id string) handoff.Message {
+		return handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}
+	}
+	crashedNode, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandoned := []string{"abandoned-0", "abandoned-1", "abandoned-2"}
+	for _, id := range abandoned {
+		if err := crashedNode.Publish(ctx, msg(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ds, err := crashedNode.Source("crashed").Fetch(fctx, 3)
+	cancel()
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("Fetch of crashed: %d deliveries, %v", len(ds), err)
+	}
+	// The node of "crashed" stops here: its 3 deliveries are never settled.
+
+	srcs := make([]handoff.Source, nodes)
+	for i := range srcs {
+		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs[i] = q.Source(fmt.Sprintf("node%d-0", i))
+	}
+	held := make([][]handoff.Delivery, nodes)
+	var claimed []string
+	var claimedTick []int
+	for tk := 1; tk <= ticks; tk++ {
+		if tk > 1 {
+			time.Sleep(tick)
+		}
+		for j := range nodes * batch {
+			if err := crashedNode.Publish(ctx, msg(fmt.Sprintf("new-%d-%d", tk, j))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, src := range srcs {
+			for _, d := range held[i] {
+				if err := d.Ack(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			ds, err := src.Fetch(fctx, batch)
+			cancel()
+			if err != nil || len(ds) != batch {
+				t.Fatalf("tick %d, node %d: Fetch gave %d deliveries, %v; want %d", tk, i, len(ds), err, batch)
+			}
+			held[i] = ds
+			for _, d := range ds {
+				if id := d.Message().Order.ID; slices.Contains(abandoned, id) {
+					claimed = append(claimed, id)
+					claimedTick = append(claimedTick, tk)
+					if d.Attempt() != 2 {
+						t.Errorf("%s delivered on attempt %d, want 2", id, d.Attempt())
+					}
+				} else if !strings.HasPrefix(id, "new-") || d.Attempt() != 1 {
+					t.Fatalf("tick %d, node %d: %s delivered on attempt %d; want a new order on its first (no live delivery is due)", tk, i, id, d.Attempt())
+				}
+			}
+		}
+	}
+	slices.Sort(claimed)
+	if !slices.Equal(claimed, abandoned) {
+		t.Errorf("3 deliveries abandoned at the head of the pending entries, due from tick 3, behind 22 live deliveries turned over between claims: "+
+			"in %d ticks of %v each node's claim (%d claims of each of %d Queues once due) took %v (ticks %v); want %v",
+			ticks, tick, ticks-2, nodes, claimed, claimedTick, abandoned)
+	}
+}
