@@ -34,7 +34,19 @@ func TestZZBusyGroupClaimsDeliveriesTheCursorPassedBeforeDue(t *testing.T) {
 	if addr == "" {
 		t.Skip("STOCKGUARD_REDIS_ADDR not set")
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	zzBusyGroupClaims(t, redis.NewClient(&redis.Options{Addr: addr}))
+}
+
+// The same on a Redis Cluster (STOCKGUARD_REDIS_CLUSTER).
+func TestZZBusyGroupClaimsDeliveriesTheCursorPassedBeforeDueCluster(t *testing.T) {
+	addrs := os.Getenv("STOCKGUARD_REDIS_CLUSTER")
+	if addrs == "" {
+		t.Skip("STOCKGUARD_REDIS_CLUSTER not set")
+	}
+	zzBusyGroupClaims(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")}))
+}
+
+func zzBusyGroupClaims(t *testing.T, rdb redis.UniversalClient) {
 	stream := fmt.Sprintf("stockguard-test-zz-starve-%d", time.Now().UnixNano())
 	t.Cleanup(func() {
 		ctx := context.Background()
