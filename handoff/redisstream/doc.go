@@ -20,15 +20,22 @@
 //     (Delivery.Attempt).
 //   - A claim is one XAUTOCLAIM of up to the batch's size n, which on a
 //     Redis server looks at no more than 10*n of the group's pending
-//     deliveries. Each claim goes on from where the Queue's last one
-//     stopped, round the pending deliveries (from the first again once a
-//     claim reached the last), so a delivery left by a stopped consumer
-//     is claimed even behind many that live consumers hold, busy queue or
-//     not: once due, within about P/(10*n)+2 claims of a Queue, P the
-//     deliveries pending in the group. The Sources of a Queue share its
-//     place; Queues of other nodes keep their own. Claims that overlap
-//     take nothing twice: XAUTOCLAIM takes only a delivery that is due,
-//     and one it took is not due again for Redelivery.
+//     deliveries (or stops once it took n). The claims of a Queue make
+//     passes over the pending deliveries: each goes on from where the
+//     Queue's last one stopped; the first of a pass begins at the first
+//     pending delivery and also reads the ID of the newest stream entry
+//     (XREVRANGE, in the same round trip), and the pass ends once a claim
+//     reached the last pending delivery or went past that ID. So every
+//     delivery pending when a pass begins is looked at by it, and a
+//     delivery left by a stopped consumer is claimed even behind many
+//     that live consumers hold and renew, busy queue or not: once due,
+//     within about P/(10*n)+2 claims of a Queue, P the deliveries pending
+//     when the pass under way began, not counting claims that take n. The
+//     Sources of a Queue share its place (of claims of two of them that
+//     overlap, the first to end moves it); Queues of other nodes keep
+//     their own. Claims that overlap take nothing twice: XAUTOCLAIM takes
+//     only a delivery that is due, and one it took is not due again for
+//     Redelivery.
 //   - Ack acknowledges the message and deletes it from the stream (XACK
 //     and XDEL in one MULTI): the stream belongs to its one group, so
 //     [Queue.Len] counts what is left to settle.

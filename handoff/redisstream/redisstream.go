@@ -56,11 +56,10 @@ type Queue struct {
 	group                 string
 	redelivery, block     time.Duration
 
-	// claimFrom is where the next claim of the queue's Sources begins
-	// its scan of the group's pending entries: the cursor the last one
-	// answered ("0-0", the start, once a scan reached the end).
-	claimMu   sync.Mutex
-	claimFrom string
+	// claimAt is where the claims of the queue's Sources are in their
+	// pass over the group's pending entries (see claim).
+	claimMu sync.Mutex
+	claimAt claimPlace
 }
 
 // New returns the Queue cfg names, creating its stream and consumer
@@ -89,7 +88,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Queue, er
 		return nil, &stock.InvalidError{Field: "redisstream.Config.Stream", Reason: fmt.Sprintf("%q has no hash tag and cannot be given one (it begins with '}')", cfg.Stream)}
 	}
 	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", group: cfg.Group,
-		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond), claimFrom: "0-0"}
+		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond), claimAt: claimPlace{from: passStart}}
 	err := rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return nil, err
