@@ -1,0 +1,143 @@
+package redisstream_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/redisstream"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// xautoclaimCounter counts the XAUTOCLAIM commands a client sends, alone
+// or in a pipeline.
+type xautoclaimCounter struct{ n atomic.Int64 }
+
+func (c *xautoclaimCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *xautoclaimCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "xautoclaim" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *xautoclaimCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if cmd.Name() == "xautoclaim" {
+				c.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A group that lags: when node 2's pass over the pending entries begins,
+// 21 deliveries are pending (an abandoned one, D, at the head, and 20 a
+// live consumer holds) and 600 messages are in the stream, not yet read.
+// The pass's first claim (a Fetch of 1, looking at 10 pending entries)
+// passes over D while it is not due, and the live consumer then reads the
+// 600 and holds them. Once D is due, the package doc promises it is
+// claimed within about P/(10n)+2 claims of the Queue, P = 21 pending when
+// the pass under way began, n = 1: about 4; no claim takes anything until
+// D's. The pass's end mark is the stream's newest entry, which was not yet
+// read: the pass goes on through the 600 deliveries read after it began
+// (62 claims) before a new one looks at D again.
+//
+// Every delivery but D is kept not due by a Redelivery of 30s; D is made
+// due by setting its idle time (XCLAIM IDLE JUSTID, which on a Redis
+// server counts no delivery). On miniredis, whose XAUTOCLAIM looks at
+// every pending entry, the first claim takes D.
+func TestLaggingGroupClaimsDueDeliveryWithinBound(t *testing.T) {
+	const (
+		redelivery = 30 * time.Second
+		live       = 20
+		backlog    = 600
+	)
+	rdb, stream := claimRedis(t, "claim-lagging")
+	counter := &xautoclaimCounter{}
+	rdb.AddHook(counter)
+	ctx := context.Background()
+	var nodes [2]*redisstream.Queue
+	for i := range nodes {
+		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = q
+	}
+	node1, node2 := nodes[0], nodes[1]
+	publish := func(id string) {
+		t.Helper()
+		if err := node1.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("abandoned")
+	for i := range live {
+		publish(fmt.Sprintf("live-%d", i))
+	}
+	for i := range backlog {
+		publish(fmt.Sprintf("backlog-%d", i))
+	}
+	fetchWithin := func(src handoff.Source, n int, within time.Duration) []handoff.Delivery {
+		t.Helper()
+		fctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		ds, err := src.Fetch(fctx, n)
+		if err != nil || len(ds) != n {
+			t.Fatalf("Fetch: %d deliveries, %v; want %d", len(ds), err, n)
+		}
+		return ds
+	}
+	fetch := func(src handoff.Source, n int) []handoff.Delivery {
+		t.Helper()
+		return fetchWithin(src, n, 5*time.Second)
+	}
+	crashed := fetch(node1.Source("crashed"), 1)
+	if id := crashed[0].Message().Order.ID; id != "abandoned" {
+		t.Fatalf("crashed read %s, want abandoned", id)
+	}
+	liveSrc := node1.Source("live")
+	fetch(liveSrc, live)
+	// Node 2's first claim begins a pass (21 pending) and passes over D,
+	// not yet due; its Fetch then reads backlog-0.
+	c := node2.Source("c")
+	if ds := fetch(c, 1); ds[0].Message().Order.ID != "backlog-0" || ds[0].Attempt() != 1 {
+		t.Fatalf("c read %s on attempt %d, want backlog-0 on its first", ds[0].Message().Order.ID, ds[0].Attempt())
+	}
+	if got := counter.n.Load(); got != 3 {
+		t.Fatalf("%d XAUTOCLAIMs so far, want 3 (one a Fetch)", got)
+	}
+	// The live consumer reads the rest of the backlog (no claim: its
+	// last was within Redelivery/2).
+	fetch(liveSrc, backlog-1)
+
+	// D is due.
+	stKey, _, _ := node1.Keys()
+	pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stKey, Group: "stockguard", Start: "-", End: "+", Count: 1}).Result()
+	if err != nil || len(pend) != 1 {
+		t.Fatalf("XPENDING: %v, %v", pend, err)
+	}
+	if err := rdb.Do(ctx, "XCLAIM", stKey, "stockguard", "crashed", 0, pend[0].ID, "IDLE", (2 * redelivery).Milliseconds(), "JUSTID").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	before := counter.n.Load()
+	ds := fetchWithin(c, 1, 20*time.Second) // on a quiet queue a Fetch claims every Block or so
+	claims := counter.n.Load() - before
+	if id := ds[0].Message().Order.ID; id != "abandoned" || ds[0].Attempt() < 2 {
+		t.Fatalf("c got %s on attempt %d, want abandoned, claimed", id, ds[0].Attempt())
+	}
+	if claims > 6 {
+		t.Errorf("the abandoned delivery, due, was claimed by claim number %d of node 2; the package doc promises about P/(10n)+2 = 21/10+2 = 4 (P = 21 pending when the pass began)", claims)
+	}
+}
