@@ -141,3 +141,85 @@ func TestLaggingGroupClaimsDueDeliveryWithinBound(t *testing.T) {
 		t.Errorf("the abandoned delivery, due, was claimed by claim number %d of node 2; the package doc promises about P/(10n)+2 = 21/10+2 = 4 (P = 21 pending when the pass began)", claims)
 	}
 }
+
+// The bound of the package doc counts P, the deliveries pending when the
+// pass under way began, whichever delivery is due: here the delivery
+// abandoned (D) is read after the pass began, behind 600 deliveries read
+// after it too, and is due while that pass is under way (P = 20, n = 1:
+// about 4 claims). Every pass that reaches D must first look at the 620
+// deliveries ahead of it: no mark of the pass's end makes D claimed
+// within the bound; the doc's P must count those pending ahead of D.
+func TestDeliveryPendingAfterPassBeganClaimedWithinBound(t *testing.T) {
+	const (
+		redelivery = 30 * time.Second
+		live       = 20
+		backlog    = 600
+	)
+	rdb, stream := claimRedis(t, "claim-after-pass")
+	counter := &xautoclaimCounter{}
+	rdb.AddHook(counter)
+	ctx := context.Background()
+	var nodes [2]*redisstream.Queue
+	for i := range nodes {
+		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = q
+	}
+	node1, node2 := nodes[0], nodes[1]
+	publish := func(id string) {
+		t.Helper()
+		if err := node1.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetchWithin := func(src handoff.Source, n int, within time.Duration) []handoff.Delivery {
+		t.Helper()
+		fctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		ds, err := src.Fetch(fctx, n)
+		if err != nil || len(ds) != n {
+			t.Fatalf("Fetch: %d deliveries, %v; want %d", len(ds), err, n)
+		}
+		return ds
+	}
+	for i := range live {
+		publish(fmt.Sprintf("live-%d", i))
+	}
+	publish("first")
+	liveSrc := node1.Source("live")
+	fetchWithin(liveSrc, live, 5*time.Second)
+	// Node 2's first claim begins a pass (20 pending, 10 looked at); its
+	// Fetch then reads "first".
+	c := node2.Source("c")
+	if ds := fetchWithin(c, 1, 5*time.Second); ds[0].Message().Order.ID != "first" {
+		t.Fatalf("c read %s, want first", ds[0].Message().Order.ID)
+	}
+	for i := range backlog {
+		publish(fmt.Sprintf("backlog-%d", i))
+	}
+	publish("abandoned")
+	fetchWithin(liveSrc, backlog, 5*time.Second)
+	if ds := fetchWithin(node1.Source("crashed"), 1, 5*time.Second); ds[0].Message().Order.ID != "abandoned" {
+		t.Fatalf("crashed read %s, want abandoned", ds[0].Message().Order.ID)
+	}
+	// D is due.
+	stKey, _, _ := node1.Keys()
+	last, err := rdb.XRevRangeN(ctx, stKey, "+", "-", 1).Result()
+	if err != nil || len(last) != 1 {
+		t.Fatalf("XREVRANGE: %v, %v", last, err)
+	}
+	if err := rdb.Do(ctx, "XCLAIM", stKey, "stockguard", "crashed", 0, last[0].ID, "IDLE", (2 * redelivery).Milliseconds(), "JUSTID").Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := counter.n.Load()
+	ds := fetchWithin(c, 1, 20*time.Second) // on a quiet queue a Fetch claims every Block or so
+	claims := counter.n.Load() - before
+	if id := ds[0].Message().Order.ID; id != "abandoned" || ds[0].Attempt() < 2 {
+		t.Fatalf("c got %s on attempt %d, want abandoned, claimed", id, ds[0].Attempt())
+	}
+	if claims > 6 {
+		t.Errorf("the abandoned delivery, due while the pass begun with 20 pending was under way, was claimed by claim number %d of node 2; the package doc promises about P/(10n)+2 = 20/10+2 = 4", claims)
+	}
+}
