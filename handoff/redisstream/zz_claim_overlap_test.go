@@ -1,0 +1,200 @@
+package redisstream_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/redisstream"
+	"github.com/stockguard/stockguard/stock"
+)
+
+// overlapClaims makes the XAUTOCLAIMs of a client overlap: each waits
+// until `of` of them are waiting (or its context ends), so that each
+// claim of a round has read the Queue's place before any of them moves
+// it. It counts them, and records the count when one claims the entry
+// watch.
+type overlapClaims struct {
+	of    int
+	watch string
+
+	mu      sync.Mutex
+	waiting int
+	round   chan struct{}
+
+	n      atomic.Int64
+	takenN atomic.Int64
+}
+
+func (o *overlapClaims) wait(ctx context.Context) error {
+	o.mu.Lock()
+	if o.round == nil {
+		o.round = make(chan struct{})
+	}
+	r := o.round
+	o.waiting++
+	if o.waiting == o.of {
+		close(r)
+		o.round, o.waiting = nil, 0
+	}
+	o.mu.Unlock()
+	select {
+	case <-r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (o *overlapClaims) took(cmd redis.Cmder) {
+	c, ok := cmd.(*redis.XAutoClaimCmd)
+	if !ok {
+		return
+	}
+	msgs, _ := c.Val()
+	for _, m := range msgs {
+		if m.ID == o.watch {
+			o.takenN.CompareAndSwap(0, o.n.Load())
+		}
+	}
+}
+
+func (o *overlapClaims) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (o *overlapClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "xautoclaim" {
+			return next(ctx, cmd)
+		}
+		if err := o.wait(ctx); err != nil {
+			return err
+		}
+		o.n.Add(1)
+		err := next(ctx, cmd)
+		o.took(cmd)
+		return err
+	}
+}
+
+func (o *overlapClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var claim redis.Cmder
+		for _, cmd := range cmds {
+			if cmd.Name() == "xautoclaim" {
+				claim = cmd
+			}
+		}
+		if claim == nil {
+			return next(ctx, cmds)
+		}
+		if err := o.wait(ctx); err != nil {
+			return err
+		}
+		o.n.Add(1)
+		err := next(ctx, cmds)
+		o.took(claim)
+		return err
+	}
+}
+
+// Four Sources of one Queue (one node's consumers) whose claims overlap
+// (on a quiet queue they all wake from XREADGROUP's Block at once): a
+// delivery abandoned behind 100 pending deliveries of a live consumer is
+// due. The package doc promises it is claimed within about P/(10n)+2 =
+// 101/10+2 = 12 claims of the Queue (n = 1, no claim takes anything
+// before it). Of claims that overlap, only the first to end moves the
+// Queue's place: the others look at the same 10 entries again, and the
+// Queue makes 4 claims for every 10 entries looked at.
+func TestOverlappingSourcesOfAQueueClaimWithinBound(t *testing.T) {
+	const (
+		redelivery = 30 * time.Second
+		live       = 100
+		sources    = 4
+	)
+	rdb, stream := claimRedis(t, "claim-overlap")
+	ctx := context.Background()
+	node1, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(id string) {
+		t.Helper()
+		if err := node1.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(src handoff.Source, n int) []handoff.Delivery {
+		t.Helper()
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		ds, err := src.Fetch(fctx, n)
+		if err != nil || len(ds) != n {
+			t.Fatalf("Fetch: %d deliveries, %v; want %d", len(ds), err, n)
+		}
+		return ds
+	}
+	for i := range live {
+		publish(fmt.Sprintf("live-%d", i))
+	}
+	publish("abandoned")
+	fetch(node1.Source("live"), live)
+	if ds := fetch(node1.Source("crashed"), 1); ds[0].Message().Order.ID != "abandoned" {
+		t.Fatalf("crashed read %s, want abandoned", ds[0].Message().Order.ID)
+	}
+	stKey, _, _ := node1.Keys()
+	last, err := rdb.XRevRangeN(ctx, stKey, "+", "-", 1).Result()
+	if err != nil || len(last) != 1 {
+		t.Fatalf("XREVRANGE: %v, %v", last, err)
+	}
+	// The abandoned delivery is due (XCLAIM IDLE JUSTID counts no
+	// delivery on a Redis server); the live ones are not, for 30s.
+	if err := rdb.Do(ctx, "XCLAIM", stKey, "stockguard", "crashed", 0, last[0].ID, "IDLE", (2 * redelivery).Milliseconds(), "JUSTID").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Node 2: its own client, whose claims overlap in rounds of 4.
+	o := &overlapClaims{of: sources, watch: last[0].ID}
+	rdb2 := redis.NewClient(rdb.(*redis.Client).Options())
+	defer rdb2.Close()
+	rdb2.AddHook(o)
+	node2, err := redisstream.New(ctx, rdb2, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	got := make(chan string, sources)
+	var wg sync.WaitGroup
+	for i := range sources {
+		src := node2.Source(fmt.Sprintf("node2-%d", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rctx.Err() == nil {
+				ds, _ := src.Fetch(rctx, 1)
+				for _, d := range ds {
+					got <- d.Message().Order.ID
+					cancel()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(got)
+	var ids []string
+	for id := range got {
+		ids = append(ids, id)
+	}
+	if len(ids) != 1 || ids[0] != "abandoned" {
+		t.Fatalf("node 2's Sources took %v; want the abandoned delivery, once", ids)
+	}
+	if n := o.takenN.Load(); n > 14 {
+		t.Errorf("the abandoned delivery, due, behind 100 pending: taken by claim number %d of node 2's Queue (4 Sources whose claims overlap); the package doc promises about P/(10n)+2 = 101/10+2 = 12", n)
+	}
+}
