@@ -20,13 +20,11 @@ type claimPlace struct {
 	// from is where the next claim begins its scan: the cursor the last
 	// one answered, or passStart to begin a new pass.
 	from string
-	// end is the ID of the newest stream entry when the pass began (read
-	// before its first scan): every delivery pending then has an ID no
-	// greater, and the pass ends once a claim's cursor is past it.
+	// end is the greatest ID pending when the pass began (read with its
+	// first scan): a delivery that becomes pending later has a greater
+	// one (messages are read in ID order, a retry is a new entry), and
+	// the pass ends once a claim's cursor is past it.
 	end string
-	// gen counts the moves of the place, so that only a claim that began
-	// where it still is moves it.
-	gen uint64
 }
 
 // claim claims up to n deliveries left unacknowledged for Redelivery
@@ -34,44 +32,20 @@ type claimPlace struct {
 // claim of the queue stopped: a Redis server looks at no more than 10*n
 // of them a call, so a scan that began at the start each time would not
 // reach those behind 10*n deliveries not yet due. A claim that begins a
-// pass also reads the newest entry of the stream (XREVRANGE, in the same
-// pipeline, before the scan); once a claim's cursor is past it, the next
-// claim begins a new pass, at the start, so a delivery the pass scanned
-// before it was due is scanned again by the next pass however busy the
-// group is.
+// pass also reads the greatest pending ID (the summary form of XPENDING,
+// in the same pipeline, before the scan); once a claim's cursor is past
+// it, the next claim begins a new pass, at the start, so a delivery the
+// pass scanned before it was due is scanned again by the next pass
+// however busy the group is. One claim of a Queue runs at a time: a
+// Source that finds another's under way claims nothing this time (claims
+// that overlapped would scan the same entries).
 func (s *source) claim(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	q := s.q
-	at := q.claimPlace()
-	args := &redis.XAutoClaimArgs{
-		Stream: q.stream, Group: q.group, Consumer: s.name, MinIdle: q.redelivery, Start: at.from, Count: int64(n),
+	if !q.claiming.TryLock() {
+		return nil, nil
 	}
-	var (
-		claimed []redis.XMessage
-		next    string
-		end     = at.end
-	)
-	if at.from == passStart {
-		var newest *redis.XMessageSliceCmd
-		var scan *redis.XAutoClaimCmd
-		if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			newest = p.XRevRangeN(ctx, q.stream, "+", "-", 1)
-			scan = p.XAutoClaim(ctx, args)
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		end = passStart // an empty stream: the pass ends with this claim
-		if m := newest.Val(); len(m) > 0 {
-			end = m[0].ID
-		}
-		claimed, next = scan.Val()
-	} else {
-		var err error
-		if claimed, next, err = q.rdb.XAutoClaim(ctx, args).Result(); err != nil {
-			return nil, err
-		}
-	}
-	q.claimScanned(at, next, end)
+	claimed, err := s.scan(ctx, n)
+	q.claiming.Unlock()
 	var out []handoff.Delivery
 	for _, x := range claimed {
 		count, err := s.deliveries(ctx, x.ID)
@@ -82,35 +56,52 @@ func (s *source) claim(ctx context.Context, n int) ([]handoff.Delivery, error) {
 			out = append(out, s.delivery(x, count))
 		}
 	}
-	return out, nil
+	return out, err
 }
 
-// claimPlace returns where the next claim begins.
-func (q *Queue) claimPlace() claimPlace {
-	q.claimMu.Lock()
-	defer q.claimMu.Unlock()
-	return q.claimAt
+// scan runs one claim's XAUTOCLAIM from the queue's place, and moves the
+// place (see claim); the caller holds q.claiming. On an error the place
+// stays where it was.
+func (s *source) scan(ctx context.Context, n int) ([]redis.XMessage, error) {
+	q := s.q
+	at := q.claimAt
+	args := &redis.XAutoClaimArgs{
+		Stream: q.stream, Group: q.group, Consumer: s.name, MinIdle: q.redelivery, Start: at.from, Count: int64(n),
+	}
+	var scan *redis.XAutoClaimCmd
+	if at.from == passStart {
+		var pending *redis.XPendingCmd
+		if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			pending = p.XPending(ctx, q.stream, q.group)
+			scan = p.XAutoClaim(ctx, args)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		at.end = passStart // nothing pending: the pass ends with this claim
+		if p := pending.Val(); p != nil && p.Count > 0 {
+			at.end = p.Higher
+		}
+	} else {
+		scan = q.rdb.XAutoClaim(ctx, args)
+	}
+	claimed, next, err := scan.Result()
+	if err != nil {
+		return nil, err
+	}
+	q.claimAt = at.after(next)
+	return claimed, nil
 }
 
-// claimScanned records that a claim that began at place at scanned up to
-// next, the cursor XAUTOCLAIM answered, in the pass that ends at end. The
-// next claim goes on from next, or begins a new pass when next is
-// passStart (the scan reached the last pending entry) or past end (the
-// pass has scanned every entry pending when it began). A claim of
-// another Source of the queue that began at the same place and ended
-// first has moved the place already: it is left as it is, so that it
-// moves only to the end of a scan that began where it is, and never
-// skips over pending entries.
-func (q *Queue) claimScanned(at claimPlace, next, end string) {
-	to := claimPlace{from: next, end: end, gen: at.gen + 1}
-	if next == "" || next == passStart || !idNotAfter(next, end) {
-		to.from, to.end = passStart, ""
+// after is the place after a claim from at whose scan answered the cursor
+// next: the next claim goes on from next, or begins a new pass when next
+// is passStart (the scan reached the last pending entry) or past the
+// pass's end (it has scanned every entry pending when the pass began).
+func (at claimPlace) after(next string) claimPlace {
+	if next == "" || next == passStart || !idNotAfter(next, at.end) {
+		return claimPlace{from: passStart}
 	}
-	q.claimMu.Lock()
-	defer q.claimMu.Unlock()
-	if q.claimAt.gen == at.gen {
-		q.claimAt = to
-	}
+	return claimPlace{from: next, end: at.end}
 }
 
 // idNotAfter tells whether the stream entry ID a (milliseconds-sequence)

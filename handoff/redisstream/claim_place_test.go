@@ -34,45 +34,28 @@ func TestIDNotAfterComparesNumbers(t *testing.T) {
 
 // A claim moves the place to its cursor while the cursor is not past the
 // end of the pass; past it, or at the end of the pending entries, the
-// next claim begins a new pass at the start. A claim that began where the
-// place no longer is (another Source's claim moved it) leaves it.
-func TestClaimScannedEndsPassPastItsEnd(t *testing.T) {
-	q := &Queue{claimAt: claimPlace{from: passStart}}
-	at := q.claimPlace()
-	q.claimScanned(at, "9-5", "10-0")
-	if got := q.claimPlace(); got.from != "9-5" || got.end != "10-0" {
-		t.Fatalf("after a scan to 9-5 of the pass ending at 10-0: place %+v, want from 9-5, end 10-0", got)
-	}
-	stale := at // began at the start, before the place moved
-	at = q.claimPlace()
-	q.claimScanned(at, "10-0", at.end)
-	if got := q.claimPlace(); got.from != "10-0" || got.end != "10-0" {
-		t.Fatalf("after a scan to 10-0 (the end, not yet scanned): place %+v, want from 10-0, end 10-0", got)
-	}
-	q.claimScanned(stale, "3-0", "10-0")
-	if got := q.claimPlace(); got.from != "10-0" {
-		t.Fatalf("a claim that began at the start after the place moved moved it to %q, want it left at 10-0", got.from)
-	}
-	at = q.claimPlace()
-	q.claimScanned(at, "10-1", at.end)
-	if got := q.claimPlace(); got.from != passStart {
-		t.Fatalf("after a scan past the end of the pass: place %+v, want a new pass at %s", got, passStart)
-	}
-	at = q.claimPlace()
-	q.claimScanned(at, "4-0", "")
-	if got := q.claimPlace(); got.from != passStart {
-		t.Fatalf("after a scan of an empty stream's pass: place %+v, want a new pass at %s", got, passStart)
-	}
-	q.claimAt = claimPlace{from: "4-0", end: "10-0", gen: 7}
-	at = q.claimPlace()
-	q.claimScanned(at, passStart, at.end)
-	if got := q.claimPlace(); got.from != passStart {
-		t.Fatalf("after a scan that reached the last pending entry: place %+v, want a new pass at %s", got, passStart)
+// next claim begins a new pass at the start.
+func TestClaimPlaceEndsPassPastItsEnd(t *testing.T) {
+	for _, c := range []struct {
+		at   claimPlace
+		next string
+		want claimPlace
+	}{
+		{claimPlace{from: passStart, end: "10-0"}, "9-5", claimPlace{from: "9-5", end: "10-0"}},
+		{claimPlace{from: "9-5", end: "10-0"}, "10-0", claimPlace{from: "10-0", end: "10-0"}}, // the end, not yet scanned
+		{claimPlace{from: "10-0", end: "10-0"}, "10-1", claimPlace{from: passStart}},
+		{claimPlace{from: passStart, end: passStart}, "4-0", claimPlace{from: passStart}}, // nothing was pending
+		{claimPlace{from: "4-0", end: "10-0"}, passStart, claimPlace{from: passStart}},    // reached the last pending entry
+	} {
+		if got := c.at.after(c.next); got != c.want {
+			t.Errorf("%+v after a scan to %s: %+v, want %+v", c.at, c.next, got, c.want)
+		}
 	}
 }
 
 // A claim that fails (here its context has ended) leaves the place where
-// it was, and a claim of an empty stream ends its pass.
+// it was; a claim of an empty stream ends its pass; a claim while another
+// claim of the Queue is under way claims nothing and leaves the place.
 func TestClaimErrorLeavesPlace(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
 	defer rdb.Close()
@@ -83,21 +66,28 @@ func TestClaimErrorLeavesPlace(t *testing.T) {
 	}
 	src := &source{q: q, name: "c"}
 	for _, from := range []string{passStart, "4-0"} {
-		q.claimAt = claimPlace{from: from, end: "10-0", gen: 3}
+		want := claimPlace{from: from, end: "10-0"}
+		q.claimAt = want
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := src.claim(cctx, 2); err == nil {
 			t.Fatalf("claim from %s with an ended context: no error", from)
 		}
-		if got, want := q.claimPlace(), (claimPlace{from: from, end: "10-0", gen: 3}); got != want {
-			t.Errorf("a failed claim from %s moved the place to %+v, want %+v", from, got, want)
+		if q.claimAt != want {
+			t.Errorf("a failed claim from %s moved the place to %+v, want %+v", from, q.claimAt, want)
+		}
+		q.claiming.Lock()
+		ds, err := src.claim(ctx, 2)
+		q.claiming.Unlock()
+		if err != nil || len(ds) != 0 || q.claimAt != want {
+			t.Errorf("a claim while another is under way: %d deliveries, %v, place %+v; want none, nil, %+v", len(ds), err, q.claimAt, want)
 		}
 	}
 	q.claimAt = claimPlace{from: passStart}
 	if ds, err := src.claim(ctx, 2); err != nil || len(ds) != 0 {
 		t.Fatalf("claim of an empty stream: %d deliveries, %v", len(ds), err)
 	}
-	if got := q.claimPlace(); got.from != passStart || got.gen != 1 {
-		t.Errorf("after a claim of an empty stream: place %+v, want a new pass at %s", got, passStart)
+	if q.claimAt.from != passStart {
+		t.Errorf("after a claim of an empty stream: place %+v, want a new pass at %s", q.claimAt, passStart)
 	}
 }

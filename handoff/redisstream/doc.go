@@ -23,18 +23,21 @@
 //     deliveries (or stops once it took n). The claims of a Queue make
 //     passes over the pending deliveries: each goes on from where the
 //     Queue's last one stopped; the first of a pass begins at the first
-//     pending delivery and also reads the ID of the newest stream entry
-//     (XREVRANGE, in the same round trip), and the pass ends once a claim
-//     reached the last pending delivery or went past that ID. So every
-//     delivery pending when a pass begins is looked at by it, and a
-//     delivery left by a stopped consumer is claimed even behind many
-//     that live consumers hold and renew, busy queue or not: once due,
-//     within about P/(10*n)+2 claims of a Queue, P the deliveries pending
-//     when the pass under way began, not counting claims that take n. The
-//     Sources of a Queue share its place (of claims of two of them that
-//     overlap, the first to end moves it); Queues of other nodes keep
-//     their own. Claims that overlap take nothing twice: XAUTOCLAIM takes
-//     only a delivery that is due, and one it took is not due again for
+//     pending delivery and also reads the greatest pending ID (XPENDING,
+//     in the same round trip), and the pass ends once a claim reached
+//     the last pending delivery or went past that ID. So every delivery
+//     pending when a pass begins is looked at by it, and a delivery left
+//     by a stopped consumer is claimed even behind many that live
+//     consumers hold and renew, busy queue or not: once due, within
+//     about P/(10*n)+2 claims of a Queue if it was pending when the pass
+//     under way began, P the deliveries pending then, and within about
+//     (P+A)/(10*n)+2 if it became pending later, A the deliveries pending
+//     ahead of it; claims that take n not counted. One claim of a Queue
+//     runs at a time: a Source whose claim would overlap another of the
+//     same Queue claims nothing that time (it would look at the same
+//     deliveries). Queues of other nodes keep their own place; claims of
+//     two Queues that overlap take nothing twice: XAUTOCLAIM takes only
+//     a delivery that is due, and one it took is not due again for
 //     Redelivery.
 //   - Ack acknowledges the message and deletes it from the stream (XACK
 //     and XDEL in one MULTI): the stream belongs to its one group, so

@@ -56,10 +56,11 @@ type Queue struct {
 	group                 string
 	redelivery, block     time.Duration
 
-	// claimAt is where the claims of the queue's Sources are in their
-	// pass over the group's pending entries (see claim).
-	claimMu sync.Mutex
-	claimAt claimPlace
+	// claiming is held by the one claim of the queue's Sources under way;
+	// claimAt, guarded by it, is where their claims are in their pass
+	// over the group's pending entries (see claim).
+	claiming sync.Mutex
+	claimAt  claimPlace
 }
 
 // New returns the Queue cfg names, creating its stream and consumer
