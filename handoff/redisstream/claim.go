@@ -2,10 +2,9 @@ package redisstream
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/handoff"
 )
@@ -32,65 +31,49 @@ type claimPlace struct {
 // claim of the queue stopped: a Redis server looks at no more than 10*n
 // of them a call, so a scan that began at the start each time would not
 // reach those behind 10*n deliveries not yet due. A claim that begins a
-// pass also reads the greatest pending ID (the summary form of XPENDING,
-// in the same pipeline, before the scan); once a claim's cursor is past
-// it, the next claim begins a new pass, at the start, so a delivery the
-// pass scanned before it was due is scanned again by the next pass
-// however busy the group is. One claim of a Queue runs at a time: a
-// Source that finds another's under way claims nothing this time (claims
-// that overlapped would scan the same entries).
+// pass also reads the greatest pending ID (before the scan); once a
+// claim's cursor is past it, the next claim begins a new pass, at the
+// start, so a delivery the pass scanned before it was due is scanned
+// again by the next pass however busy the group is. One claim of a Queue
+// runs at a time: a Source that finds another's under way claims nothing
+// this time (claims that overlapped would scan the same entries). The
+// claim, the mark and each claimed delivery's count are one script call
+// (handoff_claim.lua): what it took is in its reply, whatever happens to
+// ctx after it. On an error the place stays where it was.
 func (s *source) claim(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	q := s.q
 	if !q.claiming.TryLock() {
 		return nil, nil
 	}
-	claimed, err := s.scan(ctx, n)
-	q.claiming.Unlock()
-	var out []handoff.Delivery
-	for _, x := range claimed {
-		count, err := s.deliveries(ctx, x.ID)
-		if err != nil {
-			return out, err
-		}
-		if count > 0 {
-			out = append(out, s.delivery(x, count))
-		}
-	}
-	return out, err
-}
-
-// scan runs one claim's XAUTOCLAIM from the queue's place, and moves the
-// place (see claim); the caller holds q.claiming. On an error the place
-// stays where it was.
-func (s *source) scan(ctx context.Context, n int) ([]redis.XMessage, error) {
-	q := s.q
+	defer q.claiming.Unlock()
 	at := q.claimAt
-	args := &redis.XAutoClaimArgs{
-		Stream: q.stream, Group: q.group, Consumer: s.name, MinIdle: q.redelivery, Start: at.from, Count: int64(n),
-	}
-	var scan *redis.XAutoClaimCmd
+	begins := ""
 	if at.from == passStart {
-		var pending *redis.XPendingCmd
-		if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			pending = p.XPending(ctx, q.stream, q.group)
-			scan = p.XAutoClaim(ctx, args)
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		at.end = passStart // nothing pending: the pass ends with this claim
-		if p := pending.Val(); p != nil && p.Count > 0 {
-			at.end = p.Higher
-		}
-	} else {
-		scan = q.rdb.XAutoClaim(ctx, args)
+		begins = "1"
 	}
-	claimed, next, err := scan.Result()
+	r, err := claimScript.Run(ctx, q.rdb, []string{q.stream}, q.group, s.name, q.redelivery.Milliseconds(), at.from, n, begins).Slice()
 	if err != nil {
 		return nil, err
 	}
+	if len(r) < 2 || (len(r)-2)%3 != 0 {
+		return nil, fmt.Errorf("redisstream: unexpected reply of the claim script: %v", r)
+	}
+	next, _ := r[0].(string)
+	if at.from == passStart {
+		at.end = passStart // nothing pending: the pass ends with this claim
+		if high, _ := r[1].(string); high != "" {
+			at.end = high
+		}
+	}
 	q.claimAt = at.after(next)
-	return claimed, nil
+	var out []handoff.Delivery
+	for i := 2; i < len(r); i += 3 {
+		id, _ := r[i].(string)
+		payload, _ := r[i+1].(string)
+		count, _ := r[i+2].(int64)
+		out = append(out, s.delivery(id, payload, count))
+	}
+	return out, nil
 }
 
 // after is the place after a claim from at whose scan answered the cursor
@@ -134,14 +117,4 @@ func parseID(id string) (ms, seq uint64, ok bool) {
 		return 0, 0, false
 	}
 	return ms, seq, true
-}
-
-// deliveries returns the delivery count of the pending message id (0 if
-// it is not pending any more).
-func (s *source) deliveries(ctx context.Context, id string) (int64, error) {
-	p, err := s.q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.q.stream, Group: s.q.group, Start: id, End: id, Count: 1}).Result()
-	if err != nil || len(p) == 0 {
-		return 0, err
-	}
-	return p[0].RetryCount, nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// xautoclaimCounter counts the XAUTOCLAIM commands a client sends, alone
+// xautoclaimCounter counts the claims (XAUTOCLAIM script calls) a client sends, alone
 // or in a pipeline.
 type xautoclaimCounter struct{ n atomic.Int64 }
 
@@ -22,21 +22,23 @@ func (c *xautoclaimCounter) DialHook(next redis.DialHook) redis.DialHook { retur
 
 func (c *xautoclaimCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "xautoclaim" {
+		err := next(ctx, cmd)
+		if ranClaim(cmd) {
 			c.n.Add(1)
 		}
-		return next(ctx, cmd)
+		return err
 	}
 }
 
 func (c *xautoclaimCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			if cmd.Name() == "xautoclaim" {
+			if ranClaim(cmd) {
 				c.n.Add(1)
 			}
 		}
-		return next(ctx, cmds)
+		return err
 	}
 }
 

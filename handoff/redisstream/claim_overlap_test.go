@@ -15,7 +15,7 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// overlapClaims makes the XAUTOCLAIMs of a client overlap where they
+// overlapClaims makes the claims of a client overlap where they
 // can: each waits until `of` of them are waiting (at most 100ms, or until
 // its context ends), so that claims that run at once have all read the
 // Queue's place before any of them moves it. It counts them, and records the count when one claims the entry
@@ -60,13 +60,8 @@ func (o *overlapClaims) wait(ctx context.Context) error {
 }
 
 func (o *overlapClaims) took(cmd redis.Cmder) {
-	c, ok := cmd.(*redis.XAutoClaimCmd)
-	if !ok {
-		return
-	}
-	msgs, _ := c.Val()
-	for _, m := range msgs {
-		if m.ID == o.watch {
+	for _, id := range claimedIDs(cmd) {
+		if id == o.watch {
 			o.takenN.CompareAndSwap(0, o.n.Load())
 		}
 	}
@@ -76,38 +71,23 @@ func (o *overlapClaims) DialHook(next redis.DialHook) redis.DialHook { return ne
 
 func (o *overlapClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() != "xautoclaim" {
+		if !isClaim(cmd) {
 			return next(ctx, cmd)
 		}
 		if err := o.wait(ctx); err != nil {
 			return err
 		}
-		o.n.Add(1)
 		err := next(ctx, cmd)
-		o.took(cmd)
+		if ranClaim(cmd) {
+			o.n.Add(1)
+			o.took(cmd)
+		}
 		return err
 	}
 }
 
 func (o *overlapClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		var claim redis.Cmder
-		for _, cmd := range cmds {
-			if cmd.Name() == "xautoclaim" {
-				claim = cmd
-			}
-		}
-		if claim == nil {
-			return next(ctx, cmds)
-		}
-		if err := o.wait(ctx); err != nil {
-			return err
-		}
-		o.n.Add(1)
-		err := next(ctx, cmds)
-		o.took(claim)
-		return err
-	}
+	return next
 }
 
 // Four Sources of one Queue (one node's consumers) whose claims overlap

@@ -18,13 +18,16 @@
 //     deliveries left unacknowledged for Config.Redelivery (XAUTOCLAIM),
 //     before the new messages, with their delivery count one more
 //     (Delivery.Attempt).
-//   - A claim is one XAUTOCLAIM of up to the batch's size n, which on a
-//     Redis server looks at no more than 10*n of the group's pending
-//     deliveries (or stops once it took n). The claims of a Queue make
+//   - A claim is one script call: an XAUTOCLAIM of up to the batch's size
+//     n, which on a Redis server looks at no more than 10*n of the
+//     group's pending deliveries (or stops once it took n), with the
+//     delivery count of each delivery it took, so that the deliveries a
+//     claim took are in its reply (a Fetch whose context ends once the
+//     claim answered returns them). The claims of a Queue make
 //     passes over the pending deliveries: each goes on from where the
 //     Queue's last one stopped; the first of a pass begins at the first
 //     pending delivery and also reads the greatest pending ID (XPENDING,
-//     in the same round trip), and the pass ends once a claim reached
+//     in the same call), and the pass ends once a claim reached
 //     the last pending delivery or went past that ID. So every delivery
 //     pending when a pass begins is looked at by it, and a delivery left
 //     by a stopped consumer is claimed even behind many that live

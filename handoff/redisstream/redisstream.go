@@ -20,6 +20,7 @@ var (
 	retryScript   = redis.NewScript(lua.Script("handoff_retry.lua"))
 	promoteScript = redis.NewScript(lua.Script("handoff_promote.lua"))
 	deadScript    = redis.NewScript(lua.Script("handoff_dead.lua"))
+	claimScript   = redis.NewScript(lua.Script("handoff_claim.lua"))
 )
 
 // Config configures a Queue.
@@ -285,7 +286,8 @@ func (s *source) read(ctx context.Context, n int, block time.Duration) ([]handof
 	var out []handoff.Delivery
 	for _, st := range res {
 		for _, x := range st.Messages {
-			out = append(out, s.delivery(x, 1))
+			payload, _ := x.Values["m"].(string)
+			out = append(out, s.delivery(x.ID, payload, 1))
 		}
 	}
 	return out, nil
@@ -297,10 +299,11 @@ func (s *source) promote(ctx context.Context, n int) error {
 	return promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, max(n, 16)).Err()
 }
 
-func (s *source) delivery(x redis.XMessage, count int64) *delivery {
-	payload, _ := x.Values["m"].(string)
+// delivery is the delivery of the message id, of payload (its field m),
+// whose delivery count (XPENDING's) is count.
+func (s *source) delivery(id, payload string, count int64) *delivery {
 	m, before, _ := decode(payload) // a payload that does not decode is delivered with an invalid order
-	return &delivery{s: s, id: x.ID, count: count, attempt: before + int(count), m: m, payload: payload}
+	return &delivery{s: s, id: id, count: count, attempt: before + int(count), m: m, payload: payload}
 }
 
 // errLeaseLost is the answer to Retry and DeadLetter of a delivery that

@@ -14,8 +14,8 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// afterClaim runs act once, right after an XAUTOCLAIM (alone or in a
-// pipeline) whose reply took the entry watch.
+// afterClaim runs act once, right after a claim whose reply took the
+// entry watch.
 type afterClaim struct {
 	watch string
 	once  sync.Once
@@ -23,13 +23,8 @@ type afterClaim struct {
 }
 
 func (a *afterClaim) check(cmd redis.Cmder) {
-	c, ok := cmd.(*redis.XAutoClaimCmd)
-	if !ok {
-		return
-	}
-	msgs, _ := c.Val()
-	for _, m := range msgs {
-		if m.ID == a.watch {
+	for _, id := range claimedIDs(cmd) {
+		if id == a.watch {
 			a.once.Do(a.act)
 		}
 	}
@@ -55,8 +50,9 @@ func (a *afterClaim) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// failPendingRange makes the range form of XPENDING (the delivery count
-// of one claimed entry) fail while armed: a connection error.
+// failPendingRange makes the range form of XPENDING (a lookup of one
+// entry's delivery count) sent as a command of its own fail while armed:
+// a connection error.
 type failPendingRange struct {
 	mu    sync.Mutex
 	armed bool
@@ -70,7 +66,7 @@ func (f *failPendingRange) ProcessHook(next redis.ProcessHook) redis.ProcessHook
 		armed := f.armed
 		f.mu.Unlock()
 		if armed && cmd.Name() == "xpending" && len(cmd.Args()) > 3 {
-			err := errors.New("zz: connection reset")
+			err := errors.New("connection reset")
 			cmd.SetErr(err)
 			return err
 		}
@@ -129,7 +125,7 @@ func owner(t *testing.T, rdb redis.UniversalClient, q *redisstream.Queue, id str
 // Fetch whose ctx ends "returns what it has": it must return it.
 func TestClaimThenContextEndReturnsClaimed(t *testing.T) {
 	const redelivery = 30 * time.Second
-	rdb, stream := claimRedis(t, "zz-claim-ctx")
+	rdb, stream := claimRedis(t, "claim-ctx")
 	ctx := context.Background()
 	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
 	if err != nil {
@@ -161,13 +157,13 @@ func TestClaimThenContextEndReturnsClaimed(t *testing.T) {
 	}
 }
 
-// The same with one failed round trip (the delivery count lookup after
-// the claim): Fetch returns the error, and the claimed delivery is in
-// nobody's hands. handoff.Source promises deliveries returned with an
-// error are the consumer's; this one is not returned at all.
+// The same with a failed round trip after the claim (a lookup of the
+// claimed delivery's count, were it a round trip of its own): the claimed
+// delivery must be returned, with or without the error; handoff.Source
+// promises deliveries returned with an error are the consumer's.
 func TestClaimLookupErrorReturnsClaimed(t *testing.T) {
 	const redelivery = 30 * time.Second
-	rdb, stream := claimRedis(t, "zz-claim-err")
+	rdb, stream := claimRedis(t, "claim-err")
 	ctx := context.Background()
 	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
 	if err != nil {
