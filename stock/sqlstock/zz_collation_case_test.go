@@ -73,3 +73,46 @@ func TestZZCaseInsensitiveSKUOneOrderKeepsPerUserLimit(t *testing.T) {
 		t.Errorf("one order of 2 units of one row (limit 1): %v; row holds %d, want a refusal and 0 held", err, lv.Held)
 	}
 }
+
+// The same on PostgreSQL, with an application's own stock table whose SKU
+// column has a case-insensitive (nondeterministic ICU) collation.
+func TestZZCaseInsensitiveSKUKeepsPerUserLimitPostgres(t *testing.T) {
+	real := testdb.PostgreSQL(t, 4)
+	ctx := context.Background()
+	schema := testdb.Unique("zzci")
+	table := testdb.Unique("zzci")
+	if _, err := real.ExecContext(ctx, `CREATE SCHEMA "`+schema+`"`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = real.ExecContext(context.Background(), `DROP TABLE IF EXISTS "`+table+`"`)
+		_, _ = real.ExecContext(context.Background(), `DROP SCHEMA "`+schema+`" CASCADE`)
+	})
+	if _, err := real.ExecContext(ctx, `CREATE COLLATION "`+schema+`".ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := real.ExecContext(ctx, `CREATE TABLE "`+table+`" (sku VARCHAR(128) COLLATE "`+schema+`".ci NOT NULL PRIMARY KEY,`+
+		` available BIGINT NOT NULL, held BIGINT NOT NULL DEFAULT 0, sold BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,`+
+		` per_user_limit BIGINT NOT NULL DEFAULT 0, hold_ttl_ms BIGINT NOT NULL DEFAULT 600000, max_hold_ttl_ms BIGINT NOT NULL DEFAULT 0)`); err != nil {
+		t.Fatal(err)
+	}
+	s := newStoreOn(t, real.DB, sqlstock.Config{Table: table, MaxGroup: 1})
+	if err := s.PutOnSale(ctx, stock.Listing{SKU: "A", Units: 10, PerUserLimit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	lv, err := s.Levels(ctx, "a")
+	if err != nil || lv.Available != 10 || lv.PerUserLimit != 1 {
+		t.Fatalf("Levels(a) = %+v, %v; want the row of A (10 available, limit 1)", lv, err)
+	}
+	if err := s.Deduct(ctx, stock.Order{ID: "o1", UserID: "u1", Items: []stock.Item{{SKU: "A", Qty: 1}}}); err != nil {
+		t.Fatalf("first order: %v", err)
+	}
+	err = s.Deduct(ctx, stock.Order{ID: "o2", UserID: "u1", Items: []stock.Item{{SKU: "a", Qty: 1}}})
+	lv, _ = s.Levels(ctx, "A")
+	if !errors.Is(err, stock.ErrLimitReached) && !errors.Is(err, stock.ErrUnknownSKU) {
+		t.Errorf("second order of the same row by user u1 (limit 1): %v, want ErrLimitReached (or a refusal); row now %d available, %d held", err, lv.Available, lv.Held)
+	}
+	if lv.Held != 1 {
+		t.Errorf("row of A holds %d units for user u1, whose limit is 1", lv.Held)
+	}
+}
