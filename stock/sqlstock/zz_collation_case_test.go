@@ -3,6 +3,7 @@ package sqlstock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stockguard/stockguard/internal/testdb"
@@ -114,5 +115,47 @@ func TestZZCaseInsensitiveSKUKeepsPerUserLimitPostgres(t *testing.T) {
 	}
 	if lv.Held != 1 {
 		t.Errorf("row of A holds %d units for user u1, whose limit is 1", lv.Held)
+	}
+}
+
+// On such a table the Store's calls disagree on whether SKU "a" exists
+// when only "A" was put on sale: Levels reads A's row, Snapshot and the
+// Optimistic and Pessimistic Deducts say there is no such SKU, the Atomic
+// Deduct takes from A's row.
+func TestZZCaseInsensitiveSKUCallsAgree(t *testing.T) {
+	real := testdb.MariaDB(t, 8)
+	ctx := context.Background()
+	table := testdb.Unique("zzci")
+	ledger := testdb.Unique("zzcl")
+	t.Cleanup(func() { _, _ = real.ExecContext(context.Background(), "DROP TABLE IF EXISTS `"+table+"`") })
+	if _, err := real.ExecContext(ctx, "CREATE TABLE `"+table+"` (sku VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL PRIMARY KEY,"+
+		" available BIGINT NOT NULL, held BIGINT NOT NULL DEFAULT 0, sold BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,"+
+		" per_user_limit BIGINT NOT NULL DEFAULT 0, hold_ttl_ms BIGINT NOT NULL DEFAULT 600000, max_hold_ttl_ms BIGINT NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	s := newStoreOn(t, real.DB, sqlstock.Config{Table: table, Ledger: ledger})
+	if err := s.PutOnSale(ctx, stock.Listing{SKU: "A", Units: 10}); err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]bool{} // call: says "a" exists
+	_, err := s.Levels(ctx, "a")
+	answers["Levels"] = err == nil
+	snap, err := s.Snapshot(ctx, []string{"a"})
+	answers["Snapshot"] = err == nil && len(snap) == 1 && snap[0].Exists
+	for i, st := range strategies {
+		other, err := sqlstock.New(real.DB, sqlstock.Config{Table: table, Ledger: ledger, Strategy: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = other.Levels(ctx, "a")
+		err = other.Deduct(ctx, stock.Order{ID: fmt.Sprint("o", i), Items: []stock.Item{{SKU: "a", Qty: 1}}})
+		answers["Deduct/"+st.String()] = !errors.Is(err, stock.ErrUnknownSKU)
+	}
+	first := answers["Levels"]
+	for _, exists := range answers {
+		if exists != first {
+			t.Errorf("SKU \"a\" on a table holding only \"A\": %v", answers)
+			break
+		}
 	}
 }
