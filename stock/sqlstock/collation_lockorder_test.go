@@ -92,16 +92,17 @@ func TestOwnStockTableCollationKeepsOneLockOrder(t *testing.T) {
 
 // On MariaDB (and MySQL) InnoDB locks the rows a statement finds in the
 // index's order, the SKU column's collation's, whatever its ORDER BY: with
-// utf8mb4_general_ci (MariaDB's default) "a" comes before "B", in byte
-// order after it. A Pessimistic Deduct of {a, B} must take B's row first,
-// as an Atomic Deduct does: while it waits for B (held by another
-// transaction), a's row is still free.
+// latin1_bin, a binary collation the Store accepts, "Š" (cp1252 0x8A)
+// comes before "é" (0xE9), in UTF-8's byte order after it. A Pessimistic
+// Deduct of {Š, é} must take é's row first, as an Atomic Deduct does:
+// while it waits for é (held by another transaction), Š's row is still
+// free.
 func TestOwnStockTableCollationKeepsOneLockOrderMariaDB(t *testing.T) {
 	testdb.Need(t, testdb.MySQL)
 	db := testdb.MariaDB(t, 4)
 	ctx := context.Background()
 	table := testdb.Unique("colls")
-	if _, err := db.ExecContext(ctx, "CREATE TABLE `"+table+"` (sku VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL PRIMARY KEY,"+
+	if _, err := db.ExecContext(ctx, "CREATE TABLE `"+table+"` (sku VARCHAR(128) CHARACTER SET latin1 COLLATE latin1_bin NOT NULL PRIMARY KEY,"+
 		" available BIGINT NOT NULL, held BIGINT NOT NULL DEFAULT 0, sold BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0,"+
 		" per_user_limit BIGINT NOT NULL DEFAULT 0, hold_ttl_ms BIGINT NOT NULL DEFAULT 600000, max_hold_ttl_ms BIGINT NOT NULL DEFAULT 0)"); err != nil {
 		t.Fatal(err)
@@ -110,7 +111,8 @@ func TestOwnStockTableCollationKeepsOneLockOrderMariaDB(t *testing.T) {
 	cfg := sqlstock.Config{Dialect: sqlstock.MariaDB, Table: table, Ledger: testdb.Unique("colll"), MaxGroup: 1,
 		LockWait: 3 * time.Second, Strategy: sqlstock.Pessimistic}
 	s := newStoreOn(t, db.DB, cfg)
-	for _, sku := range []string{"a", "B"} {
+	const a, b = "\u0160", "\u00e9" // Š, é: byte order é, Š
+	for _, sku := range []string{a, b} {
 		if err := s.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 10}); err != nil {
 			t.Fatal(err)
 		}
@@ -120,26 +122,26 @@ func TestOwnStockTableCollationKeepsOneLockOrderMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = holder.Rollback() }()
-	if _, err := holder.ExecContext(ctx, "UPDATE `"+table+"` SET version = version + 1 WHERE sku = 'B'"); err != nil {
+	if _, err := holder.ExecContext(ctx, "UPDATE `"+table+"` SET version = version + 1 WHERE sku = ?", b); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: "a", Qty: 1}, {SKU: "B", Qty: 1}}})
+		done <- s.Deduct(ctx, stock.Order{ID: "o1", Items: []stock.Item{{SKU: a, Qty: 1}, {SKU: b, Qty: 1}}})
 	}()
-	time.Sleep(500 * time.Millisecond) // the Deduct now waits for B
+	time.Sleep(500 * time.Millisecond) // the Deduct now waits for é
 	probe, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sku string
-	perr := probe.QueryRowContext(ctx, "SELECT sku FROM `"+table+"` WHERE sku = 'a' FOR UPDATE NOWAIT").Scan(&sku)
+	perr := probe.QueryRowContext(ctx, "SELECT sku FROM `"+table+"` WHERE sku = ? FOR UPDATE NOWAIT", a).Scan(&sku)
 	_ = probe.Rollback()
 	_ = holder.Rollback()
 	if err := <-done; err != nil && !errors.Is(err, stock.ErrContention) {
 		t.Fatalf("deduct: %v", err)
 	}
 	if perr != nil {
-		t.Errorf("while the Deduct of {a, B} waited for B's row, a's row was locked (%v): it locked the rows in the collation's order, not byte order", perr)
+		t.Errorf("while the Deduct of {Š, é} waited for é's row, Š's row was locked (%v): it locked the rows in the collation's order, not byte order", perr)
 	}
 }

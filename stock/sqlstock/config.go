@@ -58,8 +58,8 @@ type Config struct {
 	// ("sqlite3") are SQLite, and go-sql-driver/mysql ("mysql"), the
 	// driver of MySQL and MariaDB alike, is MariaDB when the server's
 	// VERSION() says "MariaDB" and MySQL otherwise. The server is asked
-	// (with the collation of the stock table's SKU column, see Strategies
-	// in the package doc) once per Store, by its first call that reaches
+	// (with the collation of the stock table's SKU column, see Tables in
+	// the package doc) once per Store, by its first call that reaches
 	// the database (New
 	// does no I/O); see Store.Dialect. Set it for any other driver, or a
 	// driver wrapped by another (otelsql and other tracing wrappers),
@@ -73,7 +73,10 @@ type Config struct {
 	// Table names the application's stock table; default "stock". It
 	// must not be a name of the library's tables (Ledger, Ledger + "_ops",
 	// Ledger + "_returns") or indexes (Ledger + "_due", "_sku_user",
-	// "_ops_sku"), compared without case.
+	// "_ops_sku"), compared without case. Its SKU column must tell apart
+	// every two SKUs whose bytes differ, as the ledger does (see Tables in
+	// the package doc): a collation that matches "a" to "A" is refused by
+	// every call.
 	Table string
 	// Columns names its columns; each empty field takes its default.
 	Columns Columns

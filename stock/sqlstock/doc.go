@@ -46,6 +46,25 @@
 // per applied partial revert; see Schema. The counts are kept in the
 // stock row, so Levels is one primary-key read.
 //
+// The stock table's SKU column must compare SKUs as the ledger does, byte
+// for byte: on MySQL and MariaDB a binary string or a binary (_bin)
+// collation, on PostgreSQL a deterministic collation, on SQLite BINARY
+// (the default). A collation that matches SKUs differing in case or
+// accents (MariaDB's default utf8mb4_general_ci, MySQL's
+// utf8mb4_0900_ai_ci, a nondeterministic ICU collation, COLLATE NOCASE)
+// would sell one row under two SKUs whose orders and per-user limits the
+// ledger counts apart, so the Store refuses it: every call fails with an
+// error wrapping stock.ErrInvalid (a business answer, never counted as a
+// failure of the database by a breaker) that names the table, the column
+// and the collation and how to change it, before anything is written.
+// The Store reads the collation from the catalog with its first call that
+// reaches the database (see Config.Dialect), and with every call until it
+// has found the column (so a table made after its first call, by
+// CreateTables or a migration, is read too); a table altered later is not
+// seen until the process restarts. On SQLite the collation is read from
+// the table's primary key, as declared on the column: a SKU column that
+// is not the primary key is not checked.
+//
 // Tables created by the version before partial reverts and hold
 // extensions lack the maximum hold time, the ledger's returned and
 // bound_ms columns and the returns table: CreateTables adds them (each
@@ -62,17 +81,15 @@
 // # Strategies
 //
 // All three write the ledger and move the units in one transaction, and
-// lock stock rows in sorted SKU order (canon.Sorted: byte order, whatever
-// the SKU column's collation, also in an application's own stock table),
-// so multi-SKU orders never deadlock one another. A statement that locks
-// several rows at once sorts them in byte order on PostgreSQL; on MySQL
-// and MariaDB, whose InnoDB locks a statement's rows in the index's
-// (the collation's) order, several rows are locked with one statement
-// each, unless the SKU column's collation sorts in byte order (a UTF-8 or
-// ASCII _bin collation, as in the tables CreateTables makes). The Store
-// reads the collation with its first query (see Config.Dialect), and
-// again after CreateTables; a table altered later is not seen until the
-// process restarts.
+// lock stock rows in sorted SKU order (canon.Sorted: byte order, also in
+// an application's own stock table), so multi-SKU orders never deadlock
+// one another. A statement that locks several rows at once sorts them in
+// byte order on PostgreSQL; on MySQL and MariaDB, whose InnoDB locks a
+// statement's rows in the index's (the collation's) order, several rows
+// are locked with one statement each, unless the SKU column sorts in
+// UTF-8's byte order (a binary string, or a UTF-8 or ASCII _bin
+// collation, as in the tables CreateTables makes; not the binary
+// collation of another charset, such as latin1_bin).
 //
 //   - Atomic (default): INSERT the ledger lines, then per line
 //     "UPDATE ... SET available = available - n WHERE sku = ? AND

@@ -108,11 +108,13 @@ func (e *TxError) Unwrap() error { return e.Err }
 // a deferred transaction that read before another writer committed gets
 // SQLITE_BUSY at its first write.
 //
-// On MySQL and MariaDB, a TxStore call that is its Store's first call to
-// reach the database asks the server which it is (see Config.Dialect) on
-// the caller's transaction, with SELECT VERSION() and a read of
-// information_schema (the SKU column's collation), which take no lock;
-// if that fails the answer is a *TxError.
+// A TxStore call that is its Store's first call to reach the database
+// (or the first since its stock table was found missing) reads the stock
+// table's SKU column's collation on the caller's transaction (on MySQL and
+// MariaDB with SELECT VERSION(), which asks the server which it is, see
+// Config.Dialect), from the catalog (information_schema, pg_attribute,
+// SQLite's pragmas), which takes no lock; if that fails the answer is a
+// *TxError.
 //
 // Lock waits: on MySQL and MariaDB each statement carries Config.LockWait
 // as in the Store's own transactions. On PostgreSQL the transaction's own

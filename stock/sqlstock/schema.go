@@ -206,7 +206,6 @@ func (s *Store) CreateTables(ctx context.Context) error {
 			return err
 		}
 	}
-	s.relearnOrder(ctx)
 	return nil
 }
 

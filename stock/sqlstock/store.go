@@ -131,9 +131,6 @@ func newStore(db *sql.DB, name, desc string, cfg Config) (*Store, error) {
 	s := &Store{db: db, cfg: cfg, settings: cache, detecting: make(chan struct{}, 1)}
 	if cfg.Dialect != 0 { // else the server tells (detect)
 		s.d, s.q = cfg.Dialect, newQueries(cfg.Dialect, cfg)
-		if !cfg.Dialect.mysqlLike() {
-			s.known.Store(&verdict{}) // PostgreSQL and SQLite: nothing to ask
-		}
 	}
 	s.obs = &s.cfg.Observer
 	if cfg.Strategy == Atomic && cfg.MaxGroup > 1 {
