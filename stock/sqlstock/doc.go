@@ -250,8 +250,12 @@
 // outcome for one LockWait more, and past it answers
 // stock.ErrUnknownOutcome. A grouped Deduct whose caller leaves before its
 // group began to write leaves with the context's error: its order is
-// left out, nothing sent. A caller's context that ends sooner ends the
-// call sooner.
+// left out, nothing sent. A wait for one of the pool's connections counts
+// in these bounds: a write's ends with its attempt, and Levels, Orders and
+// the reclaimer's read of the due lines wait at most one LockWait, then
+// answer stock.ErrContention (the other reads, Snapshot, SKUs, UserUnits,
+// HeldBefore and View, wait as long as the caller's context). A caller's
+// context that ends sooner ends the call sooner.
 //
 // The Store takes an order's stock rows in SKU order. A writer outside it
 // that locks them in another order closes lock cycles with it: MySQL and

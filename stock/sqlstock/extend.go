@@ -55,10 +55,11 @@ func (s *Store) extendOnce(ctx context.Context, orderID string, to int64) error 
 		// a connection and for the lines' row locks is bounded by
 		// Config.LockWait through its context, as the one-statement
 		// deduct's is (see takeOnePG).
-		wait, cancel := context.WithDeadline(ctx, s.bodyBy(ctx))
-		n, err := s.execWrite(wait, s.q.extend, to, orderID, s.nowMS(), to, to)
-		timedOut := err != nil && wait.Err() != nil && ctx.Err() == nil
-		cancel()
+		var n int64
+		timedOut, err := s.withinLockWait(ctx, func(ctx context.Context) (err error) {
+			n, err = s.execWrite(ctx, s.q.extend, to, orderID, s.nowMS(), to, to)
+			return err
+		})
 		switch {
 		case timedOut:
 			return cutAtLockWait("extend hold", err)

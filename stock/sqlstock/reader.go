@@ -63,9 +63,15 @@ func (s *Store) UserUnits(ctx context.Context, sku, userID string) (int64, error
 // input order (an ID given twice is read once and answered twice), in one
 // statement per 1000 distinct IDs. The lines of an order always share a state;
 // Deadline is the latest deadline of its lines. Items are the lines as
-// ordered, Returned what partial reverts gave back of them.
-func (s *Store) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
-	return s.orders(ctx, s.db, ids)
+// ordered, Returned what partial reverts gave back of them. Its wait for
+// a pool connection and the server ends within Config.LockWait, as a
+// write's does: past it the answer is a *ContentionError.
+func (s *Store) Orders(ctx context.Context, ids []string) (out []stock.OrderInfo, err error) {
+	err = s.read(ctx, "orders", func(ctx context.Context) (err error) {
+		out, err = s.orders(ctx, s.db, ids)
+		return err
+	})
+	return out, err
 }
 
 func (s *Store) orders(ctx context.Context, q querier, ids []string) ([]stock.OrderInfo, error) {

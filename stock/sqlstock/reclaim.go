@@ -27,6 +27,9 @@ import (
 // a line they gave back whole is not reported. The result is sorted by
 // order ID, then line.
 //
+// Like every call it answers within Store.AnswerBound: its read of the
+// due lines waits for a pool connection and the server at most
+// Config.LockWait, and then it is a *ContentionError, nothing applied.
 // A COMMIT whose outcome is unknown is reported as stock.ErrUnknownOutcome
 // at once, never run again (a second run would report nothing for the
 // orders the first may have returned); the next pass returns whatever is
@@ -54,15 +57,20 @@ func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Recl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.ready(ctx, s.db); err != nil {
-		return nil, err
-	}
 	now = s.nowMS()
-	ids, oldest, err := s.dueOrders(ctx, now, limit)
+	began := time.Now()
+	var ids []string
+	err = s.read(ctx, "reclaim", func(ctx context.Context) (err error) {
+		if err := s.ready(ctx, s.db); err != nil {
+			return err
+		}
+		ids, oldest, err = s.dueOrders(ctx, now, limit)
+		return err
+	})
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	err = s.retry(ctx, "reclaim", false, func(ctx context.Context) error {
+	err = s.retrySince(ctx, "reclaim", false, began, func(ctx context.Context) error {
 		out = nil
 		return s.inTx(ctx, func(q querier) error {
 			var lines []expiredLine

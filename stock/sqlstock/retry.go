@@ -74,6 +74,30 @@ func (s *Store) bodyBy(ctx context.Context) time.Time {
 	return by
 }
 
+// withinLockWait runs fn, which writes nothing or only in autocommit
+// statements, on ctx bounded by bodyBy(ctx): its wait for a pool
+// connection and for the server ends within one Config.LockWait (or the
+// attempt's budget), not the caller's context. cut reports that this
+// bound, not ctx, ended fn with err.
+func (s *Store) withinLockWait(ctx context.Context, fn func(context.Context) error) (cut bool, err error) {
+	bounded, cancel := context.WithDeadline(ctx, s.bodyBy(ctx))
+	defer cancel()
+	err = fn(bounded)
+	return err != nil && bounded.Err() != nil && ctx.Err() == nil, err
+}
+
+// read runs fn, a read of op that writes nothing, within one
+// Config.LockWait (withinLockWait): one that ran out of it, waiting for a
+// pool connection or the server, fails with *ContentionError (nothing
+// was applied), as a write that waited as long would.
+func (s *Store) read(ctx context.Context, op string, fn func(context.Context) error) error {
+	cut, err := s.withinLockWait(ctx, fn)
+	if cut {
+		return &ContentionError{Op: op, Attempts: 1, Last: err}
+	}
+	return err
+}
+
 // retry runs one call's attempt fn until it gives an answer, and returns
 // that answer classified by the one rule of outcomes. Each attempt gets
 // its own context (attemptCtx) bounded by the call's time:
@@ -96,10 +120,15 @@ func (s *Store) bodyBy(ctx context.Context) time.Time {
 //   - Any other failure is returned as it is (joined with the context's
 //     error if the context ended).
 func (s *Store) retry(ctx context.Context, op string, rerun bool, fn func(context.Context) error) error {
+	return s.retrySince(ctx, op, rerun, time.Now(), fn)
+}
+
+// retrySince is retry of a call that started at start, before its first
+// attempt (ReclaimExpired, whose read of the due orders came first).
+func (s *Store) retrySince(ctx context.Context, op string, rerun bool, start time.Time, fn func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	start := time.Now()
 	actx, cancel := s.attemptCtx(ctx, start, false)
 	err := fn(actx)
 	cancel()

@@ -198,18 +198,23 @@ func (s *Store) Available(ctx context.Context, sku string) (int64, error) {
 
 // Levels implements stock.Manager. Held counts holds not yet returned,
 // including those past their deadline that no reclaimer has returned yet.
+// Its wait for a pool connection and the server ends within
+// Config.LockWait, as a write's does: past it the answer is a
+// *ContentionError.
 func (s *Store) Levels(ctx context.Context, sku string) (stock.Levels, error) {
 	if err := stock.ValidateID("sku", sku); err != nil {
-		return stock.Levels{}, err
-	}
-	if err := s.ready(ctx, s.db); err != nil {
 		return stock.Levels{}, err
 	}
 	var (
 		lv  stock.Levels
 		set settings
 	)
-	err := s.db.QueryRowContext(ctx, s.q.levels, sku).Scan(&lv.Available, &lv.Held, &lv.Sold, &set.limit, &set.ttlMS, &set.maxMS)
+	err := s.read(ctx, "levels", func(ctx context.Context) error {
+		if err := s.ready(ctx, s.db); err != nil {
+			return err
+		}
+		return s.db.QueryRowContext(ctx, s.q.levels, sku).Scan(&lv.Available, &lv.Held, &lv.Sold, &set.limit, &set.ttlMS, &set.maxMS)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return stock.Levels{}, &stock.SKUError{SKU: sku, Err: stock.ErrUnknownSKU}
 	}

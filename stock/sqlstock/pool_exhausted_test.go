@@ -12,9 +12,10 @@ import (
 )
 
 // With every connection of the pool taken by the application, every call
-// answers within Store.AnswerBound: stock.ErrContention (nothing sent),
+// (writes, ReclaimExpired and the reads) answers within Store.AnswerBound,
+// however long the caller's context: stock.ErrContention (nothing sent),
 // never stock.ErrUnknownOutcome.
-func TestZZPoolExhaustedCallsAreBounded(t *testing.T) {
+func TestPoolExhaustedCallsAnswerWithinAnswerBound(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			b.need(t)
