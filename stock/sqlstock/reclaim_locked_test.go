@@ -11,10 +11,10 @@ import (
 )
 
 // A caller's open transaction that works on one order (here
-// TxStore.ExtendHold, whose doc says the reclaimer "cannot return the
-// order either way" until it ends) keeps the reclaimer from that order
-// only: the other due holds, of other SKUs, go back.
-func TestZZOneLockedOrderDoesNotStopTheReclaimer(t *testing.T) {
+// TxStore.ExtendHold: the reclaimer cannot return the order either way
+// until it ends) keeps the reclaimer from that order only: the other due
+// holds, of other SKUs, go back.
+func TestReclaimSkipsAnOrderAnotherTransactionHolds(t *testing.T) {
 	for _, b := range backends() {
 		if b.dialect == sqlstock.SQLite {
 			continue // one writer: a caller's write transaction holds the database
@@ -66,9 +66,9 @@ func TestZZOneLockedOrderDoesNotStopTheReclaimer(t *testing.T) {
 }
 
 // The same with the stock row: a caller's open transaction that took units
-// of SKU b (TxStore.Deduct) keeps the reclaimer from returning the due
-// holds of a and c, whose rows nobody holds.
-func TestZZOneLockedStockRowDoesNotStopTheReclaimer(t *testing.T) {
+// of SKU b (TxStore.Deduct) keeps the reclaimer from b's due hold only:
+// the due holds of a and c, whose rows nobody holds, go back.
+func TestReclaimSkipsAStockRowAnotherTransactionHolds(t *testing.T) {
 	for _, b := range backends() {
 		if b.dialect == sqlstock.SQLite {
 			continue
