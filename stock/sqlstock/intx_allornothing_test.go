@@ -13,7 +13,7 @@ import (
 // leaves nothing of its first; the same ID then takes once, a repeat in
 // the same transaction takes nothing more, Confirm and a partial return
 // of it work before COMMIT, and the commit carries exactly that.
-func TestZZInTxAllOrNothing(t *testing.T) {
+func TestInTxAllOrNothing(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		ctx := context.Background()
 		db := b.open(t)
@@ -30,7 +30,7 @@ func TestZZInTxAllOrNothing(t *testing.T) {
 		defer func() { _ = tx.Rollback() }()
 		if b.dialect == sqlstock.SQLite {
 			// start with a write, as TxStore's doc asks
-			if _, err := tx.ExecContext(ctx, "CREATE TEMP TABLE IF NOT EXISTS zz_w (x INTEGER)"); err != nil {
+			if _, err := tx.ExecContext(ctx, "CREATE TEMP TABLE IF NOT EXISTS intx_w (x INTEGER)"); err != nil {
 				t.Fatal(err)
 			}
 		}

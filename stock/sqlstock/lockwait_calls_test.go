@@ -18,7 +18,7 @@ import (
 // and one that only waited for a lock answers stock.ErrContention
 // (nothing applied), never stock.ErrUnknownOutcome; once the holder lets
 // go, nothing of them was applied.
-func TestZZEveryCallBoundedWhileRowsHeld(t *testing.T) {
+func TestEveryCallBoundedWhileRowsHeld(t *testing.T) {
 	for _, b := range backends() {
 		if b.dialect == sqlstock.SQLite {
 			continue

@@ -15,7 +15,7 @@ import (
 // Bad input never panics and never writes: each refused call leaves the
 // levels as they were. A restock past stock.MaxUnits is stock.ErrInvalid
 // (the doc of MaxUnits).
-func TestZZBadInputWritesNothing(t *testing.T) {
+func TestBadInputWritesNothing(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		ctx := context.Background()
 		s := newStore(t, b.open(t), sqlstock.Config{Strategy: st, Dialect: b.dialect})

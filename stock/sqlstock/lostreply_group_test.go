@@ -17,7 +17,7 @@ import (
 // Concurrent buyers of one hot SKU (grouped commits) while every third
 // COMMIT's reply is lost: each answer tells the truth about the ledger,
 // and retries end with exactly the units held.
-func TestZZLostCommitsInGroups(t *testing.T) {
+func TestLostCommitsInGroups(t *testing.T) {
 	for _, b := range backends() {
 		if b.dialect == sqlstock.SQLite {
 			continue

@@ -70,7 +70,7 @@ func strconvQuote(b []byte) string { return strconv.Quote(string(b)) }
 // A reply lost after a write was sent: the call runs again and learns its
 // outcome, applied exactly once; or it says stock.ErrUnknownOutcome, and a
 // retry under the same ID applies nothing more.
-func TestZZLostReplyAppliesOnce(t *testing.T) {
+func TestLostReplyAppliesOnce(t *testing.T) {
 	for _, b := range backends() {
 		if b.dialect == sqlstock.SQLite {
 			continue

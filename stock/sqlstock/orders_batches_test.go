@@ -11,7 +11,7 @@ import (
 
 // Orders of 2500 IDs (unknown ones, repeats, across statement batches)
 // answers each in input order; Snapshot likewise for 2100 SKUs.
-func TestZZOrdersAndSnapshotManyIDs(t *testing.T) {
+func TestOrdersAndSnapshotManyIDs(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		if st != sqlstock.Atomic {
 			t.Skip("reads do not depend on the strategy")

@@ -15,7 +15,7 @@ import (
 // Concurrent buyers of a hot SKU, every third asking a hold past the
 // SKU's maximum: those are refused (hold too long, or sold out) with
 // nothing written, and exactly the units go to the others.
-func TestZZHoldTooLongInGroups(t *testing.T) {
+func TestHoldTooLongInGroups(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		ctx := context.Background()
 		s := newStore(t, b.open(t), sqlstock.Config{Strategy: st, Dialect: b.dialect, MaxAttempts: 100_000})

@@ -20,7 +20,7 @@ import (
 // taken; only an error matching stock.ErrUnknownOutcome may leave either.
 // The stock row agrees with the ledger, and a retry under the same ID
 // learns the outcome.
-func TestZZCanceledDeductsTellTheTruth(t *testing.T) {
+func TestCanceledDeductsTellTheTruth(t *testing.T) {
 	for _, b := range backends() {
 		for _, st := range strategies {
 			t.Run(b.name+"/"+st.String(), func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // units, Y plenty with a per-user limit of 2. Exactly 80 orders take both
 // lines, X ends at 0, Y holds exactly 80, no user holds more than 2 of Y,
 // and every refusal is sold out or limit reached.
-func TestZZGroupedTwoLineOrdersExact(t *testing.T) {
+func TestGroupedTwoLineOrdersExact(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		ctx := context.Background()
 		s := newStore(t, b.open(t), sqlstock.Config{Strategy: st, Dialect: b.dialect, MaxAttempts: 100_000})

@@ -15,7 +15,7 @@ import (
 // ({Y}, {X, Y}, {Y, Z}: different group lanes, so different transactions)
 // are counted one after the other: with a limit of 1, exactly one of each
 // user's orders takes.
-func TestZZPerUserLimitAcrossLanes(t *testing.T) {
+func TestPerUserLimitAcrossLanes(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		ctx := context.Background()
 		s := newStore(t, b.open(t), sqlstock.Config{Strategy: st, Dialect: b.dialect, MaxAttempts: 100_000})

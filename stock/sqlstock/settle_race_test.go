@@ -17,7 +17,7 @@ import (
 // the same orders, before and after their deadline. Units are conserved
 // exactly: per SKU, available + held + sold == units put on sale, and the
 // ledger's orders account for held + sold to the unit.
-func TestZZSettleCallsRaceConserveUnits(t *testing.T) {
+func TestSettleCallsRaceConserveUnits(t *testing.T) {
 	for _, b := range backends() {
 		for _, st := range strategies {
 			t.Run(b.name+"/"+st.String(), func(t *testing.T) {

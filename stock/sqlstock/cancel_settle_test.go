@@ -16,7 +16,7 @@ import (
 // Confirm, Revert and Restock whose contexts end at random points: an
 // answer other than nil or stock.ErrUnknownOutcome means the call applied
 // nothing; nil means it applied.
-func TestZZCanceledSettleCallsTellTheTruth(t *testing.T) {
+func TestCanceledSettleCallsTellTheTruth(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		ctx := context.Background()
 		s := newStore(t, b.open(t), sqlstock.Config{Strategy: st, Dialect: b.dialect, MaxAttempts: 1000})

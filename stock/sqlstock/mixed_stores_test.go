@@ -15,7 +15,7 @@ import (
 // Three Stores, one per strategy, share one pair of tables and sell two-line
 // orders at once: exactly the units of the scarce SKU are sold, and the
 // per-user limit of the other holds across Stores.
-func TestZZStoresOfEveryStrategyShareTables(t *testing.T) {
+func TestStoresOfEveryStrategyShareTables(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			b.need(t)

@@ -13,7 +13,7 @@ import (
 
 // At the deadline's exact millisecond, and one before, every call agrees on
 // whether a hold has expired, and units come back exactly once.
-func TestZZDeadlineEdgeAgrees(t *testing.T) {
+func TestDeadlineEdgeAgrees(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		for _, at := range []time.Duration{-time.Millisecond, 0, time.Millisecond} {
 			ctx := context.Background()

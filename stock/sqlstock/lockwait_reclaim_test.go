@@ -13,10 +13,10 @@ import (
 )
 
 // ReclaimExpired while another transaction holds the stock row (or the
-// due ledger lines) answers within Store.AnswerBound with
-// stock.ErrContention, returning nothing; once the holder lets go, the
-// next pass returns the units exactly once.
-func TestZZReclaimBoundedWhileRowsHeld(t *testing.T) {
+// due ledger lines) answers within Store.AnswerBound, returning nothing of
+// what is held (nil, or stock.ErrContention, never an unknown outcome);
+// once the holder lets go, the next pass returns the units exactly once.
+func TestReclaimBoundedWhileRowsHeld(t *testing.T) {
 	for _, b := range backends() {
 		if b.dialect == sqlstock.SQLite {
 			continue

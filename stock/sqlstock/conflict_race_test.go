@@ -13,7 +13,7 @@ import (
 // 24 concurrent Deducts of one order ID with three different item sets
 // (and users): exactly one set is taken, once; calls with that set get
 // nil, the others stock.ErrConflict.
-func TestZZSameIDDifferentItemsRace(t *testing.T) {
+func TestSameIDDifferentItemsRace(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		ctx := context.Background()
 		s := newStore(t, b.open(t), sqlstock.Config{Strategy: st, Dialect: b.dialect, MaxAttempts: 100_000})

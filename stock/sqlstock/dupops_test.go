@@ -13,7 +13,7 @@ import (
 
 // The same Restock, RevertItems, Revert and Deduct sent by 16 callers at
 // once applies exactly once, and every caller gets nil.
-func TestZZConcurrentRepeatsApplyOnce(t *testing.T) {
+func TestConcurrentRepeatsApplyOnce(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend, st sqlstock.Strategy) {
 		ctx := context.Background()
 		s := newStore(t, b.open(t), sqlstock.Config{Strategy: st, Dialect: b.dialect, MaxAttempts: 100_000})
