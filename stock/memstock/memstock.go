@@ -278,6 +278,8 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	switch {
 	case o == nil:
 		return stock.ErrUnknownOrder
+	case o.state == held && !s.clock.Now().Before(o.deadline):
+		s.release(o, expired) // expired, reclaimed or not: as the reclaimer ends it
 	case o.state == held:
 		s.release(o, reverted)
 	case o.state == confirmed:

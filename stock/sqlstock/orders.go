@@ -51,12 +51,16 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 	return s.settle(ctx, "revert", orderID, s.revertTo)
 }
 
-// revertTo decides a Revert of an order in state, as confirmTo does.
-func (s *Store) revertTo(state int64, _ bool) (to int64, move string, answer error) {
-	switch state {
-	case stateHeld:
+// revertTo decides a Revert of an order in state, as confirmTo does. A
+// held order past its deadline is expired, reclaimed or not: it ends
+// expired, as its reclaimer ends it.
+func (s *Store) revertTo(state int64, pastDeadline bool) (to int64, move string, answer error) {
+	switch {
+	case state == stateHeld && pastDeadline:
+		return stateExpired, s.q.release, nil
+	case state == stateHeld:
 		return stateReverted, s.q.release, nil
-	case stateConfirmed:
+	case state == stateConfirmed:
 		return stateRefunded, s.q.refund, nil
 	}
 	return 0, "", nil // reverted, refunded or expired: already returned

@@ -70,6 +70,32 @@ func init() {
 		e.want("long", 10, 0, 0)
 	})
 
+	// A hold whose deadline has passed is expired, reclaimed or not: a
+	// Revert of it before any reclaim returns its units once and leaves it
+	// expired, so the answers of a repeat Deduct and of Confirm do not
+	// change, and a later reclaim finds nothing.
+	register("RevertPastTheDeadlineLeavesTheOrderExpired", func(e *env) {
+		e.sale("a", 10, 1, time.Minute)
+		o := order("o1", "u1", item("a", 1))
+		e.mustDeduct(o)
+		e.clock.Advance(time.Minute)
+		e.is(e.deduct(o), stock.ErrHoldExpired, "repeat Deduct at the deadline")
+		e.is(e.revertR("o1"), nil, "Revert at the deadline")
+		e.want("a", 10, 0, 0)
+		e.is(e.deduct(o), stock.ErrHoldExpired, "repeat Deduct after the Revert")
+		e.is(e.m.Confirm(e.ctx(), "o1"), stock.ErrHoldExpired, "Confirm after the Revert")
+		if inf, ok := e.info("o1"); ok && inf.State != stock.StateExpired {
+			e.t.Fatalf("Orders(o1) state %v after a Revert at the deadline, want %v", inf.State, stock.StateExpired)
+		}
+		e.is(e.revertR("o1"), nil, "Revert again")
+		if got := e.reclaimAll(); len(got) != 0 {
+			e.t.Fatalf("reclaimed %+v after the Revert", got)
+		}
+		e.want("a", 10, 0, 0)
+		e.mustDeduct(order("o2", "u1", item("a", 1))) // the user's quota came back
+		e.want("a", 9, 1, 0)
+	})
+
 	register("ReclaimReturnsWholeOrderAtOneDeadline", func(e *env) {
 		e.sale("short", 10, 0, time.Minute)
 		e.sale("long", 10, 0, time.Hour)
