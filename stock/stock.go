@@ -158,8 +158,11 @@ type Reclaimed struct {
 }
 
 // Reclaimer is implemented by backends whose holds expire. ReclaimExpired
-// returns the units of at most limit holds whose deadline has passed, and
-// reports them. Any number of reclaimers may run at once: each hold is
+// returns the units of at most limit holds (order lines) whose deadline
+// has passed, and reports them; a backend that returns an order's lines
+// together (the SQL record, memstock) reports all of the last order's
+// lines, so a pass may report more than limit when an order has lines
+// beyond it. Any number of reclaimers may run at once: each hold is
 // returned by exactly one of them, and never one that was confirmed.
 //
 // An error means the pass may have returned holds it could not report

@@ -90,3 +90,22 @@ func Returned(by map[string]int64) []stock.Item {
 	slices.SortFunc(out, func(a, b stock.Item) int { return strings.Compare(a.SKU, b.SKU) })
 	return out
 }
+
+// maxMillis bounds the milliseconds Millis gives: 2^53, about 285,000
+// years either side of 1970, which a Lua number (a double) and every SQL
+// BIGINT hold exactly.
+const maxMillis = 1 << 53
+
+// Millis is t in whole milliseconds since the Unix epoch, as backends keep
+// deadlines, with times beyond about 285,000 years of 1970 taken as that
+// bound (time.Time.UnixMilli wraps around for times past int64 milliseconds,
+// which would turn a far deadline into one in the past).
+func Millis(t time.Time) int64 {
+	switch {
+	case t.After(time.UnixMilli(maxMillis)):
+		return maxMillis
+	case t.Before(time.UnixMilli(-maxMillis)):
+		return -maxMillis
+	}
+	return t.UnixMilli()
+}

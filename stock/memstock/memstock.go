@@ -420,7 +420,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 }
 
 // ms truncates t to the millisecond, as the other backends keep deadlines.
-func ms(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).In(t.Location()) }
+func ms(t time.Time) time.Time { return time.UnixMilli(canon.Millis(t)).In(t.Location()) }
 
 // Available implements stock.Manager.
 func (s *Store) Available(ctx context.Context, skuID string) (int64, error) {
@@ -526,7 +526,9 @@ var stateOf = [...]stock.State{
 
 // ReclaimExpired implements stock.Reclaimer. It scans every order, so its
 // cost grows with the orders kept, not with the due ones: fine for tests and
-// small shops, which is what this backend is for.
+// small shops, which is what this backend is for. An order's lines are
+// returned together: the result may hold more than limit lines when the
+// last order has lines beyond the limit.
 func (s *Store) ReclaimExpired(ctx context.Context, limit int) (out []stock.Reclaimed, err error) {
 	ctx, tr := s.obs.Track(ctx, "memstock", observe.OpReclaim, 0)
 	defer func() { tr.Done(err) }()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -39,7 +40,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	if err != nil {
 		return err
 	}
-	now, want := s.nowMs(), deadline.UnixMilli()
+	now, want := s.nowMs(), canon.Millis(deadline)
 	mode := "all"
 	if len(groups) > 1 {
 		lines, err := s.readLines(ctx, orderID, groups, "")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/stockguard/stockguard/internal/canon"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -39,7 +40,7 @@ func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Ti
 	if err := s.ready(ctx, s.db); err != nil {
 		return err
 	}
-	to := deadline.UnixMilli()
+	to := canon.Millis(deadline)
 	return s.retry(ctx, "extend hold", true, func(ctx context.Context) error { return s.extendOnce(ctx, orderID, to) })
 }
 
@@ -128,7 +129,7 @@ func (t *TxStore) ExtendHold(ctx context.Context, orderID string, deadline time.
 	if err := stock.ValidateID("orderID", orderID); err != nil {
 		return err
 	}
-	to := deadline.UnixMilli()
+	to := canon.Millis(deadline)
 	s := t.s
 	return t.run(ctx, "extend hold", func(q querier, _ func() error) (error, error) {
 		return nil, s.extendIn(ctx, q, s.q.lockOrder, orderID, to)

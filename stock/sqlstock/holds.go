@@ -24,7 +24,7 @@ func (s *Store) HeldBefore(ctx context.Context, t time.Time, limit int) ([]stock
 	if err := s.ready(ctx, s.db); err != nil {
 		return nil, err
 	}
-	rs, err := s.db.QueryContext(ctx, s.q.heldBefore, t.UnixMilli(), limit)
+	rs, err := s.db.QueryContext(ctx, s.q.heldBefore, canon.Millis(t), limit)
 	if err != nil {
 		return nil, err
 	}
