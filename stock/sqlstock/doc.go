@@ -171,11 +171,8 @@
 // only from the state they read (RowsAffected decides), and then move the
 // units, all in one transaction. The reclaimer does the same for many orders at
 // once: one UPDATE ... RETURNING of the held, due lines per batch of
-// orders on SQLite; on MySQL, MariaDB and PostgreSQL a read of them, a
-// SELECT ... FOR UPDATE SKIP LOCKED of their stock rows and then of them,
-// and one UPDATE of the orders it locked whole, leaving those whose lines
-// or stock rows another transaction holds to a later pass; then one
-// UPDATE per SKU. A per-user limit is counted from the
+// orders on PostgreSQL and SQLite, a SELECT ... FOR UPDATE of them then
+// one UPDATE on MySQL and MariaDB, then one UPDATE per SKU. A per-user limit is counted from the
 // ledger's held and confirmed lines of that user and SKU, in the Deduct's
 // transaction, after the stock row is locked: one user's concurrent orders
 // are counted one after the other.

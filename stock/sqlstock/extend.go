@@ -121,8 +121,8 @@ func (s *Store) whyNotExtended(ctx context.Context, q querier, query, orderID st
 
 // ExtendHold is Store.ExtendHold in the caller's transaction: the new
 // deadline is part of the transaction, and holds once the caller commits
-// (until then the reclaimer, which skips lines another transaction has
-// locked, cannot return the order either way). See TxStore for what its answer means.
+// (until then the reclaimer, waiting on the lines' row locks, cannot
+// return the order either way). See TxStore for what its answer means.
 func (t *TxStore) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := t.s.obs.Track(ctx, "sqlstock", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()
