@@ -29,9 +29,14 @@ const collationSQL = "SELECT COALESCE(COLLATION_NAME, 'binary') FROM information
 // pgCollationSQL reads the collation of the stock table's SKU column on
 // PostgreSQL, and whether it is deterministic (compares bytes once
 // equal by its rules): no row when there is no such column (yet);
-// "binary" and true for a type without a collation (bytea).
-const pgCollationSQL = "SELECT COALESCE(c.collname, 'binary'), COALESCE(c.collisdeterministic, true)" +
-	" FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation" +
+// "binary" and true for a type without a collation (bytea). A column of
+// type citext (or a domain over it), which compares without case whatever
+// its collation, reads as collation "citext", not deterministic.
+const pgCollationSQL = "SELECT CASE WHEN ci THEN 'citext' ELSE COALESCE(c.collname, 'binary') END," +
+	" COALESCE(c.collisdeterministic, true) AND NOT ci" +
+	" FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation," +
+	" LATERAL (SELECT EXISTS (SELECT 1 FROM pg_type t WHERE t.typname = 'citext' AND t.oid IN" +
+	" (a.atttypid, (SELECT d.typbasetype FROM pg_type d WHERE d.oid = a.atttypid)))) AS x(ci)" +
 	" WHERE a.attrelid = to_regclass(quote_ident($1)) AND a.attname = $2 AND NOT a.attisdropped"
 
 // sqliteCollationSQL reads the collation of the stock table's SKU column
@@ -128,7 +133,8 @@ func (s *Store) ready(ctx context.Context, on DBTX) error {
 }
 
 // detect runs versionSQL (MySQL and MariaDB, first time) or reads the
-// SKU column's collation on on, one call at a time: a call that finds
+// SKU column's collation on on (the pool: on a connection it takes before
+// its turn), one call at a time: a call that finds
 // another detecting waits for it (or for its own context to end) and then
 // takes its verdict, or detects itself if that one failed or did not find
 // the column. With Config.Dialect zero the Store then speaks the server's
@@ -138,6 +144,17 @@ func (s *Store) ready(ctx context.Context, on DBTX) error {
 // stock.ErrInvalid. A failed query is returned as it is: nothing was
 // written, and the next call asks again.
 func (s *Store) detect(ctx context.Context, on DBTX) error {
+	if db, ok := on.(*sql.DB); ok {
+		// A connection first, then the turn: a call holding the turn
+		// never waits for a connection, which a TxStore call waiting for
+		// the turn may hold (its transaction's, the pool's last).
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		on = conn
+	}
 	select {
 	case s.detecting <- struct{}{}:
 	case <-ctx.Done():
