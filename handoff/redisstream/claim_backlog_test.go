@@ -3,44 +3,11 @@ package redisstream_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/handoff"
-	"github.com/stockguard/stockguard/handoff/redisstream"
-	"github.com/stockguard/stockguard/stock"
 )
-
-// xautoclaimCounter counts the claims (XAUTOCLAIM script calls) a client sends, alone
-// or in a pipeline.
-type xautoclaimCounter struct{ n atomic.Int64 }
-
-func (c *xautoclaimCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *xautoclaimCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if ranClaim(cmd) {
-			c.n.Add(1)
-		}
-		return err
-	}
-}
-
-func (c *xautoclaimCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, cmd := range cmds {
-			if ranClaim(cmd) {
-				c.n.Add(1)
-			}
-		}
-		return err
-	}
-}
 
 // A group that lags: when node 2's pass over the pending entries begins,
 // 21 deliveries are pending (an abandoned one, D, at the head, and 20 a
@@ -65,63 +32,35 @@ func TestLaggingGroupClaimsDueDeliveryWithinBound(t *testing.T) {
 		backlog    = 600
 	)
 	rdb, stream := claimRedis(t, "claim-lagging")
-	counter := &xautoclaimCounter{}
-	rdb.AddHook(counter)
+	counter := countClaims(rdb)
 	ctx := context.Background()
-	var nodes [2]*redisstream.Queue
-	for i := range nodes {
-		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = q
-	}
+	nodes := claimQueues(t, rdb, stream, redelivery, 2)
 	node1, node2 := nodes[0], nodes[1]
-	publish := func(id string) {
-		t.Helper()
-		if err := node1.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	publish("abandoned")
+	publishOrder(t, node1, "abandoned")
 	for i := range live {
-		publish(fmt.Sprintf("live-%d", i))
+		publishOrder(t, node1, fmt.Sprintf("live-%d", i))
 	}
 	for i := range backlog {
-		publish(fmt.Sprintf("backlog-%d", i))
+		publishOrder(t, node1, fmt.Sprintf("backlog-%d", i))
 	}
-	fetchWithin := func(src handoff.Source, n int, within time.Duration) []handoff.Delivery {
-		t.Helper()
-		fctx, cancel := context.WithTimeout(ctx, within)
-		defer cancel()
-		ds, err := src.Fetch(fctx, n)
-		if err != nil || len(ds) != n {
-			t.Fatalf("Fetch: %d deliveries, %v; want %d", len(ds), err, n)
-		}
-		return ds
-	}
-	fetch := func(src handoff.Source, n int) []handoff.Delivery {
-		t.Helper()
-		return fetchWithin(src, n, 5*time.Second)
-	}
-	crashed := fetch(node1.Source("crashed"), 1)
+	crashed := fetchExactly(t, node1.Source("crashed"), 1, 5*time.Second)
 	if id := crashed[0].Message().Order.ID; id != "abandoned" {
 		t.Fatalf("crashed read %s, want abandoned", id)
 	}
 	liveSrc := node1.Source("live")
-	fetch(liveSrc, live)
+	fetchExactly(t, liveSrc, live, 5*time.Second)
 	// Node 2's first claim begins a pass (21 pending) and passes over D,
 	// not yet due; its Fetch then reads backlog-0.
 	c := node2.Source("c")
-	if ds := fetch(c, 1); ds[0].Message().Order.ID != "backlog-0" || ds[0].Attempt() != 1 {
+	if ds := fetchExactly(t, c, 1, 5*time.Second); ds[0].Message().Order.ID != "backlog-0" || ds[0].Attempt() != 1 {
 		t.Fatalf("c read %s on attempt %d, want backlog-0 on its first", ds[0].Message().Order.ID, ds[0].Attempt())
 	}
-	if got := counter.n.Load(); got != 3 {
+	if got := counter.Load(); got != 3 {
 		t.Fatalf("%d XAUTOCLAIMs so far, want 3 (one a Fetch)", got)
 	}
 	// The live consumer reads the rest of the backlog (no claim: its
 	// last was within Redelivery/2).
-	fetch(liveSrc, backlog-1)
+	fetchExactly(t, liveSrc, backlog-1, 5*time.Second)
 
 	// D is due.
 	stKey, _, _ := node1.Keys()
@@ -129,13 +68,11 @@ func TestLaggingGroupClaimsDueDeliveryWithinBound(t *testing.T) {
 	if err != nil || len(pend) != 1 {
 		t.Fatalf("XPENDING: %v, %v", pend, err)
 	}
-	if err := rdb.Do(ctx, "XCLAIM", stKey, "stockguard", "crashed", 0, pend[0].ID, "IDLE", (2 * redelivery).Milliseconds(), "JUSTID").Err(); err != nil {
-		t.Fatal(err)
-	}
+	makeDue(t, rdb, node1, pend[0].ID, redelivery)
 
-	before := counter.n.Load()
-	ds := fetchWithin(c, 1, 20*time.Second) // on a quiet queue a Fetch claims every Block or so
-	claims := counter.n.Load() - before
+	before := counter.Load()
+	ds := fetchExactly(t, c, 1, 20*time.Second) // on a quiet queue a Fetch claims every Block or so
+	claims := counter.Load() - before
 	if id := ds[0].Message().Order.ID; id != "abandoned" || ds[0].Attempt() < 2 {
 		t.Fatalf("c got %s on attempt %d, want abandoned, claimed", id, ds[0].Attempt())
 	}
@@ -157,66 +94,34 @@ func TestDeliveryPendingAfterPassBeganClaimedWithinBound(t *testing.T) {
 		backlog    = 600
 	)
 	rdb, stream := claimRedis(t, "claim-after-pass")
-	counter := &xautoclaimCounter{}
-	rdb.AddHook(counter)
-	ctx := context.Background()
-	var nodes [2]*redisstream.Queue
-	for i := range nodes {
-		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = q
-	}
+	counter := countClaims(rdb)
+	nodes := claimQueues(t, rdb, stream, redelivery, 2)
 	node1, node2 := nodes[0], nodes[1]
-	publish := func(id string) {
-		t.Helper()
-		if err := node1.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fetchWithin := func(src handoff.Source, n int, within time.Duration) []handoff.Delivery {
-		t.Helper()
-		fctx, cancel := context.WithTimeout(ctx, within)
-		defer cancel()
-		ds, err := src.Fetch(fctx, n)
-		if err != nil || len(ds) != n {
-			t.Fatalf("Fetch: %d deliveries, %v; want %d", len(ds), err, n)
-		}
-		return ds
-	}
 	for i := range live {
-		publish(fmt.Sprintf("live-%d", i))
+		publishOrder(t, node1, fmt.Sprintf("live-%d", i))
 	}
-	publish("first")
+	publishOrder(t, node1, "first")
 	liveSrc := node1.Source("live")
-	fetchWithin(liveSrc, live, 5*time.Second)
+	fetchExactly(t, liveSrc, live, 5*time.Second)
 	// Node 2's first claim begins a pass (20 pending, 10 looked at); its
 	// Fetch then reads "first".
 	c := node2.Source("c")
-	if ds := fetchWithin(c, 1, 5*time.Second); ds[0].Message().Order.ID != "first" {
+	if ds := fetchExactly(t, c, 1, 5*time.Second); ds[0].Message().Order.ID != "first" {
 		t.Fatalf("c read %s, want first", ds[0].Message().Order.ID)
 	}
 	for i := range backlog {
-		publish(fmt.Sprintf("backlog-%d", i))
+		publishOrder(t, node1, fmt.Sprintf("backlog-%d", i))
 	}
-	publish("abandoned")
-	fetchWithin(liveSrc, backlog, 5*time.Second)
-	if ds := fetchWithin(node1.Source("crashed"), 1, 5*time.Second); ds[0].Message().Order.ID != "abandoned" {
+	publishOrder(t, node1, "abandoned")
+	fetchExactly(t, liveSrc, backlog, 5*time.Second)
+	if ds := fetchExactly(t, node1.Source("crashed"), 1, 5*time.Second); ds[0].Message().Order.ID != "abandoned" {
 		t.Fatalf("crashed read %s, want abandoned", ds[0].Message().Order.ID)
 	}
 	// D is due.
-	stKey, _, _ := node1.Keys()
-	last, err := rdb.XRevRangeN(ctx, stKey, "+", "-", 1).Result()
-	if err != nil || len(last) != 1 {
-		t.Fatalf("XREVRANGE: %v, %v", last, err)
-	}
-	if err := rdb.Do(ctx, "XCLAIM", stKey, "stockguard", "crashed", 0, last[0].ID, "IDLE", (2 * redelivery).Milliseconds(), "JUSTID").Err(); err != nil {
-		t.Fatal(err)
-	}
-	before := counter.n.Load()
-	ds := fetchWithin(c, 1, 20*time.Second) // on a quiet queue a Fetch claims every Block or so
-	claims := counter.n.Load() - before
+	makeDue(t, rdb, node1, lastEntry(t, rdb, node1), redelivery)
+	before := counter.Load()
+	ds := fetchExactly(t, c, 1, 20*time.Second) // on a quiet queue a Fetch claims every Block or so
+	claims := counter.Load() - before
 	if id := ds[0].Message().Order.ID; id != "abandoned" || ds[0].Attempt() < 2 {
 		t.Fatalf("c got %s on attempt %d, want abandoned, claimed", id, ds[0].Attempt())
 	}

@@ -12,8 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stockguard/stockguard/handoff"
-	"github.com/stockguard/stockguard/handoff/redisstream"
-	"github.com/stockguard/stockguard/stock"
 )
 
 // A busy group of 12 nodes (one Queue and one consumer each, batches of
@@ -42,15 +40,7 @@ func TestBusyGroupClaimsDeliveriesAPassScannedBeforeDueCluster(t *testing.T) {
 		t.Skip("STOCKGUARD_REDIS_CLUSTER not set")
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
-	stream := fmt.Sprintf("stockguard-test-claim-busy-group-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for _, k := range []string{"{" + stream + "}", "{" + stream + "}:delayed", "{" + stream + "}:dead"} {
-			_ = rdb.Del(ctx, k).Err()
-		}
-		_ = rdb.Close()
-	})
-	busyGroupClaims(t, rdb, stream)
+	busyGroupClaims(t, rdb, claimStream(t, rdb, "claim-busy-group"))
 }
 
 // busyGroupClaims runs the busy group of 12 nodes on stream of rdb.
@@ -63,33 +53,16 @@ func busyGroupClaims(t *testing.T, rdb redis.UniversalClient, stream string) {
 		ticks      = 11 // ticks 3 to 11 come after the abandoned deliveries are due
 	)
 	ctx := context.Background()
-	msg := func(id string) handoff.Message {
-		return handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}
-	}
-	crashedNode, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	crashedNode := claimQueues(t, rdb, stream, redelivery, 1)[0]
 	abandoned := []string{"abandoned-0", "abandoned-1", "abandoned-2"}
 	for _, id := range abandoned {
-		if err := crashedNode.Publish(ctx, msg(id)); err != nil {
-			t.Fatal(err)
-		}
+		publishOrder(t, crashedNode, id)
 	}
-	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	ds, err := crashedNode.Source("crashed").Fetch(fctx, 3)
-	cancel()
-	if err != nil || len(ds) != 3 {
-		t.Fatalf("Fetch of crashed: %d deliveries, %v", len(ds), err)
-	}
+	fetchExactly(t, crashedNode.Source("crashed"), 3, 5*time.Second)
 	// The node of "crashed" stops here: its 3 deliveries are never settled.
 
 	srcs := make([]handoff.Source, nodes)
-	for i := range srcs {
-		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, q := range claimQueues(t, rdb, stream, redelivery, nodes) {
 		srcs[i] = q.Source(fmt.Sprintf("node%d-0", i))
 	}
 	held := make([][]handoff.Delivery, nodes)
@@ -100,9 +73,7 @@ func busyGroupClaims(t *testing.T, rdb redis.UniversalClient, stream string) {
 			time.Sleep(tick)
 		}
 		for j := range nodes * batch {
-			if err := crashedNode.Publish(ctx, msg(fmt.Sprintf("new-%d-%d", tk, j))); err != nil {
-				t.Fatal(err)
-			}
+			publishOrder(t, crashedNode, fmt.Sprintf("new-%d-%d", tk, j))
 		}
 		for i, src := range srcs {
 			for _, d := range held[i] {

@@ -11,10 +11,6 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/handoff"
-	"github.com/stockguard/stockguard/handoff/redisstream"
-	"github.com/stockguard/stockguard/stock"
 )
 
 // claimRedis returns the Redis of STOCKGUARD_REDIS_ADDR (a Redis server's
@@ -28,6 +24,12 @@ func claimRedis(t *testing.T, name string) (redis.UniversalClient, string) {
 		addr = miniredis.RunT(t).Addr()
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	return rdb, claimStream(t, rdb, name)
+}
+
+// claimStream returns a stream name of its own for the test name, whose
+// keys on rdb are deleted, and rdb closed, after the test.
+func claimStream(t *testing.T, rdb redis.UniversalClient, name string) string {
 	stream := fmt.Sprintf("stockguard-test-%s-%d", name, time.Now().UnixNano())
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -36,7 +38,7 @@ func claimRedis(t *testing.T, name string) (redis.UniversalClient, string) {
 		}
 		_ = rdb.Close()
 	})
-	return rdb, stream
+	return stream
 }
 
 // abandonBehindLive leaves 3 deliveries abandoned by a stopped consumer
@@ -49,15 +51,7 @@ func claimRedis(t *testing.T, name string) (redis.UniversalClient, string) {
 // Redelivery old, the live deliveries are not due.
 func abandonBehindLive(t *testing.T, rdb redis.UniversalClient, stream string, redelivery time.Duration, live int) ([]string, time.Time) {
 	t.Helper()
-	ctx := context.Background()
-	var nodes [2]*redisstream.Queue
-	for i := range nodes {
-		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = q
-	}
+	nodes := claimQueues(t, rdb, stream, redelivery, 2)
 	node1, node2 := nodes[0], nodes[1]
 	var abandoned []string
 	for i := range live + 3 {
@@ -66,27 +60,15 @@ func abandonBehindLive(t *testing.T, rdb redis.UniversalClient, stream string, r
 			id = fmt.Sprintf("abandoned-%d", i-live)
 			abandoned = append(abandoned, id)
 		}
-		if err := node1.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
+		publishOrder(t, node1, id)
 	}
-	fetch := func(node *redisstream.Queue, consumer string, n int) []handoff.Delivery {
-		t.Helper()
-		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		ds, err := node.Source(consumer).Fetch(fctx, n)
-		if err != nil || len(ds) != n {
-			t.Fatalf("Fetch of %s: %d deliveries, %v; want %d", consumer, len(ds), err, n)
-		}
-		return ds
-	}
-	fetch(node1, "first", live)
-	if got := fetch(node1, "crashed", 3); got[0].Message().Order.ID != abandoned[0] {
+	fetchExactly(t, node1.Source("first"), live, 5*time.Second)
+	if got := fetchExactly(t, node1.Source("crashed"), 3, 5*time.Second); got[0].Message().Order.ID != abandoned[0] {
 		t.Fatalf("crashed read %s first, want %s", got[0].Message().Order.ID, abandoned[0])
 	}
 	time.Sleep(redelivery + 50*time.Millisecond)
 	claimedAt := time.Now()
-	for _, d := range fetch(node2, "busy", live) {
+	for _, d := range fetchExactly(t, node2.Source("busy"), live, 5*time.Second) {
 		if id := d.Message().Order.ID; !strings.HasPrefix(id, "live-") || d.Attempt() != 2 {
 			t.Fatalf("busy claimed %s, attempt %d; want the live orders on their second attempt", id, d.Attempt())
 		}
@@ -105,10 +87,7 @@ func TestBusyQueueClaimsBehindLiveDeliveries(t *testing.T) {
 	rdb, stream := claimRedis(t, "claim-busy")
 	abandoned, _ := abandonBehindLive(t, rdb, stream, redelivery, 20)
 	ctx := context.Background()
-	node3, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node3 := claimQueues(t, rdb, stream, redelivery, 1)[0]
 	src := node3.Source("c")
 	// 8 Fetches, each of which claims at most once (it reads new orders):
 	// claiming from the start of the pending entries each time, they
@@ -121,10 +100,7 @@ func TestBusyQueueClaimsBehindLiveDeliveries(t *testing.T) {
 			time.Sleep(redelivery / 2)
 		}
 		for j := range 2 {
-			m := handoff.Message{Order: stock.Order{ID: fmt.Sprintf("new-%d-%d", i, j), Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}
-			if err := node3.Publish(ctx, m); err != nil {
-				t.Fatal(err)
-			}
+			publishOrder(t, node3, fmt.Sprintf("new-%d-%d", i, j))
 		}
 		ds, err := src.Fetch(ctx, 2)
 		if err != nil {
@@ -159,10 +135,7 @@ func TestQuietQueueClaimsBehindLiveDeliveries(t *testing.T) {
 	rdb, stream := claimRedis(t, "claim-quiet")
 	abandoned, busyClaimed := abandonBehindLive(t, rdb, stream, redelivery, 60)
 	ctx := context.Background()
-	node3, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node3 := claimQueues(t, rdb, stream, redelivery, 1)[0]
 	// Until then, the live deliveries are not due: claiming from the
 	// start of the pending entries, each claim would look at them alone.
 	fctx, cancel := context.WithDeadline(ctx, busyClaimed.Add(redelivery/2))
@@ -193,25 +166,11 @@ func TestConcurrentClaimsTakeEachDeliveryOnce(t *testing.T) {
 	const redelivery, abandoned = 2 * time.Second, 100
 	rdb, stream := claimRedis(t, "claim-concurrent")
 	ctx := context.Background()
-	var nodes [3]*redisstream.Queue
-	for i := range nodes {
-		q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = q
-	}
+	nodes := claimQueues(t, rdb, stream, redelivery, 3)
 	for i := range abandoned {
-		if err := nodes[0].Publish(ctx, handoff.Message{Order: stock.Order{ID: fmt.Sprintf("o%d", i), Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
+		publishOrder(t, nodes[0], fmt.Sprintf("o%d", i))
 	}
-	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	ds, err := nodes[0].Source("crashed").Fetch(fctx, abandoned)
-	cancel()
-	if err != nil || len(ds) != abandoned {
-		t.Fatalf("Fetch of crashed: %d deliveries, %v", len(ds), err)
-	}
+	fetchExactly(t, nodes[0].Source("crashed"), abandoned, 5*time.Second)
 	time.Sleep(redelivery + 50*time.Millisecond)
 
 	// Until then, no delivery claimed in the run is due again.

@@ -9,45 +9,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stockguard/stockguard/handoff"
 	"github.com/stockguard/stockguard/handoff/redisstream"
-	"github.com/stockguard/stockguard/stock"
 )
 
-// afterClaim runs act once, right after a claim whose reply took the
-// entry watch.
-type afterClaim struct {
-	watch string
-	once  sync.Once
-	act   func()
-}
-
-func (a *afterClaim) check(cmd redis.Cmder) {
-	for _, id := range claimedIDs(cmd) {
-		if id == a.watch {
-			a.once.Do(a.act)
+// afterClaim returns a redis.Hook that runs act once, right after a
+// claim (sent alone or in a pipeline) whose reply took the entry watch.
+func afterClaim(watch string, act func()) redis.Hook {
+	var once sync.Once
+	return &claimHook{ran: func(cmd redis.Cmder) {
+		for _, id := range claimedIDs(cmd) {
+			if id == watch {
+				once.Do(act)
+			}
 		}
-	}
-}
-
-func (a *afterClaim) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (a *afterClaim) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		a.check(cmd)
-		return err
-	}
-}
-
-func (a *afterClaim) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, cmd := range cmds {
-			a.check(cmd)
-		}
-		return err
-	}
+	}}
 }
 
 // failPendingRange makes the range form of XPENDING (a lookup of one
@@ -83,25 +58,11 @@ func (f *failPendingRange) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 // JUSTID). It returns the entry ID.
 func abandonDue(t *testing.T, rdb redis.UniversalClient, q *redisstream.Queue, redelivery time.Duration) string {
 	t.Helper()
-	ctx := context.Background()
-	if err := q.Publish(ctx, handoff.Message{Order: stock.Order{ID: "abandoned", Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	ds, err := q.Source("crashed").Fetch(fctx, 1)
-	if err != nil || len(ds) != 1 {
-		t.Fatalf("crashed's Fetch: %d deliveries, %v", len(ds), err)
-	}
-	stKey, _, _ := q.Keys()
-	last, err := rdb.XRevRangeN(ctx, stKey, "+", "-", 1).Result()
-	if err != nil || len(last) != 1 {
-		t.Fatalf("XREVRANGE: %v, %v", last, err)
-	}
-	if err := rdb.Do(ctx, "XCLAIM", stKey, "stockguard", "crashed", 0, last[0].ID, "IDLE", (2 * redelivery).Milliseconds(), "JUSTID").Err(); err != nil {
-		t.Fatal(err)
-	}
-	return last[0].ID
+	publishOrder(t, q, "abandoned")
+	fetchExactly(t, q.Source("crashed"), 1, 5*time.Second)
+	id := lastEntry(t, rdb, q)
+	makeDue(t, rdb, q, id, redelivery)
+	return id
 }
 
 // owner returns the consumer the entry id is pending to ("" if none).
@@ -127,15 +88,12 @@ func TestClaimThenContextEndReturnsClaimed(t *testing.T) {
 	const redelivery = 30 * time.Second
 	rdb, stream := claimRedis(t, "claim-ctx")
 	ctx := context.Background()
-	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := claimQueues(t, rdb, stream, redelivery, 1)[0]
 	id := abandonDue(t, rdb, q, redelivery)
 
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	rdb.AddHook(&afterClaim{watch: id, act: cancel}) // the Fetch's deadline passes as the claim's reply arrives
+	rdb.AddHook(afterClaim(id, cancel)) // the Fetch's deadline passes as the claim's reply arrives
 	ds, err := q.Source("c").Fetch(fctx, 1)
 	if err != nil {
 		t.Fatalf("Fetch whose ctx ended: %v, want no error", err)
@@ -165,15 +123,12 @@ func TestClaimLookupErrorReturnsClaimed(t *testing.T) {
 	const redelivery = 30 * time.Second
 	rdb, stream := claimRedis(t, "claim-err")
 	ctx := context.Background()
-	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := claimQueues(t, rdb, stream, redelivery, 1)[0]
 	id := abandonDue(t, rdb, q, redelivery)
 
 	fail := &failPendingRange{}
 	rdb.AddHook(fail)
-	rdb.AddHook(&afterClaim{watch: id, act: func() { fail.mu.Lock(); fail.armed = true; fail.mu.Unlock() }})
+	rdb.AddHook(afterClaim(id, func() { fail.mu.Lock(); fail.armed = true; fail.mu.Unlock() }))
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ds, ferr := q.Source("c").Fetch(fctx, 1)

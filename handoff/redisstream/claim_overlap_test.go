@@ -9,10 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/handoff"
-	"github.com/stockguard/stockguard/handoff/redisstream"
-	"github.com/stockguard/stockguard/stock"
 )
 
 // overlapClaims makes the claims of a client overlap where they
@@ -67,27 +63,10 @@ func (o *overlapClaims) took(cmd redis.Cmder) {
 	}
 }
 
-func (o *overlapClaims) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (o *overlapClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !isClaim(cmd) {
-			return next(ctx, cmd)
-		}
-		if err := o.wait(ctx); err != nil {
-			return err
-		}
-		err := next(ctx, cmd)
-		if ranClaim(cmd) {
-			o.n.Add(1)
-			o.took(cmd)
-		}
-		return err
-	}
-}
-
-func (o *overlapClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+// hook is the redis.Hook that makes the claims of a client sent alone
+// overlap, and counts them; pipelines pass untouched.
+func (o *overlapClaims) hook() redis.Hook {
+	return &claimHook{wait: o.wait, ran: func(cmd redis.Cmder) { o.n.Add(1); o.took(cmd) }, alone: true}
 }
 
 // Four Sources of one Queue (one node's consumers) whose claims overlap
@@ -105,54 +84,26 @@ func TestOverlappingSourcesOfAQueueClaimWithinBound(t *testing.T) {
 	)
 	rdb, stream := claimRedis(t, "claim-overlap")
 	ctx := context.Background()
-	node1, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	publish := func(id string) {
-		t.Helper()
-		if err := node1.Publish(ctx, handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fetch := func(src handoff.Source, n int) []handoff.Delivery {
-		t.Helper()
-		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		ds, err := src.Fetch(fctx, n)
-		if err != nil || len(ds) != n {
-			t.Fatalf("Fetch: %d deliveries, %v; want %d", len(ds), err, n)
-		}
-		return ds
-	}
+	node1 := claimQueues(t, rdb, stream, redelivery, 1)[0]
 	for i := range live {
-		publish(fmt.Sprintf("live-%d", i))
+		publishOrder(t, node1, fmt.Sprintf("live-%d", i))
 	}
-	publish("abandoned")
-	fetch(node1.Source("live"), live)
-	if ds := fetch(node1.Source("crashed"), 1); ds[0].Message().Order.ID != "abandoned" {
+	publishOrder(t, node1, "abandoned")
+	fetchExactly(t, node1.Source("live"), live, 5*time.Second)
+	if ds := fetchExactly(t, node1.Source("crashed"), 1, 5*time.Second); ds[0].Message().Order.ID != "abandoned" {
 		t.Fatalf("crashed read %s, want abandoned", ds[0].Message().Order.ID)
-	}
-	stKey, _, _ := node1.Keys()
-	last, err := rdb.XRevRangeN(ctx, stKey, "+", "-", 1).Result()
-	if err != nil || len(last) != 1 {
-		t.Fatalf("XREVRANGE: %v, %v", last, err)
 	}
 	// The abandoned delivery is due (XCLAIM IDLE JUSTID counts no
 	// delivery on a Redis server); the live ones are not, for 30s.
-	if err := rdb.Do(ctx, "XCLAIM", stKey, "stockguard", "crashed", 0, last[0].ID, "IDLE", (2 * redelivery).Milliseconds(), "JUSTID").Err(); err != nil {
-		t.Fatal(err)
-	}
+	abandoned := lastEntry(t, rdb, node1)
+	makeDue(t, rdb, node1, abandoned, redelivery)
 
 	// Node 2: its own client, whose claims overlap in rounds of 4.
-	o := &overlapClaims{of: sources, watch: last[0].ID}
+	o := &overlapClaims{of: sources, watch: abandoned}
 	rdb2 := redis.NewClient(rdb.(*redis.Client).Options())
 	defer rdb2.Close()
-	rdb2.AddHook(o)
-	node2, err := redisstream.New(ctx, rdb2, redisstream.Config{Stream: stream, Redelivery: redelivery, Block: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb2.AddHook(o.hook())
+	node2 := claimQueues(t, rdb2, stream, redelivery, 1)[0]
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	got := make(chan string, sources)
