@@ -12,29 +12,36 @@ import (
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
-// stoppedRivalGate is the gate of a reconciler whose first Rebuild of the
-// SKU is preceded by another reader's claim of it (that reader then stops
-// without rebuilding): that Rebuild is Moved. Every later call is the
-// gate's. It records the outcomes of every Rebuild.
-type stoppedRivalGate struct {
+// rebuildGate is a gate that runs first, once, before its first Rebuild,
+// and records the outcomes of every Rebuild. Every other call is the
+// embedded gate's.
+type rebuildGate struct {
 	reconcile.Gate
-	sku      string
+	first    func(ctx context.Context)
 	once     sync.Once
 	mu       sync.Mutex
 	outcomes []redisstock.Outcome
 }
 
-func (g *stoppedRivalGate) Rebuild(ctx context.Context, rs []redisstock.Rebuild) ([]redisstock.Outcome, error) {
-	g.once.Do(func() {
-		// Another reader claims the SKU, voiding this one's claim, and
-		// stops before it rebuilds.
-		_, _ = g.Gate.ClaimRebuild(ctx, []string{g.sku})
-	})
+func (g *rebuildGate) Rebuild(ctx context.Context, rs []redisstock.Rebuild) ([]redisstock.Outcome, error) {
+	g.once.Do(func() { g.first(ctx) })
 	got, err := g.Gate.Rebuild(ctx, rs)
 	g.mu.Lock()
 	g.outcomes = append(g.outcomes, got...)
 	g.mu.Unlock()
 	return got, err
+}
+
+// stoppedRivalGate is the gate of a reconciler whose first Rebuild of sku
+// is preceded by another reader's claim of it (that reader then stops
+// without rebuilding): that Rebuild is Moved. Every later call is gate's.
+// It records the outcomes of every Rebuild.
+func stoppedRivalGate(gate reconcile.Gate, sku string) *rebuildGate {
+	return &rebuildGate{Gate: gate, first: func(ctx context.Context) {
+		// Another reader claims the SKU, voiding this one's claim, and
+		// stops before it rebuilds.
+		_, _ = gate.ClaimRebuild(ctx, []string{sku})
+	}}
 }
 
 // A SKU in 3 buckets of 10,000 whose first bucket was lost, 15,000 sold at
@@ -56,7 +63,7 @@ func TestRivalClaimThenOwnPartialRebuildIsCorrected(t *testing.T) {
 			w.r3bLoseSlot(names[0])
 			w.must(w.record.Deduct(w.ctx, stock.Order{ID: "fb1", Items: []stock.Item{{SKU: sku, Qty: 15000}}}), "record Deduct")
 
-			g := &stoppedRivalGate{Gate: w.gate, sku: sku}
+			g := stoppedRivalGate(w.gate, sku)
 			rc, err := reconcile.New(g, w.record, reconcile.Config{Clock: w.clock, MaxAttempts: 3})
 			w.must(err, "New")
 			ctx, cancel := context.WithTimeout(w.ctx, 20*time.Second)

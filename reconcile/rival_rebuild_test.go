@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,27 +10,6 @@ import (
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
-
-// rivalThenRefundGate is the gate of a reconciler whose first Rebuild of
-// the SKU comes after between: another reconciler rebuilt the SKU in full
-// meanwhile (redisstock Applied, nothing Partial) and the shop sold and
-// began refunding an order. It records the outcomes of its Rebuilds.
-type rivalThenRefundGate struct {
-	reconcile.Gate
-	between  func()
-	once     sync.Once
-	mu       sync.Mutex
-	outcomes []redisstock.Outcome
-}
-
-func (g *rivalThenRefundGate) Rebuild(ctx context.Context, rs []redisstock.Rebuild) ([]redisstock.Outcome, error) {
-	g.once.Do(g.between)
-	got, err := g.Gate.Rebuild(ctx, rs)
-	g.mu.Lock()
-	g.outcomes = append(g.outcomes, got...)
-	g.mu.Unlock()
-	return got, err
-}
 
 // A SKU of 5,000 units lost its gate state. Pass B reads it and, before
 // B's rebuild, pass A rebuilds it in full (not beside living buckets), an
@@ -82,7 +60,11 @@ func rivalThenRefund(t *testing.T, p pair, putOnSale bool) {
 
 	a, err := reconcile.New(w.gate, w.record, reconcile.Config{Clock: w.clock})
 	w.must(err, "New A")
-	g := &rivalThenRefundGate{Gate: w.gate, between: func() {
+	// B's gate: its first Rebuild of the SKU comes after another
+	// reconciler rebuilt the SKU in full (redisstock Applied, nothing
+	// Partial), or the gate step of PutOnSale put it on sale, and the shop
+	// sold and began refunding an order.
+	g := &rebuildGate{Gate: w.gate, first: func(context.Context) {
 		if putOnSale {
 			w.must(w.gate.PutOnSale(w.ctx, l), "PutOnSale at the gate") // tiered's second step
 		} else {
