@@ -23,20 +23,7 @@ func diffRecord(t *testing.T, scenario func(ctx context.Context, m tiered.Record
 	}
 	mem := run(func(c *stocktest.Clock) tiered.RecordStore { return newMem(t, c).(tiered.RecordStore) })
 	sq := run(func(c *stocktest.Clock) tiered.RecordStore { return newSQLite(t, c) })
-	for i := range max(len(mem), len(sq)) {
-		var a, b string
-		if i < len(mem) {
-			a = mem[i]
-		}
-		if i < len(sq) {
-			b = sq[i]
-		}
-		if a != b {
-			t.Errorf("step %d differs:\n memstock: %s\n sqlstock: %s", i, a, b)
-		} else {
-			t.Logf("step %d: %s", i, a)
-		}
-	}
+	compareSteps(t, "memstock:", mem, "sqlstock:", sq)
 }
 
 func TestDiffRecordSide(t *testing.T) {

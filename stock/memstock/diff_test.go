@@ -124,18 +124,26 @@ func diffWith(t *testing.T, newA, newB func(*testing.T, *stocktest.Clock) gate, 
 		return r.lines
 	}
 	mem, red := run(newA), run(newB)
-	for i := range max(len(mem), len(red)) {
-		var a, b string
-		if i < len(mem) {
-			a = mem[i]
+	compareSteps(t, "memstock:  ", mem, "redisstock:", red) // or the first and second backends given
+}
+
+// compareSteps fails the test at every step whose line differs between
+// a, the steps of the backend labelled nameA, and b, those of nameB (a
+// step one of them lacks is an empty line); it logs every other step.
+func compareSteps(t *testing.T, nameA string, a []string, nameB string, b []string) {
+	t.Helper()
+	for i := range max(len(a), len(b)) {
+		var la, lb string
+		if i < len(a) {
+			la = a[i]
 		}
-		if i < len(red) {
-			b = red[i]
+		if i < len(b) {
+			lb = b[i]
 		}
-		if a != b {
-			t.Errorf("step %d differs:\n memstock:   %s\n redisstock: %s", i, a, b) // or the first and second backends given
+		if la != lb {
+			t.Errorf("step %d differs:\n %s %s\n %s %s", i, nameA, la, nameB, lb)
 		} else {
-			t.Logf("step %d: %s", i, a)
+			t.Logf("step %d: %s", i, la)
 		}
 	}
 }

@@ -14,19 +14,25 @@ import (
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
+// raceStore returns a memstock Store on a test clock at stocktest.Epoch,
+// with ls on sale; the test fails if a PutOnSale does.
+func raceStore(t *testing.T, ls ...stock.Listing) (*memstock.Store, *stocktest.Clock) {
+	t.Helper()
+	c := stocktest.NewClock(stocktest.Epoch)
+	m := memstock.New(c)
+	for _, l := range ls {
+		if err := m.PutOnSale(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m, c
+}
+
 // N buyers over two SKUs and a per-user limit: exactly the units on sale
 // are taken, each user at most the limit, and every order all-or-nothing.
 func TestRaceExactCounts(t *testing.T) {
 	ctx := context.Background()
-	c := stocktest.NewClock(stocktest.Epoch)
-	m := memstock.New(c)
-	must := func(err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 37, PerUserLimit: 3}))
-	must(m.PutOnSale(ctx, stock.Listing{SKU: "b", Units: 1000}))
+	m, _ := raceStore(t, stock.Listing{SKU: "a", Units: 37, PerUserLimit: 3}, stock.Listing{SKU: "b", Units: 1000})
 	const buyers = 400
 	var ok, sold, limited atomic.Int64
 	var wg sync.WaitGroup
@@ -62,7 +68,9 @@ func TestRaceExactCounts(t *testing.T) {
 	var sum int64
 	for u := range 20 {
 		n, err := m.UserUnits(ctx, "a", fmt.Sprint("u", u))
-		must(err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if n > 3 {
 			t.Fatalf("user u%d has %d", u, n)
 		}
@@ -77,11 +85,7 @@ func TestRaceExactCounts(t *testing.T) {
 // deadline: every order ends in one state and the counts add up.
 func TestRaceEndings(t *testing.T) {
 	ctx := context.Background()
-	c := stocktest.NewClock(stocktest.Epoch)
-	m := memstock.New(c)
-	if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 200, HoldTTL: time.Second, MaxHoldTTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
+	m, c := raceStore(t, stock.Listing{SKU: "a", Units: 200, HoldTTL: time.Second, MaxHoldTTL: time.Hour})
 	const n = 100
 	for i := range n {
 		if err := m.Deduct(ctx, stock.Order{ID: fmt.Sprint("o", i), Items: []stock.Item{{SKU: "a", Qty: 2}}}); err != nil {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/memstock"
-	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
 // Repeats of one order ID, one return OpID and one restock OpID racing
@@ -19,11 +17,7 @@ import (
 // far, within what the reader could have seen).
 func TestRaceRepeatsApplyOnce(t *testing.T) {
 	ctx := context.Background()
-	c := stocktest.NewClock(stocktest.Epoch)
-	m := memstock.New(c)
-	if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 100, PerUserLimit: 50, HoldTTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
+	m, _ := raceStore(t, stock.Listing{SKU: "a", Units: 100, PerUserLimit: 50, HoldTTL: time.Minute})
 	const n = 64
 	var wg sync.WaitGroup
 	var deducted, returned, restocked, bad atomic.Int64
