@@ -39,10 +39,15 @@ func isClaim(cmd redis.Cmder) bool {
 	return false
 }
 
-// ranClaim tells whether cmd is a call of the claim script that ran (not
-// one the server answered NOSCRIPT, which go-redis sends again as EVAL).
-func ranClaim(cmd redis.Cmder) bool {
-	return isClaim(cmd) && (cmd.Err() == nil || !strings.HasPrefix(cmd.Err().Error(), "NOSCRIPT"))
+// ranClaim tells whether cmd, sent with the error err (a hook's, which
+// cmd.Err() may not show yet), is a call of the claim script that ran
+// (not one the server answered NOSCRIPT, which go-redis sends again as
+// EVAL).
+func ranClaim(cmd redis.Cmder, err error) bool {
+	if err == nil {
+		err = cmd.Err()
+	}
+	return isClaim(cmd) && (err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT"))
 }
 
 // claimedIDs are the IDs of the deliveries a claim script call took.
@@ -85,7 +90,7 @@ func (h *claimHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			}
 		}
 		err := next(ctx, cmd)
-		if ranClaim(cmd) {
+		if ranClaim(cmd, err) {
 			h.ran(cmd)
 		}
 		return err
@@ -99,7 +104,7 @@ func (h *claimHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			if ranClaim(cmd) {
+			if ranClaim(cmd, nil) {
 				h.ran(cmd)
 			}
 		}
