@@ -38,9 +38,15 @@ const (
 func (s *Store) AnswerBound() time.Duration { return answerWaits * s.lockWait() }
 
 // lockWait is Config.LockWait as the server applies it: MySQL and MariaDB
-// take whole seconds, rounded up.
+// take whole seconds, rounded up. Before the Store knows its server
+// (detect publishes s.d with its verdict), a zero Config.Dialect may be
+// either: rounded up, the longer.
 func (s *Store) lockWait() time.Duration {
-	if s.d.mysqlLike() {
+	d := s.cfg.Dialect
+	if s.known.Load() != nil {
+		d = s.d
+	}
+	if d == 0 || d.mysqlLike() {
 		return (s.cfg.LockWait + time.Second - 1) / time.Second * time.Second
 	}
 	return s.cfg.LockWait
