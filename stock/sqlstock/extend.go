@@ -28,7 +28,10 @@ var _ stock.HoldExtender = (*Store)(nil)
 // caller's transaction, say): on MySQL and MariaDB past it the answer is
 // stock.ErrContention, on PostgreSQL, where the statement is canceled,
 // stock.ErrUnknownOutcome (call again); a call that got no connection
-// within it sent nothing and answers stock.ErrContention. On SQLite the UPDATE and the read
+// within it sent nothing and answers stock.ErrContention. An autocommit
+// UPDATE the call's own bound cuts before the server answers (on MySQL
+// and MariaDB too, on a machine too busy for the server's lock timeout to
+// reach the client in time) may have applied: stock.ErrUnknownOutcome. On SQLite the UPDATE and the read
 // run in one IMMEDIATE transaction, which waits for the write lock as
 // every write of the Store does.
 func (s *Store) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
