@@ -21,14 +21,7 @@ import (
 // The stock row agrees with the ledger, and a retry under the same ID
 // learns the outcome.
 func TestCanceledDeductsTellTheTruth(t *testing.T) {
-	for _, b := range backends() {
-		for _, st := range strategies {
-			t.Run(b.name+"/"+st.String(), func(t *testing.T) {
-				b.need(t)
-				cancelStorm(t, b, st)
-			})
-		}
-	}
+	forEach(t, cancelStorm)
 }
 
 func cancelStorm(t *testing.T, b backend, st sqlstock.Strategy) {

@@ -26,27 +26,10 @@ func TestGroupedTwoLineOrdersExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		const users, each = 50, 3
-		errs := make([]error, users*each)
-		var wg sync.WaitGroup
-		for i := range errs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = s.Deduct(ctx, stock.Order{ID: fmt.Sprintf("o%d", i), UserID: fmt.Sprintf("u%d", i%users),
-					Items: []stock.Item{{SKU: "Y", Qty: 1}, {SKU: "X", Qty: 1}}})
-			}()
-		}
-		wg.Wait()
-		ok := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				ok++
-			case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrLimitReached):
-			default:
-				t.Errorf("order o%d: %v", i, err)
-			}
-		}
+		ok := buyAtOnce(t, users*each, func(i int) error {
+			return s.Deduct(ctx, stock.Order{ID: fmt.Sprintf("o%d", i), UserID: fmt.Sprintf("u%d", i%users),
+				Items: []stock.Item{{SKU: "Y", Qty: 1}, {SKU: "X", Qty: 1}}})
+		})
 		x, _ := s.Levels(ctx, "X")
 		y, _ := s.Levels(ctx, "Y")
 		if ok != 80 || x.Available != 0 || x.Held != 80 || y.Held != 80 || y.Available != 920 {
@@ -58,4 +41,32 @@ func TestGroupedTwoLineOrdersExact(t *testing.T) {
 			}
 		}
 	})
+}
+
+// buyAtOnce runs the n orders buy(0) .. buy(n-1) at once and returns how
+// many were taken; an order may be refused as sold out or past its
+// user's limit, and any other answer fails the test.
+func buyAtOnce(t *testing.T, n int, buy func(i int) error) int {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = buy(i)
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrLimitReached):
+		default:
+			t.Errorf("order %d: %v", i, err)
+		}
+	}
+	return ok
 }

@@ -48,7 +48,8 @@ func forEachTx(t *testing.T, strategies []sqlstock.Strategy, f func(t *testing.T
 	}
 }
 
-// forEachServerTx is forEachTx on MariaDB and PostgreSQL: SQLite has one
+// forEachServerTx is forEachTx on MariaDB and PostgreSQL (also for tests
+// of the Store alone that need another transaction to hold rows): SQLite has one
 // writer, so its transactions never hold rows that another one waits for.
 func forEachServerTx(t *testing.T, strategies []sqlstock.Strategy, f func(t *testing.T, b backend, st sqlstock.Strategy)) {
 	for _, b := range backends() {

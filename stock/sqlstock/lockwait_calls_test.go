@@ -19,17 +19,7 @@ import (
 // (nothing applied), never stock.ErrUnknownOutcome; once the holder lets
 // go, nothing of them was applied.
 func TestEveryCallBoundedWhileRowsHeld(t *testing.T) {
-	for _, b := range backends() {
-		if b.dialect == sqlstock.SQLite {
-			continue
-		}
-		for _, st := range strategies {
-			t.Run(b.name+"/"+st.String(), func(t *testing.T) {
-				b.need(t)
-				lockWaitAllCalls(t, b, st)
-			})
-		}
-	}
+	forEachServerTx(t, strategies, lockWaitAllCalls)
 }
 
 func lockWaitAllCalls(t *testing.T, b backend, st sqlstock.Strategy) {

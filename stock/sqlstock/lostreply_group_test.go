@@ -18,17 +18,7 @@ import (
 // COMMIT's reply is lost: each answer tells the truth about the ledger,
 // and retries end with exactly the units held.
 func TestLostCommitsInGroups(t *testing.T) {
-	for _, b := range backends() {
-		if b.dialect == sqlstock.SQLite {
-			continue
-		}
-		for _, st := range strategies {
-			t.Run(b.name+"/"+st.String(), func(t *testing.T) {
-				b.need(t)
-				lostGroups(t, b, st)
-			})
-		}
-	}
+	forEachServerTx(t, strategies, lostGroups)
 }
 
 func lostGroups(t *testing.T, b backend, st sqlstock.Strategy) {

@@ -71,17 +71,7 @@ func strconvQuote(b []byte) string { return strconv.Quote(string(b)) }
 // outcome, applied exactly once; or it says stock.ErrUnknownOutcome, and a
 // retry under the same ID applies nothing more.
 func TestLostReplyAppliesOnce(t *testing.T) {
-	for _, b := range backends() {
-		if b.dialect == sqlstock.SQLite {
-			continue
-		}
-		for _, st := range strategies {
-			t.Run(b.name+"/"+st.String(), func(t *testing.T) {
-				b.need(t)
-				lostReplies(t, b, st)
-			})
-		}
-	}
+	forEachServerTx(t, strategies, lostReplies)
 }
 
 func lostReplies(t *testing.T, b backend, st sqlstock.Strategy) {

@@ -2,9 +2,7 @@ package sqlstock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/stockguard/stockguard/internal/testdb"
@@ -42,27 +40,10 @@ func TestStoresOfEveryStrategyShareTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			const users, each = 30, 3
-			errs := make([]error, users*each)
-			var wg sync.WaitGroup
-			for i := range errs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs[i] = stores[i%3].Deduct(ctx, stock.Order{ID: fmt.Sprint("o", i), UserID: fmt.Sprint("u", i%users),
-						Items: []stock.Item{{SKU: "X", Qty: 1}, {SKU: "Y", Qty: 1}}})
-				}()
-			}
-			wg.Wait()
-			ok := 0
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					ok++
-				case errors.Is(err, stock.ErrSoldOut), errors.Is(err, stock.ErrLimitReached):
-				default:
-					t.Errorf("o%d: %v", i, err)
-				}
-			}
+			ok := buyAtOnce(t, users*each, func(i int) error {
+				return stores[i%3].Deduct(ctx, stock.Order{ID: fmt.Sprint("o", i), UserID: fmt.Sprint("u", i%users),
+					Items: []stock.Item{{SKU: "X", Qty: 1}, {SKU: "Y", Qty: 1}}})
+			})
 			x, _ := stores[1].Levels(ctx, "X")
 			y, _ := stores[2].Levels(ctx, "Y")
 			if ok != 50 || x.Available != 0 || x.Held != 50 || y.Held != 50 {

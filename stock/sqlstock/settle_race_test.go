@@ -18,14 +18,7 @@ import (
 // exactly: per SKU, available + held + sold == units put on sale, and the
 // ledger's orders account for held + sold to the unit.
 func TestSettleCallsRaceConserveUnits(t *testing.T) {
-	for _, b := range backends() {
-		for _, st := range strategies {
-			t.Run(b.name+"/"+st.String(), func(t *testing.T) {
-				b.need(t)
-				settleRace(t, b, st)
-			})
-		}
-	}
+	forEach(t, settleRace)
 }
 
 func settleRace(t *testing.T, b backend, st sqlstock.Strategy) {
