@@ -14,7 +14,7 @@ import (
 
 // Reclaimers on several nodes at once, each pass over many due orders:
 // every order comes back exactly once, and no pass fails (a pass waits
-// for no lock).
+// for the rows another pass holds, within LockWait).
 func TestConcurrentBigReclaimPasses(t *testing.T) {
 	for _, b := range backends() {
 		if b.dialect == sqlstock.SQLite {
