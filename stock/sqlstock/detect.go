@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -148,7 +149,11 @@ func (s *Store) detect(ctx context.Context, on DBTX) error {
 		// A connection first, then the turn: a call holding the turn
 		// never waits for a connection, which a TxStore call waiting for
 		// the turn may hold (its transaction's, the pool's last).
-		conn, err := db.Conn(ctx)
+		var conn *sql.Conn
+		err := s.againIfBusy(ctx, func() (err error) {
+			conn, err = db.Conn(ctx)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -203,7 +208,9 @@ func (s *Store) detect(ctx context.Context, on DBTX) error {
 			err = on.QueryRowContext(ctx, query, s.cfg.Table, s.cfg.Columns.SKU).Scan(&collation, &d)
 			det = d
 		} else {
-			err = on.QueryRowContext(ctx, query, s.cfg.Table, s.cfg.Columns.SKU).Scan(&collation)
+			err = s.againIfBusy(ctx, func() error {
+				return on.QueryRowContext(ctx, query, s.cfg.Table, s.cfg.Columns.SKU).Scan(&collation)
+			})
 			if s.d == SQLite && err == nil && !collation.Valid {
 				collation = sql.NullString{String: "BINARY", Valid: true} // not the key: not read (see Config.Table)
 			}
@@ -218,4 +225,23 @@ func (s *Store) detect(ctx context.Context, on DBTX) error {
 	next := s.judge(collation, det)
 	s.known.Store(next) // publishes s.d and s.q to every later load
 	return next.refused
+}
+
+// againIfBusy runs fn, and on SQLite runs it again (up to 10 times, a
+// little longer apart each time) while it fails with SQLITE_BUSY: a
+// connection opening (its DSN's pragmas) or reading the catalog is
+// answered busy at once, without the busy timeout, while another
+// connection changes the schema (Stores creating their tables at once).
+func (s *Store) againIfBusy(ctx context.Context, fn func() error) error {
+	for try := 1; ; try++ {
+		err := fn()
+		if s.cfg.Dialect != SQLite || try == 10 || classify(err) != errTransient {
+			return err
+		}
+		select {
+		case <-time.After(time.Duration(try) * 10 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
