@@ -66,7 +66,7 @@ type Decision struct {
 // events may happen at once (zero means Burst = Rate); refilling a whole
 // burst (Burst/Rate periods) may take at most MaxPeriod. For FixedWindow and
 // SlidingWindow, Rate is the most events in one window of Period, and Burst
-// is ignored.
+// is ignored (never checked nor used, whatever its value).
 type Limit struct {
 	Rate   int64
 	Period time.Duration
@@ -105,7 +105,9 @@ func (l Limit) resolved() Limit {
 	return l
 }
 
-// validate checks a resolved limit; field names it in the error.
+// validate checks a resolved limit; field names it in the error. Burst is
+// checked for GCRA (and Local, which validates as GCRA) only: the window
+// algorithms ignore it, whatever its value.
 func (l Limit) validate(field string, alg Algorithm) error {
 	if l.Rate < 1 || l.Rate > MaxRate {
 		return invalid(field+".Rate", fmt.Sprintf("%d is outside [1, %d]", l.Rate, MaxRate))
@@ -119,10 +121,13 @@ func (l Limit) validate(field string, alg Algorithm) error {
 	if l.Period%time.Microsecond != 0 {
 		return invalid(field+".Period", fmt.Sprintf("%v is not a whole number of microseconds", l.Period))
 	}
+	if alg != GCRA {
+		return nil // Burst is ignored by the window algorithms
+	}
 	if l.Burst < 1 || l.Burst > MaxRate {
 		return invalid(field+".Burst", fmt.Sprintf("%d is outside [1, %d]", l.Burst, MaxRate))
 	}
-	if alg == GCRA && float64(l.Burst)/float64(l.Rate)*float64(l.Period) > float64(MaxPeriod) {
+	if float64(l.Burst)/float64(l.Rate)*float64(l.Period) > float64(MaxPeriod) {
 		return invalid(field, "refilling Burst takes longer than MaxPeriod")
 	}
 	return nil
