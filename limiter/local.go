@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"math/bits"
@@ -94,6 +95,9 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	}
 	if lim.Rate > lim.Period.Nanoseconds() {
 		return nil, invalid("LocalConfig.Limit", "faster than one event per nanosecond")
+	}
+	if cfg.Clock != nil && isNil(cfg.Clock) {
+		return nil, invalid("LocalConfig.Clock", "a nil "+fmt.Sprintf("%T", cfg.Clock))
 	}
 	if cfg.MaxKeys < 0 {
 		return nil, invalid("LocalConfig.MaxKeys", "negative")

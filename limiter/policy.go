@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,12 @@ func newGuard(p Policy, field string) (*guard, error) {
 	if p.OnError < ReturnError || p.OnError > FailClosed {
 		return nil, invalid(field+".OnError", "unknown ErrorMode")
 	}
+	if p.Fallback != nil && isNil(p.Fallback) {
+		return nil, invalid(field+".Fallback", fmt.Sprintf("a nil %T", p.Fallback))
+	}
+	if p.Clock != nil && isNil(p.Clock) {
+		return nil, invalid(field+".Clock", fmt.Sprintf("a nil %T", p.Clock))
+	}
 	if p.Backoff == 0 {
 		p.Backoff = 100 * time.Millisecond
 	}
@@ -86,6 +93,18 @@ func newGuard(p Policy, field string) (*guard, error) {
 		p.Clock = systemClock{}
 	}
 	return &guard{p: p}, nil
+}
+
+// isNil reports whether v, an interface holding a value, holds a nil
+// pointer, map, slice, func or channel (a typed nil), which would panic
+// when called.
+func isNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // bypassed reports whether any of keys is allowlisted.

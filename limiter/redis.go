@@ -134,8 +134,8 @@ type engine struct {
 }
 
 func newEngine(rdb redis.Scripter, alg Algorithm, prefix string, p Policy, cfgName string) (engine, string, error) {
-	if rdb == nil {
-		return engine{}, "", invalid(cfgName+" client", "nil redis.Scripter")
+	if rdb == nil || isNil(rdb) {
+		return engine{}, "", invalid(cfgName+" client", fmt.Sprintf("nil redis.Scripter (%T)", rdb))
 	}
 	if alg < GCRA || alg > SlidingWindow {
 		return engine{}, "", invalid(cfgName+".Algorithm", alg.String()+" is unknown")

@@ -14,7 +14,7 @@ import (
 // NewComposite refuse a nil client ("nil redis.Scripter"), but a nil
 // *redis.Client (a typed nil in the interface) is accepted, and the first
 // call then panics; so does a nil *Local given as the Policy's Fallback.
-func TestZZTypedNilInputsPanic(t *testing.T) {
+func TestTypedNilInputsAreInvalid(t *testing.T) {
 	call := func(t *testing.T, name string, f func() error) {
 		t.Helper()
 		defer func() {
@@ -43,6 +43,24 @@ func TestZZTypedNilInputsPanic(t *testing.T) {
 		_, err = c.Allow(bg, limiter.Request{Values: []string{"u"}})
 		return err
 	})
+	var nilClock *manualClock
+	call(t, "Policy.Clock = nil *manualClock, Redis down", func() error {
+		f := newFlaky(t)
+		l, err := limiter.NewRedis(f, limiter.RedisConfig{Limit: limiter.PerSecond(1), Policy: limiter.Policy{Clock: nilClock, OnError: limiter.FailOpen}})
+		if err != nil {
+			return err
+		}
+		_, err = l.Allow(bg, "k")
+		return err
+	})
+	call(t, "LocalConfig.Clock = nil *manualClock", func() error {
+		l, err := limiter.NewLocal(limiter.LocalConfig{Limit: limiter.PerSecond(1), Clock: nilClock})
+		if err != nil {
+			return err
+		}
+		_, err = l.Allow(bg, "k")
+		return err
+	})
 	var nilLocal *limiter.Local
 	call(t, "Policy.Fallback = nil *Local, Redis down", func() error {
 		f := newFlaky(t)
@@ -58,7 +76,7 @@ func TestZZTypedNilInputsPanic(t *testing.T) {
 // Limit: "For FixedWindow and SlidingWindow, Rate is the most events in one
 // window of Period, and Burst is ignored." A window limit whose Burst is
 // outside [1, MaxRate] is refused, as if Burst counted.
-func TestZZWindowBurstIsNotIgnored(t *testing.T) {
+func TestWindowLimitIgnoresBurst(t *testing.T) {
 	_, rdb := newMini(t)
 	for _, alg := range []limiter.Algorithm{limiter.FixedWindow, limiter.SlidingWindow} {
 		for _, burst := range []int64{-1, limiter.MaxRate + 1} {
