@@ -70,6 +70,24 @@
 // failures (*[RedisError], matching [ErrUnavailable]), which the policy may
 // turn into a degraded decision. Nothing in this package panics on input.
 //
+// # Lost replies
+//
+// A script's reply can be lost after Redis ran it (a dropped connection, a
+// read timeout behind a busy server): the call's outcome is then unknown.
+// The *RedisError it returns does not mean nothing was counted, and a
+// degraded decision of the Policy may come on top of what the script
+// counted. A client that re-sends the script itself (go-redis does after
+// io.EOF or a read timeout, up to Options.MaxRetries; a ClusterClient
+// may re-send once within MaxRedirects even with MaxRetries -1) runs it
+// again: the first run counted the call's events and the second decides
+// them again, so the caller may be refused events that were counted. A
+// lost reply never admits past a limit; it can only count a caller's
+// events twice. The limiter keeps no per-call record that would tell a
+// re-send from a new call: that costs a key and a write per admitted call
+// for as long as a re-send may come (half again the server time of a
+// one-key GCRA call, and about 176 bytes per admitted call, measured),
+// more than the extra refusal it would spare.
+//
 // Configuration structs mean their defaults when zero, except the limits.
 // All limiters are safe for concurrent use.
 package limiter

@@ -13,9 +13,12 @@ type Limiter interface {
 	// Allow is AllowN(ctx, key, 1).
 	Allow(ctx context.Context, key string) (Decision, error)
 	// AllowN reports whether n events (n >= 1) may happen now for key, and
-	// if so counts them. A refused call counts nothing. An error means no
-	// decision was made (invalid input, or the store failed and the policy
-	// says to return the error).
+	// if so counts them. A refused call counts nothing (but a call whose
+	// reply was lost and which its client re-sent was counted by its first
+	// run; see Lost replies in the package doc). An error means no decision
+	// was returned: invalid input, or the store failed and the policy says
+	// to return the error; a store failure after the call was sent may have
+	// counted it.
 	AllowN(ctx context.Context, key string, n int) (Decision, error)
 }
 
