@@ -1,0 +1,69 @@
+package natsjs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/natsjs"
+	"github.com/stockguard/stockguard/stock"
+)
+
+type zzSettler struct{}
+
+func (zzSettler) Settle(context.Context, stock.Order) error { return nil }
+
+// handoff's adapter contract (handoff/doc.go, "Writing an adapter"):
+// "A payload that cannot be decoded is delivered with an invalid (e.g.
+// empty) Order, so the Consumer dead-letters it" — and the Consumer then
+// reports it: ConsumerConfig.Done gets an error matching
+// handoff.ErrDeadLettered, the Observer a Handoff with DeadLettered (the
+// dead-letter alert of otelstock). redisstream and handofftest.Memory do.
+// The natsjs Source dead-letters such a message itself and never hands it
+// over, so nothing reports it: a dead letter no one hears of.
+func TestZZUndecodablePayloadReachesTheConsumer(t *testing.T) {
+	url := serverURL(t)
+	js := connect(t, url)
+	cfg := config(t, js, 500*time.Millisecond)
+	if _, err := natsjs.NewPublisher(ctxT(t), js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	src, err := natsjs.NewSource(ctxT(t), js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A payload of another version, or written by hand: not a hand-off.
+	if _, err := js.PublishMsg(ctxT(t), &nats.Msg{Subject: cfg.Subject, Data: []byte("{not json")}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var done []error
+	c, err := handoff.NewConsumer(src, zzSettler{}, handoff.ConsumerConfig{
+		Done: func(_ context.Context, _ handoff.Message, err error) {
+			mu.Lock()
+			done = append(done, err)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_ = c.Run(ctx)
+	if ds, err := js.Stream(ctxT(t), cfg.Stream+"_DEAD"); err == nil {
+		if info, err := ds.Info(ctxT(t)); err == nil {
+			t.Logf("the dead-letter stream holds %d message(s)", info.State.Msgs)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(done) != 1 || !errors.Is(done[0], handoff.ErrDeadLettered) {
+		t.Errorf("Done got %v for the undecodable message; want one error matching handoff.ErrDeadLettered", done)
+	}
+}
