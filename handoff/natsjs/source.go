@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/stock"
 )
 
 // The headers a dead-lettered message carries, beside the original's.
@@ -44,8 +45,12 @@ var _ handoff.Source = (*Source)(nil)
 
 // NewSource returns a Source on js, after creating the hand-off's stream,
 // its dead-letter stream and the durable consumer (or updating them to
-// cfg).
+// cfg). A nil js or a Config that cannot be used is refused with an error
+// matching stock.ErrInvalid.
 func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source, error) {
+	if js == nil {
+		return nil, &stock.InvalidError{Field: "natsjs.NewSource", Reason: "needs a JetStream client"}
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -68,10 +73,11 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 // consumer has at once, and only when it has nothing waits for one
 // message (Config.PollWait at a time) and then takes what else came. A
 // message that does not decode as a hand-off is dead-lettered with
-// ErrMalformed and not returned.
+// ErrMalformed and not returned. A max under 1 is refused with an error
+// matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
-		return nil, fmt.Errorf("natsjs: Fetch of %d messages", max)
+		return nil, &stock.InvalidError{Field: "natsjs.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
 	}
 	for {
 		if ctx.Err() != nil {
