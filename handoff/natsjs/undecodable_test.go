@@ -14,19 +14,22 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-type zzSettler struct{}
+// validatingSettler answers as the flow's Settle does (tiered.Manager
+// validates the order first): stock.ErrInvalid for an order that can
+// never settle, nil for any other.
+type validatingSettler struct{}
 
-func (zzSettler) Settle(context.Context, stock.Order) error { return nil }
+func (validatingSettler) Settle(_ context.Context, o stock.Order) error { return o.Validate() }
 
 // handoff's adapter contract (handoff/doc.go, "Writing an adapter"):
 // "A payload that cannot be decoded is delivered with an invalid (e.g.
 // empty) Order, so the Consumer dead-letters it" — and the Consumer then
 // reports it: ConsumerConfig.Done gets an error matching
 // handoff.ErrDeadLettered, the Observer a Handoff with DeadLettered (the
-// dead-letter alert of otelstock). redisstream and handofftest.Memory do.
-// The natsjs Source dead-letters such a message itself and never hands it
-// over, so nothing reports it: a dead letter no one hears of.
-func TestZZUndecodablePayloadReachesTheConsumer(t *testing.T) {
+// dead-letter alert of otelstock), as for redisstream and
+// handofftest.Memory. A Source that dead-lettered such a message itself
+// and never handed it over left a dead letter no one hears of.
+func TestUndecodablePayloadReachesTheConsumer(t *testing.T) {
 	url := serverURL(t)
 	js := connect(t, url)
 	cfg := config(t, js, 500*time.Millisecond)
@@ -43,7 +46,7 @@ func TestZZUndecodablePayloadReachesTheConsumer(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var done []error
-	c, err := handoff.NewConsumer(src, zzSettler{}, handoff.ConsumerConfig{
+	c, err := handoff.NewConsumer(src, validatingSettler{}, handoff.ConsumerConfig{
 		Done: func(_ context.Context, _ handoff.Message, err error) {
 			mu.Lock()
 			done = append(done, err)
