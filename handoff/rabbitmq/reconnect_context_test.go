@@ -14,11 +14,11 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// zzHole is a TCP proxy to the broker that can turn into a black hole: it
+// blackHole is a TCP proxy to the broker that can turn into a black hole: it
 // drops the connections it carries and then accepts new ones without ever
 // answering (a broker host that stopped answering, a partition with a
 // stale load balancer in front).
-type zzHole struct {
+type blackHole struct {
 	ln     net.Listener
 	target string
 
@@ -27,7 +27,7 @@ type zzHole struct {
 	hole  bool
 }
 
-func zzStartHole(t *testing.T, brokerURL string) (*zzHole, string) {
+func startBlackHole(t *testing.T, brokerURL string) (*blackHole, string) {
 	t.Helper()
 	u, err := url.Parse(brokerURL)
 	if err != nil {
@@ -37,14 +37,14 @@ func zzStartHole(t *testing.T, brokerURL string) (*zzHole, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &zzHole{ln: ln, target: u.Host}
+	h := &blackHole{ln: ln, target: u.Host}
 	go h.serve()
 	t.Cleanup(func() { _ = ln.Close(); h.closeAll() })
 	u.Host = ln.Addr().String()
 	return h, u.String()
 }
 
-func (h *zzHole) serve() {
+func (h *blackHole) serve() {
 	for {
 		c, err := h.ln.Accept()
 		if err != nil {
@@ -70,7 +70,7 @@ func (h *zzHole) serve() {
 	}
 }
 
-func (h *zzHole) closeAll() {
+func (h *blackHole) closeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range h.conns {
@@ -80,14 +80,14 @@ func (h *zzHole) closeAll() {
 }
 
 // blackhole drops every connection and answers no new one.
-func (h *zzHole) blackhole() {
+func (h *blackHole) blackhole() {
 	h.mu.Lock()
 	h.hole = true
 	h.mu.Unlock()
 	h.closeAll()
 }
 
-func zzMessage(id string) handoff.Message {
+func testMessage(id string) handoff.Message {
 	now := time.Now()
 	return handoff.Message{
 		Order:    stock.Order{ID: id, Items: []stock.Item{{SKU: "sku-a", Qty: 1}}},
@@ -98,15 +98,15 @@ func zzMessage(id string) handoff.Message {
 // Publish takes ctx first and must return once ctx ends (STYLE.md: "ctx
 // first on every call that does I/O"; rabbitmq.Publish: "it reconnects and
 // publishes again, until ctx ends"). A buyer's Place waits on it. Once the
-// broker stops answering, each Publish waits out amqp091's 10s dial and
-// handshake timeout whatever its context says, and concurrent Publishes
-// queue behind the link's mutex and dial one after another.
-func TestZZPublishHonoursItsContextWhileReconnecting(t *testing.T) {
+// broker stops answering, no Publish waits out amqp091's 10s dial and
+// handshake timeout past its context, and concurrent Publishes do not
+// queue behind one another's dials.
+func TestPublishHonoursItsContextWhileReconnecting(t *testing.T) {
 	brokerURL := testdb.Need(t, broker)
-	hole, url := zzStartHole(t, brokerURL)
+	hole, url := startBlackHole(t, brokerURL)
 	cfg := config(t, brokerURL, 500*time.Millisecond)
 	pub := publisher(t, url, cfg)
-	if err := pub.Publish(ctxT(t), zzMessage("zz-bh-0")); err != nil {
+	if err := pub.Publish(ctxT(t), testMessage("bh-0")); err != nil {
 		t.Fatalf("Publish before the fault: %v", err)
 	}
 	hole.blackhole()
@@ -121,7 +121,7 @@ func TestZZPublishHonoursItsContextWhileReconnecting(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), budget)
 			defer cancel()
 			start := time.Now()
-			errs[i] = pub.Publish(ctx, zzMessage("zz-bh-"+string(rune('a'+i))))
+			errs[i] = pub.Publish(ctx, testMessage("bh-"+string(rune('a'+i))))
 			took[i] = time.Since(start)
 		})
 	}
@@ -139,9 +139,9 @@ func TestZZPublishHonoursItsContextWhileReconnecting(t *testing.T) {
 // Fetch, too, must return once its context ends (handoff.Source: "waiting
 // until at least one is there or ctx ends"); Consumer.Run bounds each
 // Fetch by ConsumerConfig.Poll (500ms) and its shutdown waits on it.
-func TestZZFetchHonoursItsContextWhileReconnecting(t *testing.T) {
+func TestFetchHonoursItsContextWhileReconnecting(t *testing.T) {
 	brokerURL := testdb.Need(t, broker)
-	hole, url := zzStartHole(t, brokerURL)
+	hole, url := startBlackHole(t, brokerURL)
 	cfg := config(t, brokerURL, 500*time.Millisecond)
 	src := source(t, url, cfg)
 	hole.blackhole()

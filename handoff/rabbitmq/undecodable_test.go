@@ -14,17 +14,20 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-type zzSettler struct{}
+// validatingSettler answers as the flow's Settle does (tiered.Manager
+// validates the order first): stock.ErrInvalid for an order that can
+// never settle, nil for any other.
+type validatingSettler struct{}
 
-func (zzSettler) Settle(context.Context, stock.Order) error { return nil }
+func (validatingSettler) Settle(_ context.Context, o stock.Order) error { return o.Validate() }
 
 // handoff's adapter contract (handoff/doc.go, "Writing an adapter"):
 // "A payload that cannot be decoded is delivered with an invalid (e.g.
 // empty) Order, so the Consumer dead-letters it" — and the Consumer then
 // reports it (ConsumerConfig.Done with handoff.ErrDeadLettered, the
-// Observer's Handoff.DeadLettered). The rabbitmq Source dead-letters such
-// a message itself and never hands it over: nothing reports it.
-func TestZZUndecodablePayloadReachesTheConsumer(t *testing.T) {
+// Observer's Handoff.DeadLettered). A Source that dead-lettered such a
+// message itself and never handed it over left nothing to report it.
+func TestUndecodablePayloadReachesTheConsumer(t *testing.T) {
 	url := testdb.Need(t, broker)
 	cfg := config(t, url, 500*time.Millisecond)
 	src := source(t, url, cfg)
@@ -34,7 +37,7 @@ func TestZZUndecodablePayloadReachesTheConsumer(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var done []error
-	c, err := handoff.NewConsumer(src, zzSettler{}, handoff.ConsumerConfig{
+	c, err := handoff.NewConsumer(src, validatingSettler{}, handoff.ConsumerConfig{
 		Done: func(_ context.Context, _ handoff.Message, err error) {
 			mu.Lock()
 			done = append(done, err)

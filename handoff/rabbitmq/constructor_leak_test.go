@@ -9,8 +9,8 @@ import (
 	"github.com/stockguard/stockguard/internal/testdb"
 )
 
-// zzGoroutines is the number of goroutines once the count settles.
-func zzGoroutines() int {
+// settledGoroutines is the number of goroutines once the count settles.
+func settledGoroutines() int {
 	n := runtime.NumGoroutine()
 	for range 20 {
 		time.Sleep(50 * time.Millisecond)
@@ -27,16 +27,16 @@ func zzGoroutines() int {
 // NewSource that fail return nothing the caller could Close, so they
 // must not leave the connection they opened behind. A queue of the
 // Config's name that exists with other arguments (a classic queue, a
-// former deployment) makes the declaration fail; each failed call
-// leaves an open AMQP connection (and its goroutines) for good.
-func TestZZFailedConstructorsLeaveNoConnection(t *testing.T) {
+// former deployment) makes the declaration fail; no failed call may
+// leave an open AMQP connection (and its goroutines) behind.
+func TestFailedConstructorsLeaveNoConnection(t *testing.T) {
 	url := testdb.Need(t, broker)
 	cfg := config(t, url, 500*time.Millisecond)
 	// The hand-off's queue exists as a classic queue.
 	if _, err := adminChannel(t, url).QueueDeclare(cfg.Queue, true, false, false, false, nil); err != nil {
 		t.Fatalf("declare a classic queue: %v", err)
 	}
-	before := zzGoroutines()
+	before := settledGoroutines()
 	const tries = 5
 	for range tries {
 		if p, err := rabbitmq.NewPublisher(ctxT(t), url, cfg); err == nil {
@@ -48,7 +48,7 @@ func TestZZFailedConstructorsLeaveNoConnection(t *testing.T) {
 			t.Fatalf("NewSource over a classic queue of the same name: nil error")
 		}
 	}
-	after := zzGoroutines()
+	after := settledGoroutines()
 	if after > before+2 {
 		t.Errorf("%d goroutines before %d failed NewPublisher and NewSource calls, %d after: their connections stay open", before, 2*tries, after)
 	}
@@ -56,10 +56,10 @@ func TestZZFailedConstructorsLeaveNoConnection(t *testing.T) {
 
 // Close releases what a Publisher and a Source opened: no goroutine of
 // theirs outlives it, even with a delivery in a Retry's delay.
-func TestZZCloseLeavesNoGoroutine(t *testing.T) {
+func TestCloseLeavesNoGoroutine(t *testing.T) {
 	url := testdb.Need(t, broker)
 	cfg := config(t, url, 500*time.Millisecond)
-	before := zzGoroutines()
+	before := settledGoroutines()
 	pub, err := rabbitmq.NewPublisher(ctxT(t), url, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +68,8 @@ func TestZZCloseLeavesNoGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"zz-close-1", "zz-close-2"} {
-		if err := pub.Publish(ctxT(t), zzMessage(id)); err != nil {
+	for _, id := range []string{"close-1", "close-2"} {
+		if err := pub.Publish(ctxT(t), testMessage(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,7 +80,7 @@ func TestZZCloseLeavesNoGoroutine(t *testing.T) {
 	_ = ds[0].Ack(ctxT(t))
 	_ = pub.Close()
 	_ = src.Close()
-	if after := zzGoroutines(); after > before+1 {
+	if after := settledGoroutines(); after > before+1 {
 		t.Errorf("%d goroutines before, %d after Close", before, after)
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/stockguard/stockguard/internal/testdb"
 )
 
-// zzStall is a TCP proxy to the broker whose connections can stall: the
+// stallProxy is a TCP proxy to the broker whose connections can stall: the
 // bytes stop flowing both ways and nothing is closed (a partition, a
 // peer that stopped answering), as TCP sees it until a timeout.
-type zzStall struct {
+type stallProxy struct {
 	ln      net.Listener
 	target  string
 	mu      sync.Mutex
@@ -23,7 +23,7 @@ type zzStall struct {
 	conns   []net.Conn
 }
 
-func zzStartStall(t *testing.T, brokerURL string) (*zzStall, string) {
+func startStallProxy(t *testing.T, brokerURL string) (*stallProxy, string) {
 	t.Helper()
 	u, err := url.Parse(brokerURL)
 	if err != nil {
@@ -33,7 +33,7 @@ func zzStartStall(t *testing.T, brokerURL string) (*zzStall, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &zzStall{ln: ln, target: u.Host, resume: make(chan struct{})}
+	s := &stallProxy{ln: ln, target: u.Host, resume: make(chan struct{})}
 	go s.serve()
 	t.Cleanup(func() {
 		s.unstall()
@@ -48,7 +48,7 @@ func zzStartStall(t *testing.T, brokerURL string) (*zzStall, string) {
 	return s, u.String()
 }
 
-func (s *zzStall) serve() {
+func (s *stallProxy) serve() {
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
@@ -67,7 +67,7 @@ func (s *zzStall) serve() {
 	}
 }
 
-func (s *zzStall) pipe(dst, src net.Conn) {
+func (s *stallProxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -89,13 +89,13 @@ func (s *zzStall) pipe(dst, src net.Conn) {
 	}
 }
 
-func (s *zzStall) stall() {
+func (s *stallProxy) stall() {
 	s.mu.Lock()
 	s.stalled = true
 	s.mu.Unlock()
 }
 
-func (s *zzStall) unstall() {
+func (s *stallProxy) unstall() {
 	s.mu.Lock()
 	if s.stalled {
 		s.stalled = false
@@ -108,11 +108,11 @@ func (s *zzStall) unstall() {
 // Fetch returns once its context ends (handoff.Source); Consumer.Run
 // bounds each Fetch by ConsumerConfig.Poll and its shutdown waits on it.
 // On a connection that stalls, Fetch's basic.qos, basic.consume and
-// basic.cancel wait for the broker's reply with no regard to ctx, until
-// amqp091's heartbeat gives up on the connection.
-func TestZZFetchHonoursItsContextOnAStalledConnection(t *testing.T) {
+// basic.cancel must not wait for the broker's reply past ctx (until
+// amqp091's heartbeat gives up on the connection, 15s).
+func TestFetchHonoursItsContextOnAStalledConnection(t *testing.T) {
 	brokerURL := testdb.Need(t, broker)
-	st, url := zzStartStall(t, brokerURL)
+	st, url := startStallProxy(t, brokerURL)
 	cfg := config(t, brokerURL, 500*time.Millisecond)
 	src := source(t, url, cfg)
 	ctx0, cancel0 := context.WithTimeout(context.Background(), 200*time.Millisecond)
