@@ -31,7 +31,11 @@ type Config struct {
 	// on a new connection included; default 5s.
 	PublishTimeout time.Duration
 	// Connection configures the connections (TLS, heartbeat, properties);
-	// the zero value is amqp091's defaults with a 10s dial timeout.
+	// the zero value is amqp091's defaults with a 10s dial timeout and a
+	// 10s handshake timeout. One attempt at a time opens a connection,
+	// and every call that needs it waits for that attempt only until its
+	// own context ends; Close ends the attempt (a Dial given here cannot
+	// be interrupted, but the handshake that follows it can).
 	Connection amqp.Config
 }
 
@@ -52,9 +56,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 5 * time.Second
-	}
-	if c.Connection.Dial == nil {
-		c.Connection.Dial = amqp.DefaultDial(10 * time.Second)
 	}
 	switch {
 	case c.Redelivery < 0, c.PublishTimeout < 0:

@@ -46,7 +46,7 @@ func NewPublisher(ctx context.Context, url string, cfg Config) (*Publisher, erro
 	if err != nil {
 		return nil, err
 	}
-	p := &Publisher{link: &link{url: url, cfg: cfg, confirm: true}, cfg: cfg}
+	p := &Publisher{link: newLink(url, cfg, true), cfg: cfg}
 	if _, err := p.link.channel(ctx); err != nil {
 		return nil, err
 	}

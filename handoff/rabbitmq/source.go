@@ -56,8 +56,8 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{
-		link: &link{url: url, cfg: cfg},
-		dead: &Publisher{link: &link{url: url, cfg: cfg, confirm: true}, cfg: cfg},
+		link: newLink(url, cfg, false),
+		dead: &Publisher{link: newLink(url, cfg, true), cfg: cfg},
 		cfg:  cfg,
 	}
 	if _, err := s.link.channel(ctx); err != nil {
