@@ -74,7 +74,10 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 // cancel took effect; so a Source never holds messages it was not asked
 // for. A message that does not decode as a hand-off is dead-lettered with
 // ErrMalformed and not returned. An error of the connection or channel is
-// returned, and the next Fetch opens new ones.
+// returned, and the next Fetch opens new ones. Fetch returns once ctx
+// ends, even on a connection that stopped answering (then the channel is
+// closed and the broker hands back what it delivered on it), but for
+// basic.cancel, which waits up to a second more for the broker.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("rabbitmq: Fetch of %d messages", max)
@@ -86,12 +89,18 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 	if err != nil {
 		return s.failed(ctx, err)
 	}
-	if err := ch.Qos(max, 0, false); err != nil {
+	// basic.qos and basic.consume wait for the broker's reply: on a
+	// stalled connection, until ctx ends (then the channel is broken).
+	if _, err := await(ctx, s.link, ch, func() (struct{}, error) {
+		return struct{}{}, ch.Qos(max, 0, false)
+	}); err != nil {
 		s.link.broken(ch)
 		return s.failed(ctx, err)
 	}
 	tag := fmt.Sprintf("stockguard-%d", s.tags.Add(1))
-	in, err := ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
+	in, err := await(ctx, s.link, ch, func() (<-chan amqp.Delivery, error) {
+		return ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
+	})
 	if err != nil {
 		s.link.broken(ch)
 		return s.failed(ctx, err)
@@ -130,7 +139,21 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 		}
 		t.Stop()
 	}
-	cerr := ch.Cancel(tag, false)
+	// basic.cancel is sent once ctx ended, most often: it has
+	// cancelWait of its own. Past it the channel is broken, and what
+	// came on it is handed back by the broker, not returned.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWait)
+	_, cerr := await(cctx, s.link, ch, func() (struct{}, error) {
+		return struct{}{}, ch.Cancel(tag, false)
+	})
+	timedOut := cctx.Err() != nil
+	cancel()
+	if timedOut {
+		for _, d := range ds {
+			d.(*delivery).handBack(0)
+		}
+		return s.failed(ctx, cerr)
+	}
 	if cerr != nil {
 		s.link.broken(ch) // closing the channel closes in
 	}
@@ -145,6 +168,10 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 
 // gather is how long Fetch waits for more messages after the first.
 const gather = 5 * time.Millisecond
+
+// cancelWait bounds Fetch's wait for the broker's answer to basic.cancel,
+// whether or not Fetch's context has ended.
+const cancelWait = time.Second
 
 // failed is Fetch's answer to err: none and no error once ctx ended.
 func (s *Source) failed(ctx context.Context, err error) ([]handoff.Delivery, error) {
