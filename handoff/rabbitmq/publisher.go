@@ -40,7 +40,8 @@ type Publisher struct {
 var _ handoff.Publisher = (*Publisher)(nil)
 
 // NewPublisher returns a Publisher to the broker at url (an amqp:// or
-// amqps:// URL), after connecting and declaring the queues.
+// amqps:// URL), after connecting and declaring the queues. On error it
+// leaves no connection open.
 func NewPublisher(ctx context.Context, url string, cfg Config) (*Publisher, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -48,6 +49,7 @@ func NewPublisher(ctx context.Context, url string, cfg Config) (*Publisher, erro
 	}
 	p := &Publisher{link: newLink(url, cfg, true), cfg: cfg}
 	if _, err := p.link.channel(ctx); err != nil {
+		_ = p.Close() // the connection, if one opened before the failure
 		return nil, err
 	}
 	return p, nil

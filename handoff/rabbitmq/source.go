@@ -49,7 +49,8 @@ type Source struct {
 var _ handoff.Source = (*Source)(nil)
 
 // NewSource returns a Source on the broker at url (an amqp:// or amqps://
-// URL), after connecting and declaring the queues.
+// URL), after connecting and declaring the queues. On error it leaves no
+// connection open.
 func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -61,6 +62,7 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 		cfg:  cfg,
 	}
 	if _, err := s.link.channel(ctx); err != nil {
+		_ = s.Close() // the connection, if one opened before the failure
 		return nil, err
 	}
 	return s, nil
