@@ -44,6 +44,11 @@
 //     acknowledges it. The DeadQueue is also the queue's dead-letter
 //     destination for anything the broker drops itself (a delivery limit
 //     set by policy).
+//   - A message whose payload does not decode as a hand-off (written by
+//     another program or version) is delivered like any other, with the
+//     zero handoff.Message, whose Order is invalid: the handoff.Consumer
+//     dead-letters it and reports it (handoff.ErrDeadLettered to
+//     ConsumerConfig.Done, a dead-lettered Handoff to the Observer).
 //   - An Ack is not confirmed by AMQP 0-9-1: one lost with its connection
 //     means the message is delivered again, and settled again, which
 //     changes nothing.

@@ -22,11 +22,6 @@ const (
 	AttemptHeader = "x-stockguard-attempt"
 )
 
-// ErrMalformed is the reason given to a message that does not hold a valid
-// hand-off. Fetch dead-letters such a message itself and does not return
-// it.
-var ErrMalformed = errors.New("rabbitmq: malformed hand-off")
-
 // ErrHandedBack is the answer of Ack, Retry and DeadLetter on a delivery
 // that the Source already handed back to the queue (it outlived
 // Config.Redelivery, or an earlier call ended it): the message is delivered
@@ -74,12 +69,14 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 // until the first message and what else comes within a few milliseconds
 // (gather), then basic.cancel, keeping what the broker sent before the
 // cancel took effect; so a Source never holds messages it was not asked
-// for. A message that does not decode as a hand-off is dead-lettered with
-// ErrMalformed and not returned. An error of the connection or channel is
-// returned, and the next Fetch opens new ones. Fetch returns once ctx
-// ends, even on a connection that stopped answering (then the channel is
-// closed and the broker hands back what it delivered on it), but for
-// basic.cancel, which waits up to a second more for the broker.
+// for. A message whose payload does not decode as a hand-off is returned
+// like any other, with the zero Message (an invalid, empty Order): the
+// handoff.Consumer dead-letters it and reports it (handoff.ErrDeadLettered
+// to ConsumerConfig.Done, the Observer). An error of the connection or
+// channel is returned, and the next Fetch opens new ones. Fetch returns
+// once ctx ends, even on a connection that stopped answering (then the
+// channel is closed and the broker hands back what it delivered on it),
+// but for basic.cancel, which waits up to a second more for the broker.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("rabbitmq: Fetch of %d messages", max)
@@ -108,16 +105,7 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 		return s.failed(ctx, err)
 	}
 	var ds []handoff.Delivery
-	add := func(msg amqp.Delivery) {
-		d, err := s.delivery(ch, msg)
-		if err != nil {
-			// Dead-lettered now; failing that, handed back and tried
-			// again.
-			_ = d.DeadLetter(ctx, err)
-			return
-		}
-		ds = append(ds, d)
-	}
+	add := func(msg amqp.Delivery) { ds = append(ds, s.delivery(ch, msg)) }
 	select {
 	case msg, ok := <-in:
 		if ok {
@@ -195,10 +183,10 @@ func (s *Source) Close() error {
 	return errors.Join(s.link.close(), s.dead.Close())
 }
 
-// delivery decodes msg and starts its Redelivery timer. It returns the
-// delivery even when it does not decode (with the error), for it to be
-// dead-lettered.
-func (s *Source) delivery(ch *amqp.Channel, msg amqp.Delivery) (*delivery, error) {
+// delivery decodes msg and starts its Redelivery timer. A payload that
+// does not decode yields the zero Message, whose Order is invalid: the
+// Consumer dead-letters it.
+func (s *Source) delivery(ch *amqp.Channel, msg amqp.Delivery) *delivery {
 	d := &delivery{src: s, ch: ch, msg: msg, attempt: 1 + deliveryCount(msg.Headers)}
 	s.holding.Add(1)
 	// Set under the lock: the timer's own end() may run before
@@ -206,13 +194,10 @@ func (s *Source) delivery(ch *amqp.Channel, msg amqp.Delivery) (*delivery, error
 	d.mu.Lock()
 	d.timer = time.AfterFunc(s.cfg.Redelivery, func() { d.handBack(0) })
 	d.mu.Unlock()
-	if err := json.Unmarshal(msg.Body, &d.m); err != nil {
-		return d, fmt.Errorf("%w: %v", ErrMalformed, err)
+	if json.Unmarshal(msg.Body, &d.m) != nil {
+		d.m = handoff.Message{}
 	}
-	if err := d.m.Order.Validate(); err != nil {
-		return d, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	return d, nil
+	return d
 }
 
 // deliveryCount is the quorum queue's count of earlier deliveries of a
