@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -20,7 +21,9 @@ type Config struct {
 	// messages, with the reason in the x-stockguard-reason header; default
 	// Queue+".dead". It is also Queue's dead-letter destination, so a
 	// message the broker itself gives up on (a delivery limit set by
-	// policy) lands there too, with the broker's x-death header.
+	// policy: both queues are declared with x-delivery-limit 2147483647,
+	// so RabbitMQ 4's default of 20 does not apply) lands there too,
+	// with the broker's x-death header.
 	DeadQueue string
 	// Redelivery is how long a delivery may stay neither acknowledged,
 	// retried nor dead-lettered before the Source hands it back to the
@@ -66,16 +69,29 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// declare declares both queues on ch: durable quorum queues, Queue
+// deliveryLimit is the x-delivery-limit both queues are declared with: so
+// high that no message reaches it, for the Consumer, not the broker,
+// decides when a message is dead. RabbitMQ 4 gives a quorum queue
+// declared without one a limit of 20 deliveries, which the Consumer's
+// retries through a record outage of a minute or two exceed; and -1,
+// RabbitMQ 4's "no limit", is not one on RabbitMQ 3, which then
+// dead-letters a message at its first requeue. A delivery-limit set by
+// an operator's policy still applies (the lower of the two).
+const deliveryLimit = math.MaxInt32
+
+// declare declares both queues on ch: durable quorum queues with no
+// delivery limit a message could reach (deliveryLimit), Queue
 // dead-lettering to DeadQueue.
 func (c Config) declare(ch *amqp.Channel) error {
 	if _, err := ch.QueueDeclare(c.DeadQueue, true, false, false, false, amqp.Table{
-		"x-queue-type": "quorum",
+		"x-queue-type":     "quorum",
+		"x-delivery-limit": int64(deliveryLimit),
 	}); err != nil {
 		return fmt.Errorf("rabbitmq: declare %s: %w", c.DeadQueue, err)
 	}
 	if _, err := ch.QueueDeclare(c.Queue, true, false, false, false, amqp.Table{
 		"x-queue-type":              "quorum",
+		"x-delivery-limit":          int64(deliveryLimit),
 		"x-dead-letter-exchange":    "",
 		"x-dead-letter-routing-key": c.DeadQueue,
 	}); err != nil {

@@ -43,7 +43,11 @@
 //     fails with ErrReturned and the original is handed back), then
 //     acknowledges it. The DeadQueue is also the queue's dead-letter
 //     destination for anything the broker drops itself (a delivery limit
-//     set by policy).
+//     set by policy). The queues are declared with an x-delivery-limit
+//     no message reaches (2147483647), so that RabbitMQ 4's default
+//     limit of 20 deliveries does not dead-letter an order the Consumer
+//     still retries through a record outage; a policy's delivery-limit,
+//     if lower, applies.
 //   - A message whose payload does not decode as a hand-off (written by
 //     another program or version) is delivered like any other, with the
 //     zero handoff.Message, whose Order is invalid: the handoff.Consumer
