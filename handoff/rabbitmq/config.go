@@ -1,12 +1,13 @@
 package rabbitmq
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stockguard/stockguard/stock"
 )
 
 // Config names the queues of a hand-off and sets how they behave. The zero
@@ -42,11 +43,9 @@ type Config struct {
 	Connection amqp.Config
 }
 
-// errConfig matches every error of a Config that cannot be used.
-var errConfig = errors.New("rabbitmq: bad config")
-
 // withDefaults returns c with every zero field set to its default, or an
-// error naming a field that cannot be used.
+// error naming a field that cannot be used (a *stock.InvalidError,
+// matching stock.ErrInvalid).
 func (c Config) withDefaults() (Config, error) {
 	if c.Queue == "" {
 		c.Queue = "stockguard.handoff"
@@ -62,9 +61,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.Redelivery < 0, c.PublishTimeout < 0:
-		return c, fmt.Errorf("%w: negative Redelivery or PublishTimeout", errConfig)
+		return c, &stock.InvalidError{Field: "rabbitmq.Config", Reason: "negative Redelivery or PublishTimeout"}
 	case c.Queue == c.DeadQueue:
-		return c, fmt.Errorf("%w: Queue and DeadQueue are both %q", errConfig, c.Queue)
+		return c, &stock.InvalidError{Field: "rabbitmq.Config.DeadQueue", Reason: fmt.Sprintf("Queue and DeadQueue are both %q", c.Queue)}
 	}
 	return c, nil
 }

@@ -41,7 +41,8 @@ var _ handoff.Publisher = (*Publisher)(nil)
 
 // NewPublisher returns a Publisher to the broker at url (an amqp:// or
 // amqps:// URL), after connecting and declaring the queues. On error it
-// leaves no connection open.
+// leaves no connection open; a Config that cannot be used is refused with
+// an error matching stock.ErrInvalid.
 func NewPublisher(ctx context.Context, url string, cfg Config) (*Publisher, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

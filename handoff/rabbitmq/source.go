@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/stock"
 )
 
 // The headers a dead-lettered message carries, beside the original's.
@@ -45,7 +46,8 @@ var _ handoff.Source = (*Source)(nil)
 
 // NewSource returns a Source on the broker at url (an amqp:// or amqps://
 // URL), after connecting and declaring the queues. On error it leaves no
-// connection open.
+// connection open; a Config that cannot be used is refused with an error
+// matching stock.ErrInvalid.
 func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -77,9 +79,10 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 // once ctx ends, even on a connection that stopped answering (then the
 // channel is closed and the broker hands back what it delivered on it),
 // but for basic.cancel, which waits up to a second more for the broker.
+// A max under 1 is refused with an error matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
-		return nil, fmt.Errorf("rabbitmq: Fetch of %d messages", max)
+		return nil, &stock.InvalidError{Field: "rabbitmq.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
 	}
 	if ctx.Err() != nil {
 		return nil, nil
