@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/handoff/rabbitmq"
 	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -157,5 +158,34 @@ func TestFetchHonoursItsContextWhileReconnecting(t *testing.T) {
 		if took > budget+2*time.Second {
 			t.Fatalf("Fetch %d with a %v context returned after %v (%v)", i, budget, took.Round(time.Millisecond), err)
 		}
+	}
+}
+
+// Close ends a reconnection under way: the attempt that a Publish whose
+// context ended left behind (dialling a broker that never answers) does
+// not outlive the Publisher.
+func TestCloseEndsAReconnection(t *testing.T) {
+	brokerURL := testdb.Need(t, broker)
+	hole, url := startBlackHole(t, brokerURL)
+	cfg := config(t, brokerURL, 500*time.Millisecond)
+	before := settledGoroutines()
+	pub, err := rabbitmq.NewPublisher(ctxT(t), url, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hole.blackhole()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := pub.Publish(ctx, testMessage("bh-close")); err == nil {
+		t.Fatal("Publish returned nil with the broker unreachable")
+	}
+	start := time.Now()
+	_ = pub.Close()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Close took %v", took.Round(time.Millisecond))
+	}
+	if after := settledGoroutines(); after > before+1 {
+		t.Errorf("%d goroutines before the Publisher, %d after its Close: the reconnection outlives it", before, after)
 	}
 }
