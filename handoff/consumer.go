@@ -31,9 +31,10 @@ type ConsumerConfig struct {
 	Batch int
 	// MaxAttempts is the delivery from which a message whose Settle
 	// still fails for an infrastructure reason is dead-lettered instead
-	// of retried, once its Deadline has passed (or it has none): before
-	// its Deadline the gate still holds the order, so the Consumer
-	// retries it however many deliveries that takes. Zero means 10.
+	// of retried, once its Deadline has passed (a message without one,
+	// which a Recorder never publishes, is past it): before its Deadline
+	// the gate still holds the order, so the Consumer retries it however
+	// many deliveries that takes. Zero means 10.
 	MaxAttempts int
 	// Backoff is the delay of the first Retry after an infrastructure
 	// failure; each later attempt doubles it, up to MaxBackoff. Zero
@@ -76,8 +77,8 @@ type ConsumerConfig struct {
 //   - any other error (the record or the gate cannot answer): Retry after
 //     a backoff that doubles per attempt (up to MaxBackoff) for as long as
 //     the message's Deadline has not passed, so an outage shorter than
-//     the hold loses no order; once the Deadline has passed (or for a
-//     message without one), DeadLetter from attempt MaxAttempts on. The
+//     the hold loses no order; once the Deadline has passed (a message
+//     without one is past it), DeadLetter from attempt MaxAttempts on. The
 //     gate hold of a dead-lettered order is returned by the gate's
 //     reclaimer at its deadline (or revert it in Done).
 //
@@ -225,7 +226,7 @@ func (c *Consumer) settle(ctx context.Context, d Delivery) {
 	case err == nil || stock.IsBusiness(err):
 		_ = d.Ack(ctx) // a failed Ack: delivered again, settled again
 		c.finish(ctx, m, h, err)
-	case d.Attempt() >= c.cfg.MaxAttempts && (m.Deadline.IsZero() || c.cfg.Clock.Now().After(m.Deadline)):
+	case d.Attempt() >= c.cfg.MaxAttempts && c.cfg.Clock.Now().After(m.Deadline):
 		// Past its Deadline the gate no longer holds the order: what
 		// still fails there is given up on.
 		c.deadLetter(ctx, d, h, err)

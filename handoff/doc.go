@@ -12,7 +12,10 @@
 // A [Recorder] is the flow's tiered.Recorder: it publishes each order the
 // gate holds as a [Message] with the gate hold's Deadline (the hold time
 // is the gate's own, read from it, never a second setting) and the time
-// it was Sent. A [Consumer] fetches batches (sized for the record's group
+// it was Sent. An order whose hold time the gate cannot tell (read twice)
+// is not published: Place answers it half-way (an unknown outcome) for
+// its retry to hand off, so no order told yes lacks a Deadline to be
+// retried by. A [Consumer] fetches batches (sized for the record's group
 // commit), settles each message concurrently, and ends each delivery by
 // Settle's answer: Ack after nil or a business error (the order ended
 // holding nothing), Retry with a doubling backoff after an infrastructure
