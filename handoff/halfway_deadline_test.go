@@ -18,9 +18,9 @@ import (
 // Message.Deadline "is when the gate hold ends", and a message delivered
 // after it "is counted as expired in the queue". An order answered
 // half-way (its hold time unread twice) and retried later is published
-// with a Deadline counted from the retry, not from the gate hold: the
-// gate hold ends first, and a delivery after that is reported not expired.
-func TestZZHalfWayRetryDeadlineIsTheGates(t *testing.T) {
+// with the gate's deadline of its hold, which began with the first
+// attempt, so a delivery after the gate hold ended is reported expired.
+func TestHalfWayRetryIsPublishedWithTheGatesDeadline(t *testing.T) {
 	ctx := context.Background()
 	clock := stocktest.NewClock(t0)
 	q := handofftest.NewMemory(time.Hour)
