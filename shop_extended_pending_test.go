@@ -14,37 +14,37 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// zzDownRecord is the record, unreachable while down is set.
-type zzDownRecord struct {
+// downRecord is the record, unreachable while down is set.
+type downRecord struct {
 	tiered.RecordStore
 	down *atomic.Bool
 }
 
-func (r zzDownRecord) Deduct(ctx context.Context, o stock.Order) error {
+func (r downRecord) Deduct(ctx context.Context, o stock.Order) error {
 	if r.down.Load() {
 		return errors.New("dial tcp 10.0.0.9:3306: connect: connection refused")
 	}
 	return r.RecordStore.Deduct(ctx, o)
 }
 
-type zzStep struct {
+type outageStep struct {
 	m       handoff.Message
 	attempt int
 	retry   time.Duration
 	ended   string
 }
 
-func (d *zzStep) Message() handoff.Message { return d.m }
-func (d *zzStep) Attempt() int             { return d.attempt }
-func (d *zzStep) Ack(context.Context) error {
+func (d *outageStep) Message() handoff.Message { return d.m }
+func (d *outageStep) Attempt() int             { return d.attempt }
+func (d *outageStep) Ack(context.Context) error {
 	d.ended = "acked"
 	return nil
 }
-func (d *zzStep) Retry(_ context.Context, delay time.Duration) error {
+func (d *outageStep) Retry(_ context.Context, delay time.Duration) error {
 	d.ended, d.retry = "retried", delay
 	return nil
 }
-func (d *zzStep) DeadLetter(context.Context, error) error {
+func (d *outageStep) DeadLetter(context.Context, error) error {
 	d.ended = "dead-lettered"
 	return nil
 }
@@ -52,20 +52,19 @@ func (d *zzStep) DeadLetter(context.Context, error) error {
 // Through the Shop: a buyer told yes (Pending) asks for more time to pay
 // (Shop.ExtendHold answers nil), then the record is unreachable for 15
 // minutes, less than the extended hold. handoff's doc: the Consumer
-// retries "for as long as the message's Deadline has not passed (the
-// gate still holds the order), so an outage shorter than the hold loses
-// no order". The message keeps the Deadline of the hold before its
-// extension, so the Consumer dead-letters the order at 10 minutes while
-// the gate holds it until 40; the buyer then pays and Confirm answers
-// stock.ErrUnknownOrder, for good.
-func TestZZShopExtendedPendingOrderLostInARecordOutage(t *testing.T) {
+// retries "for as long as the gate still holds the order, so an outage
+// shorter than the hold loses no order". The message keeps the Deadline
+// of the hold before its extension (10 minutes); the Shop's Consumer asks
+// the gate past it and retries the order, which the gate holds until 40,
+// rather than dead-letter it.
+func TestShopRetriesAnExtendedPendingOrderThroughARecordOutage(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(time.Now().Truncate(time.Millisecond))
 	start := clock.Now()
 	var down atomic.Bool
 	shop, q := handoffShop(t, stockguard.Config{Clock: clock,
 		Wrap: func(g tiered.GateStore, r tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) {
-			return g, zzDownRecord{RecordStore: r, down: &down}
+			return g, downRecord{RecordStore: r, down: &down}
 		}})
 	if err := shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 5, HoldTTL: 10 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -90,9 +89,9 @@ func TestZZShopExtendedPendingOrderLostInARecordOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	down.Store(true)
-	var last *zzStep
+	var last *outageStep
 	for attempt := 1; attempt <= 400 && clock.Now().Before(start.Add(15*time.Minute)); attempt++ {
-		last = &zzStep{m: m, attempt: attempt}
+		last = &outageStep{m: m, attempt: attempt}
 		c.Settle(ctx, []handoff.Delivery{last})
 		if last.ended != "retried" {
 			break
