@@ -109,7 +109,9 @@ type ConsumerConfig struct {
 //
 // A message delivered after its Deadline is counted as expired in the
 // queue (observe.Handoff.Expired) and settled all the same: Settle
-// returns its hold through the refusal path. A Consumer is safe for
+// returns its hold through the refusal path. One that Settle records
+// nevertheless (the gate held it still, its hold extended since it was
+// published) is not counted expired. A Consumer is safe for
 // concurrent use; run one per Source.
 type Consumer struct {
 	src  Source
@@ -242,9 +244,11 @@ func (c *Consumer) settleBatch(ctx context.Context, ds []Delivery, asked time.Ti
 
 func (c *Consumer) settle(ctx context.Context, d Delivery) {
 	m := d.Message()
-	expired := !m.Deadline.IsZero() && c.cfg.Clock.Now().After(m.Deadline)
+	late := !m.Deadline.IsZero() && c.cfg.Clock.Now().After(m.Deadline)
 	err := c.flow.Settle(ctx, m.Order)
-	h := observe.Handoff{Expired: expired, Attempt: d.Attempt(), Outcome: observe.Classify(err)}
+	// Late and recorded: the gate still held the order (its hold was
+	// extended since the message was published), so it did not expire.
+	h := observe.Handoff{Expired: late && err != nil, Attempt: d.Attempt(), Outcome: observe.Classify(err)}
 	switch {
 	case errors.Is(err, stock.ErrInvalid):
 		c.deadLetter(ctx, d, h, err)

@@ -28,7 +28,8 @@
 // ConsumerConfig.MaxAttempts, or at once for a message that can never
 // settle (stock.ErrInvalid). A message delivered after its Deadline
 // is counted as expired in the queue and settled all the same: Settle
-// returns its hold through the refusal path. Each delivery that ended is
+// returns its hold through the refusal path (one Settle records, its hold
+// extended since it was published, did not expire). Each delivery that ended is
 // reported to observe.Observer.Handoff (lag from publish to record,
 // expired or not, attempt, outcome).
 //

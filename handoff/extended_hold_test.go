@@ -7,6 +7,7 @@ import (
 
 	"github.com/stockguard/stockguard/handoff"
 	"github.com/stockguard/stockguard/handoff/handofftest"
+	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/memstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
@@ -61,5 +62,41 @@ func TestExtendedPendingHoldIsRetriedWhileTheGateHoldsIt(t *testing.T) {
 		cerr := flow.Confirm(ctx, "o1")
 		t.Fatalf("delivery %d %s at %v (message Deadline %v, gate hold extended to %v, gate holds it: %v; Done: %v); Confirm after the 20-minute outage = %v; want retried until the record is back, recorded, then confirmed",
 			last.attempt, last.ended, at, m.Deadline.Sub(t0), 40*time.Minute, gateHolds, done, cerr)
+	}
+}
+
+// observe.Handoff.Expired counts orders that expired in the queue: a
+// pending order whose hold was extended, delivered after the Deadline
+// its message was published with and recorded (the gate held it still),
+// did not expire, and is confirmed when the buyer pays.
+func TestExtendedPendingHoldDeliveredLateIsNotCountedExpired(t *testing.T) {
+	ctx := context.Background()
+	clock := stocktest.NewClock(t0)
+	q := handofftest.NewMemory(time.Hour)
+	gate, record := memstock.New(clock), memstock.New(clock)
+	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{Clock: clock})
+	flow := tiered.New(gate, record, tiered.Config{Recorder: rec, Clock: clock, RecheckAfter: -1})
+	if err := flow.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: 10 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := flow.Place(ctx, order("o1", 1)); err != nil || p != tiered.Pending {
+		t.Fatalf("Place = %v, %v", p, err)
+	}
+	if err := flow.ExtendHold(ctx, "o1", t0.Add(40*time.Minute)); err != nil {
+		t.Fatalf("ExtendHold = %v", err)
+	}
+	var seen []observe.Handoff
+	c, err := handoff.NewConsumer(q.Source(), flow, handoff.ConsumerConfig{Clock: clock,
+		Observer: observe.Observer{Handoff: func(_ context.Context, h observe.Handoff) { seen = append(seen, h) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(15 * time.Minute) // past the message's Deadline, within the extended hold
+	c.Settle(ctx, fetch(t, q.Source(), 1))
+	if len(seen) != 1 || seen[0].Expired || seen[0].Outcome != observe.OK {
+		t.Fatalf("reported %+v; want one recorded delivery, not expired", seen)
+	}
+	if err := flow.Confirm(ctx, "o1"); err != nil {
+		t.Fatalf("Confirm = %v", err)
 	}
 }
