@@ -332,6 +332,15 @@ func isZero(o observe.Observer) bool {
 // Config.Flow.Recorder feeds calls it (see tiered.Manager.Settle).
 func (s *Shop) Settle(ctx context.Context, o stock.Order) error { return s.flow.Settle(ctx, o) }
 
+// HeldUntil tells until when the gate holds an order (see
+// tiered.Manager.HeldUntil): the Shop is a handoff.HoldReader, so its
+// consumers (Consumer, or handoff.NewConsumer over the Shop) keep
+// retrying an order whose hold was extended after it was handed off,
+// for as long as the gate holds it.
+func (s *Shop) HeldUntil(ctx context.Context, orderID string) (time.Time, error) {
+	return s.flow.HeldUntil(ctx, orderID)
+}
+
 // Consumer returns a handoff.Consumer that settles what src delivers
 // into the Shop (Settle): the consumer of the queue Config.Handoff feeds,
 // one per Source; start its Run. Its clock and observer are the Shop's,

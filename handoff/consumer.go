@@ -13,9 +13,27 @@ import (
 )
 
 // Settler records an order the gate holds: *tiered.Manager and
-// *stockguard.Shop are Settlers.
+// *stockguard.Shop are Settlers, and HoldReaders too. A Settler of your
+// own (a wrapper) that is no HoldReader has its messages dead-lettered by
+// their Deadline alone: implement HoldReader (call the flow's HeldUntil)
+// so that an order whose hold was extended after it was published is not
+// given up on while the gate still holds it.
 type Settler interface {
 	Settle(ctx context.Context, o stock.Order) error
+}
+
+// HoldReader is what a Settler may also implement: it tells until when
+// the gate holds an order. *tiered.Manager and *stockguard.Shop implement
+// it. The Consumer asks it (one read) only before it would dead-letter a
+// message, once the message's Deadline has passed: a hold extended after
+// the message was published (stock.HoldExtender on a pending order) ends
+// later than the Deadline, and the gate, not the message, decides when
+// it ends.
+type HoldReader interface {
+	// HeldUntil returns the deadline of the order's hold at the gate, or
+	// the zero time when the gate does not hold it (unknown, or the hold
+	// ended); an error when the gate cannot tell.
+	HeldUntil(ctx context.Context, orderID string) (time.Time, error)
 }
 
 // ErrDeadLettered matches the error Config.Done receives for a message
@@ -31,9 +49,13 @@ type ConsumerConfig struct {
 	Batch int
 	// MaxAttempts is the delivery from which a message whose Settle
 	// still fails for an infrastructure reason is dead-lettered instead
-	// of retried, once its Deadline has passed (or it has none): before
-	// its Deadline the gate still holds the order, so the Consumer
-	// retries it however many deliveries that takes. Zero means 10.
+	// of retried, once its Deadline has passed (a message without one,
+	// which a Recorder never publishes, is past it) and the gate no
+	// longer holds the order (the Settler's HoldReader, asked then; a
+	// Settler that is none, or a gate that cannot tell, leaves the
+	// Deadline alone to decide): while the gate holds the order, the
+	// Consumer retries it however many deliveries that takes. Zero means
+	// 10.
 	MaxAttempts int
 	// Backoff is the delay of the first Retry after an infrastructure
 	// failure; each later attempt doubles it, up to MaxBackoff. Zero
@@ -75,15 +97,21 @@ type ConsumerConfig struct {
 //     settle: a payload the adapter could not decode): DeadLetter at once.
 //   - any other error (the record or the gate cannot answer): Retry after
 //     a backoff that doubles per attempt (up to MaxBackoff) for as long as
-//     the message's Deadline has not passed, so an outage shorter than
-//     the hold loses no order; once the Deadline has passed (or for a
-//     message without one), DeadLetter from attempt MaxAttempts on. The
-//     gate hold of a dead-lettered order is returned by the gate's
-//     reclaimer at its deadline (or revert it in Done).
+//     the gate holds the order, so an outage shorter than the hold loses
+//     no order: until the message's Deadline, and past it while the
+//     Settler's HoldReader (asked once the Deadline has passed and the
+//     attempt is MaxAttempts or later) says the gate holds the order (its
+//     hold was extended), each Retry then due before the gate's
+//     deadline. Once neither holds (a message without a Deadline is past
+//     it; a gate that cannot tell leaves the Deadline to decide),
+//     DeadLetter. The gate hold of a dead-lettered order is returned by
+//     the gate's reclaimer at its deadline (or revert it in Done).
 //
 // A message delivered after its Deadline is counted as expired in the
 // queue (observe.Handoff.Expired) and settled all the same: Settle
-// returns its hold through the refusal path. A Consumer is safe for
+// returns its hold through the refusal path. One that Settle records
+// nevertheless (the gate held it still, its hold extended since it was
+// published) is not counted expired. A Consumer is safe for
 // concurrent use; run one per Source.
 type Consumer struct {
 	src  Source
@@ -216,27 +244,55 @@ func (c *Consumer) settleBatch(ctx context.Context, ds []Delivery, asked time.Ti
 
 func (c *Consumer) settle(ctx context.Context, d Delivery) {
 	m := d.Message()
-	expired := !m.Deadline.IsZero() && c.cfg.Clock.Now().After(m.Deadline)
+	late := !m.Deadline.IsZero() && c.cfg.Clock.Now().After(m.Deadline)
 	err := c.flow.Settle(ctx, m.Order)
-	h := observe.Handoff{Expired: expired, Attempt: d.Attempt(), Outcome: observe.Classify(err)}
+	// Late and recorded: the gate still held the order (its hold was
+	// extended since the message was published), so it did not expire.
+	h := observe.Handoff{Expired: late && err != nil, Attempt: d.Attempt(), Outcome: observe.Classify(err)}
 	switch {
 	case errors.Is(err, stock.ErrInvalid):
 		c.deadLetter(ctx, d, h, err)
 	case err == nil || stock.IsBusiness(err):
 		_ = d.Ack(ctx) // a failed Ack: delivered again, settled again
 		c.finish(ctx, m, h, err)
-	case d.Attempt() >= c.cfg.MaxAttempts && (m.Deadline.IsZero() || c.cfg.Clock.Now().After(m.Deadline)):
-		// Past its Deadline the gate no longer holds the order: what
-		// still fails there is given up on.
-		c.deadLetter(ctx, d, h, err)
+	case d.Attempt() < c.cfg.MaxAttempts || !c.cfg.Clock.Now().After(m.Deadline):
+		c.retry(ctx, d, c.backoff(d.Attempt()))
 	default:
-		// Left alone on failure: the adapter's timeout redelivers it.
-		delay := c.backoff(d.Attempt())
-		_ = d.Retry(ctx, delay)
-		c.mu.Lock()
-		c.retried.add(m, time.Now().Add(delay))
-		c.mu.Unlock()
+		// Past its Deadline the gate decides: an order it still holds
+		// (its hold extended since it was published) is retried before
+		// the hold ends; what it no longer holds is given up on.
+		left, held := c.heldFor(ctx, m.Order.ID)
+		if !held {
+			c.deadLetter(ctx, d, h, err)
+			return
+		}
+		c.retry(ctx, d, min(c.backoff(d.Attempt()), left))
 	}
+}
+
+// retry hands d back for a Retry after delay; left alone on failure (the
+// adapter's timeout redelivers it).
+func (c *Consumer) retry(ctx context.Context, d Delivery, delay time.Duration) {
+	_ = d.Retry(ctx, delay)
+	c.mu.Lock()
+	c.retried.add(d.Message(), time.Now().Add(delay))
+	c.mu.Unlock()
+}
+
+// heldFor asks the Settler's HoldReader how long the gate still holds
+// the order; held is false when it holds it no longer, cannot tell, or
+// the Settler is no HoldReader.
+func (c *Consumer) heldFor(ctx context.Context, id string) (left time.Duration, held bool) {
+	hr, ok := c.flow.(HoldReader)
+	if !ok {
+		return 0, false
+	}
+	until, err := hr.HeldUntil(ctx, id)
+	if err != nil {
+		return 0, false
+	}
+	left = until.Sub(c.cfg.Clock.Now())
+	return left, left > 0
 }
 
 func (c *Consumer) deadLetter(ctx context.Context, d Delivery, h observe.Handoff, reason error) {

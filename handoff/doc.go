@@ -12,16 +12,24 @@
 // A [Recorder] is the flow's tiered.Recorder: it publishes each order the
 // gate holds as a [Message] with the gate hold's Deadline (the hold time
 // is the gate's own, read from it, never a second setting) and the time
-// it was Sent. A [Consumer] fetches batches (sized for the record's group
-// commit), settles each message concurrently, and ends each delivery by
-// Settle's answer: Ack after nil or a business error (the order ended
-// holding nothing), Retry with a doubling backoff after an infrastructure
-// error for as long as the message's Deadline has not passed (the gate
-// still holds the order), DeadLetter once an infrastructure error
-// outlives the Deadline and ConsumerConfig.MaxAttempts, or at once for a
-// message that can never settle (stock.ErrInvalid). A message delivered after its Deadline
+// it was Sent. An order whose hold time the gate cannot tell (read twice)
+// is not published: Place answers it half-way (an unknown outcome) for
+// its retry to hand off (with the gate's deadline of the hold, which
+// began with the first attempt: [Recorder.RecordUntil]), so no order
+// told yes lacks a Deadline to be retried by. A [Consumer] fetches
+// batches (sized for the record's group commit), settles each message
+// concurrently, and ends each delivery by Settle's answer: Ack after nil
+// or a business error (the order ended holding nothing), Retry with a
+// doubling backoff after an infrastructure error for as long as the gate
+// still holds the order (until the message's Deadline, and past it while
+// the gate says it holds the order, its hold extended since: the
+// Settler's [HoldReader], asked only then), DeadLetter once an
+// infrastructure error outlives the gate hold and
+// ConsumerConfig.MaxAttempts, or at once for a message that can never
+// settle (stock.ErrInvalid). A message delivered after its Deadline
 // is counted as expired in the queue and settled all the same: Settle
-// returns its hold through the refusal path. Each delivery that ended is
+// returns its hold through the refusal path (one Settle records, its hold
+// extended since it was published, did not expire). Each delivery that ended is
 // reported to observe.Observer.Handoff (lag from publish to record,
 // expired or not, attempt, outcome).
 //

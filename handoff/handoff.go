@@ -12,10 +12,14 @@ type Message struct {
 	// Order is the order the gate holds, as it was placed. Its ID is the
 	// message's deduplication ID at brokers that have one.
 	Order stock.Order
-	// Deadline is when the gate hold ends. A message delivered after it
-	// is still settled (Settle returns the hold through its refusal
-	// path and reverts any copy at the record) and counted as expired in
-	// the queue.
+	// Deadline is when the gate hold ends, as it stood when the message
+	// was published: the Consumer retries an infrastructure failure until
+	// then, and past it while the gate says it still holds the order (a
+	// hold extended since: see HoldReader). A Recorder always sets it (it
+	// publishes nothing for an order whose hold time it cannot read). A
+	// message delivered after it is still settled (Settle returns the
+	// hold through its refusal path and reverts any copy at the record)
+	// and counted as expired in the queue.
 	Deadline time.Time
 	// Sent is when the message was published: the start of its lag.
 	Sent time.Time

@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -108,20 +109,42 @@ func NewRecorder(pub Publisher, gate LevelsReader, cfg RecorderConfig) *Recorder
 
 // Record publishes o with its deadline: now (just after the gate took the
 // hold, so a little after the gate's own clock started it) plus the
-// order's hold time. A gate that cannot tell the hold time leaves the
-// Deadline zero (unknown: never counted expired) rather than fail the
-// hand-off. A Recorder made without a Publisher or a gate publishes
-// nothing and returns an error wrapping stock.ErrInvalid.
+// order's hold time. Every message it publishes has that Deadline, and
+// the Consumer retries it until then (and past it while the gate still
+// holds the order: see HoldReader). A hold time the gate cannot tell
+// is read once more (a blip of the gate), and if that fails too Record
+// publishes nothing and returns the gate's error: the tiered flow answers
+// the order as half-way (an unknown outcome, the buyer is not told yes),
+// and its retry with the same order hands it off. A Recorder made without
+// a Publisher or a gate publishes nothing and returns an error wrapping
+// stock.ErrInvalid.
 func (r *Recorder) Record(ctx context.Context, o stock.Order) error {
 	if err := r.wired(); err != nil {
 		return err
 	}
 	now := r.cfg.Clock.Now()
-	m := Message{Order: o, Sent: now}
-	if hold, err := r.hold(ctx, o); err == nil {
-		m.Deadline = now.Add(hold)
+	hold, err := r.hold(ctx, o)
+	if err != nil && ctx.Err() == nil {
+		hold, err = r.hold(ctx, o) // the SKUs read already are cached
 	}
-	return r.pub.Publish(ctx, m)
+	if err != nil {
+		return fmt.Errorf("handoff: read the order's hold time from the gate: %w", err)
+	}
+	return r.pub.Publish(ctx, Message{Order: o, Sent: now, Deadline: now.Add(hold)})
+}
+
+// RecordUntil publishes o with the Deadline deadline, the gate's own
+// deadline of its hold, reading no hold time: tiered.Manager.Place hands
+// off the retry of an order it answered half-way this way (see
+// tiered.DeadlineRecorder), so that the message's Deadline is when the
+// gate hold ends, though the hold began before the retry. Like Record it
+// returns an error wrapping stock.ErrInvalid, publishing nothing, from a
+// Recorder made without a Publisher or a gate.
+func (r *Recorder) RecordUntil(ctx context.Context, o stock.Order, deadline time.Time) error {
+	if err := r.wired(); err != nil {
+		return err
+	}
+	return r.pub.Publish(ctx, Message{Order: o, Sent: r.cfg.Clock.Now(), Deadline: deadline})
 }
 
 // Admit refuses o with ErrBacklog while the lag exceeds the bound

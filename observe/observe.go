@@ -160,7 +160,9 @@ type Handoff struct {
 	Lag time.Duration
 	// Expired reports that the message was delivered after its gate
 	// hold's deadline: its order expired in the queue (it was still
-	// settled, which returned it through the refusal path).
+	// settled, which returned it through the refusal path). A message
+	// delivered after the deadline it was published with and recorded
+	// all the same (its hold was extended since) is not expired.
 	Expired bool
 	// Attempt is the delivery's number: 1 for the message's first.
 	Attempt int

@@ -2,11 +2,12 @@ package natsjs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/stockguard/stockguard/stock"
 )
 
 // Config names the streams and the consumer of a hand-off and sets how
@@ -59,11 +60,9 @@ type Config struct {
 	PollWait time.Duration
 }
 
-// errConfig matches every error of a Config that cannot be used.
-var errConfig = errors.New("natsjs: bad config")
-
 // withDefaults returns c with every zero field set to its default, or an
-// error naming a field that cannot be used.
+// error naming a field that cannot be used (a *stock.InvalidError,
+// matching stock.ErrInvalid).
 func (c Config) withDefaults() (Config, error) {
 	def := func(s *string, d string) {
 		if *s == "" {
@@ -92,13 +91,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.AckWait < 0, c.Duplicates < 0, c.Replicas < 0, c.MaxAckPending < 0, c.PollWait < 0:
-		return c, fmt.Errorf("%w: negative AckWait, Duplicates, Replicas, MaxAckPending or PollWait", errConfig)
+		return c, &stock.InvalidError{Field: "natsjs.Config", Reason: "negative AckWait, Duplicates, Replicas, MaxAckPending or PollWait"}
 	case c.Stream == c.DeadStream:
-		return c, fmt.Errorf("%w: Stream and DeadStream are both %q", errConfig, c.Stream)
+		return c, &stock.InvalidError{Field: "natsjs.Config.DeadStream", Reason: fmt.Sprintf("Stream and DeadStream are both %q", c.Stream)}
 	case c.Subject == c.DeadSubject:
-		return c, fmt.Errorf("%w: Subject and DeadSubject are both %q", errConfig, c.Subject)
+		return c, &stock.InvalidError{Field: "natsjs.Config.DeadSubject", Reason: fmt.Sprintf("Subject and DeadSubject are both %q", c.Subject)}
 	case c.PollWait < 10*time.Millisecond:
-		return c, fmt.Errorf("%w: PollWait %v is under 10ms", errConfig, c.PollWait)
+		return c, &stock.InvalidError{Field: "natsjs.Config.PollWait", Reason: fmt.Sprintf("%v is under 10ms", c.PollWait)}
 	}
 	return c, nil
 }

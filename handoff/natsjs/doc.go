@@ -32,6 +32,11 @@
 //     would leave a message in the stream undelivered, so the consumer
 //     has no MaxDeliver: the Consumer reading the Source decides when a
 //     message is dead.
+//   - A message whose payload does not decode as a hand-off (written by
+//     another program or version) is delivered like any other, with the
+//     zero handoff.Message, whose Order is invalid: the handoff.Consumer
+//     dead-letters it and reports it (handoff.ErrDeadLettered to
+//     ConsumerConfig.Done, a dead-lettered Handoff to the Observer).
 //   - Delivery is at least once: a message may come again after its Ack
 //     was lost, after a restart, or from a publish the Recorder retried
 //     outside the deduplication window. Settle is idempotent, so the

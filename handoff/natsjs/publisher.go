@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/stock"
 )
 
 // Publisher publishes hand-offs to a JetStream stream. It implements
@@ -28,8 +29,12 @@ var (
 )
 
 // NewPublisher returns a Publisher on js, after creating the hand-off's
-// stream (or updating it to cfg).
+// stream (or updating it to cfg). A nil js or a Config that cannot be
+// used is refused with an error matching stock.ErrInvalid.
 func NewPublisher(ctx context.Context, js jetstream.JetStream, cfg Config) (*Publisher, error) {
+	if js == nil {
+		return nil, &stock.InvalidError{Field: "natsjs.NewPublisher", Reason: "needs a JetStream client"}
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/stock"
 )
 
 // The headers a dead-lettered message carries, beside the original's.
@@ -24,11 +25,6 @@ const (
 	// SequenceHeader is its sequence in the hand-off's stream.
 	SequenceHeader = "Stockguard-Stream-Seq"
 )
-
-// ErrMalformed is the reason given to a message that does not hold a valid
-// hand-off. Fetch dead-letters such a message itself and does not return
-// it.
-var ErrMalformed = errors.New("natsjs: malformed hand-off")
 
 // Source delivers hand-offs from a durable pull consumer. It implements
 // handoff.Source and is safe for concurrent use; several Sources (in one
@@ -44,8 +40,12 @@ var _ handoff.Source = (*Source)(nil)
 
 // NewSource returns a Source on js, after creating the hand-off's stream,
 // its dead-letter stream and the durable consumer (or updating them to
-// cfg).
+// cfg). A nil js or a Config that cannot be used is refused with an error
+// matching stock.ErrInvalid.
 func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source, error) {
+	if js == nil {
+		return nil, &stock.InvalidError{Field: "natsjs.NewSource", Reason: "needs a JetStream client"}
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -67,11 +67,14 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 // there or ctx ends (then it returns none and no error). It takes what the
 // consumer has at once, and only when it has nothing waits for one
 // message (Config.PollWait at a time) and then takes what else came. A
-// message that does not decode as a hand-off is dead-lettered with
-// ErrMalformed and not returned.
+// message whose payload does not decode as a hand-off is returned like
+// any other, with the zero Message (an invalid, empty Order): the
+// handoff.Consumer dead-letters it and reports it (handoff.ErrDeadLettered
+// to ConsumerConfig.Done, the Observer). A max under 1 is refused with an
+// error matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
-		return nil, fmt.Errorf("natsjs: Fetch of %d messages", max)
+		return nil, &stock.InvalidError{Field: "natsjs.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
 	}
 	for {
 		if ctx.Err() != nil {
@@ -81,7 +84,7 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 		if err != nil {
 			return s.failed(ctx, err)
 		}
-		ds, err := s.take(ctx, batch)
+		ds, err := s.take(batch)
 		if len(ds) > 0 || err != nil {
 			return ds, err
 		}
@@ -101,7 +104,7 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 			return s.failed(ctx, err)
 		}
 		// Read to the batch's end: its one message, or the wait's end.
-		ds, err = s.take(ctx, batch)
+		ds, err = s.take(batch)
 		cancel()
 		if err != nil {
 			return s.failed(ctx, err)
@@ -111,7 +114,7 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 		}
 		if max > 1 {
 			if more, err := s.cons.FetchNoWait(max - 1); err == nil {
-				rest, _ := s.take(ctx, more)
+				rest, _ := s.take(more)
 				ds = append(ds, rest...)
 			}
 		}
@@ -127,19 +130,11 @@ func (s *Source) failed(ctx context.Context, err error) ([]handoff.Delivery, err
 	return nil, fmt.Errorf("natsjs: fetch from %s: %w", s.cfg.Consumer, err)
 }
 
-// take reads a batch to its end, dead-lettering what does not decode
-// (with ctx).
-func (s *Source) take(ctx context.Context, batch jetstream.MessageBatch) ([]handoff.Delivery, error) {
+// take reads a batch to its end.
+func (s *Source) take(batch jetstream.MessageBatch) ([]handoff.Delivery, error) {
 	var ds []handoff.Delivery
 	for msg := range batch.Messages() {
-		d, err := s.delivery(msg)
-		if err != nil {
-			// Dead-lettered now; failing that, the message comes back
-			// after AckWait and is tried again.
-			_ = d.DeadLetter(ctx, err)
-			continue
-		}
-		ds = append(ds, d)
+		ds = append(ds, s.delivery(msg))
 	}
 	err := batch.Error()
 	if len(ds) > 0 || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -150,20 +145,17 @@ func (s *Source) take(ctx context.Context, batch jetstream.MessageBatch) ([]hand
 	return ds, err
 }
 
-// delivery decodes msg. It returns the delivery even when it does not
-// decode (with the error), for it to be dead-lettered.
-func (s *Source) delivery(msg jetstream.Msg) (*delivery, error) {
+// delivery decodes msg. A payload that does not decode yields the zero
+// Message, whose Order is invalid: the Consumer dead-letters it.
+func (s *Source) delivery(msg jetstream.Msg) *delivery {
 	d := &delivery{src: s, msg: msg, attempt: 1}
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
 		d.attempt = int(md.NumDelivered)
 	}
-	if err := json.Unmarshal(msg.Data(), &d.m); err != nil {
-		return d, fmt.Errorf("%w: %v", ErrMalformed, err)
+	if json.Unmarshal(msg.Data(), &d.m) != nil {
+		d.m = handoff.Message{}
 	}
-	if err := d.m.Order.Validate(); err != nil {
-		return d, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	return d, nil
+	return d
 }
 
 // delivery is one delivery of a message by the consumer.

@@ -43,7 +43,16 @@
 //     fails with ErrReturned and the original is handed back), then
 //     acknowledges it. The DeadQueue is also the queue's dead-letter
 //     destination for anything the broker drops itself (a delivery limit
-//     set by policy).
+//     set by policy). The queues are declared with an x-delivery-limit
+//     no message reaches (2147483647), so that RabbitMQ 4's default
+//     limit of 20 deliveries does not dead-letter an order the Consumer
+//     still retries through a record outage; a policy's delivery-limit,
+//     if lower, applies.
+//   - A message whose payload does not decode as a hand-off (written by
+//     another program or version) is delivered like any other, with the
+//     zero handoff.Message, whose Order is invalid: the handoff.Consumer
+//     dead-letters it and reports it (handoff.ErrDeadLettered to
+//     ConsumerConfig.Done, a dead-lettered Handoff to the Observer).
 //   - An Ack is not confirmed by AMQP 0-9-1: one lost with its connection
 //     means the message is delivered again, and settled again, which
 //     changes nothing.
@@ -70,10 +79,14 @@
 // A Publisher and a Source open their connection on first use and a new
 // one when the last one closed: the call that meets the closed channel
 // fails (a Publish retries on a new connection until its context ends or
-// Config.PublishTimeout passes), and the next call reconnects. Nothing
-// is lost: a message the broker confirmed is on the quorum queue's
-// majority, and whatever was delivered and not acknowledged is handed
-// back when the connection ends. A delivery taken before the restart
+// Config.PublishTimeout passes), and the next call reconnects. One
+// attempt at a time reconnects, and every call that needs the connection
+// waits for it only until its own context ends: a broker host that
+// accepts connections and never answers costs each call its context, not
+// the 10s dial and handshake timeout. Nothing is lost: a message the
+// broker confirmed is on the quorum queue's majority, and whatever was
+// delivered and not acknowledged is handed back when the connection
+// ends. A delivery taken before the restart
 // cannot be acknowledged after it (its delivery tag belonged to the old
 // channel): its Ack fails and the message comes again.
 package rabbitmq

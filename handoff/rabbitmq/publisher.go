@@ -40,14 +40,17 @@ type Publisher struct {
 var _ handoff.Publisher = (*Publisher)(nil)
 
 // NewPublisher returns a Publisher to the broker at url (an amqp:// or
-// amqps:// URL), after connecting and declaring the queues.
+// amqps:// URL), after connecting and declaring the queues. On error it
+// leaves no connection open; a Config that cannot be used is refused with
+// an error matching stock.ErrInvalid.
 func NewPublisher(ctx context.Context, url string, cfg Config) (*Publisher, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	p := &Publisher{link: &link{url: url, cfg: cfg, confirm: true}, cfg: cfg}
+	p := &Publisher{link: newLink(url, cfg, true), cfg: cfg}
 	if _, err := p.link.channel(ctx); err != nil {
+		_ = p.Close() // the connection, if one opened before the failure
 		return nil, err
 	}
 	return p, nil
@@ -148,13 +151,16 @@ func (p *Publisher) publishOnce(ctx context.Context, queue string, msg amqp.Publ
 }
 
 // Ready returns the number of messages in the queue ready for delivery:
-// not those delivered and not acknowledged yet (see Source.Holding).
+// not those delivered and not acknowledged yet (see Source.Holding). It
+// returns once ctx ends, even on a connection that stopped answering.
 func (p *Publisher) Ready(ctx context.Context) (int64, error) {
 	ch, err := p.link.channel(ctx)
 	if err != nil {
 		return 0, err
 	}
-	q, err := ch.QueueDeclarePassive(p.cfg.Queue, true, false, false, false, nil)
+	q, err := await(ctx, p.link, ch, func() (amqp.Queue, error) {
+		return ch.QueueDeclarePassive(p.cfg.Queue, true, false, false, false, nil)
+	})
 	if err != nil {
 		p.link.broken(ch)
 		return 0, fmt.Errorf("rabbitmq: inspect %s: %w", p.cfg.Queue, err)

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stockguard/stockguard/handoff"
+	"github.com/stockguard/stockguard/stock"
 )
 
 // The headers a dead-lettered message carries, beside the original's.
@@ -21,11 +22,6 @@ const (
 	// AttemptHeader is the delivery on which it was dead-lettered.
 	AttemptHeader = "x-stockguard-attempt"
 )
-
-// ErrMalformed is the reason given to a message that does not hold a valid
-// hand-off. Fetch dead-letters such a message itself and does not return
-// it.
-var ErrMalformed = errors.New("rabbitmq: malformed hand-off")
 
 // ErrHandedBack is the answer of Ack, Retry and DeadLetter on a delivery
 // that the Source already handed back to the queue (it outlived
@@ -49,18 +45,21 @@ type Source struct {
 var _ handoff.Source = (*Source)(nil)
 
 // NewSource returns a Source on the broker at url (an amqp:// or amqps://
-// URL), after connecting and declaring the queues.
+// URL), after connecting and declaring the queues. On error it leaves no
+// connection open; a Config that cannot be used is refused with an error
+// matching stock.ErrInvalid.
 func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	s := &Source{
-		link: &link{url: url, cfg: cfg},
-		dead: &Publisher{link: &link{url: url, cfg: cfg, confirm: true}, cfg: cfg},
+		link: newLink(url, cfg, false),
+		dead: &Publisher{link: newLink(url, cfg, true), cfg: cfg},
 		cfg:  cfg,
 	}
 	if _, err := s.link.channel(ctx); err != nil {
+		_ = s.Close() // the connection, if one opened before the failure
 		return nil, err
 	}
 	return s, nil
@@ -72,12 +71,18 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 // until the first message and what else comes within a few milliseconds
 // (gather), then basic.cancel, keeping what the broker sent before the
 // cancel took effect; so a Source never holds messages it was not asked
-// for. A message that does not decode as a hand-off is dead-lettered with
-// ErrMalformed and not returned. An error of the connection or channel is
-// returned, and the next Fetch opens new ones.
+// for. A message whose payload does not decode as a hand-off is returned
+// like any other, with the zero Message (an invalid, empty Order): the
+// handoff.Consumer dead-letters it and reports it (handoff.ErrDeadLettered
+// to ConsumerConfig.Done, the Observer). An error of the connection or
+// channel is returned, and the next Fetch opens new ones. Fetch returns
+// once ctx ends, even on a connection that stopped answering (then the
+// channel is closed and the broker hands back what it delivered on it),
+// but for basic.cancel, which waits up to a second more for the broker.
+// A max under 1 is refused with an error matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
-		return nil, fmt.Errorf("rabbitmq: Fetch of %d messages", max)
+		return nil, &stock.InvalidError{Field: "rabbitmq.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
 	}
 	if ctx.Err() != nil {
 		return nil, nil
@@ -86,27 +91,24 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 	if err != nil {
 		return s.failed(ctx, err)
 	}
-	if err := ch.Qos(max, 0, false); err != nil {
+	// basic.qos and basic.consume wait for the broker's reply: on a
+	// stalled connection, until ctx ends (then the channel is broken).
+	if _, err := await(ctx, s.link, ch, func() (struct{}, error) {
+		return struct{}{}, ch.Qos(max, 0, false)
+	}); err != nil {
 		s.link.broken(ch)
 		return s.failed(ctx, err)
 	}
 	tag := fmt.Sprintf("stockguard-%d", s.tags.Add(1))
-	in, err := ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
+	in, err := await(ctx, s.link, ch, func() (<-chan amqp.Delivery, error) {
+		return ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
+	})
 	if err != nil {
 		s.link.broken(ch)
 		return s.failed(ctx, err)
 	}
 	var ds []handoff.Delivery
-	add := func(msg amqp.Delivery) {
-		d, err := s.delivery(ch, msg)
-		if err != nil {
-			// Dead-lettered now; failing that, handed back and tried
-			// again.
-			_ = d.DeadLetter(ctx, err)
-			return
-		}
-		ds = append(ds, d)
-	}
+	add := func(msg amqp.Delivery) { ds = append(ds, s.delivery(ch, msg)) }
 	select {
 	case msg, ok := <-in:
 		if ok {
@@ -130,7 +132,21 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 		}
 		t.Stop()
 	}
-	cerr := ch.Cancel(tag, false)
+	// basic.cancel is sent once ctx ended, most often: it has
+	// cancelWait of its own. Past it the channel is broken, and what
+	// came on it is handed back by the broker, not returned.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWait)
+	_, cerr := await(cctx, s.link, ch, func() (struct{}, error) {
+		return struct{}{}, ch.Cancel(tag, false)
+	})
+	timedOut := cctx.Err() != nil
+	cancel()
+	if timedOut {
+		for _, d := range ds {
+			d.(*delivery).handBack(0)
+		}
+		return s.failed(ctx, cerr)
+	}
 	if cerr != nil {
 		s.link.broken(ch) // closing the channel closes in
 	}
@@ -145,6 +161,10 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 
 // gather is how long Fetch waits for more messages after the first.
 const gather = 5 * time.Millisecond
+
+// cancelWait bounds Fetch's wait for the broker's answer to basic.cancel,
+// whether or not Fetch's context has ended.
+const cancelWait = time.Second
 
 // failed is Fetch's answer to err: none and no error once ctx ended.
 func (s *Source) failed(ctx context.Context, err error) ([]handoff.Delivery, error) {
@@ -166,10 +186,10 @@ func (s *Source) Close() error {
 	return errors.Join(s.link.close(), s.dead.Close())
 }
 
-// delivery decodes msg and starts its Redelivery timer. It returns the
-// delivery even when it does not decode (with the error), for it to be
-// dead-lettered.
-func (s *Source) delivery(ch *amqp.Channel, msg amqp.Delivery) (*delivery, error) {
+// delivery decodes msg and starts its Redelivery timer. A payload that
+// does not decode yields the zero Message, whose Order is invalid: the
+// Consumer dead-letters it.
+func (s *Source) delivery(ch *amqp.Channel, msg amqp.Delivery) *delivery {
 	d := &delivery{src: s, ch: ch, msg: msg, attempt: 1 + deliveryCount(msg.Headers)}
 	s.holding.Add(1)
 	// Set under the lock: the timer's own end() may run before
@@ -177,13 +197,10 @@ func (s *Source) delivery(ch *amqp.Channel, msg amqp.Delivery) (*delivery, error
 	d.mu.Lock()
 	d.timer = time.AfterFunc(s.cfg.Redelivery, func() { d.handBack(0) })
 	d.mu.Unlock()
-	if err := json.Unmarshal(msg.Body, &d.m); err != nil {
-		return d, fmt.Errorf("%w: %v", ErrMalformed, err)
+	if json.Unmarshal(msg.Body, &d.m) != nil {
+		d.m = handoff.Message{}
 	}
-	if err := d.m.Order.Validate(); err != nil {
-		return d, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	return d, nil
+	return d
 }
 
 // deliveryCount is the quorum queue's count of earlier deliveries of a

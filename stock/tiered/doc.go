@@ -18,7 +18,11 @@
 // new order may be taken at all: a queue that lags refuses it (retryable,
 // nothing held) rather than let the gate sell holds that would expire
 // before the record sees them. Package handoff is such a Recorder, with a
-// consumer that calls Settle, over a broker adapter.
+// consumer that calls Settle, over a broker adapter. The gate decides
+// until when a pending order is held: [Manager.HeldUntil] tells the
+// consumer (an extended hold outlives the deadline its message carries),
+// and the retry of an order Place answered half-way is handed off with
+// its gate deadline to a [DeadlineRecorder].
 //
 // When the record refuses an order for good (a business outcome: sold out
 // there, conflict, limit), the gate hold is reverted and the caller gets the

@@ -134,7 +134,10 @@ func (m *Manager) grace(ctx context.Context, items []stock.Item, holds map[strin
 // written (the record cannot tell it from one past the listing's own).
 // With a Recorder, a hold extended before its hand-off is settled
 // reaches the record with the record's hold time counted from the
-// Settle; extend it again after Settle to carry the extension over.
+// Settle; extend it again after Settle to carry the extension over. Its
+// message keeps the deadline it was published with: the consumer asks
+// HeldUntil before giving up on it, and retries it while the gate holds
+// it (handoff.Consumer does).
 func (m *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.Time) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpExtendHold, 0)
 	defer func() { tr.Done(err) }()

@@ -56,6 +56,21 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 	return out, nil
 }
 
+// HeldUntil returns the deadline of the order's hold at the gate, which
+// decides when a hold ends (extensions included), or the zero time when
+// the gate does not hold the order (it does not know it, or the hold
+// ended); an error when the gate cannot be read. It reads the gate alone
+// (one read by order ID), so it answers while the record is down: the
+// handoff Consumer asks it before giving up on an order it cannot record
+// (handoff.HoldReader).
+func (m *Manager) HeldUntil(ctx context.Context, orderID string) (time.Time, error) {
+	in, err := m.gateOrder(ctx, orderID)
+	if err != nil || in.State != stock.StateHeld {
+		return time.Time{}, err
+	}
+	return in.Deadline, nil
+}
+
 // UserUnits implements stock.OrderReader with the record's count: the
 // units of the user's recorded orders that are held or bought. An order
 // held at the gate alone (its hand-off pending) is not in it; Orders

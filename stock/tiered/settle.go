@@ -58,12 +58,26 @@ func (m *Manager) Place(ctx context.Context, o stock.Order) (_ Placement, err er
 		}
 		return Pending, err
 	}
-	if err := m.cfg.Recorder.Record(ctx, o); err != nil {
+	if err := m.handOff(ctx, o); err != nil {
 		m.halfWay.Add(o.ID, struct{}{})
 		return Pending, &TierError{Tier: Record, Op: "hand-off", Err: err}
 	}
 	m.halfWay.Remove(o.ID)
 	return Pending, nil
+}
+
+// handOff hands the order the gate holds to the Recorder. The retry of an
+// order Place answered half-way goes with its gate deadline where the
+// Recorder is a DeadlineRecorder and the gate tells it (its hold began
+// with the earlier attempt); otherwise the Recorder counts the hold time
+// from now.
+func (m *Manager) handOff(ctx context.Context, o stock.Order) error {
+	if dr, ok := m.cfg.Recorder.(DeadlineRecorder); ok && m.halfWay.Contains(o.ID) {
+		if until, err := m.HeldUntil(ctx, o.ID); err == nil && !until.IsZero() {
+			return dr.RecordUntil(ctx, o, until)
+		}
+	}
+	return m.cfg.Recorder.Record(ctx, o)
 }
 
 // heldHalfWay reports whether the order is one Place left half-way and

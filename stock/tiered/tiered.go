@@ -24,6 +24,17 @@ type Recorder interface {
 	Record(ctx context.Context, o stock.Order) error
 }
 
+// DeadlineRecorder is a Recorder that can also hand off an order with the
+// deadline of its gate hold as the gate tells it. [Manager.Place] calls
+// RecordUntil instead of Record for the retry of an order it answered
+// half-way, once the gate says it holds the order and until when (one
+// read, for such retries only): the hold began with the earlier attempt,
+// not with the retry. handoff.Recorder is one.
+type DeadlineRecorder interface {
+	Recorder
+	RecordUntil(ctx context.Context, o stock.Order, deadline time.Time) error
+}
+
 // Admitter is a Recorder that may turn new orders away before the gate
 // holds anything: [Manager.Place] (and Deduct) asks Admit first, and an
 // error from it is returned as it is, with nothing held at either tier.
