@@ -15,7 +15,7 @@ import (
 // the attempt". A Fetch waiting for a reconnection whose Dial (given in
 // Config.Connection, which the doc says cannot be interrupted) hangs
 // must still return once the Source is closed, not for ever.
-func TestZZCloseReleasesAFetchWaitingOnAReconnection(t *testing.T) {
+func TestCloseReleasesAFetchWaitingOnAReconnection(t *testing.T) {
 	brokerURL := testdb.Need(t, broker)
 	px, url := startProxy(t, brokerURL)
 	cfg := config(t, brokerURL, 500*time.Millisecond)
