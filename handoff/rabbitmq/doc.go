@@ -30,12 +30,7 @@
 //     twice, and Settle, being idempotent, records it once.
 //   - A Source consumes with manual acknowledgement only while a Fetch
 //     runs (a consumer with a prefetch of the batch, cancelled before
-//     Fetch returns; on a broker whose replies outlast the Fetch's
-//     context, a consumer that starts after it returned is kept a second
-//     for the next Fetch, then cancelled and what it was sent handed
-//     back), so it never holds a message it was not asked for. A
-//     Fetch's context ending does not close the channel its Source's
-//     other deliveries share. A delivery that is
+//     Fetch returns), so it never holds a message it was not asked for. A delivery that is
 //     neither acknowledged, retried nor dead-lettered within
 //     Config.Redelivery is handed back (a reject with requeue), and every
 //     delivery of a Source whose connection ends is handed back by the

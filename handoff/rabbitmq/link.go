@@ -221,21 +221,10 @@ func (l *link) broken(ch *amqp.Channel) {
 	}
 }
 
-// stallWait is how long a call's wait for the broker's reply goes on
-// once the caller's context ended (the caller returns then): past it the
-// connection is taken to have stalled and the channel is broken. It is
-// generous, so that a broker far away (a round trip longer than the
-// caller's context) costs the caller its context, never the channel that
-// every call of the link shares.
-const stallWait = 5 * time.Second
-
 // await runs call, which waits for the broker's reply on ch, and returns
-// its answer, or ctx's error once ctx ends first. Then the reply is still
-// waited for, in the background, for stallWait: late (if not nil) is
-// given it when it comes; when it does not, ch is broken (its close ends
-// call and hands back what the broker delivered on ch). The end of ctx
-// alone never breaks ch.
-func await[T any](ctx context.Context, l *link, ch *amqp.Channel, call func() (T, error), late func(T, error)) (T, error) {
+// its answer, or ctx's error once ctx ends first: then ch is broken (its
+// close ends call and hands back what the broker delivered on ch).
+func await[T any](ctx context.Context, l *link, ch *amqp.Channel, call func() (T, error)) (T, error) {
 	type answer struct {
 		v   T
 		err error
@@ -254,18 +243,7 @@ func await[T any](ctx context.Context, l *link, ch *amqp.Channel, call func() (T
 			return a.v, a.err
 		default:
 		}
-		go func() {
-			t := time.NewTimer(stallWait)
-			defer t.Stop()
-			select {
-			case a := <-c:
-				if late != nil {
-					late(a.v, a.err)
-				}
-			case <-t.C:
-				l.broken(ch)
-			}
-		}()
+		l.broken(ch)
 		var zero T
 		return zero, ctx.Err()
 	}

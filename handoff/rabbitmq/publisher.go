@@ -160,11 +160,9 @@ func (p *Publisher) Ready(ctx context.Context) (int64, error) {
 	}
 	q, err := await(ctx, p.link, ch, func() (amqp.Queue, error) {
 		return ch.QueueDeclarePassive(p.cfg.Queue, true, false, false, false, nil)
-	}, nil)
+	})
 	if err != nil {
-		if err != ctx.Err() { // the channel failed, not just the wait
-			p.link.broken(ch)
-		}
+		p.link.broken(ch)
 		return 0, fmt.Errorf("rabbitmq: inspect %s: %w", p.cfg.Queue, err)
 	}
 	return int64(q.Messages), nil

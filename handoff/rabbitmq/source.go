@@ -40,17 +40,6 @@ type Source struct {
 	link    *link
 	dead    *Publisher // dead letters go through a confirming channel of their own
 	cfg     Config
-
-	spare struct { // kept for the next Fetch (keep)
-		sync.Mutex
-		c *consumer
-	}
-	rpc struct { // of the channel last used
-		sync.Mutex
-		ch  *amqp.Channel
-		one *sync.Mutex // one call waiting for a reply on ch at a time
-		max int         // ch's prefetch, 0 until set
-	}
 }
 
 var _ handoff.Source = (*Source)(nil)
@@ -87,17 +76,9 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 // handoff.Consumer dead-letters it and reports it (handoff.ErrDeadLettered
 // to ConsumerConfig.Done, the Observer). An error of the connection or
 // channel is returned, and the next Fetch opens new ones. Fetch returns
-// once ctx ends, even on a connection that stopped answering, but for
-// basic.cancel, which waits up to a second more for the broker. The end
-// of ctx does not close the channel, which the Source's Fetches and
-// deliveries share: the broker's reply is waited for in the background
-// for 5s more (so a broker whose round trip outlasts ctx costs a Fetch,
-// not the channel), a consumer that started after Fetch returned is kept
-// for the next Fetch for a second (then cancelled, and what it was sent
-// handed back), and only a connection that
-// does not answer by then has its channel closed (the broker hands back
-// what it delivered on it). The prefetch is set once per channel, unless
-// max changes.
+// once ctx ends, even on a connection that stopped answering (then the
+// channel is closed and the broker hands back what it delivered on it),
+// but for basic.cancel, which waits up to a second more for the broker.
 // A max under 1 is refused with an error matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
@@ -110,45 +91,21 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 	if err != nil {
 		return s.failed(ctx, err)
 	}
-	// basic.qos (once per channel and prefetch) and basic.consume wait
-	// for the broker's reply until ctx ends; then Fetch returns and the
-	// reply is waited for in the background (await): a consumer that
-	// starts then is kept for the next Fetch (spare).
-	var tag string
-	var in <-chan amqp.Delivery
-	if c := s.adopt(ch, max); c != nil {
-		tag, in = c.tag, c.in
-	} else {
-		if !s.prefetching(ch, max) {
-			_, err := await(ctx, s.link, ch, call(s, ch, func() (struct{}, error) {
-				return struct{}{}, ch.Qos(max, 0, false)
-			}), func(_ struct{}, err error) {
-				if err == nil {
-					s.prefetched(ch, max)
-				}
-			})
-			if err != nil {
-				if err != ctx.Err() {
-					s.link.broken(ch)
-				}
-				return s.failed(ctx, err)
-			}
-			s.prefetched(ch, max)
-		}
-		tag = fmt.Sprintf("stockguard-%d", s.tags.Add(1))
-		in, err = await(ctx, s.link, ch, call(s, ch, func() (<-chan amqp.Delivery, error) {
-			return ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
-		}), func(in <-chan amqp.Delivery, err error) {
-			if err == nil {
-				s.keep(&consumer{ch: ch, tag: tag, in: in, max: max})
-			}
-		})
-		if err != nil {
-			if err != ctx.Err() {
-				s.link.broken(ch)
-			}
-			return s.failed(ctx, err)
-		}
+	// basic.qos and basic.consume wait for the broker's reply: on a
+	// stalled connection, until ctx ends (then the channel is broken).
+	if _, err := await(ctx, s.link, ch, func() (struct{}, error) {
+		return struct{}{}, ch.Qos(max, 0, false)
+	}); err != nil {
+		s.link.broken(ch)
+		return s.failed(ctx, err)
+	}
+	tag := fmt.Sprintf("stockguard-%d", s.tags.Add(1))
+	in, err := await(ctx, s.link, ch, func() (<-chan amqp.Delivery, error) {
+		return ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
+	})
+	if err != nil {
+		s.link.broken(ch)
+		return s.failed(ctx, err)
 	}
 	var ds []handoff.Delivery
 	add := func(msg amqp.Delivery) { ds = append(ds, s.delivery(ch, msg)) }
@@ -175,24 +132,20 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 		}
 		t.Stop()
 	}
-	// basic.cancel is sent once ctx ended, most often: Fetch waits
-	// cancelWait of its own for its reply, and then returns what it
-	// has; the reply is waited for in the background (await), and what
-	// the broker sent before the cancel took effect handed back.
+	// basic.cancel is sent once ctx ended, most often: it has
+	// cancelWait of its own. Past it the channel is broken, and what
+	// came on it is handed back by the broker, not returned.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWait)
-	_, cerr := await(cctx, s.link, ch, call(s, ch, func() (struct{}, error) {
+	_, cerr := await(cctx, s.link, ch, func() (struct{}, error) {
 		return struct{}{}, ch.Cancel(tag, false)
-	}), func(_ struct{}, err error) {
-		if err != nil {
-			s.link.broken(ch) // closing the channel hands back what came
-			return
-		}
-		handBackAll(ch, in)
 	})
-	timedOut := cerr != nil && cerr == cctx.Err()
+	timedOut := cctx.Err() != nil
 	cancel()
 	if timedOut {
-		return ds, nil
+		for _, d := range ds {
+			d.(*delivery).handBack(0)
+		}
+		return s.failed(ctx, cerr)
 	}
 	if cerr != nil {
 		s.link.broken(ch) // closing the channel closes in
@@ -206,121 +159,11 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 	return ds, nil
 }
 
-// prefetching tells whether ch's prefetch is max already.
-func (s *Source) prefetching(ch *amqp.Channel, max int) bool {
-	s.rpc.Lock()
-	defer s.rpc.Unlock()
-	return s.rpc.ch == ch && s.rpc.max == max
-}
-
-// prefetched records that ch's prefetch is max.
-func (s *Source) prefetched(ch *amqp.Channel, max int) {
-	s.rpc.Lock()
-	defer s.rpc.Unlock()
-	if s.rpc.ch == ch {
-		s.rpc.max = max
-	}
-}
-
-// call runs f, a call on ch that waits for the broker's reply, alone on
-// ch: amqp091 hands a channel's replies to its waiting calls in turn, not
-// by the request they answer, so two at once could take each other's.
-// (A Fetch's call whose context ended goes on in the background.)
-func call[T any](s *Source, ch *amqp.Channel, f func() (T, error)) func() (T, error) {
-	s.rpc.Lock()
-	if s.rpc.ch != ch {
-		s.rpc.ch, s.rpc.one, s.rpc.max = ch, new(sync.Mutex), 0
-	}
-	one := s.rpc.one
-	s.rpc.Unlock()
-	return func() (T, error) {
-		one.Lock()
-		defer one.Unlock()
-		return f()
-	}
-}
-
-// consumer is a basic.consume that started once its Fetch had returned.
-type consumer struct {
-	ch    *amqp.Channel
-	tag   string
-	in    <-chan amqp.Delivery
-	max   int // its prefetch
-	timer *time.Timer
-}
-
-// spareWait is how long a consumer that started once its Fetch had
-// returned is kept for the next Fetch, before it is cancelled.
-const spareWait = time.Second
-
-// keep keeps c for the next Fetch on its channel with its max, for
-// spareWait: a broker whose round trip outlasts a Fetch's context
-// answers basic.consume after the Fetch returned, and the next one can
-// read what it was sent rather than start a consumer that comes late
-// again. Past spareWait, or if one is kept already, c is dismissed.
-func (s *Source) keep(c *consumer) {
-	s.spare.Lock()
-	defer s.spare.Unlock()
-	if s.spare.c != nil {
-		go s.dismiss(c.ch, c.tag, c.in)
-		return
-	}
-	s.spare.c = c
-	c.timer = time.AfterFunc(spareWait, func() {
-		s.spare.Lock()
-		if s.spare.c != c { // adopted
-			s.spare.Unlock()
-			return
-		}
-		s.spare.c = nil
-		s.spare.Unlock()
-		s.dismiss(c.ch, c.tag, c.in)
-	})
-}
-
-// adopt takes the consumer kept on ch with a prefetch of max, nil if none.
-func (s *Source) adopt(ch *amqp.Channel, max int) *consumer {
-	s.spare.Lock()
-	defer s.spare.Unlock()
-	c := s.spare.c
-	if c == nil || c.ch != ch || c.max != max {
-		return nil
-	}
-	s.spare.c = nil
-	c.timer.Stop()
-	return c
-}
-
-// dismiss cancels the consumer tag on ch, which started once its Fetch
-// had returned, and hands back what it was sent; if the broker does not
-// answer within stallWait, ch is broken (which hands them back).
-func (s *Source) dismiss(ch *amqp.Channel, tag string, in <-chan amqp.Delivery) {
-	ctx, cancel := context.WithTimeout(context.Background(), stallWait)
-	defer cancel()
-	if _, err := await(ctx, s.link, ch, call(s, ch, func() (struct{}, error) {
-		return struct{}{}, ch.Cancel(tag, false)
-	}), nil); err != nil {
-		s.link.broken(ch)
-		return
-	}
-	handBackAll(ch, in)
-}
-
-// handBackAll hands back every message of a cancelled consumer's in,
-// which nobody was given; in closes once the cancel took effect.
-func handBackAll(ch *amqp.Channel, in <-chan amqp.Delivery) {
-	for msg := range in {
-		// On a closed channel the broker has handed it back already.
-		_ = ch.Reject(msg.DeliveryTag, true)
-	}
-}
-
 // gather is how long Fetch waits for more messages after the first.
 const gather = 5 * time.Millisecond
 
 // cancelWait bounds Fetch's wait for the broker's answer to basic.cancel,
-// whether or not Fetch's context has ended; the wait goes on in the
-// background up to stallWait.
+// whether or not Fetch's context has ended.
 const cancelWait = time.Second
 
 // failed is Fetch's answer to err: none and no error once ctx ended.
