@@ -238,11 +238,6 @@ func await[T any](ctx context.Context, l *link, ch *amqp.Channel, call func() (T
 	case a := <-c:
 		return a.v, a.err
 	case <-ctx.Done():
-		select {
-		case a := <-c: // answered as ctx ended: the channel is fine
-			return a.v, a.err
-		default:
-		}
 		l.broken(ch)
 		var zero T
 		return zero, ctx.Err()
