@@ -22,7 +22,7 @@ func startLatencyProxy(t *testing.T, brokerURL string, oneWay time.Duration) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:6551")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func startLatencyProxy(t *testing.T, brokerURL string, oneWay time.Duration) str
 // basic.consume take 600ms: Fetch must still deliver the queue's
 // messages (it did before Fetch cut qos and consume at its context),
 // not close its channel on every call and deliver nothing for ever.
-func TestZZFetchDeliversFromAFarBroker(t *testing.T) {
+func TestFetchDeliversFromABrokerFartherThanItsContext(t *testing.T) {
 	brokerURL := testdb.Need(t, broker)
 	cfg := config(t, brokerURL, 30*time.Second)
 	pub := publisher(t, brokerURL, cfg)
@@ -125,5 +125,45 @@ func TestZZFetchDeliversFromAFarBroker(t *testing.T) {
 	}
 	if got < 5 {
 		t.Errorf("%d of 5 orders acknowledged in 12s of 500ms Fetches from a broker 300ms away", got)
+	}
+}
+
+// A Fetch whose context ends before the broker answered must not close
+// the channel the Source's other deliveries came on: their Acks would be
+// lost and the messages delivered again.
+func TestAnAckOutlastsAnotherFetchsContextOnAFarBroker(t *testing.T) {
+	brokerURL := testdb.Need(t, broker)
+	cfg := config(t, brokerURL, 30*time.Second)
+	pub := publisher(t, brokerURL, cfg)
+	if err := pub.Publish(ctxT(t), testMessage("far-ack")); err != nil {
+		t.Fatal(err)
+	}
+	far := startLatencyProxy(t, brokerURL, 150*time.Millisecond)
+	src, err := rabbitmq.NewSource(ctxT(t), far, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ds, err := src.Fetch(ctx, 1)
+	cancel()
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Fetch: %d deliveries, %v", len(ds), err)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	if _, err := src.Fetch(short, 1); err != nil {
+		t.Fatalf("Fetch with a short context: %v", err)
+	}
+	cancel()
+	if err := ds[0].Ack(context.Background()); err != nil {
+		t.Fatalf("Ack after another Fetch's context ended: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	n, err := pub.Ready(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d messages ready again after their Ack: another Fetch's context closed the channel they came on", n)
 	}
 }
