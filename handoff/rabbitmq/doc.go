@@ -79,14 +79,10 @@
 // A Publisher and a Source open their connection on first use and a new
 // one when the last one closed: the call that meets the closed channel
 // fails (a Publish retries on a new connection until its context ends or
-// Config.PublishTimeout passes), and the next call reconnects. One
-// attempt at a time reconnects, and every call that needs the connection
-// waits for it only until its own context ends: a broker host that
-// accepts connections and never answers costs each call its context, not
-// the 10s dial and handshake timeout. Nothing is lost: a message the
-// broker confirmed is on the quorum queue's majority, and whatever was
-// delivered and not acknowledged is handed back when the connection
-// ends. A delivery taken before the restart
+// Config.PublishTimeout passes), and the next call reconnects. Nothing
+// is lost: a message the broker confirmed is on the quorum queue's
+// majority, and whatever was delivered and not acknowledged is handed
+// back when the connection ends. A delivery taken before the restart
 // cannot be acknowledged after it (its delivery tag belonged to the old
 // channel): its Ack fails and the message comes again.
 package rabbitmq

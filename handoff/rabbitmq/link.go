@@ -63,7 +63,8 @@ func (l *link) channel(ctx context.Context) (*amqp.Channel, error) {
 
 // publishing is channel with the returns of the channel, nil unless the
 // link is in confirm mode (a publishing link publishes mandatory). It
-// returns once ctx ends, whether or not the channel is open by then.
+// returns once ctx ends or the link is closed, whether or not the channel
+// is open by then.
 func (l *link) publishing(ctx context.Context) (*amqp.Channel, *returns, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -90,6 +91,8 @@ func (l *link) publishing(ctx context.Context) (*amqp.Channel, *returns, error) 
 		return o.ch, o.ret, o.err
 	case <-ctx.Done():
 		return nil, nil, fmt.Errorf("rabbitmq: connect: %w", ctx.Err())
+	case <-l.life.Done(): // closed: the attempt may be stuck in a Dial
+		return nil, nil, errClosed
 	}
 }
 
@@ -235,11 +238,6 @@ func await[T any](ctx context.Context, l *link, ch *amqp.Channel, call func() (T
 	case a := <-c:
 		return a.v, a.err
 	case <-ctx.Done():
-		select {
-		case a := <-c: // answered as ctx ended: the channel is fine
-			return a.v, a.err
-		default:
-		}
 		l.broken(ch)
 		var zero T
 		return zero, ctx.Err()

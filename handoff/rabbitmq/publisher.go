@@ -151,16 +151,13 @@ func (p *Publisher) publishOnce(ctx context.Context, queue string, msg amqp.Publ
 }
 
 // Ready returns the number of messages in the queue ready for delivery:
-// not those delivered and not acknowledged yet (see Source.Holding). It
-// returns once ctx ends, even on a connection that stopped answering.
+// not those delivered and not acknowledged yet (see Source.Holding).
 func (p *Publisher) Ready(ctx context.Context) (int64, error) {
 	ch, err := p.link.channel(ctx)
 	if err != nil {
 		return 0, err
 	}
-	q, err := await(ctx, p.link, ch, func() (amqp.Queue, error) {
-		return ch.QueueDeclarePassive(p.cfg.Queue, true, false, false, false, nil)
-	})
+	q, err := ch.QueueDeclarePassive(p.cfg.Queue, true, false, false, false, nil)
 	if err != nil {
 		p.link.broken(ch)
 		return 0, fmt.Errorf("rabbitmq: inspect %s: %w", p.cfg.Queue, err)

@@ -75,11 +75,8 @@ func NewSource(ctx context.Context, url string, cfg Config) (*Source, error) {
 // like any other, with the zero Message (an invalid, empty Order): the
 // handoff.Consumer dead-letters it and reports it (handoff.ErrDeadLettered
 // to ConsumerConfig.Done, the Observer). An error of the connection or
-// channel is returned, and the next Fetch opens new ones. Fetch returns
-// once ctx ends, even on a connection that stopped answering (then the
-// channel is closed and the broker hands back what it delivered on it),
-// but for basic.cancel, which waits up to a second more for the broker.
-// A max under 1 is refused with an error matching stock.ErrInvalid.
+// channel is returned, and the next Fetch opens new ones. A max under 1
+// is refused with an error matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
 		return nil, &stock.InvalidError{Field: "rabbitmq.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
@@ -91,18 +88,12 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 	if err != nil {
 		return s.failed(ctx, err)
 	}
-	// basic.qos and basic.consume wait for the broker's reply: on a
-	// stalled connection, until ctx ends (then the channel is broken).
-	if _, err := await(ctx, s.link, ch, func() (struct{}, error) {
-		return struct{}{}, ch.Qos(max, 0, false)
-	}); err != nil {
+	if err := ch.Qos(max, 0, false); err != nil {
 		s.link.broken(ch)
 		return s.failed(ctx, err)
 	}
 	tag := fmt.Sprintf("stockguard-%d", s.tags.Add(1))
-	in, err := await(ctx, s.link, ch, func() (<-chan amqp.Delivery, error) {
-		return ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
-	})
+	in, err := ch.Consume(s.cfg.Queue, tag, false, false, false, false, nil)
 	if err != nil {
 		s.link.broken(ch)
 		return s.failed(ctx, err)
@@ -132,21 +123,7 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 		}
 		t.Stop()
 	}
-	// basic.cancel is sent once ctx ended, most often: it has
-	// cancelWait of its own. Past it the channel is broken, and what
-	// came on it is handed back by the broker, not returned.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWait)
-	_, cerr := await(cctx, s.link, ch, func() (struct{}, error) {
-		return struct{}{}, ch.Cancel(tag, false)
-	})
-	timedOut := cctx.Err() != nil
-	cancel()
-	if timedOut {
-		for _, d := range ds {
-			d.(*delivery).handBack(0)
-		}
-		return s.failed(ctx, cerr)
-	}
+	cerr := ch.Cancel(tag, false)
 	if cerr != nil {
 		s.link.broken(ch) // closing the channel closes in
 	}
@@ -161,10 +138,6 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 
 // gather is how long Fetch waits for more messages after the first.
 const gather = 5 * time.Millisecond
-
-// cancelWait bounds Fetch's wait for the broker's answer to basic.cancel,
-// whether or not Fetch's context has ended.
-const cancelWait = time.Second
 
 // failed is Fetch's answer to err: none and no error once ctx ended.
 func (s *Source) failed(ctx context.Context, err error) ([]handoff.Delivery, error) {
