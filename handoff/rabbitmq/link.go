@@ -221,29 +221,6 @@ func (l *link) broken(ch *amqp.Channel) {
 	}
 }
 
-// await runs call, which waits for the broker's reply on ch, and returns
-// its answer, or ctx's error once ctx ends first: then ch is broken (its
-// close ends call and hands back what the broker delivered on ch).
-func await[T any](ctx context.Context, l *link, ch *amqp.Channel, call func() (T, error)) (T, error) {
-	type answer struct {
-		v   T
-		err error
-	}
-	c := make(chan answer, 1)
-	go func() {
-		v, err := call()
-		c <- answer{v, err}
-	}()
-	select {
-	case a := <-c:
-		return a.v, a.err
-	case <-ctx.Done():
-		l.broken(ch)
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
 // closeWait bounds close's wait for the broker's answer (on a stalled
 // connection); the socket is closed either way.
 const closeWait = 2 * time.Second
