@@ -14,7 +14,7 @@ import (
 // HoldReader's promise: the zero time when the gate does not hold the
 // order (the hold ended). A hold whose deadline has passed has ended
 // (Settle answers it ErrHoldExpired), reclaimed or not.
-func TestZZHeldUntilOfALapsedHold(t *testing.T) {
+func TestHeldUntilOfALapsedHoldIsZero(t *testing.T) {
 	for _, p := range readerPairs() {
 		t.Run(p.redis+"+"+p.db, func(t *testing.T) {
 			ctx := context.Background()
