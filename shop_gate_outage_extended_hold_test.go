@@ -14,24 +14,24 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// zzDownGate is the Redis gate, unreachable while down is set.
-type zzDownGate struct {
+// downGate is the Redis gate, unreachable while down is set.
+type downGate struct {
 	tiered.GateStore
 	down *atomic.Bool
 }
 
-var errZZRedisDown = errors.New("dial tcp 10.0.0.8:6379: connect: connection refused")
+var errRedisDown = errors.New("dial tcp 10.0.0.8:6379: connect: connection refused")
 
-func (g zzDownGate) Deduct(ctx context.Context, o stock.Order) error {
+func (g downGate) Deduct(ctx context.Context, o stock.Order) error {
 	if g.down.Load() {
-		return errZZRedisDown
+		return errRedisDown
 	}
 	return g.GateStore.Deduct(ctx, o)
 }
 
-func (g zzDownGate) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
+func (g downGate) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, error) {
 	if g.down.Load() {
-		return nil, errZZRedisDown
+		return nil, errRedisDown
 	}
 	return g.GateStore.Orders(ctx, ids)
 }
@@ -42,14 +42,14 @@ func (g zzDownGate) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo
 // which is what the Shop degrades for), 15 minutes, shorter than the
 // extended hold (40 minutes): the Consumer, past the message's Deadline,
 // cannot ask the gate and dead-letters an order the gate still holds.
-func TestZZShopExtendedPendingOrderThroughARedisOutage(t *testing.T) {
+func TestShopExtendedPendingOrderSurvivesARedisOutage(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(time.Now().Truncate(time.Millisecond))
 	start := clock.Now()
 	var down atomic.Bool
 	shop, q := handoffShop(t, stockguard.Config{Clock: clock,
 		Wrap: func(g tiered.GateStore, r tiered.RecordStore) (tiered.GateStore, tiered.RecordStore) {
-			return zzDownGate{GateStore: g, down: &down}, r
+			return downGate{GateStore: g, down: &down}, r
 		}})
 	if err := shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 5, HoldTTL: 10 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
 		t.Fatal(err)

@@ -12,13 +12,13 @@ import (
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
-// zzRefusingSettler: the record refuses the order for good (sold out
+// refusingSettler: the record refuses the order for good (sold out
 // there), while the gate holds it, its hold extended past the message's
 // Deadline.
-type zzRefusingSettler struct{ until time.Time }
+type refusingSettler struct{ until time.Time }
 
-func (zzRefusingSettler) Settle(context.Context, stock.Order) error { return stock.ErrSoldOut }
-func (s zzRefusingSettler) HeldUntil(context.Context, string) (time.Time, error) {
+func (refusingSettler) Settle(context.Context, stock.Order) error { return stock.ErrSoldOut }
+func (s refusingSettler) HeldUntil(context.Context, string) (time.Time, error) {
 	return s.until, nil
 }
 
@@ -29,12 +29,12 @@ func (s zzRefusingSettler) HeldUntil(context.Context, string) (time.Time, error)
 // delivered after its published Deadline but before the gate's (extended)
 // deadline did not expire in the queue, whatever the record answers; the
 // Consumer counts it expired because Settle did not answer nil.
-func TestZZExtendedHoldRefusedByTheRecordIsNotExpired(t *testing.T) {
+func TestExtendedHoldRefusedByTheRecordIsNotExpired(t *testing.T) {
 	ctx := context.Background()
 	clock := stocktest.NewClock(t0.Add(time.Minute))
 	m := handoff.Message{Order: order("o1", 1), Sent: t0.Add(-10 * time.Minute), Deadline: t0}
 	var seen []observe.Handoff
-	flow := zzRefusingSettler{until: t0.Add(30 * time.Minute)}
+	flow := refusingSettler{until: t0.Add(30 * time.Minute)}
 	c, err := handoff.NewConsumer(handofftest.NewMemory(time.Hour).Source(), flow, handoff.ConsumerConfig{Clock: clock,
 		Observer: observe.Observer{Handoff: func(_ context.Context, h observe.Handoff) { seen = append(seen, h) }}})
 	if err != nil {
