@@ -28,7 +28,11 @@ type Settler interface {
 // message, once the message's Deadline has passed: a hold extended after
 // the message was published (stock.HoldExtender on a pending order) ends
 // later than the Deadline, and the gate, not the message, decides when
-// it ends.
+// it ends: past its Deadline a message is dead-lettered only once the
+// gate answers that it no longer holds the order. A gate that cannot
+// answer (HeldUntil's error: an outage) means a Retry, until the longest
+// a hold can last has passed: stock.MaxHoldTTL after the message's Sent
+// (or its Deadline, if Sent is unset).
 type HoldReader interface {
 	// HeldUntil returns the deadline of the order's hold at the gate, or
 	// the zero time when the gate does not hold it (unknown, or the hold
@@ -50,12 +54,13 @@ type ConsumerConfig struct {
 	// MaxAttempts is the delivery from which a message whose Settle
 	// still fails for an infrastructure reason is dead-lettered instead
 	// of retried, once its Deadline has passed (a message without one,
-	// which a Recorder never publishes, is past it) and the gate no
-	// longer holds the order (the Settler's HoldReader, asked then; a
-	// Settler that is none, or a gate that cannot tell, leaves the
-	// Deadline alone to decide): while the gate holds the order, the
-	// Consumer retries it however many deliveries that takes. Zero means
-	// 10.
+	// which a Recorder never publishes, is past it) and the gate answers
+	// that it no longer holds the order (the Settler's HoldReader, asked
+	// then). While the gate holds the order, or cannot answer (until
+	// stock.MaxHoldTTL after the message's Sent, or its Deadline if Sent
+	// is unset: the longest a hold can last), the Consumer retries it
+	// however many deliveries that takes. A Settler that is no
+	// HoldReader leaves the Deadline alone to decide. Zero means 10.
 	MaxAttempts int
 	// Backoff is the delay of the first Retry after an infrastructure
 	// failure; each later attempt doubles it, up to MaxBackoff. Zero
@@ -100,19 +105,25 @@ type ConsumerConfig struct {
 //     the gate holds the order, so an outage shorter than the hold loses
 //     no order: until the message's Deadline, and past it while the
 //     Settler's HoldReader (asked once the Deadline has passed and the
-//     attempt is MaxAttempts or later) says the gate holds the order (its
-//     hold was extended), each Retry then due before the gate's
-//     deadline. Once neither holds (a message without a Deadline is past
-//     it; a gate that cannot tell leaves the Deadline to decide),
-//     DeadLetter. The gate hold of a dead-lettered order is returned by
-//     the gate's reclaimer at its deadline (or revert it in Done).
+//     attempt is MaxAttempts or later) does not answer that the gate no
+//     longer holds the order: while it holds it (its hold was extended),
+//     each Retry is due before the gate's deadline; while it cannot
+//     answer (an outage), Retry after the backoff until stock.MaxHoldTTL
+//     after the message's Sent (or its Deadline), the longest a hold can
+//     last. Past its Deadline (a message without one is past it),
+//     DeadLetter once the gate answers that it no longer holds the order
+//     or that bound has passed; a Settler that is no HoldReader: once the
+//     Deadline has passed. The gate hold of a dead-lettered order is
+//     returned by the gate's reclaimer at its deadline (or revert it in
+//     Done).
 //
-// A message delivered after its Deadline is counted as expired in the
-// queue (observe.Handoff.Expired) and settled all the same: Settle
-// returns its hold through the refusal path. One that Settle records
-// nevertheless (the gate held it still, its hold extended since it was
-// published) is not counted expired. A Consumer is safe for
-// concurrent use; run one per Source.
+// A message delivered after its Deadline is settled all the same: Settle
+// returns its hold through the refusal path if the hold ended. It is
+// counted as expired (observe.Handoff.Expired) when the gate's hold had
+// ended: Settle answered stock.ErrHoldExpired, or the message was
+// dead-lettered past its Deadline because the gate answered that it no
+// longer holds the order (or the bound above passed). A Consumer is safe
+// for concurrent use; run one per Source.
 type Consumer struct {
 	src  Source
 	flow Settler
@@ -244,11 +255,8 @@ func (c *Consumer) settleBatch(ctx context.Context, ds []Delivery, asked time.Ti
 
 func (c *Consumer) settle(ctx context.Context, d Delivery) {
 	m := d.Message()
-	late := !m.Deadline.IsZero() && c.cfg.Clock.Now().After(m.Deadline)
 	err := c.flow.Settle(ctx, m.Order)
-	// Late and recorded: the gate still held the order (its hold was
-	// extended since the message was published), so it did not expire.
-	h := observe.Handoff{Expired: late && err != nil, Attempt: d.Attempt(), Outcome: observe.Classify(err)}
+	h := observe.Handoff{Expired: errors.Is(err, stock.ErrHoldExpired), Attempt: d.Attempt(), Outcome: observe.Classify(err)}
 	switch {
 	case errors.Is(err, stock.ErrInvalid):
 		c.deadLetter(ctx, d, h, err)
@@ -258,16 +266,52 @@ func (c *Consumer) settle(ctx context.Context, d Delivery) {
 	case d.Attempt() < c.cfg.MaxAttempts || !c.cfg.Clock.Now().After(m.Deadline):
 		c.retry(ctx, d, c.backoff(d.Attempt()))
 	default:
-		// Past its Deadline the gate decides: an order it still holds
-		// (its hold extended since it was published) is retried before
-		// the hold ends; what it no longer holds is given up on.
-		left, held := c.heldFor(ctx, m.Order.ID)
-		if !held {
-			c.deadLetter(ctx, d, h, err)
-			return
-		}
-		c.retry(ctx, d, min(c.backoff(d.Attempt()), left))
+		c.pastDeadline(ctx, d, h, err)
 	}
+}
+
+// pastDeadline ends a delivery whose Settle failed for an infrastructure
+// reason, at MaxAttempts or later and past its Deadline: the gate
+// decides. An order the gate still holds is retried before its hold
+// ends; one the gate answers it no longer holds is dead-lettered (its
+// hold ended: Expired). A gate that cannot answer (the Settler's
+// HoldReader fails, as in a gate outage) means a Retry, until the
+// longest a hold can last has passed since the message was Sent (or
+// its Deadline): stock.MaxHoldTTL; past that it is dead-lettered
+// (Expired). A Settler that is no HoldReader: dead-lettered by the
+// Deadline alone.
+func (c *Consumer) pastDeadline(ctx context.Context, d Delivery, h observe.Handoff, err error) {
+	m := d.Message()
+	hr, ok := c.flow.(HoldReader)
+	if !ok {
+		c.deadLetter(ctx, d, h, err)
+		return
+	}
+	now := c.cfg.Clock.Now()
+	until, rerr := hr.HeldUntil(ctx, m.Order.ID)
+	switch {
+	case rerr == nil && until.After(now):
+		c.retry(ctx, d, min(c.backoff(d.Attempt()), until.Sub(now)))
+	case rerr != nil && now.Before(holdBound(m)):
+		c.retry(ctx, d, c.backoff(d.Attempt()))
+	default:
+		h.Expired = true
+		c.deadLetter(ctx, d, h, err)
+	}
+}
+
+// holdBound is the latest a hold of m's order can end: its Sent (or, if
+// unset, its Deadline) plus stock.MaxHoldTTL; the zero time for a
+// message with neither.
+func holdBound(m Message) time.Time {
+	from := m.Sent
+	if from.IsZero() {
+		from = m.Deadline
+	}
+	if from.IsZero() {
+		return time.Time{}
+	}
+	return from.Add(stock.MaxHoldTTL)
 }
 
 // retry hands d back for a Retry after delay; left alone on failure (the
@@ -277,22 +321,6 @@ func (c *Consumer) retry(ctx context.Context, d Delivery, delay time.Duration) {
 	c.mu.Lock()
 	c.retried.add(d.Message(), time.Now().Add(delay))
 	c.mu.Unlock()
-}
-
-// heldFor asks the Settler's HoldReader how long the gate still holds
-// the order; held is false when it holds it no longer, cannot tell, or
-// the Settler is no HoldReader.
-func (c *Consumer) heldFor(ctx context.Context, id string) (left time.Duration, held bool) {
-	hr, ok := c.flow.(HoldReader)
-	if !ok {
-		return 0, false
-	}
-	until, err := hr.HeldUntil(ctx, id)
-	if err != nil {
-		return 0, false
-	}
-	left = until.Sub(c.cfg.Clock.Now())
-	return left, left > 0
 }
 
 func (c *Consumer) deadLetter(ctx context.Context, d Delivery, h observe.Handoff, reason error) {

@@ -22,16 +22,18 @@
 // or a business error (the order ended holding nothing), Retry with a
 // doubling backoff after an infrastructure error for as long as the gate
 // still holds the order (until the message's Deadline, and past it while
-// the gate says it holds the order, its hold extended since: the
+// the gate says it holds the order, its hold extended since, or cannot
+// answer, up to stock.MaxHoldTTL after the message was Sent: the
 // Settler's [HoldReader], asked only then), DeadLetter once an
-// infrastructure error outlives the gate hold and
-// ConsumerConfig.MaxAttempts, or at once for a message that can never
-// settle (stock.ErrInvalid). A message delivered after its Deadline
-// is counted as expired in the queue and settled all the same: Settle
-// returns its hold through the refusal path (one Settle records, its hold
-// extended since it was published, did not expire). Each delivery that ended is
-// reported to observe.Observer.Handoff (lag from publish to record,
-// expired or not, attempt, outcome).
+// infrastructure error outlives ConsumerConfig.MaxAttempts and the gate
+// answers that it no longer holds the order (or that bound passed), or at
+// once for a message that can never settle (stock.ErrInvalid). A message
+// delivered after its Deadline is settled all the same: Settle returns a
+// hold that ended through the refusal path. It is counted as expired when
+// the gate's hold had ended (Settle answered stock.ErrHoldExpired, or it
+// was dead-lettered because the gate no longer holds the order). Each
+// delivery that ended is reported to observe.Observer.Handoff (lag from
+// publish to record, expired or not, attempt, outcome).
 //
 //	q, _ := redisstream.New(ctx, rdb, redisstream.Config{Stream: "orders"})
 //	var c *handoff.Consumer // made below: the flow needs the Recorder first

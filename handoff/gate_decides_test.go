@@ -36,9 +36,10 @@ func (s *holdingSettler) HeldUntil(context.Context, string) (time.Time, error) {
 
 // Past a message's Deadline and MaxAttempts, the gate decides: an order
 // it still holds is retried before its hold ends (and not more often
-// than the backoff), one it no longer holds or cannot tell about is
-// dead-lettered, and a Settler that is no HoldReader leaves the Deadline
-// alone to decide. The gate is asked on that path only.
+// than the backoff), one it no longer holds is dead-lettered, one it
+// cannot tell about is retried until stock.MaxHoldTTL after the message
+// was Sent (the longest a hold can last), and a Settler that is no
+// HoldReader leaves the Deadline alone to decide. The gate is asked on that path only.
 func TestPastItsDeadlineTheGateDecidesWhetherAMessageIsRetried(t *testing.T) {
 	ctx := context.Background()
 	clock := stocktest.NewClock(t0.Add(time.Minute))
@@ -65,9 +66,8 @@ func TestPastItsDeadlineTheGateDecidesWhetherAMessageIsRetried(t *testing.T) {
 		t.Fatalf("attempt 10, gate holds it an hour more: %s after %v; want retried after the 5s backoff", d.ended, d.retry)
 	}
 	for _, s := range []*holdingSettler{
-		{until: time.Time{}},         // the gate does not hold it
-		{until: clock.Now()},         // its hold ends now
-		{err: errors.New("timeout")}, // the gate cannot tell
+		{until: time.Time{}}, // the gate does not hold it
+		{until: clock.Now()}, // its hold ends now
 	} {
 		if d := settle(s, 10); d.ended != "dead-lettered" {
 			t.Fatalf("attempt 10, gate answers %v, %v: %s; want dead-lettered", s.until, s.err, d.ended)
@@ -75,5 +75,19 @@ func TestPastItsDeadlineTheGateDecidesWhetherAMessageIsRetried(t *testing.T) {
 	}
 	if d := settle(downSettler{}, 10); d.ended != "dead-lettered" {
 		t.Fatalf("attempt 10, a Settler that is no HoldReader: %s; want dead-lettered by the Deadline", d.ended)
+	}
+	// A gate that cannot tell (an outage): retried, until the longest a
+	// hold can last has passed since the message was Sent.
+	blind := &holdingSettler{err: errors.New("timeout")}
+	if d := settle(blind, 10); d.ended != "retried" || d.retry != 5*time.Second {
+		t.Fatalf("attempt 10, the gate cannot tell: %s after %v; want retried after the 5s backoff", d.ended, d.retry)
+	}
+	clock.Advance(m.Sent.Add(stock.MaxHoldTTL).Sub(clock.Now()) - time.Millisecond)
+	if d := settle(blind, 10); d.ended != "retried" {
+		t.Fatalf("attempt 10, the gate cannot tell, just within stock.MaxHoldTTL of Sent: %s; want retried", d.ended)
+	}
+	clock.Advance(time.Millisecond)
+	if d := settle(blind, 10); d.ended != "dead-lettered" {
+		t.Fatalf("attempt 10, the gate cannot tell, stock.MaxHoldTTL after Sent: %s; want dead-lettered", d.ended)
 	}
 }

@@ -15,11 +15,12 @@ type Message struct {
 	// Deadline is when the gate hold ends, as it stood when the message
 	// was published: the Consumer retries an infrastructure failure until
 	// then, and past it while the gate says it still holds the order (a
-	// hold extended since: see HoldReader). A Recorder always sets it (it
-	// publishes nothing for an order whose hold time it cannot read). A
-	// message delivered after it is still settled (Settle returns the
-	// hold through its refusal path and reverts any copy at the record)
-	// and counted as expired in the queue.
+	// hold extended since, or cannot tell: see HoldReader). A Recorder
+	// always sets it (it publishes nothing for an order whose hold time it
+	// cannot read). A message delivered after it is still settled (Settle
+	// returns a hold that ended through its refusal path and reverts any
+	// copy at the record); it is counted as expired in the queue when
+	// Settle answers stock.ErrHoldExpired.
 	Deadline time.Time
 	// Sent is when the message was published: the start of its lag.
 	Sent time.Time

@@ -25,7 +25,7 @@
 //   - Limit reports each limiter decision.
 //   - Handoff reports each delivery of a queued hand-off (package
 //     handoff) as it ends: its lag from publish to record, whether its
-//     hold expired in the queue, its attempt, and whether it was
+//     gate hold had ended, its attempt, and whether it was
 //     dead-lettered.
 //
 // The funcs are called synchronously: keep them fast and never block in

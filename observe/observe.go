@@ -158,11 +158,14 @@ type Handoff struct {
 	// Lag is from the message's publish to the end of its settling (the
 	// publisher's clock against the consumer's).
 	Lag time.Duration
-	// Expired reports that the message was delivered after its gate
-	// hold's deadline: its order expired in the queue (it was still
-	// settled, which returned it through the refusal path). A message
-	// delivered after the deadline it was published with and recorded
-	// all the same (its hold was extended since) is not expired.
+	// Expired reports that the order's gate hold had ended: Settle
+	// answered stock.ErrHoldExpired (the order expired in the queue; the
+	// settle returned it through the refusal path), or the message was
+	// dead-lettered past its Deadline because the gate answered that it
+	// no longer holds the order (or could not answer until stock.MaxHoldTTL
+	// after the message was sent). Any other delivery is not expired: one
+	// delivered after the deadline it was published with whose hold was
+	// extended since is not, whatever the record answers.
 	Expired bool
 	// Attempt is the delivery's number: 1 for the message's first.
 	Attempt int

@@ -59,14 +59,15 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 // HeldUntil returns the deadline of the order's hold at the gate, which
 // decides when a hold ends (extensions included), or the zero time when
 // the gate does not hold the order (it does not know it, or the hold
-// ended); an error when the gate cannot be read. It reads the gate alone
+// ended: a deadline that is not after the Manager's Clock has passed,
+// reclaimed or not); an error when the gate cannot be read. It reads the gate alone
 // (one read by order ID), so it answers while the record is down: the
 // handoff Consumer asks it before giving up on an order it cannot record
 // (handoff.HoldReader).
 func (m *Manager) HeldUntil(ctx context.Context, orderID string) (time.Time, error) {
 	in, err := m.gateOrder(ctx, orderID)
-	if err != nil || in.State != stock.StateHeld {
-		return time.Time{}, err
+	if err != nil || in.State != stock.StateHeld || !in.Deadline.After(m.cfg.Clock.Now()) {
+		return time.Time{}, err // a deadline passed: the hold ended, reclaimed or not
 	}
 	return in.Deadline, nil
 }
