@@ -78,9 +78,9 @@
 // The hand-off metrics come from a handoff.Consumer, once per delivery it
 // ended: stockguard.handoff.messages by Settle's outcome ("ok", "expired",
 // ..., or "dead_lettered"), its lag from publish to record, and
-// stockguard.handoff.expired for a message delivered after its gate
-// hold's deadline (expired in the queue: settled all the same, its hold
-// returned).
+// stockguard.handoff.expired for a message whose order's gate hold had
+// ended (expired in the queue: settled all the same, its hold returned;
+// see observe.Handoff.Expired).
 //
 // # Spans
 //

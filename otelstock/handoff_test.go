@@ -16,7 +16,7 @@ type settleFunc func(context.Context, stock.Order) error
 func (f settleFunc) Settle(ctx context.Context, o stock.Order) error { return f(ctx, o) }
 
 // A Consumer's deliveries are counted by outcome, dead letters apart, with
-// their lag, and those delivered past their deadline counted expired.
+// their lag, and those whose gate hold had ended counted expired.
 func TestHandoffMetrics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -26,7 +26,13 @@ func TestHandoffMetrics(t *testing.T) {
 	_ = q.Publish(ctx, handoff.Message{Order: stock.Order{ID: "late", Items: []stock.Item{{SKU: "a", Qty: 1}}},
 		Sent: now.Add(-2 * time.Second), Deadline: now.Add(-time.Second)})
 	_ = q.Publish(ctx, handoff.Message{Sent: now}) // an order that cannot settle
-	c, err := handoff.NewConsumer(q.Source(), settleFunc(func(_ context.Context, o stock.Order) error { return o.Validate() }),
+	settle := func(_ context.Context, o stock.Order) error {
+		if o.ID == "late" {
+			return stock.ErrHoldExpired // the gate's hold ended while it was queued
+		}
+		return o.Validate()
+	}
+	c, err := handoff.NewConsumer(q.Source(), settleFunc(settle),
 		handoff.ConsumerConfig{Observer: h.a.Observer()})
 	if err != nil {
 		t.Fatal(err)
@@ -40,8 +46,8 @@ func TestHandoffMetrics(t *testing.T) {
 	c.Settle(ctx, ds)
 	ms := h.collect(t)
 	m := metric(t, ms, "stockguard.handoff.messages", "{message}")
-	if ok, dead := sum(t, m, otelstock.KeyOutcome.String("ok")), sum(t, m, otelstock.KeyOutcome.String("dead_lettered")); ok != 1 || dead != 1 {
-		t.Errorf("handoff.messages: ok %d, dead_lettered %d; want 1, 1", ok, dead)
+	if expired, dead := sum(t, m, otelstock.KeyOutcome.String("expired")), sum(t, m, otelstock.KeyOutcome.String("dead_lettered")); expired != 1 || dead != 1 {
+		t.Errorf("handoff.messages: expired %d, dead_lettered %d; want 1, 1", expired, dead)
 	}
 	if n := sum(t, metric(t, ms, "stockguard.handoff.expired", "{message}")); n != 1 {
 		t.Errorf("handoff.expired = %d, want 1", n)

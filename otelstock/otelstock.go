@@ -163,7 +163,7 @@ func (a *Adapter) instruments() error {
 		metric.WithDescription("Hand-off lag: from a message's publish to the end of its settling."),
 		metric.WithExplicitBucketBoundaries(b...))
 	a.handoffExpired, errs[20] = m.Int64Counter("stockguard.handoff.expired", metric.WithUnit("{message}"),
-		metric.WithDescription("Hand-off messages delivered after their gate hold's deadline (expired in the queue)."))
+		metric.WithDescription("Hand-off messages whose order's gate hold had ended (expired in the queue)."))
 	return errors.Join(errs[:]...)
 }
 
