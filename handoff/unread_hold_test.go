@@ -30,56 +30,6 @@ func (g *blinkingLevels) Levels(ctx context.Context, sku string) (stock.Levels, 
 	return g.Store.Levels(ctx, sku)
 }
 
-// An order the buyer was told yes, held at the gate for 10 minutes, meets
-// a record that is unreachable for 20s, and the Recorder's first read of
-// its hold time failed: handoff's doc promises it is retried "for as long
-// as the message's Deadline has not passed (the gate still holds the
-// order), so an outage shorter than the hold loses no order". The
-// Recorder reads the hold time again, publishes the message with the
-// gate's Deadline, and the Consumer retries it until the record is back,
-// then records and acknowledges it.
-func TestOrderWhoseHoldReadFailedOnceSurvivesAnOutageShorterThanItsHold(t *testing.T) {
-	ctx := context.Background()
-	clock := stocktest.NewClock(t0)
-	q := handofftest.NewMemory(time.Hour)
-	gate := memstock.New(clock)
-	record := &outageRecord{Store: memstock.New(clock), clock: clock, back: t0.Add(20 * time.Second)}
-	rec := handoff.NewRecorder(q, &blinkingLevels{Store: gate, fails: 1}, handoff.RecorderConfig{Clock: clock})
-	flow := tiered.New(gate, record, tiered.Config{Recorder: rec, Clock: clock, RecheckAfter: -1})
-	if err := flow.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: 10 * time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := flow.Place(ctx, order("o1", 1))
-	if err != nil || p != tiered.Pending {
-		t.Fatalf("Place = %v, %v; want Pending (told yes)", p, err)
-	}
-	ds := fetch(t, q.Source(), 1)
-	m := ds[0].Message()
-	var dead error
-	c, err := handoff.NewConsumer(q.Source(), flow, handoff.ConsumerConfig{Clock: clock,
-		Done: func(_ context.Context, _ handoff.Message, err error) { dead = err }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var last *stepDelivery
-	for attempt := 1; attempt <= 100; attempt++ {
-		last = &stepDelivery{m: m, attempt: attempt}
-		c.Settle(ctx, []handoff.Delivery{last})
-		if last.ended != "retried" {
-			break
-		}
-		clock.Advance(last.retry)
-	}
-	in, _ := record.Orders(ctx, []string{"o1"})
-	recorded := len(in) == 1 && in[0].State == stock.StateHeld
-	held, _ := gate.Orders(ctx, []string{"o1"})
-	gateHolds := len(held) == 1 && held[0].State == stock.StateHeld
-	if last.ended != "acked" || !recorded {
-		t.Fatalf("after a 20s record outage (deadline %v, gate still holds it: %v, %v after the order): delivery %d %s (%v), recorded: %v; want it retried until the record is back, then recorded and acked",
-			m.Deadline, gateHolds, clock.Now().Sub(t0), last.attempt, last.ended, dead, recorded)
-	}
-}
-
 // A gate whose hold time cannot be read twice in a row (an outage, not a
 // blip) gets no message without a Deadline: Record publishes nothing and
 // Place answers the order half-way (an unknown outcome: the buyer is not
