@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/time/rate"
 
+	"github.com/stockguard/stockguard/internal/typednil"
 	"github.com/stockguard/stockguard/observe"
 )
 
@@ -96,7 +97,7 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	if lim.Rate > lim.Period.Nanoseconds() {
 		return nil, invalid("LocalConfig.Limit", "faster than one event per nanosecond")
 	}
-	if cfg.Clock != nil && isNil(cfg.Clock) {
+	if cfg.Clock != nil && typednil.Is(cfg.Clock) {
 		return nil, invalid("LocalConfig.Clock", "a nil "+fmt.Sprintf("%T", cfg.Clock))
 	}
 	if cfg.MaxKeys < 0 {

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/typednil"
 )
 
 // ErrorMode says what a Redis-backed limiter decides when Redis fails and
@@ -80,10 +81,10 @@ func newGuard(p Policy, field string) (*guard, error) {
 	if p.OnError < ReturnError || p.OnError > FailClosed {
 		return nil, invalid(field+".OnError", "unknown ErrorMode")
 	}
-	if p.Fallback != nil && isNil(p.Fallback) {
+	if p.Fallback != nil && typednil.Is(p.Fallback) {
 		return nil, invalid(field+".Fallback", fmt.Sprintf("a nil %T", p.Fallback))
 	}
-	if p.Clock != nil && isNil(p.Clock) {
+	if p.Clock != nil && typednil.Is(p.Clock) {
 		return nil, invalid(field+".Clock", fmt.Sprintf("a nil %T", p.Clock))
 	}
 	if p.Backoff == 0 {
@@ -93,18 +94,6 @@ func newGuard(p Policy, field string) (*guard, error) {
 		p.Clock = systemClock{}
 	}
 	return &guard{p: p}, nil
-}
-
-// isNil reports whether v, an interface holding a value, holds a nil
-// pointer, map, slice, func or channel (a typed nil), which would panic
-// when called.
-func isNil(v any) bool {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // bypassed reports whether any of keys is allowlisted.

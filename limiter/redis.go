@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stockguard/stockguard/internal/typednil"
 	"github.com/stockguard/stockguard/lua"
 	"github.com/stockguard/stockguard/observe"
 )
@@ -134,7 +135,7 @@ type engine struct {
 }
 
 func newEngine(rdb redis.Scripter, alg Algorithm, prefix string, p Policy, cfgName string) (engine, string, error) {
-	if rdb == nil || isNil(rdb) {
+	if typednil.Is(rdb) {
 		return engine{}, "", invalid(cfgName+" client", fmt.Sprintf("nil redis.Scripter (%T)", rdb))
 	}
 	if alg < GCRA || alg > SlidingWindow {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/stockguard/stockguard/internal/typednil"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -27,7 +28,7 @@ type Reconciler struct {
 // the gate's Retention (the gate would forget restocks a pass still asks
 // about).
 func New(gate Gate, record Record, cfg Config) (*Reconciler, error) {
-	if isNil(gate) || isNil(record) {
+	if typednil.Is(gate) || typednil.Is(record) {
 		return nil, &stock.InvalidError{Field: "reconcile.New", Reason: "nil store"}
 	}
 	keep := gate.Retention()

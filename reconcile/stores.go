@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	"github.com/stockguard/stockguard/stock"
@@ -56,16 +55,3 @@ var (
 	_ Gate   = (*redisstock.Store)(nil)
 	_ Record = (*sqlstock.Store)(nil)
 )
-
-// isNil reports whether v is nil or a nil pointer, map, func or the like in
-// an interface.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}

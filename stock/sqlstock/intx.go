@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/stockguard/stockguard/internal/canon"
+	"github.com/stockguard/stockguard/internal/typednil"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -142,25 +142,12 @@ type TxStore struct {
 // A nil tx, typed or not (a nil *sql.Tx), makes every call fail with an
 // error wrapping stock.ErrInvalid.
 func (s *Store) InTx(tx DBTX) *TxStore {
-	if isNil(tx) {
+	if typednil.Is(tx) {
 		tx = nil
 	}
 	t := &TxStore{s: s, tx: tx}
 	t.pool, _ = tx.(pool)
 	return t
-}
-
-// isNil reports whether v is nil or holds a nil pointer, map, slice,
-// channel, function or interface.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch r := reflect.ValueOf(v); r.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
-		return r.IsNil()
-	}
-	return false
 }
 
 // Deduct is Store.Deduct in the caller's transaction: it writes the
