@@ -24,20 +24,8 @@ import (
 func TestExtendedPendingHoldIsRetriedWhileTheGateHoldsIt(t *testing.T) {
 	ctx := context.Background()
 	clock := stocktest.NewClock(t0)
-	q := handofftest.NewMemory(time.Hour)
-	gate := memstock.New(clock)
 	record := &outageRecord{Store: memstock.New(clock), clock: clock, back: t0.Add(20 * time.Minute)}
-	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{Clock: clock})
-	flow := tiered.New(gate, record, tiered.Config{Recorder: rec, Clock: clock, RecheckAfter: -1})
-	if err := flow.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: 10 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if p, err := flow.Place(ctx, order("o1", 1)); err != nil || p != tiered.Pending {
-		t.Fatalf("Place = %v, %v", p, err)
-	}
-	if err := flow.ExtendHold(ctx, "o1", t0.Add(40*time.Minute)); err != nil {
-		t.Fatalf("ExtendHold = %v", err)
-	}
+	q, gate, flow := extendedPending(t, clock, record)
 	m := fetch(t, q.Source(), 1)[0].Message()
 	var done error
 	c, err := handoff.NewConsumer(q.Source(), flow, handoff.ConsumerConfig{Clock: clock,
@@ -45,15 +33,7 @@ func TestExtendedPendingHoldIsRetriedWhileTheGateHoldsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last *stepDelivery
-	for attempt := 1; attempt <= 400; attempt++ { // 5s backoff at most: 240 deliveries span the 20-minute outage
-		last = &stepDelivery{m: m, attempt: attempt}
-		c.Settle(ctx, []handoff.Delivery{last})
-		if last.ended != "retried" {
-			break
-		}
-		clock.Advance(last.retry)
-	}
+	last := retryUntilEnded(ctx, c, m, clock, 400) // 5s backoff at most: 240 deliveries span the 20-minute outage
 	g, _ := gate.Orders(ctx, []string{"o1"})
 	gateHolds := len(g) == 1 && g[0].State == stock.StateHeld
 	if last.ended != "acked" {
@@ -72,19 +52,7 @@ func TestExtendedPendingHoldIsRetriedWhileTheGateHoldsIt(t *testing.T) {
 func TestExtendedPendingHoldDeliveredLateIsNotCountedExpired(t *testing.T) {
 	ctx := context.Background()
 	clock := stocktest.NewClock(t0)
-	q := handofftest.NewMemory(time.Hour)
-	gate, record := memstock.New(clock), memstock.New(clock)
-	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{Clock: clock})
-	flow := tiered.New(gate, record, tiered.Config{Recorder: rec, Clock: clock, RecheckAfter: -1})
-	if err := flow.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: 10 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if p, err := flow.Place(ctx, order("o1", 1)); err != nil || p != tiered.Pending {
-		t.Fatalf("Place = %v, %v", p, err)
-	}
-	if err := flow.ExtendHold(ctx, "o1", t0.Add(40*time.Minute)); err != nil {
-		t.Fatalf("ExtendHold = %v", err)
-	}
+	q, _, flow := extendedPending(t, clock, memstock.New(clock))
 	var seen []observe.Handoff
 	c, err := handoff.NewConsumer(q.Source(), flow, handoff.ConsumerConfig{Clock: clock,
 		Observer: observe.Observer{Handoff: func(_ context.Context, h observe.Handoff) { seen = append(seen, h) }}})
@@ -99,4 +67,27 @@ func TestExtendedPendingHoldDeliveredLateIsNotCountedExpired(t *testing.T) {
 	if err := flow.Confirm(ctx, "o1"); err != nil {
 		t.Fatalf("Confirm = %v", err)
 	}
+}
+
+// extendedPending is a flow over memstock tiers (record its record) with
+// one pending order, o1: placed at t0 with a 10-minute hold (as its
+// message's Deadline says), handed off to the returned queue, then
+// extended at the gate to 40 minutes (a pending order's ExtendHold).
+func extendedPending(t *testing.T, clock *stocktest.Clock, record tiered.RecordStore) (*handofftest.Memory, *memstock.Store, *tiered.Manager) {
+	t.Helper()
+	ctx := context.Background()
+	q := handofftest.NewMemory(time.Hour)
+	gate := memstock.New(clock)
+	rec := handoff.NewRecorder(q, gate, handoff.RecorderConfig{Clock: clock})
+	flow := tiered.New(gate, record, tiered.Config{Recorder: rec, Clock: clock, RecheckAfter: -1})
+	if err := flow.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: 10 * time.Minute, MaxHoldTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := flow.Place(ctx, order("o1", 1)); err != nil || p != tiered.Pending {
+		t.Fatalf("Place = %v, %v", p, err)
+	}
+	if err := flow.ExtendHold(ctx, "o1", t0.Add(40*time.Minute)); err != nil {
+		t.Fatalf("ExtendHold = %v", err)
+	}
+	return q, gate, flow
 }

@@ -95,15 +95,7 @@ func TestConsumerRetriesAnOutageUntilTheDeadline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var last *stepDelivery
-			for attempt := 1; attempt <= 100; attempt++ {
-				last = &stepDelivery{m: m, attempt: attempt}
-				c.Settle(ctx, []handoff.Delivery{last})
-				if last.ended != "retried" {
-					break
-				}
-				clock.Advance(last.retry)
-			}
+			last := retryUntilEnded(ctx, c, m, clock, 100)
 			in, _ := record.Orders(ctx, []string{"o1"})
 			recorded := len(in) == 1 && in[0].State == stock.StateHeld
 			if last.ended != "acked" || !recorded {
@@ -112,4 +104,20 @@ func TestConsumerRetriesAnOutageUntilTheDeadline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// retryUntilEnded delivers m to c again and again, as its broker would
+// after each Retry on the test's clock, until c ends a delivery otherwise
+// or max deliveries were made; it returns the last one.
+func retryUntilEnded(ctx context.Context, c *handoff.Consumer, m handoff.Message, clock *stocktest.Clock, max int) *stepDelivery {
+	var last *stepDelivery
+	for attempt := 1; attempt <= max; attempt++ {
+		last = &stepDelivery{m: m, attempt: attempt}
+		c.Settle(ctx, []handoff.Delivery{last})
+		if last.ended != "retried" {
+			break
+		}
+		clock.Advance(last.retry)
+	}
+	return last
 }
