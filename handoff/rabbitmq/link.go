@@ -208,7 +208,7 @@ func (l *link) dial(ctx context.Context) (*amqp.Connection, error) {
 // next call opens another, and closes it (in the background: on a stalled
 // connection the close waits for the broker's reply), which makes the
 // broker hand back what it delivered on ch. After an error whose channel
-// or connection may be unusable, or a wait on it that its context cut.
+// or connection may be unusable.
 func (l *link) broken(ch *amqp.Channel) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
