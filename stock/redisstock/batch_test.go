@@ -129,6 +129,17 @@ type batchFixture struct {
 	answered int
 }
 
+// newBatchFixture adds a gateHook to fx's client, once the Store's
+// scripts are loaded (see loadScripts: the hook holds and counts script
+// calls).
+func newBatchFixture(fx *fixture) *batchFixture {
+	fx.t.Helper()
+	fx.loadScripts()
+	g := &gateHook{}
+	fx.c.AddHook(g)
+	return &batchFixture{fixture: fx, gate: g}
+}
+
 // eachBatched runs f on the backends where Deducts are batched (not on a
 // cluster).
 func eachBatched(t *testing.T, f func(t *testing.T, fx *batchFixture)) {
@@ -138,9 +149,7 @@ func eachBatched(t *testing.T, f func(t *testing.T, fx *batchFixture)) {
 		}
 		t.Run(b.name, func(t *testing.T) {
 			fx := newFixture(t, b)
-			g := &gateHook{}
-			fx.c.AddHook(g)
-			f(t, &batchFixture{fixture: fx, gate: g})
+			f(t, newBatchFixture(fx))
 		})
 	}
 }

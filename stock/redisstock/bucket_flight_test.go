@@ -267,6 +267,7 @@ func TestLostLeaseTakeIsDropped(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
 		us := fx.bucketZeroEmptied(2)
+		fx.loadScripts()
 		hash := redisstock.BucketLeaseScriptHash()
 		var lost atomic.Bool
 		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {

@@ -94,6 +94,7 @@ func TestRebuildOfUnsplitSKUsIsBatchedOnACluster(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
 		fx.bucketSale("hot", 30, 0, time.Minute, 3)
+		fx.loadScripts()
 		sha := redis.NewScript(lua.Script("stock_rebuild.lua")).Hash()
 		var trips atomic.Int64
 		fx.c.AddHook(checkHook(func(cmds []redis.Cmder) {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -174,30 +176,22 @@ func errOf[C redis.Cmder](cmds []C) error {
 	return nil
 }
 
-// noScript reports whether a pipelined EVALSHA found its script missing.
-func noScript(cmds []redis.Cmder) bool {
-	for _, c := range cmds {
-		if isNoScript(c.Err()) {
-			return true
-		}
-	}
-	return false
-}
-
 // isNoScript reports whether err is the server's answer to an EVALSHA of a
 // script it does not have.
 func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }
 
 // pipelined runs the commands build queues in one round trip. Script.Run
 // cannot fall back to EVAL inside a pipeline, so when the server lacks a
-// script (a fresh or restarted server) the scripts are loaded and the same
-// commands are sent again: every command the Store pipelines is safe to
-// repeat. build runs once. The caller checks each command's error.
+// script (a fresh or restarted server) the scripts the pipeline missed are
+// loaded and the same commands are sent again: every command the Store
+// pipelines is safe to repeat. build runs once. The caller checks each
+// command's error.
 func (s *Store) pipelined(ctx context.Context, build func(p redis.Pipeliner)) {
 	p := s.c.Pipeline()
 	build(p)
 	cmds, _ := p.Exec(ctx)
-	if !noScript(cmds) || s.loadScripts(ctx) != nil {
+	missed := missedScripts(cmds)
+	if len(missed) == 0 || s.loadScripts(ctx, missed) != nil {
 		return
 	}
 	p = s.c.Pipeline()
@@ -207,12 +201,43 @@ func (s *Store) pipelined(ctx context.Context, build func(p redis.Pipeliner)) {
 	_, _ = p.Exec(ctx)
 }
 
-// loadScripts loads every script on every server the client talks to: a
+// missedScripts returns the scripts of the EVALSHAs among cmds that the
+// server answered NOSCRIPT, each once.
+func missedScripts(cmds []redis.Cmder) []*redis.Script {
+	var out []*redis.Script
+	for _, c := range cmds {
+		if !isNoScript(c.Err()) {
+			continue
+		}
+		args := c.Args()
+		if len(args) < 2 {
+			continue
+		}
+		sha, _ := args[1].(string)
+		sc := scriptsBySHA()[sha]
+		if sc == nil || slices.Contains(out, sc) {
+			continue
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// scriptsBySHA maps the SHA1 of each of the Store's scripts to the script.
+var scriptsBySHA = sync.OnceValue(func() map[string]*redis.Script {
+	m := make(map[string]*redis.Script, len(allScripts))
+	for _, sc := range allScripts {
+		m[sc.Hash()] = sc
+	}
+	return m
+})
+
+// loadScripts loads scripts on every server the client talks to: a
 // ClusterClient's ScriptLoad reaches every master by itself, a Ring's
 // shards are visited one by one.
-func (s *Store) loadScripts(ctx context.Context) error {
+func (s *Store) loadScripts(ctx context.Context, scripts []*redis.Script) error {
 	load := func(ctx context.Context, c redis.Scripter) error {
-		for _, sc := range allScripts {
+		for _, sc := range scripts {
 			if err := sc.Load(ctx, c).Err(); err != nil {
 				return err
 			}
@@ -225,6 +250,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 	return load(ctx, s.c)
 }
 
+// allScripts are the Store's scripts; files that add scripts append theirs.
 var allScripts = []*redis.Script{
 	deductScript, confirmScript, releaseScript, reclaimScript, purgeScript,
 	putScript, restockScript, adjustScript, dirReleaseScript, batchScript,

@@ -201,3 +201,10 @@ func (s *Store) FlightWant(sku string) int64 {
 	}
 	return 0
 }
+
+// LoadAllScripts loads every script of the Store on its servers, as a
+// server has them once a Store has run each of its calls there.
+func (s *Store) LoadAllScripts(ctx context.Context) error { return s.loadScripts(ctx, allScripts) }
+
+// ScriptCount returns how many scripts the Store has.
+func ScriptCount() int { return len(allScripts) }

@@ -191,8 +191,6 @@ func TestBatchHookPanicWithNoCallerLeftEndsTheProgram(t *testing.T) {
 // that panics on it: the program ends before it returns.
 func noCallerLeft(t *testing.T) {
 	fx := newFixture(t, backends()[0]) // miniredis, one server
-	gate := &gateHook{}
-	fx.c.AddHook(gate)
 	cfg := fx.cfg
 	cfg.Observer = observe.Observer{Batch: func(_ context.Context, b observe.Batch) {
 		if b.Size == 2 {
@@ -200,7 +198,8 @@ func noCallerLeft(t *testing.T) {
 		}
 	}}
 	fx.s = newStore(t, fx.c, cfg)
-	bf := &batchFixture{fixture: fx, gate: gate}
+	bf := newBatchFixture(fx)
+	gate := bf.gate
 	bf.sale("a", 10, 0, time.Minute)
 	blockers := bf.block("a")
 	ctx, cancel := context.WithCancel(fx.ctx())

@@ -176,6 +176,7 @@ func TestSnapshotOfAHoldDroppedAndItsIDTakenAgainMeanwhile(t *testing.T) {
 		fx.sale(lo, 10, 0, time.Minute)
 		fx.sale(hi, 1, 0, time.Minute)
 
+		fx.loadScripts()
 		ht := holdTake(fx.c, "x", 2) // x's second slot group, hi
 		done := make(chan error, 1)
 		go func() { done <- fx.s.Deduct(context.Background(), ord("x", "u1", it(lo, 3), it(hi, 2))) }()

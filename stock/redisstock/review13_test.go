@@ -125,6 +125,7 @@ func TestReview13HalfAppliedReturnKeepsTheOrderUntilCompleted(t *testing.T) {
 		fx.sale(hi, 10, 0, time.Hour)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
 		h := &dropAfterFirst{sha: redis.NewScript(lua.Script("stock_return.lua")).Hash(), armed: true}
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		r1 := rt("r1", "o1", it(lo, 1), it(hi, 2))
 		unknown(t, fx.s.RevertItems(fx.ctx(), r1), "RevertItems applied on one slot")
@@ -329,6 +330,7 @@ func TestReview13RetryNeverShortensTheLockOfAHalfAppliedReturn(t *testing.T) {
 		fx.sale(hi, 10, 0, time.Hour)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
 		h := &dropAfterFirst{sha: redis.NewScript(lua.Script("stock_return.lua")).Hash(), armed: true}
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		r1 := rt("r1", "o1", it(lo, 1), it(hi, 2))
 		unknown(t, fx.s.RevertItems(fx.ctx(), r1), "RevertItems applied on one slot")

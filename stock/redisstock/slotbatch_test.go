@@ -16,11 +16,7 @@ import (
 // eachSlotBatched runs f on the Redis Cluster backends, where Deducts are
 // batched per slot, with a gateHook on the client.
 func eachSlotBatched(t *testing.T, f func(t *testing.T, fx *batchFixture)) {
-	eachCluster(t, func(t *testing.T, fx *fixture) {
-		g := &gateHook{}
-		fx.c.AddHook(g)
-		f(t, &batchFixture{fixture: fx, gate: g})
-	})
+	eachCluster(t, func(t *testing.T, fx *fixture) { f(t, newBatchFixture(fx)) })
 }
 
 // Buyers racing for one SKU on a Cluster, with a per-user limit: batched
