@@ -3,6 +3,7 @@ package sqlstock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,32 +40,37 @@ func TestPoolExhaustedCallsAnswerWithinAnswerBound(t *testing.T) {
 			}
 			// Each call gets a context far longer than AnswerBound, so a
 			// call that does not bound its wait fails the test instead of
-			// hanging it.
-			var cctx context.Context
-			calls := map[string]func() error{
-				"Deduct":     func() error { return s.Deduct(cctx, stock.Order{ID: "n", Items: []stock.Item{{SKU: "a", Qty: 1}}}) },
-				"Confirm":    func() error { return s.Confirm(cctx, "o1") },
-				"ExtendHold": func() error { return s.ExtendHold(cctx, "o1", clock.Now().Add(10*time.Minute)) },
-				"Restock":    func() error { return s.Restock(cctx, stock.Restock{OpID: "k", SKU: "a", Units: 1}) },
-				"Reclaim":    func() error { _, err := s.ReclaimExpired(cctx, 10); return err },
-				"Levels":     func() error { _, err := s.Levels(cctx, "a"); return err },
-				"Orders":     func() error { _, err := s.Orders(cctx, []string{"o1"}); return err },
+			// hanging it. The calls wait for a connection at once, each
+			// timed from its own start.
+			calls := map[string]func(ctx context.Context) error{
+				"Deduct": func(ctx context.Context) error {
+					return s.Deduct(ctx, stock.Order{ID: "n", Items: []stock.Item{{SKU: "a", Qty: 1}}})
+				},
+				"Confirm":    func(ctx context.Context) error { return s.Confirm(ctx, "o1") },
+				"ExtendHold": func(ctx context.Context) error { return s.ExtendHold(ctx, "o1", clock.Now().Add(10*time.Minute)) },
+				"Restock":    func(ctx context.Context) error { return s.Restock(ctx, stock.Restock{OpID: "k", SKU: "a", Units: 1}) },
+				"Reclaim":    func(ctx context.Context) error { _, err := s.ReclaimExpired(ctx, 10); return err },
+				"Levels":     func(ctx context.Context) error { _, err := s.Levels(ctx, "a"); return err },
+				"Orders":     func(ctx context.Context) error { _, err := s.Orders(ctx, []string{"o1"}); return err },
 			}
+			var wg sync.WaitGroup
 			for name, f := range calls {
-				var cancel context.CancelFunc
-				cctx, cancel = context.WithTimeout(ctx, 4*time.Second)
-				start := time.Now()
-				err := f()
-				cancel()
-				took := time.Since(start)
-				t.Logf("%s: %v after %v", name, err, took.Round(time.Millisecond))
-				if took > s.AnswerBound()+300*time.Millisecond {
-					t.Errorf("%s answered after %v, past AnswerBound %v", name, took.Round(time.Millisecond), s.AnswerBound())
-				}
-				if !errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
-					t.Errorf("%s with no connection to be had: %v; want stock.ErrContention", name, err)
-				}
+				wg.Go(func() {
+					cctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+					defer cancel()
+					start := time.Now()
+					err := f(cctx)
+					took := time.Since(start)
+					t.Logf("%s: %v after %v", name, err, took.Round(time.Millisecond))
+					if took > s.AnswerBound()+300*time.Millisecond {
+						t.Errorf("%s answered after %v, past AnswerBound %v", name, took.Round(time.Millisecond), s.AnswerBound())
+					}
+					if !errors.Is(err, stock.ErrContention) || errors.Is(err, stock.ErrUnknownOutcome) {
+						t.Errorf("%s with no connection to be had: %v; want stock.ErrContention", name, err)
+					}
+				})
 			}
+			wg.Wait()
 		})
 	}
 }
