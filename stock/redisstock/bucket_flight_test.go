@@ -41,6 +41,7 @@ func TestStalledRefillIsTakenOverByOneWaiter(t *testing.T) {
 			most   int
 		)
 		hash := redisstock.BucketLeaseScriptHash()
+		fx.loadScripts()
 		fx.c.AddHook(checkHook(func(cmds []redis.Cmder) {
 			for _, c := range cmds {
 				args := c.Args()
@@ -115,6 +116,7 @@ func TestOneRefillServesTheWaitingBuyers(t *testing.T) {
 			tokens = map[string]bool{}
 		)
 		lease := redisstock.BucketLeaseScriptHash()
+		fx.loadScripts()
 		fx.c.AddHook(checkHook(func(cmds []redis.Cmder) {
 			for _, c := range cmds {
 				args := c.Args()
@@ -242,6 +244,7 @@ func TestSlowLeaseDropFreesTheLease(t *testing.T) {
 		ctx := fx.ctx()
 		us := fx.bucketZeroEmptied(1)
 		hash := redisstock.BucketLeaseScriptHash()
+		fx.loadScripts()
 		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
 			if a := cmds[0].Args(); len(a) > 5 && a[1] == hash && a[5] == "drop" {
 				time.Sleep(1500 * time.Millisecond)
@@ -333,6 +336,7 @@ func TestSlowRefillIsNotTakenOver(t *testing.T) {
 			slow   = -1 // round trips left to slow down; -1 before the first take
 		)
 		hash := redisstock.BucketLeaseScriptHash()
+		fx.loadScripts()
 		fx.c.AddHook(aroundHook(func(cmds []redis.Cmder, next func() error) error {
 			a := cmds[0].Args()
 			lease := len(a) > 6 && a[1] == hash

@@ -638,6 +638,7 @@ func TestBucketSoldOutOnlyWhenEveryBucketIsEmpty(t *testing.T) {
 		// fullest); a buyer of bucket 1 takes all 13 first.
 		var drained error
 		hook := &onceBefore{hash: redisstock.BucketOutScriptHash(), f: func() { drained = fx.s.Deduct(ctx, ord("a-0", a, it("hot", 13))) }}
+		fx.loadScripts()
 		fx.c.AddHook(checkHook(hook.check))
 		err := fx.s.Deduct(ctx, ord("h-1", home, it("hot", 1)))
 		is(t, drained, nil, "Deduct draining bucket 1 during the refill")

@@ -118,6 +118,7 @@ func TestReview3aSoldOutAfterRefillLeavesEarlierAttemptHeld(t *testing.T) {
 		// U's refill brings bucket 0 the 2 units of buckets 1 and 2; W
 		// takes them before U's order is tried again.
 		var drained error
+		fx.loadScripts()
 		fx.c.AddHook(checkHook((&nthCall{hash: redisstock.BucketLeaseScriptHash(), at: 3, f: func() {
 			drained = fx.s.Deduct(ctx, ord("w-0", w, it("hx", 2)))
 		}}).check))

@@ -83,6 +83,7 @@ func TestReview4CertainUnbindFailureFalseSoldOut(t *testing.T) {
 		u, v := us[0], us[1]
 		is(t, fx.s.Deduct(ctx, ord("v-0", v, it("hx", 10))), nil, "Deduct emptying bucket 0")
 		h := &r4Fail{hash: redis.NewScript(lua.Script("stock_dir_release.lua")).Hash(), err: redis.ErrPoolTimeout, left: 1}
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		err := fx.s.Deduct(ctx, ord("u-0", u, it("hx", 1)))
 		if h.left != 0 {
@@ -127,6 +128,7 @@ func TestReview4DepartureExpiresUnderLiveRefillOversell(t *testing.T) {
 		fx.bucketSale("hot", record, 0, time.Minute, n)
 		u := usersIn(n, 0, 1, "u")[0]
 		h := &r3bHook{}
+		fx.loadScripts()
 		fx.c.AddHook(checkHook(h.check))
 		var (
 			snap    redisstock.Snapshot
@@ -265,6 +267,7 @@ func TestReview4DepartureExpiresUnderLiveRefillPutOnSale(t *testing.T) {
 		fx.bucketSale("hot", units, 0, time.Minute, n)
 		u := usersIn(n, 0, 1, "u")[0]
 		h := &r3bHook{}
+		fx.loadScripts()
 		fx.c.AddHook(checkHook(h.check))
 		var putErr error
 		h.arm(r4HasArg(redisstock.BucketInScriptHash()), func() {

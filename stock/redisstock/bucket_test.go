@@ -170,6 +170,7 @@ func TestBucketRefillTwoRoundsFromOneBucket(t *testing.T) {
 		// the first move arrives, so the next round takes from bucket 1
 		// again.
 		var drained, reverted error
+		fx.loadScripts()
 		fx.c.AddHook(checkHook((&onceBefore{hash: redisstock.BucketOutScriptHash(), f: func() { drained = fx.s.Deduct(ctx, ord("a-0", a, it("hot", 10))) }}).check))
 		fx.c.AddHook(checkHook((&onceBefore{hash: redisstock.BucketInScriptHash(), f: func() { reverted = fx.s.Revert(ctx, "a-0") }}).check))
 		is(t, fx.s.Deduct(ctx, ord("h-1", home, it("hot", 8))), nil, "Deduct of 8 for bucket 0")
@@ -221,6 +222,7 @@ func TestBucketWaiterTakesOnlyASoldOutThatCoversIt(t *testing.T) {
 		// finds its bucket empty and waits for that refill.
 		var wg sync.WaitGroup
 		var smallErr error
+		fx.loadScripts()
 		fx.c.AddHook(checkHook((&onceBefore{hash: redisstock.BucketLeaseScriptHash(), f: func() {
 			wg.Go(func() { smallErr = fx.s.Deduct(ctx, ord("s-1", small, it("hot", 2))) })
 			time.Sleep(50 * time.Millisecond)

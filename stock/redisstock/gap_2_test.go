@@ -26,6 +26,7 @@ func TestGapRingRevertBetweenGroupTakes(t *testing.T) {
 func revertBetweenGroupTakes(t *testing.T, fx *fixture) {
 	fx.sale("a", 10, 0, time.Hour)
 	fx.sale("b", 10, 0, time.Hour)
+	fx.loadScripts()
 	h := holdTake(fx.c, "o1", 2) // the second group's take
 	done := make(chan error, 1)
 	go func() { done <- fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 1), it("b", 1))) }()

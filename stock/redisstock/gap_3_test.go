@@ -19,6 +19,7 @@ import (
 func gapThenReclaim(t *testing.T, fx *fixture, call func() error, want error) {
 	t.Helper()
 	fx.sale("a", 10, 0, time.Hour)
+	fx.loadScripts()
 	h := holdTake(fx.c, "o1", 1)
 	done := make(chan error, 1)
 	go func() { done <- fx.s.Deduct(fx.ctx(), ord("o1", "u1", it("a", 2))) }()

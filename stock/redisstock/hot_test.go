@@ -69,6 +69,7 @@ func (h *scriptCount) calls(sha string) int {
 func TestHotBatchLeavesTheOthersToTheBatchScript(t *testing.T) {
 	eachBatched(t, func(t *testing.T, fx *batchFixture) {
 		count := &scriptCount{n: map[string]int{}}
+		fx.loadScripts()
 		fx.c.AddHook(count)
 		fx.sale("a", 10, 2, time.Minute)
 		is(t, fx.s.Deduct(fx.ctx(), ord("held", "u1", it("a", 1))), nil, "Deduct held")
@@ -124,6 +125,7 @@ func TestHotBatchLeavesTheOthersToTheBatchScript(t *testing.T) {
 func TestHotBatchOfOneOrderTwice(t *testing.T) {
 	eachBatched(t, func(t *testing.T, fx *batchFixture) {
 		count := &scriptCount{n: map[string]int{}}
+		fx.loadScripts()
 		fx.c.AddHook(count)
 		fx.sale("a", 10, 0, time.Minute)
 		blockers := fx.block("a")
@@ -154,6 +156,7 @@ func TestHotBatchResentTakesOnce(t *testing.T) {
 	eachBatched(t, func(t *testing.T, fx *batchFixture) {
 		fx.sale("a", 10, 0, time.Minute)
 		h := &resendOnce{}
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		h.mu.Lock()
 		h.sha, h.left = redisstock.OneScriptHash(), 1
@@ -207,6 +210,7 @@ func sameSlot(n int) []string {
 func TestHotBatchOfSeveralLines(t *testing.T) {
 	run := func(t *testing.T, fx *batchFixture) {
 		count := &scriptCount{n: map[string]int{}}
+		fx.loadScripts()
 		fx.c.AddHook(count)
 		skus := sameSlot(3)
 		x, y, z := skus[0], skus[1], skus[2]

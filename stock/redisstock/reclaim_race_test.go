@@ -35,6 +35,9 @@ func TestReclaimPeeksAgainWhenADueHoldEndsBeforeItsScript(t *testing.T) {
 	s := newStore(t, c, redisstock.Config{Prefix: prefix, Clock: clock})
 	s2 := newStore(t, other, redisstock.Config{Prefix: prefix, Clock: clock})
 	ctx := context.Background()
+	if err := s.LoadAllScripts(ctx); err != nil { // see fixture.loadScripts
+		t.Fatal(err)
+	}
 	for _, sku := range []string{"a", "b"} {
 		if err := s.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 10, HoldTTL: time.Minute}); err != nil {
 			t.Fatal(err)

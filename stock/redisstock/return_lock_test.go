@@ -42,6 +42,7 @@ func TestReturnLockEndsWithTheOrder(t *testing.T) {
 		halfApplied := func(r stock.Return) {
 			t.Helper()
 			h := &dropAfterFirst{sha: redis.NewScript(lua.Script("stock_return.lua")).Hash(), armed: true}
+			fx.loadScripts()
 			fx.c.AddHook(h)
 			unknown(t, fx.s.RevertItems(fx.ctx(), r), "RevertItems applied on one slot")
 			h.mu.Lock()

@@ -60,6 +60,7 @@ func TestReview13SnapshotHoldsAddUpToHeldAcrossAReturn(t *testing.T) {
 		h := &afterScript{sha: redis.NewScript(lua.Script("stock_snapshot.lua")).Hash()}
 		var rerr error
 		h.fn = func() { rerr = fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it("a", 2))) }
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		got, err := fx.s.Snapshot(fx.ctx(), []redisstock.SnapshotRequest{{SKU: "a"}})
 		if err != nil {
@@ -241,6 +242,7 @@ func TestReview13LeftLockNeverAppliesToANewOrderOfTheID(t *testing.T) {
 		fx.sale(hi, 10, 0, time.Hour)
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 2), it(hi, 2))), nil, "Deduct")
 		h := &dropAfterFirst{sha: redis.NewScript(lua.Script("stock_return.lua")).Hash(), armed: true}
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		unknown(t, fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it(lo, 1), it(hi, 2))), "RevertItems applied on one slot")
 		is(t, fx.s.Revert(fx.ctx(), "o1"), nil, "Revert")
@@ -306,6 +308,7 @@ func TestReview13ReturnThatEndsAnOrderAReclaimerExpiredEndsItsEntry(t *testing.T
 			fx.clock.Advance(time.Millisecond)
 			got, rerr = fx.s.ReclaimExpired(fx.ctx(), 1)
 		}
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		is(t, fx.s.RevertItems(fx.ctx(), rt("r1", "o1", it(lo, 1), it(hi, 1))), nil, "RevertItems of the whole order")
 		if rerr != nil || len(got) != 1 {
@@ -362,6 +365,7 @@ func TestReview13ExtendRefusedAfterAGroupMovedIsAnUnknownOutcome(t *testing.T) {
 		is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
 		h := &beforeScript{sha: redis.NewScript(lua.Script("stock_extend.lua")).Hash()}
 		h.fn = func() { fx.delRecord(hi, "o1") }
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		err := fx.s.ExtendHold(fx.ctx(), "o1", t0.Add(5*time.Minute))
 		fx.wantDeadline(lo, "o1", t0.Add(5*time.Minute))

@@ -56,6 +56,7 @@ func TestReviewHotStoreDifferential(t *testing.T) {
 		// The batching Store: every order queued behind the blockers,
 		// then sent together, through the hot script.
 		count := &scriptCount{n: map[string]int{}}
+		fx.loadScripts()
 		fx.c.AddHook(count)
 		got := make([]error, len(orders))
 		blockers := fx.block(blk)

@@ -127,6 +127,7 @@ func (h *resendOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // it again under a new fence it did not recompute for).
 func TestAdjustResentReportsApplied(t *testing.T) {
 	each(t, func(t *testing.T, fx *fixture) {
+		fx.loadScripts()
 		h := &resendOnce{}
 		fx.c.AddHook(h)
 		fx.sale("a", 10, 0, time.Minute)
@@ -240,6 +241,7 @@ func (h *refuseNth) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // first group was confirmed: a partial write, so ErrUnknownOutcome.
 func TestClusterRefusedLaterConfirmGroupSaysUnknown(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
+		fx.loadScripts()
 		h := &refuseNth{}
 		fx.c.AddHook(h)
 		lo, hi := skusInSlotOrder(t, fx)
@@ -262,6 +264,7 @@ func TestClusterRefusedLaterConfirmGroupSaysUnknown(t *testing.T) {
 // Never a plain error with units held.
 func TestClusterRefusedLaterGroupLeavesNothingOrSaysUnknown(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
+		fx.loadScripts()
 		h := &refuseNth{}
 		fx.c.AddHook(h)
 		lo, hi := skusInSlotOrder(t, fx)

@@ -104,6 +104,7 @@ func TestSnapshotReadsAgainAHoldDroppedBetweenItsRoundTrips(t *testing.T) {
 		h := &dropBetween{pending: make(chan struct{}), drop: make(chan struct{}), dropped: make(chan struct{}),
 			snapSHA: redis.NewScript(lua.Script("stock_snapshot.lua")).Hash(),
 			dropSHA: redis.NewScript(lua.Script("stock_release.lua")).Hash()}
+		fx.loadScripts()
 		fx.c.AddHook(h)
 		refused := func(id string) error {
 			return fx.s.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}, {SKU: "x", Qty: 2}}})
