@@ -20,6 +20,7 @@ import (
 	"github.com/stockguard/stockguard"
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/internal/testdb"
+	"github.com/stockguard/stockguard/lua"
 	"github.com/stockguard/stockguard/reconcile"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -257,6 +258,36 @@ func wire(t testing.TB, b backend, seed uint64) systemtest.Config {
 	return wireGrace(t, b, seed, 0)
 }
 
+// loadScripts loads the gate's scripts on every server of c before the
+// flow runs, so that the Redis calls a step's fault counts are the Store's
+// own from the first step on: a server that lacks a script answers
+// NOSCRIPT, and the Store sends the call again (as EVAL, or once it has
+// loaded the script), which would move the calls a sweep reaches. A
+// server the test restarts loses them; the Store loads them again.
+func loadScripts(t testing.TB, c redis.UniversalClient) {
+	t.Helper()
+	load := func(ctx context.Context, s redis.Scripter) error {
+		for _, name := range lua.Names() {
+			if !strings.HasPrefix(name, "stock_") {
+				continue
+			}
+			if err := redis.NewScript(lua.Script(name)).Load(ctx, s).Err(); err != nil {
+				return fmt.Errorf("loading %s: %w", name, err)
+			}
+		}
+		return nil
+	}
+	var err error
+	if ring, ok := c.(*redis.Ring); ok {
+		err = ring.ForEachShard(t.Context(), func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
+	} else {
+		err = load(t.Context(), c) // a ClusterClient's SCRIPT LOAD reaches every master
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // never is a breaker's ReadyToTrip that never opens it.
 func never(gobreaker.Counts) bool { return false }
 
@@ -264,6 +295,7 @@ func never(gobreaker.Counts) bool { return false }
 func wireGrace(t testing.TB, b backend, seed uint64, grace time.Duration) systemtest.Config {
 	prefix := testdb.Unique("sgsys")
 	rc, flush, restart, minis := b.redis(t, prefix)
+	loadScripts(t, rc)
 	db, d := b.record(t)
 	table, ledger := testdb.Unique("sgss"), testdb.Unique("sgsl")
 	clk := newClock(minis)
