@@ -143,6 +143,7 @@ func TestReview3bSnapshotCountsDepartureTwice(t *testing.T) {
 	eachCluster(t, func(t *testing.T, fx *fixture) {
 		ctx := fx.ctx()
 		const n, record = 3, 90
+		fx.loadScripts()
 		h := &r3bHook{}
 		fx.c.AddHook(checkHook(h.check))
 		fx.bucketSale("hot", record, 0, time.Minute, n)

@@ -78,6 +78,7 @@ func partlyLostConfirm(t *testing.T, fx *fixture) (lo, hi string) {
 	fx.sale(lo, 10, 0, time.Hour)
 	fx.sale(hi, 10, 0, time.Hour)
 	is(t, fx.s.Deduct(fx.ctx(), ord("o1", "u1", it(lo, 1), it(hi, 1))), nil, "Deduct")
+	fx.loadScripts()
 	fx.c.AddHook(&loseOne{order: "o1", sku: lo})
 	if err := fx.s.Confirm(fx.ctx(), "o1"); err == nil {
 		t.Fatal("Confirm whose last call lost a group: nil")
