@@ -311,6 +311,14 @@ func reclaimInterval(cfg Config) time.Duration {
 // a hold near the cap less grace: a listing whose longest hold (its
 // MaxHoldTTL, or its hold time) comes within the reclaimer's interval of
 // stock.MaxHoldTTL is refused the same way.
+//
+// With RecordGrace zero the flow reads an order's gate deadline back from
+// the record's by the SKU's hold time as it is when it reads, so a new
+// hold time moves it for the held orders the gate does not know (taken at
+// the record alone while Redis was down, or lost in a flush): a longer one
+// ends them early, a shorter one keeps them longer. Set
+// Config.Flow.RecordGrace to change hold times while such orders may be
+// held.
 func (s *Shop) PutOnSale(ctx context.Context, l stock.Listing) error {
 	if err := l.Validate(); err != nil {
 		return err
