@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -52,7 +53,20 @@ set it when the SKU is first put on sale; 0 keeps the SKU's count.
 	},
 }
 
+// minGrace is the least the record must hold longer than the gate: the
+// interval of a shop's reclaimer by default (stock.ReclaimerConfig).
+const minGrace = time.Second
+
 func putOnSale(ctx context.Context, s *session, l stock.Listing) error {
+	// The record's hold is capped at stock.MaxHoldTTL: a hold near the cap
+	// (or a short one with no --record-grace) would leave it no grace, and
+	// the record would end holds the gate still counts, as
+	// stockguard.Shop.PutOnSale refuses.
+	if hold := l.EffectiveHoldTTL(); s.flow.RecordHold(hold)-hold <= minGrace {
+		return &stock.InvalidError{Field: "--hold", Reason: fmt.Sprintf(
+			"%v leaves the record %v more than the gate (at most stock.MaxHoldTTL %v), not more than a reclaimer's interval of %v: the record would end holds the gate still counts",
+			hold, s.flow.RecordHold(hold)-hold, stock.MaxHoldTTL, minGrace)}
+	}
 	if err := s.flow.PutOnSale(ctx, l); err != nil {
 		return err
 	}
