@@ -19,8 +19,10 @@ var putOnSaleCommand = command{
 the record first, then the gate, as a shop node does. UNITS overwrites the
 available count; units held and sold are kept ('stockctl restock' adds units
 instead). The gate gets the hold time as given and the record a longer one
-(--record-grace), so that the gate decides when an unpaid hold ends. Prints
-both tiers' levels afterwards, as inspect does.
+(--record-grace), so that the gate decides when an unpaid hold ends; the
+record's is capped at 720h (stock.MaxHoldTTL), and a hold that would leave
+it no more than a second longer than the gate's is refused. Prints both
+tiers' levels afterwards, as inspect does.
 
 Listing a SKU that is selling again overwrites the count its buyers take
 from; running the same command twice is harmless.
