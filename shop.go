@@ -306,18 +306,36 @@ func reclaimInterval(cfg Config) time.Duration {
 // tiered.Config.RecordGrace), which must then be longer than the
 // reclaimer's interval, as a RecordGrace you set must: a listing whose
 // hold time (DefaultHoldTTL for a zero one) is not is refused with an
-// error wrapping stock.ErrInvalid, with nothing written.
+// error wrapping stock.ErrInvalid, with nothing written. The record's
+// deadlines are capped at stock.MaxHoldTTL from the Deduct, which leaves
+// a hold near the cap less grace: a listing whose longest hold (its
+// MaxHoldTTL, or its hold time) comes within the reclaimer's interval of
+// stock.MaxHoldTTL is refused the same way.
+//
+// With RecordGrace zero the flow reads an order's gate deadline back from
+// the record's by the SKU's hold time as it is when it reads, so a new
+// hold time moves it for the held orders the gate does not know (taken at
+// the record alone while Redis was down, or lost in a flush): a longer one
+// ends them early, a shorter one keeps them longer. Set
+// Config.Flow.RecordGrace to change hold times while such orders may be
+// held.
 func (s *Shop) PutOnSale(ctx context.Context, l stock.Listing) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	hold := l.HoldTTL
-	if hold == 0 {
-		hold = stock.DefaultHoldTTL
-	}
-	if reclaim := reclaimInterval(s.cfg); s.cfg.Flow.RecordGrace == 0 && hold <= reclaim {
+	hold := l.EffectiveHoldTTL()
+	reclaim := reclaimInterval(s.cfg)
+	if s.cfg.Flow.RecordGrace == 0 && hold <= reclaim {
 		return &stock.InvalidError{Field: "stock.Listing.HoldTTL",
 			Reason: fmt.Sprintf("%v is not longer than the reclaimer's interval %v, and the record's grace is the hold time (Config.Flow.RecordGrace is zero): the record would end holds the gate still counts; set a longer hold time or a RecordGrace", hold, reclaim)}
+	}
+	field, longest := "stock.Listing.HoldTTL", l.EffectiveMaxHoldTTL()
+	if l.MaxHoldTTL != 0 {
+		field = "stock.Listing.MaxHoldTTL"
+	}
+	if stock.MaxHoldTTL-longest <= reclaim {
+		return &stock.InvalidError{Field: field,
+			Reason: fmt.Sprintf("%v leaves the record %v of grace before stock.MaxHoldTTL %v caps its deadline, not longer than the reclaimer's interval %v: the record would end holds the gate still counts; set a shorter one", longest, stock.MaxHoldTTL-longest, stock.MaxHoldTTL, reclaim)}
 	}
 	return s.Manager.PutOnSale(ctx, l)
 }

@@ -32,7 +32,7 @@ func TestShopReconcileKeepsALongHoldTime(t *testing.T) {
 		hold  time.Duration
 	}{
 		{"default grace", 0, 20 * 24 * time.Hour},
-		{"grace 1h", time.Hour, stock.MaxHoldTTL},
+		{"grace 1h", time.Hour, stock.MaxHoldTTL - 30*time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shop, _, clock := shopOn(t, stockguard.Config{Flow: tiered.Config{RecordGrace: tc.grace}})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -18,8 +19,10 @@ var putOnSaleCommand = command{
 the record first, then the gate, as a shop node does. UNITS overwrites the
 available count; units held and sold are kept ('stockctl restock' adds units
 instead). The gate gets the hold time as given and the record a longer one
-(--record-grace), so that the gate decides when an unpaid hold ends. Prints
-both tiers' levels afterwards, as inspect does.
+(--record-grace), so that the gate decides when an unpaid hold ends; the
+record's is capped at 720h (stock.MaxHoldTTL), and a hold that would leave
+it no more than a second longer than the gate's is refused. Prints both
+tiers' levels afterwards, as inspect does.
 
 Listing a SKU that is selling again overwrites the count its buyers take
 from; running the same command twice is harmless.
@@ -52,7 +55,20 @@ set it when the SKU is first put on sale; 0 keeps the SKU's count.
 	},
 }
 
+// minGrace is the least the record must hold longer than the gate: the
+// interval of a shop's reclaimer by default (stock.ReclaimerConfig).
+const minGrace = time.Second
+
 func putOnSale(ctx context.Context, s *session, l stock.Listing) error {
+	// The record's hold is capped at stock.MaxHoldTTL: a hold near the cap
+	// (or a short one with no --record-grace) would leave it no grace, and
+	// the record would end holds the gate still counts, as
+	// stockguard.Shop.PutOnSale refuses.
+	if hold := l.EffectiveHoldTTL(); s.flow.RecordHold(hold)-hold <= minGrace {
+		return &stock.InvalidError{Field: "--hold", Reason: fmt.Sprintf(
+			"%v leaves the record %v more than the gate (at most stock.MaxHoldTTL %v), not more than a reclaimer's interval of %v: the record would end holds the gate still counts",
+			hold, s.flow.RecordHold(hold)-hold, stock.MaxHoldTTL, minGrace)}
+	}
 	if err := s.flow.PutOnSale(ctx, l); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -120,5 +121,29 @@ func TestRestockUnknownSKUAndMissingOp(t *testing.T) {
 		r.exits(t, exitUnknownSKU, `unknown SKU: "nosuch" is not on sale in table`)
 		s.run("restock", "phone", "5").exits(t, exitUsage, "--op is required")
 		s.run("restock", "phone", "0", "--op", "x").exits(t, exitUsage, `UNITS "0"`)
+	})
+}
+
+// The record's hold is capped at stock.MaxHoldTTL, so a hold near the cap,
+// or a short one with a record grace no longer than a reclaimer's
+// interval, would leave the record ending holds the gate still counts:
+// put-on-sale refuses it, as stockguard.Shop.PutOnSale does, and writes
+// nothing at either tier.
+func TestPutOnSaleRefusesAHoldThatLeavesTheRecordNoGrace(t *testing.T) {
+	forEach(t, func(t *testing.T, s *shop) {
+		for _, args := range [][]string{
+			{"put-on-sale", "phone", "5", "--hold", "720h"},
+			{"put-on-sale", "phone", "5", "--hold", "719h59m59s"},
+			{"put-on-sale", "phone", "5", "--hold", "1s"},
+			{"put-on-sale", "phone", "5", "--hold", "10m", "--record-grace", "1s"},
+		} {
+			s.run(args...).exits(t, exitUsage, "leaves the record")
+			for name, m := range map[string]stock.Manager{"gate": s.gate, "record": s.record} {
+				if _, err := m.Levels(s.ctx, "phone"); !errors.Is(err, stock.ErrUnknownSKU) {
+					t.Errorf("%v: %s levels %v, want ErrUnknownSKU (nothing written)", args, name, err)
+				}
+			}
+		}
+		s.run("put-on-sale", "phone", "5", "--hold", "719h").exits(t, exitOK)
 	})
 }
