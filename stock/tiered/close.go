@@ -185,8 +185,13 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // racing hand-off cannot pass its recheck), does not stop the revert at
 // the record: the order is cancelled there alone, as [Fallback.Revert]
 // does, and its SKUs are reported to Config.OnDrift (the units are back
-// at the record, not at the gate). The answer is the gate's error only
-// when the record did not know the order either. A sale (an order the
+// at the record, not at the gate). A gate that said it did not know the
+// order is then asked once more, when the record had it: a Deduct racing
+// the revert (a client cancelling a Deduct that timed out while it is
+// still in flight) places its gate hold before it writes the record, so
+// the gate may hold the order by now, and a hold found there is returned
+// too. The answer is the gate's error only when the record did not know
+// the order either. A sale (an order the
 // record has confirmed) is refunded through the gate only: a gate that
 // cannot be asked is the answer, with nothing written, since a copy it
 // still had would give the units back a second time once reconciliation
@@ -226,6 +231,12 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 		// The gate holds nothing of the order: the record alone returns it.
 		rerr := m.revertByRecord(ctx, in)
 		switch {
+		case rerr == nil && errors.Is(gerr, stock.ErrUnknownOrder):
+			// A Deduct of the order racing this call may have placed its
+			// gate hold since the gate was asked (it goes gate first, then
+			// record, and passed its recheck before the gate is asked
+			// again): that hold ends too.
+			return m.endGateHold(ctx, orderID)
 		case !errors.Is(rerr, stock.ErrUnknownOrder):
 			return rerr
 		case unavailable(gerr):
@@ -256,14 +267,23 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 // the record may have stopped before it reported them.
 func (m *Manager) returnGate(ctx context.Context, in stock.OrderInfo) error {
 	m.drift(Drift{OrderID: in.ID, Tier: Gate, Op: "revert of an order the record returned", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
-	g, err := m.gateOrder(ctx, in.ID)
+	return m.endGateHold(ctx, in.ID)
+}
+
+// endGateHold returns the gate's copy of an order the record has returned,
+// only while the gate holds it: a sale there is left as it is (see
+// returnGate). The record was written, so a failure is a *TierError, and
+// the retry (Revert again) finds the record's copy returned and comes
+// here through returnGate.
+func (m *Manager) endGateHold(ctx context.Context, id string) error {
+	g, err := m.gateOrder(ctx, id)
 	switch {
 	case err != nil:
 		return &TierError{Tier: Gate, Op: "read", Err: err}
 	case g.State != stock.StateHeld:
 		return nil
 	}
-	if err := m.gate.Revert(ctx, in.ID); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
+	if err := m.gate.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
 		return &TierError{Tier: Gate, Op: "revert", Err: err}
 	}
 	return nil

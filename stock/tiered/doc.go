@@ -216,7 +216,9 @@
 //     either tier reverted, stock.ErrUnknownOrder only when neither knew the
 //     order. An order the gate does not know (it lost its data, or a
 //     fallback took it) is reverted at the record alone, as
-//     [Fallback.Revert] does, and its SKUs go to Config.OnDrift. It reads
+//     [Fallback.Revert] does, and its SKUs go to Config.OnDrift; the gate
+//     is then asked again, since a Deduct racing the Revert may have
+//     placed its hold there meanwhile, and a hold found is returned. It reads
 //     the record first: an order the record returned already (at the
 //     record alone, perhaps, while the gate kept a copy) is a repeat, and
 //     at the gate only a copy still held is returned; a sale the gate
