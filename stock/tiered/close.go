@@ -14,9 +14,12 @@ import (
 //
 //   - Held: the gate is asked first, since the hold began there and its
 //     deadline decides. The gate confirmed: the record is confirmed. The
-//     gate says the hold expired or was reverted: the record's copy is
-//     returned and the gate's error given; the record never confirms an
-//     order its gate closed. The gate does not know the order (it lost
+//     gate says the hold expired: the record's copy is returned (it ends
+//     expired) and the gate's error given. The gate says a Revert closed
+//     the order: stock.ErrOrderClosed, and the record's copy is left to
+//     that Revert's record step, which returns it as reverted (or refunds
+//     it, when a racing Confirm's record step confirmed it first); the
+//     record never confirms an order its gate closed. The gate does not know the order (it lost
 //     its data, or a fallback took the order while it was down): the
 //     record decides by the order's gate deadline (its own deadline less
 //     the grace RecordHold added), as ReclaimExpired's follow-up does:
@@ -106,8 +109,15 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 		default:
 			return &TierError{Tier: Record, Op: "confirm", Err: rerr}
 		}
+	case errors.Is(gerr, stock.ErrOrderClosed):
+		// A Revert closed the order at the gate: its next step returns
+		// the record's copy (reverted, or refunded if a Confirm's record
+		// step lands first), and a Revert that stopped before it is
+		// finished by its retry, or by ReclaimExpired's follow-up at the
+		// gate deadline. The record's copy is never confirmed.
+		return gerr
 	case ended(gerr):
-		// The hold began at the gate and ended there: the record's copy
+		// The hold began at the gate and expired there: the record's copy
 		// goes too, and is never confirmed.
 		sold, rerr := m.revertRecord(ctx, id, "confirm")
 		if rerr != nil {
