@@ -1,7 +1,6 @@
 package stocktest_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -174,51 +173,6 @@ func TestZZWideOrderAllOrNothing(t *testing.T) {
 			zzWant(t, m, fmt.Sprintf("s%02d", i), 2, 0, 0)
 		}
 		zzWant(t, m, "s63", 1, 0, 0)
-	})
-}
-
-// Canceled contexts on the companion interfaces: "An error from before any
-// request that could write was sent (... a context already done ...) is
-// returned as it is: nothing was applied."
-func TestZZCanceledContextOnCompanionsWritesNothing(t *testing.T) {
-	zzEach(t, func(t *testing.T, m stock.Manager, clock *stocktest.Clock) {
-		ctx := t.Context()
-		zzSale(t, m, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute, MaxHoldTTL: time.Hour})
-		zzIs(t, m.Deduct(ctx, zzOrder("o1", "u1", zzItem("a", 3))), nil, "Deduct")
-		zzIs(t, m.Deduct(ctx, zzOrder("o2", "u1", zzItem("a", 1))), nil, "Deduct")
-		dead, cancel := context.WithCancel(ctx)
-		cancel()
-		check := func(name string, err error) {
-			t.Helper()
-			if !errors.Is(err, context.Canceled) || errors.Is(err, stock.ErrUnknownOutcome) {
-				t.Fatalf("%s with a canceled context: %v (unknown outcome: %v), want context.Canceled only", name, err, errors.Is(err, stock.ErrUnknownOutcome))
-			}
-		}
-		if pr, ok := m.(stock.PartialReverter); ok {
-			check("RevertItems", pr.RevertItems(dead, stock.Return{OpID: "r1", OrderID: "o1", Items: []stock.Item{zzItem("a", 1)}}))
-		}
-		if x, ok := m.(stock.HoldExtender); ok {
-			check("ExtendHold", x.ExtendHold(dead, "o1", clock.Now().Add(30*time.Minute)))
-		}
-		if hr, ok := m.(stock.HoldReverter); ok {
-			_, err := hr.RevertHeld(dead, "o2")
-			check("RevertHeld", err)
-		}
-		clock.Advance(2 * time.Minute)
-		if r, ok := m.(stock.Reclaimer); ok {
-			_, err := r.ReclaimExpired(dead, 10)
-			check("ReclaimExpired", err)
-		}
-		zzWant(t, m, "a", 6, 4, 0)
-		if rd, ok := m.(stock.OrderReader); ok {
-			in, err := rd.Orders(ctx, []string{"o1", "o2"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if in[0].State != stock.StateHeld || in[0].Returned != nil || !in[0].Deadline.Equal(stocktest.Epoch.Add(time.Minute)) || in[1].State != stock.StateHeld {
-				t.Fatalf("Orders after canceled calls: %+v", in)
-			}
-		}
 	})
 }
 
