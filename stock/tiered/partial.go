@@ -117,8 +117,9 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 // returnEnded answers a return of an order the record has ended (in, done
 // its answer for the state it ended in) by the gate's copy. A repeat of a
 // return the gate applied before the record's copy ended is nil: the gate
-// answers it nil and gives nothing more back. Any other return is answered
-// done: a hold the gate still has ends there too, as Revert ends it
+// answers it nil and gives nothing more back, and the OpID of one it
+// applied with other items is stock.ErrConflict. Any other return is
+// answered done: a hold the gate still has ends there too, as Revert ends it
 // (returnGate; a new return the gate just applied to it is part of that
 // end), and a sale is left as it is.
 func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.Return, done error) error {
@@ -127,7 +128,8 @@ func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.R
 	case err != nil:
 		return err // a read: nothing written
 	case g.State == stock.StateHeld:
-		if m.gate.RevertItems(ctx, r) == nil {
+		gerr := m.gate.RevertItems(ctx, r)
+		if gerr == nil {
 			if again, err := m.gateOrder(ctx, r.OrderID); err == nil && covers(g.Returned, again.Returned) {
 				// A repeat (it gave nothing more back), reported again:
 				// the call that applied it may have stopped before it
@@ -139,13 +141,21 @@ func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.R
 		if err := m.returnGate(ctx, in); err != nil {
 			return err
 		}
+		if errors.Is(gerr, stock.ErrConflict) {
+			return gerr
+		}
 		return done
 	case g.State == stock.StateConfirmed:
 		return done
 	}
-	if m.gate.RevertItems(ctx, r) == nil { // a repeat: applied while the order was held
+	switch gerr := m.gate.RevertItems(ctx, r); {
+	case gerr == nil: // a repeat: applied while the order was held
 		m.recordRefused(r, done)
 		return nil
+	case errors.Is(gerr, stock.ErrConflict):
+		// The OpID was applied with other items: identity before state,
+		// as on every backend.
+		return gerr
 	}
 	return done
 }

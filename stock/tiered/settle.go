@@ -260,9 +260,9 @@ func refusal(err error) bool {
 // record has as if it were new, so the record is asked (one read by order
 // ID, paid by refused orders only). An order it does not know gets the
 // gate's refusal. One it knows gets what a repeat gets by the contract:
-// nil for a held or confirmed order with the same items and user (held at
-// the record alone now; ReclaimExpired returns it at its gate deadline),
-// stock.ErrConflict for other items or user, stock.ErrHoldExpired for a
+// stock.ErrConflict for other items or user, in any state; else nil for a
+// held or confirmed order (held at the record alone now; ReclaimExpired
+// returns it at its gate deadline), stock.ErrHoldExpired for a
 // hold past its gate deadline (its copy is returned) or an expired one,
 // stock.ErrOrderClosed for a reverted one. A record that cannot be read
 // leaves the answer unknown: a *TierError.
@@ -281,11 +281,13 @@ func (m *Manager) refused(ctx context.Context, o stock.Order, gerr error) error 
 // a repeat gets by the contract, judging a held copy by its gate deadline
 // (see refused); gerr is the gate's answer, if it was asked.
 func (m *Manager) repeat(ctx context.Context, o stock.Order, in stock.OrderInfo, gerr error) error {
-	if err := endedAnswer(in.State); err != nil {
-		return err
-	}
+	// Identity before state, as on every backend: an ID reused for other
+	// items or another user is a conflict whatever became of its order.
 	if in.UserID != o.UserID || canon.Signature(canon.Sorted(o.Items)) != canon.Signature(canon.Sorted(in.Items)) {
 		return stock.ErrConflict
+	}
+	if err := endedAnswer(in.State); err != nil {
+		return err
 	}
 	if in.State != stock.StateHeld {
 		return nil // confirmed
