@@ -39,7 +39,9 @@
 // hand-off: whatever the interleaving, an order whose hold ended at the
 // gate does not stay held at the record. A redelivered hand-off whose gate
 // hold has ended reverts the record's copy too (an earlier delivery may
-// have written it and stopped). The price is a second gate round trip per
+// have written it and stopped); one whose hold the gate still has past
+// its deadline (not reclaimed yet) changes nothing, as a repeat on every
+// backend, and the reclaimer returns both copies. The price is a second gate round trip per
 // order, small next to the record's transaction.
 //
 // # A gate that lost its data
