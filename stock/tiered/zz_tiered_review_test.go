@@ -88,3 +88,30 @@ func TestZZOrdersHeldMeansConfirmable(t *testing.T) {
 		t.Errorf("Orders says %s, Confirm sold it", in[0].State)
 	}
 }
+
+// The same with the gate answering stock.ErrUnavailable (it lost its
+// data and is not rebuilt yet) instead of flushed and refilled: the
+// second Confirm, decided by the record, sells the order the first one
+// answered closed.
+func TestZZConfirmClosedThenGateUnavailable(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Revert"))
+	if err := f.m.Revert(ctx, "o1"); err == nil {
+		t.Fatal("Revert with the record down: nil")
+	}
+	f.record.SetFault(stocktest.Healthy)
+	err1 := f.m.Confirm(ctx, "o1")
+	f.gate.SetFault(stocktest.Unavailable)
+	err2 := f.m.Confirm(ctx, "o1")
+	f.gate.SetFault(stocktest.Healthy)
+	if stock.IsBusiness(err1) && err2 == nil {
+		t.Errorf("Confirm answered %v, then (gate unavailable) a second Confirm answered nil", err1)
+	}
+}
