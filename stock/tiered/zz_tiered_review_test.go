@@ -115,3 +115,40 @@ func TestZZConfirmClosedThenGateUnavailable(t *testing.T) {
 		t.Errorf("Confirm answered %v, then (gate unavailable) a second Confirm answered nil", err1)
 	}
 }
+
+// The same with no fault: with a Recorder, a hold extended while its
+// hand-off is pending reaches the record with the record's own hold time
+// from the Settle (the caller did not extend it again after Settle). The
+// record's sweep ends the copy while the gate holds it; Orders reports
+// the gate's hold, deadline ahead, and Confirm answers expired.
+func TestZZOrdersHeldMeansConfirmablePendingExtension(t *testing.T) {
+	f := newFixture(t, true)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.ExtendHold(ctx, "o1", f.clock.Now().Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range f.queue {
+		if err := f.m.Settle(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clock.Advance(3*time.Minute + 30*time.Second)
+	if _, err := f.m.ReclaimExpired(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	in, err := f.m.Orders(ctx, []string{"o1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := in[0].State == stock.StateHeld && in[0].Deadline.After(f.clock.Now())
+	cerr := f.m.Confirm(ctx, "o1")
+	if held && cerr != nil {
+		t.Errorf("Orders says o1 held until %v (now %v), Confirm answers %v", in[0].Deadline, f.clock.Now(), cerr)
+	}
+}
