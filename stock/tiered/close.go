@@ -14,12 +14,13 @@ import (
 //
 //   - Held: the gate is asked first, since the hold began there and its
 //     deadline decides. The gate confirmed: the record is confirmed. The
-//     gate says the hold expired: the record's copy is returned (it ends
-//     expired) and the gate's error given. The gate says a Revert closed
-//     the order: stock.ErrOrderClosed, and the record's copy is left to
-//     that Revert's record step, which returns it as reverted (or refunds
-//     it, when a racing Confirm's record step confirmed it first); the
-//     record never confirms an order its gate closed. The gate does not know the order (it lost
+//     gate says the hold expired, or a Revert closed the order: the
+//     record's copy is returned and the gate's error given, so the answer
+//     is final whatever becomes of the gate; the record never confirms an
+//     order its gate closed. A copy returned for a Revert's closed order
+//     reads as the gate has it, reverted (Orders), and a Confirm racing
+//     that Revert answers stock.ErrOrderClosed, not stock.ErrHoldExpired.
+//     The gate does not know the order (it lost
 //     its data, or a fallback took the order while it was down): the
 //     record decides by the order's gate deadline (its own deadline less
 //     the grace RecordHold added), as ReclaimExpired's follow-up does:
@@ -101,7 +102,15 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 			return nil
 		case stock.IsBusiness(rerr):
 			// The record's copy ended since it was read (a cancel done
-			// at the record alone): the gate's confirm is undone.
+			// at the record alone): the gate's confirm is undone. A
+			// Revert racing this call may have refunded it at the gate
+			// first, and a Confirm that found the order closed there
+			// returned the record's copy: the order was reverted, and
+			// the answer is stock.ErrOrderClosed, as the gate gives it.
+			if g, err := m.gateOrder(ctx, id); err == nil && ended(rerr) &&
+				(g.State == stock.StateReverted || g.State == stock.StateRefunded) {
+				return stock.ErrOrderClosed
+			}
 			if err := m.gate.Revert(ctx, id); err != nil {
 				return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: rerr}
 			}
@@ -109,16 +118,12 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 		default:
 			return &TierError{Tier: Record, Op: "confirm", Err: rerr}
 		}
-	case errors.Is(gerr, stock.ErrOrderClosed):
-		// A Revert closed the order at the gate: its next step returns
-		// the record's copy (reverted, or refunded if a Confirm's record
-		// step lands first), and a Revert that stopped before it is
-		// finished by its retry, or by ReclaimExpired's follow-up at the
-		// gate deadline. The record's copy is never confirmed.
-		return gerr
 	case ended(gerr):
-		// The hold began at the gate and expired there: the record's copy
-		// goes too, and is never confirmed.
+		// The hold began at the gate and ended there (it expired, or a
+		// Revert closed the order): the record's copy goes too, and is
+		// never confirmed, so the answer is final whatever becomes of
+		// the gate. A copy returned for a Revert's closed order reads as
+		// reverted (see Orders and closedAtRecord).
 		sold, rerr := m.revertRecord(ctx, id, "confirm")
 		if rerr != nil {
 			rerr.Outcome = gerr

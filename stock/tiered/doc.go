@@ -204,10 +204,11 @@
 //     held order is confirmed at the gate, then at the record: the hold
 //     began at the gate, so its deadline decides, and the record's copy
 //     of an order the gate ended is never confirmed: when the gate says
-//     the hold expired the copy is returned (it ends expired); when a
-//     Revert closed the order there first, the answer is
-//     stock.ErrOrderClosed and the copy is that Revert's to return (it
-//     ends reverted, or refunded). When the gate does not know the
+//     the hold expired, or a Revert closed the order there first, the
+//     copy is returned and the answer (stock.ErrHoldExpired, or
+//     stock.ErrOrderClosed) is final; an order a Revert closed reads as
+//     reverted (or refunded), and a Confirm racing that Revert answers
+//     stock.ErrOrderClosed. When the gate does not know the
 //     order at all (flushed, or taken by a fallback while the gate was
 //     down) the record decides by the order's gate deadline, as the
 //     follow-up does, and a sale before it is reported to

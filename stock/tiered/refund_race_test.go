@@ -106,6 +106,17 @@ func TestInternalRevertNeverRefundsAConfirmedSale(t *testing.T) {
 		},
 		act: func(r *race) error { return r.f.m.Deduct(r.f.t.Context(), ord("o1", 3)) },
 	}, {
+		// A Confirm finds the gate closed the order (a Revert whose record
+		// step failed) and returns the copy; the gate loses its data and a
+		// second Confirm of the order, decided by the record, lands first.
+		name:   "confirm of an order the gate closed",
+		placed: true,
+		arm: func(r *race) {
+			revertFailed(r)
+			confirmAt(r, reverting, func() { r.f.loseGateData(7, "a") }, nil)
+		},
+		act: func(r *race) error { return r.f.m.Confirm(r.f.t.Context(), "o1") },
+	}, {
 		// A redelivered Settle finds the gate closed the order and returns
 		// the copy an earlier delivery wrote, as the gate loses its data
 		// and a Confirm decided by the record lands first.

@@ -13,7 +13,7 @@ import (
 // a final refusal (the shop refunds the payment). The gate's Redis then
 // loses its data; a retry of the same Confirm (another node, a client
 // retry) answers nil: the order told closed is sold.
-func TestZZShopConfirmClosedStaysClosed(t *testing.T) {
+func TestShopConfirmClosedStaysClosed(t *testing.T) {
 	shop, mr, _ := shopOn(t, stockguard.Config{})
 	ctx := t.Context()
 	if err := shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 10}); err != nil {
