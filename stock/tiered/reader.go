@@ -18,7 +18,9 @@ var _ stock.OrderReader = (*Manager)(nil)
 // ended (a hold the gate ended is reported as the gate says, though the
 // record's copy is still held or was returned after it; a hold the gate
 // still has past its deadline, not reclaimed yet, is held, as on every
-// backend, though a repeat Deduct returned the record's copy). An order the
+// backend, though a repeat Deduct returned the record's copy; a copy the
+// record ended while the gate's hold still runs is expired, and Confirm
+// answers stock.ErrHoldExpired). An order the
 // record does not know is reported as the gate sees it: one whose hand-off
 // is pending or failed half-way is held at the gate alone. Either tier
 // failing fails the call.
@@ -37,10 +39,16 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 		// The gate decides whether and why a hold ended, for a record
 		// copy that is held or that the flow returned as expired (when
 		// the gate said the hold was over, or closed): such a copy is
-		// reported as the gate has it, held (past its deadline, perhaps:
-		// not reclaimed yet, as the gate's Levels count it), reverted,
-		// refunded or expired.
-		gateDecides := g.State != stock.StateUnknown && g.State != stock.StateConfirmed
+		// reported as the gate has it, reverted, refunded, expired, or
+		// held. An expired copy is reported held only past the gate's
+		// deadline (a repeat Deduct returned it while the gate's hold
+		// waits for its reclaimer, as the gate's Levels count it): one
+		// the record ended while the gate's hold still runs (an
+		// extension that did not reach the record) is expired, as
+		// Confirm answers.
+		now := m.cfg.Clock.Now()
+		gateDecides := g.State != stock.StateUnknown && g.State != stock.StateConfirmed &&
+			(r.State != stock.StateExpired || g.State != stock.StateHeld || !g.Deadline.After(now))
 		switch {
 		case r.State == stock.StateUnknown:
 			out[i] = g

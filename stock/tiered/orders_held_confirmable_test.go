@@ -15,7 +15,7 @@ import (
 // record's copy to its own deadline; the record's sweep ends it there
 // while the gate still holds it. Orders then reports the gate's hold
 // (held, deadline ahead), and Confirm answers stock.ErrHoldExpired.
-func TestZZOrdersHeldMeansConfirmable(t *testing.T) {
+func TestOrdersHeldMeansConfirmable(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := t.Context()
 	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}); err != nil {
@@ -54,7 +54,7 @@ func TestZZOrdersHeldMeansConfirmable(t *testing.T) {
 // from the Settle (the caller did not extend it again after Settle). The
 // record's sweep ends the copy while the gate holds it; Orders reports
 // the gate's hold, deadline ahead, and Confirm answers expired.
-func TestZZOrdersHeldMeansConfirmablePendingExtension(t *testing.T) {
+func TestOrdersHeldMeansConfirmableAfterAnExtensionWhilePending(t *testing.T) {
 	f := newFixture(t, true)
 	ctx := t.Context()
 	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute, MaxHoldTTL: 10 * time.Minute}); err != nil {
