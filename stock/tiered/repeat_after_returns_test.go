@@ -12,7 +12,7 @@ import (
 // a partial or whole return gets, at the record alone (Fallback) and
 // through the flow with a gate that lost the order, the answer a single
 // backend gives the same script.
-func TestZZRepeatAfterReturnsAnswersAsABackend(t *testing.T) {
+func TestRepeatAfterReturnsAnswersAsABackend(t *testing.T) {
 	for _, backend := range []string{"memstock", "sqlite"} {
 		for _, user := range []string{"", "u1"} {
 			for _, whole := range []bool{false, true} {
