@@ -141,3 +141,28 @@ func TestZZPlainRevertConfirmAnswerIsFinal(t *testing.T) {
 		t.Errorf("once the gate forgot the ended order: Orders %v, Confirm %v; want reverted and ErrOrderClosed (memstock)", st, err)
 	}
 }
+
+// The same race, then a node whose breaker sends calls to the record
+// alone (package degrade's fallback): it answers the reverted order
+// expired, where the flow on another node answers it closed.
+func TestZZRevertedByRaceFallbackAgrees(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := t.Context()
+	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	o := stock.Order{ID: "o1", UserID: "u1", Items: []stock.Item{{SKU: "a", Qty: 2}}}
+	if err := f.m.Deduct(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.gate.Revert(ctx, "o1"); err != nil { // the Revert's gate step
+		t.Fatal(err)
+	}
+	zzIs(t, f.m.Confirm(ctx, "o1"), stock.ErrOrderClosed, "Confirm racing the Revert")
+	zzIs(t, f.m.Revert(ctx, "o1"), nil, "the Revert goes on")
+	zzIs(t, f.m.Confirm(ctx, "o1"), stock.ErrOrderClosed, "Confirm through the flow")
+	zzIs(t, f.m.Fallback().Confirm(ctx, "o1"), stock.ErrOrderClosed, "Confirm through the fallback")
+	if in, err := f.m.Fallback().Orders(ctx, []string{"o1"}); err != nil || in[0].State != stock.StateReverted {
+		t.Errorf("fallback Orders: %v, %v; want reverted (the flow's Orders says so)", in, err)
+	}
+}
