@@ -10,8 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/memstock"
+	"github.com/stockguard/stockguard/stock/redisstock"
+	"github.com/stockguard/stockguard/stock/sqlstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
 	"github.com/stockguard/stockguard/stock/tiered"
 )
@@ -73,6 +79,11 @@ func zzModelRun(t *testing.T, seed uint64) bool {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
 	record := stocktest.NewFaulty(memstock.New(clock))
+	if os.Getenv("ZZ_REAL") != "" {
+		// the shipped tiers: a Redis gate (miniredis) and a SQL record
+		// (SQLite)
+		gate, record = zzRealTiers(t, clock)
+	}
 	drifts := 0
 	onDrift := func(tiered.Drift) { drifts++ }
 	var queue []stock.Order
@@ -402,6 +413,24 @@ func zzModelRun(t *testing.T, seed uint64) bool {
 		}
 	}
 	return true
+}
+
+func zzRealTiers(t *testing.T, clock stock.Clock) (*stocktest.Faulty, *stocktest.Faulty) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	g, err := redisstock.New(rdb, redisstock.Config{Clock: clock, Prefix: testdb.Unique("zm")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sqlstock.New(testdb.SQLite(t, 2).DB, sqlstock.Config{Clock: clock, Table: testdb.Unique("zms"), Ledger: testdb.Unique("zml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CreateTables(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return stocktest.NewFaulty(g), stocktest.NewFaulty(r)
 }
 
 func fmtLog(l []string) string {
