@@ -397,8 +397,8 @@ func zzModelRun(t *testing.T, seed uint64) bool {
 	if rl.Held != 0 || gl.Held != 0 {
 		return fail("at rest: held %d at the record, %d at the gate", rl.Held, gl.Held)
 	}
-	if drifts == 0 && gl.Available > rl.Available {
-		return fail("at rest with no drift reported: gate available %d > record available %d", gl.Available, rl.Available)
+	if drifts == 0 && (gl.Available != rl.Available || gl.Sold != rl.Sold) {
+		return fail("at rest with no drift reported: gate available/sold %d/%d, record %d/%d", gl.Available, gl.Sold, rl.Available, rl.Sold)
 	}
 	for i := range orders {
 		in, err := m1.Orders(ctx, []string{order(i).ID})
