@@ -66,7 +66,8 @@ func TestZZModelConfirmAgreesWithOrders(t *testing.T) {
 	if s, err := strconv.Atoi(os.Getenv("ZZ_SEEDS")); err == nil {
 		seeds = s
 	}
-	for seed := range seeds {
+	from, _ := strconv.Atoi(os.Getenv("ZZ_FROM"))
+	for seed := from; seed < from+seeds; seed++ {
 		if !zzModelRun(t, uint64(seed)) {
 			return
 		}
@@ -98,7 +99,7 @@ func zzModelRun(t *testing.T, seed uint64) bool {
 	m2 := tiered.New(gate, record, tiered.Config{Clock: clock, OnDrift: onDrift})
 	fb := m2.Fallback()
 	if err := m1.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 20, HoldTTL: time.Minute, MaxHoldTTL: 3 * time.Minute}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("seed %d: %v", seed, err)
 	}
 	const orders = 4
 	order := func(i int) stock.Order {
