@@ -41,7 +41,8 @@
 // hold has ended reverts the record's copy too (an earlier delivery may
 // have written it and stopped); one whose hold the gate still has past
 // its deadline (not reclaimed yet) changes nothing, as a repeat on every
-// backend, and the reclaimer returns both copies. The price is a second gate round trip per
+// backend, and the reclaimer returns both copies (a repeat of an order the
+// record has confirmed, a sale, succeeds). The price is a second gate round trip per
 // order, small next to the record's transaction.
 //
 // # A gate that lost its data

@@ -108,7 +108,8 @@ func (m *Manager) heldHalfWay(ctx context.Context, id string) bool {
 // record was written or while it was), a copy the record took meanwhile
 // is reverted (a hold the gate still has past its deadline, not reclaimed
 // yet, is stock.ErrHoldExpired and changes nothing, as on every backend:
-// the reclaimer, or a late Confirm, returns it at both tiers); from the
+// the reclaimer, or a late Confirm, returns it at both tiers; unless the
+// record has confirmed it, a sale, and then Settle returns nil); from the
 // record (sold out there,
 // conflict, limit), the gate hold was reverted. An error from the gate's
 // first step that is not a business error applied nothing; any error after
@@ -137,7 +138,17 @@ func (m *Manager) settle(ctx context.Context, o stock.Order) (lapsed bool, _ err
 			// Past its deadline and not reclaimed yet: a repeat changes
 			// nothing, as on every backend. The gate's reclaimer (or a
 			// late Confirm) returns the hold, and the record's copy
-			// with it.
+			// with it. The record is read all the same: a copy it has
+			// confirmed (a Confirm decided by the record before the
+			// gate deadline, the gate set aside) is a sale, and a
+			// repeat of a sale succeeds.
+			in, rerr := m.recordOrder(ctx, o.ID)
+			if rerr != nil {
+				return false, &TierError{Tier: Record, Op: "read after the gate closed", Err: rerr, Outcome: err}
+			}
+			if in.State == stock.StateConfirmed {
+				return false, nil
+			}
 		case ended(err):
 			// The hold ended at the gate. An earlier Settle of the same
 			// order may have written the record and stopped before its

@@ -15,8 +15,8 @@ import (
 // deadline); the breaker closes again; a minute and a half later, before
 // any reclaim pass, the client repeats its Deduct. By the contract a
 // repeated Deduct of a confirmed order returns nil, and Orders says
-// confirmed; the Shop answers stock.ErrHoldExpired for the paid order.
-func TestZZShopRepeatDeductOfAPaidOrder(t *testing.T) {
+// confirmed.
+func TestShopRepeatDeductOfAPaidOrder(t *testing.T) {
 	shop, _, clock := shopOn(t, stockguard.Config{Breaker: degrade.Config{RampSteps: []float64{}}})
 	ctx := t.Context()
 	if err := shop.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 10, HoldTTL: time.Minute}); err != nil {
