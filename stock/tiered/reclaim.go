@@ -61,8 +61,10 @@ const reclaimChunk = 4
 // reports), together with any error: a *TierError naming the tier that
 // failed, except when nothing was written (the gate's first answer is
 // from before it wrote, as a context already over or a refused dial are,
-// and the record's sweep then returned nothing): then each tier's error
-// is returned as the tier gave it, as by every call of the flow. When the
+// and the record's sweep then reported nothing and failed, if it did,
+// with an error that does not leave its outcome unknown): then each
+// tier's error is returned as the tier gave it, as by every call of the
+// flow. When the
 // gate fails, the record is still swept (step 3), so holds taken at the
 // record alone keep expiring while the gate is down.
 // RunReclaimer drives it like any reclaimer, on as many nodes as you like.
@@ -105,8 +107,10 @@ func (m *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Recl
 	}
 	swept, err := m.drainRecord(ctx, limit)
 	if first != nil {
-		if swept == 0 {
-			// Nothing was written: each tier's answer as it gave it.
+		if swept == 0 && !errors.Is(err, stock.ErrUnknownOutcome) {
+			// Nothing was written: each tier's answer as it gave it. A
+			// sweep whose reply was lost may have returned copies it
+			// could not report, and the call's outcome is unknown.
 			return got, errors.Join(first, err)
 		}
 		errs = append(errs, &TierError{Tier: Gate, Op: "reclaim", Err: first})

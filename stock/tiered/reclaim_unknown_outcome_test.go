@@ -13,9 +13,8 @@ import (
 // applied) and a record whose sweep returned a copy but lost its reply
 // (stock.ErrUnknownOutcome): the record was written, so by package stock's
 // rule the error matches ErrUnknownOutcome and never ErrUnavailable with
-// it. The flow takes "the record's sweep reported nothing" for "nothing
-// was written" and joins both tiers' raw errors.
-func TestZZReclaimGateUnavailableRecordLostReply(t *testing.T) {
+// it, though the sweep reported nothing.
+func TestReclaimGateUnavailableRecordLostReplyIsUnknownOutcome(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := t.Context()
 	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
