@@ -84,7 +84,7 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) (err error) {
 	}
 	err = m.record.Confirm(ctx, orderID)
 	if ended(err) {
-		return m.closedAtRecord(ctx, orderID, err)
+		return m.closedAtRecord(ctx, orderID, in.State, err)
 	}
 	return err
 }
@@ -302,18 +302,21 @@ func (m *Manager) endGateHold(ctx context.Context, id string) error {
 }
 
 // closedAtRecord answers a Confirm that the record refused because the
-// order's copy there ended (cause): the gate says why. Its hold normally
-// ended first (the reclaimer reverts the record's copy after the gate
-// returns the hold, so the record says "reverted" where the gate says
-// "expired"). A gate that still held the order is made to agree: the hold
-// is returned there too. A sale the gate has already is left as it is,
-// as Revert leaves it (see returnGate): its units are reconciliation's.
-// A gate that does not know the order (it lost its record of it, or never
-// had it) cannot say why: the record's answer stands. The flow's
-// reclaimers end a copy expired, so a copy the record has reverted or
-// refunded was closed by a Revert: stock.ErrOrderClosed, as on every
-// backend.
-func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause error) error {
+// order's copy there ended (cause). A gate that still held the order is
+// made to agree: the hold is returned there too. A sale the gate has
+// already is left as it is, as Revert leaves it (see returnGate): its
+// units are reconciliation's. A sale the record refunded (state, as
+// Confirm read it) is closed, stock.ErrOrderClosed as on every backend
+// and in Orders, whatever the gate says: its hold of a sale confirmed at
+// the record alone may have expired there. Another copy gets the gate's
+// answer when it has one (a copy reverted when the gate's hold had
+// expired reads as expired; a Revert racing the Confirm that returned the
+// copy closed the order there: stock.ErrOrderClosed). A gate that does
+// not know the order (it lost its record of it, or never had it) cannot
+// say why: the record's answer stands. The flow's reclaimers end a copy
+// expired, so a copy the record has reverted or refunded was closed by a
+// Revert: stock.ErrOrderClosed, as on every backend.
+func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stock.State, cause error) error {
 	g, err := m.gateOrder(ctx, orderID)
 	switch {
 	case err != nil:
@@ -325,6 +328,9 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause erro
 	gerr := m.gate.Confirm(ctx, orderID)
 	switch {
 	case ended(gerr):
+		if state == stock.StateRefunded && errors.Is(cause, stock.ErrOrderClosed) {
+			return cause // a sale, refunded since
+		}
 		return gerr
 	case gerr == nil:
 		// Confirmed at the gate alone: undo it, the record has no hold.

@@ -153,12 +153,19 @@ func (m *Manager) settle(ctx context.Context, o stock.Order) (lapsed bool, _ err
 			// The hold ended at the gate. An earlier Settle of the same
 			// order may have written the record and stopped before its
 			// recheck: return that copy too.
-			sold, rerr := m.returnCopy(ctx, o.ID)
+			st, rerr := m.returnCopy(ctx, o.ID)
 			if rerr != nil {
 				return false, rerr
 			}
-			if sold {
+			switch st {
+			case stock.StateConfirmed:
 				return false, nil // a Confirm decided by the record sold it
+			case stock.StateRefunded:
+				// A sale the record refunded (its gate hold may have
+				// expired there: the record confirmed it alone): closed,
+				// as on every backend and in Orders, whatever the gate
+				// says.
+				return false, stock.ErrOrderClosed
 			}
 		case refusal(err):
 			return false, m.refused(ctx, o, err)
@@ -342,21 +349,25 @@ func (m *Manager) returnedAtRecord(in stock.OrderInfo) {
 // that finds nothing, the usual case: an order that expired in the queue
 // never reached the record). A copy the record has confirmed is a sale
 // (a Confirm decided by the record, the gate having lost the order): it is
-// left alone, as by ReclaimExpired, reported to Config.OnDrift, and sold
-// says so.
-func (m *Manager) returnCopy(ctx context.Context, id string) (sold bool, _ error) {
+// left alone, as by ReclaimExpired, reported to Config.OnDrift, and the
+// state returned is stock.StateConfirmed. Otherwise it is the state the
+// record had the copy in (stock.StateHeld for a copy it returned).
+func (m *Manager) returnCopy(ctx context.Context, id string) (stock.State, error) {
 	in, err := m.recordOrder(ctx, id)
 	if err != nil {
-		return false, &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
+		return stock.StateUnknown, &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
 	}
 	if !in.State.Takes() {
-		return false, nil
+		return in.State, nil
 	}
 	sold, rerr := m.revertRecord(ctx, id, "settle") // a confirmed copy is kept there
 	if rerr != nil {
-		return false, rerr
+		return stock.StateUnknown, rerr
 	}
-	return sold, nil
+	if sold {
+		return stock.StateConfirmed, nil
+	}
+	return stock.StateHeld, nil
 }
 
 // heldPastDeadline reports whether the gate still holds the order (one

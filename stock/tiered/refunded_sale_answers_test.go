@@ -12,8 +12,8 @@ import (
 // was set aside) whose gate hold then expired there (the flow's reclaimer
 // keeps the record's sale), then refunded by Revert: Orders says refunded;
 // Confirm and a repeat Deduct must answer stock.ErrOrderClosed, as on every
-// backend for a refunded order. The gate's "expired" answers them instead.
-func TestZZRefundedSaleAnswersClosed(t *testing.T) {
+// backend for a refunded order, though the gate says the hold expired.
+func TestRefundedSaleAnswersClosed(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := t.Context()
 	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
@@ -33,10 +33,10 @@ func TestZZRefundedSaleAnswersClosed(t *testing.T) {
 	if err := f.m.Revert(ctx, "o1"); err != nil {
 		t.Fatalf("Revert (refund) of the sale: %v", err)
 	}
-	st := zzState(t, f.m, "o1")
+	st := stateOf(t, f.m, "o1")
 	cerr := f.m.Confirm(ctx, "o1")
 	derr := f.m.Deduct(ctx, o)
 	if st != stock.StateRefunded || !errors.Is(cerr, stock.ErrOrderClosed) || !errors.Is(derr, stock.ErrOrderClosed) {
-		t.Errorf("refunded sale: Orders %v, Confirm %v, repeat Deduct %v; want refunded, ErrOrderClosed, ErrOrderClosed (memstock)", st, cerr, derr)
+		t.Errorf("refunded sale: Orders %v, Confirm %v, repeat Deduct %v; want refunded, ErrOrderClosed, ErrOrderClosed", st, cerr, derr)
 	}
 }
