@@ -14,9 +14,13 @@ import (
 //
 //   - Held: the gate is asked first, since the hold began there and its
 //     deadline decides. The gate confirmed: the record is confirmed. The
-//     gate says the hold expired or was reverted: the record's copy is
-//     returned and the gate's error given; the record never confirms an
-//     order its gate closed. The gate does not know the order (it lost
+//     gate says the hold expired, or a Revert closed the order: the
+//     record's copy is returned and the gate's error given, so the answer
+//     is final whatever becomes of the gate; the record never confirms an
+//     order its gate closed. A copy returned for a Revert's closed order
+//     reads as the gate has it, reverted (Orders), and a Confirm racing
+//     that Revert answers stock.ErrOrderClosed, not stock.ErrHoldExpired.
+//     The gate does not know the order (it lost
 //     its data, or a fallback took the order while it was down): the
 //     record decides by the order's gate deadline (its own deadline less
 //     the grace RecordHold added), as ReclaimExpired's follow-up does:
@@ -39,9 +43,9 @@ import (
 //     stock.ErrUnknownOrder, nothing changes: confirm after Settle.
 //   - Ended at the record: the gate says why and is made to agree (see
 //     closedAtRecord). When the gate no longer knows the order, the
-//     record's deadline says whether it had expired: stock.ErrHoldExpired
-//     once the order's gate deadline has passed (a copy returned by the
-//     reclaimer), stock.ErrOrderClosed before.
+//     record's state says why: stock.ErrHoldExpired for a copy that
+//     expired (the flow's reclaimers end copies expired),
+//     stock.ErrOrderClosed for one a Revert reverted or refunded.
 //
 // After an infrastructure error call Confirm again. Once a tier may have
 // confirmed, every error is a *TierError matching stock.ErrUnknownOutcome:
@@ -80,7 +84,7 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) (err error) {
 	}
 	err = m.record.Confirm(ctx, orderID)
 	if ended(err) {
-		return m.closedAtRecord(ctx, orderID, err)
+		return m.closedAtRecord(ctx, orderID, in.State, err)
 	}
 	return err
 }
@@ -98,17 +102,28 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 			return nil
 		case stock.IsBusiness(rerr):
 			// The record's copy ended since it was read (a cancel done
-			// at the record alone): the gate's confirm is undone.
+			// at the record alone): the gate's confirm is undone. A
+			// Revert racing this call may have refunded it at the gate
+			// first, and a Confirm that found the order closed there
+			// returned the record's copy: the order was reverted, and
+			// the answer is stock.ErrOrderClosed, as the gate gives it.
+			if g, err := m.gateOrder(ctx, id); err == nil && ended(rerr) &&
+				(g.State == stock.StateReverted || g.State == stock.StateRefunded) {
+				return stock.ErrOrderClosed
+			}
 			if err := m.gate.Revert(ctx, id); err != nil {
 				return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: rerr}
 			}
-			return m.closedReason(ctx, id, rerr)
+			return rerr
 		default:
 			return &TierError{Tier: Record, Op: "confirm", Err: rerr}
 		}
 	case ended(gerr):
-		// The hold began at the gate and ended there: the record's copy
-		// goes too, and is never confirmed.
+		// The hold began at the gate and ended there (it expired, or a
+		// Revert closed the order): the record's copy goes too, and is
+		// never confirmed, so the answer is final whatever becomes of
+		// the gate. A copy returned for a Revert's closed order reads as
+		// reverted (see Orders and closedAtRecord).
 		sold, rerr := m.revertRecord(ctx, id, "confirm")
 		if rerr != nil {
 			rerr.Outcome = gerr
@@ -159,9 +174,6 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 		return stock.ErrHoldExpired
 	}
 	if rerr := m.record.Confirm(ctx, id); rerr != nil {
-		if ended(rerr) {
-			return m.closedReason(ctx, id, rerr)
-		}
 		if stock.IsBusiness(rerr) {
 			return rerr
 		}
@@ -185,8 +197,13 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // racing hand-off cannot pass its recheck), does not stop the revert at
 // the record: the order is cancelled there alone, as [Fallback.Revert]
 // does, and its SKUs are reported to Config.OnDrift (the units are back
-// at the record, not at the gate). The answer is the gate's error only
-// when the record did not know the order either. A sale (an order the
+// at the record, not at the gate). A gate that said it did not know the
+// order is then asked once more, when the record had it: a Deduct racing
+// the revert (a client cancelling a Deduct that timed out while it is
+// still in flight) places its gate hold before it writes the record, so
+// the gate may hold the order by now, and a hold found there is returned
+// too. The answer is the gate's error only when the record did not know
+// the order either. A sale (an order the
 // record has confirmed) is refunded through the gate only: a gate that
 // cannot be asked is the answer, with nothing written, since a copy it
 // still had would give the units back a second time once reconciliation
@@ -226,6 +243,12 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 		// The gate holds nothing of the order: the record alone returns it.
 		rerr := m.revertByRecord(ctx, in)
 		switch {
+		case rerr == nil && errors.Is(gerr, stock.ErrUnknownOrder):
+			// A Deduct of the order racing this call may have placed its
+			// gate hold since the gate was asked (it goes gate first, then
+			// record, and passed its recheck before the gate is asked
+			// again): that hold ends too.
+			return m.endGateHold(ctx, orderID)
 		case !errors.Is(rerr, stock.ErrUnknownOrder):
 			return rerr
 		case unavailable(gerr):
@@ -256,29 +279,44 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 // the record may have stopped before it reported them.
 func (m *Manager) returnGate(ctx context.Context, in stock.OrderInfo) error {
 	m.drift(Drift{OrderID: in.ID, Tier: Gate, Op: "revert of an order the record returned", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
-	g, err := m.gateOrder(ctx, in.ID)
+	return m.endGateHold(ctx, in.ID)
+}
+
+// endGateHold returns the gate's copy of an order the record has returned,
+// only while the gate holds it: a sale there is left as it is (see
+// returnGate). The record was written, so a failure is a *TierError, and
+// the retry (Revert again) finds the record's copy returned and comes
+// here through returnGate.
+func (m *Manager) endGateHold(ctx context.Context, id string) error {
+	g, err := m.gateOrder(ctx, id)
 	switch {
 	case err != nil:
 		return &TierError{Tier: Gate, Op: "read", Err: err}
 	case g.State != stock.StateHeld:
 		return nil
 	}
-	if err := m.gate.Revert(ctx, in.ID); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
+	if err := m.gate.Revert(ctx, id); err != nil && !errors.Is(err, stock.ErrUnknownOrder) {
 		return &TierError{Tier: Gate, Op: "revert", Err: err}
 	}
 	return nil
 }
 
 // closedAtRecord answers a Confirm that the record refused because the
-// order's copy there ended (cause): the gate says why. Its hold normally
-// ended first (the reclaimer reverts the record's copy after the gate
-// returns the hold, so the record says "reverted" where the gate says
-// "expired"). A gate that still held the order is made to agree: the hold
-// is returned there too. A sale the gate has already is left as it is,
-// as Revert leaves it (see returnGate): its units are reconciliation's.
-// A gate that does not know the order (it lost its record of it, or never
-// had it) cannot say why: closedReason does.
-func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause error) error {
+// order's copy there ended (cause). A gate that still held the order is
+// made to agree: the hold is returned there too. A sale the gate has
+// already is left as it is, as Revert leaves it (see returnGate): its
+// units are reconciliation's. A sale the record refunded (state, as
+// Confirm read it) is closed, stock.ErrOrderClosed as on every backend
+// and in Orders, whatever the gate says: its hold of a sale confirmed at
+// the record alone may have expired there. Another copy gets the gate's
+// answer when it has one (a copy reverted when the gate's hold had
+// expired reads as expired; a Revert racing the Confirm that returned the
+// copy closed the order there: stock.ErrOrderClosed). A gate that does
+// not know the order (it lost its record of it, or never had it) cannot
+// say why: the record's answer stands. The flow's reclaimers end a copy
+// expired, so a copy the record has reverted or refunded was closed by a
+// Revert: stock.ErrOrderClosed, as on every backend.
+func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stock.State, cause error) error {
 	g, err := m.gateOrder(ctx, orderID)
 	switch {
 	case err != nil:
@@ -290,6 +328,9 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause erro
 	gerr := m.gate.Confirm(ctx, orderID)
 	switch {
 	case ended(gerr):
+		if state == stock.StateRefunded && errors.Is(cause, stock.ErrOrderClosed) {
+			return cause // a sale, refunded since
+		}
 		return gerr
 	case gerr == nil:
 		// Confirmed at the gate alone: undo it, the record has no hold.
@@ -298,31 +339,10 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, cause erro
 		}
 		return cause
 	case stock.IsBusiness(gerr), unavailable(gerr):
-		return m.closedReason(ctx, orderID, cause)
+		return cause
 	default:
 		return &TierError{Tier: Gate, Op: "confirm after the record closed", Err: gerr, Outcome: cause}
 	}
-}
-
-// closedReason is the answer to a Confirm of an order whose record copy
-// was reverted (cause) while the gate cannot say why. The reclaimer
-// reverts a copy only after the order's gate deadline, so a copy whose
-// gate deadline has passed is reported as expired; before it, the order
-// was reverted by a caller. The answer is the record's when it cannot be
-// read.
-func (m *Manager) closedReason(ctx context.Context, orderID string, cause error) error {
-	if !errors.Is(cause, stock.ErrOrderClosed) {
-		return cause
-	}
-	in, err := m.recordOrder(ctx, orderID)
-	if err != nil || in.Deadline.IsZero() {
-		return cause
-	}
-	due, err := m.gateDeadline(ctx, in, nil)
-	if err != nil || due.After(m.cfg.Clock.Now()) {
-		return cause
-	}
-	return stock.ErrHoldExpired
 }
 
 // unavailable reports whether err says the store could not answer and

@@ -39,7 +39,10 @@
 // hand-off: whatever the interleaving, an order whose hold ended at the
 // gate does not stay held at the record. A redelivered hand-off whose gate
 // hold has ended reverts the record's copy too (an earlier delivery may
-// have written it and stopped). The price is a second gate round trip per
+// have written it and stopped); one whose hold the gate still has past
+// its deadline (not reclaimed yet) changes nothing, as a repeat on every
+// backend, and the reclaimer returns both copies (a repeat of an order the
+// record has confirmed, a sale, succeeds). The price is a second gate round trip per
 // order, small next to the record's transaction.
 //
 // # A gate that lost its data
@@ -200,9 +203,13 @@
 //
 //   - Confirm reads the order at the record first (it is the truth). A
 //     held order is confirmed at the gate, then at the record: the hold
-//     began at the gate, so its deadline decides, and when the gate says
-//     the hold expired (or a Revert closed it there first) the record's
-//     copy is returned, never confirmed. When the gate does not know the
+//     began at the gate, so its deadline decides, and the record's copy
+//     of an order the gate ended is never confirmed: when the gate says
+//     the hold expired, or a Revert closed the order there first, the
+//     copy is returned and the answer (stock.ErrHoldExpired, or
+//     stock.ErrOrderClosed) is final; an order a Revert closed reads as
+//     reverted (or refunded), and a Confirm racing that Revert answers
+//     stock.ErrOrderClosed. When the gate does not know the
 //     order at all (flushed, or taken by a fallback while the gate was
 //     down) the record decides by the order's gate deadline, as the
 //     follow-up does, and a sale before it is reported to
@@ -211,12 +218,21 @@
 //     deadline: the record confirms nothing then, and the caller calls
 //     again. An order the record has confirmed is a sale: a
 //     repeated Confirm returns nil whatever the gate says (a fallback's
-//     Confirm while the gate was down included).
+//     Confirm while the gate was down included). An order the record
+//     ended and the gate no longer knows is answered by its state at the
+//     record, as every backend answers it: stock.ErrOrderClosed for one a
+//     Revert reverted or refunded, stock.ErrHoldExpired for one that
+//     expired (the flow's reclaimers end copies expired). A sale the
+//     record refunded is closed whatever the gate says (its hold of a
+//     sale confirmed at the record alone may have expired there): Confirm
+//     and a repeat Deduct answer stock.ErrOrderClosed, as Orders reads it.
 //   - Revert reverts at the gate, then at the record. It returns nil when
 //     either tier reverted, stock.ErrUnknownOrder only when neither knew the
 //     order. An order the gate does not know (it lost its data, or a
 //     fallback took it) is reverted at the record alone, as
-//     [Fallback.Revert] does, and its SKUs go to Config.OnDrift. It reads
+//     [Fallback.Revert] does, and its SKUs go to Config.OnDrift; the gate
+//     is then asked again, since a Deduct racing the Revert may have
+//     placed its hold there meanwhile, and a hold found is returned. It reads
 //     the record first: an order the record returned already (at the
 //     record alone, perhaps, while the gate kept a copy) is a repeat, and
 //     at the gate only a copy still held is returned; a sale the gate

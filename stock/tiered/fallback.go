@@ -118,11 +118,7 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 	case stock.StateUnknown:
 		return stock.ErrUnknownOrder
 	}
-	err = m.record.Confirm(ctx, orderID)
-	if ended(err) {
-		return m.closedReason(ctx, orderID, err)
-	}
-	return err
+	return m.record.Confirm(ctx, orderID)
 }
 
 // Revert cancels a held order at the record. A hold the gate may still

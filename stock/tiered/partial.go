@@ -36,7 +36,8 @@ var _ stock.PartialReverter = (*Manager)(nil)
 // items after Settle. An order the record has returned already (reverted,
 // refunded or expired there) is answered as it ended there
 // (stock.ErrOrderClosed, stock.ErrHoldExpired; nil for a repeat of a
-// return the gate applied before): a hold the gate still has for it ends
+// return applied before, stock.ErrConflict for its OpID with other items,
+// as the gate says, or the record when the gate does not know the order): a hold the gate still has for it ends
 // there too, and a sale the gate has is left as it is, its units
 // reconciliation's, as Revert leaves them (returnGate). A return of an
 // order the gate took again after the record gave units of it back alone
@@ -117,8 +118,11 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 // returnEnded answers a return of an order the record has ended (in, done
 // its answer for the state it ended in) by the gate's copy. A repeat of a
 // return the gate applied before the record's copy ended is nil: the gate
-// answers it nil and gives nothing more back. Any other return is answered
-// done: a hold the gate still has ends there too, as Revert ends it
+// answers it nil and gives nothing more back, and the OpID of one it
+// applied with other items is stock.ErrConflict; a gate that does not know
+// the order leaves both answers to the record, which remembers the OpIDs
+// it applied. Any other return is
+// answered done: a hold the gate still has ends there too, as Revert ends it
 // (returnGate; a new return the gate just applied to it is part of that
 // end), and a sale is left as it is.
 func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.Return, done error) error {
@@ -127,7 +131,8 @@ func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.R
 	case err != nil:
 		return err // a read: nothing written
 	case g.State == stock.StateHeld:
-		if m.gate.RevertItems(ctx, r) == nil {
+		gerr := m.gate.RevertItems(ctx, r)
+		if gerr == nil {
 			if again, err := m.gateOrder(ctx, r.OrderID); err == nil && covers(g.Returned, again.Returned) {
 				// A repeat (it gave nothing more back), reported again:
 				// the call that applied it may have stopped before it
@@ -139,13 +144,31 @@ func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.R
 		if err := m.returnGate(ctx, in); err != nil {
 			return err
 		}
+		if errors.Is(gerr, stock.ErrConflict) {
+			return gerr
+		}
 		return done
 	case g.State == stock.StateConfirmed:
 		return done
 	}
-	if m.gate.RevertItems(ctx, r) == nil { // a repeat: applied while the order was held
+	switch gerr := m.gate.RevertItems(ctx, r); {
+	case gerr == nil: // a repeat: applied while the order was held
 		m.recordRefused(r, done)
 		return nil
+	case errors.Is(gerr, stock.ErrConflict):
+		// The OpID was applied with other items: identity before state,
+		// as on every backend.
+		return gerr
+	case errors.Is(gerr, stock.ErrUnknownOrder):
+		// The gate does not know the order (it lost its data, or a
+		// fallback took the order): the record's memory of OpIDs
+		// answers, as every backend does: nil for a repeat of a return
+		// it applied, stock.ErrConflict for its OpID with other items.
+		// It gives nothing back for an order it ended.
+		switch rerr := m.record.RevertItems(ctx, r); {
+		case rerr == nil, errors.Is(rerr, stock.ErrConflict), !stock.IsBusiness(rerr):
+			return rerr
+		}
 	}
 	return done
 }

@@ -15,9 +15,12 @@ var _ stock.OrderReader = (*Manager)(nil)
 // gave back, Returned); the gate, where holds begin and end, says until
 // when a held order holds (its deadline, own hold time and extensions
 // included, without the grace the record adds) and whether and why a hold
-// ended (a hold the gate ended is
-// reported as the gate says, though the record's copy is still held or
-// was reverted after it). An order the
+// ended (a hold the gate ended is reported as the gate says, though the
+// record's copy is still held or was returned after it; a hold the gate
+// still has past its deadline, not reclaimed yet, is held, as on every
+// backend, though a repeat Deduct returned the record's copy; a copy the
+// record ended while the gate's hold still runs is expired, and Confirm
+// answers stock.ErrHoldExpired). An order the
 // record does not know is reported as the gate sees it: one whose hand-off
 // is pending or failed half-way is held at the gate alone. Either tier
 // failing fails the call.
@@ -33,24 +36,32 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 	holds := map[string]time.Duration{}
 	for i, r := range out {
 		g := gate[i]
+		// The gate decides whether and why a hold ended, for a record
+		// copy that is held or that the flow returned as expired (when
+		// the gate said the hold was over, or closed): such a copy is
+		// reported as the gate has it, reverted, refunded, expired, or
+		// held. An expired copy is reported held only past the gate's
+		// deadline (a repeat Deduct returned it while the gate's hold
+		// waits for its reclaimer, as the gate's Levels count it): one
+		// the record ended while the gate's hold still runs (an
+		// extension that did not reach the record) is expired, as
+		// Confirm answers.
+		now := m.cfg.Clock.Now()
+		gateDecides := g.State != stock.StateUnknown && g.State != stock.StateConfirmed &&
+			(r.State != stock.StateExpired || g.State != stock.StateHeld || !g.Deadline.After(now))
 		switch {
 		case r.State == stock.StateUnknown:
 			out[i] = g
-		case r.State == stock.StateHeld && g.State == stock.StateHeld:
-			out[i].Deadline = g.Deadline
-		case r.State == stock.StateHeld && g.State != stock.StateUnknown && g.State != stock.StateConfirmed:
-			// The hold ended at the gate (reverted, expired or refunded)
-			// and the record's copy has not followed yet: the gate decides,
-			// as Confirm would answer.
+		case (r.State == stock.StateHeld || r.State == stock.StateExpired) && gateDecides,
+			r.State == stock.StateReverted && (g.State == stock.StateExpired || g.State == stock.StateRefunded):
 			out[i].State, out[i].Deadline = g.State, g.Deadline
 		case r.State == stock.StateHeld:
 			// The gate lost the hold (or has not got it back since a
-			// rebuild): its deadline is the record's less the grace.
+			// rebuild), or confirmed it and the record has not followed
+			// yet: its deadline is the record's less the grace.
 			if out[i].Deadline, err = m.gateDeadline(ctx, r, holds); err != nil {
 				return nil, err
 			}
-		case r.State == stock.StateReverted && (g.State == stock.StateExpired || g.State == stock.StateRefunded):
-			out[i].State = g.State
 		}
 	}
 	return out, nil

@@ -59,8 +59,14 @@ const reclaimChunk = 4
 //
 // It reports the lines the gate returned (the gate is the tier Levels
 // reports), together with any error: a *TierError naming the tier that
-// failed. When the gate fails, the record is still swept (step 3), so
-// holds taken at the record alone keep expiring while the gate is down.
+// failed, except when nothing was written (the gate's first answer is
+// from before it wrote, as a context already over or a refused dial are,
+// and the record's sweep then reported nothing and failed, if it did,
+// with an error that does not leave its outcome unknown): then each
+// tier's error is returned as the tier gave it, as by every call of the
+// flow. When the
+// gate fails, the record is still swept (step 3), so holds taken at the
+// record alone keep expiring while the gate is down.
 // RunReclaimer drives it like any reclaimer, on as many nodes as you like.
 func (m *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Reclaimed, err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpReclaim, 0)
@@ -70,6 +76,7 @@ func (m *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Recl
 	}
 	var got []stock.Reclaimed
 	var errs []error
+	var first error // the gate's first answer, when it wrote nothing
 	gateOK := true
 	for len(got) < limit {
 		n := min(limit-len(got), reclaimChunk)
@@ -77,6 +84,10 @@ func (m *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Recl
 		got = append(got, batch...)
 		if err != nil {
 			gateOK = false
+			if len(got) == 0 && !errors.Is(err, stock.ErrUnknownOutcome) {
+				first = err
+				break
+			}
 			err = errors.Join(&TierError{Tier: Gate, Op: "reclaim", Err: err}, m.revertCopies(ctx, batch))
 		} else {
 			err = m.revertCopies(ctx, batch)
@@ -94,7 +105,17 @@ func (m *Manager) ReclaimExpired(ctx context.Context, limit int) (_ []stock.Recl
 			errs = append(errs, err)
 		}
 	}
-	if err := m.drainRecord(ctx, limit); err != nil {
+	swept, err := m.drainRecord(ctx, limit)
+	if first != nil {
+		if swept == 0 && !errors.Is(err, stock.ErrUnknownOutcome) {
+			// Nothing was written: each tier's answer as it gave it. A
+			// sweep whose reply was lost may have returned copies it
+			// could not report, and the call's outcome is unknown.
+			return got, errors.Join(first, err)
+		}
+		errs = append(errs, &TierError{Tier: Gate, Op: "reclaim", Err: first})
+	}
+	if err != nil {
 		errs = append(errs, &TierError{Tier: Record, Op: "reclaim", Err: err})
 	}
 	return got, errors.Join(errs...)
@@ -108,12 +129,15 @@ var errReturnedAtRecord = errors.New("tiered: returned at the record alone")
 // gate never had it, or lost it): each order is reported to
 // Config.OnDrift with its SKUs, for reconciliation to give the gate the
 // units too.
-func (m *Manager) drainRecord(ctx context.Context, limit int) error {
+// It returns how many lines it returned.
+func (m *Manager) drainRecord(ctx context.Context, limit int) (int, error) {
+	n := 0
 	for {
 		batch, err := m.record.ReclaimExpired(ctx, limit)
 		m.returnedAlone(batch)
+		n += len(batch)
 		if err != nil || len(batch) < limit {
-			return err
+			return n, err
 		}
 	}
 }

@@ -106,7 +106,11 @@ func (m *Manager) heldHalfWay(ctx context.Context, id string) bool {
 // A business error means the order is not recorded and holds nothing at
 // either tier: from the gate (the hold expired or was reverted, before the
 // record was written or while it was), a copy the record took meanwhile
-// is reverted; from the record (sold out there,
+// is reverted (a hold the gate still has past its deadline, not reclaimed
+// yet, is stock.ErrHoldExpired and changes nothing, as on every backend:
+// the reclaimer, or a late Confirm, returns it at both tiers; unless the
+// record has confirmed it, a sale, and then Settle returns nil); from the
+// record (sold out there,
 // conflict, limit), the gate hold was reverted. An error from the gate's
 // first step that is not a business error applied nothing; any error after
 // the gate hold was placed is a *TierError matching stock.ErrUnknownOutcome:
@@ -130,16 +134,38 @@ func (m *Manager) settle(ctx context.Context, o stock.Order) (lapsed bool, _ err
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
 		switch {
+		case ended(err) && m.heldPastDeadline(ctx, o.ID):
+			// Past its deadline and not reclaimed yet: a repeat changes
+			// nothing, as on every backend. The gate's reclaimer (or a
+			// late Confirm) returns the hold, and the record's copy
+			// with it. The record is read all the same: a copy it has
+			// confirmed (a Confirm decided by the record before the
+			// gate deadline, the gate set aside) is a sale, and a
+			// repeat of a sale succeeds.
+			in, rerr := m.recordOrder(ctx, o.ID)
+			if rerr != nil {
+				return false, &TierError{Tier: Record, Op: "read after the gate closed", Err: rerr, Outcome: err}
+			}
+			if in.State == stock.StateConfirmed {
+				return false, nil
+			}
 		case ended(err):
 			// The hold ended at the gate. An earlier Settle of the same
 			// order may have written the record and stopped before its
 			// recheck: return that copy too.
-			sold, rerr := m.returnCopy(ctx, o.ID)
+			st, rerr := m.returnCopy(ctx, o.ID)
 			if rerr != nil {
 				return false, rerr
 			}
-			if sold {
+			switch st {
+			case stock.StateConfirmed:
 				return false, nil // a Confirm decided by the record sold it
+			case stock.StateRefunded:
+				// A sale the record refunded (its gate hold may have
+				// expired there: the record confirmed it alone): closed,
+				// as on every backend and in Orders, whatever the gate
+				// says.
+				return false, stock.ErrOrderClosed
 			}
 		case refusal(err):
 			return false, m.refused(ctx, o, err)
@@ -260,9 +286,9 @@ func refusal(err error) bool {
 // record has as if it were new, so the record is asked (one read by order
 // ID, paid by refused orders only). An order it does not know gets the
 // gate's refusal. One it knows gets what a repeat gets by the contract:
-// nil for a held or confirmed order with the same items and user (held at
-// the record alone now; ReclaimExpired returns it at its gate deadline),
-// stock.ErrConflict for other items or user, stock.ErrHoldExpired for a
+// stock.ErrConflict for other items or user, in any state; else nil for a
+// held or confirmed order (held at the record alone now; ReclaimExpired
+// returns it at its gate deadline), stock.ErrHoldExpired for a
 // hold past its gate deadline (its copy is returned) or an expired one,
 // stock.ErrOrderClosed for a reverted one. A record that cannot be read
 // leaves the answer unknown: a *TierError.
@@ -281,11 +307,13 @@ func (m *Manager) refused(ctx context.Context, o stock.Order, gerr error) error 
 // a repeat gets by the contract, judging a held copy by its gate deadline
 // (see refused); gerr is the gate's answer, if it was asked.
 func (m *Manager) repeat(ctx context.Context, o stock.Order, in stock.OrderInfo, gerr error) error {
-	if err := endedAnswer(in.State); err != nil {
-		return err
-	}
+	// Identity before state, as on every backend: an ID reused for other
+	// items or another user is a conflict whatever became of its order.
 	if in.UserID != o.UserID || canon.Signature(canon.Sorted(o.Items)) != canon.Signature(canon.Sorted(in.Items)) {
 		return stock.ErrConflict
+	}
+	if err := endedAnswer(in.State); err != nil {
+		return err
 	}
 	if in.State != stock.StateHeld {
 		return nil // confirmed
@@ -321,21 +349,33 @@ func (m *Manager) returnedAtRecord(in stock.OrderInfo) {
 // that finds nothing, the usual case: an order that expired in the queue
 // never reached the record). A copy the record has confirmed is a sale
 // (a Confirm decided by the record, the gate having lost the order): it is
-// left alone, as by ReclaimExpired, reported to Config.OnDrift, and sold
-// says so.
-func (m *Manager) returnCopy(ctx context.Context, id string) (sold bool, _ error) {
+// left alone, as by ReclaimExpired, reported to Config.OnDrift, and the
+// state returned is stock.StateConfirmed. Otherwise it is the state the
+// record had the copy in (stock.StateHeld for a copy it returned).
+func (m *Manager) returnCopy(ctx context.Context, id string) (stock.State, error) {
 	in, err := m.recordOrder(ctx, id)
 	if err != nil {
-		return false, &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
+		return stock.StateUnknown, &TierError{Tier: Record, Op: "read after the gate closed", Err: err}
 	}
 	if !in.State.Takes() {
-		return false, nil
+		return in.State, nil
 	}
 	sold, rerr := m.revertRecord(ctx, id, "settle") // a confirmed copy is kept there
 	if rerr != nil {
-		return false, rerr
+		return stock.StateUnknown, rerr
 	}
-	return sold, nil
+	if sold {
+		return stock.StateConfirmed, nil
+	}
+	return stock.StateHeld, nil
+}
+
+// heldPastDeadline reports whether the gate still holds the order (one
+// read by order ID): a hold past its deadline that no reclaimer returned
+// yet. A read that fails says no.
+func (m *Manager) heldPastDeadline(ctx context.Context, id string) bool {
+	g, err := m.gateOrder(ctx, id)
+	return err == nil && g.State == stock.StateHeld
 }
 
 // errConfirmedCopy is the drift of a record copy found confirmed where the
