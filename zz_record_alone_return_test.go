@@ -96,3 +96,40 @@ func TestZZReturnAtTheRecordAloneIsForSaleAfterAPass(t *testing.T) {
 		})
 	}
 }
+
+// The same seam, seen by the buyer of a SKU with a per-user limit: alice
+// cancels her order on node B (breaker open, record alone) and orders
+// again on node A after Run's repair pass. The record counts nothing for
+// her, but the gate still counts the cancelled order's hold and refuses
+// her with ErrLimitReached until that hold's deadline (15 minutes).
+func TestZZBuyerWhoCancelledAtTheRecordAloneMayOrderAgain(t *testing.T) {
+	a, b, clock := twoNodes(t)
+	ctx := t.Context()
+	if err := a.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 5, PerUserLimit: 1, HoldTTL: 15 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	alice := func(id string) stock.Order {
+		return stock.Order{ID: id, UserID: "alice", Items: []stock.Item{{SKU: "phone", Qty: 1}}}
+	}
+	if err := a.Deduct(ctx, alice("o1")); err != nil {
+		t.Fatal(err)
+	}
+	b.SetMode(degrade.ForceFallback)
+	if err := b.Revert(ctx, "o1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*stockguard.Shop{b, a} {
+		if _, err := n.Reconciler().RepairAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(time.Minute)
+	ru, err := a.Record().UserUnits(ctx, "phone", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Deduct(ctx, alice("o2")); err != nil {
+		gu, _ := a.Gate().UserUnits(ctx, "phone", "alice")
+		t.Errorf("alice orders again after cancelling: %v; the record counts %d units for her, the gate %d", err, ru, gu)
+	}
+}
