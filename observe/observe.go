@@ -132,8 +132,8 @@ type Breaker struct {
 type Correction struct {
 	SKU string
 	// Action is reconcile's Action name: "corrected", "rebuilt",
-	// "restocked", "left", "stale", "failed", "dry-run", and from a
-	// warm-up "refused" and "mismatch".
+	// "restocked", "ended", "left", "stale", "failed", "dry-run", and
+	// from a warm-up "refused" and "mismatch".
 	Action string
 	// Delta is the change Redis needed (applied or not).
 	Delta int64

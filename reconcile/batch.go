@@ -22,16 +22,37 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 	// which moves its fence: read again); their correction down is made
 	// whatever its size.
 	partial := map[string]int{}
+	// ended: SKUs the pass ended gate holds of that the record had ended
+	// (endAtGate), and the attempt they are read until: one past the
+	// first such end, so that they are read again after it whatever
+	// Config.MaxAttempts.
+	ended := map[string]int{}
 	for attempt := 1; len(skus) > 0; attempt++ {
-		lastOf := func(sku string) bool { return attempt >= max(r.cfg.MaxAttempts, partial[sku]) }
+		lastOf := func(sku string) bool { return attempt >= max(r.cfg.MaxAttempts, partial[sku], ended[sku]) }
 		began := time.Now()
 		fs, again, err := r.examineTwice(ctx, skus, attempt)
+		if err != nil {
+			return rep, err
+		}
+		mayEnd := func(sku string) bool { return ended[sku] == 0 || !lastOf(sku) }
+		endedNow, err := r.endAtGate(ctx, &rep, fs, dry, mayEnd)
 		if err != nil {
 			return rep, err
 		}
 		var rebuild []*finding
 		for i := range fs {
 			f := &fs[i]
+			if endedNow[f.sku] {
+				// Read again: the reading counted the ended holds in
+				// flight (a dry run changed nothing and has noted it). A
+				// SKU on its last reading whose order another SKU's end
+				// ended is left to the next pass.
+				if !dry && mayEnd(f.sku) {
+					ended[f.sku] = max(ended[f.sku], attempt+1)
+					again = append(again, f.sku)
+				}
+				continue
+			}
 			last := lastOf(f.sku)
 			_, wasPartial := partial[f.sku]
 			switch {

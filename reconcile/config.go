@@ -167,9 +167,19 @@ const (
 	// applied and Redis had not yet (Correction.Restocking); the pass
 	// completed them at Redis by their operation IDs.
 	ActionRestocked
+	// ActionEnded: Redis held orders (Correction.Ended units) that the
+	// database has ended, e.g. reverted or confirmed at the record alone
+	// while a breaker kept traffic off Redis; the pass ended each at Redis the
+	// way the database did (Revert for one reverted, refunded or expired
+	// there, Confirm for one confirmed), then read the SKU again, which
+	// is reported as any other (in agreement, or with its own Action).
+	// MaxAutoFix does not bound it: each is the order's own end, applied
+	// once, which Redis's reclaimer would make (or the tiered flow
+	// leave to a pass) at the hold's deadline.
+	ActionEnded
 )
 
-var actionNames = [...]string{"", "corrected", "left", "dry-run", "rebuilt", "stale", "failed", "refused", "mismatch", "restocked"}
+var actionNames = [...]string{"", "corrected", "left", "dry-run", "rebuilt", "stale", "failed", "refused", "mismatch", "restocked", "ended"}
 
 // String returns the action's name, e.g. "corrected".
 func (a Action) String() string {
@@ -191,8 +201,8 @@ type Correction struct {
 	// Record is the database's available count.
 	Record int64
 	// InFlight is the units Redis holds for orders the database has not
-	// recorded (or has already returned): Redis will release them or the
-	// database will take them.
+	// recorded (Redis will release them or the database will take them),
+	// and those of Ended.
 	InFlight int64
 	// Returning is the units the database holds for orders Redis has
 	// already returned: the database will release them.
@@ -208,6 +218,12 @@ type Correction struct {
 	// Action, except ActionDryRun, ActionStale and ActionFailed), so
 	// Redis ends with After + Restocking.
 	Restocking int64
+	// Ended is the units of Redis's holds, counted in InFlight, whose
+	// orders the database has ended (reverted, refunded, expired or
+	// confirmed there): ActionEnded ended them at Redis; with
+	// ActionDryRun, a pass would. Before, After and Delta are as read,
+	// before they end.
+	Ended int64
 	// Err says why, for ActionFailed, ActionStale and ActionRefused.
 	Err error
 }

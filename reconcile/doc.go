@@ -10,7 +10,7 @@
 //
 //	Redis available = database available
 //	                  - units Redis holds for orders the database has not
-//	                    recorded (or has already returned)        InFlight
+//	                    recorded                                  InFlight
 //	                  + units the database holds for orders Redis
 //	                    has already returned                      Returning
 //	                  - units of restocks the database applied
@@ -70,18 +70,25 @@
 //     state after the database recorded it would count it on both sides.
 //   - g before t1: both readings see it as they are; a hold the record
 //     holds at t1 is counted by both (held there and held or confirmed in
-//     Redis). A hold the record does not hold at t1 is InFlight, whatever
-//     the record says of the order: not recorded yet, returned there, or
-//     sold there. The last is the moment between a Confirm's two steps, or
-//     a hold a gate that lost the order took again on a repeat Deduct after
-//     a rebuild that had counted the sale; the hold may still end either
-//     way, so it is counted once, on the safe side (Redis is corrected
-//     down, and a Confirm that lands is brought back by the next pass).
+//     Redis). A hold the record does not hold at t1 is InFlight while the
+//     record does not know the order (not recorded yet). One whose order
+//     the record had ended by t1 (reverted, refunded, expired or
+//     confirmed; asked in the same view, after t2) is a hold whose end
+//     Redis missed, since every step of the flow ends an order at the
+//     gate before the record (stock/tiered): an order closed at the
+//     record alone by a node whose breaker kept traffic off Redis, or
+//     taken again by a repeat Deduct at a gate that lost it (which the
+//     flow ends the same way). The pass ends it at Redis the way the
+//     record did (Revert, which gives the user's quota back too, or
+//     Confirm), each exactly once, whoever else ends it, and reads the
+//     SKU again (ActionEnded). Until it does (a dry run, or a Confirm
+//     Redis answers with stock.ErrHoldExpired: its reclaimer returns the
+//     hold) the hold is counted InFlight, on the safe side: Redis is
+//     corrected down, and the next pass brings a sale back up.
 //
 // Confirm, Revert and the reclaimers move an order's units between counts
 // on each side; the one-sided moments they pass through are the two
-// in-transit terms: Redis holds, database does not (recording pending, the
-// database already returned it: Redis will return it too, or sold it) is
+// in-transit terms: Redis holds, database does not (recording pending) is
 // InFlight;
 // database holds, Redis returned it (a Revert between its two steps, a hold
 // the gate reclaimed first) is Returning. Anything between t2 and t4 moves
@@ -180,9 +187,12 @@
 //
 // Corrections up to Config.MaxAutoFix units are applied; larger ones are
 // reported (ActionLeft) and left for a person, and the pass returns an
-// error wrapping ErrUnresolved. Config.DryRun only reports. Every SKU found
-// out of agreement reaches Config.OnCorrection with its before and after
-// figures and the terms above.
+// error wrapping ErrUnresolved. An order the record ended and Redis still
+// holds is ended at Redis whatever its size (ActionEnded): it is the
+// order's own end, applied once, not a correction of a count.
+// Config.DryRun only reports. Every SKU found out of agreement reaches
+// Config.OnCorrection with its before and after figures and the terms
+// above.
 //
 // # When it runs
 //
@@ -214,7 +224,11 @@
 // database transaction of three statements (the stock rows, the held lines, the restocks), whatever the batch
 // size; SKUs that need a correction are read a second time (with a second
 // read-only transaction after the Redis reading) and corrected with one
-// Adjust each, and each restock in flight costs one Restock.
+// Adjust each, and each restock in flight costs one Restock. Holds Redis
+// has that the database does not hold (usually the few orders between
+// the tiers) cost one more statement per 1000 in the first transaction;
+// each of those orders the database had ended costs one Revert or
+// Confirm at Redis, and its SKU a reading again.
 // RepairAll works on Config.Workers batches at once. Any number of
 // Reconcilers may run at once; they are safe for concurrent use.
 //
