@@ -42,15 +42,12 @@ func twoNodes(t *testing.T) (a, b *stockguard.Shop, clock *stocktest.Clock) {
 
 // Node A takes an order through the gate; node B, whose breaker keeps
 // traffic off Redis (the README's "breakers out of step across nodes"),
-// cancels it at the record alone. The README says that write reports the
-// SKU and Run repairs it; DESIGN's invariant 4 says that after a pass the
-// gate's available count is the record's less the units the gate holds
-// that the record has not recorded. But the pass (Run's, on either node)
-// counts the gate's copy of the cancelled order as in flight and finds
-// the SKU in agreement: the returned unit is not for sale, and a buyer is
-// told "sold out" of a unit the record has for sale, until the gate hold's
-// deadline (15 minutes here) ends it.
-func TestZZReturnAtTheRecordAloneIsForSaleAfterAPass(t *testing.T) {
+// cancels or confirms it at the record alone, which reports the SKU for
+// Run's repair. After that pass (on either node) the gate's available
+// count is the record's (DESIGN's invariant 4: the gate holds nothing the
+// record has not recorded), and buyers on A get every unit the record has
+// for sale, not "sold out" until the gate hold's deadline.
+func TestShopReturnAtTheRecordAloneIsForSaleAfterAPass(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		close func(*stockguard.Shop) error
@@ -98,11 +95,10 @@ func TestZZReturnAtTheRecordAloneIsForSaleAfterAPass(t *testing.T) {
 }
 
 // The same seam, seen by the buyer of a SKU with a per-user limit: alice
-// cancels her order on node B (breaker open, record alone) and orders
-// again on node A after Run's repair pass. The record counts nothing for
-// her, but the gate still counts the cancelled order's hold and refuses
-// her with ErrLimitReached until that hold's deadline (15 minutes).
-func TestZZBuyerWhoCancelledAtTheRecordAloneMayOrderAgain(t *testing.T) {
+// cancels her order on node B (breaker open, record alone) and, after
+// Run's repair pass, may order again on node A: the gate no longer counts
+// the cancelled order against her limit, as the record does not.
+func TestShopBuyerWhoCancelledAtTheRecordAloneMayOrderAgain(t *testing.T) {
 	a, b, clock := twoNodes(t)
 	ctx := t.Context()
 	if err := a.PutOnSale(ctx, stock.Listing{SKU: "phone", Units: 5, PerUserLimit: 1, HoldTTL: 15 * time.Minute}); err != nil {
