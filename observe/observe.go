@@ -137,6 +137,10 @@ type Correction struct {
 	Action string
 	// Delta is the change Redis needed (applied or not).
 	Delta int64
+	// Ended is the units of Redis's holds whose orders the database had
+	// returned, which the pass reverted at Redis ("ended"; with "dry-run",
+	// would revert). They are no part of Delta.
+	Ended int64
 	Err   error
 }
 
