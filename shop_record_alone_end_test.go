@@ -42,18 +42,22 @@ func twoNodes(t *testing.T) (a, b *stockguard.Shop, clock *stocktest.Clock) {
 
 // Node A takes an order through the gate; node B, whose breaker keeps
 // traffic off Redis (the README's "breakers out of step across nodes"),
-// cancels or confirms it at the record alone, which reports the SKU for
-// Run's repair. After that pass (on either node) the gate's available
-// count is the record's (DESIGN's invariant 4: the gate holds nothing the
-// record has not recorded), and buyers on A get every unit the record has
-// for sale, not "sold out" until the gate hold's deadline.
+// cancels it at the record alone, which reports the SKU for Run's repair.
+// After that pass (on either node) the gate's available count is the
+// record's (DESIGN's invariant 4: the gate holds nothing the record has
+// not recorded), and buyers on A get every unit the record has for sale,
+// not "sold out" until the gate hold's deadline. An order confirmed at the
+// record alone is not here: a pass leaves its gate hold in flight, so its
+// units are off sale at the gate until the hold's deadline (a known limit,
+// documented in package reconcile and the README: the gate cannot tell
+// that order's own hold from a copy a retry past its Retention took, and
+// confirming a copy would count its buyer twice for good).
 func TestShopReturnAtTheRecordAloneIsForSaleAfterAPass(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		close func(*stockguard.Shop) error
 	}{
 		{"revert", func(s *stockguard.Shop) error { return s.Revert(t.Context(), "o1") }},
-		{"confirm", func(s *stockguard.Shop) error { return s.Confirm(t.Context(), "o1") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b, clock := twoNodes(t)

@@ -22,11 +22,13 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 	// which moves its fence: read again); their correction down is made
 	// whatever its size.
 	partial := map[string]int{}
-	// ended: SKUs the pass ended gate holds of that the record had ended
-	// (endAtGate), and the attempt they are read until: one past the
-	// first such end, so that they are read again after it whatever
-	// Config.MaxAttempts.
+	// ended: SKUs the pass reverted gate holds of that the record had
+	// returned (endAtGate), and the attempt they are read until: one past
+	// the first such end, so that they are read again after it whatever
+	// Config.MaxAttempts; endedUnits: the units of those holds, reported
+	// on the SKU's one entry, that of its final reading.
 	ended := map[string]int{}
+	endedUnits := map[string]int64{}
 	for attempt := 1; len(skus) > 0; attempt++ {
 		lastOf := func(sku string) bool { return attempt >= max(r.cfg.MaxAttempts, partial[sku], ended[sku]) }
 		began := time.Now()
@@ -34,22 +36,42 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 		if err != nil {
 			return rep, err
 		}
+		for i := range fs {
+			fs[i].endedUnits = endedUnits[fs[i].sku]
+		}
 		mayEnd := func(sku string) bool { return ended[sku] == 0 || !lastOf(sku) }
-		endedNow, err := r.endAtGate(ctx, &rep, fs, dry, mayEnd)
+		endedNow, err := r.endAtGate(ctx, fs, dry, mayEnd)
 		if err != nil {
 			return rep, err
+		}
+		// agree counts f, which needs nothing, in agreement; one whose
+		// holds the pass ended in an earlier reading is ActionEnded.
+		agree := func(f *finding) {
+			if f.endedUnits > 0 {
+				r.note(&rep, f.correction(ActionEnded, nil))
+				return
+			}
+			rep.InAgreement++
 		}
 		var rebuild []*finding
 		for i := range fs {
 			f := &fs[i]
-			if endedNow[f.sku] {
-				// Read again: the reading counted the ended holds in
-				// flight (a dry run changed nothing and has noted it). A
-				// SKU on its last reading whose order another SKU's end
-				// ended is left to the next pass.
-				if !dry && mayEnd(f.sku) {
+			if n := endedNow[f.sku]; n > 0 {
+				// The reading counted the ended holds in flight: read
+				// again. A dry run changed nothing and reports this
+				// reading. A SKU on its last reading whose order another
+				// SKU's end reverted is left to the next pass.
+				switch {
+				case dry:
+					f.endedUnits += n
+					r.note(&rep, f.correction(ActionDryRun, nil))
+				case mayEnd(f.sku):
+					endedUnits[f.sku] += n
 					ended[f.sku] = max(ended[f.sku], attempt+1)
 					again = append(again, f.sku)
+				default:
+					f.endedUnits += n
+					r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q: the pass reverted a hold of it after its last reading", f.sku)))
 				}
 				continue
 			}
@@ -65,13 +87,13 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 			case !f.rec.Exists && f.gate.Exists:
 				r.note(&rep, f.correction(ActionFailed, fmt.Errorf("%w: %q", errNotInRecord, f.sku)))
 			case !f.rec.Exists:
-				rep.InAgreement++ // on sale nowhere
+				agree(f) // on sale nowhere
 			case !f.gate.Exists && dry:
 				r.note(&rep, f.correction(ActionDryRun, nil))
 			case !f.gate.Exists:
 				rebuild = append(rebuild, f)
 			case f.delta() == 0 && f.restocking == 0 && !r.settingsDiffer(f):
-				rep.InAgreement++
+				agree(f)
 			case dry:
 				r.note(&rep, f.correction(ActionDryRun, nil))
 			case f.delta() == 0 && !r.settingsDiffer(f):

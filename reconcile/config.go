@@ -168,14 +168,14 @@ const (
 	// completed them at Redis by their operation IDs.
 	ActionRestocked
 	// ActionEnded: Redis held orders (Correction.Ended units) that the
-	// database has ended, e.g. reverted or confirmed at the record alone
-	// while a breaker kept traffic off Redis; the pass ended each at Redis the
-	// way the database did (Revert for one reverted, refunded or expired
-	// there, Confirm for one confirmed), then read the SKU again, which
-	// is reported as any other (in agreement, or with its own Action).
-	// MaxAutoFix does not bound it: each is the order's own end, applied
-	// once, which Redis's reclaimer would make (or the tiered flow
-	// leave to a pass) at the hold's deadline.
+	// database has returned (reverted, refunded or expired), e.g.
+	// cancelled at the record alone while a breaker kept traffic off
+	// Redis; the pass reverted each at Redis, read the SKU again, and that
+	// reading needed nothing (Delta is 0). A reading that needed more is
+	// reported with its own Action, Correction.Ended set. MaxAutoFix does
+	// not bound it: each is the order's own end, applied once, which
+	// Redis's reclaimer would make at the hold's deadline. An order the
+	// database confirmed is not ended at Redis (see the package doc).
 	ActionEnded
 )
 
@@ -202,7 +202,8 @@ type Correction struct {
 	Record int64
 	// InFlight is the units Redis holds for orders the database has not
 	// recorded (Redis will release them or the database will take them),
-	// and those of Ended.
+	// or has confirmed alone (Redis returns them at the hold's deadline);
+	// with ActionDryRun, those of Ended too.
 	InFlight int64
 	// Returning is the units the database holds for orders Redis has
 	// already returned: the database will release them.
@@ -218,11 +219,11 @@ type Correction struct {
 	// Action, except ActionDryRun, ActionStale and ActionFailed), so
 	// Redis ends with After + Restocking.
 	Restocking int64
-	// Ended is the units of Redis's holds, counted in InFlight, whose
-	// orders the database has ended (reverted, refunded, expired or
-	// confirmed there): ActionEnded ended them at Redis; with
-	// ActionDryRun, a pass would. Before, After and Delta are as read,
-	// before they end.
+	// Ended is the units of Redis's holds whose orders the database has
+	// returned (reverted, refunded or expired there), which the pass
+	// reverted at Redis before the reading reported (Before, After and
+	// Delta are as read after); with ActionDryRun, those a pass would
+	// revert, counted in InFlight and in the figures as read.
 	Ended int64
 	// Err says why, for ActionFailed, ActionStale and ActionRefused.
 	Err error

@@ -72,19 +72,31 @@
 //     holds at t1 is counted by both (held there and held or confirmed in
 //     Redis). A hold the record does not hold at t1 is InFlight while the
 //     record does not know the order (not recorded yet). One whose order
-//     the record had ended by t1 (reverted, refunded, expired or
-//     confirmed; asked in the same view, after t2) is a hold whose end
-//     Redis missed, since every step of the flow ends an order at the
-//     gate before the record (stock/tiered): an order closed at the
-//     record alone by a node whose breaker kept traffic off Redis, or
-//     taken again by a repeat Deduct at a gate that lost it (which the
-//     flow ends the same way). The pass ends it at Redis the way the
-//     record did (Revert, which gives the user's quota back too, or
-//     Confirm), each exactly once, whoever else ends it, and reads the
-//     SKU again (ActionEnded). Until it does (a dry run, or a Confirm
-//     Redis answers with stock.ErrHoldExpired: its reclaimer returns the
-//     hold) the hold is counted InFlight, on the safe side: Redis is
-//     corrected down, and the next pass brings a sale back up.
+//     the record had returned by t1 (reverted, refunded or expired; asked
+//     in the same view, after t2), with the order's user and, on the SKU,
+//     the units the record's line still takes, is a hold whose end Redis
+//     missed, since every step of the flow ends an order at the gate
+//     before the record (stock/tiered): an order cancelled at the record
+//     alone by a node whose breaker kept traffic off Redis, or taken again
+//     by a repeat Deduct at a gate that lost it (which the flow ends the
+//     same way). The pass reverts it at Redis (which gives the user's
+//     quota back too), exactly once, whoever else ends it, and reads the
+//     SKU again (ActionEnded). A hold under the ID of an order the record
+//     returned that is not that order (another user or count: a gate past
+//     its Retention took another order under a used ID) stays InFlight.
+//     Until the pass reverts it (a dry run) the hold is counted InFlight,
+//     on the safe side: Redis is corrected down, and the next pass brings
+//     it back up.
+//   - A hold whose order the record confirmed by t1 (paid at the record
+//     alone) stays InFlight, and the pass does not end it at Redis: the
+//     gate cannot tell that order's own hold from a copy a retry past its
+//     Retention took again (the record answers such a retry as the repeat
+//     it is), and confirming a copy would count its user's units twice at
+//     the gate for good (passes never repair per-user counts). This is a
+//     limit: the hold keeps its units from sale at Redis (Redis is
+//     corrected down by them) until its deadline, when Redis's reclaimer
+//     returns it, and with it the user's quota there; the next pass then
+//     finds the tiers agreeing.
 //
 // Confirm, Revert and the reclaimers move an order's units between counts
 // on each side; the one-sided moments they pass through are the two
@@ -187,9 +199,13 @@
 //
 // Corrections up to Config.MaxAutoFix units are applied; larger ones are
 // reported (ActionLeft) and left for a person, and the pass returns an
-// error wrapping ErrUnresolved. An order the record ended and Redis still
-// holds is ended at Redis whatever its size (ActionEnded): it is the
-// order's own end, applied once, not a correction of a count.
+// error wrapping ErrUnresolved. An order the record returned and Redis
+// still holds is reverted at Redis whatever its size (ActionEnded): it is
+// the order's own end, applied once, not a correction of a count. Each
+// SKU is reported once, by its final reading: a SKU whose holds the pass
+// reverted is ActionEnded if that reading needed nothing, or carries
+// Correction.Ended on the entry of what it did need; Delta is never the
+// units reverted.
 // Config.DryRun only reports. Every SKU found out of agreement reaches
 // Config.OnCorrection with its before and after figures and the terms
 // above.
@@ -227,8 +243,8 @@
 // Adjust each, and each restock in flight costs one Restock. Holds Redis
 // has that the database does not hold (usually the few orders between
 // the tiers) cost one more statement per 1000 in the first transaction;
-// each of those orders the database had ended costs one Revert or
-// Confirm at Redis, and its SKU a reading again.
+// each of those orders the database had returned costs one Revert at
+// Redis, and its SKU a reading again.
 // RepairAll works on Config.Workers batches at once. Any number of
 // Reconcilers may run at once; they are safe for concurrent use.
 //

@@ -7,35 +7,37 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// endAtGate ends at the gate, the way the record ended it, the orders of
-// the gate holds that the reading found ended at the record (finding.ended,
-// read by endedAt1 in the view of t1, counted in flight): Revert for one
-// reverted, refunded or expired there, Confirm for one confirmed. Such a
-// hold is no order in flight but one whose end the gate missed: an order
-// closed at the record alone (a node whose breaker kept traffic off
-// Redis), or taken again by a repeat Deduct at a gate that lost it, which
-// the flow then ends the same way. Counted in flight, it would keep its
-// units (and its user's quota) from sale at the gate until its deadline.
-// An order the record did not know at t1, or held, stays in flight: its
-// Deduct may be between the tiers. Both ends are exactly once at the
-// gate, so two passes (or a pass and the flow) ending the same order end
-// it once.
+// endAtGate reverts at the gate the orders of the gate holds that the
+// reading found returned at the record (finding.ended, read by endedAt1
+// in the view of t1, counted in flight): reverted, refunded or expired
+// there. Such a hold is no order in flight but one whose end the gate
+// missed: an order cancelled at the record alone (a node whose breaker
+// kept traffic off Redis), or taken again by a repeat Deduct at a gate
+// that lost it, which the flow then ends the same way. Counted in flight,
+// it would keep its units (and its user's quota) from sale at the gate
+// until its deadline. An order the record did not know at t1, or held,
+// stays in flight: its Deduct may be between the tiers. So does one the
+// record confirmed: the gate cannot tell that order's own hold from a
+// copy a retry past the gate's Retention took again, and confirming a
+// copy would count its user's units twice at the gate for good; the hold
+// keeps its units from sale at the gate until its deadline. A Revert is
+// exactly once at the gate, so two passes (or a pass and the flow)
+// ending the same order end it once.
 //
 // Only the SKUs may allows are handled (the caller reads them again
-// after). With dry nothing is ended. It notes every SKU with a hold it
-// ended (ActionEnded; ActionDryRun with dry; their units in
-// Correction.Ended) and returns them: their reading predates the ends.
-// A gate end that fails for want of Redis is an error, after the ends
-// already made (each one final and right); a business answer (the order
-// ended at the gate meanwhile, its hold expired there and its reclaimer
-// returns it, or the gate lost it) leaves the hold to the next reading.
+// after). With dry nothing is reverted. It returns, per SKU, the units of
+// its holds it reverted (with dry, those it would): the SKU's reading
+// predates the ends. A Revert that fails for want of Redis is an error,
+// after the ends already made (each one final and right); a business
+// answer (the order ended at the gate meanwhile, or the gate lost it)
+// leaves the hold to the next reading.
 //
-// It costs one gate call per order ended; the reading costs one
+// It costs one gate call per order reverted; the reading costs one
 // statement per 1000 orders of gate holds the record does not hold, in
-// its view of t1 (none when there are none), and each SKU it ended orders
-// of is read again.
-func (r *Reconciler) endAtGate(ctx context.Context, rep *Report, fs []finding, dry bool, may func(sku string) bool) (map[string]bool, error) {
-	done := map[string]bool{} // orders ended (or, in a dry run, to be)
+// its view of t1 (none when there are none), and each SKU it reverted
+// orders of is read again.
+func (r *Reconciler) endAtGate(ctx context.Context, fs []finding, dry bool, may func(sku string) bool) (map[string]int64, error) {
+	done := map[string]bool{} // orders reverted (or, in a dry run, to be)
 	tried := map[string]bool{}
 	for i := range fs {
 		f := &fs[i]
@@ -48,11 +50,11 @@ func (r *Reconciler) endAtGate(ctx context.Context, rep *Report, fs []finding, d
 			}
 			tried[h.OrderID] = true
 			if !dry {
-				if err := r.endOne(ctx, h.OrderID, h.state); err != nil {
+				if err := r.gate.Revert(ctx, h.OrderID); err != nil {
 					if stock.IsBusiness(err) {
 						continue
 					}
-					return nil, err
+					return nil, fmt.Errorf("reconcile: revert order %q at Redis as the record returned it: %w", h.OrderID, err)
 				}
 			}
 			done[h.OrderID] = true
@@ -61,40 +63,14 @@ func (r *Reconciler) endAtGate(ctx context.Context, rep *Report, fs []finding, d
 	if len(done) == 0 {
 		return nil, nil
 	}
-	a := ActionEnded
-	if dry {
-		a = ActionDryRun
-	}
-	out := map[string]bool{}
+	out := map[string]int64{}
 	for i := range fs {
 		f := &fs[i]
-		var units int64
 		for _, h := range f.ended {
 			if done[h.OrderID] {
-				units += h.Qty
+				out[f.sku] += h.Qty
 			}
 		}
-		if units == 0 {
-			continue
-		}
-		c := f.correction(a, nil)
-		c.Ended = units
-		r.note(rep, c)
-		out[f.sku] = true
 	}
 	return out, nil
-}
-
-// endOne ends order id at the gate the way the record ended it (st).
-func (r *Reconciler) endOne(ctx context.Context, id string, st stock.State) error {
-	var err error
-	if st == stock.StateConfirmed {
-		err = r.gate.Confirm(ctx, id)
-	} else {
-		err = r.gate.Revert(ctx, id)
-	}
-	if err != nil && !stock.IsBusiness(err) {
-		return fmt.Errorf("reconcile: end order %q at Redis as the record did (%s): %w", id, st, err)
-	}
-	return err
 }

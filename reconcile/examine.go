@@ -33,15 +33,15 @@ type finding struct {
 	err                                           error // the SKU cannot be computed
 	settings                                      bool  // the correction also gave the gate the record's settings
 	// ended are the gate's holds, counted in inFlight, whose orders the
-	// database had ended at t1 (see endAtGate).
+	// database had returned at t1 (see endAtGate).
 	ended []endedHold
+	// endedUnits are the units of the SKU's gate holds the pass ended in
+	// its earlier readings (Correction.Ended).
+	endedUnits int64
 }
 
-// endedHold is a gate hold whose order the record ended, and how.
-type endedHold struct {
-	redisstock.Hold
-	state stock.State
-}
+// endedHold is a gate hold whose order the record returned.
+type endedHold = redisstock.Hold
 
 // examine reads the SKUs from both sides in the order the package doc
 // explains, and computes each one's target:
@@ -176,13 +176,16 @@ func (r *Reconciler) readRecord(ctx context.Context, skus []string, since int64)
 
 // endedAt1 reads, in the view of t1, the orders of the gate's holds at t2
 // (snaps) that the view did not hold (inDB), and returns those it had
-// ended, with the state it ended them in: reverted, refunded, expired or
-// confirmed. Every step of the flow ends an order at the gate before the
-// record (stock/tiered), so a hold the gate still had at t2 of an order
-// the record had ended by t1 is one the gate missed the end of (see
-// endAtGate), never one a flow is ending. One statement per 1000 such
-// orders, none when the gate holds nothing the record does not.
-func endedAt1(ctx context.Context, view *sqlstock.View, skus []string, snaps []redisstock.Snapshot, inDB lineSet) (map[string]stock.State, error) {
+// returned: reverted, refunded or expired. Every step of the flow ends an
+// order at the gate before the record (stock/tiered), so a hold the gate
+// still had at t2 of an order the record had returned by t1 is one the
+// gate missed the end of (see endAtGate), never one a flow is ending,
+// provided the hold is that order: a gate past its Retention may hold
+// another order under the same ID (see matches). An order the record
+// confirmed is not returned: its hold stays in flight (see endAtGate).
+// One statement per 1000 such orders, none when the gate holds nothing
+// the record does not.
+func endedAt1(ctx context.Context, view *sqlstock.View, skus []string, snaps []redisstock.Snapshot, inDB lineSet) (map[string]stock.OrderInfo, error) {
 	var ids []string
 	asked := map[string]bool{}
 	for i, sku := range skus {
@@ -200,17 +203,52 @@ func endedAt1(ctx context.Context, view *sqlstock.View, skus []string, snaps []r
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read the orders of Redis's holds: %w", err)
 	}
-	var out map[string]stock.State
+	var out map[string]stock.OrderInfo
 	for _, in := range ins {
 		switch in.State {
-		case stock.StateReverted, stock.StateRefunded, stock.StateExpired, stock.StateConfirmed:
+		case stock.StateReverted, stock.StateRefunded, stock.StateExpired:
 			if out == nil {
-				out = map[string]stock.State{}
+				out = map[string]stock.OrderInfo{}
 			}
-			out[in.ID] = in.State
+			out[in.ID] = in
+		}
+	}
+	// An order any of whose gate holds is not the record's order is left
+	// in flight on every SKU.
+	for i := range skus {
+		for _, h := range snaps[i].Holds {
+			if in, ok := out[h.OrderID]; ok && !matches(skus[i], h, in) {
+				delete(out, h.OrderID)
+			}
 		}
 	}
 	return out, nil
+}
+
+// matches reports whether gate hold h of sku is a hold of the record's
+// order in: the same user, and on sku what the order's line still takes (its
+// units less what partial reverts returned). A gate that forgot an order
+// past its Retention may hold another order under its ID (another user,
+// or another count, which the record refuses as a conflict when its step
+// comes); that hold is no end the gate missed.
+func matches(sku string, h redisstock.Hold, in stock.OrderInfo) bool {
+	if h.UserID != in.UserID {
+		return false
+	}
+	var qty int64
+	found := false
+	for _, it := range in.Items {
+		if it.SKU == sku {
+			qty += it.Qty
+			found = true
+		}
+	}
+	for _, it := range in.Returned {
+		if it.SKU == sku {
+			qty -= it.Qty
+		}
+	}
+	return found && qty == h.Qty
 }
 
 // claim takes a rebuild claim on every SKU the gate had no state for at
@@ -250,14 +288,15 @@ type lineSet map[lineKey]int64
 
 // compute sets f's in-transit units and target from the lines the
 // database held at t1; ended are the orders it had ended (endedAt1).
-func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet, ended map[string]stock.State) {
+func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet, ended map[string]stock.OrderInfo) {
 	// A hold Redis has for an order the database has ended (returned or
-	// sold) is in flight too, not counted by both, and listed in f.ended:
-	// the pass ends it at Redis the way the database did and reads the
-	// SKU again (endAtGate). Until then (a dry run, a Confirm Redis
-	// answers with stock.ErrHoldExpired) counting it once errs on the
-	// safe side: Redis is corrected down, never above what the database
-	// can take, and a sale is brought back by the next pass.
+	// sold) is in flight too, not counted by both. One of an order the
+	// database returned is listed in f.ended: the pass reverts it at Redis
+	// and reads the SKU again (endAtGate). Until then (a dry run), and for
+	// one the database sold, counting it once errs on the safe side: Redis
+	// is corrected down, never above what the database can take, and the
+	// hold's units come back at its deadline at Redis (the next pass
+	// finds the tiers agreeing).
 	//
 	// Both sides count what is left of a line after partial reverts. A
 	// partial revert lands at the gate first (stock/tiered), so a held
@@ -275,9 +314,9 @@ func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet, ended map[string
 		q, both := inDB[lineKey{f.sku, h.OrderID}]
 		switch {
 		case !both:
-			f.inFlight += h.Qty // not recorded yet, or ended there (f.ended)
-			if st, ok := ended[h.OrderID]; ok {
-				f.ended = append(f.ended, endedHold{h, st})
+			f.inFlight += h.Qty // not recorded yet, or ended there
+			if _, ok := ended[h.OrderID]; ok {
+				f.ended = append(f.ended, h)
 			}
 		case h.Qty > q:
 			f.inFlight += h.Qty - q // given back at the database alone
@@ -378,7 +417,7 @@ func (f *finding) readDelta() int64 { return f.read - f.gate.Available }
 func (f *finding) correction(a Action, err error) Correction {
 	return Correction{SKU: f.sku, Action: a, Before: f.gate.Available, After: f.target, Delta: f.delta(),
 		Record: f.rec.Available, InFlight: f.inFlight, Returning: f.returning, Restocking: f.restocking,
-		Settings: f.settings, Err: err}
+		Settings: f.settings, Ended: f.endedUnits, Err: err}
 }
 
 // unresolved wraps ErrUnresolved with a count.

@@ -31,11 +31,10 @@ type Gate interface {
 	// Restock applies a restock once per operation ID (a pass completes the
 	// record's restocks in flight with it).
 	Restock(ctx context.Context, r stock.Restock) error
-	// Revert and Confirm end an order at the gate, each exactly once (the
-	// stock.Manager contract): a pass ends with them a gate hold whose
-	// order the record has ended (ActionEnded).
+	// Revert returns an order at the gate, exactly once (the
+	// stock.Manager contract): a pass reverts with it a gate hold whose
+	// order the record has returned (ActionEnded).
 	Revert(ctx context.Context, orderID string) error
-	Confirm(ctx context.Context, orderID string) error
 	// Mark and Servers tell a pass that Redis lost its data.
 	Mark(ctx context.Context) error
 	// Calibrated says a full pass visited every SKU of the record: a SKU

@@ -10,9 +10,9 @@ import (
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
-// zzForget makes the gate forget the ended orders it keeps (their
+// forgetPastRetention makes the gate forget the ended orders it keeps (their
 // Retention passes) while the SKU's state stays, as a day does.
-func (w *world) zzForget(id string) {
+func (w *world) forgetPastRetention(id string) {
 	w.t.Helper()
 	if w.mini == nil {
 		w.t.Skip("needs miniredis to pass the gate's Retention")
@@ -30,22 +30,31 @@ func (w *world) zzForget(id string) {
 	}
 }
 
-// Promise (reconcile doc: "An order the record did not know at t1, or
-// held, stays in flight: its Deduct may be between the tiers"; invariant
-// 2): the pass ends at the gate only the order the record ended. A gate
-// that forgot an order past its Retention takes a new order under the
-// same ID (another user, another count), whose Deduct is between the
-// tiers (a hand-off queued, or the record step still to come, which the
-// record will refuse as a conflict). The record never took that order;
-// the pass must not confirm it, unpaid, at the gate.
-func TestZZPassConfirmsOnlyTheOrderTheRecordConfirmed(t *testing.T) {
+// A pass ends at the gate only the order the record ended. A gate that
+// forgot an order past its Retention takes a new order under the same ID
+// (another user, another count), whose Deduct is between the tiers (a
+// hand-off queued, or the record step still to come, which the record
+// will refuse as a conflict). The record never took that order; the pass
+// neither confirms it, unpaid, nor reverts it at the gate, whether the
+// record paid or cancelled the first order.
+func TestPassEndsAtTheGateOnlyTheOrderTheRecordEnded(t *testing.T) {
+	for _, end := range []string{"confirmed", "reverted"} {
+		t.Run(end, func(t *testing.T) { passEndsOnlyTheOrderTheRecordEnded(t, end) })
+	}
+}
+
+func passEndsOnlyTheOrderTheRecordEnded(t *testing.T, end string) {
 	w := newWorld(t, pairs()[0], reconcile.Config{})
 	w.must(w.flow.PutOnSale(w.ctx, stock.Listing{SKU: "phone", Units: 10, PerUserLimit: 3}), "PutOnSale")
 	o := order("o1", "phone", 1)
 	o.UserID = "alice"
 	w.must(w.flow.Deduct(w.ctx, o), "Deduct o1")
-	w.must(w.flow.Confirm(w.ctx, "o1"), "Confirm o1")
-	w.zzForget("o1")
+	if end == "confirmed" {
+		w.must(w.flow.Confirm(w.ctx, "o1"), "Confirm o1")
+	} else {
+		w.must(w.flow.Revert(w.ctx, "o1"), "Revert o1")
+	}
+	w.forgetPastRetention("o1")
 
 	bob := order("o1", "phone", 3)
 	bob.UserID = "bob"
@@ -57,8 +66,8 @@ func TestZZPassConfirmsOnlyTheOrderTheRecordConfirmed(t *testing.T) {
 	ins, err := w.gate.Orders(w.ctx, []string{"o1"})
 	w.must(err, "gate Orders")
 	if ins[0].State != stock.StateHeld {
-		t.Errorf("bob's o1 at the gate after the pass: %v (user %q, items %v), want held: the record confirmed alice's o1, not bob's",
-			ins[0].State, ins[0].UserID, ins[0].Items)
+		t.Errorf("bob's o1 at the gate after the pass: %v (user %q, items %v), want held: the record %s alice's o1, not bob's",
+			ins[0].State, ins[0].UserID, ins[0].Items, end)
 	}
 	// The record refuses bob's order (another order under a used ID).
 	if err := w.record.Deduct(w.ctx, bob); !errors.Is(err, stock.ErrConflict) {
@@ -66,22 +75,19 @@ func TestZZPassConfirmsOnlyTheOrderTheRecordConfirmed(t *testing.T) {
 	}
 }
 
-// Promise (per-user limit counted over holds and confirmed sales; DESIGN
-// invariant 4 and the pass's doc: an ended order is ended at the gate
-// "exactly once"): a retry of a paid order past the gate's Retention
-// (which the record answers as the repeat it is) takes a second copy at
-// the gate; before this change that copy was returned at its deadline,
-// and with it the user's quota. The pass confirms it instead, so the
-// gate counts the user's one paid unit twice for good and refuses a
-// purchase the record allows.
-func TestZZPassKeepsAUsersQuotaWholeAfterARetryPastRetention(t *testing.T) {
+// A retry of a paid order past the gate's Retention (which the record
+// answers as the repeat it is) takes a second copy at the gate; a pass
+// leaves it in flight, and it is returned at its deadline, and with it
+// the user's quota: the gate never counts the user's one paid unit twice
+// for good, and sells what the record allows.
+func TestPassKeepsAUsersQuotaWholeAfterARetryPastRetention(t *testing.T) {
 	w := newWorld(t, pairs()[0], reconcile.Config{})
 	w.must(w.flow.PutOnSale(w.ctx, stock.Listing{SKU: "phone", Units: 10, PerUserLimit: 2, HoldTTL: time.Minute}), "PutOnSale")
 	o := order("o1", "phone", 1)
 	o.UserID = "alice"
 	w.must(w.flow.Deduct(w.ctx, o), "Deduct o1")
 	w.must(w.flow.Confirm(w.ctx, "o1"), "Confirm o1")
-	w.zzForget("o1")
+	w.forgetPastRetention("o1")
 	w.must(w.flow.Deduct(w.ctx, o), "retry of o1 past the gate's Retention") // the record: a repeat
 
 	if _, err := w.rec.Repair(w.ctx, []string{"phone"}); err != nil {
