@@ -29,12 +29,19 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 	// on the SKU's one entry, that of its final reading.
 	ended := map[string]int{}
 	endedUnits := map[string]int64{}
+	// fail returns err, after reporting the ends made and not reported.
+	fail := func(err error) (Report, error) {
+		if !dry {
+			r.noteUnreported(&rep, endedUnits, err)
+		}
+		return rep, err
+	}
 	for attempt := 1; len(skus) > 0; attempt++ {
 		lastOf := func(sku string) bool { return attempt >= max(r.cfg.MaxAttempts, partial[sku], ended[sku]) }
 		began := time.Now()
 		fs, again, err := r.examineTwice(ctx, skus, attempt)
 		if err != nil {
-			return rep, err
+			return fail(err)
 		}
 		for i := range fs {
 			fs[i].endedUnits = endedUnits[fs[i].sku]
@@ -42,7 +49,12 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 		mayEnd := func(sku string) bool { return ended[sku] == 0 || !lastOf(sku) }
 		endedNow, err := r.endAtGate(ctx, fs, dry, mayEnd)
 		if err != nil {
-			return rep, err
+			if !dry {
+				for sku, n := range endedNow {
+					endedUnits[sku] += n
+				}
+			}
+			return fail(err)
 		}
 		// agree counts f, which needs nothing, in agreement; one whose
 		// holds the pass ended in an earlier reading is ActionEnded.
@@ -70,6 +82,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 					ended[f.sku] = max(ended[f.sku], attempt+1)
 					again = append(again, f.sku)
 				default:
+					endedUnits[f.sku] += n
 					f.endedUnits += n
 					r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q: the pass reverted a hold of it after its last reading", f.sku)))
 				}
@@ -98,7 +111,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				r.note(&rep, f.correction(ActionDryRun, nil))
 			case f.delta() == 0 && !r.settingsDiffer(f):
 				if _, err := r.settle(ctx, &rep, f, ActionRestocked, &again, last); err != nil {
-					return rep, err
+					return fail(err)
 				}
 			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix && !(wasPartial && f.delta() < 0):
 				// Nothing is changed, the restocks in flight included: the
@@ -115,21 +128,21 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				case err != nil && stock.IsBusiness(err):
 					r.note(&rep, f.correction(ActionFailed, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)))
 				case err != nil:
-					return rep, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)
+					return fail(fmt.Errorf("reconcile: adjust %q: %w", f.sku, err))
 				case !applied && !last:
 					again = append(again, f.sku)
 				case !applied:
 					r.note(&rep, f.correction(ActionStale, errStale(f.sku)))
 				default:
 					if _, err := r.settle(ctx, &rep, f, ActionCorrected, &again, last); err != nil {
-						return rep, err
+						return fail(err)
 					}
 				}
 			}
 		}
 		_, more, claimed, rebuiltPartly, err := r.rebuild(ctx, &rep, rebuild, lastOf)
 		if err != nil {
-			return rep, err
+			return fail(err)
 		}
 		for _, f := range rebuild {
 			switch {
@@ -145,7 +158,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 		}
 		if len(claimed) > 0 {
 			if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {
-				return rep, err
+				return fail(err)
 			}
 		}
 		skus = append(append(again, more...), claimed...)

@@ -35,8 +35,8 @@ func TestReportCountsAnEndedSKUOnce(t *testing.T) {
 		}
 		ins, err := w.gate.Orders(w.ctx, []string{"o1"})
 		w.must(err, "gate Orders")
-		if ins[0].State != stock.StateReverted {
-			t.Fatalf("o1 at the gate: %v, want reverted", ins[0].State)
+		if ins[0].State != stock.StateExpired {
+			t.Fatalf("o1 at the gate: %v, want expired (ended by the pass)", ins[0].State)
 		}
 		after, _ := w.levels("phone")
 		if rep.Checked != 1 || rep.InAgreement+len(rep.Corrections) != 1 {

@@ -14,8 +14,8 @@ import (
 // the record does not know yet (its Deduct between the tiers) and one
 // whose order the record confirmed alone (a known limit: its units come
 // back at the gate at its deadline): afterwards the gate's available is
-// the record's less those two holds, and the reverted order is reverted
-// at the gate.
+// the record's less those two holds, and the reverted order is ended at
+// the gate, expired (RevertHeld), as the gate's reclaimer would end it.
 func TestPassRevertsAtTheGateOrdersTheRecordReverted(t *testing.T) {
 	forEach(t, func(t *testing.T, p pair) {
 		w := newWorld(t, p, reconcile.Config{})
@@ -36,7 +36,7 @@ func TestPassRevertsAtTheGateOrdersTheRecordReverted(t *testing.T) {
 		}
 		ins, err := w.gate.Orders(w.ctx, []string{"o1", "o2", "o3"})
 		w.must(err, "gate Orders")
-		for i, want := range []stock.State{stock.StateReverted, stock.StateHeld, stock.StateHeld} {
+		for i, want := range []stock.State{stock.StateExpired, stock.StateHeld, stock.StateHeld} {
 			if ins[i].State != want {
 				t.Errorf("%s at the gate: %v, want %v", ins[i].ID, ins[i].State, want)
 			}
@@ -80,14 +80,17 @@ func TestDryRunEndsNothingAtTheGate(t *testing.T) {
 	})
 }
 
-// failingEnds is a gate whose Revert fails as an unreachable Redis does.
+// failingEnds is a gate whose RevertHeld fails as an unreachable Redis
+// does.
 type failingEnds struct {
 	reconcile.Gate
 }
 
 var errDown = errors.New("test: redis down")
 
-func (failingEnds) Revert(context.Context, string) error { return errDown }
+func (failingEnds) RevertHeld(context.Context, string) (stock.State, error) {
+	return stock.StateUnknown, errDown
+}
 
 // A pass whose end of a hold at the gate fails for want of Redis returns
 // the error and changes nothing else.

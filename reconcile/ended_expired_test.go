@@ -9,18 +9,14 @@ import (
 	"github.com/stockguard/stockguard/stock"
 )
 
-// Promise (stock.Manager Confirm: stock.ErrHoldExpired for a hold that
-// expired, stock.ErrOrderClosed for an order reverted; a pass changes no
-// order's outcome, it only frees what the record already ended): a hold
-// the gate extended while the record's extension failed, which the
-// record's own reclaimer then expired, is answered the same with or
-// without a pass in between. Without a pass, the buyer's Confirm is
-// stock.ErrHoldExpired (the record expired it). A pass ends it at the gate
-// with Revert, which records it at the gate as reverted (its gate deadline
-// has not passed); Confirm then answers stock.ErrOrderClosed ("order
-// already reverted"): a buyer who cancelled nothing is told the order was
-// cancelled, and the tiers disagree on the order's state.
-func TestZZPassKeepsAnExpiredOrderExpired(t *testing.T) {
+// A pass changes no order's outcome, it only frees what the record
+// already ended (stock.Manager Confirm: stock.ErrHoldExpired for a hold
+// that expired, stock.ErrOrderClosed for an order reverted): a hold the
+// gate extended while the record's extension failed, which the record's
+// own reclaimer then expired, is answered the same with or without a pass
+// in between. The pass ends it at the gate expired, so both tiers hold
+// the order expired and the buyer's Confirm is stock.ErrHoldExpired.
+func TestPassKeepsAnExpiredOrderExpired(t *testing.T) {
 	w := newWorld(t, pairs()[0], reconcile.Config{})
 	w.must(w.flow.PutOnSale(w.ctx, stock.Listing{SKU: "phone", Units: 10, HoldTTL: time.Minute, MaxHoldTTL: time.Hour}), "PutOnSale")
 	o := stock.Order{ID: "o1", UserID: "alice", Items: []stock.Item{{SKU: "phone", Qty: 3}}}

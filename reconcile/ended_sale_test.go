@@ -5,22 +5,23 @@ import (
 	"testing"
 
 	"github.com/stockguard/stockguard/reconcile"
+	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/redisstock"
 )
 
-// hookGate runs onRevert before a Revert, onAdjust before an Adjust (each
-// once).
+// hookGate runs onEnd before a RevertHeld, onAdjust before an Adjust
+// (each once).
 type hookGate struct {
 	reconcile.Gate
-	onRevert, onAdjust func()
+	onEnd, onAdjust func()
 }
 
-func (g *hookGate) Revert(ctx context.Context, id string) error {
-	if h := g.onRevert; h != nil {
-		g.onRevert = nil
+func (g *hookGate) RevertHeld(ctx context.Context, id string) (stock.State, error) {
+	if h := g.onEnd; h != nil {
+		g.onEnd = nil
 		h()
 	}
-	return g.Gate.Revert(ctx, id)
+	return g.Gate.RevertHeld(ctx, id)
 }
 
 func (g *hookGate) Adjust(ctx context.Context, sku string, f redisstock.Fence, delta int64) (bool, error) {
@@ -31,22 +32,20 @@ func (g *hookGate) Adjust(ctx context.Context, sku string, f redisstock.Fence, d
 	return g.Gate.Adjust(ctx, sku, f, delta)
 }
 
-// Promise (invariant 6, gate bound, after every step; endAtGate ends "a
-// hold ... whose end the gate missed"): a pass's end at the gate returns a
-// hold, never a sale the gate has, so it never returns units a second
-// time.
+// Invariant 6 (gate bound, after every step): a pass's end at the gate
+// returns a hold, never a sale the gate has, so it never returns units a
+// second time.
 //
 // o1 is held at both tiers; a node whose breaker is open cancels it at the
 // record alone. Node A's pass reads it (record: reverted, gate: held).
-// Before A's Revert, a Confirm that read the record before the cancel
-// confirms o1 at the gate (its record step then fails; its undo at the gate
-// did not land: "its units are reconciliation's", stock/tiered). Node B's
-// pass reads the gate's sale of an order the record returned and computes
-// +1. A's Revert now refunds the sale at the gate (+1): Revert by order ID
-// ends whatever the gate has, held or sold. B's Adjust (+1) is applied,
-// since a return does not move the fence: the gate has 6 available, the
-// record 5, nothing in flight.
-func TestZZPassEndRefundsNoSaleAtTheGate(t *testing.T) {
+// Before A ends it at the gate, a Confirm that read the record before the
+// cancel confirms o1 at the gate (its record step then fails; its undo at
+// the gate did not land: "its units are reconciliation's", stock/tiered).
+// Node B's pass reads the gate's sale of an order the record returned and
+// corrects the gate up by 1; A's end lands between B's reading and B's
+// Adjust (which a return does not fence). A's end finds o1 sold and
+// leaves it: the gate ends with the record's 5 available, not 6.
+func TestPassEndRefundsNoSaleAtTheGate(t *testing.T) {
 	w := newWorld(t, pairs()[0], reconcile.Config{})
 	w.sale("phone", 5)
 	w.must(w.flow.Deduct(w.ctx, order("o1", "phone", 1)), "Deduct o1")
@@ -57,11 +56,12 @@ func TestZZPassEndRefundsNoSaleAtTheGate(t *testing.T) {
 	b, err := reconcile.New(gB, w.record, reconcile.Config{})
 	w.must(err, "New B")
 	gA := &hookGate{Gate: w.gate}
-	gA.onRevert = func() {
+	gA.onEnd = func() {
 		w.must(w.gate.Confirm(w.ctx, "o1"), "gate Confirm o1 (its undo did not land)")
 		gB.onAdjust = func() {
-			// A's Revert lands between B's reading and B's Adjust.
-			w.must(w.gate.Revert(w.ctx, "o1"), "A's Revert of o1 at the gate")
+			// A's end lands between B's reading and B's Adjust.
+			_, err := w.gate.RevertHeld(w.ctx, "o1")
+			w.must(err, "A's end of o1 at the gate")
 		}
 		rep, err := b.Repair(w.ctx, []string{"phone"})
 		t.Logf("node B: %+v, %v", rep, err)

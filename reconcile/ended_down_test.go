@@ -6,32 +6,30 @@ import (
 
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/reconcile"
+	"github.com/stockguard/stockguard/stock"
 )
 
-// downAfter is a gate whose Revert fails as an unreachable Redis does
-// after n Reverts went through.
+// downAfter is a gate whose RevertHeld fails as an unreachable Redis does
+// after n went through.
 type downAfter struct {
 	reconcile.Gate
 	n int
 }
 
-func (g *downAfter) Revert(ctx context.Context, id string) error {
+func (g *downAfter) RevertHeld(ctx context.Context, id string) (stock.State, error) {
 	if g.n == 0 {
-		return errDown
+		return stock.StateUnknown, errDown
 	}
 	g.n--
-	return g.Gate.Revert(ctx, id)
+	return g.Gate.RevertHeld(ctx, id)
 }
 
-// Promise (Correction.Ended, observe.Correction.Ended: the units the pass
-// reverted at the gate; endAtGate: an error comes "after the ends already
-// made (each one final and right)"): every unit a pass ends at the gate is
-// reported once, by this pass or the next. Redis goes down after the
-// pass ended o1 and before o2: the pass returns the error and reports
-// nothing of o1's end, and the next pass finds o1 ended at both tiers and
-// reports only o2. One of the two units ended is never reported (stockctl,
-// OnCorrection, the observer, the metrics).
-func TestZZEndsBeforeRedisWentDownAreReported(t *testing.T) {
+// Every unit a pass ends at the gate is reported once (Correction.Ended,
+// observe.Correction.Ended), by this pass or the next, even when the pass
+// stops on an error after it: Redis goes down after the pass ended o1 and
+// before o2. The pass returns the error and reports o1's end (ActionFailed,
+// Ended 1); the next pass finds o1 ended at both tiers and reports o2.
+func TestEndsBeforeRedisWentDownAreReported(t *testing.T) {
 	var ended int64
 	obs := observe.Observer{Correction: func(c observe.Correction) { ended += c.Ended }}
 	w := newWorld(t, pairs()[0], reconcile.Config{Observer: obs})
