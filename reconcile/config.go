@@ -155,7 +155,10 @@ const (
 	// see Correction.Err.) Repair and WarmUp then return an error wrapping
 	// ErrUnresolved.
 	ActionStale
-	// ActionFailed: the SKU could not be reconciled (see Correction.Err).
+	// ActionFailed: the SKU could not be reconciled (see Correction.Err);
+	// also a SKU a pass ended holds of (Correction.Ended, its other
+	// figures zero) before it stopped on an error, without reading it
+	// again.
 	ActionFailed
 	// ActionRefused: WarmUp did not overwrite a SKU with live holds.
 	ActionRefused
@@ -170,12 +173,14 @@ const (
 	// ActionEnded: Redis held orders (Correction.Ended units) that the
 	// database has returned (reverted, refunded or expired), e.g.
 	// cancelled at the record alone while a breaker kept traffic off
-	// Redis; the pass reverted each at Redis, read the SKU again, and that
-	// reading needed nothing (Delta is 0). A reading that needed more is
+	// Redis; the pass ended each at Redis (RevertHeld: expired there, only
+	// while Redis still held it), read the SKU again, and that reading
+	// needed nothing (Delta is 0). A reading that needed more is
 	// reported with its own Action, Correction.Ended set. MaxAutoFix does
 	// not bound it: each is the order's own end, applied once, which
 	// Redis's reclaimer would make at the hold's deadline. An order the
-	// database confirmed is not ended at Redis (see the package doc).
+	// database confirmed is not ended at Redis, nor one Redis no longer
+	// holds (see the package doc).
 	ActionEnded
 )
 
@@ -221,9 +226,10 @@ type Correction struct {
 	Restocking int64
 	// Ended is the units of Redis's holds whose orders the database has
 	// returned (reverted, refunded or expired there), which the pass
-	// reverted at Redis before the reading reported (Before, After and
-	// Delta are as read after); with ActionDryRun, those a pass would
-	// revert, counted in InFlight and in the figures as read.
+	// ended at Redis (each an order RevertHeld found held there) before
+	// the reading reported (Before, After and Delta are as read after);
+	// with ActionDryRun, those a pass would end, counted in InFlight and
+	// in the figures as read.
 	Ended int64
 	// Err says why, for ActionFailed, ActionStale and ActionRefused.
 	Err error

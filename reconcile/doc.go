@@ -79,12 +79,19 @@
 //     before the record (stock/tiered): an order cancelled at the record
 //     alone by a node whose breaker kept traffic off Redis, or taken again
 //     by a repeat Deduct at a gate that lost it (which the flow ends the
-//     same way). The pass reverts it at Redis (which gives the user's
-//     quota back too), exactly once, whoever else ends it, and reads the
-//     SKU again (ActionEnded). A hold under the ID of an order the record
+//     same way). The pass ends it at Redis with RevertHeld
+//     (stock.HoldReverter: the hold's units and the user's quota go back
+//     and the order ends expired there, only while Redis still holds it,
+//     in one step), and reads the SKU again (ActionEnded). An order Redis
+//     no longer holds is left as it is, and the pass reports no end of it:
+//     one another pass or the flow ended meanwhile, or one a late Confirm
+//     confirmed at Redis since the reading (a sale the next reading sees
+//     as drift, never refunded by the pass). A Confirm or a repeat Deduct
+//     of an order the pass ended is answered stock.ErrHoldExpired, as the
+//     reclaimer's end at the hold's deadline would be. A hold under the ID of an order the record
 //     returned that is not that order (another user or count: a gate past
 //     its Retention took another order under a used ID) stays InFlight.
-//     Until the pass reverts it (a dry run) the hold is counted InFlight,
+//     Until the pass ends it (a dry run) the hold is counted InFlight,
 //     on the safe side: Redis is corrected down, and the next pass brings
 //     it back up.
 //   - A hold whose order the record confirmed by t1 (paid at the record
@@ -200,12 +207,16 @@
 // Corrections up to Config.MaxAutoFix units are applied; larger ones are
 // reported (ActionLeft) and left for a person, and the pass returns an
 // error wrapping ErrUnresolved. An order the record returned and Redis
-// still holds is reverted at Redis whatever its size (ActionEnded): it is
+// still holds is ended at Redis whatever its size (ActionEnded): it is
 // the order's own end, applied once, not a correction of a count. Each
 // SKU is reported once, by its final reading: a SKU whose holds the pass
-// reverted is ActionEnded if that reading needed nothing, or carries
+// ended is ActionEnded if that reading needed nothing, or carries
 // Correction.Ended on the entry of what it did need; Delta is never the
-// units reverted.
+// units ended. Only the ends RevertHeld made count: two passes racing to
+// end one order report it once. A pass that stops on an error (Redis
+// down) after ending holds of a SKU it has not read again reports that
+// SKU with ActionFailed, the error and Correction.Ended, so that every
+// end is reported once.
 // Config.DryRun only reports. Every SKU found out of agreement reaches
 // Config.OnCorrection with its before and after figures and the terms
 // above.
@@ -243,7 +254,7 @@
 // Adjust each, and each restock in flight costs one Restock. Holds Redis
 // has that the database does not hold (usually the few orders between
 // the tiers) cost one more statement per 1000 in the first transaction;
-// each of those orders the database had returned costs one Revert at
+// each of those orders the database had returned costs one RevertHeld at
 // Redis, and its SKU a reading again.
 // RepairAll works on Config.Workers batches at once. Any number of
 // Reconcilers may run at once; they are safe for concurrent use.
