@@ -8,11 +8,14 @@
 -- ARGV[2]  order ID
 -- ARGV[3]  the order's identity; records with another identity are skipped
 -- ARGV[4]  retention ms: records live this long after the call, ended
---          now or before (modes 'revert', 'expire': the order's end)
+--          now or before (modes 'revert', 'expire': the order's end; mode
+--          'held': ended now)
 -- ARGV[5]  mode:
 --            'revert'  held -> reverted (expired if past its deadline),
 --                      confirmed -> refunded
 --            'expire'  held or confirmed -> expired
+--            'held'    held -> expired, whatever its deadline; every other
+--                      state is left alone (stock.HoldReverter)
 --            'drop'    the attempt ARGV[6] leaves each held record it
 --                      counts on (its attempts); a record no attempt is
 --                      left on is deleted, as if never taken; ARGV[6] '*':
@@ -20,9 +23,11 @@
 --                      confirmed lines, are left alone.
 -- ARGV[6]  the attempt's token (mode 'drop'), else ''
 -- Reply    {found, changed}: lines with a record of this identity, and
---          lines whose units were returned by this run; in mode 'revert',
---          {'unavailable', i} with nothing written when line i would change
---          but its SKU's state hash is gone (flushed, evicted, not rebuilt).
+--          lines whose units were returned by this run; in mode 'held' a
+--          third element, the state the last of those records was found in
+--          ('' for none); in modes 'revert' and 'held', {'unavailable', i}
+--          with nothing written when line i would change but its SKU's
+--          state hash is gone (flushed, evicted, not rebuilt).
 --
 -- A line's units are its qty less what partial reverts gave back (ret,
 -- stock_return.lua): only those return.
@@ -35,6 +40,7 @@ local mode = ARGV[5]
 local token = ARGV[6] or ''
 local n = #KEYS / 5
 local found, changed = 0, 0
+local seen = ''
 
 local recs = {}
 for i = 1, n do
@@ -43,8 +49,8 @@ for i = 1, n do
   recs[i] = r
   -- A revert counts on the SKU's state: a gate that lost it answers
   -- nothing until it is rebuilt.
-  if mode == 'revert' and r and r.id == ident and (r.st == 'held' or r.st == 'confirmed')
-      and redis.call('HEXISTS', KEYS[b + 1], 'hold') == 0 then
+  if r and r.id == ident and redis.call('HEXISTS', KEYS[b + 1], 'hold') == 0
+      and ((mode == 'revert' and (r.st == 'held' or r.st == 'confirmed')) or (mode == 'held' and r.st == 'held')) then
     return {'unavailable', i}
   end
 end
@@ -56,8 +62,11 @@ for i = 1, n do
     found = found + 1
     local st = r.st
     local to = nil
+    seen = st
     if st == 'held' then
-      if mode == 'drop' then
+      if mode == 'held' then
+        to = 'expired'
+      elseif mode == 'drop' then
         if r.at and r.at ~= '' and (token == '*' or has_token(r.at, token)) then
           local rest = without_token(r.at, token)
           if rest == '' then
@@ -72,10 +81,10 @@ for i = 1, n do
       else
         to = 'expired'
       end
-    elseif st == 'confirmed' and mode ~= 'drop' then
+    elseif st == 'confirmed' and mode ~= 'drop' and mode ~= 'held' then
       to = (mode == 'revert') and 'refunded' or 'expired'
     end
-    if not to and mode ~= 'drop' and r.e then
+    if not to and mode ~= 'drop' and mode ~= 'held' and r.e then
       rec_end(KEYS[b + 4], KEYS[b + 5], id, r, keep) -- ended before: lives as long as the entry the call ends
     end
     if to then
@@ -106,5 +115,8 @@ for i = 1, n do
       end
     end
   end
+end
+if mode == 'held' then
+  return {found, changed, seen}
 end
 return {found, changed}

@@ -132,11 +132,15 @@ type Breaker struct {
 type Correction struct {
 	SKU string
 	// Action is reconcile's Action name: "corrected", "rebuilt",
-	// "restocked", "left", "stale", "failed", "dry-run", and from a
-	// warm-up "refused" and "mismatch".
+	// "restocked", "ended", "left", "stale", "failed", "dry-run", and
+	// from a warm-up "refused" and "mismatch".
 	Action string
 	// Delta is the change Redis needed (applied or not).
 	Delta int64
+	// Ended is the units of Redis's holds whose orders the database had
+	// returned, which the pass reverted at Redis ("ended"; with "dry-run",
+	// would revert). They are no part of Delta.
+	Ended int64
 	Err   error
 }
 

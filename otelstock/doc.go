@@ -75,6 +75,11 @@
 // stockguard.limiter.decision is "allowed", "refused", or "error" when the
 // limiter could not decide (its error.type is then the error's class).
 //
+// stockguard.reconcile.corrections counts reconcile's findings by action;
+// stockguard.reconcile.units adds, per finding, the size of its change and
+// the units of the holds the pass ended at Redis (observe.Correction.Ended:
+// orders the database had returned), so an "ended" finding counts those.
+//
 // The hand-off metrics come from a handoff.Consumer, once per delivery it
 // ended: stockguard.handoff.messages by Settle's outcome ("ok", "expired",
 // ..., or "dead_lettered"), its lag from publish to record, and

@@ -42,7 +42,9 @@ func (a *Adapter) breaker(b observe.Breaker) {
 	}
 }
 
-// correction counts a reconcile finding and the size of its change.
+// correction counts a reconcile finding and its units: the size of its
+// change and the units of the holds the pass ended at Redis
+// (observe.Correction.Ended, no part of the change).
 func (a *Adapter) correction(c observe.Correction) {
 	ctx := context.Background()
 	opt := a.with(KeyAction.String(c.Action))
@@ -51,7 +53,7 @@ func (a *Adapter) correction(c observe.Correction) {
 	if d < 0 {
 		d = -d
 	}
-	a.correctedUnits.Add(ctx, d, opt)
+	a.correctedUnits.Add(ctx, d+c.Ended, opt)
 }
 
 // limit counts a limiter decision by what it decided ("allowed",

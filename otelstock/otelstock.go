@@ -147,7 +147,7 @@ func (a *Adapter) instruments() error {
 	a.corrections, errs[12] = m.Int64Counter("stockguard.reconcile.corrections", metric.WithUnit("{correction}"),
 		metric.WithDescription("Reconcile findings reported, by action."))
 	a.correctedUnits, errs[13] = m.Int64Counter("stockguard.reconcile.units", metric.WithUnit("{unit}"),
-		metric.WithDescription("Units of drift reconcile found (the size of each finding's change), by action."))
+		metric.WithDescription("Units of drift reconcile found (the size of each finding's change, and the units of the holds it ended at Redis), by action."))
 	a.decisions, errs[14] = m.Int64Counter("stockguard.limiter.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Limiter decisions, by limiter and decision (allowed, refused, error)."))
 	a.limitDuration, errs[15] = m.Float64Histogram("stockguard.limiter.duration", metric.WithUnit("s"),

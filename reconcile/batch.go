@@ -22,16 +22,72 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 	// which moves its fence: read again); their correction down is made
 	// whatever its size.
 	partial := map[string]int{}
+	// ended: SKUs the pass reverted gate holds of that the record had
+	// returned (endAtGate), and the attempt they are read until: one past
+	// the first such end, so that they are read again after it whatever
+	// Config.MaxAttempts; endedUnits: the units of those holds, reported
+	// on the SKU's one entry, that of its final reading.
+	ended := map[string]int{}
+	endedUnits := map[string]int64{}
+	// fail returns err, after reporting the ends made and not reported.
+	fail := func(err error) (Report, error) {
+		if !dry {
+			r.noteUnreported(&rep, endedUnits, err)
+		}
+		return rep, err
+	}
 	for attempt := 1; len(skus) > 0; attempt++ {
-		lastOf := func(sku string) bool { return attempt >= max(r.cfg.MaxAttempts, partial[sku]) }
+		lastOf := func(sku string) bool { return attempt >= max(r.cfg.MaxAttempts, partial[sku], ended[sku]) }
 		began := time.Now()
 		fs, again, err := r.examineTwice(ctx, skus, attempt)
 		if err != nil {
-			return rep, err
+			return fail(err)
+		}
+		for i := range fs {
+			fs[i].endedUnits = endedUnits[fs[i].sku]
+		}
+		mayEnd := func(sku string) bool { return ended[sku] == 0 || !lastOf(sku) }
+		endedNow, err := r.endAtGate(ctx, fs, dry, mayEnd)
+		if err != nil {
+			if !dry {
+				for sku, n := range endedNow {
+					endedUnits[sku] += n
+				}
+			}
+			return fail(err)
+		}
+		// agree counts f, which needs nothing, in agreement; one whose
+		// holds the pass ended in an earlier reading is ActionEnded.
+		agree := func(f *finding) {
+			if f.endedUnits > 0 {
+				r.note(&rep, f.correction(ActionEnded, nil))
+				return
+			}
+			rep.InAgreement++
 		}
 		var rebuild []*finding
 		for i := range fs {
 			f := &fs[i]
+			if n := endedNow[f.sku]; n > 0 {
+				// The reading counted the ended holds in flight: read
+				// again. A dry run changed nothing and reports this
+				// reading. A SKU on its last reading whose order another
+				// SKU's end reverted is left to the next pass.
+				switch {
+				case dry:
+					f.endedUnits += n
+					r.note(&rep, f.correction(ActionDryRun, nil))
+				case mayEnd(f.sku):
+					endedUnits[f.sku] += n
+					ended[f.sku] = max(ended[f.sku], attempt+1)
+					again = append(again, f.sku)
+				default:
+					endedUnits[f.sku] += n
+					f.endedUnits += n
+					r.note(&rep, f.correction(ActionStale, fmt.Errorf("reconcile: SKU %q: the pass reverted a hold of it after its last reading", f.sku)))
+				}
+				continue
+			}
 			last := lastOf(f.sku)
 			_, wasPartial := partial[f.sku]
 			switch {
@@ -44,18 +100,18 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 			case !f.rec.Exists && f.gate.Exists:
 				r.note(&rep, f.correction(ActionFailed, fmt.Errorf("%w: %q", errNotInRecord, f.sku)))
 			case !f.rec.Exists:
-				rep.InAgreement++ // on sale nowhere
+				agree(f) // on sale nowhere
 			case !f.gate.Exists && dry:
 				r.note(&rep, f.correction(ActionDryRun, nil))
 			case !f.gate.Exists:
 				rebuild = append(rebuild, f)
 			case f.delta() == 0 && f.restocking == 0 && !r.settingsDiffer(f):
-				rep.InAgreement++
+				agree(f)
 			case dry:
 				r.note(&rep, f.correction(ActionDryRun, nil))
 			case f.delta() == 0 && !r.settingsDiffer(f):
 				if _, err := r.settle(ctx, &rep, f, ActionRestocked, &again, last); err != nil {
-					return rep, err
+					return fail(err)
 				}
 			case r.cfg.MaxAutoFix >= 0 && abs(f.delta()) > r.cfg.MaxAutoFix && !(wasPartial && f.delta() < 0):
 				// Nothing is changed, the restocks in flight included: the
@@ -72,21 +128,21 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 				case err != nil && stock.IsBusiness(err):
 					r.note(&rep, f.correction(ActionFailed, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)))
 				case err != nil:
-					return rep, fmt.Errorf("reconcile: adjust %q: %w", f.sku, err)
+					return fail(fmt.Errorf("reconcile: adjust %q: %w", f.sku, err))
 				case !applied && !last:
 					again = append(again, f.sku)
 				case !applied:
 					r.note(&rep, f.correction(ActionStale, errStale(f.sku)))
 				default:
 					if _, err := r.settle(ctx, &rep, f, ActionCorrected, &again, last); err != nil {
-						return rep, err
+						return fail(err)
 					}
 				}
 			}
 		}
 		_, more, claimed, rebuiltPartly, err := r.rebuild(ctx, &rep, rebuild, lastOf)
 		if err != nil {
-			return rep, err
+			return fail(err)
 		}
 		for _, f := range rebuild {
 			switch {
@@ -102,7 +158,7 @@ func (r *Reconciler) repairBatch(ctx context.Context, skus []string, dry bool) (
 		}
 		if len(claimed) > 0 {
 			if err := r.awaitRebuild(ctx, claimed, time.Since(began)); err != nil {
-				return rep, err
+				return fail(err)
 			}
 		}
 		skus = append(append(again, more...), claimed...)

@@ -155,7 +155,10 @@ const (
 	// see Correction.Err.) Repair and WarmUp then return an error wrapping
 	// ErrUnresolved.
 	ActionStale
-	// ActionFailed: the SKU could not be reconciled (see Correction.Err).
+	// ActionFailed: the SKU could not be reconciled (see Correction.Err);
+	// also a SKU a pass ended holds of (Correction.Ended, its other
+	// figures zero) before it stopped on an error, without reading it
+	// again.
 	ActionFailed
 	// ActionRefused: WarmUp did not overwrite a SKU with live holds.
 	ActionRefused
@@ -167,9 +170,21 @@ const (
 	// applied and Redis had not yet (Correction.Restocking); the pass
 	// completed them at Redis by their operation IDs.
 	ActionRestocked
+	// ActionEnded: Redis held orders (Correction.Ended units) that the
+	// database has returned (reverted, refunded or expired), e.g.
+	// cancelled at the record alone while a breaker kept traffic off
+	// Redis; the pass ended each at Redis (RevertHeld: expired there, only
+	// while Redis still held it), read the SKU again, and that reading
+	// needed nothing (Delta is 0). A reading that needed more is
+	// reported with its own Action, Correction.Ended set. MaxAutoFix does
+	// not bound it: each is the order's own end, applied once, which
+	// Redis's reclaimer would make at the hold's deadline. An order the
+	// database confirmed is not ended at Redis, nor one Redis no longer
+	// holds (see the package doc).
+	ActionEnded
 )
 
-var actionNames = [...]string{"", "corrected", "left", "dry-run", "rebuilt", "stale", "failed", "refused", "mismatch", "restocked"}
+var actionNames = [...]string{"", "corrected", "left", "dry-run", "rebuilt", "stale", "failed", "refused", "mismatch", "restocked", "ended"}
 
 // String returns the action's name, e.g. "corrected".
 func (a Action) String() string {
@@ -191,8 +206,9 @@ type Correction struct {
 	// Record is the database's available count.
 	Record int64
 	// InFlight is the units Redis holds for orders the database has not
-	// recorded (or has already returned): Redis will release them or the
-	// database will take them.
+	// recorded (Redis will release them or the database will take them),
+	// or has confirmed alone (Redis returns them at the hold's deadline);
+	// with ActionDryRun, those of Ended too.
 	InFlight int64
 	// Returning is the units the database holds for orders Redis has
 	// already returned: the database will release them.
@@ -208,6 +224,13 @@ type Correction struct {
 	// Action, except ActionDryRun, ActionStale and ActionFailed), so
 	// Redis ends with After + Restocking.
 	Restocking int64
+	// Ended is the units of Redis's holds whose orders the database has
+	// returned (reverted, refunded or expired there), which the pass
+	// ended at Redis (each an order RevertHeld found held there) before
+	// the reading reported (Before, After and Delta are as read after);
+	// with ActionDryRun, those a pass would end, counted in InFlight and
+	// in the figures as read.
+	Ended int64
 	// Err says why, for ActionFailed, ActionStale and ActionRefused.
 	Err error
 }

@@ -10,7 +10,7 @@
 //
 //	Redis available = database available
 //	                  - units Redis holds for orders the database has not
-//	                    recorded (or has already returned)        InFlight
+//	                    recorded                                  InFlight
 //	                  + units the database holds for orders Redis
 //	                    has already returned                      Returning
 //	                  - units of restocks the database applied
@@ -70,18 +70,44 @@
 //     state after the database recorded it would count it on both sides.
 //   - g before t1: both readings see it as they are; a hold the record
 //     holds at t1 is counted by both (held there and held or confirmed in
-//     Redis). A hold the record does not hold at t1 is InFlight, whatever
-//     the record says of the order: not recorded yet, returned there, or
-//     sold there. The last is the moment between a Confirm's two steps, or
-//     a hold a gate that lost the order took again on a repeat Deduct after
-//     a rebuild that had counted the sale; the hold may still end either
-//     way, so it is counted once, on the safe side (Redis is corrected
-//     down, and a Confirm that lands is brought back by the next pass).
+//     Redis). A hold the record does not hold at t1 is InFlight while the
+//     record does not know the order (not recorded yet). One whose order
+//     the record had returned by t1 (reverted, refunded or expired; asked
+//     in the same view, after t2), with the order's user and, on the SKU,
+//     the units the record's line still takes, is a hold whose end Redis
+//     missed, since every step of the flow ends an order at the gate
+//     before the record (stock/tiered): an order cancelled at the record
+//     alone by a node whose breaker kept traffic off Redis, or taken again
+//     by a repeat Deduct at a gate that lost it (which the flow ends the
+//     same way). The pass ends it at Redis with RevertHeld
+//     (stock.HoldReverter: the hold's units and the user's quota go back
+//     and the order ends expired there, only while Redis still holds it,
+//     in one step), and reads the SKU again (ActionEnded). An order Redis
+//     no longer holds is left as it is, and the pass reports no end of it:
+//     one another pass or the flow ended meanwhile, or one a late Confirm
+//     confirmed at Redis since the reading (a sale the next reading sees
+//     as drift, never refunded by the pass). A Confirm or a repeat Deduct
+//     of an order the pass ended is answered stock.ErrHoldExpired, as the
+//     reclaimer's end at the hold's deadline would be. A hold under the ID of an order the record
+//     returned that is not that order (another user or count: a gate past
+//     its Retention took another order under a used ID) stays InFlight.
+//     Until the pass ends it (a dry run) the hold is counted InFlight,
+//     on the safe side: Redis is corrected down, and the next pass brings
+//     it back up.
+//   - A hold whose order the record confirmed by t1 (paid at the record
+//     alone) stays InFlight, and the pass does not end it at Redis: the
+//     gate cannot tell that order's own hold from a copy a retry past its
+//     Retention took again (the record answers such a retry as the repeat
+//     it is), and confirming a copy would count its user's units twice at
+//     the gate for good (passes never repair per-user counts). This is a
+//     limit: the hold keeps its units from sale at Redis (Redis is
+//     corrected down by them) until its deadline, when Redis's reclaimer
+//     returns it, and with it the user's quota there; the next pass then
+//     finds the tiers agreeing.
 //
 // Confirm, Revert and the reclaimers move an order's units between counts
 // on each side; the one-sided moments they pass through are the two
-// in-transit terms: Redis holds, database does not (recording pending, the
-// database already returned it: Redis will return it too, or sold it) is
+// in-transit terms: Redis holds, database does not (recording pending) is
 // InFlight;
 // database holds, Redis returned it (a Revert between its two steps, a hold
 // the gate reclaimed first) is Returning. Anything between t2 and t4 moves
@@ -180,9 +206,20 @@
 //
 // Corrections up to Config.MaxAutoFix units are applied; larger ones are
 // reported (ActionLeft) and left for a person, and the pass returns an
-// error wrapping ErrUnresolved. Config.DryRun only reports. Every SKU found
-// out of agreement reaches Config.OnCorrection with its before and after
-// figures and the terms above.
+// error wrapping ErrUnresolved. An order the record returned and Redis
+// still holds is ended at Redis whatever its size (ActionEnded): it is
+// the order's own end, applied once, not a correction of a count. Each
+// SKU is reported once, by its final reading: a SKU whose holds the pass
+// ended is ActionEnded if that reading needed nothing, or carries
+// Correction.Ended on the entry of what it did need; Delta is never the
+// units ended. Only the ends RevertHeld made count: two passes racing to
+// end one order report it once. A pass that stops on an error (Redis
+// down) after ending holds of a SKU it has not read again reports that
+// SKU with ActionFailed, the error and Correction.Ended, so that every
+// end is reported once.
+// Config.DryRun only reports. Every SKU found out of agreement reaches
+// Config.OnCorrection with its before and after figures and the terms
+// above.
 //
 // # When it runs
 //
@@ -214,7 +251,11 @@
 // database transaction of three statements (the stock rows, the held lines, the restocks), whatever the batch
 // size; SKUs that need a correction are read a second time (with a second
 // read-only transaction after the Redis reading) and corrected with one
-// Adjust each, and each restock in flight costs one Restock.
+// Adjust each, and each restock in flight costs one Restock. Holds Redis
+// has that the database does not hold (usually the few orders between
+// the tiers) cost one more statement per 1000 in the first transaction;
+// each of those orders the database had returned costs one RevertHeld at
+// Redis, and its SKU a reading again.
 // RepairAll works on Config.Workers batches at once. Any number of
 // Reconcilers may run at once; they are safe for concurrent use.
 //

@@ -32,7 +32,16 @@ type finding struct {
 	stale                                         bool  // the SKU moved between the reads: read it again
 	err                                           error // the SKU cannot be computed
 	settings                                      bool  // the correction also gave the gate the record's settings
+	// ended are the gate's holds, counted in inFlight, whose orders the
+	// database had returned at t1 (see endAtGate).
+	ended []endedHold
+	// endedUnits are the units of the SKU's gate holds the pass ended in
+	// its earlier readings (Correction.Ended).
+	endedUnits int64
 }
+
+// endedHold is a gate hold whose order the record returned.
+type endedHold = redisstock.Hold
 
 // examine reads the SKUs from both sides in the order the package doc
 // explains, and computes each one's target:
@@ -72,10 +81,11 @@ func (r *Reconciler) reading(ctx context.Context, skus []string, bound bool) ([]
 		return nil, err
 	}
 	since := r.cfg.Clock.Now().Add(-r.cfg.RestockWindow).UnixMilli()
-	at1, err := r.readRecord(ctx, skus, since)
+	at1, view, err := r.readRecord(ctx, skus, since)
 	if err != nil {
 		return nil, err
 	}
+	defer view.Close() // kept open for endedAt1, after the gate's reading
 	reqs := make([]redisstock.SnapshotRequest, len(skus))
 	for i, sku := range skus {
 		reqs[i].SKU = sku
@@ -90,11 +100,17 @@ func (r *Reconciler) reading(ctx context.Context, skus []string, bound bool) ([]
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: read Redis: %w", err)
 	}
+	ended, err := endedAt1(ctx, view, skus, snaps, at1.inDB)
+	if err != nil {
+		return nil, err
+	}
 	var at3 *recordRead
 	if bound {
-		if at3, err = r.readRecord(ctx, skus, since); err != nil {
+		var v3 *sqlstock.View
+		if at3, v3, err = r.readRecord(ctx, skus, since); err != nil {
 			return nil, err
 		}
+		v3.Close()
 	}
 	out := make([]finding, len(skus))
 	for i, sku := range skus {
@@ -105,7 +121,7 @@ func (r *Reconciler) reading(ctx context.Context, skus []string, bound bool) ([]
 		// A hold whose line record is gone (a flush or a hand-deleted key)
 		// will never be returned by Redis: its units are not in flight,
 		// so Snapshot's Holds leaving it out is what the target needs.
-		f.compute(at1.held[sku], at1.inDB)
+		f.compute(at1.held[sku], at1.inDB, ended)
 		if at3 != nil {
 			f.clip(at1.held[sku], at3.levels[i], at3.held[sku], at3.inDB, at3.ops[sku])
 		}
@@ -122,24 +138,29 @@ type recordRead struct {
 }
 
 // readRecord reads the SKUs' rows, held lines and restocks applied since
-// (Unix ms) in one consistent view of the database.
-func (r *Reconciler) readRecord(ctx context.Context, skus []string, since int64) (*recordRead, error) {
+// (Unix ms) in one consistent view of the database, and returns the view
+// open, for the caller to close.
+func (r *Reconciler) readRecord(ctx context.Context, skus []string, since int64) (_ *recordRead, _ *sqlstock.View, err error) {
 	view, err := r.record.View(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: open a database view: %w", err)
+		return nil, nil, fmt.Errorf("reconcile: open a database view: %w", err)
 	}
-	defer view.Close()
+	defer func() {
+		if err != nil {
+			view.Close()
+		}
+	}()
 	levels, err := view.Levels(ctx, skus)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: read the stock rows: %w", err)
+		return nil, nil, fmt.Errorf("reconcile: read the stock rows: %w", err)
 	}
 	lines, err := view.HeldLines(ctx, skus)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: read the held ledger lines: %w", err)
+		return nil, nil, fmt.Errorf("reconcile: read the held ledger lines: %w", err)
 	}
 	restocks, err := view.Restocks(ctx, skus, since)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: read the restocks: %w", err)
+		return nil, nil, fmt.Errorf("reconcile: read the restocks: %w", err)
 	}
 	rd := &recordRead{levels: levels, held: make(map[string][]sqlstock.Line, len(skus)),
 		inDB: make(lineSet, len(lines)), ops: make(map[string][]sqlstock.Op, len(restocks))}
@@ -150,7 +171,84 @@ func (r *Reconciler) readRecord(ctx context.Context, skus []string, since int64)
 		rd.held[l.SKU] = append(rd.held[l.SKU], l)
 		rd.inDB[lineKey{l.SKU, l.OrderID}] = l.Qty
 	}
-	return rd, nil
+	return rd, view, nil
+}
+
+// endedAt1 reads, in the view of t1, the orders of the gate's holds at t2
+// (snaps) that the view did not hold (inDB), and returns those it had
+// returned: reverted, refunded or expired. Every step of the flow ends an
+// order at the gate before the record (stock/tiered), so a hold the gate
+// still had at t2 of an order the record had returned by t1 is one the
+// gate missed the end of (see endAtGate), never one a flow is ending,
+// provided the hold is that order: a gate past its Retention may hold
+// another order under the same ID (see matches). An order the record
+// confirmed is not returned: its hold stays in flight (see endAtGate).
+// One statement per 1000 such orders, none when the gate holds nothing
+// the record does not.
+func endedAt1(ctx context.Context, view *sqlstock.View, skus []string, snaps []redisstock.Snapshot, inDB lineSet) (map[string]stock.OrderInfo, error) {
+	var ids []string
+	asked := map[string]bool{}
+	for i, sku := range skus {
+		for _, h := range snaps[i].Holds {
+			if _, held := inDB[lineKey{sku, h.OrderID}]; !held && !asked[h.OrderID] {
+				asked[h.OrderID] = true
+				ids = append(ids, h.OrderID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ins, err := view.Orders(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read the orders of Redis's holds: %w", err)
+	}
+	var out map[string]stock.OrderInfo
+	for _, in := range ins {
+		switch in.State {
+		case stock.StateReverted, stock.StateRefunded, stock.StateExpired:
+			if out == nil {
+				out = map[string]stock.OrderInfo{}
+			}
+			out[in.ID] = in
+		}
+	}
+	// An order any of whose gate holds is not the record's order is left
+	// in flight on every SKU.
+	for i := range skus {
+		for _, h := range snaps[i].Holds {
+			if in, ok := out[h.OrderID]; ok && !matches(skus[i], h, in) {
+				delete(out, h.OrderID)
+			}
+		}
+	}
+	return out, nil
+}
+
+// matches reports whether gate hold h of sku is a hold of the record's
+// order in: the same user, and on sku what the order's line still takes (its
+// units less what partial reverts returned). A gate that forgot an order
+// past its Retention may hold another order under its ID (another user,
+// or another count, which the record refuses as a conflict when its step
+// comes); that hold is no end the gate missed.
+func matches(sku string, h redisstock.Hold, in stock.OrderInfo) bool {
+	if h.UserID != in.UserID {
+		return false
+	}
+	var qty int64
+	found := false
+	for _, it := range in.Items {
+		if it.SKU == sku {
+			qty += it.Qty
+			found = true
+		}
+	}
+	for _, it := range in.Returned {
+		if it.SKU == sku {
+			qty -= it.Qty
+		}
+	}
+	return found && qty == h.Qty
 }
 
 // claim takes a rebuild claim on every SKU the gate had no state for at
@@ -189,16 +287,16 @@ type lineKey struct{ sku, order string }
 type lineSet map[lineKey]int64
 
 // compute sets f's in-transit units and target from the lines the
-// database held at t1.
-func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet) {
-	// A hold Redis has for an order the database has confirmed is in
-	// flight too, not counted by both: the database sold the units, and
-	// whether Redis counts them is up to that hold, which may end either
-	// way (its Confirm lands, or it is returned at its deadline: a hold a
-	// gate that lost the order took again on a repeat Deduct, after a
-	// rebuild that already counted the sale). Counting it once errs on the
-	// safe side: Redis is corrected down, never above what the database can
-	// take, and a confirmed hold is brought back by the next pass.
+// database held at t1; ended are the orders it had ended (endedAt1).
+func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet, ended map[string]stock.OrderInfo) {
+	// A hold Redis has for an order the database has ended (returned or
+	// sold) is in flight too, not counted by both. One of an order the
+	// database returned is listed in f.ended: the pass reverts it at Redis
+	// and reads the SKU again (endAtGate). Until then (a dry run), and for
+	// one the database sold, counting it once errs on the safe side: Redis
+	// is corrected down, never above what the database can take, and the
+	// hold's units come back at its deadline at Redis (the next pass
+	// finds the tiers agreeing).
 	//
 	// Both sides count what is left of a line after partial reverts. A
 	// partial revert lands at the gate first (stock/tiered), so a held
@@ -216,7 +314,10 @@ func (f *finding) compute(dbHeld []sqlstock.Line, inDB lineSet) {
 		q, both := inDB[lineKey{f.sku, h.OrderID}]
 		switch {
 		case !both:
-			f.inFlight += h.Qty // not recorded yet, returned there, or sold there
+			f.inFlight += h.Qty // not recorded yet, or ended there
+			if _, ok := ended[h.OrderID]; ok {
+				f.ended = append(f.ended, h)
+			}
 		case h.Qty > q:
 			f.inFlight += h.Qty - q // given back at the database alone
 		}
@@ -316,7 +417,7 @@ func (f *finding) readDelta() int64 { return f.read - f.gate.Available }
 func (f *finding) correction(a Action, err error) Correction {
 	return Correction{SKU: f.sku, Action: a, Before: f.gate.Available, After: f.target, Delta: f.delta(),
 		Record: f.rec.Available, InFlight: f.inFlight, Returning: f.returning, Restocking: f.restocking,
-		Settings: f.settings, Err: err}
+		Settings: f.settings, Ended: f.endedUnits, Err: err}
 }
 
 // unresolved wraps ErrUnresolved with a count.

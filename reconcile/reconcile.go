@@ -162,7 +162,7 @@ func (r *Reconciler) eachPage(ctx context.Context, fn func(skus []string) error)
 func (r *Reconciler) note(rep *Report, c Correction) {
 	rep.Corrections = append(rep.Corrections, c)
 	if r.cfg.Observer.Correction != nil {
-		r.cfg.Observer.Correction(observe.Correction{SKU: c.SKU, Action: c.Action.String(), Delta: c.Delta, Err: c.Err})
+		r.cfg.Observer.Correction(observe.Correction{SKU: c.SKU, Action: c.Action.String(), Delta: c.Delta, Ended: c.Ended, Err: c.Err})
 	}
 	if r.cfg.OnCorrection != nil {
 		r.cfg.OnCorrection(c)

@@ -31,6 +31,12 @@ type Gate interface {
 	// Restock applies a restock once per operation ID (a pass completes the
 	// record's restocks in flight with it).
 	Restock(ctx context.Context, r stock.Restock) error
+	// RevertHeld returns a held order's units and quota at the gate and
+	// ends it expired, and changes nothing for an order in any other
+	// state (stock.HoldReverter): a pass ends with it a gate hold whose
+	// order the record has returned (ActionEnded), and counts the end
+	// only where it answers stock.StateHeld.
+	RevertHeld(ctx context.Context, orderID string) (stock.State, error)
 	// Mark and Servers tell a pass that Redis lost its data.
 	Mark(ctx context.Context) error
 	// Calibrated says a full pass visited every SKU of the record: a SKU

@@ -20,6 +20,7 @@ type correction struct {
 	Restocking int64  `json:"restocking"`
 	Delta      int64  `json:"delta"`
 	Target     int64  `json:"target"`
+	Ended      int64  `json:"ended"`
 	Error      string `json:"error,omitempty"`
 }
 
@@ -33,7 +34,7 @@ func printReport(s *session, cmd string, rep reconcile.Report, dry bool) error {
 		out := make([]correction, len(cs))
 		for i, c := range cs {
 			out[i] = correction{SKU: c.SKU, Action: c.Action.String(), Gate: c.Before, Record: c.Record,
-				InFlight: c.InFlight, Returning: c.Returning, Restocking: c.Restocking, Delta: c.Delta, Target: c.After}
+				InFlight: c.InFlight, Returning: c.Returning, Restocking: c.Restocking, Delta: c.Delta, Target: c.After, Ended: c.Ended}
 			if c.Err != nil {
 				out[i].Error = c.Err.Error()
 			}
@@ -71,7 +72,7 @@ func printReport(s *session, cmd string, rep reconcile.Report, dry bool) error {
 
 // summaryActions are the actions a summary counts, in its order.
 var summaryActions = []reconcile.Action{reconcile.ActionDryRun, reconcile.ActionCorrected, reconcile.ActionRebuilt,
-	reconcile.ActionRestocked, reconcile.ActionLeft, reconcile.ActionStale, reconcile.ActionFailed,
+	reconcile.ActionRestocked, reconcile.ActionEnded, reconcile.ActionLeft, reconcile.ActionStale, reconcile.ActionFailed,
 	reconcile.ActionRefused, reconcile.ActionMismatch}
 
 // summary is the line under a pass's table, e.g. "checked 2 SKUs: 1 in

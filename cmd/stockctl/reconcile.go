@@ -22,13 +22,16 @@ way to the gate. One row per SKU out of agreement:
   GATE        the gate's available units
   RECORD      the record's available units
   IN FLIGHT   units the gate holds for orders the record has not recorded
-              (or has already ended)
+              (or has already ended: the pass reverts at the gate those
+              the record returned; one the record sold stays in flight)
   RETURNING   units the record holds for orders the gate has already returned
   RESTOCKING  units of restocks the record applied and the gate not yet
               (the pass completes them by operation ID; not drift)
   DELTA       the correction the gate needs
   ACTION      what the pass did: dry-run (nothing), corrected, rebuilt (the
               gate had no state: recreated from the record), restocked,
+              ended (orders the record returned, reverted at the gate
+              too; nothing else needed),
               left (larger than --max-fix: for a person), stale (kept
               changing), failed (see NOTE)
 

@@ -75,8 +75,8 @@ const DefaultRetention = 24 * time.Hour
 const MinRetention = time.Second
 
 // Store is the Redis+Lua stock.Manager, stock.Reclaimer,
-// stock.OrderReader, stock.PartialReverter and stock.HoldExtender. It is
-// safe for concurrent use.
+// stock.OrderReader, stock.PartialReverter, stock.HoldReverter and
+// stock.HoldExtender. It is safe for concurrent use.
 type Store struct {
 	c       redis.UniversalClient
 	prefix  string

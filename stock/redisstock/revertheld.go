@@ -1,0 +1,114 @@
+package redisstock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/observe"
+	"github.com/stockguard/stockguard/stock"
+)
+
+var _ stock.HoldReverter = (*Store)(nil)
+
+// RevertHeld implements stock.HoldReverter: a held order's units and its
+// user's quota go back and the order ends expired (a repeat Deduct gets
+// stock.ErrHoldExpired, and so does a Confirm), whatever its deadline; an
+// order in any other state is left alone. It reports the state it found
+// the order in: stock.StateHeld for one it returned, stock.StateUnknown,
+// with a nil error, for an order the gate has no record of. On one slot
+// the check and the return are one script; across slots every line is
+// read first, and an order any line of which is not held (or not there
+// yet) is left alone, with that line's state. A line whose SKU state the
+// gate lost fails the call with stock.ErrUnavailable, as Revert does.
+func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.State, err error) {
+	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevert, 0)
+	defer func() { tr.Done(err) }()
+	defer named(&err, "revert held order", orderID)
+	defer func() { err = publicErr(err) }()
+	if err := stock.ValidateID("orderID", orderID); err != nil {
+		return stock.StateUnknown, err
+	}
+	if err := ctx.Err(); err != nil {
+		return stock.StateUnknown, notSent(err)
+	}
+	ident, groups, err := s.lookup(ctx, orderID)
+	if errors.Is(err, stock.ErrUnknownOrder) {
+		return stock.StateUnknown, nil
+	}
+	if err != nil {
+		return stock.StateUnknown, err
+	}
+	if len(groups) > 1 {
+		lines, err := s.readLines(ctx, orderID, groups, "")
+		if err != nil {
+			return stock.StateUnknown, err
+		}
+		for _, l := range lines {
+			switch {
+			case !l.of(ident):
+				return stock.StateUnknown, nil // a Deduct not done, or undone
+			case l.st != "held":
+				return stockStates[l.st], nil
+			case !l.live:
+				return stock.StateUnknown, &stock.SKUError{SKU: l.sku, Err: stock.ErrUnavailable}
+			}
+		}
+	}
+	now := s.nowMs()
+	cmds := make([]*redis.Cmd, len(groups))
+	s.pipelined(ctx, func(p redis.Pipeliner) { // as Revert's
+		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
+		for i, g := range groups {
+			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "held", "")
+		}
+	})
+	foundN, changed := int64(0), int64(0)
+	seen := ""
+	var lost error
+	for i, c := range cmds {
+		res, err := c.Slice()
+		if err != nil {
+			return stock.StateUnknown, s.writeErr(ctx, err)
+		}
+		if code, n := replyCode(res); code == "unavailable" && n >= 1 && int(n) <= len(groups[i]) {
+			lost = lineErr(code, groups[i][n-1].SKU)
+			continue
+		}
+		if len(res) != 3 {
+			return stock.StateUnknown, badReply(res)
+		}
+		n, ok1 := res[0].(int64)
+		m, ok2 := res[1].(int64)
+		st, ok3 := res[2].(string)
+		if !ok1 || !ok2 || !ok3 {
+			return stock.StateUnknown, badReply(res)
+		}
+		foundN, changed = foundN+n, changed+m
+		if st != "" {
+			seen = st
+		}
+	}
+	if lost != nil {
+		// The order still holds stock: its directory entry keeps no TTL.
+		if err := s.keepDirectory(ctx, orderID); err != nil {
+			lost = errors.Join(detached(lost), err)
+		}
+		if changed > 0 {
+			return stock.StateHeld, &outcomeError{err: detached(lost)}
+		}
+		return stock.StateUnknown, lost
+	}
+	switch {
+	case changed > 0:
+		return stock.StateHeld, s.endEntry(ctx, orderID, ident)
+	case foundN == 0:
+		return stock.StateUnknown, nil
+	}
+	st, ok := stockStates[seen]
+	if !ok || st == stock.StateHeld {
+		return stock.StateUnknown, badReply([]any{foundN, changed, seen})
+	}
+	return st, nil
+}
