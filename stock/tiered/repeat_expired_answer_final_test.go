@@ -15,7 +15,7 @@ import (
 // deadline: the answer is final. Once the gate lost its data (before the
 // reclaimer ran), a further repeat does not take the order again, and
 // Confirm does not sell it.
-func TestZZHoldExpiredAnswerOfARepeatDeductStaysFinalOnceTheGateForgot(t *testing.T) {
+func TestHoldExpiredAnswerOfARepeatDeductStaysFinalOnceTheGateForgot(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
