@@ -14,7 +14,7 @@ import (
 // An order the fallback reverted (Revert answered nil) while the gate
 // still held it past its deadline: Confirm answers stock.ErrOrderClosed,
 // as Orders reads it and as every backend answers a reverted order.
-func TestZZConfirmOfAnOrderTheFallbackRevertedPastTheGateDeadline(t *testing.T) {
+func TestConfirmOfAnOrderTheFallbackRevertedPastTheGateDeadline(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate, record := memstock.New(clock), memstock.New(clock)

@@ -16,7 +16,7 @@ import (
 // keeps that answer once the gate loses its data (the record's copy,
 // still within its grace, was reverted). Through the flow and its
 // Fallback.
-func TestZZConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalOnceTheGateForgot(t *testing.T) {
+func TestConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalOnceTheGateForgot(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
 	listing := stock.Listing{SKU: "a", Units: 20, HoldTTL: time.Minute, MaxHoldTTL: 3 * time.Minute}

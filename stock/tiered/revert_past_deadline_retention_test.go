@@ -16,10 +16,10 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// As TestZZConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalOnceTheGateForgot,
+// As TestConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalOnceTheGateForgot,
 // with a Redis gate that forgets the ended order after its Retention, as
 // it is meant to: no data loss needed.
-func TestZZConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalAfterTheGateRetention(t *testing.T) {
+func TestConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalAfterTheGateRetention(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
 	mr := miniredis.RunT(t)
