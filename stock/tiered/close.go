@@ -43,9 +43,9 @@ import (
 //     stock.ErrUnknownOrder, nothing changes: confirm after Settle.
 //   - Ended at the record: the gate says why and is made to agree (see
 //     closedAtRecord). When the gate no longer knows the order, the
-//     record's state says why: stock.ErrHoldExpired for a copy that
-//     expired (the flow's reclaimers end copies expired),
-//     stock.ErrOrderClosed for one a Revert reverted or refunded.
+//     record's deadline says whether it had expired: stock.ErrHoldExpired
+//     once the order's gate deadline has passed (a copy returned by the
+//     reclaimer), stock.ErrOrderClosed before.
 //
 // After an infrastructure error call Confirm again. Once a tier may have
 // confirmed, every error is a *TierError matching stock.ErrUnknownOutcome:
@@ -114,7 +114,7 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 			if err := m.gate.Revert(ctx, id); err != nil {
 				return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: rerr}
 			}
-			return rerr
+			return m.closedReason(ctx, id, rerr)
 		default:
 			return &TierError{Tier: Record, Op: "confirm", Err: rerr}
 		}
@@ -174,6 +174,9 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 		return stock.ErrHoldExpired
 	}
 	if rerr := m.record.Confirm(ctx, id); rerr != nil {
+		if ended(rerr) {
+			return m.closedReason(ctx, id, rerr)
+		}
 		if stock.IsBusiness(rerr) {
 			return rerr
 		}
@@ -313,9 +316,7 @@ func (m *Manager) endGateHold(ctx context.Context, id string) error {
 // expired reads as expired; a Revert racing the Confirm that returned the
 // copy closed the order there: stock.ErrOrderClosed). A gate that does
 // not know the order (it lost its record of it, or never had it) cannot
-// say why: the record's answer stands. The flow's reclaimers end a copy
-// expired, so a copy the record has reverted or refunded was closed by a
-// Revert: stock.ErrOrderClosed, as on every backend.
+// say why: closedReason does.
 func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stock.State, cause error) error {
 	g, err := m.gateOrder(ctx, orderID)
 	switch {
@@ -339,10 +340,32 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stoc
 		}
 		return cause
 	case stock.IsBusiness(gerr), unavailable(gerr):
-		return cause
+		return m.closedReason(ctx, orderID, cause)
 	default:
 		return &TierError{Tier: Gate, Op: "confirm after the record closed", Err: gerr, Outcome: cause}
 	}
+}
+
+// closedReason is the answer to a Confirm of an order whose record copy
+// was reverted (cause) while the gate cannot say why. A Revert after the
+// order's gate deadline ends its gate hold expired and its record copy
+// reverted, so a reverted copy whose gate deadline has passed is reported
+// as expired; before it, the order was reverted by a caller. A sale the
+// record refunded is closed whatever its deadline. The answer is the
+// record's when it cannot be read.
+func (m *Manager) closedReason(ctx context.Context, orderID string, cause error) error {
+	if !errors.Is(cause, stock.ErrOrderClosed) {
+		return cause
+	}
+	in, err := m.recordOrder(ctx, orderID)
+	if err != nil || in.Deadline.IsZero() || in.State == stock.StateRefunded {
+		return cause
+	}
+	due, err := m.gateDeadline(ctx, in, nil)
+	if err != nil || due.After(m.cfg.Clock.Now()) {
+		return cause
+	}
+	return stock.ErrHoldExpired
 }
 
 // unavailable reports whether err says the store could not answer and

@@ -218,14 +218,10 @@
 //     deadline: the record confirms nothing then, and the caller calls
 //     again. An order the record has confirmed is a sale: a
 //     repeated Confirm returns nil whatever the gate says (a fallback's
-//     Confirm while the gate was down included). An order the record
-//     ended and the gate no longer knows is answered by its state at the
-//     record, as every backend answers it: stock.ErrOrderClosed for one a
-//     Revert reverted or refunded, stock.ErrHoldExpired for one that
-//     expired (the flow's reclaimers end copies expired). A sale the
-//     record refunded is closed whatever the gate says (its hold of a
-//     sale confirmed at the record alone may have expired there): Confirm
-//     and a repeat Deduct answer stock.ErrOrderClosed, as Orders reads it.
+//     Confirm while the gate was down included). A sale the record
+//     refunded is closed whatever the gate says (its hold of a sale
+//     confirmed at the record alone may have expired there): Confirm and
+//     a repeat Deduct answer stock.ErrOrderClosed, as Orders reads it.
 //   - Revert reverts at the gate, then at the record. It returns nil when
 //     either tier reverted, stock.ErrUnknownOrder only when neither knew the
 //     order. An order the gate does not know (it lost its data, or a

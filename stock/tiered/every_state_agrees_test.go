@@ -114,7 +114,15 @@ func TestEveryCallInEveryStateAnswersAsMemstock(t *testing.T) {
 			z.call("RevertItems p2 "+id, z.m.RevertItems(ctx, stock.Return{OpID: "p2", OrderID: id, Items: []stock.Item{item("b", 1)}}))
 			z.call("RevertItems p3 too much "+id, z.m.RevertItems(ctx, stock.Return{OpID: "p3", OrderID: id, Items: []stock.Item{item("a", 3)}}))
 			z.call("RevertItems p4 other sku "+id, z.m.RevertItems(ctx, stock.Return{OpID: "p4", OrderID: id, Items: []stock.Item{item("c", 1)}}))
-			z.orders(id)
+			if id != "expired" {
+				// A repeat Deduct of the order past its deadline returned
+				// its record copy (the gate's reclaimer returns the gate's
+				// hold): the flow reads it expired from here, where
+				// memstock keeps it held until it is reclaimed. Keeping
+				// the copy instead let a later repeat, at a gate that had
+				// lost the order, take it anew and sell it.
+				z.orders(id)
+			}
 			z.call("Confirm "+id, z.m.Confirm(ctx, id))
 			z.call("Revert "+id, z.m.Revert(ctx, id))
 			z.call("Confirm again "+id, z.m.Confirm(ctx, id))

@@ -118,7 +118,11 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 	case stock.StateUnknown:
 		return stock.ErrUnknownOrder
 	}
-	return m.record.Confirm(ctx, orderID)
+	err = m.record.Confirm(ctx, orderID)
+	if ended(err) {
+		return m.closedReason(ctx, orderID, err)
+	}
+	return err
 }
 
 // Revert cancels a held order at the record. A hold the gate may still

@@ -106,11 +106,7 @@ func (m *Manager) heldHalfWay(ctx context.Context, id string) bool {
 // A business error means the order is not recorded and holds nothing at
 // either tier: from the gate (the hold expired or was reverted, before the
 // record was written or while it was), a copy the record took meanwhile
-// is reverted (a hold the gate still has past its deadline, not reclaimed
-// yet, is stock.ErrHoldExpired and changes nothing, as on every backend:
-// the reclaimer, or a late Confirm, returns it at both tiers; unless the
-// record has confirmed it, a sale, and then Settle returns nil); from the
-// record (sold out there,
+// is reverted; from the record (sold out there,
 // conflict, limit), the gate hold was reverted. An error from the gate's
 // first step that is not a business error applied nothing; any error after
 // the gate hold was placed is a *TierError matching stock.ErrUnknownOutcome:
@@ -134,21 +130,6 @@ func (m *Manager) settle(ctx context.Context, o stock.Order) (lapsed bool, _ err
 	}
 	if err := m.gate.Deduct(ctx, o); err != nil {
 		switch {
-		case ended(err) && m.heldPastDeadline(ctx, o.ID):
-			// Past its deadline and not reclaimed yet: a repeat changes
-			// nothing, as on every backend. The gate's reclaimer (or a
-			// late Confirm) returns the hold, and the record's copy
-			// with it. The record is read all the same: a copy it has
-			// confirmed (a Confirm decided by the record before the
-			// gate deadline, the gate set aside) is a sale, and a
-			// repeat of a sale succeeds.
-			in, rerr := m.recordOrder(ctx, o.ID)
-			if rerr != nil {
-				return false, &TierError{Tier: Record, Op: "read after the gate closed", Err: rerr, Outcome: err}
-			}
-			if in.State == stock.StateConfirmed {
-				return false, nil
-			}
 		case ended(err):
 			// The hold ended at the gate. An earlier Settle of the same
 			// order may have written the record and stopped before its
@@ -368,14 +349,6 @@ func (m *Manager) returnCopy(ctx context.Context, id string) (stock.State, error
 		return stock.StateConfirmed, nil
 	}
 	return stock.StateHeld, nil
-}
-
-// heldPastDeadline reports whether the gate still holds the order (one
-// read by order ID): a hold past its deadline that no reclaimer returned
-// yet. A read that fails says no.
-func (m *Manager) heldPastDeadline(ctx context.Context, id string) bool {
-	g, err := m.gateOrder(ctx, id)
-	return err == nil && g.State == stock.StateHeld
 }
 
 // errConfirmedCopy is the drift of a record copy found confirmed where the
