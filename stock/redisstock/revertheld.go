@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
 )
@@ -57,13 +55,7 @@ func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.Sta
 		}
 	}
 	now := s.nowMs()
-	cmds := make([]*redis.Cmd, len(groups))
-	s.pipelined(ctx, func(p redis.Pipeliner) { // as Revert's
-		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
-		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "held", "")
-		}
-	})
+	cmds := s.releaseGroups(ctx, orderID, ident, groups, now, "held")
 	foundN, changed := int64(0), int64(0)
 	seen := ""
 	var lost error

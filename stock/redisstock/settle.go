@@ -221,13 +221,7 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 		}
 	}
 	now := s.nowMs()
-	cmds := make([]*redis.Cmd, len(groups))
-	s.pipelined(ctx, func(p redis.Pipeliner) { // as Confirm's
-		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
-		for i, g := range groups {
-			cmds[i] = s.release(ctx, p, orderID, ident, g, now, "revert", "")
-		}
-	})
+	cmds := s.releaseGroups(ctx, orderID, ident, groups, now, "revert")
 	found, changed := int64(0), int64(0)
 	var lost error
 	for i, c := range cmds {
@@ -331,4 +325,19 @@ func (s *Store) lineScript(ctx context.Context, c redis.Scripter, sc *redis.Scri
 		keys = append(s.dealKeys(keys, it.SKU), s.goneKey(it.SKU))
 	}
 	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
+}
+
+// releaseGroups runs stock_release.lua in mode on each group of the
+// order's lines, in one pipeline that first keeps the order's directory
+// entry open for endsGrace, as Confirm does; the caller reads each
+// group's reply.
+func (s *Store) releaseGroups(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64, mode string) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(groups))
+	s.pipelined(ctx, func(p redis.Pipeliner) {
+		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
+		for i, g := range groups {
+			cmds[i] = s.release(ctx, p, orderID, ident, g, now, mode, "")
+		}
+	})
+	return cmds
 }
