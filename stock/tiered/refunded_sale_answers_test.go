@@ -3,7 +3,6 @@ package tiered_test
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -16,17 +15,7 @@ import (
 func TestRefundedSaleAnswersClosed(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := t.Context()
-	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	o := stock.Order{ID: "o1", UserID: "u1", Items: []stock.Item{{SKU: "a", Qty: 2}}}
-	if err := f.m.Deduct(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.m.Fallback().Confirm(ctx, "o1"); err != nil {
-		t.Fatal(err)
-	}
-	f.clock.Advance(90 * time.Second) // past the gate's deadline, before the record's
+	o := saleAtTheRecordAlone(t, f)
 	if _, err := f.m.ReclaimExpired(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
