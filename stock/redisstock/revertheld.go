@@ -18,8 +18,12 @@ var _ stock.HoldReverter = (*Store)(nil)
 // with a nil error, for an order the gate has no record of. On one slot
 // the check and the return are one script; across slots every line is
 // read first, and an order any line of which is not held (or not there
-// yet) is left alone, with that line's state. A line whose SKU state the
-// gate lost fails the call with stock.ErrUnavailable, as Revert does.
+// yet) is left alone, with that line's state: an order whose Deduct
+// stopped between slots is stock.StateUnknown (Revert answers it
+// stock.ErrUnknownOrder: the reclaimer returns the lines it took), and
+// one a reclaim pass returned in part is stock.StateExpired (the next pass
+// returns the rest). A line whose SKU state the gate lost fails the call
+// with stock.ErrUnavailable, as Revert does.
 func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.State, err error) {
 	ctx, tr := s.obs.Track(ctx, "redisstock", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
