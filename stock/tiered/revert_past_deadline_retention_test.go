@@ -31,7 +31,7 @@ func TestConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalAfterTheGateRetention(
 		t.Fatal(err)
 	}
 	m := tiered.New(gate, memstock.New(clock), tiered.Config{Clock: clock})
-	if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 20, HoldTTL: time.Minute, MaxHoldTTL: 3 * time.Minute}); err != nil {
+	if err := m.PutOnSale(ctx, pastDeadlineListing); err != nil {
 		t.Fatal(err)
 	}
 	o := stock.Order{ID: "o0", UserID: "u", Items: []stock.Item{{SKU: "a", Qty: 1}}}
