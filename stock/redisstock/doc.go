@@ -2,9 +2,10 @@
 // gate a flash sale runs through. A *Store implements stock.Manager,
 // stock.Reclaimer, stock.OrderReader, stock.PartialReverter,
 // stock.HoldReverter and stock.HoldExtender on any redis.UniversalClient
-// (standalone, Sentinel or Cluster). All its methods are safe for concurrent use by any number of
-// processes sharing one Redis. [FailFast] fills a client's options so
-// that, with the server down, a call fails within tens of milliseconds.
+// (standalone, Sentinel or Cluster). All its methods are safe for
+// concurrent use by any number of processes sharing one Redis. [FailFast]
+// fills a client's options so that, with the server down, a call fails
+// within tens of milliseconds.
 //
 // # Key layout
 //
