@@ -57,10 +57,24 @@ func cancelStorm(t *testing.T, b backend, st sqlstock.Strategy) {
 	for i, r := range all {
 		ids[i] = r.id
 	}
-	infos, err := s.Orders(ctx, ids)
+	// The ledger and the stock row are read in one consistent view: a
+	// canceled call's transaction may still commit on the server after
+	// its Deduct returned (an unknown outcome), and two separate reads
+	// could see it between them.
+	view, err := s.View(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer view.Close()
+	infos, err := view.Orders(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := view.Levels(ctx, []string{"hot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view.Close()
 	var held int64
 	kinds := map[string]int{}
 	for i, r := range all {
@@ -84,10 +98,7 @@ func cancelStorm(t *testing.T, b backend, st sqlstock.Strategy) {
 		}
 	}
 	t.Logf("answers: %v; held %d", kinds, held)
-	lv, err := s.Levels(ctx, "hot")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lv := rows[0].Levels
 	if lv.Held != held || lv.Available+lv.Held != units || lv.Available < 0 {
 		t.Errorf("levels %+v; ledger holds %d of %d units", lv, held, units)
 	}
