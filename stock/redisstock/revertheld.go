@@ -58,43 +58,12 @@ func (s *Store) RevertHeld(ctx context.Context, orderID string) (found stock.Sta
 			}
 		}
 	}
-	now := s.nowMs()
-	cmds := s.releaseGroups(ctx, orderID, ident, groups, now, "held")
-	foundN, changed := int64(0), int64(0)
-	seen := ""
-	var lost error
-	for i, c := range cmds {
-		res, err := c.Slice()
-		if err != nil {
-			return stock.StateUnknown, s.writeErr(ctx, err)
-		}
-		if code, n := replyCode(res); code == "unavailable" && n >= 1 && int(n) <= len(groups[i]) {
-			lost = lineErr(code, groups[i][n-1].SKU)
-			continue
-		}
-		if len(res) != 3 {
-			return stock.StateUnknown, badReply(res)
-		}
-		n, ok1 := res[0].(int64)
-		m, ok2 := res[1].(int64)
-		st, ok3 := res[2].(string)
-		if !ok1 || !ok2 || !ok3 {
-			return stock.StateUnknown, badReply(res)
-		}
-		foundN, changed = foundN+n, changed+m
-		if st != "" {
-			seen = st
-		}
-	}
-	if lost != nil {
-		// The order still holds stock: its directory entry keeps no TTL.
-		if err := s.keepDirectory(ctx, orderID); err != nil {
-			lost = errors.Join(detached(lost), err)
-		}
+	foundN, changed, seen, err := s.releaseAll(ctx, orderID, ident, groups, "held")
+	if err != nil {
 		if changed > 0 {
-			return stock.StateHeld, &outcomeError{err: detached(lost)}
+			return stock.StateHeld, err
 		}
-		return stock.StateUnknown, lost
+		return stock.StateUnknown, err
 	}
 	switch {
 	case changed > 0:

@@ -220,38 +220,9 @@ func (s *Store) Revert(ctx context.Context, orderID string) (err error) {
 			return &stock.SKUError{SKU: lines[i].sku, Err: stock.ErrUnavailable}
 		}
 	}
-	now := s.nowMs()
-	cmds := s.releaseGroups(ctx, orderID, ident, groups, now, "revert")
-	found, changed := int64(0), int64(0)
-	var lost error
-	for i, c := range cmds {
-		res, err := c.Slice()
-		if err != nil {
-			return s.writeErr(ctx, err)
-		}
-		if len(res) != 2 {
-			return badReply(res)
-		}
-		if code, n := replyCode(res); code == "unavailable" && n >= 1 && int(n) <= len(groups[i]) {
-			lost = lineErr(code, groups[i][n-1].SKU)
-			continue
-		}
-		n, ok1 := res[0].(int64)
-		m, ok2 := res[1].(int64)
-		if !ok1 || !ok2 {
-			return badReply(res)
-		}
-		found, changed = found+n, changed+m
-	}
-	if lost != nil {
-		// The order still holds stock: its directory entry keeps no TTL.
-		if err := s.keepDirectory(ctx, orderID); err != nil {
-			lost = errors.Join(detached(lost), err)
-		}
-		if changed > 0 {
-			return &outcomeError{err: detached(lost)}
-		}
-		return lost
+	found, _, _, err := s.releaseAll(ctx, orderID, ident, groups, "revert")
+	if err != nil {
+		return err
 	}
 	if found == 0 {
 		return orderErr(orderID, stock.ErrUnknownOrder)
@@ -327,11 +298,16 @@ func (s *Store) lineScript(ctx context.Context, c redis.Scripter, sc *redis.Scri
 	return sc.Run(ctx, c, keys, append([]any{now, order}, extra...)...)
 }
 
-// releaseGroups runs stock_release.lua in mode on each group of the
-// order's lines, in one pipeline that first keeps the order's directory
-// entry open for endsGrace, as Confirm does; the caller reads each
-// group's reply.
-func (s *Store) releaseGroups(ctx context.Context, orderID, ident string, groups [][]stock.Item, now int64, mode string) []*redis.Cmd {
+// releaseAll runs stock_release.lua in mode on each group of the order's
+// lines, in one pipeline that first keeps the order's directory entry open
+// for endsGrace, as Confirm does, and sums the groups' replies: the lines
+// found with the order's identity, and those whose units came back; in
+// mode 'held', seen is the state of the last line a group found. A group
+// whose SKU state is gone leaves the order holding stock (its directory
+// entry keeps no TTL) and fails the call with stock.ErrUnavailable, an
+// unknown outcome when another group returned units.
+func (s *Store) releaseAll(ctx context.Context, orderID, ident string, groups [][]stock.Item, mode string) (found, changed int64, seen string, err error) {
+	now := s.nowMs()
 	cmds := make([]*redis.Cmd, len(groups))
 	s.pipelined(ctx, func(p redis.Pipeliner) {
 		s.openEntry(ctx, p, orderID, now+endsGrace.Milliseconds())
@@ -339,5 +315,48 @@ func (s *Store) releaseGroups(ctx context.Context, orderID, ident string, groups
 			cmds[i] = s.release(ctx, p, orderID, ident, g, now, mode, "")
 		}
 	})
-	return cmds
+	want := 2
+	if mode == "held" {
+		want = 3
+	}
+	var lost error
+	for i, c := range cmds {
+		res, err := c.Slice()
+		if err != nil {
+			return 0, 0, "", s.writeErr(ctx, err)
+		}
+		if code, n := replyCode(res); code == "unavailable" && n >= 1 && int(n) <= len(groups[i]) {
+			lost = lineErr(code, groups[i][n-1].SKU)
+			continue
+		}
+		if len(res) != want {
+			return 0, 0, "", badReply(res)
+		}
+		n, ok1 := res[0].(int64)
+		m, ok2 := res[1].(int64)
+		if !ok1 || !ok2 {
+			return 0, 0, "", badReply(res)
+		}
+		if want == 3 {
+			st, ok := res[2].(string)
+			if !ok {
+				return 0, 0, "", badReply(res)
+			}
+			if st != "" {
+				seen = st
+			}
+		}
+		found, changed = found+n, changed+m
+	}
+	if lost != nil {
+		// The order still holds stock: its directory entry keeps no TTL.
+		if err := s.keepDirectory(ctx, orderID); err != nil {
+			lost = errors.Join(detached(lost), err)
+		}
+		if changed > 0 {
+			return found, changed, seen, &outcomeError{err: detached(lost)}
+		}
+		return found, changed, seen, lost
+	}
+	return found, changed, seen, nil
 }
