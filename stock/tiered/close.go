@@ -107,9 +107,10 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 			// first, and a Confirm that found the order closed there
 			// returned the record's copy: the order was reverted, and
 			// the answer is stock.ErrOrderClosed, as the gate gives it.
-			if g, err := m.gateOrder(ctx, id); err == nil && ended(rerr) &&
-				(g.State == stock.StateReverted || g.State == stock.StateRefunded) {
-				return stock.ErrOrderClosed
+			if ended(rerr) {
+				if g, err := m.gateOrder(ctx, id); err == nil && (g.State == stock.StateReverted || g.State == stock.StateRefunded) {
+					return stock.ErrOrderClosed
+				}
 			}
 			if err := m.gate.Revert(ctx, id); err != nil {
 				return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: rerr}

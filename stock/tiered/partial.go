@@ -37,8 +37,9 @@ var _ stock.PartialReverter = (*Manager)(nil)
 // refunded or expired there) is answered as it ended there
 // (stock.ErrOrderClosed, stock.ErrHoldExpired; nil for a repeat of a
 // return applied before, stock.ErrConflict for its OpID with other items,
-// as the gate says, or the record when the gate does not know the order): a hold the gate still has for it ends
-// there too, and a sale the gate has is left as it is, its units
+// as the gate says, or the record when the gate does not know the order):
+// a hold the gate still has for it ends there too, and a sale the gate
+// has is left as it is, its units
 // reconciliation's, as Revert leaves them (returnGate). A return of an
 // order the gate took again after the record gave units of it back alone
 // goes by the record alone (lags). The gate's refusals
@@ -121,9 +122,8 @@ func (m *Manager) RevertItems(ctx context.Context, r stock.Return) (err error) {
 // answers it nil and gives nothing more back, and the OpID of one it
 // applied with other items is stock.ErrConflict; a gate that does not know
 // the order leaves both answers to the record, which remembers the OpIDs
-// it applied. Any other return is
-// answered done: a hold the gate still has ends there too, as Revert ends it
-// (returnGate; a new return the gate just applied to it is part of that
+// it applied. Any other return is answered done: a hold the gate still
+// has ends there too, as Revert ends it (returnGate; a new return the gate just applied to it is part of that
 // end), and a sale is left as it is.
 func (m *Manager) returnEnded(ctx context.Context, in stock.OrderInfo, r stock.Return, done error) error {
 	g, err := m.gateOrder(ctx, r.OrderID)

@@ -34,6 +34,7 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 		return nil, err
 	}
 	holds := map[string]time.Duration{}
+	now := m.cfg.Clock.Now()
 	for i, r := range out {
 		g := gate[i]
 		// The gate decides whether and why a hold ended, for a record
@@ -46,7 +47,6 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 		// the record ended while the gate's hold still runs (an
 		// extension that did not reach the record) is expired, as
 		// Confirm answers.
-		now := m.cfg.Clock.Now()
 		gateDecides := g.State != stock.StateUnknown && g.State != stock.StateConfirmed &&
 			(r.State != stock.StateExpired || g.State != stock.StateHeld || !g.Deadline.After(now))
 		switch {
