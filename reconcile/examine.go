@@ -34,14 +34,11 @@ type finding struct {
 	settings                                      bool  // the correction also gave the gate the record's settings
 	// ended are the gate's holds, counted in inFlight, whose orders the
 	// database had returned at t1 (see endAtGate).
-	ended []endedHold
+	ended []redisstock.Hold
 	// endedUnits are the units of the SKU's gate holds the pass ended in
 	// its earlier readings (Correction.Ended).
 	endedUnits int64
 }
-
-// endedHold is a gate hold whose order the record returned.
-type endedHold = redisstock.Hold
 
 // examine reads the SKUs from both sides in the order the package doc
 // explains, and computes each one's target:
