@@ -184,21 +184,28 @@ func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Err
 // cannot fall back to EVAL inside a pipeline, so when the server lacks a
 // script (a fresh or restarted server) the scripts the pipeline missed are
 // loaded and the same commands are sent again: every command the Store
-// pipelines is safe to repeat. build runs once. The caller checks each
+// pipelines is safe to repeat. A command that failed otherwise on one send
+// may miss its script on the next (a Cluster node that did not answer, then
+// did), so sending goes on while a send misses a script not loaded yet:
+// once per script at most. build runs once. The caller checks each
 // command's error.
 func (s *Store) pipelined(ctx context.Context, build func(p redis.Pipeliner)) {
 	p := s.c.Pipeline()
 	build(p)
 	cmds, _ := p.Exec(ctx)
-	missed := missedScripts(cmds)
-	if len(missed) == 0 || s.loadScripts(ctx, missed) != nil {
-		return
+	var loaded []*redis.Script
+	for {
+		missed := slices.DeleteFunc(missedScripts(cmds), func(sc *redis.Script) bool { return slices.Contains(loaded, sc) })
+		if len(missed) == 0 || s.loadScripts(ctx, missed) != nil {
+			return
+		}
+		loaded = append(loaded, missed...)
+		p = s.c.Pipeline()
+		for _, c := range cmds {
+			_ = p.Process(ctx, c)
+		}
+		_, _ = p.Exec(ctx)
 	}
-	p = s.c.Pipeline()
-	for _, c := range cmds {
-		_ = p.Process(ctx, c)
-	}
-	_, _ = p.Exec(ctx)
 }
 
 // missedScripts returns the scripts of the EVALSHAs among cmds that the
