@@ -25,3 +25,18 @@ func TestPutOnSaleRefusesANegativeRecordGrace(t *testing.T) {
 		}
 	})
 }
+
+// The same for --timeout ("bound on the whole command, 0 for none"): -1s is
+// neither a bound nor 0, and it is taken as none: put-on-sale runs without
+// a bound and writes both tiers, exit 0, where the help's "2 usage error:
+// bad flags" is due.
+func TestPutOnSaleRefusesANegativeTimeout(t *testing.T) {
+	s := newShop(t, backends()[0]) // miniredis + SQLite
+	r := s.run("--timeout", "-1s", "put-on-sale", "tv", "3")
+	if r.code != exitUsage {
+		t.Errorf("stockctl --timeout -1s put-on-sale tv 3: exit %d, want %d (a bad flag)\nstdout:\n%s\nstderr:\n%s", r.code, exitUsage, r.out, r.err)
+	}
+	if _, err := s.record.Levels(s.ctx, "tv"); err == nil {
+		t.Errorf("the refused put-on-sale wrote tv to the record")
+	}
+}
