@@ -125,6 +125,9 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 	if err == nil {
 		err = o.fromEnv(p.lookupEnv, fs, setFlags(global, fs))
 	}
+	if err == nil {
+		err = o.check()
+	}
 	var w work
 	if err == nil {
 		w, err = prepare(pos)

@@ -92,6 +92,19 @@ func (o *options) fromEnv(lookup func(string) (string, bool), fs *flag.FlagSet, 
 	return nil
 }
 
+// check refuses settings no shop has, before anything is connected: a
+// negative --record-grace (tiered takes it as zero, and stockguard.New
+// refuses it) or --timeout (neither a bound nor 0 for none).
+func (o *options) check() error {
+	if o.recordGrace < 0 {
+		return fmt.Errorf("--record-grace %v: want 0 or more (0: the hold time again)", o.recordGrace)
+	}
+	if o.timeout < 0 {
+		return fmt.Errorf("--timeout %v: want 0 or more (0: none)", o.timeout)
+	}
+	return nil
+}
+
 // parseColumns reads --columns: comma-separated key=name pairs.
 func parseColumns(s string) (sqlstock.Columns, error) {
 	var c sqlstock.Columns

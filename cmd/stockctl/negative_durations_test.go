@@ -8,9 +8,9 @@ import (
 // --record-grace is "the shop's tiered.Config.RecordGrace", which
 // stockguard.New refuses when negative ("a negative one, which the flow
 // would take as zero, is refused", stockguard.Config.Flow) and tiered takes
-// as zero. 'stockctl --record-grace -5m put-on-sale' is not refused: it
-// lists the SKU on both tiers with the record's hold the hold time again
-// (30m for 15m), not what the flag says, exit 0.
+// as zero. 'stockctl --record-grace -5m put-on-sale' is a bad flag: exit 2,
+// nothing listed (it used to list the SKU on both tiers with the record's
+// hold the hold time again, 30m for 15m, exit 0).
 func TestPutOnSaleRefusesANegativeRecordGrace(t *testing.T) {
 	forEach(t, func(t *testing.T, s *shop) {
 		r := s.run("--record-grace", "-5m", "put-on-sale", "tv", "3")
@@ -27,9 +27,8 @@ func TestPutOnSaleRefusesANegativeRecordGrace(t *testing.T) {
 }
 
 // The same for --timeout ("bound on the whole command, 0 for none"): -1s is
-// neither a bound nor 0, and it is taken as none: put-on-sale runs without
-// a bound and writes both tiers, exit 0, where the help's "2 usage error:
-// bad flags" is due.
+// neither a bound nor 0 (it used to be taken as none: put-on-sale wrote
+// both tiers, exit 0), so the help's "2 usage error: bad flags" is due.
 func TestPutOnSaleRefusesANegativeTimeout(t *testing.T) {
 	s := newShop(t, backends()[0]) // miniredis + SQLite
 	r := s.run("--timeout", "-1s", "put-on-sale", "tv", "3")
