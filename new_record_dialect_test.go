@@ -25,12 +25,13 @@ import (
 // a contradictory wiring; nothing was written".
 //
 // A Record.Dialect that contradicts a driver New can tell (pgx, modernc's
-// sqlite, go-sql-driver/mysql) is such a contradiction. The mysql driver
-// with MySQL on a MariaDB server is refused (ErrInvalid, at the first call);
-// every other pairing is taken, and each call then fails with the server's
-// raw syntax error, which matches no stock error: the shop looks like a
-// database outage (retry, breaker), not like the wiring mistake it is.
-// The test accepts the refusal at New or at the first call (CreateTables).
+// sqlite, go-sql-driver/mysql) is such a contradiction, and is refused with
+// stock.ErrInvalid before anything is written (it used to be taken, and
+// every call then failed with the server's raw syntax error, which matches
+// no stock error: the shop looked like a database outage, not like the
+// wiring mistake it is). The mysql driver with MySQL on a MariaDB server
+// is refused at the first call. The test accepts the refusal at New or at
+// the first call (CreateTables).
 func TestNewRefusesARecordDialectTheDriverContradicts(t *testing.T) {
 	for _, db := range testdb.All() {
 		for _, d := range []sqlstock.Dialect{sqlstock.MySQL, sqlstock.MariaDB, sqlstock.Postgres, sqlstock.SQLite} {
