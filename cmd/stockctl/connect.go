@@ -70,7 +70,7 @@ func (p program) connect(ctx context.Context, o options, r reach, stdout, stderr
 			return nil, err
 		}
 		s.closers = append(s.closers, func() { _ = rdb.Close() })
-		gate, err := redisstock.New(rdb, redisstock.Config{Prefix: o.prefix, Clock: p.clock})
+		gate, err := redisstock.New(rdb, redisstock.Config{Prefix: o.prefix, Retention: o.retention, Clock: p.clock})
 		if err != nil {
 			return nil, usagef("--prefix %q: %v", o.prefix, err)
 		}

@@ -16,7 +16,8 @@
 //
 // It connects to the shop's Redis (--redis; a comma-separated list is a
 // Cluster) and database (--db, --dsn) with the shop's key prefix and table
-// names (--prefix, --table, --ledger, --columns). Every connection flag has
+// names (--prefix, --table, --ledger, --columns), record grace
+// (--record-grace) and gate Retention (--retention). Every connection flag has
 // an environment variable (STOCKCTL_REDIS, STOCKCTL_DSN, ...), and a
 // PostgreSQL DSN left empty or partial is completed from libpq's PG*
 // variables. Tables and help go to stdout (-json: one JSON object),

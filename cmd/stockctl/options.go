@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
@@ -20,6 +21,7 @@ type options struct {
 	table, ledger string
 	columns       string
 	recordGrace   time.Duration
+	retention     time.Duration
 	timeout       time.Duration
 	json          bool
 
@@ -38,6 +40,7 @@ var envNames = map[string]string{
 	"ledger":       "STOCKCTL_LEDGER",
 	"columns":      "STOCKCTL_COLUMNS",
 	"record-grace": "STOCKCTL_RECORD_GRACE",
+	"retention":    "STOCKCTL_RETENTION",
 	"timeout":      "STOCKCTL_TIMEOUT",
 }
 
@@ -71,6 +74,9 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.recordGrace, "record-grace", o.recordGrace, env("record-grace",
 		"how much longer a hold lasts at the record than at the gate: the shop's tiered.Config.RecordGrace\n"+
 			"(0: the hold time again)"))
+	fs.DurationVar(&o.retention, "retention", o.retention, env("retention",
+		"how long the gate remembers an operation: the shop's redisstock.Config.Retention\n"+
+			"(0: redisstock's default, "+redisstock.DefaultRetention.String()+"); reconcile's restock window is half of it"))
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, env("timeout", "bound on the whole command, 0 for none"))
 	fs.BoolVar(&o.json, "json", o.json, "print one JSON object instead of a table")
 }
@@ -94,10 +100,15 @@ func (o *options) fromEnv(lookup func(string) (string, bool), fs *flag.FlagSet, 
 
 // check refuses settings no shop has, before anything is connected: a
 // negative --record-grace (tiered takes it as zero, and stockguard.New
-// refuses it) or --timeout (neither a bound nor 0 for none).
+// refuses it) or --timeout (neither a bound nor 0 for none), and a
+// --retention redisstock.New would refuse.
 func (o *options) check() error {
 	if o.recordGrace < 0 {
 		return fmt.Errorf("--record-grace %v: want 0 or more (0: the hold time again)", o.recordGrace)
+	}
+	if o.retention < 0 || (o.retention > 0 && o.retention < redisstock.MinRetention) {
+		return fmt.Errorf("--retention %v: want 0 (redisstock's default, %v) or at least %v",
+			o.retention, redisstock.DefaultRetention, redisstock.MinRetention)
 	}
 	if o.timeout < 0 {
 		return fmt.Errorf("--timeout %v: want 0 or more (0: none)", o.timeout)
