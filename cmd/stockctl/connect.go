@@ -43,6 +43,7 @@ func (s *session) close() {
 // the gate with the hold times the shop's flow gives it.
 func (s *session) reconciler(cfg reconcile.Config) (*reconcile.Reconciler, error) {
 	cfg.GateHold = s.flow.GateHold
+	cfg.RestockWindow = restockWindow(s.opts)
 	cfg.Clock = s.clock
 	return reconcile.New(s.gate, s.record, cfg)
 }

@@ -106,7 +106,7 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 		name, rest = global.Arg(0), global.Args()[1:]
 	}
 	if name == "help" {
-		return help(rest, stdout, stderr, global)
+		return p.help(rest, *o, stdout, stderr, global)
 	}
 	cmd, ok := commandNamed(name)
 	if !ok {
@@ -120,7 +120,8 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 	prepare := cmd.setup(fs)
 	pos, err := parseInterleaved(fs, rest)
 	if errors.Is(err, flag.ErrHelp) {
-		cmd.usage(stdout, fs)
+		_ = o.fromEnv(p.lookupEnv, fs, setFlags(global, fs)) // for the settings the help derives from; a bad one is reported when the command runs
+		cmd.usage(stdout, fs, *o)
 		return exitOK
 	}
 	if err == nil {
@@ -152,8 +153,9 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 // help answers 'stockctl help [COMMAND]': the usage text on stdout, or an
-// unknown command on stderr.
-func help(args []string, stdout, stderr io.Writer, global *flag.FlagSet) int {
+// unknown command on stderr. o holds the global flags given; the command's
+// help derives what it states from them and their environment variables.
+func (p program) help(args []string, o options, stdout, stderr io.Writer, global *flag.FlagSet) int {
 	if len(args) == 0 {
 		usage(stdout, global)
 		return exitOK
@@ -163,12 +165,12 @@ func help(args []string, stdout, stderr io.Writer, global *flag.FlagSet) int {
 		fmt.Fprintf(stderr, "stockctl: unknown command %q (commands: %s)\n", args[0], strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
-	o := newOptions()
 	fs := flag.NewFlagSet("stockctl "+cmd.name, flag.ContinueOnError)
 	quiet(fs)
 	o.register(fs)
 	cmd.setup(fs)
-	cmd.usage(stdout, fs)
+	_ = o.fromEnv(p.lookupEnv, fs, setFlags(global))
+	cmd.usage(stdout, fs, o)
 	return exitOK
 }
 

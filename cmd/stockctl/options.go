@@ -116,6 +116,36 @@ func (o *options) check() error {
 	return nil
 }
 
+// restockWindow is how far back a reconcile pass reads the record's
+// restocks: reconcile.Config.RestockWindow's default, half the gate's
+// Retention (--retention, or redisstock's default). The session's passes
+// use it and the help states it.
+func restockWindow(o options) time.Duration {
+	keep := o.retention
+	if keep == 0 {
+		keep = redisstock.DefaultRetention
+	}
+	return keep / 2
+}
+
+// restockWindowText states the restock window for a help text:
+// "12h (half of --retention 24h)".
+func restockWindowText(o options) string {
+	return shortDuration(restockWindow(o)) + " (half of --retention " + shortDuration(2*restockWindow(o)) + ")"
+}
+
+// shortDuration writes d without trailing zero units: 12h, 1h30m, 2s.
+func shortDuration(d time.Duration) string {
+	t := d.String()
+	if strings.HasSuffix(t, "m0s") {
+		t = strings.TrimSuffix(t, "0s")
+	}
+	if strings.HasSuffix(t, "h0m") {
+		t = strings.TrimSuffix(t, "0m")
+	}
+	return t
+}
+
 // parseColumns reads --columns: comma-separated key=name pairs.
 func parseColumns(s string) (sqlstock.Columns, error) {
 	var c sqlstock.Columns

@@ -26,7 +26,8 @@ way to the gate. One row per SKU out of agreement:
               the record returned; one the record sold stays in flight)
   RETURNING   units the record holds for orders the gate has already returned
   RESTOCKING  units of restocks the record applied and the gate not yet
-              (the pass completes them by operation ID; not drift)
+              within the restock window, {window}:
+              the pass completes them by operation ID; not drift
   DELTA       the correction the gate needs
   ACTION      what the pass did: dry-run (nothing), corrected, rebuilt (the
               gate had no state: recreated from the record), restocked,

@@ -107,7 +107,8 @@ whatever happened the first time, so after an error (exit 4) run the same
 command again; the same --op with another SKU or count is refused (exit 2).
 A restock the record has and the gate not yet is completed at the gate by
 the next run, or by 'stockctl reconcile --apply' within reconcile's restock
-window (1h). Prints both tiers' levels afterwards.
+window, {window}; past it, reconcile counts it as
+drift. Prints both tiers' levels afterwards.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		op := fs.String("op", "", "operation `ID` of the restock (required; reuse it on every retry)")
