@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,8 +102,39 @@ func inspect(ctx context.Context, s *session, skus []string) error {
 // the ones the flow derives from the record's: a listing written to one
 // tier only, or a --record-grace that is not the shop's.
 func (s *session) noteSettings(l skuLevels) {
-	if !l.Gate.OnSale || !l.Record.OnSale {
+	g := s.settingsGap(l)
+	if !g.limit && !g.hold {
 		return
+	}
+	maxNote := ""
+	if g.maxDiffers {
+		maxNote = fmt.Sprintf(" (and max hold %s at the gate, %s from the record's)", g.gateMax, g.wantMax)
+	}
+	fmt.Fprintf(s.log, "note: %q has limit %s and hold %s at the gate, where the record's settings give limit %s and hold %s%s"+
+		" ('stockctl warmup' sets the gate's from the record; is --record-grace the shop's?)\n",
+		l.SKU, limitText(l.Gate.PerUserLimit), g.gateHold, limitText(l.Record.PerUserLimit), g.wantHold, maxNote)
+}
+
+// settingsGap is how a SKU's settings at the gate differ from the ones the
+// flow derives from the record's, with the session's --record-grace.
+type settingsGap struct {
+	limit      bool // the per-user limits differ
+	hold       bool // the hold times or maximum hold times do not map to each other
+	maxDiffers bool // the maximum hold times do not
+	// gateHold and gateMax are the gate's; wantHold and wantMax what a
+	// warm-up would give it: the smallest settings that map to the
+	// record's (the record's maximum less the same grace).
+	gateHold, wantHold, gateMax, wantMax time.Duration
+	recordHold                           time.Duration
+}
+
+// settingsGap compares a SKU's settings on both tiers; a SKU on one tier
+// only has no gap. It is the one place stockctl decides whether the tiers'
+// hold times agree with --record-grace: inspect notes a gap, and the
+// commands that write the gate's settings refuse one (checkGrace).
+func (s *session) settingsGap(l skuLevels) settingsGap {
+	if !l.Gate.OnSale || !l.Record.OnSale {
+		return settingsGap{}
 	}
 	hold := time.Duration(l.Gate.HoldMs) * time.Millisecond
 	recHold := time.Duration(l.Record.HoldMs) * time.Millisecond
@@ -114,23 +146,86 @@ func (s *session) noteSettings(l skuLevels) {
 	// one both give a default record 30 days).
 	rl := s.flow.RecordListing(stock.Listing{HoldTTL: hold, MaxHoldTTL: maxHold})
 	maxOK := maxHold == 0 || rl.EffectiveMaxHoldTTL() == recMax
-	if rl.EffectiveHoldTTL() == recHold && l.Gate.PerUserLimit == l.Record.PerUserLimit && maxOK {
-		return
-	}
-	// What a warm-up would give the gate: the smallest settings that map
-	// to the record's (the record's maximum less the same grace).
 	want := s.flow.GateHold(recHold)
 	wantMax := want
 	if recMax > recHold {
 		wantMax = max(recMax-(recHold-want), want)
 	}
-	maxNote := ""
-	if !maxOK {
-		maxNote = fmt.Sprintf(" (and max hold %s at the gate, %s from the record's)", maxHold, wantMax)
+	return settingsGap{
+		limit:      l.Gate.PerUserLimit != l.Record.PerUserLimit,
+		hold:       rl.EffectiveHoldTTL() != recHold || !maxOK,
+		maxDiffers: !maxOK,
+		gateHold:   hold, wantHold: want, gateMax: maxHold, wantMax: wantMax, recordHold: recHold,
 	}
-	fmt.Fprintf(s.log, "note: %q has limit %s and hold %s at the gate, where the record's settings give limit %s and hold %s%s"+
-		" ('stockctl warmup' sets the gate's from the record; is --record-grace the shop's?)\n",
-		l.SKU, limitText(l.Gate.PerUserLimit), hold, limitText(l.Record.PerUserLimit), want, maxNote)
+}
+
+// graceBatch is how many SKUs checkGrace reads at a time.
+const graceBatch = 500
+
+// checkGrace refuses, before a command writes the gate's settings from the
+// record's (reconcile, warmup), SKUs on both tiers whose hold times do not
+// map to each other with --record-grace: the command would rewrite the
+// gate's hold times, with which the shop sells, from a grace that is not
+// the shop's. skus nil checks every SKU of the record. The refusal is a
+// usage error that names --record-grace; nothing is written.
+func checkGrace(ctx context.Context, s *session, skus []string) error {
+	var bad []string
+	var first settingsGap
+	check := func(batch []string) error {
+		r, err := s.read(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for i := range batch {
+			if g := s.settingsGap(r.levels(i)); g.hold {
+				if len(bad) == 0 {
+					first = g
+				}
+				bad = append(bad, batch[i])
+			}
+		}
+		return nil
+	}
+	if skus != nil {
+		for b := range slices.Chunk(skus, graceBatch) {
+			if err := check(b); err != nil {
+				return err
+			}
+		}
+	} else {
+		for after := ""; ; {
+			batch, err := s.record.SKUs(ctx, after, graceBatch)
+			if err != nil {
+				return fmt.Errorf("read the record: %w", err)
+			}
+			if len(batch) == 0 {
+				break
+			}
+			if err := check(batch); err != nil {
+				return err
+			}
+			after = batch[len(batch)-1]
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	more := ""
+	if len(bad) > 1 {
+		more = fmt.Sprintf(" (and %s more)", plural(len(bad)-1, "SKU"))
+	}
+	return usagef("--record-grace %s contradicts the tiers' hold times: %q holds %s at the gate, where its record's %s gives %s with that grace%s; "+
+		"give the shop's tiered.Config.RecordGrace as --record-grace (or %s), or see 'stockctl inspect %s'; nothing was written",
+		graceText(s.opts.recordGrace), bad[0], shortDuration(first.gateHold), shortDuration(first.recordHold),
+		shortDuration(first.wantHold), more, envNames["record-grace"], bad[0])
+}
+
+// graceText shows a --record-grace: 0 is the hold time again.
+func graceText(d time.Duration) string {
+	if d == 0 {
+		return "0 (the hold time again)"
+	}
+	return shortDuration(d)
 }
 
 // skuLevels is one SKU on both tiers.

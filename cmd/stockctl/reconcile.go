@@ -40,6 +40,9 @@ way to the gate. One row per SKU out of agreement:
 --apply makes a real pass: each correction is a delta applied only if the
 SKU's fence is still the one read, so live orders are never overwritten; it
 exits 1 when a SKU is left out of agreement. Run it while the shop sells.
+Either refuses the whole run before anything is written (exit 2) when a SKU
+on both tiers has hold times that contradict --record-grace (the gate's
+does not give the record's with it): give the shop's --record-grace.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		dry := fs.Bool("dry-run", false, "report the drift, change nothing")
@@ -60,12 +63,19 @@ exits 1 when a SKU is left out of agreement. Run it while the shop sells.
 }
 
 // reconcilePass runs one pass over skus (every SKU of the record when
-// empty) and prints its report.
+// empty) and prints its report. SKUs whose hold times contradict
+// --record-grace are refused first (checkGrace): a pass would rewrite the
+// gate's, and its report would count them as drift.
 func reconcilePass(ctx context.Context, s *session, skus []string, cfg reconcile.Config) error {
+	var check []string // nil: every SKU of the record
 	if len(skus) > 0 {
 		if err := knownSKUs(ctx, s, skus); err != nil {
 			return err
 		}
+		check = skus
+	}
+	if err := checkGrace(ctx, s, check); err != nil {
+		return err
 	}
 	rec, err := s.reconciler(cfg)
 	if err != nil {

@@ -29,6 +29,10 @@ A SKU with live holds is refused (ACTION refused, exit 1): it is selling, and
 --force writes it anyway, counting its holds. Every written SKU is read again
 and reported as mismatch if it is still out of agreement. The table is
 reconcile's; ACTION rebuilt means written.
+
+A SKU on both tiers whose hold times contradict --record-grace (the gate's
+does not give the record's with it) refuses the whole run before anything
+is written (exit 2): give the shop's --record-grace.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		force := fs.Bool("force", false, "write SKUs that have live holds too")
@@ -46,7 +50,13 @@ reconcile's; ACTION rebuilt means written.
 	},
 }
 
+// warmup loads the gate from the record for skus (nil: every SKU of the
+// record) and prints the report. SKUs whose hold times contradict
+// --record-grace are refused first (checkGrace).
 func warmup(ctx context.Context, s *session, skus []string, force, dry bool) error {
+	if err := checkGrace(ctx, s, skus); err != nil {
+		return err
+	}
 	rec, err := s.reconciler(reconcile.Config{DryRun: dry})
 	if err != nil {
 		return err
