@@ -30,4 +30,3 @@ func TestReconcileAndWarmupTakeAShopsSubMillisecondHoldTime(t *testing.T) {
 		s.run("warmup", "--dry-run", "phone").exits(t, exitOK)
 	})
 }
-
