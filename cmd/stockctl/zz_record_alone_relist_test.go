@@ -16,9 +16,10 @@ import (
 // repairs (reconcile/batch.go settingsDiffer: "a listing changed at the
 // record alone (while a breaker kept traffic off the gate)"), and
 // 'stockctl reconcile' is that pass (its help: "--apply makes a real pass
-// ... Run it while the shop sells"). --record-grace is the shop's (0), so
-// no flag is wrong: 'stockctl reconcile --dry-run' must report the SKU
-// (exit 1, not a usage error) and '--apply' must give the gate the new 20m.
+// ... Run it while the shop sells"). The operator gives the shop's grace
+// explicitly (--record-grace 0), so no flag is wrong: 'stockctl reconcile
+// --dry-run' must report the SKU (exit 1, not a usage error) and '--apply'
+// must give the gate the new 20m.
 func TestReconcileRepairsAListingChangedAtTheRecordAlone(t *testing.T) {
 	forEach(t, func(t *testing.T, s *shop) {
 		s.putOnSale("phone", 10, 0, 15*time.Minute)
@@ -28,8 +29,8 @@ func TestReconcileRepairsAListingChangedAtTheRecordAlone(t *testing.T) {
 		if g, rec := s.levels("phone"); g.HoldTTL != 15*time.Minute || rec.HoldTTL != 40*time.Minute {
 			t.Fatalf("set-up: gate hold %v, record hold %v; want 15m, 40m", g.HoldTTL, rec.HoldTTL)
 		}
-		s.run("reconcile", "--dry-run").exits(t, exitUnresolved)
-		r := s.run("reconcile", "--apply")
+		s.run("--record-grace", "0", "reconcile", "--dry-run").exits(t, exitUnresolved)
+		r := s.run("--record-grace", "0", "reconcile", "--apply")
 		if g, _ := s.levels("phone"); g.HoldTTL != 20*time.Minute {
 			t.Errorf("after 'stockctl reconcile --apply' (exit %d) the gate's hold time is %v, want the relisted 20m\nstdout:\n%s\nstderr:\n%s",
 				r.code, g.HoldTTL, r.out, r.err)
