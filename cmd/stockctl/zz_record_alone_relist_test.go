@@ -38,3 +38,25 @@ func TestReconcileRepairsAListingChangedAtTheRecordAlone(t *testing.T) {
 		r.exits(t, exitOK)
 	})
 }
+
+// The same SKU, through 'stockctl inspect': its note names the way out,
+// "'stockctl warmup' sets the gate's from the record". With the shop's own
+// --record-grace given, 'stockctl warmup phone' (no live holds) must do
+// what inspect says it does: give the gate the record's 40m less the
+// grace, 20m (warmup's help: "the gate's hold time is the record's less
+// --record-grace, as the shop's flow sets them").
+func TestWarmupDoesWhatInspectAdvisesForAListingChangedAtTheRecordAlone(t *testing.T) {
+	forEach(t, func(t *testing.T, s *shop) {
+		s.putOnSale("phone", 10, 0, 15*time.Minute)
+		if err := s.flow.Fallback().PutOnSale(s.ctx, stock.Listing{SKU: "phone", Units: 10, HoldTTL: 20 * time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		s.run("--record-grace", "0", "inspect", "phone").exits(t, exitOK, "'stockctl warmup' sets the gate's from the record")
+		r := s.run("--record-grace", "0", "warmup", "phone")
+		if g, _ := s.levels("phone"); g.HoldTTL != 20*time.Minute {
+			t.Errorf("after 'stockctl warmup phone' (exit %d) the gate's hold time is %v, want 20m\nstdout:\n%s\nstderr:\n%s",
+				r.code, g.HoldTTL, r.out, r.err)
+		}
+		r.exits(t, exitOK)
+	})
+}
