@@ -214,8 +214,13 @@ func (r *Reconciler) gateHolds(f *finding) (hold, maxHold time.Duration) {
 // capped at stock.MaxHoldTTL (stock/tiered RecordListing): below the cap
 // only least maps to rec, at the cap every gate setting from least up
 // does (a 20-day listing and a 15-day one both give a default tiered
-// record 30 days).
+// record 30 days). Both tiers keep whole milliseconds, so least is
+// compared as the gate keeps it (truncated to the millisecond): a
+// listing of an hour split seven ways keeps 514285ms at the gate and
+// 1028571ms at a default tiered record, whose half, 514285.5ms, the
+// gate would keep as 514285ms too.
 func agrees(gate, least, rec time.Duration) bool {
+	least = least.Truncate(time.Millisecond)
 	return gate == least || (rec == stock.MaxHoldTTL && gate >= least)
 }
 

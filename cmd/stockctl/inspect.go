@@ -143,20 +143,37 @@ func (s *session) settingsGap(l skuLevels) settingsGap {
 	// The flow writes the record's settings from the gate's (tiered
 	// RecordListing): they agree when the gate's give the record's, however
 	// the cap at stock.MaxHoldTTL folded them (a 20-day hold and a 15-day
-	// one both give a default record 30 days).
+	// one both give a default record 30 days), and when the gate keeps
+	// the smallest settings that give the record's, as package reconcile
+	// compares them (gateKeeps).
 	rl := s.flow.RecordListing(stock.Listing{HoldTTL: hold, MaxHoldTTL: maxHold})
-	maxOK := maxHold == 0 || rl.EffectiveMaxHoldTTL() == recMax
 	want := s.flow.GateHold(recHold)
 	wantMax := want
 	if recMax > recHold {
 		wantMax = max(recMax-(recHold-want), want)
 	}
+	maxOK := maxHold == 0 || rl.EffectiveMaxHoldTTL() == recMax || gateKeeps(maxHold, wantMax, recMax)
 	return settingsGap{
 		limit:      l.Gate.PerUserLimit != l.Record.PerUserLimit,
-		hold:       rl.EffectiveHoldTTL() != recHold || !maxOK,
+		hold:       !gateKeeps(hold, want, recHold) || !maxOK,
 		maxDiffers: !maxOK,
-		gateHold:   hold, wantHold: want, gateMax: maxHold, wantMax: wantMax, recordHold: recHold,
+		gateHold:   hold, wantHold: want.Truncate(time.Millisecond), gateMax: maxHold, wantMax: wantMax.Truncate(time.Millisecond),
+		recordHold: recHold,
 	}
+}
+
+// gateKeeps reports whether a gate setting (hold time or maximum hold
+// time) maps to the record's setting rec, given least, the smallest gate
+// setting that maps to it (GateHold): the comparison package reconcile
+// makes before it relists a gate. Both tiers keep whole milliseconds, so
+// least is compared as the gate would keep it, truncated to the
+// millisecond (an hour split seven ways keeps 514285ms at the gate and
+// 1028571ms at a default record, whose half the gate keeps as 514285ms);
+// at the cap at stock.MaxHoldTTL every gate setting from least up maps
+// to the record's.
+func gateKeeps(gate, least, rec time.Duration) bool {
+	least = least.Truncate(time.Millisecond)
+	return gate == least || (rec == stock.MaxHoldTTL && gate >= least)
 }
 
 // graceBatch is how many SKUs checkGrace reads at a time.

@@ -26,7 +26,7 @@ func TestReconcileAndWarmupTakeAShopsSubMillisecondHoldTime(t *testing.T) {
 		if g, rec := s.levels("phone"); g.HoldTTL != 514285*time.Millisecond || rec.HoldTTL != 1028571*time.Millisecond {
 			t.Fatalf("set-up: gate hold %v, record hold %v; want 8m34.285s, 17m8.571s", g.HoldTTL, rec.HoldTTL)
 		}
-		s.run("--record-grace", "0", "reconcile", "--dry-run").is(t, exitOK, "checked 1 SKU: 1 in agreement\n")
+		s.run("--record-grace", "0", "reconcile", "--dry-run").is(t, exitOK, "checked 1 SKU: 1 in agreement (dry run: nothing changed)\n")
 		s.run("--record-grace", "0", "warmup", "--dry-run", "phone").exits(t, exitOK)
 	})
 }
