@@ -181,11 +181,19 @@ const graceBatch = 500
 
 // checkGrace refuses, before a command writes the gate's settings from the
 // record's (reconcile, warmup), SKUs on both tiers whose hold times do not
-// map to each other with --record-grace: the command would rewrite the
-// gate's hold times, with which the shop sells, from a grace that is not
-// the shop's. skus nil checks every SKU of the record. The refusal is a
-// usage error that names --record-grace; nothing is written.
+// map to each other with the default --record-grace: the command would
+// rewrite the gate's hold times, with which the shop sells, from a grace
+// that is not the shop's. skus nil checks every SKU of the record. The
+// refusal is a usage error that names --record-grace; nothing is written.
+//
+// A grace given (the flag or STOCKCTL_RECORD_GRACE) is not checked: it is
+// the operator's word for the shop's, and the tiers' hold times may
+// contradict it for a reason the command is there to repair (a listing
+// changed at the record alone while a breaker kept traffic off the gate).
 func checkGrace(ctx context.Context, s *session, skus []string) error {
+	if s.opts.graceGiven {
+		return nil
+	}
 	var bad []string
 	var first settingsGap
 	check := func(batch []string) error {
@@ -231,8 +239,8 @@ func checkGrace(ctx context.Context, s *session, skus []string) error {
 	if len(bad) > 1 {
 		more = fmt.Sprintf(" (and %s more)", plural(len(bad)-1, "SKU"))
 	}
-	return usagef("--record-grace %s contradicts the tiers' hold times: %q holds %s at the gate, where its record's %s gives %s with that grace%s; "+
-		"give the shop's tiered.Config.RecordGrace as --record-grace (or %s), or see 'stockctl inspect %s'; nothing was written",
+	return usagef("no --record-grace given, and the default, %s, contradicts the tiers' hold times: %q holds %s at the gate, where its record's %s gives %s with that grace%s; "+
+		"give the shop's tiered.Config.RecordGrace as --record-grace (or %s), which is trusted as given, even 0 (see 'stockctl inspect %s'); nothing was written",
 		graceText(s.opts.recordGrace), bad[0], shortDuration(first.gateHold), shortDuration(first.recordHold),
 		shortDuration(first.wantHold), more, envNames["record-grace"], bad[0])
 }

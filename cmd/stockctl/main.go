@@ -126,6 +126,7 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	if err == nil {
 		err = o.fromEnv(p.lookupEnv, fs, setFlags(global, fs))
+		o.graceGiven = setFlags(global, fs)["record-grace"] // fromEnv sets fs's flag from the variable
 	}
 	if err == nil {
 		err = o.check()

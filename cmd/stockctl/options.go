@@ -21,9 +21,14 @@ type options struct {
 	table, ledger string
 	columns       string
 	recordGrace   time.Duration
-	retention     time.Duration
-	timeout       time.Duration
-	json          bool
+	// graceGiven is whether --record-grace was given, on the command line
+	// or as STOCKCTL_RECORD_GRACE: a grace given is the operator's word for
+	// the shop's and is trusted; the default is checked against the tiers'
+	// hold times before a command writes any (checkGrace).
+	graceGiven bool
+	retention  time.Duration
+	timeout    time.Duration
+	json       bool
 
 	// redisPassword comes from STOCKCTL_REDIS_PASSWORD only, so that it
 	// stays out of shell histories and process lists.

@@ -40,9 +40,14 @@ way to the gate. One row per SKU out of agreement:
 --apply makes a real pass: each correction is a delta applied only if the
 SKU's fence is still the one read, so live orders are never overwritten; it
 exits 1 when a SKU is left out of agreement. Run it while the shop sells.
-Either refuses the whole run before anything is written (exit 2) when a SKU
-on both tiers has hold times that contradict --record-grace (the gate's
-does not give the record's with it): give the shop's --record-grace.
+
+The gate's hold times are derived from the record's with --record-grace.
+Given (the flag or STOCKCTL_RECORD_GRACE, even 0), it is trusted: a SKU
+whose gate hold time does not map to the record's with it (a listing
+changed at the record alone) is repaired with it. Not given, the default
+is checked first: either mode refuses the whole run before anything is
+written (exit 2, naming --record-grace) when a SKU on both tiers has hold
+times that contradict it; give the shop's --record-grace.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		dry := fs.Bool("dry-run", false, "report the drift, change nothing")
@@ -63,9 +68,9 @@ does not give the record's with it): give the shop's --record-grace.
 }
 
 // reconcilePass runs one pass over skus (every SKU of the record when
-// empty) and prints its report. SKUs whose hold times contradict
-// --record-grace are refused first (checkGrace): a pass would rewrite the
-// gate's, and its report would count them as drift.
+// empty) and prints its report. Without a --record-grace given, SKUs whose
+// hold times contradict the default are refused first (checkGrace): a
+// pass would rewrite the gate's, and its report would count them as drift.
 func reconcilePass(ctx context.Context, s *session, skus []string, cfg reconcile.Config) error {
 	var check []string // nil: every SKU of the record
 	if len(skus) > 0 {

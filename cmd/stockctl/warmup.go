@@ -30,9 +30,11 @@ A SKU with live holds is refused (ACTION refused, exit 1): it is selling, and
 and reported as mismatch if it is still out of agreement. The table is
 reconcile's; ACTION rebuilt means written.
 
-A SKU on both tiers whose hold times contradict --record-grace (the gate's
-does not give the record's with it) refuses the whole run before anything
-is written (exit 2): give the shop's --record-grace.
+A --record-grace given (the flag or STOCKCTL_RECORD_GRACE, even 0) is
+trusted. Not given, the default is checked first: a SKU on both tiers
+whose hold times contradict it (the gate's does not give the record's with
+it) refuses the whole run before anything is written (exit 2, naming
+--record-grace); give the shop's --record-grace.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		force := fs.Bool("force", false, "write SKUs that have live holds too")
@@ -51,8 +53,8 @@ is written (exit 2): give the shop's --record-grace.
 }
 
 // warmup loads the gate from the record for skus (nil: every SKU of the
-// record) and prints the report. SKUs whose hold times contradict
-// --record-grace are refused first (checkGrace).
+// record) and prints the report. Without a --record-grace given, SKUs
+// whose hold times contradict the default are refused first (checkGrace).
 func warmup(ctx context.Context, s *session, skus []string, force, dry bool) error {
 	if err := checkGrace(ctx, s, skus); err != nil {
 		return err

@@ -60,3 +60,25 @@ func TestWarmupDoesWhatInspectAdvisesForAListingChangedAtTheRecordAlone(t *testi
 		r.exits(t, exitOK)
 	})
 }
+
+// A grace given in the environment (STOCKCTL_RECORD_GRACE) is given as
+// much as the flag: the same relist at the record alone is repaired with
+// it. With no grace given at all, the default's contradiction with the
+// tiers is refused before anything is written, naming --record-grace.
+func TestReconcileTakesTheGraceFromTheEnvironmentAsGiven(t *testing.T) {
+	forEach(t, func(t *testing.T, s *shop) {
+		s.putOnSale("phone", 10, 0, 15*time.Minute)
+		if err := s.flow.Fallback().PutOnSale(s.ctx, stock.Listing{SKU: "phone", Units: 10, HoldTTL: 20 * time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		s.run("reconcile", "--apply").exits(t, exitUsage, "no --record-grace given", `"phone"`, "nothing was written")
+		if g, _ := s.levels("phone"); g.HoldTTL != 15*time.Minute {
+			t.Fatalf("after a refused run the gate's hold time is %v, want 15m", g.HoldTTL)
+		}
+		s.env = map[string]string{"STOCKCTL_RECORD_GRACE": "0"}
+		s.run("reconcile", "--apply").exits(t, exitOK)
+		if g, _ := s.levels("phone"); g.HoldTTL != 20*time.Minute {
+			t.Fatalf("after 'STOCKCTL_RECORD_GRACE=0 stockctl reconcile --apply' the gate's hold time is %v, want 20m", g.HoldTTL)
+		}
+	})
+}
