@@ -179,11 +179,12 @@ func gateKeeps(gate, least, rec time.Duration) bool {
 // graceBatch is how many SKUs checkGrace reads at a time.
 const graceBatch = 500
 
-// checkGrace refuses, before a command writes the gate's settings from the
-// record's (reconcile, warmup), SKUs on both tiers whose hold times do not
+// checkGrace refuses, before a command writes hold times with the grace
+// (reconcile and warmup the gate's from the record's, put-on-sale the
+// record's from the gate's), SKUs on both tiers whose hold times do not
 // map to each other with the default --record-grace: the command would
-// rewrite the gate's hold times, with which the shop sells, from a grace
-// that is not the shop's. skus nil checks every SKU of the record. The
+// rewrite hold times, with which the shop sells, from a grace that is not
+// the shop's. skus nil checks every SKU of the record. The
 // refusal is a usage error that names --record-grace; nothing is written.
 //
 // A grace given (the flag or STOCKCTL_RECORD_GRACE) is not checked: it is

@@ -24,6 +24,11 @@ record's is capped at 720h (stock.MaxHoldTTL), and a hold that would leave
 it no more than a second longer than the gate's is refused. Prints both
 tiers' levels afterwards, as inspect does.
 
+A --record-grace given (the flag or STOCKCTL_RECORD_GRACE, even 0) is
+trusted. Not given, the default is checked first: a SKU on both tiers whose
+hold times contradict it is refused before anything is written (exit 2,
+naming --record-grace); give the shop's --record-grace.
+
 Listing a SKU that is selling again overwrites the count its buyers take
 from; running the same command twice is harmless.
 
@@ -68,6 +73,11 @@ func putOnSale(ctx context.Context, s *session, l stock.Listing) error {
 		return &stock.InvalidError{Field: "--hold", Reason: fmt.Sprintf(
 			"%v leaves the record %v more than the gate (at most stock.MaxHoldTTL %v), not more than a reclaimer's interval of %v: the record would end holds the gate still counts",
 			hold, s.flow.RecordHold(hold)-hold, stock.MaxHoldTTL, minGrace)}
+	}
+	// The record's hold time is written with --record-grace: without one
+	// given, the default must not contradict the SKU's tiers.
+	if err := checkGrace(ctx, s, []string{l.SKU}); err != nil {
+		return err
 	}
 	if err := s.flow.PutOnSale(ctx, l); err != nil {
 		return err

@@ -36,6 +36,6 @@ func TestPutOnSaleRefusesAGraceTheTiersContradict(t *testing.T) {
 				r.code, rec.HoldTTL, r.err)
 		}
 		r.exits(t, exitUsage, "--record-grace")
-		s.run("--record-grace", "1m", "reconcile", "--dry-run").is(t, exitOK, "checked 1 SKU: 1 in agreement\n")
+		s.run("--record-grace", "1m", "reconcile", "--dry-run").is(t, exitOK, "checked 1 SKU: 1 in agreement (dry run: nothing changed)\n")
 	})
 }
