@@ -176,7 +176,8 @@ func gateKeeps(gate, least, rec time.Duration) bool {
 	return gate == least || (rec == stock.MaxHoldTTL && gate >= least)
 }
 
-// graceBatch is how many SKUs checkGrace reads at a time.
+// graceBatch is how many SKUs checkGrace reads at a time, and how many
+// of the shop's other SKUs it reads for a SKU on one tier only.
 const graceBatch = 500
 
 // checkGrace refuses, before a command writes hold times with the grace
@@ -184,8 +185,12 @@ const graceBatch = 500
 // record's from the gate's), SKUs on both tiers whose hold times do not
 // map to each other with the default --record-grace: the command would
 // rewrite hold times, with which the shop sells, from a grace that is not
-// the shop's. skus nil checks every SKU of the record. The
-// refusal is a usage error that names --record-grace; nothing is written.
+// the shop's. skus nil checks every SKU of the record. A named SKU that is
+// not on both tiers (a gate to rebuild, a new listing) shows no grace, so
+// the shop's other SKUs are checked for it: the first graceBatch of the
+// record, those of them on both tiers. After a full flush of the gate no
+// SKU is on both tiers and nothing can be checked. The refusal is a usage
+// error that names --record-grace; nothing is written.
 //
 // A grace given (the flag or STOCKCTL_RECORD_GRACE) is not checked: it is
 // the operator's word for the shop's, and the tiers' hold times may
@@ -195,7 +200,7 @@ func checkGrace(ctx context.Context, s *session, skus []string) error {
 	if s.opts.graceGiven {
 		return nil
 	}
-	var bad []string
+	var bad, lone []string
 	var first settingsGap
 	check := func(batch []string) error {
 		r, err := s.read(ctx, batch)
@@ -203,7 +208,11 @@ func checkGrace(ctx context.Context, s *session, skus []string) error {
 			return err
 		}
 		for i := range batch {
-			if g := s.settingsGap(r.levels(i)); g.hold {
+			l := r.levels(i)
+			if !l.Gate.OnSale || !l.Record.OnSale {
+				lone = append(lone, l.SKU)
+			}
+			if g := s.settingsGap(l); g.hold {
 				if len(bad) == 0 {
 					first = g
 				}
@@ -212,17 +221,38 @@ func checkGrace(ctx context.Context, s *session, skus []string) error {
 		}
 		return nil
 	}
+	readPage := func(after string) ([]string, error) {
+		batch, err := s.record.SKUs(ctx, after, graceBatch)
+		if err != nil {
+			return nil, fmt.Errorf("read the record: %w", err)
+		}
+		return batch, nil
+	}
+	via := ""
 	if skus != nil {
 		for b := range slices.Chunk(skus, graceBatch) {
 			if err := check(b); err != nil {
 				return err
 			}
 		}
+		if len(bad) == 0 && len(lone) > 0 {
+			page, err := readPage("")
+			if err != nil {
+				return err
+			}
+			others := slices.DeleteFunc(page, func(sku string) bool { return slices.Contains(skus, sku) })
+			if len(others) > 0 {
+				if err := check(others); err != nil {
+					return err
+				}
+			}
+			via = fmt.Sprintf(" (%q is not on both tiers, so the shop's other SKUs were checked)", lone[0])
+		}
 	} else {
 		for after := ""; ; {
-			batch, err := s.record.SKUs(ctx, after, graceBatch)
+			batch, err := readPage(after)
 			if err != nil {
-				return fmt.Errorf("read the record: %w", err)
+				return err
 			}
 			if len(batch) == 0 {
 				break
@@ -240,10 +270,10 @@ func checkGrace(ctx context.Context, s *session, skus []string) error {
 	if len(bad) > 1 {
 		more = fmt.Sprintf(" (and %s more)", plural(len(bad)-1, "SKU"))
 	}
-	return usagef("no --record-grace given, and the default, %s, contradicts the tiers' hold times: %q holds %s at the gate, where its record's %s gives %s with that grace%s; "+
+	return usagef("no --record-grace given, and the default, %s, contradicts the tiers' hold times: %q holds %s at the gate, where its record's %s gives %s with that grace%s%s; "+
 		"give the shop's tiered.Config.RecordGrace as --record-grace (or %s), which is trusted as given, even 0 (see 'stockctl inspect %s'); nothing was written",
 		graceText(s.opts.recordGrace), bad[0], shortDuration(first.gateHold), shortDuration(first.recordHold),
-		shortDuration(first.wantHold), more, envNames["record-grace"], bad[0])
+		shortDuration(first.wantHold), more, via, envNames["record-grace"], bad[0])
 }
 
 // graceText shows a --record-grace: 0 is the hold time again.

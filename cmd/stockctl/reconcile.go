@@ -47,7 +47,11 @@ whose gate hold time does not map to the record's with it (a listing
 changed at the record alone) is repaired with it. Not given, the default
 is checked first: either mode refuses the whole run before anything is
 written (exit 2, naming --record-grace) when a SKU on both tiers has hold
-times that contradict it; give the shop's --record-grace.
+times that contradict it; give the shop's --record-grace. A named SKU
+that is not on both tiers shows no grace: the shop's other SKUs on both
+tiers are checked for it (the first 500 of the record). After a full
+flush of the gate no SKU is on both tiers and nothing can be checked:
+give --record-grace.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		dry := fs.Bool("dry-run", false, "report the drift, change nothing")

@@ -27,7 +27,11 @@ tiers' levels afterwards, as inspect does.
 A --record-grace given (the flag or STOCKCTL_RECORD_GRACE, even 0) is
 trusted. Not given, the default is checked first: a SKU on both tiers whose
 hold times contradict it is refused before anything is written (exit 2,
-naming --record-grace); give the shop's --record-grace.
+naming --record-grace); give the shop's --record-grace. A SKU that is not
+on both tiers (a new listing) shows no grace: the shop's other SKUs on
+both tiers are checked for it (the first 500 of the record). After a full
+flush of the gate no SKU is on both tiers and nothing can be checked:
+give --record-grace.
 
 Listing a SKU that is selling again overwrites the count its buyers take
 from; running the same command twice is harmless.

@@ -34,7 +34,11 @@ A --record-grace given (the flag or STOCKCTL_RECORD_GRACE, even 0) is
 trusted. Not given, the default is checked first: a SKU on both tiers
 whose hold times contradict it (the gate's does not give the record's with
 it) refuses the whole run before anything is written (exit 2, naming
---record-grace); give the shop's --record-grace.
+--record-grace); give the shop's --record-grace. A named SKU that is
+not on both tiers shows no grace: the shop's other SKUs on both tiers are
+checked for it (the first 500 of the record). After a full flush of the
+gate no SKU is on both tiers and nothing can be checked: give
+--record-grace.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		force := fs.Bool("force", false, "write SKUs that have live holds too")
