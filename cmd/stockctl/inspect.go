@@ -165,15 +165,17 @@ func (s *session) settingsGap(l skuLevels) settingsGap {
 // gateKeeps reports whether a gate setting (hold time or maximum hold
 // time) maps to the record's setting rec, given least, the smallest gate
 // setting that maps to it (GateHold): the comparison package reconcile
-// makes before it relists a gate. Both tiers keep whole milliseconds, so
-// least is compared as the gate would keep it, truncated to the
-// millisecond (an hour split seven ways keeps 514285ms at the gate and
-// 1028571ms at a default record, whose half the gate keeps as 514285ms);
-// at the cap at stock.MaxHoldTTL every gate setting from least up maps
-// to the record's.
+// makes before it relists a gate. Both tiers keep whole milliseconds,
+// each truncating what the flow gave it, so least, worked back from the
+// record's truncated settings, is within a millisecond of what the gate
+// keeps (a listing of 2h/7, max 4h/7, keeps max 2057142ms at the gate,
+// and a default record's settings give least max 2057142.5ms); at the
+// cap at stock.MaxHoldTTL every gate setting from least up maps to the
+// record's.
 func gateKeeps(gate, least, rec time.Duration) bool {
 	least = least.Truncate(time.Millisecond)
-	return gate == least || (rec == stock.MaxHoldTTL && gate >= least)
+	d := gate - least
+	return (d >= -time.Millisecond && d <= time.Millisecond) || (rec == stock.MaxHoldTTL && d >= -time.Millisecond)
 }
 
 // graceBatch is how many SKUs checkGrace reads at a time, and how many
@@ -270,10 +272,14 @@ func checkGrace(ctx context.Context, s *session, skus []string) error {
 	if len(bad) > 1 {
 		more = fmt.Sprintf(" (and %s more)", plural(len(bad)-1, "SKU"))
 	}
-	return usagef("no --record-grace given, and the default, %s, contradicts the tiers' hold times: %q holds %s at the gate, where its record's %s gives %s with that grace%s%s; "+
+	maxNote := ""
+	if first.maxDiffers {
+		maxNote = fmt.Sprintf(" (and max hold %s at the gate, %s from the record's)", shortDuration(first.gateMax), shortDuration(first.wantMax))
+	}
+	return usagef("no --record-grace given, and the default, %s, contradicts the tiers' hold times: %q holds %s at the gate, where its record's %s gives %s with that grace%s%s%s; "+
 		"give the shop's tiered.Config.RecordGrace as --record-grace (or %s), which is trusted as given, even 0 (see 'stockctl inspect %s'); nothing was written",
 		graceText(s.opts.recordGrace), bad[0], shortDuration(first.gateHold), shortDuration(first.recordHold),
-		shortDuration(first.wantHold), more, via, envNames["record-grace"], bad[0])
+		shortDuration(first.wantHold), maxNote, more, via, envNames["record-grace"], bad[0])
 }
 
 // graceText shows a --record-grace: 0 is the hold time again.

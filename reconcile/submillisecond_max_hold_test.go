@@ -14,7 +14,7 @@ import (
 // the default tiered flow, keeps 1028571ms (max 2057142ms) at the gate and
 // 2057142ms (max 3085714ms) at the record, as the flow wrote them. A pass
 // finds them in agreement: no settings correction.
-func TestZZRepairTakesASubMillisecondMaxHoldAsTheTiersKeepIt(t *testing.T) {
+func TestRepairTakesASubMillisecondMaxHoldAsTheTiersKeepIt(t *testing.T) {
 	forEach(t, func(t *testing.T, p pair) {
 		w := newWorld(t, p, reconcile.Config{})
 		w.must(w.flow.PutOnSale(w.ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: 2 * time.Hour / 7, MaxHoldTTL: 4 * time.Hour / 7}), "put on sale")

@@ -20,7 +20,7 @@ import (
 // --record-grace a dry run, a dry warm-up and a put-on-sale of another SKU
 // must run as on main, and with --record-grace 0 the pass finds the SKU in
 // agreement.
-func TestZZSubMillisecondMaxHoldIsNotAContradiction(t *testing.T) {
+func TestSubMillisecondMaxHoldIsNotAContradiction(t *testing.T) {
 	forEach(t, func(t *testing.T, s *shop) {
 		l := stock.Listing{SKU: "phone", Units: 10, HoldTTL: 2 * time.Hour / 7, MaxHoldTTL: 4 * time.Hour / 7}
 		if err := s.flow.PutOnSale(s.ctx, l); err != nil {
@@ -57,7 +57,7 @@ func TestZZSubMillisecondMaxHoldIsNotAContradiction(t *testing.T) {
 // "max hold 30m0s at the gate, 40m0s from the record's". The refusal must
 // name the maximum hold times too, not say that the gate's 10m is what the
 // record's 20m gives, which agrees.
-func TestZZGraceRefusalNamesTheMaxHoldThatDisagrees(t *testing.T) {
+func TestGraceRefusalNamesTheMaxHoldThatDisagrees(t *testing.T) {
 	forEach(t, func(t *testing.T, s *shop) {
 		if err := s.flow.PutOnSale(s.ctx, stock.Listing{SKU: "tv", Units: 5, HoldTTL: 10 * time.Minute, MaxHoldTTL: 30 * time.Minute}); err != nil {
 			t.Fatal(err)
