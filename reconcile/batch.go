@@ -214,9 +214,16 @@ func (r *Reconciler) gateHolds(f *finding) (hold, maxHold time.Duration) {
 // capped at stock.MaxHoldTTL (stock/tiered RecordListing): below the cap
 // only least maps to rec, at the cap every gate setting from least up
 // does (a 20-day listing and a 15-day one both give a default tiered
-// record 30 days).
+// record 30 days). Both tiers keep whole milliseconds, each truncating
+// what the flow gave it, so least, worked back from the record's
+// truncated settings, is within a millisecond of what the gate keeps (a
+// listing of 2h/7, max 4h/7, keeps 1028571ms, max 2057142ms, at the gate
+// and 2057142ms, max 3085714ms, at a default tiered record, from which
+// least max is 2057142.5ms): a gate setting that close agrees.
 func agrees(gate, least, rec time.Duration) bool {
-	return gate == least || (rec == stock.MaxHoldTTL && gate >= least)
+	least = least.Truncate(time.Millisecond)
+	d := gate - least
+	return (d >= -time.Millisecond && d <= time.Millisecond) || (rec == stock.MaxHoldTTL && d >= -time.Millisecond)
 }
 
 // correct applies f's correction at the gate, fenced: the delta (Adjust),

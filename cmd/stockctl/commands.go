@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/stockguard/stockguard/stock"
 )
@@ -65,9 +66,11 @@ func commandNames() []string {
 	return names
 }
 
-// usage prints 'stockctl COMMAND -h'.
-func (c command) usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: stockctl %s\n\n%s\nflags (-flag or --flag, before or after the arguments; the environment variable in brackets):\n", c.synopsis, c.help)
+// usage prints 'stockctl COMMAND -h'. A "{window}" in the command's help
+// becomes the restock window reconcile uses with o's settings.
+func (c command) usage(w io.Writer, fs *flag.FlagSet, o options) {
+	text := strings.ReplaceAll(c.help, "{window}", restockWindowText(o))
+	fmt.Fprintf(w, "usage: stockctl %s\n\n%s\nflags (-flag or --flag, before or after the arguments; the environment variable in brackets):\n", c.synopsis, text)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)

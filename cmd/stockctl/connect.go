@@ -43,6 +43,7 @@ func (s *session) close() {
 // the gate with the hold times the shop's flow gives it.
 func (s *session) reconciler(cfg reconcile.Config) (*reconcile.Reconciler, error) {
 	cfg.GateHold = s.flow.GateHold
+	cfg.RestockWindow = restockWindow(s.opts)
 	cfg.Clock = s.clock
 	return reconcile.New(s.gate, s.record, cfg)
 }
@@ -70,7 +71,7 @@ func (p program) connect(ctx context.Context, o options, r reach, stdout, stderr
 			return nil, err
 		}
 		s.closers = append(s.closers, func() { _ = rdb.Close() })
-		gate, err := redisstock.New(rdb, redisstock.Config{Prefix: o.prefix, Clock: p.clock})
+		gate, err := redisstock.New(rdb, redisstock.Config{Prefix: o.prefix, Retention: o.retention, Clock: p.clock})
 		if err != nil {
 			return nil, usagef("--prefix %q: %v", o.prefix, err)
 		}

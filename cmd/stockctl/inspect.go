@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,8 +102,39 @@ func inspect(ctx context.Context, s *session, skus []string) error {
 // the ones the flow derives from the record's: a listing written to one
 // tier only, or a --record-grace that is not the shop's.
 func (s *session) noteSettings(l skuLevels) {
-	if !l.Gate.OnSale || !l.Record.OnSale {
+	g := s.settingsGap(l)
+	if !g.limit && !g.hold {
 		return
+	}
+	maxNote := ""
+	if g.maxDiffers {
+		maxNote = fmt.Sprintf(" (and max hold %s at the gate, %s from the record's)", g.gateMax, g.wantMax)
+	}
+	fmt.Fprintf(s.log, "note: %q has limit %s and hold %s at the gate, where the record's settings give limit %s and hold %s%s"+
+		" ('stockctl warmup' sets the gate's from the record; is --record-grace the shop's?)\n",
+		l.SKU, limitText(l.Gate.PerUserLimit), g.gateHold, limitText(l.Record.PerUserLimit), g.wantHold, maxNote)
+}
+
+// settingsGap is how a SKU's settings at the gate differ from the ones the
+// flow derives from the record's, with the session's --record-grace.
+type settingsGap struct {
+	limit      bool // the per-user limits differ
+	hold       bool // the hold times or maximum hold times do not map to each other
+	maxDiffers bool // the maximum hold times do not
+	// gateHold and gateMax are the gate's; wantHold and wantMax what a
+	// warm-up would give it: the smallest settings that map to the
+	// record's (the record's maximum less the same grace).
+	gateHold, wantHold, gateMax, wantMax time.Duration
+	recordHold                           time.Duration
+}
+
+// settingsGap compares a SKU's settings on both tiers; a SKU on one tier
+// only has no gap. It is the one place stockctl decides whether the tiers'
+// hold times agree with --record-grace: inspect notes a gap, and the
+// commands that write the gate's settings refuse one (checkGrace).
+func (s *session) settingsGap(l skuLevels) settingsGap {
+	if !l.Gate.OnSale || !l.Record.OnSale {
+		return settingsGap{}
 	}
 	hold := time.Duration(l.Gate.HoldMs) * time.Millisecond
 	recHold := time.Duration(l.Record.HoldMs) * time.Millisecond
@@ -111,26 +143,151 @@ func (s *session) noteSettings(l skuLevels) {
 	// The flow writes the record's settings from the gate's (tiered
 	// RecordListing): they agree when the gate's give the record's, however
 	// the cap at stock.MaxHoldTTL folded them (a 20-day hold and a 15-day
-	// one both give a default record 30 days).
+	// one both give a default record 30 days), and when the gate keeps
+	// the smallest settings that give the record's, as package reconcile
+	// compares them (gateKeeps).
 	rl := s.flow.RecordListing(stock.Listing{HoldTTL: hold, MaxHoldTTL: maxHold})
-	maxOK := maxHold == 0 || rl.EffectiveMaxHoldTTL() == recMax
-	if rl.EffectiveHoldTTL() == recHold && l.Gate.PerUserLimit == l.Record.PerUserLimit && maxOK {
-		return
-	}
-	// What a warm-up would give the gate: the smallest settings that map
-	// to the record's (the record's maximum less the same grace).
 	want := s.flow.GateHold(recHold)
 	wantMax := want
 	if recMax > recHold {
 		wantMax = max(recMax-(recHold-want), want)
 	}
-	maxNote := ""
-	if !maxOK {
-		maxNote = fmt.Sprintf(" (and max hold %s at the gate, %s from the record's)", maxHold, wantMax)
+	maxOK := maxHold == 0 || rl.EffectiveMaxHoldTTL() == recMax || gateKeeps(maxHold, wantMax, recMax)
+	return settingsGap{
+		limit:      l.Gate.PerUserLimit != l.Record.PerUserLimit,
+		hold:       !gateKeeps(hold, want, recHold) || !maxOK,
+		maxDiffers: !maxOK,
+		gateHold:   hold, wantHold: want.Truncate(time.Millisecond), gateMax: maxHold, wantMax: wantMax.Truncate(time.Millisecond),
+		recordHold: recHold,
 	}
-	fmt.Fprintf(s.log, "note: %q has limit %s and hold %s at the gate, where the record's settings give limit %s and hold %s%s"+
-		" ('stockctl warmup' sets the gate's from the record; is --record-grace the shop's?)\n",
-		l.SKU, limitText(l.Gate.PerUserLimit), hold, limitText(l.Record.PerUserLimit), want, maxNote)
+}
+
+// gateKeeps reports whether a gate setting (hold time or maximum hold
+// time) maps to the record's setting rec, given least, the smallest gate
+// setting that maps to it (GateHold): the comparison package reconcile
+// makes before it relists a gate. Both tiers keep whole milliseconds,
+// each truncating what the flow gave it, so least, worked back from the
+// record's truncated settings, is within a millisecond of what the gate
+// keeps (a listing of 2h/7, max 4h/7, keeps max 2057142ms at the gate,
+// and a default record's settings give least max 2057142.5ms); at the
+// cap at stock.MaxHoldTTL every gate setting from least up maps to the
+// record's.
+func gateKeeps(gate, least, rec time.Duration) bool {
+	least = least.Truncate(time.Millisecond)
+	d := gate - least
+	return (d >= -time.Millisecond && d <= time.Millisecond) || (rec == stock.MaxHoldTTL && d >= -time.Millisecond)
+}
+
+// graceBatch is how many SKUs checkGrace reads at a time, and how many
+// of the shop's other SKUs it reads for a SKU on one tier only.
+const graceBatch = 500
+
+// checkGrace refuses, before a command writes hold times with the grace
+// (reconcile and warmup the gate's from the record's, put-on-sale the
+// record's from the gate's), SKUs on both tiers whose hold times do not
+// map to each other with the default --record-grace: the command would
+// rewrite hold times, with which the shop sells, from a grace that is not
+// the shop's. skus nil checks every SKU of the record. A named SKU that is
+// not on both tiers (a gate to rebuild, a new listing) shows no grace, so
+// the shop's other SKUs are checked for it: the first graceBatch of the
+// record, those of them on both tiers. After a full flush of the gate no
+// SKU is on both tiers and nothing can be checked. The refusal is a usage
+// error that names --record-grace; nothing is written.
+//
+// A grace given (the flag or STOCKCTL_RECORD_GRACE) is not checked: it is
+// the operator's word for the shop's, and the tiers' hold times may
+// contradict it for a reason the command is there to repair (a listing
+// changed at the record alone while a breaker kept traffic off the gate).
+func checkGrace(ctx context.Context, s *session, skus []string) error {
+	if s.opts.graceGiven {
+		return nil
+	}
+	var bad, lone []string
+	var first settingsGap
+	check := func(batch []string) error {
+		r, err := s.read(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for i := range batch {
+			l := r.levels(i)
+			if !l.Gate.OnSale || !l.Record.OnSale {
+				lone = append(lone, l.SKU)
+			}
+			if g := s.settingsGap(l); g.hold {
+				if len(bad) == 0 {
+					first = g
+				}
+				bad = append(bad, batch[i])
+			}
+		}
+		return nil
+	}
+	readPage := func(after string) ([]string, error) {
+		batch, err := s.record.SKUs(ctx, after, graceBatch)
+		if err != nil {
+			return nil, fmt.Errorf("read the record: %w", err)
+		}
+		return batch, nil
+	}
+	via := ""
+	if skus != nil {
+		for b := range slices.Chunk(skus, graceBatch) {
+			if err := check(b); err != nil {
+				return err
+			}
+		}
+		if len(bad) == 0 && len(lone) > 0 {
+			page, err := readPage("")
+			if err != nil {
+				return err
+			}
+			others := slices.DeleteFunc(page, func(sku string) bool { return slices.Contains(skus, sku) })
+			if len(others) > 0 {
+				if err := check(others); err != nil {
+					return err
+				}
+			}
+			via = fmt.Sprintf(" (%q is not on both tiers, so the shop's other SKUs were checked)", lone[0])
+		}
+	} else {
+		for after := ""; ; {
+			batch, err := readPage(after)
+			if err != nil {
+				return err
+			}
+			if len(batch) == 0 {
+				break
+			}
+			if err := check(batch); err != nil {
+				return err
+			}
+			after = batch[len(batch)-1]
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	more := ""
+	if len(bad) > 1 {
+		more = fmt.Sprintf(" (and %s more)", plural(len(bad)-1, "SKU"))
+	}
+	maxNote := ""
+	if first.maxDiffers {
+		maxNote = fmt.Sprintf(" (and max hold %s at the gate, %s from the record's)", shortDuration(first.gateMax), shortDuration(first.wantMax))
+	}
+	return usagef("no --record-grace given, and the default, %s, contradicts the tiers' hold times: %q holds %s at the gate, where its record's %s gives %s with that grace%s%s%s; "+
+		"give the shop's tiered.Config.RecordGrace as --record-grace (or %s), which is trusted as given, even 0 (see 'stockctl inspect %s'); nothing was written",
+		graceText(s.opts.recordGrace), bad[0], shortDuration(first.gateHold), shortDuration(first.recordHold),
+		shortDuration(first.wantHold), maxNote, more, via, envNames["record-grace"], bad[0])
+}
+
+// graceText shows a --record-grace: 0 is the hold time again.
+func graceText(d time.Duration) string {
+	if d == 0 {
+		return "0 (the hold time again)"
+	}
+	return shortDuration(d)
 }
 
 // skuLevels is one SKU on both tiers.

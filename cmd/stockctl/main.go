@@ -16,7 +16,8 @@
 //
 // It connects to the shop's Redis (--redis; a comma-separated list is a
 // Cluster) and database (--db, --dsn) with the shop's key prefix and table
-// names (--prefix, --table, --ledger, --columns). Every connection flag has
+// names (--prefix, --table, --ledger, --columns), record grace
+// (--record-grace) and gate Retention (--retention). Every connection flag has
 // an environment variable (STOCKCTL_REDIS, STOCKCTL_DSN, ...), and a
 // PostgreSQL DSN left empty or partial is completed from libpq's PG*
 // variables. Tables and help go to stdout (-json: one JSON object),
@@ -105,7 +106,7 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 		name, rest = global.Arg(0), global.Args()[1:]
 	}
 	if name == "help" {
-		return help(rest, stdout, stderr, global)
+		return p.help(rest, *o, stdout, stderr, global)
 	}
 	cmd, ok := commandNamed(name)
 	if !ok {
@@ -119,11 +120,16 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 	prepare := cmd.setup(fs)
 	pos, err := parseInterleaved(fs, rest)
 	if errors.Is(err, flag.ErrHelp) {
-		cmd.usage(stdout, fs)
+		_ = o.fromEnv(p.lookupEnv, fs, setFlags(global, fs)) // for the settings the help derives from; a bad one is reported when the command runs
+		cmd.usage(stdout, fs, *o)
 		return exitOK
 	}
 	if err == nil {
 		err = o.fromEnv(p.lookupEnv, fs, setFlags(global, fs))
+		o.graceGiven = setFlags(global, fs)["record-grace"] // fromEnv sets fs's flag from the variable
+	}
+	if err == nil {
+		err = o.check()
 	}
 	var w work
 	if err == nil {
@@ -148,8 +154,9 @@ func (p program) run(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 // help answers 'stockctl help [COMMAND]': the usage text on stdout, or an
-// unknown command on stderr.
-func help(args []string, stdout, stderr io.Writer, global *flag.FlagSet) int {
+// unknown command on stderr. o holds the global flags given; the command's
+// help derives what it states from them and their environment variables.
+func (p program) help(args []string, o options, stdout, stderr io.Writer, global *flag.FlagSet) int {
 	if len(args) == 0 {
 		usage(stdout, global)
 		return exitOK
@@ -159,12 +166,12 @@ func help(args []string, stdout, stderr io.Writer, global *flag.FlagSet) int {
 		fmt.Fprintf(stderr, "stockctl: unknown command %q (commands: %s)\n", args[0], strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
-	o := newOptions()
 	fs := flag.NewFlagSet("stockctl "+cmd.name, flag.ContinueOnError)
 	quiet(fs)
 	o.register(fs)
 	cmd.setup(fs)
-	cmd.usage(stdout, fs)
+	_ = o.fromEnv(p.lookupEnv, fs, setFlags(global))
+	cmd.usage(stdout, fs, o)
 	return exitOK
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/sqlstock"
 )
 
@@ -20,8 +21,14 @@ type options struct {
 	table, ledger string
 	columns       string
 	recordGrace   time.Duration
-	timeout       time.Duration
-	json          bool
+	// graceGiven is whether --record-grace was given, on the command line
+	// or as STOCKCTL_RECORD_GRACE: a grace given is the operator's word for
+	// the shop's and is trusted; the default is checked against the tiers'
+	// hold times before a command writes any (checkGrace).
+	graceGiven bool
+	retention  time.Duration
+	timeout    time.Duration
+	json       bool
 
 	// redisPassword comes from STOCKCTL_REDIS_PASSWORD only, so that it
 	// stays out of shell histories and process lists.
@@ -38,6 +45,7 @@ var envNames = map[string]string{
 	"ledger":       "STOCKCTL_LEDGER",
 	"columns":      "STOCKCTL_COLUMNS",
 	"record-grace": "STOCKCTL_RECORD_GRACE",
+	"retention":    "STOCKCTL_RETENTION",
 	"timeout":      "STOCKCTL_TIMEOUT",
 }
 
@@ -71,6 +79,9 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.recordGrace, "record-grace", o.recordGrace, env("record-grace",
 		"how much longer a hold lasts at the record than at the gate: the shop's tiered.Config.RecordGrace\n"+
 			"(0: the hold time again)"))
+	fs.DurationVar(&o.retention, "retention", o.retention, env("retention",
+		"how long the gate remembers an operation: the shop's redisstock.Config.Retention\n"+
+			"(0: redisstock's default, "+redisstock.DefaultRetention.String()+"); reconcile's restock window is half of it"))
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, env("timeout", "bound on the whole command, 0 for none"))
 	fs.BoolVar(&o.json, "json", o.json, "print one JSON object instead of a table")
 }
@@ -90,6 +101,54 @@ func (o *options) fromEnv(lookup func(string) (string, bool), fs *flag.FlagSet, 
 	}
 	o.redisPassword, _ = lookup(redisPasswordEnv)
 	return nil
+}
+
+// check refuses settings no shop has, before anything is connected: a
+// negative --record-grace (tiered takes it as zero, and stockguard.New
+// refuses it) or --timeout (neither a bound nor 0 for none), and a
+// --retention redisstock.New would refuse.
+func (o *options) check() error {
+	if o.recordGrace < 0 {
+		return fmt.Errorf("--record-grace %v: want 0 or more (0: the hold time again)", o.recordGrace)
+	}
+	if o.retention < 0 || (o.retention > 0 && o.retention < redisstock.MinRetention) {
+		return fmt.Errorf("--retention %v: want 0 (redisstock's default, %v) or at least %v",
+			o.retention, redisstock.DefaultRetention, redisstock.MinRetention)
+	}
+	if o.timeout < 0 {
+		return fmt.Errorf("--timeout %v: want 0 or more (0: none)", o.timeout)
+	}
+	return nil
+}
+
+// restockWindow is how far back a reconcile pass reads the record's
+// restocks: reconcile.Config.RestockWindow's default, half the gate's
+// Retention (--retention, or redisstock's default). The session's passes
+// use it and the help states it.
+func restockWindow(o options) time.Duration {
+	keep := o.retention
+	if keep == 0 {
+		keep = redisstock.DefaultRetention
+	}
+	return keep / 2
+}
+
+// restockWindowText states the restock window for a help text:
+// "12h (half of --retention 24h)".
+func restockWindowText(o options) string {
+	return shortDuration(restockWindow(o)) + " (half of --retention " + shortDuration(2*restockWindow(o)) + ")"
+}
+
+// shortDuration writes d without trailing zero units: 12h, 1h30m, 2s.
+func shortDuration(d time.Duration) string {
+	t := d.String()
+	if strings.HasSuffix(t, "m0s") {
+		t = strings.TrimSuffix(t, "0s")
+	}
+	if strings.HasSuffix(t, "h0m") {
+		t = strings.TrimSuffix(t, "0m")
+	}
+	return t
 }
 
 // parseColumns reads --columns: comma-separated key=name pairs.

@@ -26,7 +26,8 @@ way to the gate. One row per SKU out of agreement:
               the record returned; one the record sold stays in flight)
   RETURNING   units the record holds for orders the gate has already returned
   RESTOCKING  units of restocks the record applied and the gate not yet
-              (the pass completes them by operation ID; not drift)
+              within the restock window, {window}:
+              the pass completes them by operation ID; not drift
   DELTA       the correction the gate needs
   ACTION      what the pass did: dry-run (nothing), corrected, rebuilt (the
               gate had no state: recreated from the record), restocked,
@@ -39,6 +40,18 @@ way to the gate. One row per SKU out of agreement:
 --apply makes a real pass: each correction is a delta applied only if the
 SKU's fence is still the one read, so live orders are never overwritten; it
 exits 1 when a SKU is left out of agreement. Run it while the shop sells.
+
+The gate's hold times are derived from the record's with --record-grace.
+Given (the flag or STOCKCTL_RECORD_GRACE, even 0), it is trusted: a SKU
+whose gate hold time does not map to the record's with it (a listing
+changed at the record alone) is repaired with it. Not given, the default
+is checked first: either mode refuses the whole run before anything is
+written (exit 2, naming --record-grace) when a SKU on both tiers has hold
+times that contradict it; give the shop's --record-grace. A named SKU
+that is not on both tiers shows no grace: the shop's other SKUs on both
+tiers are checked for it (the first 500 of the record). After a full
+flush of the gate no SKU is on both tiers and nothing can be checked:
+give --record-grace.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		dry := fs.Bool("dry-run", false, "report the drift, change nothing")
@@ -59,12 +72,19 @@ exits 1 when a SKU is left out of agreement. Run it while the shop sells.
 }
 
 // reconcilePass runs one pass over skus (every SKU of the record when
-// empty) and prints its report.
+// empty) and prints its report. Without a --record-grace given, SKUs whose
+// hold times contradict the default are refused first (checkGrace): a
+// pass would rewrite the gate's, and its report would count them as drift.
 func reconcilePass(ctx context.Context, s *session, skus []string, cfg reconcile.Config) error {
+	var check []string // nil: every SKU of the record
 	if len(skus) > 0 {
 		if err := knownSKUs(ctx, s, skus); err != nil {
 			return err
 		}
+		check = skus
+	}
+	if err := checkGrace(ctx, s, check); err != nil {
+		return err
 	}
 	rec, err := s.reconciler(cfg)
 	if err != nil {

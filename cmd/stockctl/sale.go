@@ -24,6 +24,15 @@ record's is capped at 720h (stock.MaxHoldTTL), and a hold that would leave
 it no more than a second longer than the gate's is refused. Prints both
 tiers' levels afterwards, as inspect does.
 
+A --record-grace given (the flag or STOCKCTL_RECORD_GRACE, even 0) is
+trusted. Not given, the default is checked first: a SKU on both tiers whose
+hold times contradict it is refused before anything is written (exit 2,
+naming --record-grace); give the shop's --record-grace. A SKU that is not
+on both tiers (a new listing) shows no grace: the shop's other SKUs on
+both tiers are checked for it (the first 500 of the record). After a full
+flush of the gate no SKU is on both tiers and nothing can be checked:
+give --record-grace.
+
 Listing a SKU that is selling again overwrites the count its buyers take
 from; running the same command twice is harmless.
 
@@ -69,6 +78,11 @@ func putOnSale(ctx context.Context, s *session, l stock.Listing) error {
 			"%v leaves the record %v more than the gate (at most stock.MaxHoldTTL %v), not more than a reclaimer's interval of %v: the record would end holds the gate still counts",
 			hold, s.flow.RecordHold(hold)-hold, stock.MaxHoldTTL, minGrace)}
 	}
+	// The record's hold time is written with --record-grace: without one
+	// given, the default must not contradict the SKU's tiers.
+	if err := checkGrace(ctx, s, []string{l.SKU}); err != nil {
+		return err
+	}
 	if err := s.flow.PutOnSale(ctx, l); err != nil {
 		return err
 	}
@@ -107,7 +121,8 @@ whatever happened the first time, so after an error (exit 4) run the same
 command again; the same --op with another SKU or count is refused (exit 2).
 A restock the record has and the gate not yet is completed at the gate by
 the next run, or by 'stockctl reconcile --apply' within reconcile's restock
-window (1h). Prints both tiers' levels afterwards.
+window, {window}; past it, reconcile counts it as
+drift. Prints both tiers' levels afterwards.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		op := fs.String("op", "", "operation `ID` of the restock (required; reuse it on every retry)")

@@ -29,6 +29,16 @@ A SKU with live holds is refused (ACTION refused, exit 1): it is selling, and
 --force writes it anyway, counting its holds. Every written SKU is read again
 and reported as mismatch if it is still out of agreement. The table is
 reconcile's; ACTION rebuilt means written.
+
+A --record-grace given (the flag or STOCKCTL_RECORD_GRACE, even 0) is
+trusted. Not given, the default is checked first: a SKU on both tiers
+whose hold times contradict it (the gate's does not give the record's with
+it) refuses the whole run before anything is written (exit 2, naming
+--record-grace); give the shop's --record-grace. A named SKU that is
+not on both tiers shows no grace: the shop's other SKUs on both tiers are
+checked for it (the first 500 of the record). After a full flush of the
+gate no SKU is on both tiers and nothing can be checked: give
+--record-grace.
 `,
 	setup: func(fs *flag.FlagSet) func([]string) (work, error) {
 		force := fs.Bool("force", false, "write SKUs that have live holds too")
@@ -46,7 +56,13 @@ reconcile's; ACTION rebuilt means written.
 	},
 }
 
+// warmup loads the gate from the record for skus (nil: every SKU of the
+// record) and prints the report. Without a --record-grace given, SKUs
+// whose hold times contradict the default are refused first (checkGrace).
 func warmup(ctx context.Context, s *session, skus []string, force, dry bool) error {
+	if err := checkGrace(ctx, s, skus); err != nil {
+		return err
+	}
 	rec, err := s.reconciler(reconcile.Config{DryRun: dry})
 	if err != nil {
 		return err

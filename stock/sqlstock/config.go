@@ -67,7 +67,10 @@ type Config struct {
 	// MariaDB a Dialect that is set is checked by the same query: MySQL on
 	// a MariaDB server, or MariaDB on a MySQL server, whose lock wait
 	// bounds the server would not run, fails every call of the Store with
-	// an error wrapping stock.ErrInvalid, before anything is written.
+	// an error wrapping stock.ErrInvalid, before anything is written. A
+	// Dialect outside the family of a driver New knows (Postgres over
+	// go-sql-driver/mysql, MySQL over pgx or a SQLite driver) is refused
+	// by New with an error wrapping stock.ErrInvalid.
 	Dialect Dialect
 
 	// Table names the application's stock table; default "stock". It

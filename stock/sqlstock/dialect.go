@@ -66,6 +66,28 @@ func dialectOf(driverName string) Dialect {
 	return 0
 }
 
+// familyOf returns the dialects a driver registered as driverName can
+// speak, or nil if this package does not know the driver (a wrapped one
+// may speak any).
+func familyOf(driverName string) []Dialect {
+	if driverName == mysqlDriver {
+		return []Dialect{MySQL, MariaDB}
+	}
+	if d := dialectOf(driverName); d != 0 {
+		return []Dialect{d}
+	}
+	return nil
+}
+
+// dialectList names dialects for an error: "mysql or mariadb".
+func dialectList(ds []Dialect) string {
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.String()
+	}
+	return strings.Join(names, " or ")
+}
+
 // drivers are the name each driver this package knows registers with
 // database/sql, by the driver's type (its package path and name): a
 // *sql.DB tells its driver, not the name it was opened under. The types

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -83,7 +84,9 @@ var (
 // Config.Dialect), pgx's stdlib or lib/pq (PostgreSQL), modernc.org/sqlite
 // or mattn/go-sqlite3 (SQLite). A driver this package does not know, such
 // as one wrapped for tracing, is refused with an error wrapping
-// stock.ErrInvalid: set Config.Dialect. New sends nothing: on MySQL and
+// stock.ErrInvalid: set Config.Dialect. A Config.Dialect set outside the
+// family of a driver this package knows (PostgreSQL over the mysql driver,
+// MySQL over pgx) is refused the same way. New sends nothing: on MySQL and
 // MariaDB the Store's first call that reaches the database asks the
 // server which it is. It does not create tables: see CreateTables and
 // Schema.
@@ -123,6 +126,11 @@ func newStore(db *sql.DB, name, desc string, cfg Config) (*Store, error) {
 	}
 	if cfg.Dialect < 0 || cfg.Dialect > SQLite {
 		return nil, &stock.InvalidError{Field: "sqlstock.Config.Dialect", Reason: cfg.Dialect.String() + " is not a dialect"}
+	}
+	if family := familyOf(name); cfg.Dialect != 0 && family != nil && !slices.Contains(family, cfg.Dialect) {
+		return nil, &stock.InvalidError{Field: "sqlstock.Config.Dialect",
+			Reason: cfg.Dialect.String() + " contradicts driver " + desc + ", which speaks " + dialectList(family) +
+				": leave the dialect zero, or set the driver's"}
 	}
 	cache, err := lru.New[string, settings](cfg.SettingsCache)
 	if err != nil {
