@@ -25,10 +25,11 @@ var (
 
 // Config configures a Queue.
 type Config struct {
-	// Stream names the queue: the key of its stream. Its delayed set and
-	// dead-letter stream are the keys Stream+":delayed" and Stream+":dead".
-	// A name without a hash tag gets one around it ("orders" becomes
-	// "{orders}", "orders{}" becomes "{orders{}}"), so that the three keys
+	// Stream names the queue: the key of its stream. Its delayed set,
+	// dead-letter stream and retried set are the keys Stream+":delayed",
+	// Stream+":dead" and Stream+":retried". A name without a hash tag gets
+	// one around it ("orders" becomes "{orders}", "orders{}" becomes
+	// "{orders{}}"), so that the four keys
 	// share a Redis Cluster slot. As for Redis Cluster, a hash tag is the
 	// text between the first '{' and the first '}' after it, when there is
 	// any: empty braces are none. A name without one that begins with '}'
@@ -52,10 +53,10 @@ type Config struct {
 // a handoff.Publisher, and the factory of its Sources. It is safe for
 // concurrent use.
 type Queue struct {
-	rdb                   redis.UniversalClient
-	stream, delayed, dead string
-	group                 string
-	redelivery, block     time.Duration
+	rdb                            redis.UniversalClient
+	stream, delayed, dead, retried string
+	group                          string
+	redelivery, block              time.Duration
 
 	// claiming is held by the one claim of the queue's Sources under way;
 	// claimAt, guarded by it, is where their claims are in their pass
@@ -89,7 +90,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Queue, er
 	if !hasHashTag(base) { // it begins with '}': the tag around it would be empty
 		return nil, &stock.InvalidError{Field: "redisstream.Config.Stream", Reason: fmt.Sprintf("%q has no hash tag and cannot be given one (it begins with '}')", cfg.Stream)}
 	}
-	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", group: cfg.Group,
+	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", retried: base + ":retried", group: cfg.Group,
 		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond), claimAt: claimPlace{from: passStart}}
 	err := rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
@@ -175,33 +176,62 @@ func (q *Queue) Len(ctx context.Context) (int64, error) {
 	return onStream.Val() + delayed.Val(), nil
 }
 
-// Oldest returns the Sent time of the message at the head of the stream
-// (handoff.OldestReader): the first published of those not acknowledged
-// or dead-lettered, read or not, as Ack deletes a message from the stream.
-// One XRANGE of one entry. Messages waiting out a Retry's delay are left
-// out. A payload that does not decode (or has no Sent) is dated by its
-// entry ID, the time Redis added it. It returns false when the stream is
-// empty.
+// Oldest returns the Sent time of the oldest message not acknowledged or
+// dead-lettered (handoff.OldestReader), read or not, retried or not: the
+// earlier of the message at the head of the stream (Ack deletes a message
+// from the stream) and the first of the retried set, where Retry keeps
+// the Sent time of each copy it makes (a copy goes to the stream's end,
+// behind newer messages, or waits out the Retry's delay) until the copy
+// is acknowledged, dead-lettered or retried again. One MULTI of an XRANGE
+// of one entry and a ZRANGE of one member. A payload that does not decode
+// (or has no Sent) is dated by its entry ID, the time Redis added it. It
+// returns false when the queue holds no message.
 func (q *Queue) Oldest(ctx context.Context) (time.Time, bool, error) {
-	msgs, err := q.rdb.XRangeN(ctx, q.stream, "-", "+", 1).Result()
-	if err != nil || len(msgs) == 0 {
+	var head *redis.XMessageSliceCmd
+	var retried *redis.ZSliceCmd
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		head = p.XRangeN(ctx, q.stream, "-", "+", 1)
+		retried = p.ZRangeWithScores(ctx, q.retried, 0, 0)
+		return nil
+	})
+	if err != nil {
 		return time.Time{}, false, err
 	}
-	payload, _ := msgs[0].Values["m"].(string)
-	if m, _, err := decode(payload); err == nil && !m.Sent.IsZero() {
-		return m.Sent, true, nil
+	var oldest time.Time
+	var ok bool
+	if msgs := head.Val(); len(msgs) > 0 {
+		payload, _ := msgs[0].Values["m"].(string)
+		if m, _, err := decode(payload); err == nil && !m.Sent.IsZero() {
+			oldest = m.Sent
+		} else if oldest, err = idTime(msgs[0].ID); err != nil {
+			return time.Time{}, false, err
+		}
+		ok = true
 	}
-	ms, _, _ := strings.Cut(msgs[0].ID, "-")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("redisstream: entry ID %q: %w", msgs[0].ID, err)
+	if zs := retried.Val(); len(zs) > 0 {
+		if t := time.UnixMilli(int64(zs[0].Score)); !ok || t.Before(oldest) {
+			oldest, ok = t, true
+		}
 	}
-	return time.UnixMilli(n), true, nil
+	return oldest, ok, nil
 }
 
-// Keys returns the keys of the queue: its stream, delayed set and
-// dead-letter stream.
-func (q *Queue) Keys() (stream, delayed, dead string) { return q.stream, q.delayed, q.dead }
+// idTime returns the time of a stream entry ID: when Redis added it.
+func idTime(id string) (time.Time, error) {
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redisstream: entry ID %q: %w", id, err)
+	}
+	return time.UnixMilli(n), nil
+}
+
+// Keys returns the keys of the queue: its stream, delayed set,
+// dead-letter stream and retried set (the Sent times of retried copies
+// not yet settled, which Oldest reads).
+func (q *Queue) Keys() (stream, delayed, dead, retried string) {
+	return q.stream, q.delayed, q.dead, q.retried
+}
 
 type source struct {
 	q     *Queue
@@ -322,25 +352,33 @@ type delivery struct {
 func (d *delivery) Message() handoff.Message { return d.m }
 func (d *delivery) Attempt() int             { return d.attempt }
 
-// Ack acknowledges the message and deletes it from the stream; a repeat
-// is nil too.
+// Ack acknowledges the message and deletes it from the stream, and a
+// retried copy from the retried set, in one MULTI; a repeat is nil too.
 func (d *delivery) Ack(ctx context.Context) error {
 	q := d.s.q
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAck(ctx, q.stream, q.group, d.id)
 		p.XDel(ctx, q.stream, d.id)
+		if d.attempt > int(d.count) { // a Retry's copy: it is in the retried set
+			p.ZRem(ctx, q.retried, d.payload)
+		}
 		return nil
 	})
 	return err
 }
 
 // Retry replaces the message by a copy that counts this delivery, due
-// after delay (a zero delay: at the stream's end at once).
+// after delay (a zero delay: at the stream's end at once), and keeps the
+// message's Sent time in the retried set until the copy is settled.
 func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 	q := d.s.q
 	copyOf := encode(d.m, d.attempt, d.id)
-	n, err := retryScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, q.group, d.id, d.s.name, d.count,
-		max(delay, 0).Milliseconds(), copyOf).Int()
+	sent := d.m.Sent
+	if sent.IsZero() { // as Oldest dates such a message: by its entry ID
+		sent, _ = idTime(d.id)
+	}
+	n, err := retryScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, q.group, d.id, d.s.name, d.count,
+		max(delay, 0).Milliseconds(), copyOf, sent.UnixMilli(), d.payload).Int()
 	if err != nil {
 		return err
 	}
@@ -358,7 +396,7 @@ func (d *delivery) DeadLetter(ctx context.Context, reason error) error {
 	if reason != nil {
 		why = reason.Error()
 	}
-	n, err := deadScript.Run(ctx, q.rdb, []string{q.stream, q.dead}, q.group, d.id, d.s.name, d.count, d.payload, why).Int()
+	n, err := deadScript.Run(ctx, q.rdb, []string{q.stream, q.dead, q.retried}, q.group, d.id, d.s.name, d.count, d.payload, why).Int()
 	if err != nil {
 		return err
 	}

@@ -28,14 +28,14 @@ func retriedQueue(t *testing.T) (*redisstream.Queue, handoff.Message, handoff.Me
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = rdb.Close() })
-	name := fmt.Sprintf("stockguard-rvbroker-oldest-%d", time.Now().UnixNano())
+	name := fmt.Sprintf("stockguard-test-oldest-retried-%d", time.Now().UnixNano())
 	q, err := redisstream.New(context.Background(), rdb, redisstream.Config{Stream: name, Redelivery: time.Minute, Block: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("redisstream.New: %v", err)
 	}
 	t.Cleanup(func() {
-		stream, delayed, dead := q.Keys()
-		rdb.Del(context.Background(), stream, delayed, dead)
+		stream, delayed, dead, retried := q.Keys()
+		rdb.Del(context.Background(), stream, delayed, dead, retried)
 	})
 	now := time.UnixMilli(time.Now().UnixMilli())
 	msg := func(id string, sent time.Time) handoff.Message {
@@ -76,7 +76,7 @@ func retryFirst(t *testing.T, q *redisstream.Queue, a handoff.Message) {
 // published of those not acknowledged or dead-lettered". A message
 // retried with no delay is back in the queue, not acknowledged, and waits
 // out no delay: it is the oldest.
-func TestZZOldestCountsARetriedMessageBackInTheQueue(t *testing.T) {
+func TestOldestCountsARetriedMessageBackInTheQueue(t *testing.T) {
 	q, a, b := retriedQueue(t)
 	retryFirst(t, q, a)
 	if n, err := q.Len(context.Background()); err != nil || n != 2 {
@@ -99,7 +99,7 @@ func (holdGate) Levels(context.Context, string) (stock.Levels, error) {
 // bound, new orders are refused before the gate holds anything"; the lag
 // is "the age of the oldest message not acknowledged, from OldestReader".
 // a, 2s old and not acknowledged, is past a 1.5s bound.
-func TestZZRecorderRefusesWhileARetriedMessageLags(t *testing.T) {
+func TestRecorderRefusesWhileARetriedMessageLags(t *testing.T) {
 	q, a, _ := retriedQueue(t)
 	retryFirst(t, q, a)
 	rec := handoff.NewRecorder(q, holdGate{}, handoff.RecorderConfig{MaxLag: 1500 * time.Millisecond})
@@ -113,7 +113,7 @@ func TestZZRecorderRefusesWhileARetriedMessageLags(t *testing.T) {
 // The same with the Consumer's own kind of Retry, one with a delay: once
 // the delay has passed, a Fetch moves a back onto the stream (behind b)
 // and delivers b. a waits out no delay any more and is not acknowledged.
-func TestZZOldestCountsARetriedMessageAfterItsDelay(t *testing.T) {
+func TestOldestCountsARetriedMessageAfterItsDelay(t *testing.T) {
 	q, a, b := retriedQueue(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
