@@ -92,11 +92,30 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Queue, er
 	}
 	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", retried: base + ":retried", group: cfg.Group,
 		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond), claimAt: claimPlace{from: passStart}}
-	err := rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+	if err := q.createGroup(ctx); err != nil {
 		return nil, err
 	}
 	return q, nil
+}
+
+// createGroup creates the stream, when absent, and its consumer group,
+// when absent, reading from the stream's first entry (ID 0), so that no
+// message already on the stream is passed over.
+func (q *Queue) createGroup(ctx context.Context) error {
+	err := q.rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return err
+	}
+	return nil
+}
+
+// isNoGroup tells whether err is Redis's answer to a command on a
+// consumer group (or stream) that does not exist: the server lost its
+// data (a restart without persistence, a flush, a failover to an empty
+// replica), and XADD made the stream again without the group. A script
+// reports it with its own prefix, hence the search.
+func isNoGroup(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "NOGROUP")
 }
 
 // hasHashTag tells whether Redis Cluster hashes key by a hash tag: the
@@ -245,13 +264,21 @@ type source struct {
 // ends. Due retries are moved before every read, so a retry whose delay
 // has passed when a Fetch begins is back in the queue, busy or not, and
 // the claim runs at least every Redelivery/2, busy or not, each going on
-// from where the Queue's last claim stopped (see the package doc).
+// from where the Queue's last claim stopped (see the package doc). When
+// the consumer group is gone (Redis lost its data), Fetch creates it
+// again, reading from the stream's first entry, and tries once more, so
+// the messages published since are delivered.
 func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	for ctx.Err() == nil {
 		out, err := s.fetchOnce(ctx, n) // waits at most Block
+		if isNoGroup(err) && ctx.Err() == nil {
+			if err = s.q.createGroup(ctx); err == nil {
+				out, err = s.fetchOnce(ctx, n)
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			return out, err
 		}

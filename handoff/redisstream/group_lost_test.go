@@ -55,9 +55,9 @@ func privateRedis(t *testing.T, port int) func() {
 // stream again without it, and every Fetch fails (NOGROUP) for ever: the
 // hand-off never resumes, and each order the gate sells from then on
 // expires in the queue.
-func TestZZHandoffResumesAfterRedisLostTheStream(t *testing.T) {
-	restart := privateRedis(t, 6511)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6511", MaxRetries: -1})
+func TestHandoffResumesAfterRedisLostTheStream(t *testing.T) {
+	restart := privateRedis(t, 6560)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6560", MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
 	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: "orders", Redelivery: time.Minute, Block: 20 * time.Millisecond})
