@@ -70,12 +70,40 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 // message whose payload does not decode as a hand-off is returned like
 // any other, with the zero Message (an invalid, empty Order): the
 // handoff.Consumer dead-letters it and reports it (handoff.ErrDeadLettered
-// to ConsumerConfig.Done, the Observer). A max under 1 is refused with an
-// error matching stock.ErrInvalid.
+// to ConsumerConfig.Done, the Observer). When the server has not the
+// stream or the consumer (it came back with an empty store), Fetch
+// creates them again, as NewSource does, and fetches once more. A max
+// under 1 is refused with an error matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
 		return nil, &stock.InvalidError{Field: "natsjs.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
 	}
+	ds, err := s.fetch(ctx, max)
+	if lost(err) && ctx.Err() == nil {
+		cons, cerr := s.ensure(ctx)
+		if cerr != nil {
+			return nil, errors.Join(err, cerr)
+		}
+		s.cons = cons // Fetch is called by one goroutine at a time
+		ds, err = s.fetch(ctx, max)
+	}
+	return ds, err
+}
+
+// ensure creates the streams and the consumer of the Source again, when
+// absent, as NewSource does.
+func (s *Source) ensure(ctx context.Context) (jetstream.Consumer, error) {
+	if _, err := ensureStream(ctx, s.js, s.cfg); err != nil {
+		return nil, err
+	}
+	if err := ensureDead(ctx, s.js, s.cfg); err != nil {
+		return nil, err
+	}
+	return ensureConsumer(ctx, s.js, s.cfg)
+}
+
+// fetch is Fetch with the Source's consumer as it is.
+func (s *Source) fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	for {
 		if ctx.Err() != nil {
 			return nil, nil

@@ -2,8 +2,12 @@ package natsjs_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stockguard/stockguard/handoff"
 	"github.com/stockguard/stockguard/handoff/natsjs"
@@ -20,8 +24,8 @@ import (
 // declares its queues again on every new channel. Here the Publisher
 // fails every Publish for ever (so every order placed from then on is
 // answered half-way) and the Source every Fetch.
-func TestZZHandoffResumesAfterTheServerLostTheStream(t *testing.T) {
-	const port = 6512
+func TestHandoffResumesAfterTheServerLostTheStream(t *testing.T) {
+	const port = 6570
 	srv, err := startServer(t.TempDir(), port)
 	if err != nil {
 		t.Fatalf("start NATS: %v", err)
@@ -29,7 +33,7 @@ func TestZZHandoffResumesAfterTheServerLostTheStream(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown() })
 	url := srv.ClientURL()
 	js := connect(t, url)
-	cfg := natsjs.Config{Stream: "ZZ_LOST", Subject: "zz.lost", Consumer: "zz_record", AckWait: time.Minute, PollWait: 100 * time.Millisecond}
+	cfg := natsjs.Config{Stream: "LOST", Subject: "lost", Consumer: "record", AckWait: time.Minute, PollWait: 100 * time.Millisecond}
 	ctx := context.Background()
 	pub, err := natsjs.NewPublisher(ctx, js, cfg)
 	if err != nil {
@@ -91,4 +95,49 @@ func TestZZHandoffResumesAfterTheServerLostTheStream(t *testing.T) {
 
 	publish("after")
 	fetch("after")
+}
+
+// unanswered is a JetStream client whose first publish reaches the stream
+// but whose answer is lost, as if the stream had not answered.
+type unanswered struct {
+	jetstream.JetStream
+	lost atomic.Bool
+}
+
+func (u *unanswered) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, err := u.JetStream.PublishMsg(ctx, m, opts...)
+	if err == nil && u.lost.CompareAndSwap(false, true) {
+		return nil, jetstream.ErrNoStreamResponse
+	}
+	return ack, err
+}
+
+// The package doc: Publish's Nats-Msg-Id is the order ID, "a repeat within
+// Config.Duplicates is stored once". The publish Publish makes again after
+// the stream did not answer carries the same Nats-Msg-Id: when the first
+// was stored after all, the order is in the stream once, not twice.
+func TestPublishAgainAfterNoAnswerKeepsTheMsgID(t *testing.T) {
+	js := connect(t, serverURL(t))
+	cfg := config(t, js, time.Minute)
+	ctx := context.Background()
+	pub, err := natsjs.NewPublisher(ctx, &unanswered{JetStream: js}, cfg)
+	if err != nil {
+		t.Fatalf("NewPublisher: %v", err)
+	}
+	now := time.UnixMilli(time.Now().UnixMilli())
+	m := handoff.Message{Order: stock.Order{ID: "once", Items: []stock.Item{{SKU: "sku-a", Qty: 1}}}, Sent: now, Deadline: now.Add(time.Minute)}
+	if err := pub.Publish(ctx, m); err != nil {
+		t.Fatalf("Publish, its first answer lost: %v; want nil (published again)", err)
+	}
+	stream, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatalf("Stream info: %v", err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("the stream holds %d messages after one Publish; want 1 (the repeat deduplicated)", info.State.Msgs)
+	}
 }
