@@ -34,22 +34,23 @@ func (f blockingFlow) Settle(ctx context.Context, o stock.Order) error {
 }
 
 // The package doc's wiring ("# Wiring": NewRecorder(pub, gate,
-// handoff.RecorderConfig{}), a Consumer on the Source) and its promise
+// handoff.RecorderConfig{Lag: c.Lag}), a Consumer c on the Source, as
+// Example_wiring) and its promise
 // ("# Backpressure: no broker lag": "a Recorder over the Publisher applies
 // backpressure by handoff.RecorderConfig.Lag alone, this process's
 // consumers' measure"), with handoff/doc.go's rule: "while the hand-off
 // lags more than a bound [by default half the order's hold time], new
 // orders are refused before the gate holds anything". Wired as the doc
-// shows, the Recorder is given no Lag, so it admits every order however
-// far behind the consumer is.
-func TestZZDocWiringAppliesBackpressure(t *testing.T) {
+// shows, the Recorder refuses a new order while the consumer is behind.
+func TestDocWiringAppliesBackpressure(t *testing.T) {
 	url := testdb.Need(t, broker)
 	cfg := config(t, url, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	pub := publisher(t, url, cfg)
-	rec := handoff.NewRecorder(pub, minuteGate{}, handoff.RecorderConfig{})
+	var c *handoff.Consumer
+	rec := handoff.NewRecorder(pub, minuteGate{}, handoff.RecorderConfig{Lag: func() time.Duration { return c.Lag() }})
 	flow := blockingFlow{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	src := source(t, url, cfg)
 	c, err := handoff.NewConsumer(src, flow, handoff.ConsumerConfig{})
@@ -63,7 +64,7 @@ func TestZZDocWiringAppliesBackpressure(t *testing.T) {
 	// An order handed off 50s ago with a minute's hold: the consumer
 	// reaches it with 10s of its hold left.
 	sent := time.Now().Add(-50 * time.Second)
-	o := stock.Order{ID: "zz-old", Items: []stock.Item{{SKU: "sku-a", Qty: 1}}}
+	o := stock.Order{ID: "old", Items: []stock.Item{{SKU: "sku-a", Qty: 1}}}
 	if err := pub.Publish(ctx, handoff.Message{Order: o, Sent: sent, Deadline: sent.Add(time.Minute)}); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
@@ -72,7 +73,7 @@ func TestZZDocWiringAppliesBackpressure(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the consumer did not take the message")
 	}
-	next := stock.Order{ID: "zz-next", Items: []stock.Item{{SKU: "sku-a", Qty: 1}}}
+	next := stock.Order{ID: "next", Items: []stock.Item{{SKU: "sku-a", Qty: 1}}}
 	if err := rec.Admit(ctx, next); !errors.Is(err, handoff.ErrBacklog) {
 		t.Fatalf("Admit = %v while the consumer lags %v (bound: half the 1m hold); want ErrBacklog",
 			err, c.Lag().Round(time.Second))
