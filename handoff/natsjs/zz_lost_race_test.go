@@ -1,0 +1,51 @@
+package natsjs_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stockguard/stockguard/handoff/natsjs"
+)
+
+// natsjs's Source doc: "It implements handoff.Source and is safe for
+// concurrent use". Fetch now creates the consumer again when the server
+// lost it and stores it in the Source ("Fetch is called by one goroutine
+// at a time", says the code), while other Fetch calls on the same Source
+// read it: under the race detector this test fails with "race detected
+// during execution of test".
+func TestConcurrentFetchWhileTheConsumerIsLost(t *testing.T) {
+	js := connect(t, serverURL(t))
+	cfg := config(t, js, time.Minute)
+	ctx := context.Background()
+	src, err := natsjs.NewSource(ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("NewSource: %v", err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				fctx, cancel := context.WithTimeout(ctx, time.Second)
+				_, _ = src.Fetch(fctx, 1)
+				cancel()
+			}
+		}()
+	}
+	for i := 0; i < 10; i++ {
+		time.Sleep(100 * time.Millisecond)
+		_ = js.DeleteConsumer(ctx, cfg.Stream, cfg.Consumer) // the server lost it
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+}
