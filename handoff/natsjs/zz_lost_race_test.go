@@ -16,7 +16,14 @@ import (
 // read it: under the race detector this test fails with "race detected
 // during execution of test".
 func TestConcurrentFetchWhileTheConsumerIsLost(t *testing.T) {
-	js := connect(t, serverURL(t))
+	// A server of the test's own (the nats-server the module's tests
+	// embed), which answers a pull on a lost consumer with an error.
+	srv, err := startServer(t.TempDir(), 6623)
+	if err != nil {
+		t.Fatalf("start NATS: %v", err)
+	}
+	t.Cleanup(srv.Shutdown)
+	js := connect(t, srv.ClientURL())
 	cfg := config(t, js, time.Minute)
 	ctx := context.Background()
 	src, err := natsjs.NewSource(ctx, js, cfg)
@@ -25,7 +32,7 @@ func TestConcurrentFetchWhileTheConsumerIsLost(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for i := 0; i < 4; i++ {
+	for i := 0; i < 16; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -41,8 +48,8 @@ func TestConcurrentFetchWhileTheConsumerIsLost(t *testing.T) {
 			}
 		}()
 	}
-	for i := 0; i < 10; i++ {
-		time.Sleep(100 * time.Millisecond)
+	for i := 0; i < 80; i++ {
+		time.Sleep(30 * time.Millisecond)
 		_ = js.DeleteConsumer(ctx, cfg.Stream, cfg.Consumer) // the server lost it
 	}
 	time.Sleep(200 * time.Millisecond)
