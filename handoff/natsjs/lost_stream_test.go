@@ -25,7 +25,7 @@ import (
 // fails every Publish for ever (so every order placed from then on is
 // answered half-way) and the Source every Fetch.
 func TestHandoffResumesAfterTheServerLostTheStream(t *testing.T) {
-	const port = 6570
+	const port = 6650
 	srv, err := startServer(t.TempDir(), port)
 	if err != nil {
 		t.Fatalf("start NATS: %v", err)

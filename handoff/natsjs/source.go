@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,9 +33,14 @@ const (
 // process or many) on the same Config share the consumer, and each message
 // goes to one of them at a time.
 type Source struct {
-	js   jetstream.JetStream
-	cons jetstream.Consumer
-	cfg  Config
+	js  jetstream.JetStream
+	cfg Config
+	// cons is the consumer, replaced when Fetch creates it again; each
+	// fetch loads it once.
+	cons atomic.Pointer[jetstream.Consumer]
+	// renew is held while the streams and the consumer are created again,
+	// so that the Fetch calls that found them lost do it once, in turn.
+	renew sync.Mutex
 }
 
 var _ handoff.Source = (*Source)(nil)
@@ -60,7 +67,9 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 	if err != nil {
 		return nil, err
 	}
-	return &Source{js: js, cons: cons, cfg: cfg}, nil
+	s := &Source{js: js, cfg: cfg}
+	s.cons.Store(&cons)
+	return s, nil
 }
 
 // Fetch returns at most max deliveries, waiting until at least one is
@@ -78,37 +87,49 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 	if max < 1 {
 		return nil, &stock.InvalidError{Field: "natsjs.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
 	}
-	ds, err := s.fetch(ctx, max)
+	old := s.cons.Load()
+	ds, err := s.fetch(ctx, *old, max)
 	if lost(err) && ctx.Err() == nil {
-		cons, cerr := s.ensure(ctx)
+		cons, cerr := s.ensure(ctx, old)
 		if cerr != nil {
 			return nil, errors.Join(err, cerr)
 		}
-		s.cons = cons // Fetch is called by one goroutine at a time
-		ds, err = s.fetch(ctx, max)
+		ds, err = s.fetch(ctx, cons, max)
 	}
 	return ds, err
 }
 
 // ensure creates the streams and the consumer of the Source again, when
-// absent, as NewSource does.
-func (s *Source) ensure(ctx context.Context) (jetstream.Consumer, error) {
+// absent, as NewSource does, and makes the consumer the Source's. A Fetch
+// that found old lost and comes after another one replaced it takes the
+// replacement.
+func (s *Source) ensure(ctx context.Context, old *jetstream.Consumer) (jetstream.Consumer, error) {
+	s.renew.Lock()
+	defer s.renew.Unlock()
+	if cur := s.cons.Load(); cur != old {
+		return *cur, nil
+	}
 	if _, err := ensureStream(ctx, s.js, s.cfg); err != nil {
 		return nil, err
 	}
 	if err := ensureDead(ctx, s.js, s.cfg); err != nil {
 		return nil, err
 	}
-	return ensureConsumer(ctx, s.js, s.cfg)
+	cons, err := ensureConsumer(ctx, s.js, s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.cons.Store(&cons)
+	return cons, nil
 }
 
-// fetch is Fetch with the Source's consumer as it is.
-func (s *Source) fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
+// fetch is Fetch from cons, the Source's consumer as it is.
+func (s *Source) fetch(ctx context.Context, cons jetstream.Consumer, max int) ([]handoff.Delivery, error) {
 	for {
 		if ctx.Err() != nil {
 			return nil, nil
 		}
-		batch, err := s.cons.FetchNoWait(max)
+		batch, err := cons.FetchNoWait(max)
 		if err != nil {
 			return s.failed(ctx, err)
 		}
@@ -126,7 +147,7 @@ func (s *Source) fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 			return nil, nil // no time left to wait at the server
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		batch, err = s.cons.Fetch(1, jetstream.FetchContext(wctx))
+		batch, err = cons.Fetch(1, jetstream.FetchContext(wctx))
 		if err != nil {
 			cancel()
 			return s.failed(ctx, err)
@@ -141,7 +162,7 @@ func (s *Source) fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 			continue
 		}
 		if max > 1 {
-			if more, err := s.cons.FetchNoWait(max - 1); err == nil {
+			if more, err := cons.FetchNoWait(max - 1); err == nil {
 				rest, _ := s.take(more)
 				ds = append(ds, rest...)
 			}

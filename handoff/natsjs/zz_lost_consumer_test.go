@@ -55,7 +55,7 @@ func fetchWithin(src handoff.Source, id string, within time.Duration) (bool, err
 // error, for ever. Each order sold from then on waits in the stream until
 // it expires.
 func TestFetchResumesWhenThePublisherCreatedTheStreamFirst(t *testing.T) {
-	const port = 6622
+	const port = 6651
 	start := privateNATS(t, port)
 	stop := start()
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)

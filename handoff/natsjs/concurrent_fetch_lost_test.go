@@ -10,15 +10,13 @@ import (
 )
 
 // natsjs's Source doc: "It implements handoff.Source and is safe for
-// concurrent use". Fetch now creates the consumer again when the server
-// lost it and stores it in the Source ("Fetch is called by one goroutine
-// at a time", says the code), while other Fetch calls on the same Source
-// read it: under the race detector this test fails with "race detected
-// during execution of test".
-func TestConcurrentFetchWhileTheConsumerIsLost(t *testing.T) {
+// concurrent use". Fetch creates the consumer again when the server lost
+// it and keeps it in the Source while other Fetch calls on the same Source
+// read it: under the race detector, a race there fails the test.
+func TestFetchIsSafeForConcurrentUseWhileTheConsumerIsLost(t *testing.T) {
 	// A server of the test's own (the nats-server the module's tests
 	// embed), which answers a pull on a lost consumer with an error.
-	srv, err := startServer(t.TempDir(), 6623)
+	srv, err := startServer(t.TempDir(), 6652)
 	if err != nil {
 		t.Fatalf("start NATS: %v", err)
 	}
