@@ -64,5 +64,8 @@
 // creates the stream and publishes once more, with the same Nats-Msg-Id
 // (a first publish that was stored after all is not stored twice), and a
 // Fetch whose stream or consumer is not found creates them, as
-// NewSource does, and fetches once more.
+// NewSource does, and fetches once more. A server that answers nothing to
+// a pull on a consumer it has not (nats-server 2.9) is asked for the
+// consumer while the pulls deliver nothing, at most once a PollWait, so
+// an idle Source finds the consumer lost within about a PollWait.
 package natsjs

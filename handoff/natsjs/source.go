@@ -41,6 +41,13 @@ type Source struct {
 	// renew is held while the streams and the consumer are created again,
 	// so that the Fetch calls that found them lost do it once, in turn.
 	renew sync.Mutex
+	// idle is set while the consumer's pulls deliver nothing, and checked
+	// the time (UnixNano) the consumer was last found on the server: a
+	// server may answer nothing at all to a pull on a consumer it has not
+	// (nats-server 2.9), so an idle Source asks for the consumer's info at
+	// most once a PollWait.
+	idle    atomic.Bool
+	checked atomic.Int64
 }
 
 var _ handoff.Source = (*Source)(nil)
@@ -69,6 +76,7 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 	}
 	s := &Source{js: js, cfg: cfg}
 	s.cons.Store(&cons)
+	s.checked.Store(time.Now().UnixNano())
 	return s, nil
 }
 
@@ -80,9 +88,13 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 // any other, with the zero Message (an invalid, empty Order): the
 // handoff.Consumer dead-letters it and reports it (handoff.ErrDeadLettered
 // to ConsumerConfig.Done, the Observer). When the server has not the
-// stream or the consumer (it came back with an empty store), Fetch
-// creates them again, as NewSource does, and fetches once more. A max
-// under 1 is refused with an error matching stock.ErrInvalid.
+// stream or the consumer (it came back with an empty store, or the
+// consumer was deleted), Fetch creates them again, as NewSource does, and
+// fetches once more. A server may answer nothing to a pull on a consumer
+// it has not, so while the Source's pulls deliver nothing Fetch also asks
+// whether the consumer is there, at most once a PollWait for the Source
+// (a pull that delivers costs nothing more). A max under 1 is refused
+// with an error matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
 		return nil, &stock.InvalidError{Field: "natsjs.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
@@ -129,14 +141,19 @@ func (s *Source) fetch(ctx context.Context, cons jetstream.Consumer, max int) ([
 		if ctx.Err() != nil {
 			return nil, nil
 		}
+		if err := s.check(ctx, cons); err != nil {
+			return s.failed(ctx, err)
+		}
 		batch, err := cons.FetchNoWait(max)
 		if err != nil {
 			return s.failed(ctx, err)
 		}
 		ds, err := s.take(batch)
 		if len(ds) > 0 || err != nil {
+			s.idle.Store(len(ds) == 0)
 			return ds, err
 		}
+		s.idle.Store(true)
 		wait := s.cfg.PollWait
 		if dl, ok := ctx.Deadline(); ok {
 			if left := time.Until(dl); left < wait {
@@ -161,6 +178,7 @@ func (s *Source) fetch(ctx context.Context, cons jetstream.Consumer, max int) ([
 		if len(ds) == 0 {
 			continue
 		}
+		s.idle.Store(false)
 		if max > 1 {
 			if more, err := cons.FetchNoWait(max - 1); err == nil {
 				rest, _ := s.take(more)
@@ -169,6 +187,25 @@ func (s *Source) fetch(ctx context.Context, cons jetstream.Consumer, max int) ([
 		}
 		return ds, nil
 	}
+}
+
+// check asks the server for cons's info when the Source's pulls have
+// delivered nothing and PollWait has passed since the consumer was last
+// found (one Fetch of the Source asks at a time), and answers the error
+// that says the stream or the consumer is not found; nil otherwise (any
+// other error is the next pull's to meet).
+func (s *Source) check(ctx context.Context, cons jetstream.Consumer) error {
+	if !s.idle.Load() {
+		return nil
+	}
+	last, now := s.checked.Load(), time.Now()
+	if now.Sub(time.Unix(0, last)) < s.cfg.PollWait || !s.checked.CompareAndSwap(last, now.UnixNano()) {
+		return nil
+	}
+	if _, err := cons.Info(ctx); lost(err) {
+		return err
+	}
+	return nil
 }
 
 // failed is Fetch's answer to err: none and no error once ctx ended.

@@ -49,11 +49,10 @@ func fetchWithin(src handoff.Source, id string, within time.Duration) (bool, err
 // found creates them, as NewSource does, and fetches once more." Here the
 // server comes back with an empty store, a Publisher stores the next
 // order first (creating the stream again, as Publish now does), and the
-// Source's connection is back before its next Fetch. A pull on a consumer
-// the server does not have answers nothing, not an error, so lost(err)
-// never sees "consumer not found": every Fetch returns no delivery and no
-// error, for ever. Each order sold from then on waits in the stream until
-// it expires.
+// Source's connection is back before its next Fetch. The server (the
+// system's nats-server, 2.9) answers nothing at all to a pull on a
+// consumer it has not, no "consumer not found": the Source must still
+// find the consumer lost, create it and deliver the order.
 func TestFetchResumesWhenThePublisherCreatedTheStreamFirst(t *testing.T) {
 	const port = 6651
 	start := privateNATS(t, port)
@@ -135,7 +134,7 @@ func privateNATS(t *testing.T, port int) func() func() {
 
 // The same promise when the server has the stream but lost the durable
 // consumer (removed by an operator, or its state dropped by the server):
-// the Source never delivers again, and Fetch reports no error.
+// the Source delivers the next order.
 func TestFetchResumesAfterTheConsumerIsLost(t *testing.T) {
 	js := connect(t, serverURL(t))
 	cfg := config(t, js, time.Minute)
