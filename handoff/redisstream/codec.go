@@ -45,12 +45,14 @@ func encode(m handoff.Message, attempts int, of string) string {
 	return string(b)
 }
 
-// decode reads a payload. One that does not parse yields the zero
-// Message, whose order is invalid: the consumer dead-letters it.
-func decode(payload string) (handoff.Message, int, error) {
+// decode reads a payload: the message, the deliveries before this copy
+// and the ID of the message it copies ("" if it is no copy).
+// One that does not parse yields the zero Message, whose order is
+// invalid: the consumer dead-letters it.
+func decode(payload string) (handoff.Message, int, string, error) {
 	var w wire
 	if err := json.Unmarshal([]byte(payload), &w); err != nil {
-		return handoff.Message{}, 0, err
+		return handoff.Message{}, 0, "", err
 	}
 	m := handoff.Message{Order: stock.Order{ID: w.ID, UserID: w.User, HoldTTL: time.Duration(w.HoldNS)}}
 	for _, it := range w.Items {
@@ -62,5 +64,5 @@ func decode(payload string) (handoff.Message, int, error) {
 	if w.SentMS != 0 {
 		m.Sent = time.UnixMilli(w.SentMS)
 	}
-	return m, w.Attempts, nil
+	return m, w.Attempts, w.Of, nil
 }

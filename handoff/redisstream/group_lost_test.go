@@ -56,8 +56,8 @@ func privateRedis(t *testing.T, port int) func() {
 // hand-off never resumes, and each order the gate sells from then on
 // expires in the queue.
 func TestHandoffResumesAfterRedisLostTheStream(t *testing.T) {
-	restart := privateRedis(t, 6560)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6560", MaxRetries: -1})
+	restart := privateRedis(t, 6640)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6640", MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
 	q, err := redisstream.New(ctx, rdb, redisstream.Config{Stream: "orders", Redelivery: time.Minute, Block: 20 * time.Millisecond})

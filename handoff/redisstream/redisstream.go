@@ -21,6 +21,7 @@ var (
 	promoteScript = redis.NewScript(lua.Script("handoff_promote.lua"))
 	deadScript    = redis.NewScript(lua.Script("handoff_dead.lua"))
 	claimScript   = redis.NewScript(lua.Script("handoff_claim.lua"))
+	oldestScript  = redis.NewScript(lua.Script("handoff_oldest.lua"))
 )
 
 // Config configures a Queue.
@@ -170,7 +171,7 @@ func (q *Queue) DeadLetters(ctx context.Context, after string, count int64) ([]D
 	out := make([]DeadLetter, 0, len(msgs))
 	for _, x := range msgs {
 		payload, _ := x.Values["m"].(string)
-		m, _, _ := decode(payload)
+		m, _, _, _ := decode(payload)
 		reason, _ := x.Values["reason"].(string)
 		src, _ := x.Values["source_id"].(string)
 		out = append(out, DeadLetter{ID: x.ID, SourceID: src, Message: m, Reason: reason})
@@ -195,44 +196,60 @@ func (q *Queue) Len(ctx context.Context) (int64, error) {
 	return onStream.Val() + delayed.Val(), nil
 }
 
+// oldestDrops bounds the members of the retried set one Oldest drops.
+const oldestDrops = 100
+
 // Oldest returns the Sent time of the oldest message not acknowledged or
 // dead-lettered (handoff.OldestReader), read or not, retried or not: the
 // earlier of the message at the head of the stream (Ack deletes a message
 // from the stream) and the first of the retried set, where Retry keeps
 // the Sent time of each copy it makes (a copy goes to the stream's end,
 // behind newer messages, or waits out the Retry's delay) until the copy
-// is acknowledged, dead-lettered or retried again. One MULTI of an XRANGE
-// of one entry and a ZRANGE of one member. A payload that does not decode
-// (or has no Sent) is dated by its entry ID, the time Redis added it. It
-// returns false when the queue holds no message.
+// is acknowledged, dead-lettered or retried again. A member of the set
+// whose copy is neither on the stream nor in the delayed set any more (it
+// was settled by something that does not keep the set, such as Ack of a
+// version before the set, during a rolling upgrade) is dropped by Oldest
+// before it answers, up to 100 a call. One script call (a read of the
+// stream's head and of the set's first members). A payload that does not
+// decode (or has no Sent) is dated by its entry ID, the time Redis added
+// it. It returns false when the
+// queue holds no message.
 func (q *Queue) Oldest(ctx context.Context) (time.Time, bool, error) {
-	var head *redis.XMessageSliceCmd
-	var retried *redis.ZSliceCmd
-	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		head = p.XRangeN(ctx, q.stream, "-", "+", 1)
-		retried = p.ZRangeWithScores(ctx, q.retried, 0, 0)
-		return nil
-	})
+	r, err := oldestScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, oldestDrops).StringSlice()
 	if err != nil {
 		return time.Time{}, false, err
 	}
+	if len(r) != 3 {
+		return time.Time{}, false, fmt.Errorf("redisstream: unexpected reply of the oldest script: %v", r)
+	}
 	var oldest time.Time
 	var ok bool
-	if msgs := head.Val(); len(msgs) > 0 {
-		payload, _ := msgs[0].Values["m"].(string)
-		if m, _, err := decode(payload); err == nil && !m.Sent.IsZero() {
-			oldest = m.Sent
-		} else if oldest, err = idTime(msgs[0].ID); err != nil {
+	if id, payload := r[0], r[1]; id != "" {
+		if oldest, err = sentOf(id, payload); err != nil {
 			return time.Time{}, false, err
 		}
 		ok = true
 	}
-	if zs := retried.Val(); len(zs) > 0 {
-		if t := time.UnixMilli(int64(zs[0].Score)); !ok || t.Before(oldest) {
+	if r[2] != "" {
+		ms, err := strconv.ParseFloat(r[2], 64)
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("redisstream: retried set score %q: %w", r[2], err)
+		}
+		if t := time.UnixMilli(int64(ms)); !ok || t.Before(oldest) {
 			oldest, ok = t, true
 		}
 	}
 	return oldest, ok, nil
+}
+
+// sentOf dates the message of entry id with payload: its Sent time, or
+// when it has none (or does not decode) the time of its entry ID.
+func sentOf(id, payload string) (time.Time, error) {
+	m, _, _, err := decode(payload)
+	if err == nil && !m.Sent.IsZero() {
+		return m.Sent, nil
+	}
+	return idTime(id)
 }
 
 // idTime returns the time of a stream entry ID: when Redis added it.
@@ -353,13 +370,13 @@ func (s *source) read(ctx context.Context, n int, block time.Duration) ([]handof
 // promote moves due retries (up to max(n, 16)) back onto the stream.
 func (s *source) promote(ctx context.Context, n int) error {
 	q := s.q
-	return promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, max(n, 16)).Err()
+	return promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, max(n, 16)).Err()
 }
 
 // delivery is the delivery of the message id, of payload (its field m),
 // whose delivery count (XPENDING's) is count.
 func (s *source) delivery(id, payload string, count int64) *delivery {
-	m, before, _ := decode(payload) // a payload that does not decode is delivered with an invalid order
+	m, before, _, _ := decode(payload) // a payload that does not decode is delivered with an invalid order
 	return &delivery{s: s, id: id, count: count, attempt: before + int(count), m: m, payload: payload}
 }
 
@@ -380,15 +397,14 @@ func (d *delivery) Message() handoff.Message { return d.m }
 func (d *delivery) Attempt() int             { return d.attempt }
 
 // Ack acknowledges the message and deletes it from the stream, and a
-// retried copy from the retried set, in one MULTI; a repeat is nil too.
+// retried copy's entry from the retried set, in one MULTI; a repeat is
+// nil too.
 func (d *delivery) Ack(ctx context.Context) error {
 	q := d.s.q
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAck(ctx, q.stream, q.group, d.id)
 		p.XDel(ctx, q.stream, d.id)
-		if d.attempt > int(d.count) { // a Retry's copy: it is in the retried set
-			p.ZRem(ctx, q.retried, d.payload)
-		}
+		p.ZRem(ctx, q.retried, d.id)
 		return nil
 	})
 	return err
@@ -405,7 +421,7 @@ func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 		sent, _ = idTime(d.id)
 	}
 	n, err := retryScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, q.group, d.id, d.s.name, d.count,
-		max(delay, 0).Milliseconds(), copyOf, sent.UnixMilli(), d.payload).Int()
+		max(delay, 0).Milliseconds(), copyOf, sent.UnixMilli()).Int()
 	if err != nil {
 		return err
 	}

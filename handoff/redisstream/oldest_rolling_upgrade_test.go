@@ -22,11 +22,9 @@ import (
 // During a rolling upgrade a node of this version retries a message (its
 // copy goes into the retried set) and a node still on v0.1.0 takes the
 // copy and acknowledges it with v0.1.0's Ack (MULTI XACK + XDEL, nothing
-// else). Nothing ever removes the copy's member: the queue is empty, yet
-// Oldest answers the retried message's Sent for ever, its age grows past
-// any MaxLag, and every node's Recorder refuses every order until an
-// operator deletes the key.
-func TestOldestAfterACopyAckedByAPreviousVersionNode(t *testing.T) {
+// else), which leaves the retried set as it is. The queue is then empty:
+// Oldest answers false, and a Recorder admits the next order.
+func TestOldestForgetsACopyAckedByAPreviousVersion(t *testing.T) {
 	addr := os.Getenv("STOCKGUARD_REDIS_ADDR")
 	if addr == "" {
 		t.Skip("STOCKGUARD_REDIS_ADDR not set")
