@@ -14,7 +14,7 @@
 -- ARGV[4]  the delivery count the delivery had (XPENDING's)
 -- ARGV[5]  the delay in ms (0: back on the stream at once)
 -- ARGV[6]  the payload of the copy to deliver (it counts the deliveries so far and
---          names the message ID, so it is unique in the delayed set)
+--          names the message first published, so it is unique in the delayed set)
 -- ARGV[7]  the message's Sent time (ms): the copy's score in the retried set
 -- Time     Redis server TIME, which handoff_promote.lua reads too.
 -- Reply    1 when handed back; 0 when the delivery is not the current one (the message

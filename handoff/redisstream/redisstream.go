@@ -211,8 +211,8 @@ const oldestDrops = 100
 // version before the set, during a rolling upgrade) is dropped by Oldest
 // before it answers, up to 100 a call. One script call (a read of the
 // stream's head and of the set's first members). A payload that does not
-// decode (or has no Sent) is dated by its entry ID, the time Redis added
-// it. It returns false when the
+// decode (or has no Sent) is dated by the entry ID of the message as
+// first published, the time Redis added it. It returns false when the
 // queue holds no message.
 func (q *Queue) Oldest(ctx context.Context) (time.Time, bool, error) {
 	r, err := oldestScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, oldestDrops).StringSlice()
@@ -243,11 +243,15 @@ func (q *Queue) Oldest(ctx context.Context) (time.Time, bool, error) {
 }
 
 // sentOf dates the message of entry id with payload: its Sent time, or
-// when it has none (or does not decode) the time of its entry ID.
+// when it has none (or does not decode) the time of the entry ID of the
+// message as first published.
 func sentOf(id, payload string) (time.Time, error) {
-	m, _, _, err := decode(payload)
+	m, _, of, err := decode(payload)
 	if err == nil && !m.Sent.IsZero() {
 		return m.Sent, nil
+	}
+	if of != "" {
+		id = of
 	}
 	return idTime(id)
 }
@@ -376,8 +380,11 @@ func (s *source) promote(ctx context.Context, n int) error {
 // delivery is the delivery of the message id, of payload (its field m),
 // whose delivery count (XPENDING's) is count.
 func (s *source) delivery(id, payload string, count int64) *delivery {
-	m, before, _, _ := decode(payload) // a payload that does not decode is delivered with an invalid order
-	return &delivery{s: s, id: id, count: count, attempt: before + int(count), m: m, payload: payload}
+	m, before, of, _ := decode(payload) // a payload that does not decode is delivered with an invalid order
+	if of == "" {
+		of = id
+	}
+	return &delivery{s: s, id: id, of: of, count: count, attempt: before + int(count), m: m, payload: payload}
 }
 
 // errLeaseLost is the answer to Retry and DeadLetter of a delivery that
@@ -385,8 +392,11 @@ func (s *source) delivery(id, payload string, count int64) *delivery {
 var errLeaseLost = errors.New("redisstream: the message was acknowledged, or claimed again after its redelivery timeout")
 
 type delivery struct {
-	s       *source
-	id      string
+	s  *source
+	id string
+	// of is the entry ID of the message as first published: id, or the
+	// one a Retry's copy names.
+	of      string
 	count   int64
 	attempt int
 	m       handoff.Message
@@ -415,10 +425,10 @@ func (d *delivery) Ack(ctx context.Context) error {
 // message's Sent time in the retried set until the copy is settled.
 func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 	q := d.s.q
-	copyOf := encode(d.m, d.attempt, d.id)
+	copyOf := encode(d.m, d.attempt, d.of)
 	sent := d.m.Sent
-	if sent.IsZero() { // as Oldest dates such a message: by its entry ID
-		sent, _ = idTime(d.id)
+	if sent.IsZero() { // as Oldest dates such a message: by its first entry ID
+		sent, _ = idTime(d.of)
 	}
 	n, err := retryScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, q.group, d.id, d.s.name, d.count,
 		max(delay, 0).Milliseconds(), copyOf, sent.UnixMilli()).Int()
