@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,9 +37,10 @@ type Source struct {
 	// cons is the consumer, replaced when Fetch creates it again; each
 	// fetch loads it once.
 	cons atomic.Pointer[jetstream.Consumer]
-	// renew is held while the streams and the consumer are created again,
-	// so that the Fetch calls that found them lost do it once, in turn.
-	renew sync.Mutex
+	// renew holds a value while the streams and the consumer are created
+	// again, so that the Fetch calls that found them lost do it once, in
+	// turn, each waiting for its turn only as long as its context.
+	renew chan struct{}
 	// idle is set while the consumer's pulls deliver nothing, and checked
 	// the time (UnixNano) the consumer was last found on the server: a
 	// server may answer nothing at all to a pull on a consumer it has not
@@ -74,7 +74,7 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{js: js, cfg: cfg}
+	s := &Source{js: js, cfg: cfg, renew: make(chan struct{}, 1)}
 	s.cons.Store(&cons)
 	s.checked.Store(time.Now().UnixNano())
 	return s, nil
@@ -104,6 +104,9 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 	if lost(err) && ctx.Err() == nil {
 		cons, cerr := s.ensure(ctx, old)
 		if cerr != nil {
+			if ctx.Err() != nil {
+				return nil, nil
+			}
 			return nil, errors.Join(err, cerr)
 		}
 		ds, err = s.fetch(ctx, cons, max)
@@ -114,10 +117,15 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 // ensure creates the streams and the consumer of the Source again, when
 // absent, as NewSource does, and makes the consumer the Source's. A Fetch
 // that found old lost and comes after another one replaced it takes the
-// replacement.
+// replacement. One that waits for its turn longer than ctx returns
+// ctx's error.
 func (s *Source) ensure(ctx context.Context, old *jetstream.Consumer) (jetstream.Consumer, error) {
-	s.renew.Lock()
-	defer s.renew.Unlock()
+	select {
+	case s.renew <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.renew }()
 	if cur := s.cons.Load(); cur != old {
 		return *cur, nil
 	}
