@@ -9,9 +9,9 @@
 --          delayed set
 -- ARGV[1]  the most members to drop in one call
 -- Reply    {head entry ID ('' when the stream is empty), its payload (field m, ''
---          if absent), the score of the retried set's first member not dropped
---          ('' when none)}; after ARGV[1] drops, the member left first is
---          answered as it is, live or not
+--          if absent), the score of the retried set's first live member ('' when
+--          none), '1' when the call stopped after ARGV[1] drops before it found
+--          whether a member is live (its score is then '': call again), else '0'}
 local head = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 local hid, payload = '', ''
 if head[1] then
@@ -28,15 +28,14 @@ local budget = tonumber(ARGV[1])
 while true do
   local z = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   if #z == 0 then break end
+  if budget <= 0 then return {hid, payload, '', '1'} end
   local m = z[1]
-  local live = budget <= 0
-  if not live then
-    if string.sub(m, 1, 1) == '{' then
-      live = redis.call('ZSCORE', KEYS[2], m) ~= false
-    else
-      local e = redis.pcall('XRANGE', KEYS[1], m, m)
-      live = type(e) == 'table' and e.err == nil and #e > 0
-    end
+  local live
+  if string.sub(m, 1, 1) == '{' then
+    live = redis.call('ZSCORE', KEYS[2], m) ~= false
+  else
+    local e = redis.pcall('XRANGE', KEYS[1], m, m)
+    live = type(e) == 'table' and e.err == nil and #e > 0
   end
   if live then
     score = z[2]
@@ -45,4 +44,4 @@ while true do
   redis.call('ZREM', KEYS[3], m)
   budget = budget - 1
 end
-return {hid, payload, score}
+return {hid, payload, score, '0'}

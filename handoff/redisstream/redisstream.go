@@ -196,7 +196,8 @@ func (q *Queue) Len(ctx context.Context) (int64, error) {
 	return onStream.Val() + delayed.Val(), nil
 }
 
-// oldestDrops bounds the members of the retried set one Oldest drops.
+// oldestDrops bounds the members of the retried set one call of the
+// oldest script drops.
 const oldestDrops = 100
 
 // Oldest returns the Sent time of the oldest message not acknowledged or
@@ -209,18 +210,26 @@ const oldestDrops = 100
 // whose copy is neither on the stream nor in the delayed set any more (it
 // was settled by something that does not keep the set, such as Ack of a
 // version before the set, during a rolling upgrade) is dropped by Oldest
-// before it answers, up to 100 a call. One script call (a read of the
-// stream's head and of the set's first members). A payload that does not
+// before it answers: it never answers a member it has not found live. One
+// script call (a read of the stream's head and of the set's first
+// members), and one more for each 100 such members dropped. A payload that does not
 // decode (or has no Sent) is dated by the entry ID of the message as
 // first published, the time Redis added it. It returns false when the
 // queue holds no message.
 func (q *Queue) Oldest(ctx context.Context) (time.Time, bool, error) {
-	r, err := oldestScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, oldestDrops).StringSlice()
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	if len(r) != 3 {
-		return time.Time{}, false, fmt.Errorf("redisstream: unexpected reply of the oldest script: %v", r)
+	var r []string
+	var err error
+	for {
+		r, err = oldestScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, oldestDrops).StringSlice()
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if len(r) != 4 {
+			return time.Time{}, false, fmt.Errorf("redisstream: unexpected reply of the oldest script: %v", r)
+		}
+		if r[3] != "1" {
+			break
+		}
 	}
 	var oldest time.Time
 	var ok bool
