@@ -2,6 +2,7 @@
 -- dead-letter stream, if the delivery is still the message's current one.
 -- KEYS[1]  the stream
 -- KEYS[2]  the dead-letter stream
+-- KEYS[3]  the retried set (see handoff_retry.lua), which the message ID leaves
 -- ARGV[1]  the consumer group
 -- ARGV[2]  the message ID
 -- ARGV[3]  the consumer the delivery went to
@@ -16,4 +17,5 @@ end
 redis.call('XADD', KEYS[2], '*', 'm', ARGV[5], 'reason', ARGV[6], 'source_id', ARGV[2])
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
 return 1

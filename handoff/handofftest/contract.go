@@ -282,8 +282,10 @@ func manyPublishersBatches(t *testing.T, h Harness) {
 }
 
 // oldest: a Publisher that is a handoff.OldestReader tells the Sent time
-// of the oldest message not acknowledged, delivered or not, and false
-// once there is none. (Skipped for a Publisher that is not one.)
+// of the oldest message not acknowledged, delivered or not, retried with
+// no delay or not (a Retry(0) puts it back in the queue, where it is
+// still the oldest, behind newer messages or not), and false once there
+// is none. (Skipped for a Publisher that is not one.)
 func oldest(t *testing.T, h Harness) {
 	q := h.New(t)
 	o, ok := q.Publisher.(handoff.OldestReader)
@@ -311,6 +313,15 @@ func oldest(t *testing.T, h Harness) {
 	ds := []handoff.Delivery{fetchOne(t, src, margin), fetchOne(t, src, margin)}
 	check("with both in a consumer's hands", first.Sent, true)
 	slices.SortFunc(ds, func(a, b handoff.Delivery) int { return a.Message().Sent.Compare(b.Message().Sent) })
+	if err := ds[0].Retry(bg(t), 0); err != nil {
+		t.Fatalf("Retry(0): %v", err)
+	}
+	check("with the first retried (no delay)", first.Sent, true)
+	ds[0] = fetchOne(t, src, margin)
+	if id := ds[0].Message().Order.ID; id != first.Order.ID {
+		t.Fatalf("Fetch after Retry(0) of %s delivered %s", first.Order.ID, id)
+	}
+	check("with the retried first in a consumer's hands again", first.Sent, true)
 	if err := ds[0].Ack(bg(t)); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}

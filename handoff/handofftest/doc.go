@@ -31,8 +31,13 @@
 //     batches of at most the size asked, across consumers sharing the
 //     queue;
 //   - a Publisher that is a handoff.OldestReader tells the Sent time of
-//     the oldest message not acknowledged, delivered or not, and false on
-//     an empty queue (skipped for one that is not);
+//     the oldest message not acknowledged, delivered or not, retried with
+//     no delay or not (a Retry(0) puts it back in the queue, behind newer
+//     messages on some brokers, and it is still the oldest), and false on
+//     an empty queue. The check needs that capability, and is opted out
+//     of by not having it: it is skipped for a Publisher that is not a
+//     handoff.OldestReader (as rabbitmq's, whose broker cannot peek a
+//     queue's head; its Recorder falls back to RecorderConfig.Lag);
 //   - end to end, through a handoff.Consumer settling into a tiered flow
 //     over memstock tiers: concurrent buyers, several consumers, an order
 //     handed off twice, a consumer that stops between Settle and Ack:

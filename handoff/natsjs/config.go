@@ -2,9 +2,11 @@ package natsjs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stockguard/stockguard/stock"
@@ -152,4 +154,15 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, c Config) (jets
 		return nil, fmt.Errorf("natsjs: consumer %s on %s: %w", c.Consumer, c.Stream, err)
 	}
 	return cons, nil
+}
+
+// lost tells whether err says the server has not the hand-off's stream or
+// consumer: not found, or no answer from the stream (a publish to a
+// subject no stream listens on), as after a server came back with an
+// empty store. The Publisher and the Source then create them again and
+// try once more.
+func lost(err error) bool {
+	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoResponders)
 }

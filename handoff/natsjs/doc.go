@@ -57,4 +57,15 @@
 // Fetch returns the error, and an Ack that fails leaves the message to be
 // delivered again after AckWait. Nothing a Source holds is lost: what it
 // had not acknowledged is delivered again.
+//
+// A server that comes back without the streams (memory storage, or a
+// store lost or replaced) has lost the messages it held, but not the
+// hand-off: a Publish whose stream is not found or does not answer
+// creates the stream and publishes once more, with the same Nats-Msg-Id
+// (a first publish that was stored after all is not stored twice), and a
+// Fetch whose stream or consumer is not found creates them, as
+// NewSource does, and fetches once more. A server that answers nothing to
+// a pull on a consumer it has not (nats-server 2.9) is asked for the
+// consumer while the pulls deliver nothing, at most once a PollWait, so
+// an idle Source finds the consumer lost within about a PollWait.
 package natsjs

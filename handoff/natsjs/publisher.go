@@ -49,8 +49,10 @@ func NewPublisher(ctx context.Context, js jetstream.JetStream, cfg Config) (*Pub
 // Publish stores m in the stream and returns nil once the server has
 // acknowledged it (PubAck): stored, on every replica. Its Nats-Msg-Id is
 // the order ID, so a repeat within the stream's deduplication window
-// (Config.Duplicates) is stored once. An error means m may or may not be
-// stored; publishing it again is safe.
+// (Config.Duplicates) is stored once. When the stream is not found or
+// does not answer (a server that came back with an empty store), Publish
+// creates the stream and publishes once more, with the same Nats-Msg-Id.
+// An error means m may or may not be stored; publishing it again is safe.
 func (p *Publisher) Publish(ctx context.Context, m handoff.Message) error {
 	if err := m.Order.Validate(); err != nil {
 		return err
@@ -59,8 +61,18 @@ func (p *Publisher) Publish(ctx context.Context, m handoff.Message) error {
 	if err != nil {
 		return fmt.Errorf("natsjs: encode order %s: %w", m.Order.ID, err)
 	}
-	msg := &nats.Msg{Subject: p.cfg.Subject, Data: data, Header: nats.Header{}}
-	_, err = p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.Order.ID), jetstream.WithExpectStream(p.cfg.Stream))
+	opts := []jetstream.PublishOpt{jetstream.WithMsgID(m.Order.ID), jetstream.WithExpectStream(p.cfg.Stream)}
+	publish := func() error {
+		_, err := p.js.PublishMsg(ctx, &nats.Msg{Subject: p.cfg.Subject, Data: data, Header: nats.Header{}}, opts...)
+		return err
+	}
+	err = publish()
+	if lost(err) && ctx.Err() == nil {
+		if _, serr := ensureStream(ctx, p.js, p.cfg); serr != nil {
+			return fmt.Errorf("natsjs: publish order %s: %w", m.Order.ID, errors.Join(err, serr))
+		}
+		err = publish()
+	}
 	if err != nil {
 		return fmt.Errorf("natsjs: publish order %s: %w", m.Order.ID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,9 +32,22 @@ const (
 // process or many) on the same Config share the consumer, and each message
 // goes to one of them at a time.
 type Source struct {
-	js   jetstream.JetStream
-	cons jetstream.Consumer
-	cfg  Config
+	js  jetstream.JetStream
+	cfg Config
+	// cons is the consumer, replaced when Fetch creates it again; each
+	// fetch loads it once.
+	cons atomic.Pointer[jetstream.Consumer]
+	// renew holds a value while the streams and the consumer are created
+	// again, so that the Fetch calls that found them lost do it once, in
+	// turn, each waiting for its turn only as long as its context.
+	renew chan struct{}
+	// idle is set while the consumer's pulls deliver nothing, and checked
+	// the time (UnixNano) the consumer was last found on the server: a
+	// server may answer nothing at all to a pull on a consumer it has not
+	// (nats-server 2.9), so an idle Source asks for the consumer's info at
+	// most once a PollWait.
+	idle    atomic.Bool
+	checked atomic.Int64
 }
 
 var _ handoff.Source = (*Source)(nil)
@@ -60,7 +74,10 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 	if err != nil {
 		return nil, err
 	}
-	return &Source{js: js, cons: cons, cfg: cfg}, nil
+	s := &Source{js: js, cfg: cfg, renew: make(chan struct{}, 1)}
+	s.cons.Store(&cons)
+	s.checked.Store(time.Now().UnixNano())
+	return s, nil
 }
 
 // Fetch returns at most max deliveries, waiting until at least one is
@@ -70,24 +87,81 @@ func NewSource(ctx context.Context, js jetstream.JetStream, cfg Config) (*Source
 // message whose payload does not decode as a hand-off is returned like
 // any other, with the zero Message (an invalid, empty Order): the
 // handoff.Consumer dead-letters it and reports it (handoff.ErrDeadLettered
-// to ConsumerConfig.Done, the Observer). A max under 1 is refused with an
-// error matching stock.ErrInvalid.
+// to ConsumerConfig.Done, the Observer). When the server has not the
+// stream or the consumer (it came back with an empty store, or the
+// consumer was deleted), Fetch creates them again, as NewSource does, and
+// fetches once more. A server may answer nothing to a pull on a consumer
+// it has not, so while the Source's pulls deliver nothing Fetch also asks
+// whether the consumer is there, at most once a PollWait for the Source
+// (a pull that delivers costs nothing more). A max under 1 is refused
+// with an error matching stock.ErrInvalid.
 func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error) {
 	if max < 1 {
 		return nil, &stock.InvalidError{Field: "natsjs.Source.Fetch", Reason: fmt.Sprintf("max is %d, under 1", max)}
 	}
+	old := s.cons.Load()
+	ds, err := s.fetch(ctx, *old, max)
+	if lost(err) && ctx.Err() == nil {
+		cons, cerr := s.ensure(ctx, old)
+		if cerr != nil {
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			return nil, errors.Join(err, cerr)
+		}
+		ds, err = s.fetch(ctx, cons, max)
+	}
+	return ds, err
+}
+
+// ensure creates the streams and the consumer of the Source again, when
+// absent, as NewSource does, and makes the consumer the Source's. A Fetch
+// that found old lost and comes after another one replaced it takes the
+// replacement. One that waits for its turn longer than ctx returns
+// ctx's error.
+func (s *Source) ensure(ctx context.Context, old *jetstream.Consumer) (jetstream.Consumer, error) {
+	select {
+	case s.renew <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.renew }()
+	if cur := s.cons.Load(); cur != old {
+		return *cur, nil
+	}
+	if _, err := ensureStream(ctx, s.js, s.cfg); err != nil {
+		return nil, err
+	}
+	if err := ensureDead(ctx, s.js, s.cfg); err != nil {
+		return nil, err
+	}
+	cons, err := ensureConsumer(ctx, s.js, s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.cons.Store(&cons)
+	return cons, nil
+}
+
+// fetch is Fetch from cons, the Source's consumer as it is.
+func (s *Source) fetch(ctx context.Context, cons jetstream.Consumer, max int) ([]handoff.Delivery, error) {
 	for {
 		if ctx.Err() != nil {
 			return nil, nil
 		}
-		batch, err := s.cons.FetchNoWait(max)
+		if err := s.check(ctx, cons); err != nil {
+			return s.failed(ctx, err)
+		}
+		batch, err := cons.FetchNoWait(max)
 		if err != nil {
 			return s.failed(ctx, err)
 		}
 		ds, err := s.take(batch)
 		if len(ds) > 0 || err != nil {
+			s.idle.Store(len(ds) == 0)
 			return ds, err
 		}
+		s.idle.Store(true)
 		wait := s.cfg.PollWait
 		if dl, ok := ctx.Deadline(); ok {
 			if left := time.Until(dl); left < wait {
@@ -98,7 +172,7 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 			return nil, nil // no time left to wait at the server
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		batch, err = s.cons.Fetch(1, jetstream.FetchContext(wctx))
+		batch, err = cons.Fetch(1, jetstream.FetchContext(wctx))
 		if err != nil {
 			cancel()
 			return s.failed(ctx, err)
@@ -112,14 +186,34 @@ func (s *Source) Fetch(ctx context.Context, max int) ([]handoff.Delivery, error)
 		if len(ds) == 0 {
 			continue
 		}
+		s.idle.Store(false)
 		if max > 1 {
-			if more, err := s.cons.FetchNoWait(max - 1); err == nil {
+			if more, err := cons.FetchNoWait(max - 1); err == nil {
 				rest, _ := s.take(more)
 				ds = append(ds, rest...)
 			}
 		}
 		return ds, nil
 	}
+}
+
+// check asks the server for cons's info when the Source's pulls have
+// delivered nothing and PollWait has passed since the consumer was last
+// found (one Fetch of the Source asks at a time), and answers the error
+// that says the stream or the consumer is not found; nil otherwise (any
+// other error is the next pull's to meet).
+func (s *Source) check(ctx context.Context, cons jetstream.Consumer) error {
+	if !s.idle.Load() {
+		return nil
+	}
+	last, now := s.checked.Load(), time.Now()
+	if now.Sub(time.Unix(0, last)) < s.cfg.PollWait || !s.checked.CompareAndSwap(last, now.UnixNano()) {
+		return nil
+	}
+	if _, err := cons.Info(ctx); lost(err) {
+		return err
+	}
+	return nil
 }
 
 // failed is Fetch's answer to err: none and no error once ctx ended.

@@ -6,16 +6,22 @@
 //
 //	pub, err := rabbitmq.NewPublisher(ctx, "amqp://guest:guest@127.0.0.1:5672/", rabbitmq.Config{})
 //	defer pub.Close()
-//	rec := handoff.NewRecorder(pub, gate, handoff.RecorderConfig{})
+//	var c *handoff.Consumer // made below: the flow needs the Recorder first
+//	rec := handoff.NewRecorder(pub, gate, handoff.RecorderConfig{Lag: func() time.Duration { return c.Lag() }})
 //	flow := tiered.New(gate, record, tiered.Config{Recorder: rec})
 //
 //	src, err := rabbitmq.NewSource(ctx, "amqp://guest:guest@127.0.0.1:5672/", rabbitmq.Config{})
 //	defer src.Close()
-//	c, err := handoff.NewConsumer(src, flow, handoff.ConsumerConfig{})
+//	c, err = handoff.NewConsumer(src, flow, handoff.ConsumerConfig{})
 //	go c.Run(ctx)
 //
 // Both declare the queues they use (idempotently), so they can start in
-// either order; give both the same Config.
+// either order; give both the same Config. The Recorder's Lag is what its
+// backpressure reads (see "Backpressure: no broker lag" below): a
+// Recorder given none admits every order however far behind the
+// consumers are. With several consumers, pass handoff.LagOf over them.
+// Example_wiring (example_test.go) is this wiring, compiled with the
+// package's tests.
 //
 // # Guarantees
 //

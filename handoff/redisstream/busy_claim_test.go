@@ -46,10 +46,8 @@ func busyQueueClaims(t *testing.T, rdb redis.UniversalClient, stream string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		a, b, c := q.Keys()
-		_ = rdb.Del(context.Background(), a).Err()
-		_ = rdb.Del(context.Background(), b).Err()
-		_ = rdb.Del(context.Background(), c).Err()
+		a, b, c, d := q.Keys()
+		_ = rdb.Del(context.Background(), a, b, c, d).Err()
 	})
 	msg := func(id string) handoff.Message {
 		return handoff.Message{Order: stock.Order{ID: id, Items: []stock.Item{{SKU: "a", Qty: 1}}}, Sent: time.Now()}

@@ -63,7 +63,7 @@ func TestLaggingGroupClaimsDueDeliveryWithinBound(t *testing.T) {
 	fetchExactly(t, liveSrc, backlog-1, 5*time.Second)
 
 	// D is due.
-	stKey, _, _ := node1.Keys()
+	stKey, _, _, _ := node1.Keys()
 	pend, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stKey, Group: "stockguard", Start: "-", End: "+", Count: 1}).Result()
 	if err != nil || len(pend) != 1 {
 		t.Fatalf("XPENDING: %v, %v", pend, err)

@@ -160,7 +160,7 @@ func fetchExactly(t *testing.T, src handoff.Source, n int, within time.Duration)
 // lastEntry returns the ID of the newest entry of q's stream.
 func lastEntry(t *testing.T, rdb redis.UniversalClient, q *redisstream.Queue) string {
 	t.Helper()
-	stKey, _, _ := q.Keys()
+	stKey, _, _, _ := q.Keys()
 	last, err := rdb.XRevRangeN(context.Background(), stKey, "+", "-", 1).Result()
 	if err != nil || len(last) != 1 {
 		t.Fatalf("XREVRANGE: %v, %v", last, err)
@@ -173,7 +173,7 @@ func lastEntry(t *testing.T, rdb redis.UniversalClient, q *redisstream.Queue) st
 // Redis server counts no delivery).
 func makeDue(t *testing.T, rdb redis.UniversalClient, q *redisstream.Queue, id string, redelivery time.Duration) {
 	t.Helper()
-	stKey, _, _ := q.Keys()
+	stKey, _, _, _ := q.Keys()
 	if err := rdb.Do(context.Background(), "XCLAIM", stKey, "stockguard", "crashed", 0, id, "IDLE", (2 * redelivery).Milliseconds(), "JUSTID").Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func abandonDue(t *testing.T, rdb redis.UniversalClient, q *redisstream.Queue, r
 // owner returns the consumer the entry id is pending to ("" if none).
 func owner(t *testing.T, rdb redis.UniversalClient, q *redisstream.Queue, id string) string {
 	t.Helper()
-	stKey, _, _ := q.Keys()
+	stKey, _, _, _ := q.Keys()
 	p, err := rdb.XPendingExt(context.Background(), &redis.XPendingExtArgs{Stream: stKey, Group: "stockguard", Start: id, End: id, Count: 1}).Result()
 	if err != nil {
 		t.Fatal(err)

@@ -18,8 +18,9 @@ type wire struct {
 	DeadlineMS int64 `json:"deadline_ms,omitempty"`
 	SentMS     int64 `json:"sent_ms,omitempty"`
 	// Attempts counts the deliveries of the message before this copy
-	// (a Retry's copy counts the retried delivery); Of is the ID of the
-	// message it copies.
+	// (a Retry's copy counts the retried delivery); Of is the entry ID
+	// of the message as first published (a copy of a copy names the
+	// same), which dates a message without a Sent time.
 	Attempts int    `json:"attempts,omitempty"`
 	Of       string `json:"of,omitempty"`
 }
@@ -45,12 +46,14 @@ func encode(m handoff.Message, attempts int, of string) string {
 	return string(b)
 }
 
-// decode reads a payload. One that does not parse yields the zero
-// Message, whose order is invalid: the consumer dead-letters it.
-func decode(payload string) (handoff.Message, int, error) {
+// decode reads a payload: the message, the deliveries before this copy
+// and the entry ID of the message as first published ("" if this is it).
+// One that does not parse yields the zero Message, whose order is
+// invalid: the consumer dead-letters it.
+func decode(payload string) (handoff.Message, int, string, error) {
 	var w wire
 	if err := json.Unmarshal([]byte(payload), &w); err != nil {
-		return handoff.Message{}, 0, err
+		return handoff.Message{}, 0, "", err
 	}
 	m := handoff.Message{Order: stock.Order{ID: w.ID, UserID: w.User, HoldTTL: time.Duration(w.HoldNS)}}
 	for _, it := range w.Items {
@@ -62,5 +65,5 @@ func decode(payload string) (handoff.Message, int, error) {
 	if w.SentMS != 0 {
 		m.Sent = time.UnixMilli(w.SentMS)
 	}
-	return m, w.Attempts, nil
+	return m, w.Attempts, w.Of, nil
 }

@@ -47,7 +47,16 @@
 //     [Queue.Len] counts what is left to settle.
 //   - Retry replaces the message by a copy that counts the deliveries so
 //     far, due after the delay in a sorted set (the server's clock), and
-//     moved back onto the stream by a Fetch once due. DeadLetter copies
+//     moved back onto the stream by a Fetch once due; in the same script
+//     it keeps the message's Sent time in a retried set, under the copy's
+//     entry ID (its payload while it waits out the delay), until the copy
+//     is acknowledged, dead-lettered (both remove it atomically with the
+//     message) or retried again, so [Queue.Oldest], the earlier of the
+//     stream's head and the retried set's first (one script), counts a
+//     retried message waiting behind newer ones. Oldest first drops the
+//     members whose copy is gone (settled by an Ack that does not keep
+//     the set, as a previous version's during a rolling upgrade), so the
+//     set cannot keep the lag of a settled message. DeadLetter copies
 //     it with the reason to a dead-letter stream. Both act only while the
 //     delivery is the message's current one (same consumer, same delivery
 //     count): a delivery that timed out and was claimed again cannot
@@ -56,6 +65,6 @@
 //     empty order, which the Consumer dead-letters as invalid.
 //
 // Redis streams have no deduplication: an order handed off twice is two
-// messages, and Settle records it once. Keys: the stream, Stream+":delayed"
-// and Stream+":dead", in one hash tag.
+// messages, and Settle records it once. Keys: the stream, Stream+":delayed",
+// Stream+":dead" and Stream+":retried", in one hash tag.
 package redisstream

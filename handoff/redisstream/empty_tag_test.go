@@ -51,9 +51,9 @@ func checkOneSlot(t *testing.T, rdb *redis.ClusterClient, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, delayed, dead := q.Keys()
+	stream, delayed, dead, retried := q.Keys()
 	t.Cleanup(func() {
-		for _, k := range []string{stream, delayed, dead} {
+		for _, k := range []string{stream, delayed, dead, retried} {
 			rdb.Del(context.Background(), k)
 		}
 	})

@@ -21,14 +21,16 @@ var (
 	promoteScript = redis.NewScript(lua.Script("handoff_promote.lua"))
 	deadScript    = redis.NewScript(lua.Script("handoff_dead.lua"))
 	claimScript   = redis.NewScript(lua.Script("handoff_claim.lua"))
+	oldestScript  = redis.NewScript(lua.Script("handoff_oldest.lua"))
 )
 
 // Config configures a Queue.
 type Config struct {
-	// Stream names the queue: the key of its stream. Its delayed set and
-	// dead-letter stream are the keys Stream+":delayed" and Stream+":dead".
-	// A name without a hash tag gets one around it ("orders" becomes
-	// "{orders}", "orders{}" becomes "{orders{}}"), so that the three keys
+	// Stream names the queue: the key of its stream. Its delayed set,
+	// dead-letter stream and retried set are the keys Stream+":delayed",
+	// Stream+":dead" and Stream+":retried". A name without a hash tag gets
+	// one around it ("orders" becomes "{orders}", "orders{}" becomes
+	// "{orders{}}"), so that the four keys
 	// share a Redis Cluster slot. As for Redis Cluster, a hash tag is the
 	// text between the first '{' and the first '}' after it, when there is
 	// any: empty braces are none. A name without one that begins with '}'
@@ -52,10 +54,10 @@ type Config struct {
 // a handoff.Publisher, and the factory of its Sources. It is safe for
 // concurrent use.
 type Queue struct {
-	rdb                   redis.UniversalClient
-	stream, delayed, dead string
-	group                 string
-	redelivery, block     time.Duration
+	rdb                            redis.UniversalClient
+	stream, delayed, dead, retried string
+	group                          string
+	redelivery, block              time.Duration
 
 	// claiming is held by the one claim of the queue's Sources under way;
 	// claimAt, guarded by it, is where their claims are in their pass
@@ -89,13 +91,32 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Queue, er
 	if !hasHashTag(base) { // it begins with '}': the tag around it would be empty
 		return nil, &stock.InvalidError{Field: "redisstream.Config.Stream", Reason: fmt.Sprintf("%q has no hash tag and cannot be given one (it begins with '}')", cfg.Stream)}
 	}
-	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", group: cfg.Group,
+	q := &Queue{rdb: rdb, stream: base, delayed: base + ":delayed", dead: base + ":dead", retried: base + ":retried", group: cfg.Group,
 		redelivery: max(cfg.Redelivery, time.Millisecond), block: max(cfg.Block, time.Millisecond), claimAt: claimPlace{from: passStart}}
-	err := rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+	if err := q.createGroup(ctx); err != nil {
 		return nil, err
 	}
 	return q, nil
+}
+
+// createGroup creates the stream, when absent, and its consumer group,
+// when absent, reading from the stream's first entry (ID 0), so that no
+// message already on the stream is passed over.
+func (q *Queue) createGroup(ctx context.Context) error {
+	err := q.rdb.XGroupCreateMkStream(ctx, q.stream, q.group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return err
+	}
+	return nil
+}
+
+// isNoGroup tells whether err is Redis's answer to a command on a
+// consumer group (or stream) that does not exist: the server lost its
+// data (a restart without persistence, a flush, a failover to an empty
+// replica), and XADD made the stream again without the group. A script
+// reports it with its own prefix, hence the search.
+func isNoGroup(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "NOGROUP")
 }
 
 // hasHashTag tells whether Redis Cluster hashes key by a hash tag: the
@@ -150,7 +171,7 @@ func (q *Queue) DeadLetters(ctx context.Context, after string, count int64) ([]D
 	out := make([]DeadLetter, 0, len(msgs))
 	for _, x := range msgs {
 		payload, _ := x.Values["m"].(string)
-		m, _, _ := decode(payload)
+		m, _, _, _ := decode(payload)
 		reason, _ := x.Values["reason"].(string)
 		src, _ := x.Values["source_id"].(string)
 		out = append(out, DeadLetter{ID: x.ID, SourceID: src, Message: m, Reason: reason})
@@ -175,33 +196,91 @@ func (q *Queue) Len(ctx context.Context) (int64, error) {
 	return onStream.Val() + delayed.Val(), nil
 }
 
-// Oldest returns the Sent time of the message at the head of the stream
-// (handoff.OldestReader): the first published of those not acknowledged
-// or dead-lettered, read or not, as Ack deletes a message from the stream.
-// One XRANGE of one entry. Messages waiting out a Retry's delay are left
-// out. A payload that does not decode (or has no Sent) is dated by its
-// entry ID, the time Redis added it. It returns false when the stream is
-// empty.
+// oldestDrops bounds the members of the retried set one call of the
+// oldest script drops.
+const oldestDrops = 100
+
+// Oldest returns the Sent time of the oldest message not acknowledged or
+// dead-lettered (handoff.OldestReader), read or not, retried or not: the
+// earlier of the message at the head of the stream (Ack deletes a message
+// from the stream) and the first of the retried set, where Retry keeps
+// the Sent time of each copy it makes (a copy goes to the stream's end,
+// behind newer messages, or waits out the Retry's delay) until the copy
+// is acknowledged, dead-lettered or retried again. A member of the set
+// whose copy is neither on the stream nor in the delayed set any more (it
+// was settled by something that does not keep the set, such as Ack of a
+// version before the set, during a rolling upgrade) is dropped by Oldest
+// before it answers: it never answers a member it has not found live. One
+// script call (a read of the stream's head and of the set's first
+// members), and one more for each 100 such members dropped. A payload that does not
+// decode (or has no Sent) is dated by the entry ID of the message as
+// first published, the time Redis added it. It returns false when the
+// queue holds no message.
 func (q *Queue) Oldest(ctx context.Context) (time.Time, bool, error) {
-	msgs, err := q.rdb.XRangeN(ctx, q.stream, "-", "+", 1).Result()
-	if err != nil || len(msgs) == 0 {
-		return time.Time{}, false, err
+	var r []string
+	var err error
+	for {
+		r, err = oldestScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, oldestDrops).StringSlice()
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if len(r) != 4 {
+			return time.Time{}, false, fmt.Errorf("redisstream: unexpected reply of the oldest script: %v", r)
+		}
+		if r[3] != "1" {
+			break
+		}
 	}
-	payload, _ := msgs[0].Values["m"].(string)
-	if m, _, err := decode(payload); err == nil && !m.Sent.IsZero() {
-		return m.Sent, true, nil
+	var oldest time.Time
+	var ok bool
+	if id, payload := r[0], r[1]; id != "" {
+		if oldest, err = sentOf(id, payload); err != nil {
+			return time.Time{}, false, err
+		}
+		ok = true
 	}
-	ms, _, _ := strings.Cut(msgs[0].ID, "-")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("redisstream: entry ID %q: %w", msgs[0].ID, err)
+	if r[2] != "" {
+		ms, err := strconv.ParseFloat(r[2], 64)
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("redisstream: retried set score %q: %w", r[2], err)
+		}
+		if t := time.UnixMilli(int64(ms)); !ok || t.Before(oldest) {
+			oldest, ok = t, true
+		}
 	}
-	return time.UnixMilli(n), true, nil
+	return oldest, ok, nil
 }
 
-// Keys returns the keys of the queue: its stream, delayed set and
-// dead-letter stream.
-func (q *Queue) Keys() (stream, delayed, dead string) { return q.stream, q.delayed, q.dead }
+// sentOf dates the message of entry id with payload: its Sent time, or
+// when it has none (or does not decode) the time of the entry ID of the
+// message as first published.
+func sentOf(id, payload string) (time.Time, error) {
+	m, _, of, err := decode(payload)
+	if err == nil && !m.Sent.IsZero() {
+		return m.Sent, nil
+	}
+	if of != "" {
+		id = of
+	}
+	return idTime(id)
+}
+
+// idTime returns the time of a stream entry ID: when Redis added it.
+func idTime(id string) (time.Time, error) {
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redisstream: entry ID %q: %w", id, err)
+	}
+	return time.UnixMilli(n), nil
+}
+
+// Keys returns the keys of the queue: its stream, delayed set,
+// dead-letter stream and retried set (the Sent times of retried copies
+// not yet settled, which Oldest reads).
+func (q *Queue) Keys() (stream, delayed, dead, retried string) {
+	return q.stream, q.delayed, q.dead, q.retried
+}
 
 type source struct {
 	q     *Queue
@@ -215,13 +294,21 @@ type source struct {
 // ends. Due retries are moved before every read, so a retry whose delay
 // has passed when a Fetch begins is back in the queue, busy or not, and
 // the claim runs at least every Redelivery/2, busy or not, each going on
-// from where the Queue's last claim stopped (see the package doc).
+// from where the Queue's last claim stopped (see the package doc). When
+// the consumer group is gone (Redis lost its data), Fetch creates it
+// again, reading from the stream's first entry, and tries once more, so
+// the messages published since are delivered.
 func (s *source) Fetch(ctx context.Context, n int) ([]handoff.Delivery, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	for ctx.Err() == nil {
 		out, err := s.fetchOnce(ctx, n) // waits at most Block
+		if isNoGroup(err) && ctx.Err() == nil {
+			if err = s.q.createGroup(ctx); err == nil {
+				out, err = s.fetchOnce(ctx, n)
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			return out, err
 		}
@@ -296,14 +383,17 @@ func (s *source) read(ctx context.Context, n int, block time.Duration) ([]handof
 // promote moves due retries (up to max(n, 16)) back onto the stream.
 func (s *source) promote(ctx context.Context, n int) error {
 	q := s.q
-	return promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, max(n, 16)).Err()
+	return promoteScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, max(n, 16)).Err()
 }
 
 // delivery is the delivery of the message id, of payload (its field m),
 // whose delivery count (XPENDING's) is count.
 func (s *source) delivery(id, payload string, count int64) *delivery {
-	m, before, _ := decode(payload) // a payload that does not decode is delivered with an invalid order
-	return &delivery{s: s, id: id, count: count, attempt: before + int(count), m: m, payload: payload}
+	m, before, of, _ := decode(payload) // a payload that does not decode is delivered with an invalid order
+	if of == "" {
+		of = id
+	}
+	return &delivery{s: s, id: id, of: of, count: count, attempt: before + int(count), m: m, payload: payload}
 }
 
 // errLeaseLost is the answer to Retry and DeadLetter of a delivery that
@@ -311,8 +401,11 @@ func (s *source) delivery(id, payload string, count int64) *delivery {
 var errLeaseLost = errors.New("redisstream: the message was acknowledged, or claimed again after its redelivery timeout")
 
 type delivery struct {
-	s       *source
-	id      string
+	s  *source
+	id string
+	// of is the entry ID of the message as first published: id, or the
+	// one a Retry's copy names.
+	of      string
 	count   int64
 	attempt int
 	m       handoff.Message
@@ -322,25 +415,32 @@ type delivery struct {
 func (d *delivery) Message() handoff.Message { return d.m }
 func (d *delivery) Attempt() int             { return d.attempt }
 
-// Ack acknowledges the message and deletes it from the stream; a repeat
-// is nil too.
+// Ack acknowledges the message and deletes it from the stream, and a
+// retried copy's entry from the retried set, in one MULTI; a repeat is
+// nil too.
 func (d *delivery) Ack(ctx context.Context) error {
 	q := d.s.q
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAck(ctx, q.stream, q.group, d.id)
 		p.XDel(ctx, q.stream, d.id)
+		p.ZRem(ctx, q.retried, d.id)
 		return nil
 	})
 	return err
 }
 
 // Retry replaces the message by a copy that counts this delivery, due
-// after delay (a zero delay: at the stream's end at once).
+// after delay (a zero delay: at the stream's end at once), and keeps the
+// message's Sent time in the retried set until the copy is settled.
 func (d *delivery) Retry(ctx context.Context, delay time.Duration) error {
 	q := d.s.q
-	copyOf := encode(d.m, d.attempt, d.id)
-	n, err := retryScript.Run(ctx, q.rdb, []string{q.stream, q.delayed}, q.group, d.id, d.s.name, d.count,
-		max(delay, 0).Milliseconds(), copyOf).Int()
+	copyOf := encode(d.m, d.attempt, d.of)
+	sent := d.m.Sent
+	if sent.IsZero() { // as Oldest dates such a message: by its first entry ID
+		sent, _ = idTime(d.of)
+	}
+	n, err := retryScript.Run(ctx, q.rdb, []string{q.stream, q.delayed, q.retried}, q.group, d.id, d.s.name, d.count,
+		max(delay, 0).Milliseconds(), copyOf, sent.UnixMilli()).Int()
 	if err != nil {
 		return err
 	}
@@ -358,7 +458,7 @@ func (d *delivery) DeadLetter(ctx context.Context, reason error) error {
 	if reason != nil {
 		why = reason.Error()
 	}
-	n, err := deadScript.Run(ctx, q.rdb, []string{q.stream, q.dead}, q.group, d.id, d.s.name, d.count, d.payload, why).Int()
+	n, err := deadScript.Run(ctx, q.rdb, []string{q.stream, q.dead, q.retried}, q.group, d.id, d.s.name, d.count, d.payload, why).Int()
 	if err != nil {
 		return err
 	}

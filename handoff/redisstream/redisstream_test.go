@@ -34,8 +34,8 @@ func harness(rdb redis.UniversalClient) handofftest.Harness {
 				t.Fatalf("redisstream.New: %v", err)
 			}
 			t.Cleanup(func() {
-				stream, delayed, dead := q.Keys()
-				for _, k := range []string{stream, delayed, dead} {
+				stream, delayed, dead, retried := q.Keys()
+				for _, k := range []string{stream, delayed, dead, retried} {
 					rdb.Del(context.Background(), k)
 				}
 			})
@@ -143,7 +143,7 @@ func TestOldestOfAnUndecodablePayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, _, _ := q.Keys()
+	stream, _, _, _ := q.Keys()
 	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: "1700000000123-0", Values: []any{"m", "not json"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
