@@ -74,7 +74,9 @@ type Config struct {
 	// (golang.org/x/time/rate, on Clock) shared by every Deduct, Available
 	// and Levels routed to the fallback; defaults 100/s and 10. Confirm,
 	// Revert, PutOnSale and Restock are not limited: they finish what was
-	// started or are an operator's. A refused call gets ErrBusy.
+	// started or are an operator's. A refused call gets ErrBusy. A
+	// FallbackLimit of zero or below means the default, rate.Inf admits
+	// every call, and NaN is refused by New.
 	FallbackLimit rate.Limit
 	FallbackBurst int
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ var (
 // record while the gate is down. A fallback given with a flow must be that
 // flow's Fallback (or a wrapper forwarding its Flow method); any other is
 // refused with an error wrapping stock.ErrInvalid, as is a ramp step
-// outside (0, 1) (Config.RampSteps).
+// outside (0, 1) (Config.RampSteps) and a FallbackLimit that is NaN.
 //
 // With any other primary the fallback must see the primary's orders: a
 // fallback that does not would sell the same units twice.
@@ -101,6 +102,10 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 			return nil, &stock.InvalidError{Field: fmt.Sprintf("degrade.Config.RampSteps[%d]", i),
 				Reason: fmt.Sprintf("%v is not in (0, 1): a step sends that share of orders to the primary, and moves on only once the primary answered one", p)}
 		}
+	}
+	if math.IsNaN(float64(cfg.FallbackLimit)) {
+		return nil, &stock.InvalidError{Field: "degrade.Config.FallbackLimit",
+			Reason: "NaN is not a rate: the fallback's token bucket would admit every call"}
 	}
 	cfg = cfg.withDefaults()
 	d := &Manager{

@@ -16,21 +16,22 @@ import (
 )
 
 // A FallbackLimit that is not a number is either refused by New (as a
-// NaN ramp step is, with an error wrapping stock.ErrInvalid) or still a
-// token bucket: "While a breaker is open, calls go to the fallback through
-// one token bucket (Config.FallbackLimit, FallbackBurst); a refused call
-// gets ErrBusy and nothing is written." With NaN, x/time/rate computes NaN
-// tokens, compares nothing below zero and admits every call: New accepts
-// it and the database takes the whole flood at one instant.
-func TestZZNaNFallbackLimitIsRefusedOrLimits(t *testing.T) {
+// NaN ramp step is, with a *stock.InvalidError wrapping stock.ErrInvalid)
+// or still a token bucket: "While a breaker is open, calls go to the
+// fallback through one token bucket (Config.FallbackLimit, FallbackBurst);
+// a refused call gets ErrBusy and nothing is written." With NaN,
+// x/time/rate computes NaN tokens and admits every call, so the database
+// would take the whole flood at one instant.
+func TestNaNFallbackLimitIsRefusedOrLimits(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
 	record := stocktest.NewFaulty(memstock.New(clock))
 	flow := tiered.New(gate, record, tiered.Config{Clock: clock})
 	d, err := degrade.New(flow, nil, degrade.Config{Clock: clock, FallbackLimit: rate.Limit(math.NaN()), FallbackBurst: 5})
 	if err != nil {
-		if !errors.Is(err, stock.ErrInvalid) {
-			t.Fatalf("New with a NaN FallbackLimit: %v, want an error wrapping stock.ErrInvalid", err)
+		var inv *stock.InvalidError
+		if !errors.Is(err, stock.ErrInvalid) || !errors.As(err, &inv) {
+			t.Fatalf("New with a NaN FallbackLimit: %v, want a *stock.InvalidError wrapping stock.ErrInvalid", err)
 		}
 		return
 	}
