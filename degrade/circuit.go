@@ -38,6 +38,11 @@ type circuit struct {
 
 	tripped atomic.Bool // set by the current gobreaker when it opens
 	ramping atomic.Bool // read by ReadyToTrip
+	// wrote is set when a write at the fallback alone is admitted under
+	// this breaker (ForceFallback mode included), and cleared when it
+	// begins to recalibrate: a breaker dropped by the LRU while it is set
+	// is remembered as one to recalibrate (see Manager.circuit).
+	wrote atomic.Bool
 
 	// fb is held shared by each write at the fallback alone while it
 	// runs, and taken exclusively by a recalibration before it starts, so
@@ -164,6 +169,7 @@ func (c *circuit) admit(share bool) (w way, done func(error)) {
 		// Started before the change is reported: a hook that panics must
 		// not leave the breaker recalibrating with nothing running (the
 		// recalibration waits for c.mu to report its end).
+		c.wrote.Store(false) // the recalibration reads every write admitted so far
 		c.d.bg.Add(1)
 		go c.d.runRecalibrate(c, c.gen)
 		c.to(Recalibrating, now, nil)

@@ -27,8 +27,10 @@ var (
 type Config struct {
 	// PerSKU is the number of per-SKU breakers kept (least recently used
 	// ones are forgotten: one forgotten while closed starts closed when next
-	// needed, one forgotten while it kept traffic off the primary starts by
-	// recalibrating it, for as many SKUs again). Zero means
+	// needed; one forgotten while it kept traffic off the primary, or after
+	// an order of its SKU was written at the fallback alone (in
+	// ForceFallback mode too) that no recalibration has read yet, starts
+	// by recalibrating it, for as many SKUs again). Zero means
 	// one breaker for the whole shop. An order goes to the primary only if
 	// the breakers of all its SKUs let it, and to the fallback only if all
 	// of them are open; an order some of whose breakers are open counts as

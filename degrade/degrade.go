@@ -37,10 +37,17 @@ type Manager struct {
 	ids      *circuit                     // Confirm and Revert
 	circuits *lru.Cache[string, *circuit] // PerSKU > 0
 	// forgotten are the SKUs whose breaker was dropped from circuits while
-	// it kept traffic off the primary: made again, it recalibrates first.
+	// it kept traffic off the primary, or after it let a write at the
+	// fallback alone through that no recalibration has read yet: made
+	// again, it recalibrates first.
 	forgotten *lru.Cache[string, struct{}]
-	orders    *lru.Cache[string, tier] // who took an order, as far as this node knows
-	limiter   *rate.Limiter
+	// making is held while a per-SKU breaker is made and added to
+	// circuits, and so over the evictions the addition causes: a breaker
+	// made for a SKU sees the SKU marked forgotten by its predecessor's
+	// eviction.
+	making  sync.Mutex
+	orders  *lru.Cache[string, tier] // who took an order, as far as this node knows
+	limiter *rate.Limiter
 
 	events  chan Event
 	dropped atomic.Uint64
@@ -120,7 +127,8 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 	if cfg.PerSKU > 0 {
 		d.forgotten, _ = lru.New[string, struct{}](cfg.PerSKU)
 		d.circuits, _ = lru.NewWithEvict(cfg.PerSKU, func(sku string, c *circuit) {
-			if c.current() != Primary {
+			// Runs within d.making (see circuit).
+			if c.wrote.Load() || c.current() != Primary {
 				d.forgotten.Add(sku, struct{}{})
 			}
 		})
@@ -208,17 +216,33 @@ func (d *Manager) circuit(sku string) *circuit {
 	if c, ok := d.circuits.Get(sku); ok {
 		return c
 	}
-	c := newCircuit(d, sku)
-	if d.forgotten.Contains(sku) {
-		// Dropped while open: the primary may be behind its fallback.
-		c.state, c.since = Degraded, d.cfg.Clock.Now().Add(-d.cfg.OpenFor)
+	d.making.Lock()
+	c, ok := d.circuits.Get(sku)
+	if !ok {
+		c = newCircuit(d, sku)
+		if d.forgotten.Contains(sku) {
+			// Dropped while open, or with fallback writes no
+			// recalibration read: the primary may be behind its fallback.
+			c.state, c.since = Degraded, d.cfg.Clock.Now().Add(-d.cfg.OpenFor)
+		}
+		d.circuits.Add(sku, c) // the evictions' callbacks run before it returns
+		d.forgotten.Remove(sku)
 	}
-	if prev, ok, _ := d.circuits.PeekOrAdd(sku, c); ok {
-		return prev
+	d.making.Unlock()
+	if !ok {
+		c.made()
 	}
-	d.forgotten.Remove(sku)
-	c.made()
 	return c
+}
+
+// current reports whether c is still the breaker of its SKU (the LRU has
+// not dropped it).
+func (d *Manager) current(c *circuit) bool {
+	if d.global != nil {
+		return c == d.global
+	}
+	cur, ok := d.circuits.Peek(c.key)
+	return ok && cur == c
 }
 
 // route decides where a call about skus goes. dones report the primary's
@@ -513,7 +537,10 @@ func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, 
 // leave is called, so that a recalibration starting meanwhile waits for
 // the write before it reads (see circuit.runRecalibrate). It refuses once
 // a breaker is no longer open (ForceFallback mode holds every breaker
-// open): the recalibration may already have read.
+// open): the recalibration may already have read; and once the LRU has
+// dropped one of them. A breaker that admitted the write is remembered, if
+// the LRU drops it before a recalibration, as one whose SKU recalibrates
+// first.
 func (d *Manager) enterFallback(skus []string) (leave func(), ok bool) {
 	var cs []*circuit
 	if d.global != nil {
@@ -533,12 +560,25 @@ func (d *Manager) enterFallback(skus []string) (leave func(), ok bool) {
 			c.fb.RUnlock()
 		}
 	}
-	for i, c := range cs {
+	for _, c := range cs {
 		c.fb.RLock()
+	}
+	for _, c := range cs {
 		if !c.open() {
-			for _, c := range cs[:i+1] {
-				c.fb.RUnlock()
-			}
+			leave()
+			return nil, false
+		}
+	}
+	// Marked before the check below: a breaker the LRU drops from now on
+	// is remembered as one to recalibrate, and one it has already dropped
+	// refuses the write (its SKU's next breaker may be sending traffic
+	// to the primary).
+	for _, c := range cs {
+		c.wrote.Store(true)
+	}
+	for _, c := range cs {
+		if !d.current(c) {
+			leave()
 			return nil, false
 		}
 	}

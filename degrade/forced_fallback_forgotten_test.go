@@ -21,13 +21,11 @@ import (
 // traffic returns to the gate (SetMode: "Leaving ForceFallback makes every
 // breaker recalibrate and ramp back as after an outage"; package doc:
 // "Before traffic returns, the recalibration ... reads the record after
-// every such write this node made"). Here the SKU's breaker is forgotten
-// by the LRU while the operator holds the fallback: its state was never
-// changed by the forced mode (it reads Primary), so it is not remembered
-// as one that kept traffic off the primary, and made again after the
-// switch back it starts closed: the next order of "a" goes to the gate,
-// which never saw the forced order.
-func TestZZForcedFallbackForgottenBreakerRecalibratesBeforeTraffic(t *testing.T) {
+// every such write this node made"), also when the LRU forgets the SKU's
+// breaker while the operator holds the fallback: the forced mode never
+// changes a breaker's own state, so the breaker made again after the
+// switch back must still start by recalibrating.
+func TestForcedFallbackForgottenBreakerRecalibratesBeforeTraffic(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
 	record := stocktest.NewFaulty(memstock.New(clock))
