@@ -29,9 +29,10 @@ var errOthersOff = errors.New("degrade: another SKU of the order is off the prim
 // ramp). gobreaker's own half-open state is never reached: once it trips,
 // its instance is dropped and a fresh one starts the ramp.
 //
-// Lock order: c.mu may be held while calling into the gobreaker, never the
-// reverse. The gobreaker's OnStateChange (which runs under its lock) only
-// sets an atomic flag.
+// Lock order: the Manager's fallback locks (Manager.fb) and its making
+// lock before c.mu; c.mu may be held while calling into the gobreaker,
+// never the reverse. The gobreaker's OnStateChange (which runs under its
+// lock) only sets an atomic flag.
 type circuit struct {
 	d   *Manager
 	key string
@@ -43,12 +44,6 @@ type circuit struct {
 	// begins to recalibrate: a breaker dropped by the LRU while it is set
 	// is remembered as one to recalibrate (see Manager.circuit).
 	wrote atomic.Bool
-
-	// fb is held shared by each write at the fallback alone while it
-	// runs, and taken exclusively by a recalibration before it starts, so
-	// that the recalibration reads after every such write (see
-	// Manager.enterFallback). Lock order: fb before mu.
-	fb sync.RWMutex
 
 	mu     sync.Mutex
 	cb     *gobreaker.TwoStepCircuitBreaker[struct{}]
@@ -302,14 +297,17 @@ func (c *circuit) current() State {
 }
 
 // runRecalibrate is the background body of one recalibration. It first
-// waits for the writes at the fallback alone that were admitted before
-// the breaker began to recalibrate (no new one is admitted since), so the
-// recalibration reads what they wrote. Close cancels it.
+// waits for the writes at the fallback alone of its key that were
+// admitted before the breaker began to recalibrate (no new one is
+// admitted since), also those admitted by a breaker of the key the LRU
+// has dropped since, so the recalibration reads what they wrote. Close
+// cancels it.
 func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
 	defer d.bg.Done()
-	c.fb.Lock()
+	fb := d.fbLock(c.key)
+	fb.Lock()
 	//lint:ignore SA2001 a barrier: the fallback's writes in flight are done
-	c.fb.Unlock()
+	fb.Unlock()
 	var err error
 	if d.cfg.Recalibrate != nil {
 		ctx, cancel := context.WithTimeout(d.life, d.cfg.RecalibrateTimeout)

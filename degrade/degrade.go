@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -45,7 +45,15 @@ type Manager struct {
 	// circuits, and so over the evictions the addition causes: a breaker
 	// made for a SKU sees the SKU marked forgotten by its predecessor's
 	// eviction.
-	making  sync.Mutex
+	making sync.Mutex
+	// fb are the fallback locks, by key (a SKU, "" for the shared
+	// breaker) hashed into stripes: each write at the fallback alone holds
+	// those of its keys shared while it runs, and a recalibration takes
+	// its key's exclusively before it starts, so that it reads after every
+	// such write of its key, whichever breaker of the key admitted it. A
+	// recalibration may also wait for writes of other keys of its stripe.
+	fb      [fbStripes]sync.RWMutex
+	fbSeed  maphash.Seed
 	orders  *lru.Cache[string, tier] // who took an order, as far as this node knows
 	limiter *rate.Limiter
 
@@ -58,6 +66,17 @@ type Manager struct {
 	closing sync.Once
 	bg      sync.WaitGroup // recalibrations and the event goroutine
 }
+
+// fbStripes is how many fallback locks a Manager has (see Manager.fb).
+const fbStripes = 64
+
+// fbStripe is the index of key's fallback lock.
+func (d *Manager) fbStripe(key string) int {
+	return int(maphash.String(d.fbSeed, key) % fbStripes)
+}
+
+// fbLock is key's fallback lock.
+func (d *Manager) fbLock(key string) *sync.RWMutex { return &d.fb[d.fbStripe(key)] }
 
 // tier is what this node remembers about an order.
 type tier byte
@@ -120,6 +139,7 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 		limiter: rate.NewLimiter(cfg.FallbackLimit, cfg.FallbackBurst),
 		events:  make(chan Event, cfg.EventBuffer),
 		quit:    make(chan struct{}),
+		fbSeed:  maphash.MakeSeed(),
 	}
 	d.life, d.end = context.WithCancel(context.Background())
 	d.obs = &d.cfg.Observer
@@ -533,35 +553,40 @@ func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, 
 }
 
 // enterFallback admits a write at the fallback alone about skus: it holds
-// the fallback lock of each of their breakers (shared, in key order) until
-// leave is called, so that a recalibration starting meanwhile waits for
-// the write before it reads (see circuit.runRecalibrate). It refuses once
-// a breaker is no longer open (ForceFallback mode holds every breaker
-// open): the recalibration may already have read; and once the LRU has
-// dropped one of them. A breaker that admitted the write is remembered, if
-// the LRU drops it before a recalibration, as one whose SKU recalibrates
-// first.
+// the fallback locks of their breakers' keys (shared, in stripe order)
+// until leave is called, so that a recalibration of one of those keys
+// starting meanwhile waits for the write before it reads (see
+// circuit.runRecalibrate), even if the LRU drops the breaker that
+// admitted it. It refuses once a breaker is no longer open (ForceFallback
+// mode holds every breaker open): the recalibration may already have
+// read; and once the LRU has dropped one of them. A breaker that admitted
+// the write is remembered, if the LRU drops it before a recalibration, as
+// one whose SKU recalibrates first.
 func (d *Manager) enterFallback(skus []string) (leave func(), ok bool) {
 	var cs []*circuit
 	if d.global != nil {
 		cs = []*circuit{d.global}
 	} else {
-		seen := map[*circuit]bool{}
 		for _, s := range skus {
-			if c := d.circuit(s); !seen[c] {
-				seen[c] = true
+			if c := d.circuit(s); !slices.Contains(cs, c) {
 				cs = append(cs, c)
 			}
 		}
-		slices.SortFunc(cs, func(a, b *circuit) int { return strings.Compare(a.key, b.key) })
 	}
-	leave = func() {
-		for _, c := range cs {
-			c.fb.RUnlock()
+	var stripes []int
+	for _, c := range cs {
+		if i := d.fbStripe(c.key); !slices.Contains(stripes, i) {
+			stripes = append(stripes, i)
 		}
 	}
-	for _, c := range cs {
-		c.fb.RLock()
+	slices.Sort(stripes)
+	leave = func() {
+		for _, i := range stripes {
+			d.fb[i].RUnlock()
+		}
+	}
+	for _, i := range stripes {
+		d.fb[i].RLock()
 	}
 	for _, c := range cs {
 		if !c.open() {
