@@ -1,6 +1,7 @@
 package degrade
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"math"
@@ -29,21 +30,27 @@ var errOthersOff = errors.New("degrade: another SKU of the order is off the prim
 // ramp). gobreaker's own half-open state is never reached: once it trips,
 // its instance is dropped and a fresh one starts the ramp.
 //
-// Lock order: the Manager's fallback locks (Manager.fb) and its making
-// lock before c.mu; c.mu may be held while calling into the gobreaker,
-// never the reverse. The gobreaker's OnStateChange (which runs under its
-// lock) only sets an atomic flag.
+// Lock order: the Manager's breaker set (breakers.mu) before c.mu; c.fb
+// before c.mu; c.mu may be held while calling into the
+// gobreaker, never the reverse. The gobreaker's OnStateChange (which runs
+// under its lock) only sets an atomic flag.
 type circuit struct {
 	d   *Manager
 	key string
 
 	tripped atomic.Bool // set by the current gobreaker when it opens
 	ramping atomic.Bool // read by ReadyToTrip
-	// wrote is set when a write at the fallback alone is admitted under
-	// this breaker (ForceFallback mode included), and cleared when it
-	// begins to recalibrate: a breaker dropped by the LRU while it is set
-	// is remembered as one to recalibrate (see Manager.circuit).
-	wrote atomic.Bool
+
+	// fb is held shared by each write at the fallback alone while it
+	// runs, and taken exclusively by a recalibration before it reads, so
+	// that the recalibration reads after every such write (see
+	// Manager.enterFallback).
+	fb sync.RWMutex
+
+	// users and elem are the breaker set's (breakers.mu): the calls
+	// using the breaker, and its place in the set's list (nil when out).
+	users int
+	elem  *list.Element
 
 	mu     sync.Mutex
 	cb     *gobreaker.TwoStepCircuitBreaker[struct{}]
@@ -54,6 +61,10 @@ type circuit struct {
 	stepOK int
 	n      uint64 // calls seen in this ramp step
 	epoch  uint64 // Manager.epoch when last looked at
+	// unread: a write at the fallback alone was admitted under the
+	// breaker (ForceFallback mode included) that no recalibration has
+	// read yet.
+	unread bool
 }
 
 func newCircuit(d *Manager, key string) *circuit {
@@ -164,7 +175,6 @@ func (c *circuit) admit(share bool) (w way, done func(error)) {
 		// Started before the change is reported: a hook that panics must
 		// not leave the breaker recalibrating with nothing running (the
 		// recalibration waits for c.mu to report its end).
-		c.wrote.Store(false) // the recalibration reads every write admitted so far
 		c.d.bg.Add(1)
 		go c.d.runRecalibrate(c, c.gen)
 		c.to(Recalibrating, now, nil)
@@ -296,18 +306,29 @@ func (c *circuit) current() State {
 	return c.state
 }
 
+// clean reports whether the breaker carries no state, so that dropping it
+// loses nothing (see breakers): closed (Primary), its last counted call
+// not a failure, no write at the fallback alone unread by a
+// recalibration. A recalibration or a ramp running, and the operator's
+// switch back from ForceFallback already seen, leave it in another state.
+func (c *circuit) clean() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == Primary && !c.unread && !c.tripped.Load() && c.cb.Counts().ConsecutiveFailures == 0
+}
+
 // runRecalibrate is the background body of one recalibration. It first
-// waits for the writes at the fallback alone of its key that were
-// admitted before the breaker began to recalibrate (no new one is
-// admitted since), also those admitted by a breaker of the key the LRU
-// has dropped since, so the recalibration reads what they wrote. Close
+// waits for the writes at the fallback alone that were admitted before
+// the breaker began to recalibrate (no new one is admitted since, but in
+// ForceFallback mode), so the recalibration reads what they wrote. Close
 // cancels it.
 func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
 	defer d.bg.Done()
-	fb := d.fbLock(c.key)
-	fb.Lock()
-	//lint:ignore SA2001 a barrier: the fallback's writes in flight are done
-	fb.Unlock()
+	c.fb.Lock()
+	c.mu.Lock()
+	c.unread = false // read below
+	c.mu.Unlock()
+	c.fb.Unlock()
 	var err error
 	if d.cfg.Recalibrate != nil {
 		ctx, cancel := context.WithTimeout(d.life, d.cfg.RecalibrateTimeout)
@@ -315,4 +336,7 @@ func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
 		cancel()
 	}
 	c.recalibrated(gen, err)
+	if d.set != nil {
+		d.set.settled(c)
+	}
 }

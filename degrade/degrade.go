@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -33,27 +33,9 @@ type Manager struct {
 	mode  atomic.Int32
 	epoch atomic.Uint64 // bumped when ForceFallback ends
 
-	global   *circuit                     // PerSKU == 0: the only one
-	ids      *circuit                     // Confirm and Revert
-	circuits *lru.Cache[string, *circuit] // PerSKU > 0
-	// forgotten are the SKUs whose breaker was dropped from circuits while
-	// it kept traffic off the primary, or after it let a write at the
-	// fallback alone through that no recalibration has read yet: made
-	// again, it recalibrates first.
-	forgotten *lru.Cache[string, struct{}]
-	// making is held while a per-SKU breaker is made and added to
-	// circuits, and so over the evictions the addition causes: a breaker
-	// made for a SKU sees the SKU marked forgotten by its predecessor's
-	// eviction.
-	making sync.Mutex
-	// fb are the fallback locks, by key (a SKU, "" for the shared
-	// breaker) hashed into stripes: each write at the fallback alone holds
-	// those of its keys shared while it runs, and a recalibration takes
-	// its key's exclusively before it starts, so that it reads after every
-	// such write of its key, whichever breaker of the key admitted it. A
-	// recalibration may also wait for writes of other keys of its stripe.
-	fb      [fbStripes]sync.RWMutex
-	fbSeed  maphash.Seed
+	global  *circuit                 // PerSKU == 0: the only one
+	ids     *circuit                 // Confirm and Revert
+	set     *breakers                // PerSKU > 0
 	orders  *lru.Cache[string, tier] // who took an order, as far as this node knows
 	limiter *rate.Limiter
 
@@ -66,17 +48,6 @@ type Manager struct {
 	closing sync.Once
 	bg      sync.WaitGroup // recalibrations and the event goroutine
 }
-
-// fbStripes is how many fallback locks a Manager has (see Manager.fb).
-const fbStripes = 64
-
-// fbStripe is the index of key's fallback lock.
-func (d *Manager) fbStripe(key string) int {
-	return int(maphash.String(d.fbSeed, key) % fbStripes)
-}
-
-// fbLock is key's fallback lock.
-func (d *Manager) fbLock(key string) *sync.RWMutex { return &d.fb[d.fbStripe(key)] }
 
 // tier is what this node remembers about an order.
 type tier byte
@@ -139,19 +110,12 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 		limiter: rate.NewLimiter(cfg.FallbackLimit, cfg.FallbackBurst),
 		events:  make(chan Event, cfg.EventBuffer),
 		quit:    make(chan struct{}),
-		fbSeed:  maphash.MakeSeed(),
 	}
 	d.life, d.end = context.WithCancel(context.Background())
 	d.obs = &d.cfg.Observer
 	d.orders, _ = lru.New[string, tier](cfg.Orders)
 	if cfg.PerSKU > 0 {
-		d.forgotten, _ = lru.New[string, struct{}](cfg.PerSKU)
-		d.circuits, _ = lru.NewWithEvict(cfg.PerSKU, func(sku string, c *circuit) {
-			// Runs within d.making (see circuit).
-			if c.wrote.Load() || c.current() != Primary {
-				d.forgotten.Add(sku, struct{}{})
-			}
-		})
+		d.set = newBreakers(cfg.PerSKU)
 		d.ids = newCircuit(d, "")
 	} else {
 		d.global = newCircuit(d, "")
@@ -199,7 +163,9 @@ func (d *Manager) State(sku string) State {
 	if sku == "" {
 		return d.ids.current()
 	}
-	return d.circuit(sku).current()
+	cs, release := d.use(sku)
+	defer release()
+	return cs[0].current()
 }
 
 // Dropped returns how many events were dropped because OnStateChange fell
@@ -229,42 +195,6 @@ func (d *Manager) deliver() {
 	}
 }
 
-func (d *Manager) circuit(sku string) *circuit {
-	if d.global != nil {
-		return d.global
-	}
-	if c, ok := d.circuits.Get(sku); ok {
-		return c
-	}
-	d.making.Lock()
-	c, ok := d.circuits.Get(sku)
-	if !ok {
-		c = newCircuit(d, sku)
-		if d.forgotten.Contains(sku) {
-			// Dropped while open, or with fallback writes no
-			// recalibration read: the primary may be behind its fallback.
-			c.state, c.since = Degraded, d.cfg.Clock.Now().Add(-d.cfg.OpenFor)
-		}
-		d.circuits.Add(sku, c) // the evictions' callbacks run before it returns
-		d.forgotten.Remove(sku)
-	}
-	d.making.Unlock()
-	if !ok {
-		c.made()
-	}
-	return c
-}
-
-// current reports whether c is still the breaker of its SKU (the LRU has
-// not dropped it).
-func (d *Manager) current(c *circuit) bool {
-	if d.global != nil {
-		return c == d.global
-	}
-	cur, ok := d.circuits.Peek(c.key)
-	return ok && cur == c
-}
-
 // route decides where a call about skus goes. dones report the primary's
 // outcome to every breaker that admitted it.
 //
@@ -288,7 +218,7 @@ type route struct {
 	dones    []func(error)
 }
 
-func (d *Manager) route(share bool, skus ...string) route {
+func (d *Manager) route(share bool, circuits ...*circuit) route {
 	switch d.Mode() {
 	case ForcePrimary:
 		return route{primary: true}
@@ -296,16 +226,6 @@ func (d *Manager) route(share bool, skus ...string) route {
 		return route{}
 	}
 	var r route
-	circuits := make([]*circuit, 0, len(skus))
-	for _, s := range skus {
-		c := d.ids
-		if s != "" {
-			c = d.circuit(s)
-		}
-		if !slices.Contains(circuits, c) {
-			circuits = append(circuits, c)
-		}
-	}
 	// The breakers off the primary first (open, or recalibrating it):
 	// asking them counts no share, and one of them decides the call
 	// before a ramping breaker gives it a share it would not use.
@@ -468,9 +388,10 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 	if err := ctx.Err(); err != nil {
 		return tiered.Recorded, err
 	}
-	skus := skusOf(o.Items)
+	cs, release := d.use(skusOf(o.Items)...)
+	defer release()
 	known, _ := d.orders.Get(o.ID)
-	r := d.route(true, skus...)
+	r := d.route(true, cs...)
 	switch {
 	case r.primary && known != atFallback:
 		p, err := d.placePrimary(ctx, o)
@@ -498,7 +419,7 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 		// settles it (not rate limited: it is not new traffic). The gate
 		// may hold it too, so it stays an order of the primary's: what
 		// finishes it asks the gate first.
-		if err, ok := d.atFallback(ctx, o, skus, false); ok {
+		if err, ok := d.atFallback(ctx, o, cs, false); ok {
 			return tiered.Recorded, err
 		}
 		return d.resolve(ctx, o, ErrPrimaryDown)
@@ -510,7 +431,7 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 	case r.settling:
 		return tiered.Recorded, ErrBusy
 	}
-	err, ok := d.atFallback(ctx, o, skus, true)
+	err, ok := d.atFallback(ctx, o, cs, true)
 	if !ok {
 		return tiered.Recorded, ErrBusy
 	}
@@ -536,8 +457,8 @@ func (d *Manager) placePrimary(ctx context.Context, o stock.Order) (tiered.Place
 // fallback's tokens once admitted there (ErrBusy without one), and, taken,
 // is remembered as the fallback's; one in doubt at the primary does
 // neither (it is not new traffic, and the primary may hold it too).
-func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, newOrder bool) (err error, ok bool) {
-	leave, ok := d.enterFallback(skus)
+func (d *Manager) atFallback(ctx context.Context, o stock.Order, cs []*circuit, newOrder bool) (err error, ok bool) {
+	leave, ok := d.enterFallback(cs)
 	if !ok {
 		return nil, false
 	}
@@ -552,41 +473,25 @@ func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, 
 	return err, true
 }
 
-// enterFallback admits a write at the fallback alone about skus: it holds
-// the fallback locks of their breakers' keys (shared, in stripe order)
-// until leave is called, so that a recalibration of one of those keys
-// starting meanwhile waits for the write before it reads (see
-// circuit.runRecalibrate), even if the LRU drops the breaker that
-// admitted it. It refuses once a breaker is no longer open (ForceFallback
-// mode holds every breaker open): the recalibration may already have
-// read; and once the LRU has dropped one of them. A breaker that admitted
-// the write is remembered, if the LRU drops it before a recalibration, as
-// one whose SKU recalibrates first.
-func (d *Manager) enterFallback(skus []string) (leave func(), ok bool) {
-	var cs []*circuit
-	if d.global != nil {
-		cs = []*circuit{d.global}
-	} else {
-		for _, s := range skus {
-			if c := d.circuit(s); !slices.Contains(cs, c) {
-				cs = append(cs, c)
-			}
-		}
-	}
-	var stripes []int
+// enterFallback admits a write at the fallback alone under the breakers
+// cs, which the caller uses (Manager.use) until the write has ended: it
+// holds their fallback locks (shared, in key order) until leave is
+// called, so that a recalibration starting meanwhile waits for the write
+// before it reads (see runRecalibrate). It refuses once a breaker is no
+// longer open (ForceFallback mode holds every breaker open): the
+// recalibration may already have read. A breaker that admitted the write
+// carries it (circuit.unread) until a recalibration has read it, and so
+// is not dropped before.
+func (d *Manager) enterFallback(cs []*circuit) (leave func(), ok bool) {
+	cs = slices.Clone(cs)
+	slices.SortFunc(cs, func(a, b *circuit) int { return strings.Compare(a.key, b.key) })
 	for _, c := range cs {
-		if i := d.fbStripe(c.key); !slices.Contains(stripes, i) {
-			stripes = append(stripes, i)
-		}
+		c.fb.RLock()
 	}
-	slices.Sort(stripes)
 	leave = func() {
-		for _, i := range stripes {
-			d.fb[i].RUnlock()
+		for _, c := range cs {
+			c.fb.RUnlock()
 		}
-	}
-	for _, i := range stripes {
-		d.fb[i].RLock()
 	}
 	for _, c := range cs {
 		if !c.open() {
@@ -594,18 +499,10 @@ func (d *Manager) enterFallback(skus []string) (leave func(), ok bool) {
 			return nil, false
 		}
 	}
-	// Marked before the check below: a breaker the LRU drops from now on
-	// is remembered as one to recalibrate, and one it has already dropped
-	// refuses the write (its SKU's next breaker may be sending traffic
-	// to the primary).
 	for _, c := range cs {
-		c.wrote.Store(true)
-	}
-	for _, c := range cs {
-		if !d.current(c) {
-			leave()
-			return nil, false
-		}
+		c.mu.Lock()
+		c.unread = true
+		c.mu.Unlock()
 	}
 	return leave, true
 }

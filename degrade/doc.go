@@ -104,8 +104,11 @@
 //     the gate may have is never extended at the record alone, where the
 //     gate would still end it at its old deadline. Both need the two
 //     tiers to implement the interface (errors.ErrUnsupported otherwise).
-//   - Breakers are one for the shop or one per SKU (Config.PerSKU, bounded
-//     by an LRU), so a failing hot SKU does not trip the rest. An order
+//   - Breakers are one for the shop or one per SKU (Config.PerSKU: an LRU
+//     keeps that many closed ones, and never forgets one that carries
+//     state, so the breakers kept grow past it by at most the SKUs
+//     touched during an outage), so a failing hot SKU does not trip the
+//     rest. An order
 //     goes to the primary only if the breakers of all its SKUs let it, and
 //     to the fallback only if all of them are open. One whose breakers
 //     disagree (some open, the others sending traffic to the primary) gets

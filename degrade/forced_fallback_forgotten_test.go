@@ -21,10 +21,10 @@ import (
 // traffic returns to the gate (SetMode: "Leaving ForceFallback makes every
 // breaker recalibrate and ramp back as after an outage"; package doc:
 // "Before traffic returns, the recalibration ... reads the record after
-// every such write this node made"), also when the LRU forgets the SKU's
-// breaker while the operator holds the fallback: the forced mode never
-// changes a breaker's own state, so the breaker made again after the
-// switch back must still start by recalibrating.
+// every such write this node made"), also when more SKUs than PerSKU are
+// used while the operator holds the fallback: the forced mode never
+// changes a breaker's own state, so the breaker that let the write
+// through must not be forgotten before a recalibration has read it.
 func TestForcedFallbackForgottenBreakerRecalibratesBeforeTraffic(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
@@ -54,7 +54,7 @@ func TestForcedFallbackForgottenBreakerRecalibratesBeforeTraffic(t *testing.T) {
 	if err := buy("forced-a", "a"); err != nil { // at the record alone
 		t.Fatal(err)
 	}
-	if err := buy("forced-b", "b"); err != nil { // b's breaker: a's is forgotten
+	if err := buy("forced-b", "b"); err != nil { // b's breaker: past PerSKU
 		t.Fatal(err)
 	}
 	d.SetMode(degrade.Auto)

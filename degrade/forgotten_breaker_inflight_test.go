@@ -22,9 +22,8 @@ import (
 // (package doc: "Switching back: after Config.OpenFor, Config.Recalibrate
 // runs in the background, once the fallback's Deducts of this node that
 // were running have ended"; Place: "A recalibration waits for the
-// fallback's Deducts already running"), also when the LRU forgets the
-// per-SKU breaker that admitted the write while it runs: the SKU's next
-// breaker (made Degraded and due, as a forgotten open one is) must not
+// fallback's Deducts already running"), also when more SKUs than PerSKU
+// are used while the write runs: the recalibration of the SKU must not
 // read the record before the order lands.
 func TestRecalibrationOfAForgottenBreakerWaitsForItsFallbackWrite(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
@@ -82,7 +81,7 @@ func TestRecalibrationOfAForgottenBreakerWaitsForItsFallbackWrite(t *testing.T) 
 		}
 	}()
 	<-entered
-	// b's breaker: a's (open, a write running under it) is forgotten.
+	// b's breaker: past PerSKU (a's is open, a write running under it).
 	if _, err := d.Available(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +104,8 @@ func TestRecalibrationOfAForgottenBreakerWaitsForItsFallbackWrite(t *testing.T) 
 	}
 }
 
-// The same with many fallback writes of the SKU running at once when its
-// breaker is forgotten: the recalibration reads after every one of them,
+// The same with many fallback writes of the SKU running at once when SKUs
+// past PerSKU are used: the recalibration reads after every one of them,
 // and so reads exactly as many held as orders were taken.
 func TestRecalibrationOfAForgottenBreakerWaitsForEveryFallbackWrite(t *testing.T) {
 	const writers = 8
@@ -166,7 +165,7 @@ func TestRecalibrationOfAForgottenBreakerWaitsForEveryFallbackWrite(t *testing.T
 	for range writers {
 		<-entered
 	}
-	if _, err := d.Available(ctx, "b"); err != nil { // a's breaker is forgotten
+	if _, err := d.Available(ctx, "b"); err != nil { // past PerSKU
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)

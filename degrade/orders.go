@@ -60,7 +60,7 @@ func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager,
 // through the flow.
 func (d *Manager) onTakerBy(ctx context.Context, id string, gateToo bool, op func(m stock.Manager, fallback bool) error) error {
 	known, _ := d.orders.Get(id)
-	r := d.route(false, "")
+	r := d.route(false, d.ids)
 	primaryFirst := known == atPrimary || (known == 0 && r.primary)
 	if d.shared {
 		// The flow reads its record itself: while the breaker lets calls
@@ -141,7 +141,9 @@ func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Lev
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return stock.Levels{}, err
 	}
-	r := d.route(true, sku)
+	cs, release := d.use(sku)
+	defer release()
+	r := d.route(true, cs...)
 	m := d.fallback
 	if r.primary {
 		m = d.primary
@@ -175,12 +177,14 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	r := d.route(false, l.SKU)
+	cs, release := d.use(l.SKU)
+	defer release()
+	r := d.route(false, cs...)
 	switch {
 	case r.settling:
 		return ErrBusy
 	case !r.primary:
-		leave, ok := d.enterFallback([]string{l.SKU})
+		leave, ok := d.enterFallback(cs)
 		if !ok {
 			return ErrBusy
 		}
@@ -203,7 +207,9 @@ func (d *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
 }
 
 func (d *Manager) write(ctx context.Context, sku string, op func(stock.Manager) error) error {
-	r := d.route(false, sku)
+	cs, release := d.use(sku)
+	defer release()
+	r := d.route(false, cs...)
 	if !r.primary {
 		return op(d.fallback)
 	}

@@ -19,12 +19,13 @@ import (
 
 // Config.Recalibrate "runs (in the background, once per breaker
 // reopening) before any traffic returns to the primary". With per-SKU
-// breakers, the LRU drops a's breaker while its recalibration runs; the
-// SKU's next breaker recalibrates again and sends traffic back, while the
-// first recalibration of a still runs (and, when it ends, writes the gate
-// from what it read before the orders now taken there). No order of a
-// may reach the gate while a recalibration of a is still running.
-func TestZZNoTrafficToTheGateWhileARecalibrationOfTheSKURuns(t *testing.T) {
+// breakers, more SKUs than PerSKU are used while a's recalibration runs;
+// were a's breaker forgotten, the SKU's next breaker would recalibrate
+// again and send traffic back while the first recalibration of a still
+// runs (and, when it ends, writes the gate from what it read before the
+// orders then taken there). No order of a may reach the gate while a
+// recalibration of a is still running.
+func TestNoTrafficToTheGateWhileARecalibrationOfTheSKURuns(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
 	record := stocktest.NewFaulty(memstock.New(clock))
@@ -69,7 +70,7 @@ func TestZZNoTrafficToTheGateWhileARecalibrationOfTheSKURuns(t *testing.T) {
 	clock.Advance(time.Minute)
 	_ = buy("a") // starts the first recalibration of a
 	<-started
-	_ = d.State("b") // the LRU drops a's breaker, recalibrating
+	_ = d.State("b") // past PerSKU, a's breaker recalibrating
 	for i := 0; i < 1000 && d.State("a") != degrade.Primary; i++ {
 		_ = buy("a") // a's next breaker recalibrates and returns traffic
 		runtime.Gosched()

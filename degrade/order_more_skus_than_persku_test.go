@@ -18,7 +18,7 @@ import (
 // an order naming more SKUs than that is refused. With FallbackLimit
 // rate.Inf the fallback's token bucket refuses nothing, so ErrBusy has no
 // cause here.
-func TestZZForcedFallbackTakesAnOrderWithMoreSKUsThanPerSKU(t *testing.T) {
+func TestForcedFallbackTakesAnOrderWithMoreSKUsThanPerSKU(t *testing.T) {
 	f := newFixture(t, degrade.Config{PerSKU: 2})
 	for _, sku := range []string{"a", "b", "c"} {
 		f.sale(sku, 10)
@@ -42,7 +42,7 @@ func TestZZForcedFallbackTakesAnOrderWithMoreSKUsThanPerSKU(t *testing.T) {
 // (Config.ReadyToTrip) while the primary is down"). Exact: with the
 // default rule (5 consecutive failures), after 20 attempts of the same
 // 3-SKU order, some attempt must have been written at the fallback.
-func TestZZAutoFallbackTakesAnOrderWithMoreSKUsThanPerSKU(t *testing.T) {
+func TestAutoFallbackTakesAnOrderWithMoreSKUsThanPerSKU(t *testing.T) {
 	f := newFixture(t, degrade.Config{PerSKU: 2, OpenFor: time.Hour})
 	for _, sku := range []string{"a", "b", "c"} {
 		f.sale(sku, 100)

@@ -38,16 +38,16 @@ func (c *pausingClock) Now() time.Time {
 	return c.Clock.Now()
 }
 
-// Config.PerSKU: "one forgotten while closed starts closed when next
-// needed"; only one forgotten "after an order of its SKU was written at
-// the fallback alone ... that no recalibration has read yet" starts by
-// recalibrating. Here a's recalibration starts while an order of a and b
+// Config.PerSKU: a breaker dropped by the LRU "starts closed when next
+// needed"; only a breaker that carries no state is dropped, and one that
+// let a write at the fallback alone through carries it until a
+// recalibration has read it. Here a's recalibration starts while an order of a and b
 // is being admitted at the fallback, waits for that write (Place: "A
 // recalibration waits for the fallback's Deducts already running"), reads
 // after it and sends all traffic back. Later the LRU drops a's breaker,
 // closed: a's next order must go to the primary, with no second
 // recalibration of a.
-func TestZZClosedBreakerWhoseWritesWereReadStartsClosed(t *testing.T) {
+func TestClosedBreakerWhoseFallbackWritesWereReadStartsClosed(t *testing.T) {
 	clock := &pausingClock{Clock: stocktest.NewClock(stocktest.Epoch), at: 2,
 		paused: make(chan struct{}), resume: make(chan struct{})}
 	primary := stocktest.NewFaulty(memstock.New(clock.Clock))
@@ -96,9 +96,7 @@ func TestZZClosedBreakerWhoseWritesWereReadStartsClosed(t *testing.T) {
 	if err := d.Deduct(ctx, stock.Order{ID: "starts-a", Items: []stock.Item{{SKU: "a", Qty: 1}}}); err == nil {
 		t.Fatal("order of a as its recalibration starts: taken, want ErrBusy")
 	}
-	i := d.fbStripe("a")
-	for d.fb[i].TryRLock() { // until a's recalibration waits for the order
-		d.fb[i].RUnlock()
+	for !blockedIn("runRecalibrate", "RWMutex).Lock") { // until a's recalibration waits for the order
 		runtime.Gosched()
 	}
 	close(clock.resume)
@@ -111,8 +109,14 @@ func TestZZClosedBreakerWhoseWritesWereReadStartsClosed(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	_ = d.State("e") // the LRU drops b
-	_ = d.State("b") // and then a, closed
+	_ = d.State("e") // b (open) leaves the LRU's list
+	_ = d.State("b") // and the LRU drops a, closed
+	d.set.mu.Lock()
+	_, kept := d.set.m["a"]
+	d.set.mu.Unlock()
+	if kept {
+		t.Fatal("the LRU kept a's breaker, closed and its fallback writes read, past PerSKU")
+	}
 	deducts := primary.Calls("Deduct")
 	err = d.Deduct(ctx, stock.Order{ID: "next-a", Items: []stock.Item{{SKU: "a", Qty: 1}}})
 	mu.Lock()

@@ -17,18 +17,14 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// Config.PerSKU: a breaker "forgotten while it kept traffic off the
-// primary, or after an order of its SKU was written at the fallback alone
-// (in ForceFallback mode too) that no recalibration has read yet, starts
-// by recalibrating it"; package doc: "Before traffic returns, the
-// recalibration (a reconcile pass) reads the record after every such
-// write this node made"; DESIGN.md invariant 6: "the gate never admits
-// more than the record can take ... after every step". Here more SKUs are
-// dropped by the LRU than PerSKU (the PerSKU doc bounds the memory "for as
-// many SKUs again", which contradicts the two promises above): the first
-// SKU's next order must still not reach the gate before a recalibration
-// of it.
-func TestZZManyForgottenBreakersEachRecalibrateBeforeTraffic(t *testing.T) {
+// Package doc: "Before traffic returns, the recalibration (a reconcile
+// pass) reads the record after every such write this node made";
+// DESIGN.md invariant 6: "the gate never admits more than the record can
+// take ... after every step". Here more SKUs than PerSKU have breakers
+// that kept traffic off the primary and orders written at the record
+// alone (in ForceFallback mode too): the first SKU's next order must
+// still not reach the gate before a recalibration of it.
+func TestEveryBreakerPastPerSKURecalibratesBeforeTraffic(t *testing.T) {
 	for _, forced := range []bool{true, false} {
 		t.Run(fmt.Sprint("forced=", forced), func(t *testing.T) {
 			clock := stocktest.NewClock(stocktest.Epoch)
