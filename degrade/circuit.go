@@ -30,8 +30,8 @@ var errOthersOff = errors.New("degrade: another SKU of the order is off the prim
 // ramp). gobreaker's own half-open state is never reached: once it trips,
 // its instance is dropped and a fresh one starts the ramp.
 //
-// Lock order: the Manager's breaker set (breakers.mu) before c.mu; c.fb
-// before c.mu; c.mu may be held while calling into the
+// Lock order: the Manager's breaker set (breakers.mu) before c.mu; c.recal
+// before c.fb, c.fb before c.mu; c.mu may be held while calling into the
 // gobreaker, never the reverse. The gobreaker's OnStateChange (which runs
 // under its lock) only sets an atomic flag.
 type circuit struct {
@@ -46,6 +46,11 @@ type circuit struct {
 	// that the recalibration reads after every such write (see
 	// Manager.enterFallback).
 	fb sync.RWMutex
+	// recal is held by a recalibration while it runs: one that starts
+	// after an earlier one of the breaker was given up (the operator
+	// left ForceFallback meanwhile) waits for it to end, so that traffic
+	// never returns while a recalibration of the key still writes.
+	recal sync.Mutex
 
 	// users and elem are the breaker set's (breakers.mu): the calls
 	// using the breaker, and its place in the set's list (nil when out).
@@ -317,13 +322,15 @@ func (c *circuit) clean() bool {
 	return c.state == Primary && !c.unread && !c.tripped.Load() && c.cb.Counts().ConsecutiveFailures == 0
 }
 
-// runRecalibrate is the background body of one recalibration. It first
-// waits for the writes at the fallback alone that were admitted before
-// the breaker began to recalibrate (no new one is admitted since, but in
+// runRecalibrate is the background body of one recalibration. It waits
+// for an earlier recalibration of the breaker that still runs, then for
+// the writes at the fallback alone that were admitted before the breaker
+// began to recalibrate (no new one is admitted since, but in
 // ForceFallback mode), so the recalibration reads what they wrote. Close
 // cancels it.
 func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
 	defer d.bg.Done()
+	c.recal.Lock()
 	c.fb.Lock()
 	c.mu.Lock()
 	c.unread = false // read below
@@ -336,6 +343,7 @@ func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
 		cancel()
 	}
 	c.recalibrated(gen, err)
+	c.recal.Unlock()
 	if d.set != nil {
 		d.set.settled(c)
 	}

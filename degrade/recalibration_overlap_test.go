@@ -82,3 +82,69 @@ func TestNoTrafficToTheGateWhileARecalibrationOfTheSKURuns(t *testing.T) {
 			err, running.Load(), calls.Load())
 	}
 }
+
+// The same when the operator switches ForceFallback on and off while a
+// recalibration runs (SetMode: "Leaving ForceFallback makes every breaker
+// recalibrate and ramp back as after an outage"): the breaker's next
+// recalibration must not send traffic back while the earlier one, given
+// up, still runs.
+func TestNoTrafficToTheGateWhileAGivenUpRecalibrationRuns(t *testing.T) {
+	for _, perSKU := range []int{0, 1} {
+		t.Run(fmt.Sprint("PerSKU=", perSKU), func(t *testing.T) {
+			clock := stocktest.NewClock(stocktest.Epoch)
+			gate := stocktest.NewFaulty(memstock.New(clock))
+			record := stocktest.NewFaulty(memstock.New(clock))
+			flow := tiered.New(gate, record, tiered.Config{Clock: clock})
+			var running, calls atomic.Int32
+			started, release := make(chan struct{}), make(chan struct{})
+			d := mustNew(t, flow, nil, degrade.Config{
+				PerSKU: perSKU, Clock: clock, FallbackLimit: rate.Inf, OpenFor: time.Minute, RampSteps: []float64{},
+				Recalibrate: func(ctx context.Context, key string) error {
+					running.Add(1)
+					defer running.Add(-1)
+					if calls.Add(1) == 1 {
+						close(started)
+						<-release
+					}
+					return nil
+				},
+			})
+			defer close(release)
+			ctx := t.Context()
+			if err := d.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 100}); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			buy := func() error {
+				n++
+				return d.Deduct(ctx, stock.Order{ID: fmt.Sprint("o", n), Items: []stock.Item{{SKU: "a", Qty: 1}}})
+			}
+			gate.SetFault(stocktest.Down)
+			for i := 0; d.State("a") != degrade.Degraded; i++ {
+				if i > 10 {
+					t.Fatal("the breaker of a never opened")
+				}
+				_ = buy()
+			}
+			gate.SetFault(stocktest.Healthy)
+			clock.Advance(time.Minute)
+			_ = buy() // starts the first recalibration
+			<-started
+			d.SetMode(degrade.ForceFallback)
+			if err := buy(); err != nil { // at the record alone
+				t.Fatalf("order in ForceFallback mode: %v", err)
+			}
+			d.SetMode(degrade.Auto)
+			for i := 0; i < 1000 && d.State("a") != degrade.Primary; i++ {
+				_ = buy() // the next recalibration, then traffic back
+				runtime.Gosched()
+			}
+			deducts := gate.Calls("Deduct")
+			err := buy()
+			if gate.Calls("Deduct") > deducts && running.Load() > 0 {
+				t.Fatalf("an order of a (err %v) reached the gate while %d recalibration(s) of a were still running (Recalibrate called %d times)",
+					err, running.Load(), calls.Load())
+			}
+		})
+	}
+}
