@@ -124,9 +124,9 @@
 //     (SetMode).
 //   - Switching back: after Config.OpenFor, Config.Recalibrate runs in the
 //     background, once the fallback's Deducts of this node that were
-//     running have ended; meanwhile new orders and PutOnSale get ErrBusy
-//     (nothing written), reads and the calls that finish orders
-//     (Confirm, Revert, RevertItems, ExtendHold, Restock) go to the
+//     running have ended; meanwhile new orders, PutOnSale and Restock
+//     get ErrBusy (nothing written), reads and the calls that finish
+//     orders (Confirm, Revert, RevertItems, ExtendHold) go to the
 //     fallback as before. Only when it succeeds does a share of new orders
 //     (Config.RampSteps, default 10% then 50%) go to the primary, each
 //     step lasting Config.RampInterval and needing at least one success;

@@ -177,7 +177,26 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	cs, release := d.use(l.SKU)
+	return d.write(ctx, l.SKU, func(m stock.Manager) error { return m.PutOnSale(ctx, l) })
+}
+
+// Restock goes where PutOnSale goes, by the same rule: to the fallback
+// only while the breaker is open, and ErrBusy, nothing written, while it
+// recalibrates the primary.
+func (d *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
+	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRestock, 1)
+	defer func() { err = stock.NameRestock(r.OpID, err); tr.Done(err) }()
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	return d.write(ctx, r.SKU, func(m stock.Manager) error { return m.Restock(ctx, r) })
+}
+
+// write is an operator's write about sku (PutOnSale, Restock): not new
+// traffic for the ramp, not rate limited, and at the fallback alone only
+// while the breaker is open (see enterFallback).
+func (d *Manager) write(ctx context.Context, sku string, op func(stock.Manager) error) error {
+	cs, release := d.use(sku)
 	defer release()
 	r := d.route(false, cs...)
 	switch {
@@ -189,28 +208,6 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 			return ErrBusy
 		}
 		defer leave()
-		return d.fallback.PutOnSale(ctx, l)
-	}
-	err = d.primary.PutOnSale(ctx, l)
-	r.finish(ctx, err)
-	return err
-}
-
-// Restock goes where PutOnSale goes.
-func (d *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
-	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRestock, 1)
-	defer func() { err = stock.NameRestock(r.OpID, err); tr.Done(err) }()
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	return d.write(ctx, r.SKU, func(m stock.Manager) error { return m.Restock(ctx, r) })
-}
-
-func (d *Manager) write(ctx context.Context, sku string, op func(stock.Manager) error) error {
-	cs, release := d.use(sku)
-	defer release()
-	r := d.route(false, cs...)
-	if !r.primary {
 		return op(d.fallback)
 	}
 	err := op(d.primary)
