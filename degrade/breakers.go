@@ -7,15 +7,17 @@ import (
 )
 
 // breakers are the per-SKU breakers of a Manager (Config.PerSKU > 0), by
-// SKU. Only a breaker that carries no state (circuit.clean) and that no
-// call is using is ever dropped, so a dropped breaker has nothing to
-// remember and its SKU's next breaker starts closed. The list holds the
-// breakers that may be dropped, the least recently used at the back, at
-// most keep of them: one found carrying state or in use as it reaches the
-// back leaves the list and stays in the set, until a call is done with it
-// or its recalibration ends, when it goes back to the list (and is
-// dropped there if it is clean by then and the list is full). Every
-// operation is O(1), amortized, under mu.
+// SKU. The list holds the closed breakers no call is using (circuit.clean:
+// no outage state, failure counts allowed), the least recently used at
+// the back, at most keep of them: one pushed past keep is dropped, with
+// its failure counts, and its SKU's next breaker starts closed. A breaker
+// that carries outage state (open, recalibrating, ramping, tripped, or
+// with a write at the fallback alone unread by a recalibration) is never
+// in the list, nor is one in use: it stays in the set, out of the list,
+// until a call is done with it or its recalibration ends and it is
+// closed, when it goes back to the list. So the set holds at most keep
+// closed breakers besides those with outage state and those in use.
+// Every operation is O(1), amortized, under mu.
 //
 // Lock order: mu before a circuit's mu.
 type breakers struct {
@@ -31,7 +33,7 @@ func newBreakers(keep int) *breakers {
 
 // use returns the breakers of skus, each once in the order of skus, made
 // if needed, and marks them in use until release is called: a breaker in
-// use is never dropped.
+// use is out of the list, so never dropped.
 func (d *Manager) use(skus ...string) (cs []*circuit, release func()) {
 	if d.global != nil {
 		return []*circuit{d.global}, func() {}
@@ -49,10 +51,9 @@ func (d *Manager) use(skus ...string) (cs []*circuit, release func()) {
 			continue
 		}
 		c.users++
-		b.front(c)
+		b.out(c)
 		cs = append(cs, c)
 	}
-	b.trim()
 	b.mu.Unlock()
 	for _, c := range made {
 		c.made()
@@ -60,46 +61,48 @@ func (d *Manager) use(skus ...string) (cs []*circuit, release func()) {
 	return cs, func() { b.release(cs) }
 }
 
-// release ends a use of cs (see Manager.use).
+// release ends a use of cs (see Manager.use): each breaker no call uses
+// any more goes to the front of the list, in the order of cs, if it is
+// closed.
 func (b *breakers) release(cs []*circuit) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, c := range cs {
 		c.users--
-		if c.users == 0 && c.elem == nil {
+		if c.users == 0 && c.elem == nil && c.clean() {
 			c.elem = b.lru.PushFront(c)
 		}
 	}
 	b.trim()
 }
 
-// settled puts c back in the list, at the back, if it left it while its
-// recalibration ran (see runRecalibrate).
+// settled puts c back in the list, at the back, if it is closed and no
+// call uses it once its recalibration ended (see runRecalibrate).
 func (b *breakers) settled(c *circuit) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c.elem == nil && c.users == 0 && b.m[c.key] == c {
+	if c.elem == nil && c.users == 0 && b.m[c.key] == c && c.clean() {
 		c.elem = b.lru.PushBack(c)
 		b.trim()
 	}
 }
 
-// front moves c to the front of the list. Callers hold b.mu.
-func (b *breakers) front(c *circuit) {
+// out takes c out of the list. Callers hold b.mu.
+func (b *breakers) out(c *circuit) {
 	if c.elem != nil {
-		b.lru.MoveToFront(c.elem)
-		return
+		b.lru.Remove(c.elem)
+		c.elem = nil
 	}
-	c.elem = b.lru.PushFront(c)
 }
 
-// trim shortens the list to keep breakers: from the back, a clean breaker
-// no call uses is dropped, and any other leaves the list (it is kept).
+// trim shortens the list to keep breakers, dropping them from the back.
 // Callers hold b.mu.
 func (b *breakers) trim() {
 	for b.lru.Len() > b.keep {
 		c := b.lru.Remove(b.lru.Back()).(*circuit)
 		c.elem = nil
+		// Only a call changes the state of a breaker in the list, and it
+		// takes the breaker out first; checked all the same.
 		if c.users == 0 && c.clean() {
 			delete(b.m, c.key)
 		}

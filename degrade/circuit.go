@@ -311,15 +311,17 @@ func (c *circuit) current() State {
 	return c.state
 }
 
-// clean reports whether the breaker carries no state, so that dropping it
-// loses nothing (see breakers): closed (Primary), its last counted call
-// not a failure, no write at the fallback alone unread by a
+// clean reports whether the breaker carries no outage state, so that
+// dropping it loses nothing but its failure counts (see breakers): closed
+// (Primary) and not tripped, no write at the fallback alone unread by a
 // recalibration. A recalibration or a ramp running, and the operator's
 // switch back from ForceFallback already seen, leave it in another state.
+// Its failure counts are left out: a closed breaker is kept for them only
+// while it is among the most recently used (Config.PerSKU).
 func (c *circuit) clean() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.state == Primary && !c.unread && !c.tripped.Load() && c.cb.Counts().ConsecutiveFailures == 0
+	return c.state == Primary && !c.unread && !c.tripped.Load()
 }
 
 // runRecalibrate is the background body of one recalibration. It waits

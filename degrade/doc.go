@@ -105,10 +105,11 @@
 //     gate would still end it at its old deadline. Both need the two
 //     tiers to implement the interface (errors.ErrUnsupported otherwise).
 //   - Breakers are one for the shop or one per SKU (Config.PerSKU: an LRU
-//     keeps that many closed ones, and never forgets one that carries
-//     state, so the breakers kept grow past it by at most the SKUs
-//     touched during an outage), so a failing hot SKU does not trip the
-//     rest. An order
+//     keeps that many closed ones, and forgets the others with the
+//     failures they counted; it never forgets one that carries outage
+//     state or is in use, so the breakers kept grow past it by at most
+//     the SKUs touched during an outage and those of the calls running),
+//     so a failing hot SKU does not trip the rest. An order
 //     goes to the primary only if the breakers of all its SKUs let it, and
 //     to the fallback only if all of them are open. One whose breakers
 //     disagree (some open, the others sending traffic to the primary) gets
@@ -118,7 +119,8 @@
 //     orders: one failure would trip it): an order's SKUs move to the
 //     fallback together, so an order of several SKUs reaches it within
 //     their breakers' threshold (Config.ReadyToTrip) while the primary is
-//     down. A SKU whose own orders the primary keeps answering (each a
+//     down (about that threshold once per PerSKU of its SKUs, for an
+//     order of more SKUs than PerSKU). A SKU whose own orders the primary keeps answering (each a
 //     success, under the default rule of consecutive failures) is not
 //     moved by a few such orders. An operator can force either path
 //     (SetMode).

@@ -109,8 +109,8 @@ func TestClosedBreakerWhoseFallbackWritesWereReadStartsClosed(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	_ = d.State("e") // b (open) leaves the LRU's list
-	_ = d.State("b") // and the LRU drops a, closed
+	_ = d.State("e") // two closed breakers used since a:
+	_ = d.State("f") // the LRU drops a, closed
 	d.set.mu.Lock()
 	_, kept := d.set.m["a"]
 	d.set.mu.Unlock()

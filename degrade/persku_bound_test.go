@@ -12,15 +12,15 @@ import (
 	"github.com/stockguard/stockguard/stock/stocktest"
 )
 
-// Config.PerSKU: "the breakers kept exceed PerSKU by at most the SKUs
-// touched during an outage (or a ForceFallback spell) until they are
-// closed again, and those of the calls running"; doc.go: "an LRU keeps
-// that many closed ones ... so the breakers kept grow past it by at most
-// the SKUs touched during an outage". Here there is no outage: the
-// primary answers every order but one transient failure on each of 50
-// long-tail SKUs (no breaker ever opens, all are closed, no call runs),
-// and a hot SKU keeps selling. The set must stay within PerSKU.
-func TestPerSKUSetStaysBoundedWithTransientFailuresAndNoOutage(t *testing.T) {
+// Config.PerSKU "is how many closed ones no call is using are kept:
+// least recently used ones beyond it are forgotten, with the failures
+// they counted"; "the breakers kept are at most PerSKU, plus those of the
+// SKUs touched during an outage ... plus those of the calls running".
+// Here there is no outage: the primary answers every order but one
+// transient failure on each of 50 long-tail SKUs (no breaker ever opens,
+// all are closed, no call runs), and a hot SKU keeps selling. The set
+// must stay within PerSKU.
+func TestPerSKUKeepsNoMoreClosedBreakersWithFailuresCounted(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	primary := stocktest.NewFaulty(memstock.New(clock))
 	fallback := stocktest.NewFaulty(memstock.New(clock))
@@ -68,12 +68,15 @@ func TestPerSKUSetStaysBoundedWithTransientFailuresAndNoOutage(t *testing.T) {
 	}
 }
 
-// Config.Interval "clears a closed breaker's counts periodically", and a
-// breaker carries state only while it "has counted a failure since its
-// last success" (Config.PerSKU). Once the Interval has passed since each
-// SKU's one failure, those breakers count no failure: closed, unused,
-// they are beyond PerSKU and must be forgotten.
-func TestPerSKUForgetsBreakersWhoseFailuresTheIntervalCleared(t *testing.T) {
+// Config.Interval "clears a closed breaker's counts periodically", and
+// PerSKU keeps at most that many closed breakers no call is using,
+// whatever they counted. Once the Interval has passed since each SKU's
+// one failure, those breakers count no failure either: closed, unused,
+// they are beyond PerSKU and must be forgotten. gobreaker runs its
+// Interval on the wall clock and has no clock to inject: each breaker's
+// counts expire at most 1ms after its failure, and the sleep only ever
+// lasts longer than asked, so the wait is always enough.
+func TestPerSKUKeepsNoMoreClosedBreakersWhoseFailuresTheIntervalCleared(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	primary := stocktest.NewFaulty(memstock.New(clock))
 	fallback := stocktest.NewFaulty(memstock.New(clock))
