@@ -59,3 +59,28 @@ func TestAutoFallbackTakesAnOrderWithMoreSKUsThanPerSKU(t *testing.T) {
 	t.Fatalf("primary down, PerSKU 2, 20 attempts of a 3-SKU order: none taken by the fallback (fallback Deducts %d), last error %v, busy %v",
 		f.fallback.Calls("Deduct"), last, errors.Is(last, degrade.ErrBusy))
 }
+
+// Config.PerSKU: of an order of more SKUs than PerSKU, "the others count
+// failures once those have opened, so the order reaches the fallback
+// after about ReadyToTrip's threshold once per PerSKU of its SKUs". With
+// PerSKU 2 and the default rule (5 consecutive failures), an order of 5
+// SKUs is taken by the fallback within 3×5+1 attempts.
+func TestAutoFallbackTakesAnOrderOfMoreThanTwicePerSKUSKUs(t *testing.T) {
+	f := newFixture(t, degrade.Config{PerSKU: 2, OpenFor: time.Hour})
+	skus := []string{"a", "b", "c", "d", "e"}
+	var items []stock.Item
+	for _, sku := range skus {
+		f.sale(sku, 100)
+		items = append(items, stock.Item{SKU: sku, Qty: 1})
+	}
+	f.primary.SetFault(stocktest.Down)
+	var last error
+	for i := range 16 {
+		last = f.d.Deduct(t.Context(), stock.Order{ID: fmt.Sprint("o", i), Items: items})
+		if last == nil {
+			return
+		}
+	}
+	t.Fatalf("primary down, PerSKU 2, 16 attempts of a 5-SKU order: none taken by the fallback (fallback Deducts %d), last error %v",
+		f.fallback.Calls("Deduct"), last)
+}
