@@ -1,6 +1,7 @@
 package degrade
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"math"
@@ -29,9 +30,10 @@ var errOthersOff = errors.New("degrade: another SKU of the order is off the prim
 // ramp). gobreaker's own half-open state is never reached: once it trips,
 // its instance is dropped and a fresh one starts the ramp.
 //
-// Lock order: c.mu may be held while calling into the gobreaker, never the
-// reverse. The gobreaker's OnStateChange (which runs under its lock) only
-// sets an atomic flag.
+// Lock order: the Manager's breaker set (breakers.mu) before c.mu; c.recal
+// before c.fb, c.fb before c.mu; c.mu may be held while calling into the
+// gobreaker, never the reverse. The gobreaker's OnStateChange (which runs
+// under its lock) only sets an atomic flag.
 type circuit struct {
 	d   *Manager
 	key string
@@ -40,10 +42,20 @@ type circuit struct {
 	ramping atomic.Bool // read by ReadyToTrip
 
 	// fb is held shared by each write at the fallback alone while it
-	// runs, and taken exclusively by a recalibration before it starts, so
+	// runs, and taken exclusively by a recalibration before it reads, so
 	// that the recalibration reads after every such write (see
-	// Manager.enterFallback). Lock order: fb before mu.
+	// Manager.enterFallback).
 	fb sync.RWMutex
+	// recal is held by a recalibration while it runs: one that starts
+	// after an earlier one of the breaker was given up (the operator
+	// left ForceFallback meanwhile) waits for it to end, so that traffic
+	// never returns while a recalibration of the key still writes.
+	recal sync.Mutex
+
+	// users and elem are the breaker set's (breakers.mu): the calls
+	// using the breaker, and its place in the set's list (nil when out).
+	users int
+	elem  *list.Element
 
 	mu     sync.Mutex
 	cb     *gobreaker.TwoStepCircuitBreaker[struct{}]
@@ -54,6 +66,10 @@ type circuit struct {
 	stepOK int
 	n      uint64 // calls seen in this ramp step
 	epoch  uint64 // Manager.epoch when last looked at
+	// unread: a write at the fallback alone was admitted under the
+	// breaker (ForceFallback mode included) that no recalibration has
+	// read yet.
+	unread bool
 }
 
 func newCircuit(d *Manager, key string) *circuit {
@@ -295,14 +311,32 @@ func (c *circuit) current() State {
 	return c.state
 }
 
-// runRecalibrate is the background body of one recalibration. It first
-// waits for the writes at the fallback alone that were admitted before
-// the breaker began to recalibrate (no new one is admitted since), so the
-// recalibration reads what they wrote. Close cancels it.
+// clean reports whether the breaker carries no outage state, so that
+// dropping it loses nothing but its failure counts (see breakers): closed
+// (Primary) and not tripped, no write at the fallback alone unread by a
+// recalibration. A recalibration or a ramp running, and the operator's
+// switch back from ForceFallback already seen, leave it in another state.
+// Its failure counts are left out: a closed breaker is kept for them only
+// while it is among the most recently used (Config.PerSKU).
+func (c *circuit) clean() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == Primary && !c.unread && !c.tripped.Load()
+}
+
+// runRecalibrate is the background body of one recalibration. It waits
+// for an earlier recalibration of the breaker that still runs, then for
+// the writes at the fallback alone that were admitted before the breaker
+// began to recalibrate (no new one is admitted since, but in
+// ForceFallback mode), so the recalibration reads what they wrote. Close
+// cancels it.
 func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
 	defer d.bg.Done()
+	c.recal.Lock()
 	c.fb.Lock()
-	//lint:ignore SA2001 a barrier: the fallback's writes in flight are done
+	c.mu.Lock()
+	c.unread = false // read below
+	c.mu.Unlock()
 	c.fb.Unlock()
 	var err error
 	if d.cfg.Recalibrate != nil {
@@ -311,4 +345,8 @@ func (d *Manager) runRecalibrate(c *circuit, gen uint64) {
 		cancel()
 	}
 	c.recalibrated(gen, err)
+	c.recal.Unlock()
+	if d.set != nil {
+		d.set.settled(c)
+	}
 }

@@ -25,16 +25,27 @@ var (
 
 // Config configures a Manager. The zero value means the documented defaults.
 type Config struct {
-	// PerSKU is the number of per-SKU breakers kept (least recently used
-	// ones are forgotten: one forgotten while closed starts closed when next
-	// needed, one forgotten while it kept traffic off the primary starts by
-	// recalibrating it, for as many SKUs again). Zero means
-	// one breaker for the whole shop. An order goes to the primary only if
-	// the breakers of all its SKUs let it, and to the fallback only if all
-	// of them are open; an order some of whose breakers are open counts as
-	// a failure for the others that are closed, which then follow to the
-	// fallback within ReadyToTrip. Confirm and Revert, which name no SKU, share one more
-	// breaker of their own.
+	// PerSKU, above zero, gives each SKU a breaker of its own, and is how
+	// many closed ones no call is using are kept: least recently used ones
+	// beyond it are forgotten, with the failures they counted, and one
+	// forgotten starts closed, counting none, when next needed. A breaker
+	// that carries outage state is never forgotten: while it is open,
+	// recalibrating or ramping, has tripped, has let a write at the
+	// fallback alone through (in ForceFallback mode too) that no
+	// recalibration has read yet, or is in use by a call. So the breakers
+	// kept are at most PerSKU, plus those of the SKUs touched during an
+	// outage (or a ForceFallback spell) until they are closed again, plus
+	// those of the calls running. Zero means one breaker for the whole
+	// shop. An order goes to the primary only if the breakers of all its
+	// SKUs let it, and to the fallback only if all of them are open; an
+	// order some of whose breakers are open counts as a failure for the
+	// others that are closed, which then follow to the fallback within
+	// ReadyToTrip. Of an order of more SKUs than PerSKU, only PerSKU closed
+	// breakers keep their counts between its calls: the others count
+	// failures once those have opened, so the order reaches the fallback
+	// after about ReadyToTrip's threshold once per PerSKU of its SKUs.
+	// Confirm and Revert, which name no SKU, share one more breaker of
+	// their own.
 	PerSKU int
 
 	// ReadyToTrip decides, after each counted failure while a breaker is
@@ -74,7 +85,9 @@ type Config struct {
 	// (golang.org/x/time/rate, on Clock) shared by every Deduct, Available
 	// and Levels routed to the fallback; defaults 100/s and 10. Confirm,
 	// Revert, PutOnSale and Restock are not limited: they finish what was
-	// started or are an operator's. A refused call gets ErrBusy.
+	// started or are an operator's. A refused call gets ErrBusy. A
+	// FallbackLimit of zero or below means the default, rate.Inf admits
+	// every call, and NaN is refused by New.
 	FallbackLimit rate.Limit
 	FallbackBurst int
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -32,14 +33,11 @@ type Manager struct {
 	mode  atomic.Int32
 	epoch atomic.Uint64 // bumped when ForceFallback ends
 
-	global   *circuit                     // PerSKU == 0: the only one
-	ids      *circuit                     // Confirm and Revert
-	circuits *lru.Cache[string, *circuit] // PerSKU > 0
-	// forgotten are the SKUs whose breaker was dropped from circuits while
-	// it kept traffic off the primary: made again, it recalibrates first.
-	forgotten *lru.Cache[string, struct{}]
-	orders    *lru.Cache[string, tier] // who took an order, as far as this node knows
-	limiter   *rate.Limiter
+	global  *circuit                 // PerSKU == 0: the only one
+	ids     *circuit                 // Confirm and Revert
+	set     *breakers                // PerSKU > 0
+	orders  *lru.Cache[string, tier] // who took an order, as far as this node knows
+	limiter *rate.Limiter
 
 	events  chan Event
 	dropped atomic.Uint64
@@ -74,7 +72,7 @@ var (
 // record while the gate is down. A fallback given with a flow must be that
 // flow's Fallback (or a wrapper forwarding its Flow method); any other is
 // refused with an error wrapping stock.ErrInvalid, as is a ramp step
-// outside (0, 1) (Config.RampSteps).
+// outside (0, 1) (Config.RampSteps) and a FallbackLimit that is NaN.
 //
 // With any other primary the fallback must see the primary's orders: a
 // fallback that does not would sell the same units twice.
@@ -102,6 +100,10 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 				Reason: fmt.Sprintf("%v is not in (0, 1): a step sends that share of orders to the primary, and moves on only once the primary answered one", p)}
 		}
 	}
+	if math.IsNaN(float64(cfg.FallbackLimit)) {
+		return nil, &stock.InvalidError{Field: "degrade.Config.FallbackLimit",
+			Reason: "NaN is not a rate: the fallback's token bucket would admit every call"}
+	}
 	cfg = cfg.withDefaults()
 	d := &Manager{
 		primary: primary, fallback: fallback, shared: shared, cfg: cfg,
@@ -113,12 +115,7 @@ func New(primary, fallback stock.Manager, cfg Config) (*Manager, error) {
 	d.obs = &d.cfg.Observer
 	d.orders, _ = lru.New[string, tier](cfg.Orders)
 	if cfg.PerSKU > 0 {
-		d.forgotten, _ = lru.New[string, struct{}](cfg.PerSKU)
-		d.circuits, _ = lru.NewWithEvict(cfg.PerSKU, func(sku string, c *circuit) {
-			if c.current() != Primary {
-				d.forgotten.Add(sku, struct{}{})
-			}
-		})
+		d.set = newBreakers(cfg.PerSKU)
 		d.ids = newCircuit(d, "")
 	} else {
 		d.global = newCircuit(d, "")
@@ -166,7 +163,9 @@ func (d *Manager) State(sku string) State {
 	if sku == "" {
 		return d.ids.current()
 	}
-	return d.circuit(sku).current()
+	cs, release := d.use(sku)
+	defer release()
+	return cs[0].current()
 }
 
 // Dropped returns how many events were dropped because OnStateChange fell
@@ -196,26 +195,6 @@ func (d *Manager) deliver() {
 	}
 }
 
-func (d *Manager) circuit(sku string) *circuit {
-	if d.global != nil {
-		return d.global
-	}
-	if c, ok := d.circuits.Get(sku); ok {
-		return c
-	}
-	c := newCircuit(d, sku)
-	if d.forgotten.Contains(sku) {
-		// Dropped while open: the primary may be behind its fallback.
-		c.state, c.since = Degraded, d.cfg.Clock.Now().Add(-d.cfg.OpenFor)
-	}
-	if prev, ok, _ := d.circuits.PeekOrAdd(sku, c); ok {
-		return prev
-	}
-	d.forgotten.Remove(sku)
-	c.made()
-	return c
-}
-
 // route decides where a call about skus goes. dones report the primary's
 // outcome to every breaker that admitted it.
 //
@@ -239,7 +218,7 @@ type route struct {
 	dones    []func(error)
 }
 
-func (d *Manager) route(share bool, skus ...string) route {
+func (d *Manager) route(share bool, circuits ...*circuit) route {
 	switch d.Mode() {
 	case ForcePrimary:
 		return route{primary: true}
@@ -247,16 +226,6 @@ func (d *Manager) route(share bool, skus ...string) route {
 		return route{}
 	}
 	var r route
-	circuits := make([]*circuit, 0, len(skus))
-	for _, s := range skus {
-		c := d.ids
-		if s != "" {
-			c = d.circuit(s)
-		}
-		if !slices.Contains(circuits, c) {
-			circuits = append(circuits, c)
-		}
-	}
 	// The breakers off the primary first (open, or recalibrating it):
 	// asking them counts no share, and one of them decides the call
 	// before a ramping breaker gives it a share it would not use.
@@ -419,9 +388,10 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 	if err := ctx.Err(); err != nil {
 		return tiered.Recorded, err
 	}
-	skus := skusOf(o.Items)
+	cs, release := d.use(skusOf(o.Items)...)
+	defer release()
 	known, _ := d.orders.Get(o.ID)
-	r := d.route(true, skus...)
+	r := d.route(true, cs...)
 	switch {
 	case r.primary && known != atFallback:
 		p, err := d.placePrimary(ctx, o)
@@ -449,7 +419,7 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 		// settles it (not rate limited: it is not new traffic). The gate
 		// may hold it too, so it stays an order of the primary's: what
 		// finishes it asks the gate first.
-		if err, ok := d.atFallback(ctx, o, skus, false); ok {
+		if err, ok := d.atFallback(ctx, o, cs, false); ok {
 			return tiered.Recorded, err
 		}
 		return d.resolve(ctx, o, ErrPrimaryDown)
@@ -461,7 +431,7 @@ func (d *Manager) Place(ctx context.Context, o stock.Order) (p tiered.Placement,
 	case r.settling:
 		return tiered.Recorded, ErrBusy
 	}
-	err, ok := d.atFallback(ctx, o, skus, true)
+	err, ok := d.atFallback(ctx, o, cs, true)
 	if !ok {
 		return tiered.Recorded, ErrBusy
 	}
@@ -487,8 +457,8 @@ func (d *Manager) placePrimary(ctx context.Context, o stock.Order) (tiered.Place
 // fallback's tokens once admitted there (ErrBusy without one), and, taken,
 // is remembered as the fallback's; one in doubt at the primary does
 // neither (it is not new traffic, and the primary may hold it too).
-func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, newOrder bool) (err error, ok bool) {
-	leave, ok := d.enterFallback(skus)
+func (d *Manager) atFallback(ctx context.Context, o stock.Order, cs []*circuit, newOrder bool) (err error, ok bool) {
+	leave, ok := d.enterFallback(cs)
 	if !ok {
 		return nil, false
 	}
@@ -503,39 +473,36 @@ func (d *Manager) atFallback(ctx context.Context, o stock.Order, skus []string, 
 	return err, true
 }
 
-// enterFallback admits a write at the fallback alone about skus: it holds
-// the fallback lock of each of their breakers (shared, in key order) until
-// leave is called, so that a recalibration starting meanwhile waits for
-// the write before it reads (see circuit.runRecalibrate). It refuses once
-// a breaker is no longer open (ForceFallback mode holds every breaker
-// open): the recalibration may already have read.
-func (d *Manager) enterFallback(skus []string) (leave func(), ok bool) {
-	var cs []*circuit
-	if d.global != nil {
-		cs = []*circuit{d.global}
-	} else {
-		seen := map[*circuit]bool{}
-		for _, s := range skus {
-			if c := d.circuit(s); !seen[c] {
-				seen[c] = true
-				cs = append(cs, c)
-			}
-		}
-		slices.SortFunc(cs, func(a, b *circuit) int { return strings.Compare(a.key, b.key) })
+// enterFallback admits a write at the fallback alone under the breakers
+// cs, which the caller uses (Manager.use) until the write has ended: it
+// holds their fallback locks (shared, in key order) until leave is
+// called, so that a recalibration starting meanwhile waits for the write
+// before it reads (see runRecalibrate). It refuses once a breaker is no
+// longer open (ForceFallback mode holds every breaker open): the
+// recalibration may already have read. A breaker that admitted the write
+// carries it (circuit.unread) until a recalibration has read it, and so
+// is not dropped before.
+func (d *Manager) enterFallback(cs []*circuit) (leave func(), ok bool) {
+	cs = slices.Clone(cs)
+	slices.SortFunc(cs, func(a, b *circuit) int { return strings.Compare(a.key, b.key) })
+	for _, c := range cs {
+		c.fb.RLock()
 	}
 	leave = func() {
 		for _, c := range cs {
 			c.fb.RUnlock()
 		}
 	}
-	for i, c := range cs {
-		c.fb.RLock()
+	for _, c := range cs {
 		if !c.open() {
-			for _, c := range cs[:i+1] {
-				c.fb.RUnlock()
-			}
+			leave()
 			return nil, false
 		}
+	}
+	for _, c := range cs {
+		c.mu.Lock()
+		c.unread = true
+		c.mu.Unlock()
 	}
 	return leave, true
 }

@@ -104,8 +104,12 @@
 //     the gate may have is never extended at the record alone, where the
 //     gate would still end it at its old deadline. Both need the two
 //     tiers to implement the interface (errors.ErrUnsupported otherwise).
-//   - Breakers are one for the shop or one per SKU (Config.PerSKU, bounded
-//     by an LRU), so a failing hot SKU does not trip the rest. An order
+//   - Breakers are one for the shop or one per SKU (Config.PerSKU: an LRU
+//     keeps that many closed ones, and forgets the others with the
+//     failures they counted; it never forgets one that carries outage
+//     state or is in use, so the breakers kept grow past it by at most
+//     the SKUs touched during an outage and those of the calls running),
+//     so a failing hot SKU does not trip the rest. An order
 //     goes to the primary only if the breakers of all its SKUs let it, and
 //     to the fallback only if all of them are open. One whose breakers
 //     disagree (some open, the others sending traffic to the primary) gets
@@ -115,15 +119,16 @@
 //     orders: one failure would trip it): an order's SKUs move to the
 //     fallback together, so an order of several SKUs reaches it within
 //     their breakers' threshold (Config.ReadyToTrip) while the primary is
-//     down. A SKU whose own orders the primary keeps answering (each a
+//     down (about that threshold once per PerSKU of its SKUs, for an
+//     order of more SKUs than PerSKU). A SKU whose own orders the primary keeps answering (each a
 //     success, under the default rule of consecutive failures) is not
 //     moved by a few such orders. An operator can force either path
 //     (SetMode).
 //   - Switching back: after Config.OpenFor, Config.Recalibrate runs in the
 //     background, once the fallback's Deducts of this node that were
-//     running have ended; meanwhile new orders and PutOnSale get ErrBusy
-//     (nothing written), reads and the calls that finish orders
-//     (Confirm, Revert, RevertItems, ExtendHold, Restock) go to the
+//     running have ended; meanwhile new orders, PutOnSale and Restock
+//     get ErrBusy (nothing written), reads and the calls that finish
+//     orders (Confirm, Revert, RevertItems, ExtendHold) go to the
 //     fallback as before. Only when it succeeds does a share of new orders
 //     (Config.RampSteps, default 10% then 50%) go to the primary, each
 //     step lasting Config.RampInterval and needing at least one success;

@@ -60,7 +60,7 @@ func (d *Manager) onTaker(ctx context.Context, id string, op func(stock.Manager,
 // through the flow.
 func (d *Manager) onTakerBy(ctx context.Context, id string, gateToo bool, op func(m stock.Manager, fallback bool) error) error {
 	known, _ := d.orders.Get(id)
-	r := d.route(false, "")
+	r := d.route(false, d.ids)
 	primaryFirst := known == atPrimary || (known == 0 && r.primary)
 	if d.shared {
 		// The flow reads its record itself: while the breaker lets calls
@@ -141,7 +141,9 @@ func (d *Manager) levels(ctx context.Context, sku string, avail bool) (stock.Lev
 	if err := stock.ValidateID("sku", sku); err != nil {
 		return stock.Levels{}, err
 	}
-	r := d.route(true, sku)
+	cs, release := d.use(sku)
+	defer release()
+	r := d.route(true, cs...)
 	m := d.fallback
 	if r.primary {
 		m = d.primary
@@ -175,24 +177,12 @@ func (d *Manager) PutOnSale(ctx context.Context, l stock.Listing) (err error) {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	r := d.route(false, l.SKU)
-	switch {
-	case r.settling:
-		return ErrBusy
-	case !r.primary:
-		leave, ok := d.enterFallback([]string{l.SKU})
-		if !ok {
-			return ErrBusy
-		}
-		defer leave()
-		return d.fallback.PutOnSale(ctx, l)
-	}
-	err = d.primary.PutOnSale(ctx, l)
-	r.finish(ctx, err)
-	return err
+	return d.write(ctx, l.SKU, func(m stock.Manager) error { return m.PutOnSale(ctx, l) })
 }
 
-// Restock goes where PutOnSale goes.
+// Restock goes where PutOnSale goes, by the same rule: to the fallback
+// only while the breaker is open, and ErrBusy, nothing written, while it
+// recalibrates the primary.
 func (d *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
 	ctx, tr := d.obs.Track(ctx, "degrade", observe.OpRestock, 1)
 	defer func() { err = stock.NameRestock(r.OpID, err); tr.Done(err) }()
@@ -202,9 +192,22 @@ func (d *Manager) Restock(ctx context.Context, r stock.Restock) (err error) {
 	return d.write(ctx, r.SKU, func(m stock.Manager) error { return m.Restock(ctx, r) })
 }
 
+// write is an operator's write about sku (PutOnSale, Restock): not new
+// traffic for the ramp, not rate limited, and at the fallback alone only
+// while the breaker is open (see enterFallback).
 func (d *Manager) write(ctx context.Context, sku string, op func(stock.Manager) error) error {
-	r := d.route(false, sku)
-	if !r.primary {
+	cs, release := d.use(sku)
+	defer release()
+	r := d.route(false, cs...)
+	switch {
+	case r.settling:
+		return ErrBusy
+	case !r.primary:
+		leave, ok := d.enterFallback(cs)
+		if !ok {
+			return ErrBusy
+		}
+		defer leave()
 		return op(d.fallback)
 	}
 	err := op(d.primary)

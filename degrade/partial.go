@@ -99,7 +99,7 @@ func (d *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 			return unknown(ErrPrimaryDown)
 		}
 	}
-	r := d.route(false, "")
+	r := d.route(false, d.ids)
 	err = p.ExtendHold(ctx, orderID, deadline)
 	r.finish(ctx, err)
 	if errors.Is(err, stock.ErrUnknownOrder) && known != atFallback {

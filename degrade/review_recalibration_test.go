@@ -166,15 +166,13 @@ func TestReviewRecalibrationOlderThanAForcedFallbackWriteReturnsNoTraffic(t *tes
 	}
 }
 
-// With per-SKU breakers, an open breaker that the LRU forgets (other SKUs
-// were used since) comes back closed: the next order of its SKU goes to
-// the gate, which no recalibration has read since the orders written at
-// the record alone. The gate then admits units the record no longer has.
-//
-// Config.PerSKU documents that forgotten breakers "start closed when next
-// needed", but for an open breaker that contradicts degrade's promise
-// "Before traffic returns, the recalibration ... reads the record after
-// every such write this node made" and the gate bound (invariant 6).
+// With per-SKU breakers, an open breaker must not come back closed when
+// other SKUs were used since (more than PerSKU): the next order of its
+// SKU would go to the gate, which no recalibration has read since the
+// orders written at the record alone, and the gate would admit units the
+// record no longer has. Degrade's promise: "Before traffic returns, the
+// recalibration ... reads the record after every such write this node
+// made", and the gate bound (invariant 6).
 func TestReviewForgottenOpenBreakerRecalibratesBeforeTraffic(t *testing.T) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
@@ -211,7 +209,7 @@ func TestReviewForgottenOpenBreakerRecalibratesBeforeTraffic(t *testing.T) {
 	if err := buy("at-record"); err != nil { // at the record alone
 		t.Fatal(err)
 	}
-	if _, err := d.Available(ctx, "b"); err != nil { // b's breaker: a's is forgotten
+	if _, err := d.Available(ctx, "b"); err != nil { // b's breaker: past PerSKU
 		t.Fatal(err)
 	}
 	deducts := gate.Calls("Deduct")

@@ -47,7 +47,9 @@
 // Redis is down, and a Backoff during which a failed Redis is not called at
 // all. Context cancellation is always returned as an error: a call on an
 // ended context counts nothing and is never decided by the policy, whether
-// Redis is called or skipped during the Backoff.
+// Redis is called or skipped during the Backoff. A Redis that does not
+// answer within the caller's deadline (a read timeout longer than it) is
+// still a Redis failure: it starts the Backoff and reaches OnRedisError.
 //
 // # Decisions and resets
 //

@@ -41,7 +41,10 @@ type Policy struct {
 	// OnError decides calls made while Redis is failing, when Fallback is
 	// nil. Context cancellation is never masked: a call on an ended context
 	// (within the Backoff too) is not decided; it returns an error matching
-	// ctx.Err() and counts nothing.
+	// ctx.Err() and counts nothing. A call whose context ends while Redis
+	// does not answer returns that error too (joined with the *RedisError
+	// it met), and the failure still starts the Backoff and reaches
+	// OnRedisError, so the calls that follow are decided at once.
 	OnError ErrorMode
 	// Fallback, if set, decides calls while Redis is failing: typically a
 	// *Local with a tighter limit, the safety net that still turns away
@@ -59,12 +62,16 @@ type Policy struct {
 	Fallback Limiter
 	// Backoff is how long, after a Redis failure, calls skip Redis and go
 	// straight to the Fallback or OnError mode, so a down Redis does not cost
-	// every request a timeout. The first call after it tries Redis again.
-	// Default 100 ms; negative means always try Redis.
+	// every request a timeout. A failure met by a call whose own deadline
+	// ran out first (the client's read timeout is longer) starts it too;
+	// only an error that is the call's context ending does not. The first
+	// call after it tries Redis again. Default 100 ms; negative means
+	// always try Redis.
 	Backoff time.Duration
 	// OnRedisError, if set, is told of every Redis failure (for logging and
-	// metrics); a CROSSSLOT reply is the caller's error, not one. It must be
-	// safe for concurrent use.
+	// metrics); a CROSSSLOT reply is the caller's error, not one, and
+	// neither is an error that is the call's own context ending. It must
+	// be safe for concurrent use.
 	OnRedisError func(error)
 	// Clock times the Backoff only (counting uses Redis server time).
 	// Default the wall clock.
@@ -114,24 +121,36 @@ func (g *guard) skip() bool {
 	return g.p.Backoff > 0 && g.p.Clock.Now().UnixNano() < g.downUntil.Load()
 }
 
-// failed records a Redis failure and returns the error to report: joined
-// with ctx.Err() when the context ended (never masked by the policy), the
-// caller's ErrCrossSlot for the server's CROSSSLOT reply (no outage: no
-// backoff, no report), else a *RedisError, and whether the policy may
-// decide instead.
+// failed records a Redis failure and returns the error to report, and
+// whether the policy may decide instead. The server's CROSSSLOT reply is
+// the caller's ErrCrossSlot (no outage: no backoff, no report; joined as
+// below when the context has ended). An error that is the call's own
+// context ending (it matches ctx.Err()) is no Redis failure either. Any
+// other starts the Backoff and is told to OnRedisError, also when the
+// context has ended meanwhile (a client read timeout longer than the
+// caller's deadline: the server did not answer). A call whose context
+// ended is never decided by the policy: its error is the *RedisError
+// joined with ctx.Err().
 func (g *guard) failed(ctx context.Context, err error) (error, bool) {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return errors.Join(&RedisError{Err: err}, ctxErr), false
-	}
-	if crossSlot(err) {
-		return fmt.Errorf("%w: %w", ErrCrossSlot, err), false
-	}
 	rerr := &RedisError{Err: err}
-	if g.p.Backoff > 0 {
-		g.downUntil.Store(g.p.Clock.Now().Add(g.p.Backoff).UnixNano())
+	ctxErr := ctx.Err()
+	switch {
+	case crossSlot(err):
+		if ctxErr == nil {
+			return fmt.Errorf("%w: %w", ErrCrossSlot, err), false
+		}
+	case ctxErr != nil && errors.Is(err, ctxErr):
+		// The call's own context ended it: no outage.
+	default:
+		if g.p.Backoff > 0 {
+			g.downUntil.Store(g.p.Clock.Now().Add(g.p.Backoff).UnixNano())
+		}
+		if g.p.OnRedisError != nil {
+			g.p.OnRedisError(rerr)
+		}
 	}
-	if g.p.OnRedisError != nil {
-		g.p.OnRedisError(rerr)
+	if ctxErr != nil {
+		return errors.Join(rerr, ctxErr), false
 	}
 	return rerr, true
 }

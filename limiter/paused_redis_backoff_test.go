@@ -1,0 +1,162 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os/exec"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/limiter"
+)
+
+// startOwnRedis starts a redis-server on port (one of this file's private
+// ports) that the test may pause or kill.
+func startOwnRedis(t *testing.T, port string) *exec.Cmd {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server")
+	}
+	srv := exec.Command("redis-server", "--port", port, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGCONT); _ = srv.Process.Kill(); _ = srv.Wait() })
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+			c.Close()
+			return srv
+		}
+		if i > 200 {
+			t.Fatal("redis-server did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A Redis that stops answering (paused) is a Redis failure, whatever the
+// caller's deadline: Policy.Backoff is "how long, after a Redis failure,
+// calls skip Redis and go straight to the Fallback or OnError mode, so a
+// down Redis does not cost every request a timeout", and OnRedisError "is
+// told of every Redis failure". A request whose own deadline is shorter
+// than the client's read timeout (an HTTP handler's budget) may get its
+// context's error, but the failure it met must still start the Backoff:
+// the next request is decided by FailOpen at once. Redis and Composite
+// share the path.
+func TestPausedRedisStartsTheBackoffWhateverTheCallersDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name, port string
+		allow      func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error)
+	}{
+		{"Redis", "6550", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
+			l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
+		}},
+		{"Composite", "6551", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
+			c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
+				Dimensions: []limiter.Dimension{
+					{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
+					{Name: "sku", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
+				},
+				Policy: p,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func(ctx context.Context) (limiter.Decision, error) {
+				return c.Allow(ctx, limiter.Request{Tag: "u1", Values: []string{"u1", "sku1"}})
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startOwnRedis(t, tc.port)
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + tc.port, ReadTimeout: 600 * time.Millisecond, MaxRetries: -1})
+			t.Cleanup(func() { _ = rdb.Close() })
+			var told atomic.Int32
+			allow := tc.allow(t, rdb, limiter.Policy{
+				OnError:      limiter.FailOpen,
+				Backoff:      time.Minute,
+				OnRedisError: func(error) { told.Add(1) },
+			})
+			if d, err := allow(bg); err != nil || !d.Allowed || d.Degraded {
+				t.Fatalf("the first call on a healthy Redis: %+v, %v", d, err)
+			}
+			if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			request := func() (limiter.Decision, time.Duration, error) {
+				ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				d, err := allow(ctx)
+				return d, time.Since(start), err
+			}
+			d1, took1, err1 := request() // meets the paused server: its context's error
+			d2, took2, err2 := request() // within the Backoff: FailOpen at once
+			if err2 != nil || !d2.Allowed || !d2.Degraded || took2 > 100*time.Millisecond || told.Load() == 0 {
+				t.Fatalf("on a paused Redis, with each request's deadline 200ms and the client's read timeout 600ms:\n"+
+					"first request:  %+v, %v after %v\nsecond request: %+v, %v after %v\nOnRedisError told %d times\n"+
+					"want the second decided by FailOpen at once (Degraded, allowed) in the Backoff the first request's failure started, and OnRedisError told of it",
+					d1, err1, took1.Round(time.Millisecond), d2, err2, took2.Round(time.Millisecond), told.Load())
+			}
+			// The first request's own context had ended: it is not decided
+			// by the policy (Policy.OnError) and its error matches ctx.Err().
+			if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) || !errors.Is(err1, limiter.ErrUnavailable) {
+				t.Fatalf("the request whose deadline ended while Redis did not answer: %+v, %v; want no decision and an error matching context.DeadlineExceeded and ErrUnavailable", d1, err1)
+			}
+		})
+	}
+}
+
+// cancelingScripter ends the caller's context during the call and returns
+// the context's own error, as go-redis does when a call is canceled while
+// it waits for a connection.
+type cancelingScripter struct {
+	redis.Scripter
+	cancel context.CancelFunc
+	calls  atomic.Int32
+}
+
+func (s *cancelingScripter) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if s.calls.Add(1) > 1 {
+		return s.Scripter.EvalSha(ctx, sha, keys, args...)
+	}
+	s.cancel()
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(ctx.Err())
+	return cmd
+}
+
+// An error that is the call's own context ending is not a Redis failure
+// (Policy.OnRedisError, Backoff): the call gets its context's error, and
+// the next call asks Redis.
+func TestCallersOwnCancellationStartsNoBackoff(t *testing.T) {
+	_, rdb := newMini(t)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	s := &cancelingScripter{Scripter: rdb, cancel: cancel}
+	var told atomic.Int32
+	l := newRedis(t, s, limiter.RedisConfig{Limit: limiter.PerSecond(10), Policy: limiter.Policy{
+		OnError: limiter.FailOpen, Backoff: time.Minute, OnRedisError: func(error) { told.Add(1) },
+	}})
+	if d, err := l.Allow(ctx, "k"); !errors.Is(err, context.Canceled) || d.Allowed || d.Degraded {
+		t.Fatalf("the call whose context ended during it: %+v, %v; want no decision and an error matching context.Canceled", d, err)
+	}
+	if d, err := l.Allow(bg, "k"); err != nil || !d.Allowed || d.Degraded {
+		t.Fatalf("the next call: %+v, %v; want Redis's decision (no Backoff started)", d, err)
+	}
+	if n := s.calls.Load(); n != 2 {
+		t.Fatalf("Redis called %d times, want 2", n)
+	}
+	if n := told.Load(); n != 0 {
+		t.Fatalf("OnRedisError told %d times, want 0", n)
+	}
+}

@@ -1,0 +1,79 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/limiter"
+)
+
+// limiter/doc.go: "A Redis that does not answer within the caller's
+// deadline (a read timeout longer than it) is still a Redis failure: it
+// starts the Backoff and reaches OnRedisError." Policy.OnError: "the
+// failure still starts the Backoff and reaches OnRedisError, so the calls
+// that follow are decided at once." The client here is go-redis with its
+// default options (MaxRetries 3, ReadTimeout 3s), as the README and the
+// examples build it.
+func TestZZPausedRedisDefaultClientStartsTheBackoff(t *testing.T) {
+	for _, tc := range []struct{ name, port string }{{"Redis", "6590"}, {"Composite", "6591"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startOwnRedis(t, tc.port)
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + tc.port})
+			t.Cleanup(func() { _ = rdb.Close() })
+			var told atomic.Int32
+			p := limiter.Policy{OnError: limiter.FailOpen, Backoff: time.Minute, OnRedisError: func(error) { told.Add(1) }}
+			var allow func(context.Context) (limiter.Decision, error)
+			if tc.name == "Redis" {
+				l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				allow = func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
+			} else {
+				c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
+					Dimensions: []limiter.Dimension{
+						{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
+						{Name: "sku", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
+					},
+					Policy: p,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				allow = func(ctx context.Context) (limiter.Decision, error) {
+					return c.Allow(ctx, limiter.Request{Tag: "u1", Values: []string{"u1", "sku1"}})
+				}
+			}
+			if d, err := allow(bg); err != nil || !d.Allowed || d.Degraded {
+				t.Fatalf("first call on a healthy Redis: %+v, %v", d, err)
+			}
+			if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+			d1, err1 := allow(ctx)
+			cancel()
+			if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) {
+				t.Fatalf("the call whose deadline ended on a paused Redis: %+v, %v; want no decision, an error matching context.DeadlineExceeded", d1, err1)
+			}
+			if n := told.Load(); n != 1 {
+				t.Errorf("OnRedisError told %d times after the paused Redis did not answer (error %v), want 1", n, err1)
+			}
+			// Within the Backoff the next call is decided by FailOpen without
+			// calling Redis: its context has no deadline, so reaching Redis
+			// would block until the read timeout (3s) instead.
+			ctx2, cancel2 := context.WithTimeout(bg, 100*time.Millisecond)
+			d2, err2 := allow(ctx2)
+			cancel2()
+			if err2 != nil || !d2.Allowed || !d2.Degraded {
+				t.Errorf("the next call, within the Backoff the failure should have started: %+v, %v; want FailOpen's decision (Allowed, Degraded)", d2, err2)
+			}
+		})
+	}
+}
