@@ -123,8 +123,8 @@ func (g *guard) skip() bool {
 
 // failed records a Redis failure and returns the error to report, and
 // whether the policy may decide instead. The server's CROSSSLOT reply is
-// the caller's ErrCrossSlot (no outage: no backoff, no report; joined as
-// below when the context has ended). An error that is the call's own
+// the caller's ErrCrossSlot (no outage: no backoff, no report), joined
+// with ctx.Err() when the context has ended. An error that is the call's own
 // context ending (it matches ctx.Err()) is no Redis failure either. Any
 // other starts the Backoff and is told to OnRedisError, also when the
 // context has ended meanwhile (a client read timeout longer than the
@@ -136,9 +136,11 @@ func (g *guard) failed(ctx context.Context, err error) (error, bool) {
 	ctxErr := ctx.Err()
 	switch {
 	case crossSlot(err):
-		if ctxErr == nil {
-			return fmt.Errorf("%w: %w", ErrCrossSlot, err), false
+		cerr := fmt.Errorf("%w: %w", ErrCrossSlot, err)
+		if ctxErr != nil {
+			return errors.Join(cerr, ctxErr), false
 		}
+		return cerr, false
 	case ctxErr != nil && errors.Is(err, ctxErr):
 		// The call's own context ended it: no outage.
 	default:
