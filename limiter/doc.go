@@ -47,9 +47,19 @@
 // Redis is down, and a Backoff during which a failed Redis is not called at
 // all. Context cancellation is always returned as an error: a call on an
 // ended context counts nothing and is never decided by the policy, whether
-// Redis is called or skipped during the Backoff. A Redis that does not
-// answer within the caller's deadline (a read timeout longer than it) is
-// still a Redis failure: it starts the Backoff and reaches OnRedisError.
+// Redis is called or skipped during the Backoff. A network error (a read
+// timeout, a refused connection) is a Redis failure at once, also when the
+// caller's context ended meanwhile: it starts the Backoff and reaches
+// OnRedisError. A call ended by its context's deadline before Redis
+// answered is ambiguous (an impatient caller, or a Redis that does not
+// answer): Policy.DeadlineFailures of them in a row (default 3), with no
+// Redis reply in between, are a Redis failure; one is not, so a caller
+// with a short deadline does not put the others into the Backoff.
+// Cancellation never is. go-redis's default client re-sends a call after a
+// read timeout, waiting on the caller's context, so a paused Redis often
+// ends calls with the context's error; a client built with
+// redisstock.FailFast (MaxRetries -1, a short ReadTimeout) reports it at
+// once.
 //
 // # Decisions and resets
 //

@@ -168,6 +168,7 @@ func (e *engine) run(ctx context.Context, keys []string, args []any, fbKeys, nam
 	}
 	reply, err := scripts[e.alg].Run(ctx, e.rdb, keys, args...).Slice()
 	if err == nil {
+		e.g.answered()
 		d, perr := parseReply(reply, names)
 		if perr == nil {
 			return d, nil
@@ -198,6 +199,9 @@ func (e *engine) reset(ctx context.Context, groups [][]string, fbKeys []string) 
 	}
 	for _, keys := range groups {
 		n, err := resetScript.Run(ctx, e.rdb, keys).Int64()
+		if err == nil {
+			e.g.answered()
+		}
 		if err == nil && (n < 0 || n > int64(len(keys))) {
 			err = fmt.Errorf("unexpected reset script reply %d", n)
 		}
