@@ -1,0 +1,85 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stockguard/stockguard/limiter"
+)
+
+// Policy: "A call's deadline that ends it before Redis answers is
+// ambiguous: an impatient caller on a healthy Redis, or a Redis that does
+// not answer. One such call is no Redis failure, so that a caller with a
+// short deadline does not put every other caller into the Backoff". The
+// client here fails fast as the docs recommend (MaxRetries -1) and
+// respects callers' deadlines (go-redis's ContextTimeoutEnabled, which
+// sets the connection's deadline to the caller's when it is the earlier).
+// Redis stalls (paused) for the one impatient call only, well within the
+// client's 5s read timeout, and is answering again before the next call:
+// the next call must be Redis's decision, OnRedisError never told.
+func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
+	for _, tc := range []struct{ name, port string }{{"Redis", "6740"}, {"Composite", "6741"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startOwnRedis(t, tc.port)
+			rdb := redis.NewClient(&redis.Options{
+				Addr: "127.0.0.1:" + tc.port, MaxRetries: -1, ReadTimeout: 5 * time.Second,
+				ContextTimeoutEnabled: true,
+			})
+			t.Cleanup(func() { _ = rdb.Close() })
+			var told atomic.Int32
+			var toldErr atomic.Value
+			p := limiter.Policy{OnError: limiter.FailOpen, Backoff: time.Minute, OnRedisError: func(err error) { told.Add(1); toldErr.Store(err.Error()) }}
+			var allow func(context.Context) (limiter.Decision, error)
+			if tc.name == "Redis" {
+				l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				allow = func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
+			} else {
+				c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
+					Dimensions: []limiter.Dimension{
+						{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
+						{Name: "sku", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
+					},
+					Policy: p,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				allow = func(ctx context.Context) (limiter.Decision, error) {
+					return c.Allow(ctx, limiter.Request{Tag: "u1", Values: []string{"u1", "sku1"}})
+				}
+			}
+			if d, err := allow(bg); err != nil || !d.Allowed || d.Degraded {
+				t.Fatalf("first call on a healthy Redis: %+v, %v", d, err)
+			}
+			if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+			d1, err1 := allow(ctx)
+			cancel()
+			if err := srv.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) {
+				t.Fatalf("the impatient call: %+v, %v; want no decision, an error matching context.DeadlineExceeded", d1, err1)
+			}
+			ctx2, cancel2 := context.WithTimeout(bg, 2*time.Second)
+			d2, err2 := allow(ctx2)
+			cancel2()
+			if err2 != nil || !d2.Allowed || d2.Degraded || told.Load() != 0 {
+				t.Fatalf("one impatient call (its error: %v), then Redis answers again:\nnext call: %+v, %v\nOnRedisError told %d times (%v)\n"+
+					"want the next call decided by Redis (not Degraded) and OnRedisError never told: one call ended by its deadline is no Redis failure",
+					err1, d2, err2, told.Load(), toldErr.Load())
+			}
+		})
+	}
+}
