@@ -24,7 +24,10 @@ import (
 // client's 5s read timeout, and is answering again before the next call:
 // the next call must be Redis's decision, OnRedisError never told.
 func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
-	for _, tc := range []struct{ name, port string }{{"Redis", "6740"}, {"Composite", "6741"}} {
+	for _, tc := range []struct{ name, port, stall string }{
+		{"Redis/paused", "6740", "SIGSTOP"}, {"Composite/paused", "6741", "SIGSTOP"},
+		{"Redis/clientPauseWrite", "6742", "CLIENT PAUSE"}, {"Composite/clientPauseWrite", "6743", "CLIENT PAUSE"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startOwnRedis(t, tc.port)
 			rdb := redis.NewClient(&redis.Options{
@@ -36,7 +39,7 @@ func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.
 			var toldErr atomic.Value
 			p := limiter.Policy{OnError: limiter.FailOpen, Backoff: time.Minute, OnRedisError: func(err error) { told.Add(1); toldErr.Store(err.Error()) }}
 			var allow func(context.Context) (limiter.Decision, error)
-			if tc.name == "Redis" {
+			if tc.name[:5] == "Redis" {
 				l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
 				if err != nil {
 					t.Fatal(err)
@@ -60,13 +63,28 @@ func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.
 			if d, err := allow(bg); err != nil || !d.Allowed || d.Degraded {
 				t.Fatalf("first call on a healthy Redis: %+v, %v", d, err)
 			}
-			if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
+			// The stall: the server paused, or a healthy server holding
+			// scripts back (CLIENT PAUSE WRITE, as a failover does) while it
+			// answers reads.
+			admin := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + tc.port})
+			t.Cleanup(func() { _ = admin.Close() })
+			stall, resume := func() error { return srv.Process.Signal(syscall.SIGSTOP) }, func() error { return srv.Process.Signal(syscall.SIGCONT) }
+			if tc.stall == "CLIENT PAUSE" {
+				stall = func() error { return admin.Do(bg, "CLIENT", "PAUSE", 60000, "WRITE").Err() }
+				resume = func() error { return admin.Do(bg, "CLIENT", "UNPAUSE").Err() }
+			}
+			if err := stall(); err != nil {
 				t.Fatal(err)
+			}
+			if tc.stall == "CLIENT PAUSE" {
+				if err := admin.Ping(bg).Err(); err != nil {
+					t.Fatalf("the server does not answer reads while it holds scripts back: %v", err)
+				}
 			}
 			ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 			d1, err1 := allow(ctx)
 			cancel()
-			if err := srv.Process.Signal(syscall.SIGCONT); err != nil {
+			if err := resume(); err != nil {
 				t.Fatal(err)
 			}
 			if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) {
