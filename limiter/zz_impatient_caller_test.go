@@ -101,3 +101,55 @@ func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.
 		})
 	}
 }
+
+// Policy.DeadlineFailures: "A call ended by cancellation
+// (context.Canceled) never counts"; doc.go: "Cancellation never is" a
+// Redis failure. A request canceled (its client went away) while a healthy
+// Redis holds scripts back (CLIENT PAUSE WRITE), on a client that fails
+// fast and respects callers' deadlines, must not put the other callers
+// into the Backoff.
+func TestZZCanceledCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
+	const port = "6744"
+	startOwnRedis(t, port)
+	rdb := redis.NewClient(&redis.Options{
+		Addr: "127.0.0.1:" + port, MaxRetries: -1, ReadTimeout: 5 * time.Second,
+		ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	admin := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port})
+	t.Cleanup(func() { _ = admin.Close() })
+	var told atomic.Int32
+	l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: limiter.Policy{
+		OnError: limiter.FailOpen, Backoff: time.Minute, OnRedisError: func(error) { told.Add(1) },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Allow(bg, "k"); err != nil || !d.Allowed || d.Degraded {
+		t.Fatalf("first call on a healthy Redis: %+v, %v", d, err)
+	}
+	if err := admin.Do(bg, "CLIENT", "PAUSE", 60000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The request has a 1s budget; its client goes away after 200ms, while
+	// its call waits for Redis.
+	ctx, cancel := context.WithTimeout(bg, time.Second)
+	defer cancel()
+	stop := time.AfterFunc(200*time.Millisecond, cancel)
+	defer stop.Stop()
+	d1, err1 := l.Allow(ctx, "k")
+	if err := admin.Do(bg, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d1.Allowed || d1.Degraded || !errors.Is(err1, context.Canceled) {
+		t.Fatalf("the canceled call: %+v, %v; want no decision, an error matching context.Canceled", d1, err1)
+	}
+	ctx2, cancel2 := context.WithTimeout(bg, 2*time.Second)
+	d2, err2 := l.Allow(ctx2, "k")
+	cancel2()
+	if err2 != nil || !d2.Allowed || d2.Degraded || told.Load() != 0 {
+		t.Fatalf("one canceled call (its error: %v), then Redis answers again:\nnext call: %+v, %v\nOnRedisError told %d times\n"+
+			"want the next call decided by Redis (not Degraded) and OnRedisError never told: cancellation is never a Redis failure",
+			err1, d2, err2, told.Load())
+	}
+}
