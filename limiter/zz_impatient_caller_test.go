@@ -88,7 +88,9 @@ func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.
 				t.Fatal(err)
 			}
 			if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) {
-				t.Fatalf("the impatient call: %+v, %v; want no decision, an error matching context.DeadlineExceeded", d1, err1)
+				// Seen when the read's timeout (the caller's deadline) returns
+				// before the context's own timer has ended it.
+				t.Errorf("the impatient call: %+v, %v; want no decision, an error matching context.DeadlineExceeded (DeadlineFailures: \"The call that ends by its deadline is never decided by the policy\")", d1, err1)
 			}
 			ctx2, cancel2 := context.WithTimeout(bg, 2*time.Second)
 			d2, err2 := allow(ctx2)
