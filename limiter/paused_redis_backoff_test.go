@@ -53,14 +53,14 @@ func TestPausedRedisStartsTheBackoffWhateverTheCallersDeadline(t *testing.T) {
 		name, port string
 		allow      func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error)
 	}{
-		{"Redis", "6682", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
+		{"Redis", "6767", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
 			l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
 		}},
-		{"Composite", "6683", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
+		{"Composite", "6768", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
 			c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
 				Dimensions: []limiter.Dimension{
 					{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},

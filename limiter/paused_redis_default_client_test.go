@@ -21,7 +21,7 @@ import (
 // told to OnRedisError once; each call whose deadline ended gets no
 // decision and its context's error.
 func TestPausedRedisWithDefaultClientStartsTheBackoffAfterDeadlineFailures(t *testing.T) {
-	for _, tc := range []struct{ name, port string }{{"Redis", "6680"}, {"Composite", "6681"}} {
+	for _, tc := range []struct{ name, port string }{{"Redis", "6765"}, {"Composite", "6766"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startOwnRedis(t, tc.port)
 			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + tc.port})

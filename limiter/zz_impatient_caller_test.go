@@ -25,8 +25,8 @@ import (
 // the next call must be Redis's decision, OnRedisError never told.
 func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
 	for _, tc := range []struct{ name, port, stall string }{
-		{"Redis/paused", "6740", "SIGSTOP"}, {"Composite/paused", "6741", "SIGSTOP"},
-		{"Redis/clientPauseWrite", "6742", "CLIENT PAUSE"}, {"Composite/clientPauseWrite", "6743", "CLIENT PAUSE"},
+		{"Redis/paused", "6760", "SIGSTOP"}, {"Composite/paused", "6761", "SIGSTOP"},
+		{"Redis/clientPauseWrite", "6762", "CLIENT PAUSE"}, {"Composite/clientPauseWrite", "6763", "CLIENT PAUSE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startOwnRedis(t, tc.port)
@@ -111,7 +111,7 @@ func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.
 // fast and respects callers' deadlines, must not put the other callers
 // into the Backoff.
 func TestZZCanceledCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
-	const port = "6744"
+	const port = "6764"
 	startOwnRedis(t, port)
 	rdb := redis.NewClient(&redis.Options{
 		Addr: "127.0.0.1:" + port, MaxRetries: -1, ReadTimeout: 5 * time.Second,
