@@ -16,7 +16,7 @@ import (
 // a call Redis answers with an error, then (after the Backoff that error
 // started) one more call ended by its deadline are not 2 in a row: the
 // last starts no Backoff and is not told; the next call asks Redis.
-func TestZZErrorReplyEndsTheDeadlineRun(t *testing.T) {
+func TestErrorReplyEndsTheDeadlineRun(t *testing.T) {
 	for name, setup := range deadlineCases(2) {
 		t.Run(name, func(t *testing.T) {
 			c := setup(t)

@@ -13,17 +13,20 @@ import (
 	"github.com/stockguard/stockguard/limiter"
 )
 
-// Policy: "A call's deadline that ends it before Redis answers is
-// ambiguous: an impatient caller on a healthy Redis, or a Redis that does
-// not answer. One such call is no Redis failure, so that a caller with a
-// short deadline does not put every other caller into the Backoff". The
-// client here fails fast as the docs recommend (MaxRetries -1) and
-// respects callers' deadlines (go-redis's ContextTimeoutEnabled, which
-// sets the connection's deadline to the caller's when it is the earlier).
-// Redis stalls (paused) for the one impatient call only, well within the
+// Policy: "An ending by deadline is ambiguous: an impatient caller on a
+// healthy Redis, or a Redis that does not answer. One is no Redis failure,
+// so that a caller with a short deadline does not put every other caller
+// into the Backoff". The client here fails fast as the docs recommend
+// (MaxRetries -1) and respects callers' deadlines (go-redis's
+// ContextTimeoutEnabled, which sets the connection's deadline to the
+// caller's when it is the earlier), so the impatient call meets an i/o
+// timeout, possibly before its context's timer has set ctx.Err(). Redis
+// stalls (paused) for the one impatient call only, well within the
 // client's 5s read timeout, and is answering again before the next call:
-// the next call must be Redis's decision, OnRedisError never told.
-func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
+// the impatient call gets no decision and an error matching
+// context.DeadlineExceeded, the next call is Redis's decision, and
+// OnRedisError is never told.
+func TestOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
 	for _, tc := range []struct{ name, port, stall string }{
 		{"Redis/paused", "6760", "SIGSTOP"}, {"Composite/paused", "6761", "SIGSTOP"},
 		{"Redis/clientPauseWrite", "6762", "CLIENT PAUSE"}, {"Composite/clientPauseWrite", "6763", "CLIENT PAUSE"},
@@ -110,7 +113,7 @@ func TestZZOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.
 // Redis holds scripts back (CLIENT PAUSE WRITE), on a client that fails
 // fast and respects callers' deadlines, must not put the other callers
 // into the Backoff.
-func TestZZCanceledCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
+func TestCanceledCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T) {
 	const port = "6764"
 	startOwnRedis(t, port)
 	rdb := redis.NewClient(&redis.Options{
