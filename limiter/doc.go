@@ -47,9 +47,22 @@
 // Redis is down, and a Backoff during which a failed Redis is not called at
 // all. Context cancellation is always returned as an error: a call on an
 // ended context counts nothing and is never decided by the policy, whether
-// Redis is called or skipped during the Backoff. A Redis that does not
-// answer within the caller's deadline (a read timeout longer than it) is
-// still a Redis failure: it starts the Backoff and reaches OnRedisError.
+// Redis is called or skipped during the Backoff. A failure met while the
+// call's context is live (a network error, a refused connection, an error
+// reply other than CROSSSLOT) is a Redis failure at once: it starts the
+// Backoff and reaches OnRedisError. A failure of a call whose context has
+// ended (ctx.Err() set, or its deadline passed) is the caller's ending,
+// whatever the client's error says: the call gets no decision, and an error
+// matching the context's ending and the *RedisError it met. An ending by
+// deadline is ambiguous (an impatient caller, or a Redis that does not
+// answer): Policy.DeadlineFailures of them in a row (default 3), with no
+// Redis reply in between, are a Redis failure; one is not, so a caller with
+// a short deadline does not put the others into the Backoff. An ending by
+// cancellation never is. go-redis's default client re-sends a call after a
+// read timeout, waiting on the caller's context, so a paused Redis often
+// ends calls with the context's error; a client built with
+// redisstock.FailFast (MaxRetries -1, ReadTimeout 250ms) reports it at once
+// to callers whose deadlines are longer.
 //
 // # Decisions and resets
 //

@@ -44,23 +44,26 @@ func startOwnRedis(t *testing.T, port string) *exec.Cmd {
 // calls skip Redis and go straight to the Fallback or OnError mode, so a
 // down Redis does not cost every request a timeout", and OnRedisError "is
 // told of every Redis failure". A request whose own deadline is shorter
-// than the client's read timeout (an HTTP handler's budget) may get its
-// context's error, but the failure it met must still start the Backoff:
-// the next request is decided by FailOpen at once. Redis and Composite
-// share the path.
+// than the client's read timeout (an HTTP handler's budget) meets the
+// read timeout after its deadline: its context has ended, so it gets no
+// decision and an error matching context.DeadlineExceeded and
+// ErrUnavailable, and counts toward Policy.DeadlineFailures (default 3):
+// the third such request in a row starts the Backoff and is told to
+// OnRedisError, and the next request is decided by FailOpen at once.
+// Redis and Composite share the path.
 func TestPausedRedisStartsTheBackoffWhateverTheCallersDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		name, port string
 		allow      func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error)
 	}{
-		{"Redis", "6550", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
+		{"Redis", "6767", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
 			l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
 		}},
-		{"Composite", "6551", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
+		{"Composite", "6768", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
 			c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
 				Dimensions: []limiter.Dimension{
 					{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
@@ -99,18 +102,26 @@ func TestPausedRedisStartsTheBackoffWhateverTheCallersDeadline(t *testing.T) {
 				d, err := allow(ctx)
 				return d, time.Since(start), err
 			}
-			d1, took1, err1 := request() // meets the paused server: its context's error
-			d2, took2, err2 := request() // within the Backoff: FailOpen at once
-			if err2 != nil || !d2.Allowed || !d2.Degraded || took2 > 100*time.Millisecond || told.Load() == 0 {
-				t.Fatalf("on a paused Redis, with each request's deadline 200ms and the client's read timeout 600ms:\n"+
-					"first request:  %+v, %v after %v\nsecond request: %+v, %v after %v\nOnRedisError told %d times\n"+
-					"want the second decided by FailOpen at once (Degraded, allowed) in the Backoff the first request's failure started, and OnRedisError told of it",
-					d1, err1, took1.Round(time.Millisecond), d2, err2, took2.Round(time.Millisecond), told.Load())
+			for i := 1; i <= 3; i++ {
+				// Meets the paused server after its deadline: its
+				// context's ending, no decision.
+				d1, took1, err1 := request()
+				want := int32(0)
+				if i == 3 {
+					want = 1
+				}
+				if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) || !errors.Is(err1, limiter.ErrUnavailable) || told.Load() != want {
+					t.Fatalf("request %d, whose deadline ended while Redis did not answer: %+v, %v after %v, OnRedisError told %d times;\n"+
+						"want no decision, an error matching context.DeadlineExceeded and ErrUnavailable, and OnRedisError told %d times (Policy.DeadlineFailures 3)",
+						i, d1, err1, took1.Round(time.Millisecond), told.Load(), want)
+				}
 			}
-			// The first request's own context had ended: it is not decided
-			// by the policy (Policy.OnError) and its error matches ctx.Err().
-			if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) || !errors.Is(err1, limiter.ErrUnavailable) {
-				t.Fatalf("the request whose deadline ended while Redis did not answer: %+v, %v; want no decision and an error matching context.DeadlineExceeded and ErrUnavailable", d1, err1)
+			d2, took2, err2 := request() // within the Backoff: FailOpen at once
+			if err2 != nil || !d2.Allowed || !d2.Degraded || took2 > 100*time.Millisecond || told.Load() != 1 {
+				t.Fatalf("on a paused Redis, with each request's deadline 200ms and the client's read timeout 600ms,\n"+
+					"the request after three whose deadline ended: %+v, %v after %v\nOnRedisError told %d times\n"+
+					"want it decided by FailOpen at once (Degraded, allowed) in the Backoff the third ending started, and OnRedisError told once",
+					d2, err2, took2.Round(time.Millisecond), told.Load())
 			}
 		})
 	}

@@ -31,7 +31,29 @@ const (
 )
 
 // Policy is what a Redis-backed limiter does beyond counting. The zero value
-// means: no allowlist, return Redis errors, no fallback, 100 ms backoff.
+// means: no allowlist, return Redis errors, no fallback, 100 ms backoff,
+// a Redis failure after 3 calls in a row ended by their deadline.
+//
+// A call that fails after its context has ended (ctx.Err() is set, or its
+// deadline has passed) was ended by its caller, whatever error the client
+// returned (a read timeout at the caller's deadline, a canceled wait): it
+// gets no policy decision, and its error matches the context's ending
+// (context.DeadlineExceeded or context.Canceled) and the *RedisError it
+// met. An ending by deadline is ambiguous: an impatient caller on a
+// healthy Redis, or a Redis that does not answer. One is no Redis failure,
+// so that a caller with a short deadline does not put every other caller
+// into the Backoff; DeadlineFailures of them in a row, with no Redis reply
+// in between, are one. An ending by cancellation never is. A failure while
+// the call's context is live (a network error, a read timeout shorter than
+// the caller's deadline, a refused connection, an error reply other than
+// CROSSSLOT) is a Redis failure at once. For the clearest signal, give the
+// limiter a client that fails fast and does not retry (redisstock.FailFast,
+// or go-redis's Options.MaxRetries -1 and a ReadTimeout shorter than
+// callers' deadlines): go-redis's retries (MaxRetries 3 by default) wait on
+// the caller's context, so a call that met a read timeout may still end
+// with the context's error, and then counts only toward DeadlineFailures;
+// so does every call Redis does not answer on a client whose read times
+// out at the caller's deadline (go-redis's Options.ContextTimeoutEnabled).
 type Policy struct {
 	// Bypass reports whether a key is on the allowlist. An allowlisted call
 	// is admitted at once (Decision.Bypassed) and counts nothing. A
@@ -39,12 +61,16 @@ type Policy struct {
 	// bypasses the whole call. nil: no allowlist.
 	Bypass func(key string) bool
 	// OnError decides calls made while Redis is failing, when Fallback is
-	// nil. Context cancellation is never masked: a call on an ended context
+	// nil. A context's ending is never masked: a call on an ended context
 	// (within the Backoff too) is not decided; it returns an error matching
-	// ctx.Err() and counts nothing. A call whose context ends while Redis
-	// does not answer returns that error too (joined with the *RedisError
-	// it met), and the failure still starts the Backoff and reaches
-	// OnRedisError, so the calls that follow are decided at once.
+	// ctx.Err() and counts nothing. A call that fails after its context
+	// ended (ctx.Err() set, or its deadline passed) is not decided either:
+	// it returns an error matching the context's ending
+	// (context.DeadlineExceeded once the deadline has passed, even before
+	// ctx.Err() says so) joined with the *RedisError it met, and starts the
+	// Backoff only as the DeadlineFailures-th ending by deadline in a row. A
+	// call that fails while its context is live is decided, and starts the
+	// Backoff, so the calls that follow are decided at once.
 	OnError ErrorMode
 	// Fallback, if set, decides calls while Redis is failing: typically a
 	// *Local with a tighter limit, the safety net that still turns away
@@ -62,17 +88,39 @@ type Policy struct {
 	Fallback Limiter
 	// Backoff is how long, after a Redis failure, calls skip Redis and go
 	// straight to the Fallback or OnError mode, so a down Redis does not cost
-	// every request a timeout. A failure met by a call whose own deadline
-	// ran out first (the client's read timeout is longer) starts it too;
-	// only an error that is the call's context ending does not. The first
-	// call after it tries Redis again. Default 100 ms; negative means
-	// always try Redis.
+	// every request a timeout. A failure met while the call's context is
+	// live starts it at once. A failure of a call whose context has ended
+	// starts it only when the context ended by its deadline and the call is
+	// the DeadlineFailures-th such ending in a row (cancellation never
+	// does). The first call after it tries Redis again. Default 100 ms;
+	// negative means always try Redis.
 	Backoff time.Duration
 	// OnRedisError, if set, is told of every Redis failure (for logging and
-	// metrics); a CROSSSLOT reply is the caller's error, not one, and
-	// neither is an error that is the call's own context ending. It must
-	// be safe for concurrent use.
+	// metrics): each failure met while the call's context is live, and the
+	// DeadlineFailures-th ending by deadline in a row and each one after it
+	// until Redis answers (a *RedisError saying how many). A CROSSSLOT
+	// reply is the caller's error, not a Redis failure, and neither is any
+	// other failure of a call whose context has ended. It must be safe for
+	// concurrent use.
 	OnRedisError func(error)
+	// DeadlineFailures is how many calls in a row ended by their context's
+	// deadline before Redis answered them, with no Redis reply to any call
+	// in between, make a Redis failure: the last of them starts the Backoff
+	// and is told to OnRedisError, and so is each such ending after it
+	// until Redis answers a call. A call ended by its deadline is one that
+	// failed, whatever the client's error (a read timeout at the caller's
+	// deadline, the context's error while the client waited to send it
+	// again), once ctx.Err() is context.DeadlineExceeded or its deadline
+	// has passed. Any reply from Redis ends the run: a decision, a CROSSSLOT
+	// reply, an error reply (redis.Error) or a malformed reply, also one
+	// that reaches a call after its deadline (that call does not count). A
+	// call ended by cancellation (context.Canceled) never counts, nor does
+	// a call whose context had ended before it was made (Redis is not
+	// asked). The call that ends by its deadline is never decided by the
+	// policy, whatever the count: it returns an error matching
+	// context.DeadlineExceeded. Default 3; 1 makes every such ending a
+	// Redis failure; negative means a deadline never is one.
+	DeadlineFailures int
 	// Clock times the Backoff only (counting uses Redis server time).
 	// Default the wall clock.
 	Clock Clock
@@ -82,6 +130,7 @@ type Policy struct {
 type guard struct {
 	p         Policy
 	downUntil atomic.Int64 // unix ns; Redis is skipped before it
+	deadlines atomic.Int64 // calls in a row ended by their deadline, no Redis reply since
 }
 
 func newGuard(p Policy, field string) (*guard, error) {
@@ -96,6 +145,9 @@ func newGuard(p Policy, field string) (*guard, error) {
 	}
 	if p.Backoff == 0 {
 		p.Backoff = 100 * time.Millisecond
+	}
+	if p.DeadlineFailures == 0 {
+		p.DeadlineFailures = 3
 	}
 	if p.Clock == nil {
 		p.Clock = systemClock{}
@@ -121,38 +173,78 @@ func (g *guard) skip() bool {
 	return g.p.Backoff > 0 && g.p.Clock.Now().UnixNano() < g.downUntil.Load()
 }
 
-// failed records a Redis failure and returns the error to report, and
-// whether the policy may decide instead. The server's CROSSSLOT reply is
-// the caller's ErrCrossSlot (no outage: no backoff, no report; joined as
-// below when the context has ended). An error that is the call's own
-// context ending (it matches ctx.Err()) is no Redis failure either. Any
-// other starts the Backoff and is told to OnRedisError, also when the
-// context has ended meanwhile (a client read timeout longer than the
-// caller's deadline: the server did not answer). A call whose context
-// ended is never decided by the policy: its error is the *RedisError
-// joined with ctx.Err().
-func (g *guard) failed(ctx context.Context, err error) (error, bool) {
+// answered records that Redis replied to a call: the run of calls ended
+// by their deadline is over. A plain store: checking the count first
+// would let an ending counted between the check and the store outlive the
+// reply.
+func (g *guard) answered() {
+	g.deadlines.Store(0)
+}
+
+// down starts the Backoff and reports err.
+func (g *guard) down(err error) {
+	if g.p.Backoff > 0 {
+		g.downUntil.Store(g.p.Clock.Now().Add(g.p.Backoff).UnixNano())
+	}
+	if g.p.OnRedisError != nil {
+		g.p.OnRedisError(err)
+	}
+}
+
+// ending reports how ctx has ended: ctx.Err(), or
+// context.DeadlineExceeded once its deadline has passed even if ctx.Err()
+// is not set yet (a client whose read times out at the caller's deadline
+// may return a moment before the context's timer fires); nil while it is
+// live.
+func ending(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !dl.After(time.Now()) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// failed handles a call that got err instead of a usable reply and returns
+// the error to report, and whether the policy may decide instead. replied
+// says Redis answered the call (a malformed reply); an error reply
+// (redis.Error) is an answer too. Any answer ends the run of calls ended
+// by their deadline. The server's CROSSSLOT reply is the caller's
+// ErrCrossSlot (no outage: no backoff, no report), joined with the
+// context's ending if it has ended. A failure of a call whose context has
+// ended (see ending) is the caller's ending, whatever the error: no
+// decision, the ending joined with the *RedisError; an ending by deadline
+// before Redis answered counts toward DeadlineFailures, whose
+// DeadlineFailures-th in a row starts the Backoff and is told to
+// OnRedisError; cancellation never counts. Any other failure (the context
+// still live) starts the Backoff and is told to OnRedisError at once, and
+// the policy may decide the call.
+func (g *guard) failed(ctx context.Context, err error, replied bool) (error, bool) {
+	var reply redis.Error
+	if replied || errors.As(err, &reply) {
+		replied = true
+		g.answered()
+	}
+	end := ending(ctx)
+	if crossSlot(err) {
+		cerr := fmt.Errorf("%w: %w", ErrCrossSlot, err)
+		if end != nil {
+			return errors.Join(cerr, end), false
+		}
+		return cerr, false
+	}
 	rerr := &RedisError{Err: err}
-	ctxErr := ctx.Err()
-	switch {
-	case crossSlot(err):
-		if ctxErr == nil {
-			return fmt.Errorf("%w: %w", ErrCrossSlot, err), false
-		}
-	case ctxErr != nil && errors.Is(err, ctxErr):
-		// The call's own context ended it: no outage.
-	default:
-		if g.p.Backoff > 0 {
-			g.downUntil.Store(g.p.Clock.Now().Add(g.p.Backoff).UnixNano())
-		}
-		if g.p.OnRedisError != nil {
-			g.p.OnRedisError(rerr)
+	if end == nil {
+		g.down(rerr)
+		return rerr, true
+	}
+	if !replied && errors.Is(end, context.DeadlineExceeded) && g.p.DeadlineFailures > 0 {
+		if n := g.deadlines.Add(1); n >= int64(g.p.DeadlineFailures) {
+			g.down(&RedisError{Err: fmt.Errorf("%d calls in a row ended by their deadline before Redis answered: %w", n, err)})
 		}
 	}
-	if ctxErr != nil {
-		return errors.Join(rerr, ctxErr), false
-	}
-	return rerr, true
+	return errors.Join(rerr, end), false
 }
 
 // capped is a limiter that knows the most events one call may ask of it

@@ -167,14 +167,16 @@ func (e *engine) run(ctx context.Context, keys []string, args []any, fbKeys, nam
 		return e.g.degraded(ctx, ErrUnavailable, fbKeys, names, n)
 	}
 	reply, err := scripts[e.alg].Run(ctx, e.rdb, keys, args...).Slice()
-	if err == nil {
+	replied := err == nil
+	if replied {
+		e.g.answered()
 		d, perr := parseReply(reply, names)
 		if perr == nil {
 			return d, nil
 		}
 		err = perr
 	}
-	cause, decide := e.g.failed(ctx, err)
+	cause, decide := e.g.failed(ctx, err, replied)
 	if !decide {
 		return Decision{}, cause
 	}
@@ -198,11 +200,15 @@ func (e *engine) reset(ctx context.Context, groups [][]string, fbKeys []string) 
 	}
 	for _, keys := range groups {
 		n, err := resetScript.Run(ctx, e.rdb, keys).Int64()
-		if err == nil && (n < 0 || n > int64(len(keys))) {
+		replied := err == nil
+		if replied {
+			e.g.answered()
+		}
+		if replied && (n < 0 || n > int64(len(keys))) {
 			err = fmt.Errorf("unexpected reset script reply %d", n)
 		}
 		if err != nil {
-			cause, _ := e.g.failed(ctx, err)
+			cause, _ := e.g.failed(ctx, err, replied)
 			return errors.Join(append(errs, cause)...)
 		}
 	}

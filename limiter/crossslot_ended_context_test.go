@@ -38,7 +38,7 @@ func (s *crossSlotCancelingScripter) Eval(ctx context.Context, _ string, _ []str
 // context's error (Policy.OnError: "an error matching ctx.Err()"), and the
 // reply is still the caller's ErrCrossSlot, not a *RedisError matching
 // ErrUnavailable.
-func TestZZCrossSlotReplyOnAnEndedContextIsStillErrCrossSlot(t *testing.T) {
+func TestCrossSlotReplyOnAnEndedContextIsStillErrCrossSlot(t *testing.T) {
 	_, mini := newMini(t)
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
