@@ -31,7 +31,11 @@ import (
 //     hold at its deadline, so the record confirms nothing (a sale there
 //     would be units the gate sells again); the answer is a *TierError,
 //     call again. The record confirms a held order only once the gate has
-//     confirmed it or holds nothing of it.
+//     confirmed it or holds nothing of it. A copy past its own deadline
+//     at the record (not reclaimed yet) is expired whatever the gate
+//     holds (a gate that lost the order and took a repeat of it afresh
+//     holds it longer): nothing is confirmed at the gate, both copies
+//     end expired, and the answer is stock.ErrHoldExpired.
 //   - Confirmed: a repeat. The sale stands whatever the gate says now: a
 //     sale confirmed at the record (by this Manager, or by a fallback
 //     while the gate was down) is never undone by a later Confirm. The
@@ -42,7 +46,8 @@ import (
 //   - Not recorded (with a Recorder, the order may still be pending):
 //     stock.ErrUnknownOrder, nothing changes: confirm after Settle.
 //   - Ended at the record: the gate says why and is made to agree (see
-//     closedAtRecord). When the gate no longer knows the order, the
+//     closedAtRecord): a gate hold that still runs ends as the record's
+//     copy did, expired or reverted, and the record's answer is given. When the gate no longer knows the order, the
 //     record's deadline says whether it had expired: stock.ErrHoldExpired
 //     once the order's gate deadline has passed (a copy returned by the
 //     reclaimer), stock.ErrOrderClosed before.
@@ -93,6 +98,9 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) (err error) {
 // it (see Confirm).
 func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 	id := in.ID
+	if !in.Deadline.After(m.cfg.Clock.Now()) {
+		return m.confirmPastRecord(ctx, in)
+	}
 	gerr := m.gate.Confirm(ctx, id)
 	switch {
 	case gerr == nil:
@@ -143,6 +151,36 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 		// at the record; the retry asks the gate again.
 		return &TierError{Tier: Gate, Op: "confirm", Err: gerr}
 	}
+}
+
+// confirmPastRecord answers a Confirm of an order whose record copy (in)
+// is past its own deadline, not reclaimed yet: the record refuses to
+// confirm it, whatever the gate holds (a gate that lost the order and took
+// a repeat of it afresh, or an extension that did not reach the record,
+// holds it longer). Nothing is confirmed at the gate, whose confirm could
+// only be undone by a refund there: the copy is returned at the record
+// (kept if a Confirm sold it meanwhile: a repeat, nil), then the gate's
+// hold ends expired, and the answer is stock.ErrHoldExpired, as every
+// later look at the order says (Orders, a repeat Deduct, Confirm again).
+func (m *Manager) confirmPastRecord(ctx context.Context, in stock.OrderInfo) error {
+	sold, rerr := m.revertRecord(ctx, in.ID, "confirm")
+	if rerr != nil {
+		rerr.Outcome = stock.ErrHoldExpired
+		return rerr
+	}
+	if sold {
+		return nil
+	}
+	known, err := m.endGateCopy(ctx, in.ID, stock.ErrHoldExpired)
+	switch {
+	case unavailable(err), err == nil && !known:
+		// The gate holds nothing of the order (it lost it, or a fallback
+		// took it): the units came back at the record alone.
+		m.returnedAtRecord(in)
+	case err != nil:
+		return &TierError{Tier: Gate, Op: "revert after the record expired", Err: err, Outcome: stock.ErrHoldExpired}
+	}
+	return stock.ErrHoldExpired
 }
 
 // confirmByRecord confirms a held order that the gate holds nothing of
@@ -325,6 +363,15 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stoc
 		return &TierError{Tier: Gate, Op: "read after the record closed", Err: err, Outcome: cause}
 	case g.State == stock.StateConfirmed:
 		m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm of an order the record returned", SKUs: skusOf(g.Items), Err: cause})
+		return cause
+	case g.State == stock.StateHeld && g.Deadline.After(m.cfg.Clock.Now()) && state != stock.StateRefunded:
+		// The gate's hold still runs (the record's copy ended first):
+		// it ends as the record's did, expired or reverted, never
+		// confirmed then refunded there, so the gate, asked later, gives
+		// this answer again.
+		if _, err := m.endGateCopy(ctx, orderID, cause); err != nil {
+			return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: cause}
+		}
 		return cause
 	}
 	gerr := m.gate.Confirm(ctx, orderID)

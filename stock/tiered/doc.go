@@ -209,7 +209,9 @@
 //     copy is returned and the answer (stock.ErrHoldExpired, or
 //     stock.ErrOrderClosed) is final; an order a Revert closed reads as
 //     reverted (or refunded), and a Confirm racing that Revert answers
-//     stock.ErrOrderClosed. When the gate does not know the
+//     stock.ErrOrderClosed. A copy past its own deadline at the record
+//     is expired whatever the gate holds, and the gate's hold ends
+//     expired with it. When the gate does not know the
 //     order at all (flushed, or taken by a fallback while the gate was
 //     down) the record decides by the order's gate deadline, as the
 //     follow-up does, and a sale before it is reported to

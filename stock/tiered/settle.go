@@ -169,7 +169,7 @@ func (m *Manager) settle(ctx context.Context, o stock.Order) (lapsed bool, _ err
 				return false, rerr
 			}
 		}
-		if rerr := m.gate.Revert(ctx, o.ID); rerr != nil && !errors.Is(rerr, stock.ErrUnknownOrder) {
+		if _, rerr := m.endGateCopy(ctx, o.ID, err); rerr != nil {
 			// The gate hold stays until a retry reverts it (or its
 			// deadline): the refusal is not final yet.
 			return false, &TierError{Tier: Gate, Op: "revert after the record refused", Err: rerr, Outcome: err}
@@ -247,6 +247,33 @@ func (m *Manager) recordDeduct(ctx context.Context, o stock.Order) error {
 	case <-t.C:
 	}
 	return m.record.Deduct(ctx, o)
+}
+
+// endGateCopy ends the gate's copy of an order whose record copy ended
+// first, cause being the record's answer: a copy that expired there ends
+// expired at the gate too, where the gate is a stock.HoldReverter, so
+// that the gate, asked later, says the hold expired as the record does,
+// never that a Revert closed the order; a copy the record closed is
+// reverted at the gate. A sale the gate has (a Confirm that stopped
+// between the tiers) is refunded there, the record having none. known
+// reports whether the gate knew the order.
+func (m *Manager) endGateCopy(ctx context.Context, id string, cause error) (known bool, _ error) {
+	if hr, ok := m.gate.(stock.HoldReverter); ok && errors.Is(cause, stock.ErrHoldExpired) {
+		found, err := hr.RevertHeld(ctx, id)
+		switch {
+		case err != nil:
+			return true, err
+		case found == stock.StateUnknown:
+			return false, nil
+		case found != stock.StateConfirmed:
+			return true, nil
+		}
+	}
+	err := m.gate.Revert(ctx, id)
+	if errors.Is(err, stock.ErrUnknownOrder) {
+		return false, nil
+	}
+	return true, err
 }
 
 // ended reports whether a gate answer means the order's hold is over there:

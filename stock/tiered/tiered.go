@@ -163,7 +163,11 @@ const defaultRecheckAfter = 25 * time.Millisecond
 // its orders (stock.OrderReader, asked by ReclaimExpired which record
 // copies it no longer holds) and says what it would refuse in a listing
 // before the record takes it (ListingChecker). package stock/redisstock's
-// Store is one, and so is stock/memstock's.
+// Store is one, and so is stock/memstock's. A gate that also implements
+// stock.HoldReverter (both do) ends a hold whose record copy expired
+// first as expired too, so that every later answer about the order says
+// it expired; without it such a hold is reverted, and read later as
+// closed by a Revert.
 //
 // A wrapper of a gate (metrics, tracing, a test fault) must forward all
 // three interfaces to the wrapped store; one that forwards only
