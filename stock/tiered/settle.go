@@ -251,15 +251,14 @@ func (m *Manager) recordDeduct(ctx context.Context, o stock.Order) error {
 
 // endGateCopy ends the gate's copy of an order whose record copy ended
 // first, cause being the record's answer: a copy that expired there ends
-// expired at the gate too, where the gate is a stock.HoldReverter, so
-// that the gate, asked later, says the hold expired as the record does,
+// expired at the gate too (RevertHeld), so that the gate, asked later, says the hold expired as the record does,
 // never that a Revert closed the order; a copy the record closed is
 // reverted at the gate. A sale the gate has (a Confirm that stopped
 // between the tiers) is refunded there, the record having none. known
 // reports whether the gate knew the order.
 func (m *Manager) endGateCopy(ctx context.Context, id string, cause error) (known bool, _ error) {
-	if hr, ok := m.gate.(stock.HoldReverter); ok && errors.Is(cause, stock.ErrHoldExpired) {
-		found, err := hr.RevertHeld(ctx, id)
+	if errors.Is(cause, stock.ErrHoldExpired) {
+		found, err := m.gate.RevertHeld(ctx, id)
 		switch {
 		case err != nil:
 			return true, err
