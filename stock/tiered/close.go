@@ -162,6 +162,8 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 // (kept if a Confirm sold it meanwhile: a repeat, nil), then the gate's
 // hold ends expired, and the answer is stock.ErrHoldExpired, as every
 // later look at the order says (Orders, a repeat Deduct, Confirm again).
+// A sale the gate has already (a Confirm that stopped between the tiers)
+// is left to reconciliation (see endGateCopy).
 func (m *Manager) confirmPastRecord(ctx context.Context, in stock.OrderInfo) error {
 	sold, rerr := m.revertRecord(ctx, in.ID, "confirm")
 	if rerr != nil {
@@ -171,7 +173,7 @@ func (m *Manager) confirmPastRecord(ctx context.Context, in stock.OrderInfo) err
 	if sold {
 		return nil
 	}
-	known, err := m.endGateCopy(ctx, in.ID, stock.ErrHoldExpired)
+	known, err := m.endGateCopy(ctx, in.ID, skusOf(in.Items), stock.ErrHoldExpired)
 	switch {
 	case unavailable(err), err == nil && !known:
 		// The gate holds nothing of the order (it lost it, or a fallback
@@ -369,7 +371,7 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stoc
 		// it ends as the record's did, expired or reverted, never
 		// confirmed then refunded there, so the gate, asked later, gives
 		// this answer again.
-		if _, err := m.endGateCopy(ctx, orderID, cause); err != nil {
+		if _, err := m.endGateCopy(ctx, orderID, skusOf(g.Items), cause); err != nil {
 			return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: cause}
 		}
 		return cause

@@ -211,7 +211,11 @@
 //     reverted (or refunded), and a Confirm racing that Revert answers
 //     stock.ErrOrderClosed. A copy past its own deadline at the record
 //     is expired whatever the gate holds, and the gate's hold ends
-//     expired with it. When the gate does not know the
+//     expired with it; a sale the gate has of an order whose record copy
+//     ended (a Confirm that stopped between the tiers) is left as it is
+//     and reported to Config.OnDrift, as Revert leaves one: a refund
+//     there would pay out units reconciliation counts back into the
+//     gate. When the gate does not know the
 //     order at all (flushed, or taken by a fallback while the gate was
 //     down) the record decides by the order's gate deadline, as the
 //     follow-up does, and a sale before it is reported to

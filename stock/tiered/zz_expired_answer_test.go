@@ -16,34 +16,6 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// A Confirm that confirmed at the gate and stopped before the record
-// (a *TierError: "the retry finishes the job and gives the final answer")
-// is retried once the record copy's own deadline has passed. The record
-// refuses, so the retry answers stock.ErrHoldExpired; CHANGELOG: "every
-// later answer says the hold expired" (Confirm, a repeat Deduct, Orders).
-func TestZZRetriedConfirmExpiredAnswerStaysFinal(t *testing.T) {
-	f := newFixture(t, false)
-	ctx := t.Context()
-	if err := f.m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.m.Deduct(ctx, ord("o1", 3)); err != nil {
-		t.Fatal(err)
-	}
-	f.record.SetFaultFor(stocktest.Down, stocktest.OnMethod("Confirm"))
-	if err := f.m.Confirm(ctx, "o1"); err == nil {
-		t.Fatal("Confirm with the record down: nil, want a *TierError")
-	}
-	f.record.SetFault(stocktest.Healthy)
-	f.clock.Advance(2*time.Minute + time.Second) // past the record copy's own deadline, no reclaimer run yet
-	if err := f.m.Confirm(ctx, "o1"); !errors.Is(err, stock.ErrHoldExpired) {
-		t.Fatalf("retried Confirm past the record copy's deadline: %v, want %v", err, stock.ErrHoldExpired)
-	}
-	wantExpired(t, f.m, "after the retried Confirm")
-	f.want(f.gate, "gate", "a", 10, 0, 0)
-	f.want(f.record, "record", "a", 10, 0, 0)
-}
-
 // An order a caller reverted well before its deadline is closed: Confirm
 // answers stock.ErrOrderClosed, and keeps that answer once the Redis gate
 // has forgotten the ended order after its Retention (an answer once given

@@ -25,7 +25,7 @@ import (
 // reconciliation counted its units back into the gate ... a refund there
 // would pay them out twice"). A repeat Deduct after the reconcile pass
 // must not refund it at the gate again.
-func TestZZGateSaleOfAnExpiredCopyIsNotPaidOutTwice(t *testing.T) {
+func TestGateSaleOfAnExpiredCopyIsNotPaidOutTwice(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
 	mr := miniredis.RunT(t)
