@@ -176,6 +176,9 @@
 //     order's SKUs, one Levels per SKU, only for such orders).
 //   - [Manager.ExtendHold] extends at the gate, whose answer decides, then
 //     at the record to the new deadline plus G ([Manager.RecordDeadline]).
+//     An extension the gate could not take (stock.ErrUnavailable) is
+//     never answered nil: the gate may keep its old deadline, so the
+//     caller calls again.
 //
 // Deadlines are capped at stock.MaxHoldTTL from the Deduct: near it the
 // record's deadline comes less than G after the gate's (at worst with
