@@ -118,14 +118,11 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 	case stock.StateUnknown:
 		return stock.ErrUnknownOrder
 	}
-	err = m.record.Confirm(ctx, orderID)
-	if ended(err) {
-		return m.closedReason(ctx, orderID, err)
-	}
-	return err
+	return m.record.Confirm(ctx, orderID)
 }
 
-// Revert cancels a held order at the record. A hold the gate may still
+// Revert cancels a held order at the record (past the order's gate
+// deadline it ends expired, see Manager.Revert). A hold the gate may still
 // have for it ends at its gate deadline, and the flow's reclaimer finds
 // the record's copy reverted already. The units come back at the record
 // alone: the order's SKUs are reported to Config.OnDrift (revertByRecord).
@@ -150,7 +147,15 @@ func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 // reported to Config.OnDrift, by a repeat too (an earlier call whose reply
 // was lost may have returned them unreported).
 func (m *Manager) revertByRecord(ctx context.Context, in stock.OrderInfo) error {
-	err := m.record.Revert(ctx, in.ID)
+	expired := false
+	if in.State == stock.StateHeld {
+		due, err := m.gateDeadline(ctx, in, nil)
+		if err != nil {
+			return err // a read: nothing written
+		}
+		expired = !due.After(m.cfg.Clock.Now())
+	}
+	err := m.endRecordCopy(ctx, in.ID, expired)
 	if err == nil && in.State != stock.StateUnknown {
 		m.drift(Drift{OrderID: in.ID, Tier: Gate, Op: "revert at the record alone", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
 	}

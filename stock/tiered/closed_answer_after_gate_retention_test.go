@@ -20,7 +20,7 @@ import (
 // answers stock.ErrOrderClosed, and keeps that answer once the Redis gate
 // has forgotten the ended order after its Retention (an answer once given
 // does not change).
-func TestZZClosedAnswerStaysFinalAfterTheGateRetention(t *testing.T) {
+func TestClosedAnswerStaysFinalAfterTheGateRetention(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
 	mr := miniredis.RunT(t)
