@@ -26,10 +26,11 @@ func wrapGate(g tiered.GateStore) tiered.GateStore {
 		stock.Manager
 		stock.Reclaimer
 		stock.OrderReader
+		stock.HoldReverter
 		stock.PartialReverter
 		stock.HoldExtender
 		tiered.ListingChecker
-	}{t, t, t, t, t, g}
+	}{t, t, t, t, t, t, g}
 }
 
 // wrap returns m behind the checker's hand-off points, implementing

@@ -31,7 +31,11 @@ import (
 //     hold at its deadline, so the record confirms nothing (a sale there
 //     would be units the gate sells again); the answer is a *TierError,
 //     call again. The record confirms a held order only once the gate has
-//     confirmed it or holds nothing of it.
+//     confirmed it or holds nothing of it. A copy past its own deadline
+//     at the record (not reclaimed yet) is expired whatever the gate
+//     holds (a gate that lost the order and took a repeat of it afresh
+//     holds it longer): nothing is confirmed at the gate, both copies
+//     end expired, and the answer is stock.ErrHoldExpired.
 //   - Confirmed: a repeat. The sale stands whatever the gate says now: a
 //     sale confirmed at the record (by this Manager, or by a fallback
 //     while the gate was down) is never undone by a later Confirm. The
@@ -42,10 +46,13 @@ import (
 //   - Not recorded (with a Recorder, the order may still be pending):
 //     stock.ErrUnknownOrder, nothing changes: confirm after Settle.
 //   - Ended at the record: the gate says why and is made to agree (see
-//     closedAtRecord). When the gate no longer knows the order, the
-//     record's deadline says whether it had expired: stock.ErrHoldExpired
-//     once the order's gate deadline has passed (a copy returned by the
-//     reclaimer), stock.ErrOrderClosed before.
+//     closedAtRecord): a gate hold that still runs ends as the record's
+//     copy did, expired or reverted, and the record's answer is given.
+//     When the gate no longer knows the order, the record's state says
+//     why: stock.ErrHoldExpired for a copy that expired (the reclaimers,
+//     and a Revert past the order's gate deadline, end copies expired),
+//     stock.ErrOrderClosed for one a caller reverted before its deadline,
+//     or a sale refunded.
 //
 // After an infrastructure error call Confirm again. Once a tier may have
 // confirmed, every error is a *TierError matching stock.ErrUnknownOutcome:
@@ -93,6 +100,9 @@ func (m *Manager) Confirm(ctx context.Context, orderID string) (err error) {
 // it (see Confirm).
 func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 	id := in.ID
+	if !in.Deadline.After(m.cfg.Clock.Now()) {
+		return m.confirmPastRecord(ctx, in)
+	}
 	gerr := m.gate.Confirm(ctx, id)
 	switch {
 	case gerr == nil:
@@ -115,7 +125,7 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 			if err := m.gate.Revert(ctx, id); err != nil {
 				return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: rerr}
 			}
-			return m.closedReason(ctx, id, rerr)
+			return rerr
 		default:
 			return &TierError{Tier: Record, Op: "confirm", Err: rerr}
 		}
@@ -143,6 +153,38 @@ func (m *Manager) confirmHeld(ctx context.Context, in stock.OrderInfo) error {
 		// at the record; the retry asks the gate again.
 		return &TierError{Tier: Gate, Op: "confirm", Err: gerr}
 	}
+}
+
+// confirmPastRecord answers a Confirm of an order whose record copy (in)
+// is past its own deadline, not reclaimed yet: the record refuses to
+// confirm it, whatever the gate holds (a gate that lost the order and took
+// a repeat of it afresh, or an extension that did not reach the record,
+// holds it longer). Nothing is confirmed at the gate, whose confirm could
+// only be undone by a refund there: the copy is returned at the record
+// (kept if a Confirm sold it meanwhile: a repeat, nil), then the gate's
+// hold ends expired, and the answer is stock.ErrHoldExpired, as every
+// later look at the order says (Orders, a repeat Deduct, Confirm again).
+// A sale the gate has already (a Confirm that stopped between the tiers)
+// is left to reconciliation (see endGateCopy).
+func (m *Manager) confirmPastRecord(ctx context.Context, in stock.OrderInfo) error {
+	sold, rerr := m.revertRecord(ctx, in.ID, "confirm")
+	if rerr != nil {
+		rerr.Outcome = stock.ErrHoldExpired
+		return rerr
+	}
+	if sold {
+		return nil
+	}
+	known, err := m.endGateCopy(ctx, in.ID, skusOf(in.Items), stock.ErrHoldExpired)
+	switch {
+	case unavailable(err), err == nil && !known:
+		// The gate holds nothing of the order (it lost it, or a fallback
+		// took it): the units came back at the record alone.
+		m.returnedAtRecord(in)
+	case err != nil:
+		return &TierError{Tier: Gate, Op: "revert after the record expired", Err: err, Outcome: stock.ErrHoldExpired}
+	}
+	return stock.ErrHoldExpired
 }
 
 // confirmByRecord confirms a held order that the gate holds nothing of
@@ -176,7 +218,7 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 	}
 	if rerr := m.record.Confirm(ctx, id); rerr != nil {
 		if ended(rerr) {
-			return m.closedReason(ctx, id, rerr)
+			return rerr
 		}
 		if stock.IsBusiness(rerr) {
 			return rerr
@@ -220,6 +262,16 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // repeat, nil: at the gate only a copy still held is returned (returnGate).
 // A sale the gate took again after the record gave units of it back alone
 // is refunded at the record alone (see lags).
+//
+// A held order reverted past its deadline ends expired, as on every
+// backend: the gate ends such a hold expired, and the gate is read once
+// more after its revert so that the record's copy ends as the gate's did
+// (RevertHeld); returned at the record alone, the copy ends expired once
+// the deadline Orders reports for the order has passed (the order's gate
+// deadline when the gate said it does not know the order, the record
+// copy's own when the gate could not be asked). So a Confirm, a repeat Deduct and
+// Orders answer a reverted order stock.ErrOrderClosed, and an expired one
+// stock.ErrHoldExpired, after the gate has forgotten it too.
 func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	ctx, tr := m.obs.Track(ctx, "tiered", observe.OpRevert, 0)
 	defer func() { tr.Done(err) }()
@@ -238,14 +290,14 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 		return err // a read: nothing written
 	}
 	if behind {
-		return m.revertByRecord(ctx, in)
+		return m.revertByRecord(ctx, in, false)
 	}
 	gerr := m.gate.Revert(ctx, orderID)
 	switch {
 	case gerr == nil:
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr) && in.State != stock.StateConfirmed:
 		// The gate holds nothing of the order: the record alone returns it.
-		rerr := m.revertByRecord(ctx, in)
+		rerr := m.revertByRecord(ctx, in, errors.Is(gerr, stock.ErrUnknownOrder))
 		switch {
 		case rerr == nil && errors.Is(gerr, stock.ErrUnknownOrder):
 			// A Deduct of the order racing this call may have placed its
@@ -263,13 +315,46 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 	default:
 		return gerr
 	}
-	rerr := m.record.Revert(ctx, orderID)
+	expired := false
+	if in.State == stock.StateHeld {
+		// The gate ends a hold past its deadline expired, not reverted:
+		// the record's copy ends as the gate's did.
+		g, err := m.gateOrder(ctx, orderID)
+		if err != nil {
+			return &TierError{Tier: Gate, Op: "read after the revert", Err: err}
+		}
+		expired = g.State == stock.StateExpired
+	}
+	rerr := m.endRecordCopy(ctx, orderID, expired)
 	switch {
 	case rerr == nil, errors.Is(rerr, stock.ErrUnknownOrder):
 		return nil // or held at the gate only: pending, or its record failed
 	default:
 		return &TierError{Tier: Record, Op: "revert", Err: rerr}
 	}
+}
+
+// endRecordCopy returns the order's copy at the record for a Revert: one
+// held past the order's gate deadline (expired) ends expired there
+// (RevertHeld), as the gate and every backend end a hold reverted past its
+// deadline, so that a copy the record has reverted is always one a caller
+// closed before its deadline, and says so once the gate has forgotten the
+// order; any other copy is reverted (a sale refunded). An order the record
+// does not know is stock.ErrUnknownOrder.
+func (m *Manager) endRecordCopy(ctx context.Context, id string, expired bool) error {
+	if expired {
+		found, err := m.record.RevertHeld(ctx, id)
+		switch {
+		case err != nil:
+			return err
+		case found == stock.StateUnknown:
+			return stock.ErrUnknownOrder
+		case found != stock.StateConfirmed:
+			return nil
+		}
+		// Confirmed since the read: a sale, refunded as Revert refunds it.
+	}
+	return m.record.Revert(ctx, id)
 }
 
 // returnGate answers a Revert of an order the record returned already (in
@@ -317,7 +402,9 @@ func (m *Manager) endGateHold(ctx context.Context, id string) error {
 // expired reads as expired; a Revert racing the Confirm that returned the
 // copy closed the order there: stock.ErrOrderClosed). A gate that does
 // not know the order (it lost its record of it, or never had it) cannot
-// say why: closedReason does.
+// say why: the record's answer stands (a copy returned past the order's
+// gate deadline ended expired there, see endRecordCopy, so a reverted
+// copy was closed by a caller).
 func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stock.State, cause error) error {
 	g, err := m.gateOrder(ctx, orderID)
 	switch {
@@ -325,6 +412,15 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stoc
 		return &TierError{Tier: Gate, Op: "read after the record closed", Err: err, Outcome: cause}
 	case g.State == stock.StateConfirmed:
 		m.drift(Drift{OrderID: orderID, Tier: Gate, Op: "confirm of an order the record returned", SKUs: skusOf(g.Items), Err: cause})
+		return cause
+	case g.State == stock.StateHeld && g.Deadline.After(m.cfg.Clock.Now()) && state != stock.StateRefunded:
+		// The gate's hold still runs (the record's copy ended first):
+		// it ends as the record's did, expired or reverted, never
+		// confirmed then refunded there, so the gate, asked later, gives
+		// this answer again.
+		if _, err := m.endGateCopy(ctx, orderID, skusOf(g.Items), cause); err != nil {
+			return &TierError{Tier: Gate, Op: "revert after the record closed", Err: err, Outcome: cause}
+		}
 		return cause
 	}
 	gerr := m.gate.Confirm(ctx, orderID)
@@ -341,32 +437,10 @@ func (m *Manager) closedAtRecord(ctx context.Context, orderID string, state stoc
 		}
 		return cause
 	case stock.IsBusiness(gerr), unavailable(gerr):
-		return m.closedReason(ctx, orderID, cause)
+		return cause
 	default:
 		return &TierError{Tier: Gate, Op: "confirm after the record closed", Err: gerr, Outcome: cause}
 	}
-}
-
-// closedReason is the answer to a Confirm of an order whose record copy
-// was reverted (cause) while the gate cannot say why. A Revert after the
-// order's gate deadline ends its gate hold expired and its record copy
-// reverted, so a reverted copy whose gate deadline has passed is reported
-// as expired; before it, the order was reverted by a caller. A sale the
-// record refunded is closed whatever its deadline. The answer is the
-// record's when it cannot be read.
-func (m *Manager) closedReason(ctx context.Context, orderID string, cause error) error {
-	if !errors.Is(cause, stock.ErrOrderClosed) {
-		return cause
-	}
-	in, err := m.recordOrder(ctx, orderID)
-	if err != nil || in.Deadline.IsZero() || in.State == stock.StateRefunded {
-		return cause
-	}
-	due, err := m.gateDeadline(ctx, in, nil)
-	if err != nil || due.After(m.cfg.Clock.Now()) {
-		return cause
-	}
-	return stock.ErrHoldExpired
 }
 
 // unavailable reports whether err says the store could not answer and

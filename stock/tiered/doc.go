@@ -176,6 +176,9 @@
 //     order's SKUs, one Levels per SKU, only for such orders).
 //   - [Manager.ExtendHold] extends at the gate, whose answer decides, then
 //     at the record to the new deadline plus G ([Manager.RecordDeadline]).
+//     An extension the gate could not take (stock.ErrUnavailable) is
+//     never answered nil: the gate may keep its old deadline, so the
+//     caller calls again.
 //
 // Deadlines are capped at stock.MaxHoldTTL from the Deduct: near it the
 // record's deadline comes less than G after the gate's (at worst with
@@ -209,7 +212,13 @@
 //     copy is returned and the answer (stock.ErrHoldExpired, or
 //     stock.ErrOrderClosed) is final; an order a Revert closed reads as
 //     reverted (or refunded), and a Confirm racing that Revert answers
-//     stock.ErrOrderClosed. When the gate does not know the
+//     stock.ErrOrderClosed. A copy past its own deadline at the record
+//     is expired whatever the gate holds, and the gate's hold ends
+//     expired with it; a sale the gate has of an order whose record copy
+//     ended (a Confirm that stopped between the tiers) is left as it is
+//     and reported to Config.OnDrift, as Revert leaves one: a refund
+//     there would pay out units reconciliation counts back into the
+//     gate. When the gate does not know the
 //     order at all (flushed, or taken by a fallback while the gate was
 //     down) the record decides by the order's gate deadline, as the
 //     follow-up does, and a sale before it is reported to

@@ -118,14 +118,13 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 	case stock.StateUnknown:
 		return stock.ErrUnknownOrder
 	}
-	err = m.record.Confirm(ctx, orderID)
-	if ended(err) {
-		return m.closedReason(ctx, orderID, err)
-	}
-	return err
+	return m.record.Confirm(ctx, orderID)
 }
 
-// Revert cancels a held order at the record. A hold the gate may still
+// Revert cancels a held order at the record (past the record copy's own
+// deadline it ends expired, see Manager.Revert: the gate's deadline is
+// unknown here, and an extension the record did not take may have made
+// it later than the record's less the grace). A hold the gate may still
 // have for it ends at its gate deadline, and the flow's reclaimer finds
 // the record's copy reverted already. The units come back at the record
 // alone: the order's SKUs are reported to Config.OnDrift (revertByRecord).
@@ -142,15 +141,34 @@ func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 	if in.State == stock.StateConfirmed {
 		return ErrWaitsForGate
 	}
-	return f.m.revertByRecord(ctx, in)
+	return f.m.revertByRecord(ctx, in, false)
 }
 
 // revertByRecord reverts the order at the record alone; in is the
 // record's order as read. The SKUs of an order the record knew are
 // reported to Config.OnDrift, by a repeat too (an earlier call whose reply
 // was lost may have returned them unreported).
-func (m *Manager) revertByRecord(ctx context.Context, in stock.OrderInfo) error {
-	err := m.record.Revert(ctx, in.ID)
+//
+// A held copy ends expired only past the deadline Orders reports for the
+// order, so that a Revert before it closes the order: gateForgot says the
+// gate answered that it does not know the order, and Orders then reports
+// the order's gate deadline (the record's less the grace); otherwise the
+// gate's deadline is unknown here (it could not be asked, or a fallback
+// did not ask it) and may be later than that (an extension the record did
+// not take), so the record copy's own deadline decides.
+func (m *Manager) revertByRecord(ctx context.Context, in stock.OrderInfo, gateForgot bool) error {
+	expired := false
+	if in.State == stock.StateHeld {
+		due := in.Deadline
+		if gateForgot {
+			var err error
+			if due, err = m.gateDeadline(ctx, in, nil); err != nil {
+				return err // a read: nothing written
+			}
+		}
+		expired = !due.After(m.cfg.Clock.Now())
+	}
+	err := m.endRecordCopy(ctx, in.ID, expired)
 	if err == nil && in.State != stock.StateUnknown {
 		m.drift(Drift{OrderID: in.ID, Tier: Gate, Op: "revert at the record alone", SKUs: skusOf(in.Items), Err: errReturnedAtRecord})
 	}

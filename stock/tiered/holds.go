@@ -116,9 +116,14 @@ func (m *Manager) grace(ctx context.Context, items []stock.Item, holds map[strin
 // record as Confirm decides it: a held copy whose gate deadline (see
 // Orders) has passed is stock.ErrHoldExpired, one before it is extended at
 // the record; ErrUnknownOrder when the record does not know it either. A
-// gate that answered stock.ErrUnavailable while it still holds the order
-// (a read that failed, not data it lost) keeps its deadline, and the
-// reclaimer returns the order at it: the gate decides when a hold ends.
+// gate that answered stock.ErrUnavailable may still hold the order (a
+// call that failed, not data it lost) and keep its deadline, at which
+// its reclaimer returns the order and Confirm refuses it: the gate
+// decides when a hold ends. So the extension at the record is then
+// answered with a *TierError, never nil: call again, and the order is
+// extended once the gate is (or, once rebuilt, says it does not know the
+// order). Meanwhile a Confirm the gate cannot answer for the order is
+// decided by the record's extended deadline.
 //
 // Once the gate has extended the hold, a record that fails is a
 // *TierError (call again); one that refuses (its copy ended or was
@@ -146,8 +151,16 @@ func (m *Manager) ExtendHold(ctx context.Context, orderID string, deadline time.
 	}
 	gerr := m.gate.ExtendHold(ctx, orderID, deadline)
 	switch {
-	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr):
+	case errors.Is(gerr, stock.ErrUnknownOrder):
 		return m.extendByRecord(ctx, orderID, deadline, gerr)
+	case unavailable(gerr):
+		// The gate may still hold the order with its old deadline (a
+		// call that failed, not data it lost): extended at the record
+		// alone, the order is not extended until the gate is too.
+		if err := m.extendByRecord(ctx, orderID, deadline, gerr); err != nil {
+			return err
+		}
+		return &TierError{Tier: Gate, Op: "extend hold", Err: gerr}
 	case gerr != nil:
 		return gerr
 	}

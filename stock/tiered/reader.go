@@ -20,7 +20,11 @@ var _ stock.OrderReader = (*Manager)(nil)
 // still has past its deadline, not reclaimed yet, is held, as on every
 // backend, though a repeat Deduct returned the record's copy; a copy the
 // record ended while the gate's hold still runs is expired, and Confirm
-// answers stock.ErrHoldExpired). An order the
+// answers stock.ErrHoldExpired). A held order's deadline is the earlier
+// of the gate's and the record copy's own, so that an order reported held
+// with its deadline ahead is one Confirm sells: the record's comes first
+// only when the gate took a repeat of an order it had lost afresh, or an
+// extension did not reach the record. An order the
 // record does not know is reported as the gate sees it: one whose hand-off
 // is pending or failed half-way is held at the gate alone. Either tier
 // failing fails the call.
@@ -55,6 +59,13 @@ func (m *Manager) Orders(ctx context.Context, ids []string) ([]stock.OrderInfo, 
 		case (r.State == stock.StateHeld || r.State == stock.StateExpired) && gateDecides,
 			r.State == stock.StateReverted && (g.State == stock.StateExpired || g.State == stock.StateRefunded):
 			out[i].State, out[i].Deadline = g.State, g.Deadline
+			if r.State == stock.StateHeld && g.State == stock.StateHeld && r.Deadline.Before(g.Deadline) {
+				// The record's copy ends first (a gate that lost the
+				// order took a repeat of it afresh, or an extension did
+				// not reach the record): the record refuses a Confirm
+				// from then on, so the hold runs until then.
+				out[i].Deadline = r.Deadline
+			}
 		case r.State == stock.StateHeld:
 			// The gate lost the hold (or has not got it back since a
 			// rebuild), or confirmed it and the record has not followed

@@ -169,7 +169,7 @@ func (m *Manager) settle(ctx context.Context, o stock.Order) (lapsed bool, _ err
 				return false, rerr
 			}
 		}
-		if rerr := m.gate.Revert(ctx, o.ID); rerr != nil && !errors.Is(rerr, stock.ErrUnknownOrder) {
+		if _, rerr := m.endGateCopy(ctx, o.ID, skusOf(o.Items), err); rerr != nil {
 			// The gate hold stays until a retry reverts it (or its
 			// deadline): the refusal is not final yet.
 			return false, &TierError{Tier: Gate, Op: "revert after the record refused", Err: rerr, Outcome: err}
@@ -247,6 +247,60 @@ func (m *Manager) recordDeduct(ctx context.Context, o stock.Order) error {
 	case <-t.C:
 	}
 	return m.record.Deduct(ctx, o)
+}
+
+// endGateCopy ends the gate's copy of an order whose record copy ended
+// first (or that the record refused), cause being the record's answer: a
+// hold that expired there ends expired at the gate too (RevertHeld), so
+// that the gate, asked later, says the hold expired as the record does,
+// never that a Revert closed the order; a hold the record closed is
+// reverted at the gate (read there first), and so is the hold of an order
+// the record refused as new (it does not have it, so the gate has no sale
+// of it). A sale the gate has of an order whose record copy ended (a
+// Confirm that stopped between the tiers) is left as it is, as Revert
+// leaves it (see returnGate): the record's units came back,
+// reconciliation counts them back into the gate, and a refund there would
+// pay them out twice. Its SKUs (skus, the order's) are reported to
+// Config.OnDrift. known reports whether the gate knew the order.
+func (m *Manager) endGateCopy(ctx context.Context, id string, skus []string, cause error) (known bool, _ error) {
+	if errors.Is(cause, stock.ErrHoldExpired) {
+		found, err := m.gate.RevertHeld(ctx, id)
+		switch {
+		case err != nil:
+			return true, err
+		case found == stock.StateUnknown:
+			return false, nil
+		case found == stock.StateConfirmed:
+			m.gateSaleLeft(id, skus, cause)
+		}
+		return true, nil
+	}
+	if errors.Is(cause, stock.ErrOrderClosed) {
+		g, err := m.gateOrder(ctx, id)
+		switch {
+		case err != nil:
+			return true, err
+		case g.State == stock.StateUnknown:
+			return false, nil
+		case g.State == stock.StateConfirmed:
+			m.gateSaleLeft(id, skus, cause)
+			return true, nil
+		case g.State != stock.StateHeld:
+			return true, nil // ended there already
+		}
+	}
+	err := m.gate.Revert(ctx, id)
+	if errors.Is(err, stock.ErrUnknownOrder) {
+		return false, nil
+	}
+	return true, err
+}
+
+// gateSaleLeft reports to Config.OnDrift a sale the gate has of an order
+// whose record copy ended (cause), left for reconciliation (see
+// endGateCopy).
+func (m *Manager) gateSaleLeft(id string, skus []string, cause error) {
+	m.drift(Drift{OrderID: id, Tier: Gate, Op: "sale of an order the record returned", SKUs: skus, Err: cause})
 }
 
 // ended reports whether a gate answer means the order's hold is over there:

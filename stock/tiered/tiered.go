@@ -161,18 +161,22 @@ const defaultRecheckAfter = 25 * time.Millisecond
 // GateStore is what a Manager needs of its gate: a stock.Manager whose
 // holds expire (stock.Reclaimer, run by ReclaimExpired), that reports
 // its orders (stock.OrderReader, asked by ReclaimExpired which record
-// copies it no longer holds) and says what it would refuse in a listing
-// before the record takes it (ListingChecker). package stock/redisstock's
-// Store is one, and so is stock/memstock's.
+// copies it no longer holds), ends a hold only while it is held
+// (stock.HoldReverter: a hold whose record copy expired first ends
+// expired at the gate too, so that every later answer about the order
+// says it expired), and says what it would refuse in a listing before the
+// record takes it (ListingChecker). package stock/redisstock's Store is
+// one, and so is stock/memstock's.
 //
-// A wrapper of a gate (metrics, tracing, a test fault) must forward all
-// three interfaces to the wrapped store; one that forwards only
-// stock.Manager does not compile as a GateStore, instead of changing what
-// the flow does at run time.
+// A wrapper of a gate (metrics, tracing, a test fault) must forward every
+// interface to the wrapped store; one that forwards only stock.Manager
+// does not compile as a GateStore, instead of changing what the flow does
+// at run time.
 type GateStore interface {
 	stock.Manager
 	stock.Reclaimer
 	stock.OrderReader
+	stock.HoldReverter
 	stock.PartialReverter
 	stock.HoldExtender
 	ListingChecker
