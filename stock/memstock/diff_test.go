@@ -18,8 +18,27 @@ import (
 	"github.com/stockguard/stockguard/stock/tiered"
 )
 
-// gate is what both backends offer as a tiered gate.
-type gate = tiered.GateStore
+// gate is what the scenarios call: what both backends offer as a tiered
+// gate, less stock.HoldReverter, which a tiered Manager seen as a gate (see
+// tieredOn) does not offer.
+type gate interface {
+	stock.Manager
+	stock.Reclaimer
+	stock.OrderReader
+	stock.PartialReverter
+	stock.HoldExtender
+	tiered.ListingChecker
+}
+
+// gateStore returns g as the gate of a tiered Manager (memstock's and
+// redisstock's Stores are).
+func gateStore(t *testing.T, g gate) tiered.GateStore {
+	gs, ok := g.(tiered.GateStore)
+	if !ok {
+		t.Fatalf("%T is not a tiered.GateStore", g)
+	}
+	return gs
+}
 
 var sentinels = []error{stock.ErrSoldOut, stock.ErrLimitReached, stock.ErrUnknownSKU, stock.ErrUnknownOrder,
 	stock.ErrConflict, stock.ErrHoldExpired, stock.ErrOrderClosed, stock.ErrOrderConfirmed, stock.ErrHoldTooLong,

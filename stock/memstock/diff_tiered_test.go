@@ -25,7 +25,7 @@ func (f flow) KeepsBuckets() bool { return f.g.KeepsBuckets() }
 
 func tieredOn(newGate func(*testing.T, *stocktest.Clock) gate) func(*testing.T, *stocktest.Clock) gate {
 	return func(t *testing.T, c *stocktest.Clock) gate {
-		g := newGate(t, c)
+		g := gateStore(t, newGate(t, c))
 		return flow{Manager: tiered.New(g, memstock.New(c), tiered.Config{Clock: c}), g: g}
 	}
 }

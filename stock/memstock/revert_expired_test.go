@@ -81,7 +81,7 @@ func TestTieredRevertOfDueHoldSameOnEveryGate(t *testing.T) {
 	}{{"memstock", newMem}, {"redisstock", newRedis}} {
 		ctx := context.Background()
 		c := stocktest.NewClock(stocktest.Epoch)
-		m := tiered.New(b.new(t, c), memstock.New(c), tiered.Config{Clock: c})
+		m := tiered.New(gateStore(t, b.new(t, c)), memstock.New(c), tiered.Config{Clock: c})
 		if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 5, HoldTTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
