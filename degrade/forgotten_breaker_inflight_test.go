@@ -26,89 +26,21 @@ import (
 // are used while the write runs: the recalibration of the SKU must not
 // read the record before the order lands.
 func TestRecalibrationOfAForgottenBreakerWaitsForItsFallbackWrite(t *testing.T) {
-	clock := stocktest.NewClock(stocktest.Epoch)
-	gate := stocktest.NewFaulty(memstock.New(clock))
-	record := stocktest.NewFaulty(memstock.New(clock))
-	flow := tiered.New(gate, record, tiered.Config{Clock: clock})
-	seen := make(chan int64, 4)
-	d := mustNew(t, flow, nil, degrade.Config{
-		PerSKU: 1, Clock: clock, FallbackLimit: rate.Inf, OpenFor: time.Minute, RampSteps: []float64{},
-		Recalibrate: func(ctx context.Context, key string) error {
-			if key != "a" {
-				return nil
-			}
-			lv, err := record.Manager.Levels(ctx, "a")
-			if err != nil {
-				return err
-			}
-			seen <- lv.Held
-			return gate.Manager.PutOnSale(ctx, stock.Listing{SKU: "a", Units: lv.Available, HoldTTL: flow.GateHold(lv.HoldTTL)})
-		},
-	})
-	ctx := t.Context()
-	for _, sku := range []string{"a", "b"} {
-		if err := d.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 100}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	buy := func(id, sku string) error {
-		return d.Deduct(ctx, stock.Order{ID: id, Items: []stock.Item{{SKU: sku, Qty: 1}}})
-	}
-	gate.SetFault(stocktest.Down)
-	for i := 0; d.State("a") != degrade.Degraded; i++ {
-		if i > 10 {
-			t.Fatal("the breaker of a never opened")
-		}
-		_ = buy(fmt.Sprint("trip", i), "a")
-	}
-	gate.SetFault(stocktest.Healthy)
-	// A slow fallback Deduct of a: it stops before the record's write
-	// until let go.
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	record.SetBefore(func(c stocktest.Call) {
-		if c.Method == "Deduct" && slices.Contains(c.SKUs, "a") {
-			once.Do(func() { close(entered) })
-			<-release
-		}
-	})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := buy("slow", "a"); err != nil {
-			t.Errorf("the slow fallback Deduct: %v", err)
-		}
-	}()
-	<-entered
-	// b's breaker: past PerSKU (a's is open, a write running under it).
-	if _, err := d.Available(ctx, "b"); err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(time.Minute)
-	if err := buy("starts-recalibration", "a"); !errors.Is(err, degrade.ErrBusy) {
-		t.Errorf("the Deduct that starts the recalibration: %v, want ErrBusy", err)
-	}
-	select {
-	case held := <-seen:
-		close(release)
-		wg.Wait()
-		t.Fatalf("the recalibration of a read the record (%d held) while a fallback write of a was running; it lands at 1 held", held)
-	case <-time.After(time.Second): // the fixed code waits for the write
-	}
-	record.SetBefore(nil)
-	close(release)
-	wg.Wait()
-	if held := <-seen; held != 1 {
-		t.Fatalf("the recalibration read %d held at the record, want the slow order's 1", held)
-	}
+	recalibrationAfterFallbackWrites(t, 1)
 }
 
 // The same with many fallback writes of the SKU running at once when SKUs
 // past PerSKU are used: the recalibration reads after every one of them,
 // and so reads exactly as many held as orders were taken.
 func TestRecalibrationOfAForgottenBreakerWaitsForEveryFallbackWrite(t *testing.T) {
-	const writers = 8
+	recalibrationAfterFallbackWrites(t, 8)
+}
+
+// recalibrationAfterFallbackWrites opens a's breaker (PerSKU 1), starts
+// writers fallback Deducts of a that stop before the record's write, uses
+// b's breaker (past PerSKU), lets OpenFor pass and checks that a's
+// recalibration reads the record only after every write landed.
+func recalibrationAfterFallbackWrites(t *testing.T, writers int) {
 	clock := stocktest.NewClock(stocktest.Epoch)
 	gate := stocktest.NewFaulty(memstock.New(clock))
 	record := stocktest.NewFaulty(memstock.New(clock))
@@ -145,6 +77,8 @@ func TestRecalibrationOfAForgottenBreakerWaitsForEveryFallbackWrite(t *testing.T
 		_ = buy(fmt.Sprint("trip", i), "a")
 	}
 	gate.SetFault(stocktest.Healthy)
+	// Slow fallback Deducts of a: each stops before the record's write
+	// until let go.
 	entered, release := make(chan struct{}, writers), make(chan struct{})
 	record.SetBefore(func(c stocktest.Call) {
 		if c.Method == "Deduct" && slices.Contains(c.SKUs, "a") {
@@ -165,7 +99,8 @@ func TestRecalibrationOfAForgottenBreakerWaitsForEveryFallbackWrite(t *testing.T
 	for range writers {
 		<-entered
 	}
-	if _, err := d.Available(ctx, "b"); err != nil { // past PerSKU
+	// b's breaker: past PerSKU (a's is open, writes running under it).
+	if _, err := d.Available(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
@@ -177,12 +112,12 @@ func TestRecalibrationOfAForgottenBreakerWaitsForEveryFallbackWrite(t *testing.T
 		close(release)
 		wg.Wait()
 		t.Fatalf("the recalibration of a read the record (%d held) while %d fallback writes of a were running", held, writers)
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(time.Second): // a recalibration that waits reads nothing before the writes land
 	}
 	close(release)
 	wg.Wait()
 	record.SetBefore(nil)
-	if held := <-seen; held != writers {
+	if held := <-seen; held != int64(writers) {
 		t.Fatalf("the recalibration read %d held at the record, want %d", held, writers)
 	}
 }
