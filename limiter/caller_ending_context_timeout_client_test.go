@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -41,28 +42,7 @@ func TestOneImpatientCallerStartsNoBackoffWithContextTimeoutClient(t *testing.T)
 			var told atomic.Int32
 			var toldErr atomic.Value
 			p := limiter.Policy{OnError: limiter.FailOpen, Backoff: time.Minute, OnRedisError: func(err error) { told.Add(1); toldErr.Store(err.Error()) }}
-			var allow func(context.Context) (limiter.Decision, error)
-			if tc.name[:5] == "Redis" {
-				l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
-				if err != nil {
-					t.Fatal(err)
-				}
-				allow = func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
-			} else {
-				c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
-					Dimensions: []limiter.Dimension{
-						{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
-						{Name: "sku", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
-					},
-					Policy: p,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				allow = func(ctx context.Context) (limiter.Decision, error) {
-					return c.Allow(ctx, limiter.Request{Tag: "u1", Values: []string{"u1", "sku1"}})
-				}
-			}
+			allow := allowOn(t, strings.Split(tc.name, "/")[0], rdb, p)
 			if d, err := allow(bg); err != nil || !d.Allowed || d.Degraded {
 				t.Fatalf("first call on a healthy Redis: %+v, %v", d, err)
 			}

@@ -39,6 +39,33 @@ func startOwnRedis(t *testing.T, port string) *exec.Cmd {
 	}
 }
 
+// allowOn returns one call of a limiter of 100 a minute on rdb with policy
+// p: a Redis limiter's of key "k" for kind "Redis", a Composite's of two
+// dimensions (user u1, SKU sku1) for "Composite".
+func allowOn(t *testing.T, kind string, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
+	t.Helper()
+	if kind == "Redis" {
+		l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
+	}
+	c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
+		Dimensions: []limiter.Dimension{
+			{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
+			{Name: "sku", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
+		},
+		Policy: p,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(ctx context.Context) (limiter.Decision, error) {
+		return c.Allow(ctx, limiter.Request{Tag: "u1", Values: []string{"u1", "sku1"}})
+	}
+}
+
 // A Redis that stops answering (paused) is a Redis failure, whatever the
 // caller's deadline: Policy.Backoff is "how long, after a Redis failure,
 // calls skip Redis and go straight to the Fallback or OnError mode, so a
@@ -52,39 +79,13 @@ func startOwnRedis(t *testing.T, port string) *exec.Cmd {
 // OnRedisError, and the next request is decided by FailOpen at once.
 // Redis and Composite share the path.
 func TestPausedRedisStartsTheBackoffWhateverTheCallersDeadline(t *testing.T) {
-	for _, tc := range []struct {
-		name, port string
-		allow      func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error)
-	}{
-		{"Redis", "6767", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
-			l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
-		}},
-		{"Composite", "6768", func(t *testing.T, rdb *redis.Client, p limiter.Policy) func(context.Context) (limiter.Decision, error) {
-			c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
-				Dimensions: []limiter.Dimension{
-					{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
-					{Name: "sku", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
-				},
-				Policy: p,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return func(ctx context.Context) (limiter.Decision, error) {
-				return c.Allow(ctx, limiter.Request{Tag: "u1", Values: []string{"u1", "sku1"}})
-			}
-		}},
-	} {
+	for _, tc := range []struct{ name, port string }{{"Redis", "6767"}, {"Composite", "6768"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startOwnRedis(t, tc.port)
 			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + tc.port, ReadTimeout: 600 * time.Millisecond, MaxRetries: -1})
 			t.Cleanup(func() { _ = rdb.Close() })
 			var told atomic.Int32
-			allow := tc.allow(t, rdb, limiter.Policy{
+			allow := allowOn(t, tc.name, rdb, limiter.Policy{
 				OnError:      limiter.FailOpen,
 				Backoff:      time.Minute,
 				OnRedisError: func(error) { told.Add(1) },

@@ -28,28 +28,7 @@ func TestPausedRedisWithDefaultClientStartsTheBackoffAfterDeadlineFailures(t *te
 			t.Cleanup(func() { _ = rdb.Close() })
 			var told atomic.Int32
 			p := limiter.Policy{OnError: limiter.FailOpen, Backoff: time.Minute, OnRedisError: func(error) { told.Add(1) }}
-			var allow func(context.Context) (limiter.Decision, error)
-			if tc.name == "Redis" {
-				l, err := limiter.NewRedis(rdb, limiter.RedisConfig{Limit: limiter.Limit{Rate: 100, Period: time.Minute}, Policy: p})
-				if err != nil {
-					t.Fatal(err)
-				}
-				allow = func(ctx context.Context) (limiter.Decision, error) { return l.Allow(ctx, "k") }
-			} else {
-				c, err := limiter.NewComposite(rdb, limiter.CompositeConfig{
-					Dimensions: []limiter.Dimension{
-						{Name: "user", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
-						{Name: "sku", Limit: limiter.Limit{Rate: 100, Period: time.Minute}},
-					},
-					Policy: p,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				allow = func(ctx context.Context) (limiter.Decision, error) {
-					return c.Allow(ctx, limiter.Request{Tag: "u1", Values: []string{"u1", "sku1"}})
-				}
-			}
+			allow := allowOn(t, tc.name, rdb, p)
 			if d, err := allow(bg); err != nil || !d.Allowed || d.Degraded {
 				t.Fatalf("first call on a healthy Redis: %+v, %v", d, err)
 			}
