@@ -1,20 +1,14 @@
 package degrade_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
-	"golang.org/x/time/rate"
 
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/memstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
-	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // Package doc: "Before traffic returns, the recalibration (a reconcile
@@ -27,21 +21,7 @@ import (
 func TestEveryBreakerPastPerSKURecalibratesBeforeTraffic(t *testing.T) {
 	for _, forced := range []bool{true, false} {
 		t.Run(fmt.Sprint("forced=", forced), func(t *testing.T) {
-			clock := stocktest.NewClock(stocktest.Epoch)
-			gate := stocktest.NewFaulty(memstock.New(clock))
-			record := stocktest.NewFaulty(memstock.New(clock))
-			flow := tiered.New(gate, record, tiered.Config{Clock: clock})
-			var mu sync.Mutex
-			var recalibrated []string
-			d := mustNew(t, flow, nil, degrade.Config{
-				PerSKU: 1, Clock: clock, FallbackLimit: rate.Inf, OpenFor: time.Minute,
-				Recalibrate: func(_ context.Context, key string) error {
-					mu.Lock()
-					recalibrated = append(recalibrated, key)
-					mu.Unlock()
-					return nil
-				},
-			})
+			d, _, gate, record, recalibrated := perSKUOneOnMemTiers(t)
 			ctx := t.Context()
 			skus := []string{"a", "b", "c"}
 			for _, sku := range skus {
@@ -79,9 +59,7 @@ func TestEveryBreakerPastPerSKURecalibratesBeforeTraffic(t *testing.T) {
 			}
 			deducts := gate.Calls("Deduct")
 			_ = buy("a")
-			mu.Lock()
-			defer mu.Unlock()
-			if gate.Calls("Deduct") > deducts && !slices.Contains(recalibrated, "a") {
+			if gate.Calls("Deduct") > deducts && !slices.Contains(recalibrated(), "a") {
 				g, _ := gate.Manager.Available(ctx, "a")
 				r, _ := record.Manager.Available(ctx, "a")
 				t.Fatalf("an order of a reached the gate with no recalibration of a since its order at the record alone (breaker now %v): gate available %d, record %d",

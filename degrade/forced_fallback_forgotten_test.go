@@ -3,6 +3,7 @@ package degrade_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -26,21 +27,7 @@ import (
 // changes a breaker's own state, so the breaker that let the write
 // through must not be forgotten before a recalibration has read it.
 func TestForcedFallbackForgottenBreakerRecalibratesBeforeTraffic(t *testing.T) {
-	clock := stocktest.NewClock(stocktest.Epoch)
-	gate := stocktest.NewFaulty(memstock.New(clock))
-	record := stocktest.NewFaulty(memstock.New(clock))
-	flow := tiered.New(gate, record, tiered.Config{Clock: clock})
-	var mu sync.Mutex
-	var recalibrated []string
-	d := mustNew(t, flow, nil, degrade.Config{
-		PerSKU: 1, Clock: clock, FallbackLimit: rate.Inf, OpenFor: time.Minute,
-		Recalibrate: func(_ context.Context, key string) error {
-			mu.Lock()
-			recalibrated = append(recalibrated, key)
-			mu.Unlock()
-			return nil
-		},
-	})
+	d, _, gate, record, recalibrated := perSKUOneOnMemTiers(t)
 	ctx := t.Context()
 	for _, sku := range []string{"a", "b"} {
 		if err := d.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 10}); err != nil {
@@ -62,12 +49,37 @@ func TestForcedFallbackForgottenBreakerRecalibratesBeforeTraffic(t *testing.T) {
 	if err := buy("next-a", "a"); err != nil && !errors.Is(err, degrade.ErrBusy) {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if gate.Calls("Deduct") > deducts && len(recalibrated) == 0 {
+	if gate.Calls("Deduct") > deducts && len(recalibrated()) == 0 {
 		g, _ := gate.Manager.Available(ctx, "a")
 		r, _ := record.Manager.Available(ctx, "a")
 		t.Fatalf("after ForceFallback, an order of a reached the gate with no recalibration since the forced order at the record alone (breaker state now %v): gate available %d, record %d",
 			d.State("a"), g, r)
+	}
+}
+
+// perSKUOneOnMemTiers is a degrade Manager with PerSKU 1 (OpenFor a
+// minute, no fallback limit) over a tiered flow of two memstock tiers, its
+// clock, its gate and record (which the test can fault), and the keys its
+// Recalibrate was called with so far (it reads nothing).
+func perSKUOneOnMemTiers(t *testing.T) (d *degrade.Manager, clock *stocktest.Clock, gate, record *stocktest.Faulty, recalibrated func() []string) {
+	clock = stocktest.NewClock(stocktest.Epoch)
+	gate = stocktest.NewFaulty(memstock.New(clock))
+	record = stocktest.NewFaulty(memstock.New(clock))
+	flow := tiered.New(gate, record, tiered.Config{Clock: clock})
+	var mu sync.Mutex
+	var keys []string
+	d = mustNew(t, flow, nil, degrade.Config{
+		PerSKU: 1, Clock: clock, FallbackLimit: rate.Inf, OpenFor: time.Minute,
+		Recalibrate: func(_ context.Context, key string) error {
+			mu.Lock()
+			keys = append(keys, key)
+			mu.Unlock()
+			return nil
+		},
+	})
+	return d, clock, gate, record, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(keys)
 	}
 }

@@ -9,14 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/time/rate"
 
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
-	"github.com/stockguard/stockguard/stock/memstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
-	"github.com/stockguard/stockguard/stock/tiered"
 )
 
 // These tests fail on purpose: each shows a way a write at the fallback
@@ -174,21 +171,7 @@ func TestReviewRecalibrationOlderThanAForcedFallbackWriteReturnsNoTraffic(t *tes
 // recalibration ... reads the record after every such write this node
 // made", and the gate bound (invariant 6).
 func TestReviewForgottenOpenBreakerRecalibratesBeforeTraffic(t *testing.T) {
-	clock := stocktest.NewClock(stocktest.Epoch)
-	gate := stocktest.NewFaulty(memstock.New(clock))
-	record := stocktest.NewFaulty(memstock.New(clock))
-	flow := tiered.New(gate, record, tiered.Config{Clock: clock})
-	var mu sync.Mutex
-	var recalibrated []string
-	d := mustNew(t, flow, nil, degrade.Config{
-		PerSKU: 1, Clock: clock, FallbackLimit: rate.Inf, OpenFor: time.Minute,
-		Recalibrate: func(_ context.Context, key string) error {
-			mu.Lock()
-			recalibrated = append(recalibrated, key)
-			mu.Unlock()
-			return nil
-		},
-	})
+	d, _, gate, record, recalibrated := perSKUOneOnMemTiers(t)
 	ctx := t.Context()
 	for _, sku := range []string{"a", "b"} {
 		if err := d.PutOnSale(ctx, stock.Listing{SKU: sku, Units: 10}); err != nil {
@@ -216,9 +199,7 @@ func TestReviewForgottenOpenBreakerRecalibratesBeforeTraffic(t *testing.T) {
 	if err := buy("next"); err != nil && !errors.Is(err, degrade.ErrBusy) {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if gate.Calls("Deduct") > deducts && len(recalibrated) == 0 {
+	if gate.Calls("Deduct") > deducts && len(recalibrated()) == 0 {
 		g, _ := gate.Manager.Available(ctx, "a")
 		r, _ := record.Manager.Available(ctx, "a")
 		t.Fatalf("an order of a reached the gate with no recalibration since the order at the record alone: gate available %d, record %d", g, r)
