@@ -267,9 +267,7 @@ func (m *Manager) confirmByRecord(ctx context.Context, in stock.OrderInfo, gerr 
 // backend: the gate ends such a hold expired, and the gate is read once
 // more after its revert so that the record's copy ends as the gate's did
 // (RevertHeld); returned at the record alone, the copy ends expired once
-// the deadline Orders reports for the order has passed (the order's gate
-// deadline when the gate said it does not know the order, the record
-// copy's own when the gate could not be asked). So a Confirm, a repeat Deduct and
+// the order's gate deadline has passed. So a Confirm, a repeat Deduct and
 // Orders answer a reverted order stock.ErrOrderClosed, and an expired one
 // stock.ErrHoldExpired, after the gate has forgotten it too.
 func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
@@ -290,14 +288,14 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 		return err // a read: nothing written
 	}
 	if behind {
-		return m.revertByRecord(ctx, in, false)
+		return m.revertByRecord(ctx, in)
 	}
 	gerr := m.gate.Revert(ctx, orderID)
 	switch {
 	case gerr == nil:
 	case errors.Is(gerr, stock.ErrUnknownOrder), unavailable(gerr) && in.State != stock.StateConfirmed:
 		// The gate holds nothing of the order: the record alone returns it.
-		rerr := m.revertByRecord(ctx, in, errors.Is(gerr, stock.ErrUnknownOrder))
+		rerr := m.revertByRecord(ctx, in)
 		switch {
 		case rerr == nil && errors.Is(gerr, stock.ErrUnknownOrder):
 			// A Deduct of the order racing this call may have placed its

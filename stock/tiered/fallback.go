@@ -121,10 +121,8 @@ func (f *Fallback) Confirm(ctx context.Context, orderID string) error {
 	return m.record.Confirm(ctx, orderID)
 }
 
-// Revert cancels a held order at the record (past the record copy's own
-// deadline it ends expired, see Manager.Revert: the gate's deadline is
-// unknown here, and an extension the record did not take may have made
-// it later than the record's less the grace). A hold the gate may still
+// Revert cancels a held order at the record (past the order's gate
+// deadline it ends expired, see Manager.Revert). A hold the gate may still
 // have for it ends at its gate deadline, and the flow's reclaimer finds
 // the record's copy reverted already. The units come back at the record
 // alone: the order's SKUs are reported to Config.OnDrift (revertByRecord).
@@ -141,30 +139,19 @@ func (f *Fallback) Revert(ctx context.Context, orderID string) error {
 	if in.State == stock.StateConfirmed {
 		return ErrWaitsForGate
 	}
-	return f.m.revertByRecord(ctx, in, false)
+	return f.m.revertByRecord(ctx, in)
 }
 
 // revertByRecord reverts the order at the record alone; in is the
 // record's order as read. The SKUs of an order the record knew are
 // reported to Config.OnDrift, by a repeat too (an earlier call whose reply
 // was lost may have returned them unreported).
-//
-// A held copy ends expired only past the deadline Orders reports for the
-// order, so that a Revert before it closes the order: gateForgot says the
-// gate answered that it does not know the order, and Orders then reports
-// the order's gate deadline (the record's less the grace); otherwise the
-// gate's deadline is unknown here (it could not be asked, or a fallback
-// did not ask it) and may be later than that (an extension the record did
-// not take), so the record copy's own deadline decides.
-func (m *Manager) revertByRecord(ctx context.Context, in stock.OrderInfo, gateForgot bool) error {
+func (m *Manager) revertByRecord(ctx context.Context, in stock.OrderInfo) error {
 	expired := false
 	if in.State == stock.StateHeld {
-		due := in.Deadline
-		if gateForgot {
-			var err error
-			if due, err = m.gateDeadline(ctx, in, nil); err != nil {
-				return err // a read: nothing written
-			}
+		due, err := m.gateDeadline(ctx, in, nil)
+		if err != nil {
+			return err // a read: nothing written
 		}
 		expired = !due.After(m.cfg.Clock.Now())
 	}
