@@ -322,6 +322,15 @@ func (m *Manager) Revert(ctx context.Context, orderID string) (err error) {
 			return &TierError{Tier: Gate, Op: "read after the revert", Err: err}
 		}
 		expired = g.State == stock.StateExpired
+		if g.State == stock.StateUnknown {
+			// Forgotten since its revert (a short Retention): judged by
+			// the order's gate deadline, as the record path judges.
+			due, err := m.gateDeadline(ctx, in, nil)
+			if err != nil {
+				return &TierError{Tier: Gate, Op: "read after the revert", Err: err}
+			}
+			expired = !due.After(m.cfg.Clock.Now())
+		}
 	}
 	rerr := m.endRecordCopy(ctx, orderID, expired)
 	switch {
