@@ -140,8 +140,9 @@ func (c *Composite) Allow(ctx context.Context, req Request) (Decision, error) {
 // counted and DeniedBy names the first refusing dimension. ResetAfter is
 // the longest of the named dimensions'. Values and Tag must pass
 // ValidateKey; 1 <= n <= every named dimension's capacity. A call on an
-// ended context returns ctx.Err() and counts nothing, even during the
-// Policy's Backoff.
+// ended context (ctx.Err() set, or its deadline passed before the
+// context's timer said so) returns the context's ending and counts
+// nothing, even during the Policy's Backoff.
 func (c *Composite) AllowN(ctx context.Context, req Request, n int) (Decision, error) {
 	if c.obs.Limit == nil {
 		return c.allowN(ctx, req, n)
@@ -167,7 +168,7 @@ func (c *Composite) allowN(ctx context.Context, req Request, n int) (Decision, e
 	if err := validateN(n, capN); err != nil {
 		return Decision{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ending(ctx); err != nil {
 		return Decision{}, err
 	}
 	if c.e.g.bypassed(k.ids...) {

@@ -76,8 +76,9 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 // AllowN reports whether n events may happen now for key and, if so, counts
 // them, in one round trip. key must pass ValidateKey; 1 <= n <= the limit's
 // Burst (GCRA) or Rate (windows). Redis failures are handled by the Policy.
-// A call on an ended context returns ctx.Err() and counts nothing, even
-// during the Policy's Backoff.
+// A call on an ended context (ctx.Err() set, or its deadline passed before
+// the context's timer said so) returns the context's ending and counts
+// nothing, even during the Policy's Backoff.
 func (r *Redis) AllowN(ctx context.Context, key string, n int) (Decision, error) {
 	if r.obs.Limit == nil {
 		return r.allowN(ctx, key, n)
@@ -95,7 +96,7 @@ func (r *Redis) allowN(ctx context.Context, key string, n int) (Decision, error)
 	if err := validateN(n, r.limit.capacity(r.e.alg)); err != nil {
 		return Decision{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ending(ctx); err != nil {
 		return Decision{}, err
 	}
 	if r.e.g.bypassed(key) {
@@ -117,7 +118,8 @@ func (r *Redis) maxN() int64 { return r.limit.capacity(r.e.alg) }
 // fresh while Redis is down. key must pass ValidateKey. Reset always tries
 // Redis, even within the Policy's Backoff; a failure is a *RedisError
 // (matching ErrUnavailable), never a policy decision, and a context that
-// has already ended clears nothing and returns ctx.Err().
+// has already ended (its deadline passed, too) clears nothing and returns
+// the context's ending.
 func (r *Redis) Reset(ctx context.Context, key string) error {
 	if err := ValidateKey("key", key); err != nil {
 		return err
@@ -187,7 +189,7 @@ func (e *engine) run(ctx context.Context, keys []string, args []any, fbKeys, nam
 // in one hash slot), after clearing fbKeys in the Fallback if it is a
 // Resetter.
 func (e *engine) reset(ctx context.Context, groups [][]string, fbKeys []string) error {
-	if err := ctx.Err(); err != nil {
+	if err := ending(ctx); err != nil {
 		return err
 	}
 	var errs []error
