@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/stocktest"

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/stockguard/stockguard/degrade"
 	"github.com/stockguard/stockguard/observe"
 	"github.com/stockguard/stockguard/stock"
