@@ -55,6 +55,14 @@ func (d *Manager) use(skus ...string) (cs []*circuit, release func()) {
 		cs = append(cs, c)
 	}
 	b.mu.Unlock()
+	defer func() {
+		// An Observer hook that panics while reporting a breaker made
+		// must not leave them in use for ever.
+		if r := recover(); r != nil {
+			b.release(cs)
+			panic(r)
+		}
+	}()
 	for _, c := range made {
 		c.made()
 	}
