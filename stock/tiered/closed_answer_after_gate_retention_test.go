@@ -5,10 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/memstock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -23,14 +19,7 @@ import (
 func TestClosedAnswerStaysFinalAfterTheGateRetention(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
-	mr := miniredis.RunT(t)
-	mr.SetTime(stocktest.Epoch)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	gate, err := redisstock.New(rdb, redisstock.Config{Clock: clock, Prefix: testdb.Unique("zc"), Retention: redisstock.MinRetention})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gate, step := forgetfulGate(t, clock)
 	m := tiered.New(gate, memstock.New(clock), tiered.Config{Clock: clock})
 	if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -45,9 +34,7 @@ func TestClosedAnswerStaysFinalAfterTheGateRetention(t *testing.T) {
 		t.Fatalf("Confirm after Revert: %v, want %v", err, stock.ErrOrderClosed)
 	}
 	d := redisstock.MinRetention + time.Hour
-	clock.Advance(d)
-	mr.SetTime(clock.Now())
-	mr.FastForward(d)
+	step(d)
 	if _, err := m.ReclaimExpired(ctx, 10); err != nil {
 		t.Logf("ReclaimExpired: %v", err)
 	}

@@ -5,10 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/memstock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -29,25 +25,13 @@ func TestFallbackRevertAfterGateExpiryAnswerStaysAfterRetention(t *testing.T) {
 		t.Run("grace="+grace.String(), func(t *testing.T) {
 			ctx := t.Context()
 			clock := stocktest.NewClock(stocktest.Epoch)
-			mr := miniredis.RunT(t)
-			mr.SetTime(stocktest.Epoch)
-			rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-			t.Cleanup(func() { _ = rdb.Close() })
-			gate, err := redisstock.New(rdb, redisstock.Config{Clock: clock, Prefix: testdb.Unique("zf"), Retention: redisstock.MinRetention})
-			if err != nil {
-				t.Fatal(err)
-			}
+			gate, step := forgetfulGate(t, clock)
 			m := tiered.New(gate, memstock.New(clock), tiered.Config{Clock: clock, RecordGrace: grace})
 			if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
 			if err := m.Deduct(ctx, ord("o1", 3)); err != nil {
 				t.Fatal(err)
-			}
-			step := func(d time.Duration) {
-				clock.Advance(d)
-				mr.SetTime(clock.Now())
-				mr.FastForward(d)
 			}
 			step(time.Minute + time.Second) // past the gate deadline, before the record's
 			if rs, err := gate.ReclaimExpired(ctx, 10); err != nil || len(rs) != 1 {

@@ -5,13 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/memstock"
-	"github.com/stockguard/stockguard/stock/redisstock"
 	"github.com/stockguard/stockguard/stock/stocktest"
 	"github.com/stockguard/stockguard/stock/tiered"
 )
@@ -25,14 +20,7 @@ import (
 func TestRevertPastDeadlineEndsExpiredWhenTheGateForgetsBeforeTheRead(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
-	mr := miniredis.RunT(t)
-	mr.SetTime(stocktest.Epoch)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	rs, err := redisstock.New(rdb, redisstock.Config{Clock: clock, Prefix: testdb.Unique("zg"), Retention: redisstock.MinRetention})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, step := forgetfulGate(t, clock)
 	gate := stocktest.NewFaulty(rs)
 	m := tiered.New(gate, memstock.New(clock), tiered.Config{Clock: clock, RecordGrace: 30 * time.Second})
 	if err := m.PutOnSale(ctx, stock.Listing{SKU: "a", Units: 10, HoldTTL: time.Minute}); err != nil {
@@ -40,11 +28,6 @@ func TestRevertPastDeadlineEndsExpiredWhenTheGateForgetsBeforeTheRead(t *testing
 	}
 	if err := m.Deduct(ctx, ord("o1", 3)); err != nil {
 		t.Fatal(err)
-	}
-	step := func(d time.Duration) {
-		clock.Advance(d)
-		mr.SetTime(clock.Now())
-		mr.FastForward(d)
 	}
 	step(time.Minute + 5*time.Second) // past the gate deadline, before the record's
 	reverted, fired := false, false

@@ -5,10 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/stockguard/stockguard/internal/testdb"
 	"github.com/stockguard/stockguard/stock"
 	"github.com/stockguard/stockguard/stock/memstock"
 	"github.com/stockguard/stockguard/stock/redisstock"
@@ -22,14 +18,7 @@ import (
 func TestConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalAfterTheGateRetention(t *testing.T) {
 	ctx := t.Context()
 	clock := stocktest.NewClock(stocktest.Epoch)
-	mr := miniredis.RunT(t)
-	mr.SetTime(stocktest.Epoch)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	gate, err := redisstock.New(rdb, redisstock.Config{Clock: clock, Prefix: testdb.Unique("zr"), Retention: redisstock.MinRetention})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gate, step := forgetfulGate(t, clock)
 	m := tiered.New(gate, memstock.New(clock), tiered.Config{Clock: clock})
 	if err := m.PutOnSale(ctx, pastDeadlineListing); err != nil {
 		t.Fatal(err)
@@ -38,9 +27,7 @@ func TestConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalAfterTheGateRetention(
 	if err := m.Deduct(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(70 * time.Second) // past the deadline, not reclaimed
-	mr.SetTime(clock.Now())
-	mr.FastForward(70 * time.Second)
+	step(70 * time.Second) // past the deadline, not reclaimed
 	if err := m.Revert(ctx, "o0"); err != nil {
 		t.Fatalf("Revert: %v", err)
 	}
@@ -48,9 +35,7 @@ func TestConfirmOfAnOrderRevertedPastItsDeadlineStaysFinalAfterTheGateRetention(
 		t.Fatalf("Confirm: %v, want %v", err, stock.ErrHoldExpired)
 	}
 	d := redisstock.MinRetention + time.Hour
-	clock.Advance(d)
-	mr.SetTime(clock.Now())
-	mr.FastForward(d)
+	step(d)
 	if _, err := m.ReclaimExpired(ctx, 10); err != nil {
 		t.Logf("ReclaimExpired: %v", err)
 	}
